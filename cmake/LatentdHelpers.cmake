@@ -1,0 +1,48 @@
+# Small helpers so each module's CMakeLists lists its sources explicitly and
+# gets the same warnings and include root.
+
+set(LATENTD_WARNINGS -Wall -Wextra)
+
+function(latentd_options target)
+  target_compile_options(${target} PRIVATE ${LATENTD_WARNINGS})
+  if(LATENTD_NATIVE)
+    target_compile_options(${target} PRIVATE -march=native)
+  endif()
+endfunction()
+
+# latentd_library(NAME SRCS a.cc b.cc DEPS x y)
+function(latentd_library name)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SRCS})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}
+                                            ${PROJECT_BINARY_DIR})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+  latentd_options(${name})
+endfunction()
+
+# latentd_test(NAME SRCS a_test.cc DEPS lib LABELS unit [TIMEOUT s])
+# Registers each GoogleTest binary with ctest as one test carrying LABELS.
+function(latentd_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SRCS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest
+                                        GTest::gtest_main Threads::Threads)
+  latentd_options(${name})
+  add_test(NAME ${name} COMMAND ${name}
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}"
+                       TIMEOUT ${ARG_TIMEOUT}
+                       ENVIRONMENT "LATENTD_DATA_DIR=${PROJECT_SOURCE_DIR}/../shared/data")
+endfunction()
+
+# latentd_benchmark(NAME SRCS a_benchmark.cc DEPS lib)
+function(latentd_benchmark name)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SRCS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} benchmark::benchmark
+                                        Threads::Threads)
+  latentd_options(${name})
+endfunction()

