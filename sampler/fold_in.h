@@ -1,0 +1,75 @@
+// Fold-in inference: the topic mixture θ of a new document against a frozen
+// model, by Gibbs sampling the document's own assignments with the
+// word-topic counts held fixed: p(z=k) ∝ (n_dk + α_k)(n_wk + β)/(n_k + Vβ).
+// θ is the average of (n_dk + α_k)/(n_d + Σα) over the kept iterations.
+// Deterministic for a given seed and stream.
+//
+// Thread-safety: a FoldIn holds scratch, one thread at a time; any number of
+// FoldIn objects may share one table as long as it does not change.
+#ifndef LATENTD_SAMPLER_FOLD_IN_H_
+#define LATENTD_SAMPLER_FOLD_IN_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "corpora/token_store.h"
+#include "sampler/topic_table.h"
+
+namespace latentd {
+
+struct InferOptions {
+  int iterations = 50;  // Gibbs sweeps over the document
+  int burn_in = 20;     // sweeps discarded before θ is averaged
+  uint64_t seed = 1;
+};
+
+class FoldIn {
+ public:
+  // The table must outlive this object. REQUIRES: alpha.size() == K.
+  FoldIn(const TopicTable& table, std::vector<double> alpha, double beta);
+
+  // θ of the document `words` (ids of known words). `stream` selects the
+  // random stream (e.g. the document's index). Fails with kInvalidArgument
+  // if the document is empty or a word id is outside the model.
+  absl::StatusOr<std::vector<double>> Infer(std::span<const WordId> words,
+                                            const InferOptions& options,
+                                            uint64_t stream);
+
+  // φ_wk = (n_wk + β)/(n_k + Vβ).
+  double Phi(WordId word, TopicId topic) const;
+  // p(w | θ) = Σ_k θ_k φ_wk.
+  double WordProbability(WordId word, std::span<const double> theta) const;
+
+ private:
+  const TopicTable& table_;
+  const std::vector<double> alpha_;
+  const double beta_;
+  double alpha_sum_ = 0;
+  std::vector<double> inv_denom_;  // 1/(n_k + Vβ)
+  std::vector<double> smoothing_;  // scratch: β/(n_k+Vβ) per topic
+  std::vector<Count> n_dk_;
+  std::vector<double> weights_;
+  // Per distinct word of the document: n_wk/(n_k+Vβ) over its row.
+  std::vector<uint32_t> row_begin_;
+  std::vector<std::pair<TopicId, double>> row_entries_;
+};
+
+struct PerplexityResult {
+  uint64_t documents = 0;
+  uint64_t scored_tokens = 0;
+  double log_likelihood = 0;  // Σ log p(w) over the scored tokens
+  double perplexity = 0;      // exp(−log_likelihood / scored_tokens)
+};
+
+// Held-out perplexity by document completion: for each document of `store`
+// with at least two tokens, θ is folded in from its first half and the
+// second half is scored. Fails if the store is damaged or has nothing to
+// score.
+absl::StatusOr<PerplexityResult> DocumentCompletionPerplexity(
+    FoldIn* fold_in, TokenStore* store, const InferOptions& options);
+
+}  // namespace latentd
+
+#endif  // LATENTD_SAMPLER_FOLD_IN_H_

@@ -1,0 +1,183 @@
+#include "sampler/internal/sparse_lda_kernel.h"
+
+#include <algorithm>
+
+#include "corpora/random.h"
+
+namespace latentd::internal {
+
+SparseLdaKernel::SparseLdaKernel(TopicId num_topics)
+    : num_topics_(num_topics),
+      n_k_(num_topics),
+      inv_denom_(num_topics),
+      coef_(num_topics),
+      n_dk_(num_topics, 0),
+      doc_pos_(num_topics),
+      q_topics_(num_topics),
+      q_mass_(num_topics) {
+  doc_topics_.reserve(num_topics);
+}
+
+void SparseLdaKernel::MoveCount(TopicId k, int by) {
+  const double a = alpha_[k];
+  s_ -= a * beta_ * inv_denom_[k];
+  r_ -= n_dk_[k] * beta_ * inv_denom_[k];
+  n_dk_[k] += by;
+  n_k_[k] = std::max<int64_t>(n_k_[k] + by, 0);
+  inv_denom_[k] = 1.0 / (static_cast<double>(n_k_[k]) + beta_sum_);
+  s_ += a * beta_ * inv_denom_[k];
+  r_ += n_dk_[k] * beta_ * inv_denom_[k];
+  coef_[k] = (a + n_dk_[k]) * inv_denom_[k];
+  if (by < 0 && n_dk_[k] == 0) {
+    const uint32_t pos = doc_pos_[k];
+    const TopicId last = doc_topics_.back();
+    doc_topics_[pos] = last;
+    doc_pos_[last] = pos;
+    doc_topics_.pop_back();
+  } else if (by > 0 && n_dk_[k] == 1) {
+    doc_pos_[k] = static_cast<uint32_t>(doc_topics_.size());
+    doc_topics_.push_back(k);
+  }
+}
+
+void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
+                                  std::vector<TopicChange>* changes) {
+  const TopicTable& table = *params.table;
+  alpha_ = params.alpha.data();
+  beta_ = params.beta;
+  beta_sum_ = params.beta_sum;
+  Rng rng = Rng::ForStream(params.seed, params.sweep, batch->index);
+
+  s_ = 0;
+  for (TopicId k = 0; k < num_topics_; ++k) {
+    n_k_[k] = table.TopicTotal(k);
+    inv_denom_[k] = 1.0 / (static_cast<double>(n_k_[k]) + beta_sum_);
+    s_ += alpha_[k] * beta_ * inv_denom_[k];
+    coef_[k] = alpha_[k] * inv_denom_[k];
+  }
+
+  for (size_t d = 0; d < batch->num_docs(); ++d) {
+    std::span<const WordId> words = batch->doc_words(d);
+    std::span<TopicId> topics = batch->doc_topics(d);
+    r_ = 0;
+    for (TopicId t : topics) {
+      if (n_dk_[t]++ == 0) {
+        doc_pos_[t] = static_cast<uint32_t>(doc_topics_.size());
+        doc_topics_.push_back(t);
+      }
+    }
+    for (TopicId k : doc_topics_) {
+      r_ += n_dk_[k] * beta_ * inv_denom_[k];
+      coef_[k] = (alpha_[k] + n_dk_[k]) * inv_denom_[k];
+    }
+
+    for (size_t i = 0; i < words.size(); ++i) {
+      const WordId w = words[i];
+      const TopicId old_topic = topics[i];
+      MoveCount(old_topic, -1);
+
+      double q = 0;
+      uint32_t nq = 0;
+      table.ForEachNonZero(w, [&](TopicId k, Count c) {
+        if (k == old_topic) --c;  // the token itself is excluded
+        if (c <= 0) return;
+        const double mass = c * coef_[k];
+        q += mass;
+        q_topics_[nq] = k;
+        q_mass_[nq++] = mass;
+      });
+
+      double u = rng.Uniform() * (s_ + r_ + q);
+      TopicId new_topic = num_topics_ - 1;
+      if (u < q && nq > 0) {
+        new_topic = q_topics_[nq - 1];
+        for (uint32_t j = 0; j < nq; ++j) {
+          u -= q_mass_[j];
+          if (u <= 0) {
+            new_topic = q_topics_[j];
+            break;
+          }
+        }
+      } else if ((u -= q) < r_ && !doc_topics_.empty()) {
+        new_topic = doc_topics_.back();
+        for (TopicId k : doc_topics_) {
+          u -= n_dk_[k] * beta_ * inv_denom_[k];
+          if (u <= 0) {
+            new_topic = k;
+            break;
+          }
+        }
+      } else {
+        u -= r_;
+        for (TopicId k = 0; k < num_topics_; ++k) {
+          u -= alpha_[k] * beta_ * inv_denom_[k];
+          if (u <= 0) {
+            new_topic = k;
+            break;
+          }
+        }
+      }
+
+      MoveCount(new_topic, +1);
+      if (new_topic != old_topic) {
+        topics[i] = new_topic;
+        changes->push_back({w, old_topic, new_topic});
+      }
+    }
+
+    for (TopicId k : doc_topics_) {
+      n_dk_[k] = 0;
+      coef_[k] = alpha_[k] * inv_denom_[k];
+    }
+    doc_topics_.clear();
+  }
+}
+
+DenseKernel::DenseKernel(TopicId num_topics)
+    : num_topics_(num_topics),
+      n_k_(num_topics),
+      n_dk_(num_topics),
+      n_wk_(num_topics),
+      cumulative_(num_topics) {}
+
+void DenseKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
+                              std::vector<TopicChange>* changes) {
+  const TopicTable& table = *params.table;
+  const double* alpha = params.alpha.data();
+  Rng rng = Rng::ForStream(params.seed, params.sweep, batch->index);
+  for (TopicId k = 0; k < num_topics_; ++k) n_k_[k] = table.TopicTotal(k);
+
+  for (size_t d = 0; d < batch->num_docs(); ++d) {
+    std::span<const WordId> words = batch->doc_words(d);
+    std::span<TopicId> topics = batch->doc_topics(d);
+    std::fill(n_dk_.begin(), n_dk_.end(), 0);
+    for (TopicId t : topics) ++n_dk_[t];
+    for (size_t i = 0; i < words.size(); ++i) {
+      const TopicId old_topic = topics[i];
+      std::fill(n_wk_.begin(), n_wk_.end(), 0);
+      table.ForEachNonZero(words[i], [&](TopicId k, Count c) { n_wk_[k] = c; });
+      --n_wk_[old_topic];
+      --n_dk_[old_topic];
+      n_k_[old_topic] = std::max<int64_t>(n_k_[old_topic] - 1, 0);
+      double total = 0;
+      for (TopicId k = 0; k < num_topics_; ++k) {
+        total += (n_dk_[k] + alpha[k]) * (std::max(n_wk_[k], 0) + params.beta) /
+                 (static_cast<double>(n_k_[k]) + params.beta_sum);
+        cumulative_[k] = total;
+      }
+      const double u = rng.Uniform() * total;
+      const TopicId new_topic = static_cast<TopicId>(std::min<size_t>(
+          std::upper_bound(cumulative_.begin(), cumulative_.end(), u) -
+              cumulative_.begin(),
+          num_topics_ - 1));
+      ++n_dk_[new_topic];
+      ++n_k_[new_topic];
+      if (new_topic != old_topic) {
+        topics[i] = new_topic;
+        changes->push_back({words[i], old_topic, new_topic});
+      }
+    }
+  }
+}
+
+}  // namespace latentd::internal

@@ -1,0 +1,115 @@
+#include "sampler/model_export.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "corpora/internal/posix_file.h"
+#include "corpora/status_macros.h"
+
+namespace latentd {
+
+std::vector<TopicSummary> SummarizeTopics(const ModelSnapshot& model,
+                                          int top_n) {
+  const TopicId K = model.num_topics;
+  const std::vector<int64_t> totals = model.TopicTotals();
+  const double beta_sum = model.beta * model.vocab_size;
+  // Per topic, the words with their counts.
+  std::vector<std::vector<std::pair<WordId, Count>>> by_topic(K);
+  for (uint32_t w = 0; w < model.vocab_size; ++w) {
+    for (uint64_t i = model.word_offsets[w]; i < model.word_offsets[w + 1];
+         ++i) {
+      by_topic[model.entries[i].topic].emplace_back(w, model.entries[i].count);
+    }
+  }
+  std::vector<TopicSummary> out(K);
+  for (TopicId k = 0; k < K; ++k) {
+    auto& words = by_topic[k];
+    const size_t n = std::min<size_t>(std::max(top_n, 0), words.size());
+    std::partial_sort(words.begin(), words.begin() + n, words.end(),
+                      [](const auto& a, const auto& b) {
+                        return a.second != b.second ? a.second > b.second
+                                                    : a.first < b.first;
+                      });
+    out[k].topic = k;
+    out[k].alpha = model.alpha[k];
+    out[k].tokens = totals[k];
+    for (size_t i = 0; i < n; ++i) {
+      out[k].top_words.emplace_back(
+          words[i].first,
+          (words[i].second + model.beta) / (totals[k] + beta_sum));
+    }
+  }
+  return out;
+}
+
+std::string FormatTopics(const std::vector<TopicSummary>& topics,
+                         const Vocabulary& vocab) {
+  std::string out;
+  for (const TopicSummary& t : topics) {
+    absl::StrAppendFormat(&out, "topic %d\talpha=%.4g\ttokens=%d\n", t.topic,
+                          t.alpha, t.tokens);
+    for (const auto& [w, p] : t.top_words) {
+      absl::StrAppendFormat(&out, "  %s\t%.5f\n", vocab.word(w), p);
+    }
+  }
+  return out;
+}
+
+absl::Status ExportModelText(const ModelSnapshot& model,
+                             const Vocabulary& vocab, int top_n,
+                             const std::string& dir) {
+  LATENTD_RETURN_IF_ERROR(internal::WriteFileAtomically(
+      dir + "/topics.txt", FormatTopics(SummarizeTopics(model, top_n), vocab)));
+  std::string counts;
+  for (uint32_t w = 0; w < model.vocab_size; ++w) {
+    counts += vocab.word(w);
+    for (uint64_t i = model.word_offsets[w]; i < model.word_offsets[w + 1];
+         ++i) {
+      absl::StrAppend(&counts, "\t", model.entries[i].topic, ":",
+                      model.entries[i].count);
+    }
+    counts += '\n';
+  }
+  LATENTD_RETURN_IF_ERROR(
+      internal::WriteFileAtomically(dir + "/word_topic_counts.tsv", counts));
+  std::string alpha;
+  for (size_t k = 0; k < model.alpha.size(); ++k) {
+    absl::StrAppendFormat(&alpha, "%d\t%.8g\n", k, model.alpha[k]);
+  }
+  return internal::WriteFileAtomically(dir + "/alpha.txt", alpha);
+}
+
+absl::Status ExportDocTopics(TokenStore* store,
+                             const std::vector<double>& alpha,
+                             const std::string& path) {
+  const double alpha_sum = std::accumulate(alpha.begin(), alpha.end(), 0.0);
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
+  std::string out;
+  std::vector<Count> n_dk(alpha.size(), 0);
+  std::vector<TopicId> used;
+  DocBatch batch;
+  while (true) {
+    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
+    if (!more) break;
+    for (size_t d = 0; d < batch.num_docs(); ++d) {
+      for (TopicId t : batch.doc_topics(d)) {
+        if (n_dk[t]++ == 0) used.push_back(t);
+      }
+      std::sort(used.begin(), used.end());
+      absl::StrAppend(&out, batch.first_doc + d, "\t", batch.doc_ids[d]);
+      const double norm = batch.doc_length(d) + alpha_sum;
+      for (TopicId k : used) {
+        absl::StrAppendFormat(&out, "\t%d:%.5f", k,
+                              (n_dk[k] + alpha[k]) / norm);
+        n_dk[k] = 0;
+      }
+      out += '\n';
+      used.clear();
+    }
+  }
+  return internal::WriteFileAtomically(path, out);
+}
+
+}  // namespace latentd

@@ -1,0 +1,182 @@
+#include "sampler/model_snapshot.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "corpora/input_file.h"
+#include "corpora/internal/posix_file.h"
+
+namespace latentd {
+namespace {
+
+constexpr char kMagic[8] = {'L', 'T', 'D', 'M', 'O', 'D', 'E', 'L'};
+constexpr uint32_t kVersion = 1;
+constexpr uint64_t kChecksumSeed = 0x736e6170;  // "snap"
+
+template <typename T>
+void Put(std::string* out, T value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+
+// Reads fixed-size values from a byte string, remembering whether it ran
+// past the end.
+class Cursor {
+ public:
+  explicit Cursor(std::string_view data) : data_(data) {}
+  template <typename T>
+  bool Get(T* value) {
+    if (data_.size() - pos_ < sizeof(T)) return false;
+    std::memcpy(value, data_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  size_t remaining() const { return data_.size() - pos_; }
+
+ private:
+  std::string_view data_;
+  size_t pos_ = 0;
+};
+
+}  // namespace
+
+ModelSnapshot ModelSnapshot::Capture(const TopicTable& table,
+                                     std::vector<double> alpha, double beta,
+                                     uint64_t sweep, uint64_t seed) {
+  ModelSnapshot snap;
+  snap.num_topics = table.num_topics();
+  snap.vocab_size = static_cast<uint32_t>(table.vocab_size());
+  snap.beta = beta;
+  snap.sweep = sweep;
+  snap.seed = seed;
+  snap.tokens = static_cast<uint64_t>(table.TotalTokens());
+  snap.alpha = std::move(alpha);
+  snap.word_offsets.reserve(table.vocab_size() + 1);
+  snap.word_offsets.push_back(0);
+  for (size_t w = 0; w < table.vocab_size(); ++w) {
+    const size_t begin = snap.entries.size();
+    table.ForEachNonZero(static_cast<WordId>(w), [&](TopicId k, Count c) {
+      snap.entries.push_back({k, c});
+    });
+    std::sort(snap.entries.begin() + begin, snap.entries.end(),
+              [](const Entry& a, const Entry& b) { return a.topic < b.topic; });
+    snap.word_offsets.push_back(snap.entries.size());
+  }
+  return snap;
+}
+
+absl::Status ModelSnapshot::Save(const std::string& path) const {
+  std::string out;
+  out.reserve(64 + alpha.size() * 8 + vocab_size * 4 + entries.size() * 8);
+  out.append(kMagic, sizeof(kMagic));
+  Put(&out, kVersion);
+  Put(&out, num_topics);
+  Put(&out, vocab_size);
+  Put(&out, beta);
+  Put(&out, sweep);
+  Put(&out, seed);
+  Put(&out, tokens);
+  for (double a : alpha) Put(&out, a);
+  for (uint32_t w = 0; w < vocab_size; ++w) {
+    Put(&out, static_cast<uint32_t>(word_offsets[w + 1] - word_offsets[w]));
+    for (uint64_t i = word_offsets[w]; i < word_offsets[w + 1]; ++i) {
+      Put(&out, entries[i].topic);
+      Put(&out, entries[i].count);
+    }
+  }
+  Put(&out,
+      static_cast<uint64_t>(XXH64(out.data(), out.size(), kChecksumSeed)));
+  return internal::WriteFileAtomically(path, out);
+}
+
+absl::StatusOr<ModelSnapshot> ModelSnapshot::Load(const std::string& path) {
+  absl::StatusOr<std::string> data = ReadWholeFile(path);
+  if (!data.ok()) return data.status();
+  auto damaged = [&](std::string_view what) {
+    return absl::DataLossError(
+        absl::StrCat("model snapshot ", path, ": ", std::string(what)));
+  };
+  if (data->size() < sizeof(kMagic) + 8 ||
+      std::memcmp(data->data(), kMagic, sizeof(kMagic)) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is not a latentd model snapshot (bad magic)"));
+  }
+  const size_t body = data->size() - 8;
+  uint64_t stored_sum;
+  std::memcpy(&stored_sum, data->data() + body, 8);
+  if (XXH64(data->data(), body, kChecksumSeed) != stored_sum) {
+    return damaged("checksum mismatch (truncated or corrupt file)");
+  }
+  Cursor in(
+      std::string_view(*data).substr(sizeof(kMagic), body - sizeof(kMagic)));
+  ModelSnapshot snap;
+  uint32_t version = 0;
+  if (!in.Get(&version)) return damaged("truncated header");
+  if (version != kVersion) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": unsupported snapshot version ", version,
+                     " (expected ", kVersion, ")"));
+  }
+  if (!in.Get(&snap.num_topics) || !in.Get(&snap.vocab_size) ||
+      !in.Get(&snap.beta) || !in.Get(&snap.sweep) || !in.Get(&snap.seed) ||
+      !in.Get(&snap.tokens)) {
+    return damaged("truncated header");
+  }
+  if (snap.num_topics == 0 || snap.num_topics > kMaxTopics) {
+    return damaged(
+        absl::StrCat("number of topics ", snap.num_topics, " out of range"));
+  }
+  if (in.remaining() / 8 < snap.num_topics ||
+      in.remaining() / 4 < snap.vocab_size) {
+    return damaged("header sizes exceed the file");
+  }
+  snap.alpha.resize(snap.num_topics);
+  for (double& a : snap.alpha) in.Get(&a);
+  snap.word_offsets.reserve(snap.vocab_size + 1);
+  snap.word_offsets.push_back(0);
+  for (uint32_t w = 0; w < snap.vocab_size; ++w) {
+    uint32_t nonzeros = 0;
+    if (!in.Get(&nonzeros) || nonzeros > snap.num_topics ||
+        in.remaining() / 8 < nonzeros) {
+      return damaged(absl::StrCat("bad row of word ", w));
+    }
+    for (uint32_t i = 0; i < nonzeros; ++i) {
+      Entry e;
+      in.Get(&e.topic);
+      in.Get(&e.count);
+      if (e.topic >= snap.num_topics || e.count <= 0) {
+        return damaged(absl::StrCat("bad entry in row of word ", w));
+      }
+      snap.entries.push_back(e);
+    }
+    snap.word_offsets.push_back(snap.entries.size());
+  }
+  if (in.remaining() != 0) return damaged("trailing bytes");
+  return snap;
+}
+
+std::unique_ptr<TopicTable> ModelSnapshot::ToTable() const {
+  auto table = std::make_unique<TopicTable>(vocab_size, num_topics);
+  std::vector<WordTopicDelta> deltas;
+  deltas.reserve(entries.size());
+  for (uint32_t w = 0; w < vocab_size; ++w) {
+    for (uint64_t i = word_offsets[w]; i < word_offsets[w + 1]; ++i) {
+      deltas.push_back({w, entries[i].topic, entries[i].count});
+    }
+  }
+  // Load() has checked every entry, so this cannot fail.
+  absl::Status s = table->Apply(deltas);
+  (void)s;
+  table->Quiesce();
+  return table;
+}
+
+std::vector<int64_t> ModelSnapshot::TopicTotals() const {
+  std::vector<int64_t> totals(num_topics, 0);
+  for (const Entry& e : entries) totals[e.topic] += e.count;
+  return totals;
+}
+
+}  // namespace latentd

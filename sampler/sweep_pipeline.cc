@@ -1,0 +1,231 @@
+#include "sampler/sweep_pipeline.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "corpora/status_macros.h"
+#include "oneapi/tbb/concurrent_queue.h"
+#include "oneapi/tbb/enumerable_thread_specific.h"
+#include "oneapi/tbb/parallel_pipeline.h"
+#include "oneapi/tbb/task_arena.h"
+
+namespace latentd {
+namespace {
+
+// The pipeline's token: one batch and what the stages derive from it.
+struct BatchWork {
+  DocBatch batch;
+  std::vector<TopicChange> changes;
+  std::vector<WordTopicDelta> deltas;
+};
+using WorkPtr = std::unique_ptr<BatchWork>;
+
+// Folds a batch's changes into one net delta per (word, topic).
+void Combine(const std::vector<TopicChange>& changes,
+             std::vector<WordTopicDelta>* deltas) {
+  deltas->clear();
+  deltas->reserve(changes.size() * 2);
+  for (const TopicChange& c : changes) {
+    deltas->push_back({c.word, c.old_topic, -1});
+    deltas->push_back({c.word, c.new_topic, +1});
+  }
+  std::sort(deltas->begin(), deltas->end(),
+            [](const WordTopicDelta& a, const WordTopicDelta& b) {
+              return a.word != b.word ? a.word < b.word : a.topic < b.topic;
+            });
+  size_t out = 0;
+  for (size_t i = 0; i < deltas->size();) {
+    WordTopicDelta net = (*deltas)[i];
+    size_t j = i + 1;
+    for (; j < deltas->size() && (*deltas)[j].word == net.word &&
+           (*deltas)[j].topic == net.topic;
+         ++j) {
+      net.delta += (*deltas)[j].delta;
+    }
+    if (net.delta != 0) (*deltas)[out++] = net;
+    i = j;
+  }
+  deltas->resize(out);
+}
+
+// First error of a run; stages stop early once one is set.
+class ErrorSlot {
+ public:
+  void Set(absl::Status status) {
+    absl::MutexLock lock(&mu_);
+    if (status_.ok()) status_ = std::move(status);
+    failed_.store(true, std::memory_order_release);
+  }
+  bool failed() const { return failed_.load(std::memory_order_acquire); }
+  absl::Status status() {
+    absl::MutexLock lock(&mu_);
+    return status_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> failed_{false};
+};
+
+}  // namespace
+
+struct SweepPipeline::Impl {
+  Impl(const PipelineOptions& o, TopicId k)
+      : options(o),
+        arena(o.threads),
+        kernels([o, k] { return MakeKernel(o.kernel, k); }) {}
+
+  PipelineOptions options;
+  tbb::task_arena arena;
+  tbb::enumerable_thread_specific<std::unique_ptr<SamplingKernel>> kernels;
+  tbb::concurrent_queue<WorkPtr> pool;  // reused BatchWork objects
+};
+
+SweepPipeline::SweepPipeline(const PipelineOptions& options, TopicId num_topics)
+    : impl_(std::make_unique<Impl>(options, num_topics)) {}
+
+SweepPipeline::~SweepPipeline() = default;
+
+absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
+                                               TopicTable* table,
+                                               const SweepParams& params,
+                                               DocTopicStats* stats) {
+  const auto start = std::chrono::steady_clock::now();
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
+  TokenStoreMeta next_meta = store->meta();
+  next_meta.sweep = params.sweep + 1;
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchWriter> writer,
+                           store->Rewrite(next_meta));
+
+  int in_flight = impl_->options.max_batches_in_flight;
+  if (in_flight <= 0) {
+    in_flight =
+        impl_->options.threads == 1 ? 1 : 2 * impl_->options.threads + 1;
+  }
+  ErrorSlot error;
+  SweepResult result;
+
+  auto read = [&](tbb::flow_control& fc) -> WorkPtr {
+    if (error.failed()) {
+      fc.stop();
+      return nullptr;
+    }
+    WorkPtr work;
+    if (!impl_->pool.try_pop(work)) work = std::make_unique<BatchWork>();
+    absl::StatusOr<bool> more = reader->Next(&work->batch);
+    if (!more.ok()) error.Set(more.status());
+    if (!more.ok() || !*more) {
+      fc.stop();
+      return nullptr;
+    }
+    return work;
+  };
+  auto sample = [&](WorkPtr work) -> WorkPtr {
+    work->changes.clear();
+    if (!error.failed()) {
+      std::unique_ptr<SamplingKernel>& kernel = impl_->kernels.local();
+      kernel->SampleBatch(params, &work->batch, &work->changes);
+    }
+    return work;
+  };
+  auto combine = [&](WorkPtr work) -> WorkPtr {
+    Combine(work->changes, &work->deltas);
+    return work;
+  };
+  auto update = [&](WorkPtr work) -> WorkPtr {
+    if (!error.failed()) {
+      absl::Status s = table->Apply(work->deltas);
+      if (!s.ok()) {
+        error.Set(absl::InternalError(absl::StrCat(
+            "count update of batch ", work->batch.index, ": ", s.message())));
+      }
+    }
+    return work;
+  };
+  auto write = [&](WorkPtr work) {
+    if (!error.failed()) {
+      absl::Status s = writer->Append(work->batch);
+      if (!s.ok()) error.Set(s);
+      const DocBatch& b = work->batch;
+      if (stats != nullptr) {
+        for (size_t d = 0; d < b.num_docs(); ++d) {
+          stats->AddDocument(b.doc_topics(d));
+        }
+      }
+      result.documents += b.num_docs();
+      result.tokens += b.num_tokens();
+      result.changed += work->changes.size();
+      ++result.batches;
+    }
+    impl_->pool.push(std::move(work));
+  };
+
+  impl_->arena.execute([&] {
+    tbb::parallel_pipeline(
+        static_cast<size_t>(in_flight),
+        tbb::make_filter<void, WorkPtr>(tbb::filter_mode::serial_in_order,
+                                        read) &
+            tbb::make_filter<WorkPtr, WorkPtr>(tbb::filter_mode::parallel,
+                                               sample) &
+            tbb::make_filter<WorkPtr, WorkPtr>(
+                tbb::filter_mode::serial_out_of_order, combine) &
+            tbb::make_filter<WorkPtr, WorkPtr>(
+                tbb::filter_mode::serial_in_order, update) &
+            tbb::make_filter<WorkPtr, void>(tbb::filter_mode::serial_in_order,
+                                            write));
+  });
+  // No sampler runs now: retired row blocks can go.
+  table->Quiesce();
+  LATENTD_RETURN_IF_ERROR(error.status());
+  LATENTD_RETURN_IF_ERROR(writer->Commit());
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return result;
+}
+
+absl::Status RebuildTable(TokenStore* store, TopicTable* table) {
+  table->Clear();
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
+  DocBatch batch;
+  std::vector<WordTopicDelta> deltas;
+  std::vector<TopicChange> adds;
+  while (true) {
+    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
+    if (!more) break;
+    // A token counts as a change from nothing: +1 for (word, topic).
+    adds.clear();
+    for (size_t i = 0; i < batch.num_tokens(); ++i) {
+      if (batch.words[i] >= table->vocab_size() ||
+          batch.topics[i] >= table->num_topics()) {
+        return absl::DataLossError(absl::StrCat(
+            "token store batch ", batch.index, " has word ", batch.words[i],
+            " topic ", batch.topics[i], " outside the model (",
+            table->vocab_size(), " words, ", table->num_topics(), " topics)"));
+      }
+      adds.push_back({batch.words[i], batch.topics[i], batch.topics[i]});
+    }
+    deltas.clear();
+    std::sort(adds.begin(), adds.end(), [](const auto& a, const auto& b) {
+      return a.word != b.word ? a.word < b.word : a.new_topic < b.new_topic;
+    });
+    for (const TopicChange& a : adds) {
+      if (!deltas.empty() && deltas.back().word == a.word &&
+          deltas.back().topic == a.new_topic) {
+        ++deltas.back().delta;
+      } else {
+        deltas.push_back({a.word, a.new_topic, 1});
+      }
+    }
+    LATENTD_RETURN_IF_ERROR(table->Apply(deltas));
+  }
+  table->Quiesce();
+  return absl::OkStatus();
+}
+
+}  // namespace latentd

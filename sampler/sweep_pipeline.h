@@ -1,0 +1,76 @@
+// SweepPipeline: one Gibbs sweep over a token store as a oneTBB
+// parallel_pipeline (DESIGN.md "One node"):
+//
+//   reader (serial, in order)   next DocBatch from the store
+//   samplers (parallel)         SamplingKernel::SampleBatch -> TopicChanges
+//   combiner (serial)           changes -> net (word, topic) deltas
+//   count updater (in order)    TopicTable::Apply, the table's only writer
+//   writer (in order)           batch with new topics -> the store's next
+//                               version; DocTopicStats; progress
+//
+// At most `max_batches_in_flight` batches exist at once, so memory is bounded
+// by that many batches whatever the corpus size. With one thread and one
+// batch in flight a sweep is strictly sequential, hence reproducible.
+//
+// Thread-safety: Run() may not be called concurrently on one object; it uses
+// its own task arena of `threads` threads.
+#ifndef LATENTD_SAMPLER_SWEEP_PIPELINE_H_
+#define LATENTD_SAMPLER_SWEEP_PIPELINE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "corpora/token_store.h"
+#include "sampler/doc_topic_stats.h"
+#include "sampler/sampling_kernel.h"
+#include "sampler/topic_table.h"
+
+namespace latentd {
+
+struct PipelineOptions {
+  // Sampler threads (the arena's size).
+  int threads = 1;
+  // Batches alive at once across all stages; 0 picks 2·threads + 1 (1 when
+  // threads == 1, which makes single-thread sweeps reproducible).
+  int max_batches_in_flight = 0;
+  KernelKind kernel = KernelKind::kSparseLda;
+};
+
+struct SweepResult {
+  uint64_t documents = 0;
+  uint64_t tokens = 0;
+  uint64_t changed = 0;  // tokens whose topic changed
+  uint64_t batches = 0;
+  double seconds = 0;
+};
+
+class SweepPipeline {
+ public:
+  // REQUIRES: options.threads >= 1, num_topics in (0, kMaxTopics].
+  SweepPipeline(const PipelineOptions& options, TopicId num_topics);
+  ~SweepPipeline();
+
+  // Runs one sweep: reads every batch of `store`, resamples it against
+  // `table` (updating the table), and commits the store's new version. If
+  // `stats` is given, every document's final assignments are added to it.
+  // On error (a damaged store, a failed write) the store keeps its old
+  // version; the table then holds the deltas of the batches already applied
+  // and must be rebuilt from the store (Trainer does this).
+  absl::StatusOr<SweepResult> Run(TokenStore* store, TopicTable* table,
+                                  const SweepParams& params,
+                                  DocTopicStats* stats);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Rebuilds `table` (cleared first) from the assignments in `store`.
+// Fails if the store is damaged or its ids do not fit the table.
+absl::Status RebuildTable(TokenStore* store, TopicTable* table);
+
+}  // namespace latentd
+
+#endif  // LATENTD_SAMPLER_SWEEP_PIPELINE_H_

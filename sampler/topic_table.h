@@ -1,0 +1,170 @@
+// TopicTable: the shared word-topic state of one node — the counts n_wk of
+// every word in every topic and the topic totals n_k.
+//
+// Readers (the parallel samplers) never take a lock. The count updater is the
+// table's only writer. Each row is a block of packed 64-bit entries
+// (count << 32 | topic) that the writer changes with single atomic stores, so
+// a reader sees every entry either before or after an update, never torn, and
+// never negative: the writer only ever stores the final, non-negative count.
+// A row is sparse (entries in insertion order, zero-count holes reused) until
+// it holds more than half of K topics; then it becomes dense (entry k is
+// topic k). When a sparse row outgrows its block the writer publishes a
+// bigger copy; the old block is retired and freed by Quiesce(), which callers
+// run only when no reader is active (between sweeps).
+//
+// Thread-safety: the reader methods (ForEach, Get, TopicTotal, ...) are safe
+// from any number of threads at once, also while the writer runs. Apply
+// needs a single writer thread; Quiesce, Resize and Clear
+// additionally need no concurrent readers.
+#ifndef LATENTD_SAMPLER_TOPIC_TABLE_H_
+#define LATENTD_SAMPLER_TOPIC_TABLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "corpora/types.h"
+
+namespace latentd {
+
+// A net change of one word-topic count.
+struct WordTopicDelta {
+  WordId word = 0;
+  TopicId topic = 0;
+  int32_t delta = 0;
+};
+
+class TopicTable {
+ public:
+  // An empty table for `vocab_size` words and `num_topics` topics.
+  // REQUIRES: 0 < num_topics <= kMaxTopics.
+  TopicTable(size_t vocab_size, TopicId num_topics);
+  ~TopicTable();
+  TopicTable(const TopicTable&) = delete;
+  TopicTable& operator=(const TopicTable&) = delete;
+
+  TopicId num_topics() const { return num_topics_; }
+  size_t vocab_size() const { return vocab_size_; }
+
+  // ---- Readers: lock-free, any thread. ----
+
+  // Calls fn(TopicId, Count) for each topic with a non-zero count of `word`,
+  // in no particular order. Counts may change while it runs (each one read
+  // is a value the writer stored). REQUIRES: word < vocab_size().
+  template <typename Fn>
+  void ForEachNonZero(WordId word, Fn&& fn) const;
+  // n_wk. O(nonzeros of the row) for sparse rows, O(1) for dense ones.
+  Count Get(WordId word, TopicId topic) const;
+  // n_k.
+  int64_t TopicTotal(TopicId topic) const {
+    return totals_[topic].load(std::memory_order_relaxed);
+  }
+  // Number of non-zero entries of a row (a snapshot).
+  size_t RowNonZeros(WordId word) const;
+  bool RowIsDense(WordId word) const;
+
+  // ---- Writer: the count updater only. ----
+
+  // Applies net deltas, at most one per (word, topic). Increments of n_k are
+  // made before the rows change and decrements after, so concurrent readers
+  // always see n_k >= n_wk. Fails (kFailedPrecondition, table unchanged) if a
+  // delta would make a count negative or names a word/topic out of range.
+  absl::Status Apply(std::span<const WordTopicDelta> deltas);
+
+  // ---- Quiescent maintenance: no readers may run. ----
+
+  // Frees retired row blocks and squeezes zero-count holes out of sparse
+  // rows.
+  void Quiesce();
+  // Grows the vocabulary (new words start with empty rows).
+  // REQUIRES: new_vocab_size >= vocab_size().
+  void Resize(size_t new_vocab_size);
+  // Sets every count to zero.
+  void Clear();
+
+  // Σ_k n_k (a snapshot).
+  int64_t TotalTokens() const;
+  // Bytes held by rows and indexes (for metrics).
+  size_t MemoryBytes() const;
+
+ private:
+  struct RowBlock;
+  using Entry = uint64_t;
+  static constexpr Entry Pack(Count count, TopicId topic) {
+    return (static_cast<Entry>(static_cast<uint32_t>(count)) << 32) | topic;
+  }
+  static constexpr Count CountOf(Entry e) {
+    return static_cast<Count>(e >> 32);
+  }
+  static constexpr TopicId TopicOf(Entry e) {
+    return static_cast<TopicId>(e & 0xffffffffu);
+  }
+
+  static const std::atomic<Entry>* EntriesOf(const RowBlock* block);
+
+  // Writer-only index of a large sparse row: the slot of each topic, and the
+  // zero-count slots that a new topic may take. Rows of up to
+  // kIndexedRowSize entries are scanned instead.
+  struct RowIndex {
+    absl::flat_hash_map<TopicId, uint32_t> slot;
+    std::vector<uint32_t> holes;
+  };
+  static constexpr uint32_t kIndexedRowSize = 32;
+
+  static RowBlock* AllocateBlock(uint32_t capacity, bool dense,
+                                 TopicId num_topics);
+  static void FreeBlock(RowBlock* block);
+  static std::atomic<Entry>* MutableEntries(RowBlock* block);
+  // Writer: the slot of `topic` in `word`'s row, or -1.
+  int64_t FindSlot(WordId word, const RowBlock* block, TopicId topic) const;
+  // Writer: stores `count` for `topic` (a topic not yet in the row).
+  void Insert(WordId word, TopicId topic, Count count);
+  // Writer: replaces the row by a compacted copy with room for `extra` more
+  // topics (dense if that would exceed dense_threshold_).
+  RowBlock* Regrow(WordId word, RowBlock* old, uint32_t extra);
+  void RebuildIndex(WordId word, RowBlock* block);
+
+  const TopicId num_topics_;
+  const uint32_t dense_threshold_;  // a row with more non-zeros goes dense
+  size_t vocab_size_ = 0;
+  std::unique_ptr<std::atomic<RowBlock*>[]> rows_;
+  std::unique_ptr<std::atomic<int64_t>[]> totals_;
+  std::vector<std::unique_ptr<RowIndex>> index_;  // writer-only, per word
+  std::vector<RowBlock*> retired_;    // writer-only; freed by Quiesce()
+  std::vector<int64_t> topic_delta_;  // writer scratch, K entries
+};
+
+// ---- Layout shared by the inline reader. ----
+
+struct alignas(8) TopicTable::RowBlock {
+  std::atomic<uint32_t> size;  // entries in use (release-stored by writer)
+  uint32_t capacity;
+  bool dense;
+  // followed by `capacity` std::atomic<Entry>
+};
+
+inline const std::atomic<TopicTable::Entry>* TopicTable::EntriesOf(
+    const RowBlock* block) {
+  return reinterpret_cast<const std::atomic<Entry>*>(block + 1);
+}
+
+template <typename Fn>
+void TopicTable::ForEachNonZero(WordId word, Fn&& fn) const {
+  const RowBlock* block = rows_[word].load(std::memory_order_acquire);
+  if (block == nullptr) return;
+  const uint32_t size = block->size.load(std::memory_order_acquire);
+  const std::atomic<Entry>* entries = EntriesOf(block);
+  for (uint32_t i = 0; i < size; ++i) {
+    const Entry e = entries[i].load(std::memory_order_relaxed);
+    const Count c = CountOf(e);
+    if (c > 0) fn(TopicOf(e), c);
+  }
+}
+
+}  // namespace latentd
+
+#endif  // LATENTD_SAMPLER_TOPIC_TABLE_H_

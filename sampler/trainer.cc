@@ -1,0 +1,140 @@
+#include "sampler/trainer.h"
+
+#include "absl/strings/str_cat.h"
+#include "corpora/status_macros.h"
+
+namespace latentd {
+
+Trainer::Trainer(const TrainerOptions& options,
+                 std::unique_ptr<TokenStore> store)
+    : options_(options),
+      store_(std::move(store)),
+      table_(std::make_unique<TopicTable>(store_->meta().vocab_size,
+                                          options.num_topics)),
+      pipeline_(options.pipeline, options.num_topics) {}
+
+namespace {
+
+absl::Status CheckOptions(const TrainerOptions& o, const TokenStoreMeta& m) {
+  if (o.num_topics == 0 || o.num_topics > kMaxTopics) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "number of topics ", o.num_topics, " out of range 1..", kMaxTopics));
+  }
+  if (!(o.beta > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("beta must be positive, got ", o.beta));
+  }
+  if (o.alpha < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("alpha must be positive, got ", o.alpha));
+  }
+  if (o.pipeline.threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("threads must be at least 1, got ", o.pipeline.threads));
+  }
+  if (m.num_tokens == 0) {
+    return absl::InvalidArgumentError("the token store holds no tokens");
+  }
+  if (m.num_topics != o.num_topics) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("token store was drawn for ", m.num_topics,
+                     " topics, training asks for ", o.num_topics));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
+    const TrainerOptions& options, std::unique_ptr<TokenStore> store) {
+  LATENTD_RETURN_IF_ERROR(CheckOptions(options, store->meta()));
+  std::unique_ptr<Trainer> t(new Trainer(options, std::move(store)));
+  const double a =
+      options.alpha > 0 ? options.alpha : 50.0 / options.num_topics;
+  t->alpha_.assign(options.num_topics, a);
+  t->sweep_ = t->store_->meta().sweep;
+  LATENTD_RETURN_IF_ERROR(RebuildTable(t->store_.get(), t->table_.get()));
+  return t;
+}
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Resume(
+    const ModelSnapshot& snapshot, const TrainerOptions& options,
+    std::unique_ptr<TokenStore> store) {
+  TrainerOptions o = options;
+  o.num_topics = snapshot.num_topics;
+  o.beta = snapshot.beta;
+  o.seed = snapshot.seed;
+  LATENTD_RETURN_IF_ERROR(CheckOptions(o, store->meta()));
+  if (store->meta().vocab_size != snapshot.vocab_size) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("token store has ", store->meta().vocab_size,
+                     " words, snapshot has ", snapshot.vocab_size));
+  }
+  if (store->meta().sweep < snapshot.sweep) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("token store is at sweep ", store->meta().sweep,
+                     ", older than the snapshot's ", snapshot.sweep));
+  }
+  std::unique_ptr<Trainer> t(new Trainer(o, std::move(store)));
+  t->alpha_ = snapshot.alpha;
+  // The store may be ahead of the snapshot (it commits every sweep); its
+  // assignments are the truth.
+  t->sweep_ = t->store_->meta().sweep;
+  LATENTD_RETURN_IF_ERROR(RebuildTable(t->store_.get(), t->table_.get()));
+  return t;
+}
+
+absl::StatusOr<SweepReport> Trainer::Sweep() {
+  SweepParams params;
+  params.table = table_.get();
+  params.alpha = alpha_;
+  params.beta = options_.beta;
+  params.beta_sum = options_.beta * static_cast<double>(table_->vocab_size());
+  params.seed = options_.seed;
+  params.sweep = sweep_;
+
+  const uint64_t done = sweep_ + 1;
+  SweepReport report;
+  report.evaluated = options_.eval_every > 0 && done % options_.eval_every == 0;
+  const bool alpha_due =
+      options_.optimize_alpha &&
+      done >= static_cast<uint64_t>(std::max(options_.alpha_burn_in, 1)) &&
+      (done - std::max(options_.alpha_burn_in, 1)) %
+              std::max(options_.alpha_interval, 1) ==
+          0;
+  std::optional<DocTopicStats> stats;
+  if (report.evaluated || alpha_due) stats.emplace(alpha_);
+
+  absl::StatusOr<SweepResult> result = pipeline_.Run(
+      store_.get(), table_.get(), params, stats ? &*stats : nullptr);
+  if (!result.ok()) {
+    absl::Status rebuilt = RebuildTable(store_.get(), table_.get());
+    if (!rebuilt.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          "sweep ", done, " failed (", result.status().message(),
+          ") and the table could not be rebuilt: ", rebuilt.message()));
+    }
+    return result.status();
+  }
+  sweep_ = done;
+  report.sweep = done;
+  report.result = *result;
+  if (report.evaluated) {
+    report.log_likelihood =
+        WordLogLikelihood(*table_, options_.beta) + stats->log_likelihood();
+    report.log_likelihood_per_token =
+        report.log_likelihood / static_cast<double>(result->tokens);
+  }
+  if (alpha_due) {
+    alpha_ = UpdateAlpha(alpha_, *stats, options_.alpha_update);
+    report.alpha_updated = true;
+  }
+  return report;
+}
+
+ModelSnapshot Trainer::Snapshot() const {
+  return ModelSnapshot::Capture(*table_, alpha_, options_.beta, sweep_,
+                                options_.seed);
+}
+
+}  // namespace latentd

@@ -1,0 +1,128 @@
+#include "sampler/topic_table.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "corpora/random.h"
+#include "gtest/gtest.h"
+
+namespace latentd {
+namespace {
+
+TEST(TopicTable, AppliesDeltasAndKeepsTotals) {
+  TopicTable table(4, 10);
+  std::vector<WordTopicDelta> deltas = {{0, 3, 5}, {0, 7, 2}, {2, 3, 1}};
+  ASSERT_TRUE(table.Apply(deltas).ok());
+  EXPECT_EQ(table.Get(0, 3), 5);
+  EXPECT_EQ(table.Get(0, 7), 2);
+  EXPECT_EQ(table.Get(0, 1), 0);
+  EXPECT_EQ(table.Get(2, 3), 1);
+  EXPECT_EQ(table.TopicTotal(3), 6);
+  EXPECT_EQ(table.TotalTokens(), 8);
+  EXPECT_EQ(table.RowNonZeros(0), 2u);
+
+  std::vector<WordTopicDelta> more = {{0, 3, -5}, {0, 1, 4}};
+  ASSERT_TRUE(table.Apply(more).ok());
+  EXPECT_EQ(table.Get(0, 3), 0);
+  EXPECT_EQ(table.Get(0, 1), 4);
+  EXPECT_EQ(table.RowNonZeros(0), 2u);
+  EXPECT_EQ(table.TopicTotal(3), 1);
+}
+
+TEST(TopicTable, RejectsNegativeCountsAndLeavesTableUnchanged) {
+  TopicTable table(2, 4);
+  std::vector<WordTopicDelta> init = {{1, 2, 3}};
+  ASSERT_TRUE(table.Apply(init).ok());
+  std::vector<WordTopicDelta> bad = {{1, 0, 1}, {1, 2, -4}};
+  absl::Status s = table.Apply(bad);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(table.Get(1, 0), 0);
+  EXPECT_EQ(table.Get(1, 2), 3);
+  EXPECT_EQ(table.TotalTokens(), 3);
+  std::vector<WordTopicDelta> out_of_range = {{5, 0, 1}};
+  EXPECT_FALSE(table.Apply(out_of_range).ok());
+  std::vector<WordTopicDelta> bad_topic = {{0, 4, 1}};
+  EXPECT_FALSE(table.Apply(bad_topic).ok());
+}
+
+TEST(TopicTable, RowsGrowThenTurnDenseWithoutLosingCounts) {
+  const TopicId K = 200;
+  TopicTable table(1, K);
+  for (TopicId k = 0; k < K; ++k) {
+    std::vector<WordTopicDelta> d = {{0, k, static_cast<int32_t>(k + 1)}};
+    ASSERT_TRUE(table.Apply(d).ok());
+    if (k == 20) {
+      EXPECT_FALSE(table.RowIsDense(0));
+    }
+  }
+  EXPECT_TRUE(table.RowIsDense(0));
+  for (TopicId k = 0; k < K; ++k) EXPECT_EQ(table.Get(0, k), int(k + 1));
+  EXPECT_EQ(table.RowNonZeros(0), K);
+  table.Quiesce();
+  EXPECT_EQ(table.Get(0, 199), 200);
+}
+
+TEST(TopicTable, HolesAreReusedAndSqueezedOut) {
+  TopicTable table(1, 1000);
+  Rng rng(7);
+  std::vector<Count> truth(1000, 0);
+  for (int round = 0; round < 2000; ++round) {
+    const TopicId k = static_cast<TopicId>(rng.UniformInt(300));
+    int32_t delta = truth[k] > 0 && rng.UniformInt(2) == 0 ? -truth[k] : 1;
+    std::vector<WordTopicDelta> d = {{0, k, delta}};
+    ASSERT_TRUE(table.Apply(d).ok());
+    truth[k] += delta;
+    if (round % 500 == 0) table.Quiesce();
+  }
+  size_t nonzeros = 0;
+  for (TopicId k = 0; k < 1000; ++k) {
+    ASSERT_EQ(table.Get(0, k), truth[k]) << "topic " << k;
+    nonzeros += truth[k] > 0;
+  }
+  EXPECT_EQ(table.RowNonZeros(0), nonzeros);
+}
+
+// Readers running against the single writer never see a negative count, an
+// out-of-range topic, or a row sum above the topic totals' sum.
+TEST(TopicTable, ConcurrentReadersSeeNoTornOrNegativeValues) {
+  const TopicId K = 64;
+  const WordId V = 16;
+  TopicTable table(V, K);
+  std::vector<std::vector<Count>> truth(V, std::vector<Count>(K, 0));
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> bad{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (WordId w = 0; w < V; ++w) {
+          table.ForEachNonZero(w, [&](TopicId k, Count c) {
+            if (k >= K || c <= 0) bad.fetch_add(1);
+          });
+        }
+      }
+    });
+  }
+  Rng rng(11);
+  for (int round = 0; round < 20000; ++round) {
+    std::vector<WordTopicDelta> deltas;
+    for (WordId w = 0; w < V; ++w) {
+      const TopicId k = static_cast<TopicId>(rng.UniformInt(K));
+      int32_t delta = (truth[w][k] > 0 && rng.UniformInt(2) == 1) ? -1 : 1;
+      truth[w][k] += delta;
+      deltas.push_back({w, k, delta});
+    }
+    ASSERT_TRUE(table.Apply(deltas).ok());
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  table.Quiesce();
+  for (WordId w = 0; w < V; ++w) {
+    for (TopicId k = 0; k < K; ++k) ASSERT_EQ(table.Get(w, k), truth[w][k]);
+  }
+}
+
+}  // namespace
+}  // namespace latentd
