@@ -12,7 +12,8 @@ TopicTable::TopicTable(size_t vocab_size, TopicId num_topics)
     : num_topics_(num_topics),
       dense_threshold_(std::max<uint32_t>(num_topics / 2, 1)),
       totals_(new std::atomic<int64_t>[num_topics]),
-      topic_delta_(num_topics, 0) {
+      topic_delta_(num_topics, 0),
+      topic_touched_(num_topics, 0) {
   LATENTD_CHECK(num_topics > 0 && num_topics <= kMaxTopics);
   for (TopicId k = 0; k < num_topics; ++k) totals_[k].store(0);
   Resize(vocab_size);
@@ -131,18 +132,21 @@ absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
               ? 0
               : CountOf(EntriesOf(block)[slot].load(std::memory_order_relaxed));
       if (have + d.delta < 0) {
-        for (TopicId k : touched) topic_delta_[k] = 0;
+        ResetTouched(touched);
         return absl::FailedPreconditionError(
             absl::StrCat("delta ", d.delta, " would make n(word ", d.word,
                          ", topic ", d.topic, ") = ", have, " negative"));
       }
     }
-    if (topic_delta_[d.topic] == 0) touched.push_back(d.topic);
+    if (!topic_touched_[d.topic]) {
+      topic_touched_[d.topic] = 1;
+      touched.push_back(d.topic);
+    }
     topic_delta_[d.topic] += d.delta;
   }
   for (TopicId k : touched) {
     if (topic_delta_[k] + TopicTotal(k) < 0) {
-      for (TopicId t : touched) topic_delta_[t] = 0;
+      ResetTouched(touched);
       return absl::FailedPreconditionError(
           absl::StrCat("deltas would make n(topic ", k, ") negative"));
     }
@@ -177,9 +181,16 @@ absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
     if (topic_delta_[k] < 0) {
       totals_[k].fetch_add(topic_delta_[k], std::memory_order_relaxed);
     }
-    topic_delta_[k] = 0;
   }
+  ResetTouched(touched);
   return absl::OkStatus();
+}
+
+void TopicTable::ResetTouched(const std::vector<TopicId>& touched) {
+  for (TopicId k : touched) {
+    topic_delta_[k] = 0;
+    topic_touched_[k] = 0;
+  }
 }
 
 void TopicTable::Insert(WordId word, TopicId topic, Count count) {
@@ -289,19 +300,47 @@ void TopicTable::RebuildIndex(WordId word, RowBlock* block) {
 void TopicTable::Quiesce() {
   for (RowBlock* b : retired_) FreeBlock(b);
   retired_.clear();
+  // Every row is laid out again in its canonical form: topics ascending,
+  // dense exactly when it has more than dense_threshold_ non-zeros, capacity
+  // a function of the non-zeros. The layout (and so the order in which the
+  // kernels visit a row, and the draws) then depends only on the counts, so
+  // a table rebuilt from a token store samples exactly like the original.
+  std::vector<Entry> nonzero;
   for (size_t w = 0; w < vocab_size_; ++w) {
     RowBlock* block = rows_[w].load(std::memory_order_relaxed);
-    if (block == nullptr || block->dense) continue;
-    std::atomic<Entry>* entries = MutableEntries(block);
+    if (block == nullptr) continue;
+    nonzero.clear();
+    const std::atomic<Entry>* entries = EntriesOf(block);
     const uint32_t size = block->size.load(std::memory_order_relaxed);
-    uint32_t n = 0;
     for (uint32_t i = 0; i < size; ++i) {
       const Entry e = entries[i].load(std::memory_order_relaxed);
-      if (CountOf(e) > 0) entries[n++].store(e, std::memory_order_relaxed);
+      if (CountOf(e) > 0) nonzero.push_back(e);
     }
-    if (n == size) continue;
-    block->size.store(n, std::memory_order_relaxed);
-    RebuildIndex(static_cast<WordId>(w), block);
+    RowBlock* fresh = nullptr;
+    if (nonzero.size() > dense_threshold_) {
+      fresh = AllocateBlock(num_topics_, true, num_topics_);
+      for (Entry e : nonzero) {
+        MutableEntries(fresh)[TopicOf(e)].store(e, std::memory_order_relaxed);
+      }
+    } else if (!nonzero.empty()) {
+      std::sort(nonzero.begin(), nonzero.end(),
+                [](Entry a, Entry b) { return TopicOf(a) < TopicOf(b); });
+      const uint32_t n = static_cast<uint32_t>(nonzero.size());
+      fresh = AllocateBlock(std::min<uint32_t>(std::max<uint32_t>(4, n + n / 2),
+                                               dense_threshold_),
+                            false, num_topics_);
+      for (uint32_t i = 0; i < n; ++i) {
+        MutableEntries(fresh)[i].store(nonzero[i], std::memory_order_relaxed);
+      }
+      fresh->size.store(n, std::memory_order_relaxed);
+    }
+    rows_[w].store(fresh, std::memory_order_release);
+    FreeBlock(block);
+    if (fresh == nullptr) {
+      index_[w].reset();
+    } else {
+      RebuildIndex(static_cast<WordId>(w), fresh);
+    }
   }
 }
 

@@ -77,8 +77,9 @@ class TopicTable {
 
   // ---- Quiescent maintenance: no readers may run. ----
 
-  // Frees retired row blocks and squeezes zero-count holes out of sparse
-  // rows.
+  // Frees retired row blocks and lays every row out again canonically
+  // (zero-count holes dropped, topics ascending), so that sampling from the
+  // table depends only on its counts, not on its history.
   void Quiesce();
   // Grows the vocabulary (new words start with empty rows).
   // REQUIRES: new_vocab_size >= vocab_size().
@@ -134,8 +135,11 @@ class TopicTable {
   std::unique_ptr<std::atomic<RowBlock*>[]> rows_;
   std::unique_ptr<std::atomic<int64_t>[]> totals_;
   std::vector<std::unique_ptr<RowIndex>> index_;  // writer-only, per word
-  std::vector<RowBlock*> retired_;    // writer-only; freed by Quiesce()
-  std::vector<int64_t> topic_delta_;  // writer scratch, K entries
+  std::vector<RowBlock*> retired_;  // writer-only; freed by Quiesce()
+  // Writer scratch for Apply: net change of n_k, and whether k is listed.
+  std::vector<int64_t> topic_delta_;
+  std::vector<uint8_t> topic_touched_;
+  void ResetTouched(const std::vector<TopicId>& touched);
 };
 
 // ---- Layout shared by the inline reader. ----

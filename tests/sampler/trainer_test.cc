@@ -1,0 +1,251 @@
+// Trainer invariants: conservation after every sweep, reproducible resume,
+// snapshot round trips and failure handling.
+#include "sampler/trainer.h"
+
+#include <filesystem>
+#include <vector>
+
+#include "corpora/random.h"
+#include "gtest/gtest.h"
+#include "sampler/fold_in.h"
+
+namespace latentd {
+namespace {
+
+// A store of random documents with uniformly drawn initial topics.
+std::unique_ptr<TokenStore> RandomStore(TokenStore* into, int docs,
+                                        WordId vocab, TopicId topics,
+                                        uint64_t seed) {
+  Rng rng(seed);
+  TokenStoreMeta meta;
+  meta.num_topics = topics;
+  meta.vocab_size = vocab;
+  auto writer = into->Rewrite(meta);
+  EXPECT_TRUE(writer.ok());
+  DocBatch batch;
+  uint64_t index = 0;
+  for (int d = 0; d < docs; ++d) {
+    const size_t len = 1 + rng.UniformInt(60);
+    std::vector<WordId> words(len);
+    std::vector<TopicId> z(len);
+    for (size_t i = 0; i < len; ++i) {
+      // Skewed word frequencies, like text.
+      words[i] = static_cast<WordId>(rng.UniformInt(1 + rng.UniformInt(vocab)));
+      z[i] = static_cast<TopicId>(rng.UniformInt(topics));
+    }
+    batch.AddDocument("doc" + std::to_string(d), "", words, z);
+    if (batch.num_tokens() > 2000) {
+      batch.index = index++;
+      EXPECT_TRUE((*writer)->Append(batch).ok());
+      batch.Clear();
+    }
+  }
+  if (batch.num_docs() > 0) {
+    batch.index = index;
+    EXPECT_TRUE((*writer)->Append(batch).ok());
+  }
+  EXPECT_TRUE((*writer)->Commit().ok());
+  return nullptr;
+}
+
+std::unique_ptr<TokenStore> MemoryStore(int docs, WordId vocab, TopicId topics,
+                                        uint64_t seed) {
+  TokenStoreMeta meta;
+  meta.num_topics = topics;
+  meta.vocab_size = vocab;
+  std::unique_ptr<TokenStore> store = CreateInMemoryTokenStore(meta);
+  RandomStore(store.get(), docs, vocab, topics, seed);
+  return store;
+}
+
+// Σ_w n_wk = n_k, Σ_k n_k = tokens, counts ≥ 0, and the table equals the
+// counts of the assignments in the store.
+void ExpectConserved(Trainer& trainer) {
+  const TopicTable& table = trainer.table();
+  const TopicId K = table.num_topics();
+  std::vector<int64_t> row_sums(K, 0);
+  for (WordId w = 0; w < table.vocab_size(); ++w) {
+    table.ForEachNonZero(w, [&](TopicId k, Count c) {
+      ASSERT_GT(c, 0);
+      row_sums[k] += c;
+    });
+  }
+  int64_t total = 0;
+  for (TopicId k = 0; k < K; ++k) {
+    ASSERT_GE(table.TopicTotal(k), 0);
+    ASSERT_EQ(row_sums[k], table.TopicTotal(k)) << "topic " << k;
+    total += table.TopicTotal(k);
+  }
+  ASSERT_EQ(total, static_cast<int64_t>(trainer.store()->meta().num_tokens));
+  TopicTable rebuilt(table.vocab_size(), K);
+  ASSERT_TRUE(RebuildTable(trainer.store(), &rebuilt).ok());
+  for (WordId w = 0; w < table.vocab_size(); ++w) {
+    table.ForEachNonZero(w, [&](TopicId k, Count c) {
+      ASSERT_EQ(rebuilt.Get(w, k), c) << "word " << w << " topic " << k;
+    });
+    ASSERT_EQ(rebuilt.RowNonZeros(w), table.RowNonZeros(w));
+  }
+}
+
+class TrainerThreads : public ::testing::TestWithParam<int> {};
+
+TEST_P(TrainerThreads, CountsAreConservedAfterEverySweep) {
+  TrainerOptions options;
+  options.num_topics = 40;
+  options.pipeline.threads = GetParam();
+  options.alpha_burn_in = 3;
+  options.alpha_interval = 2;
+  auto trainer = Trainer::Create(options, MemoryStore(600, 500, 40, 3));
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  double first_ll = 0, last_ll = 0;
+  for (int s = 0; s < 12; ++s) {
+    auto report = (*trainer)->Sweep();
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_EQ(report->sweep, static_cast<uint64_t>(s + 1));
+    ASSERT_TRUE(report->evaluated);
+    if (s == 0) first_ll = report->log_likelihood_per_token;
+    last_ll = report->log_likelihood_per_token;
+    ExpectConserved(**trainer);
+  }
+  EXPECT_GT(last_ll, first_ll);  // sampling improves on the random start
+  // α was learned: no longer symmetric.
+  const auto& alpha = (*trainer)->alpha();
+  EXPECT_NE(*std::min_element(alpha.begin(), alpha.end()),
+            *std::max_element(alpha.begin(), alpha.end()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Threads, TrainerThreads, ::testing::Values(1, 2, 4));
+
+std::string TempDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("latentd_trainer_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+std::unique_ptr<TokenStore> FileStore(const std::string& path, int docs) {
+  TokenStoreMeta meta;
+  meta.num_topics = 25;
+  meta.vocab_size = 300;
+  auto store = CreateFileTokenStore(path, meta);
+  EXPECT_TRUE(store.ok()) << store.status();
+  RandomStore(store->get(), docs, 300, 25, 9);
+  return std::move(*store);
+}
+
+// 20 sweeps in one run equal 10 sweeps, a snapshot, a restart from the files
+// and 10 more (one thread, same seed).
+TEST(Trainer, CheckpointAndResumeEqualsOneRun) {
+  const std::string dir = TempDir("resume");
+  TrainerOptions options;
+  options.num_topics = 25;
+  options.seed = 77;
+  options.alpha_burn_in = 5;
+  options.alpha_interval = 5;
+
+  auto straight = Trainer::Create(options, FileStore(dir + "/a.lts", 400));
+  ASSERT_TRUE(straight.ok()) << straight.status();
+  for (int s = 0; s < 20; ++s) ASSERT_TRUE((*straight)->Sweep().ok());
+
+  {
+    auto first = Trainer::Create(options, FileStore(dir + "/b.lts", 400));
+    ASSERT_TRUE(first.ok());
+    for (int s = 0; s < 10; ++s) ASSERT_TRUE((*first)->Sweep().ok());
+    ASSERT_TRUE((*first)->Snapshot().Save(dir + "/b.model").ok());
+  }
+  auto snapshot = ModelSnapshot::Load(dir + "/b.model");
+  ASSERT_TRUE(snapshot.ok()) << snapshot.status();
+  EXPECT_EQ(snapshot->sweep, 10u);
+  auto store = OpenFileTokenStore(dir + "/b.lts");
+  ASSERT_TRUE(store.ok()) << store.status();
+  TrainerOptions resume_options = options;
+  resume_options.seed = 12345;  // ignored: the snapshot's seed wins
+  auto resumed = Trainer::Resume(*snapshot, resume_options, std::move(*store));
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  for (int s = 0; s < 10; ++s) ASSERT_TRUE((*resumed)->Sweep().ok());
+
+  ModelSnapshot a = (*straight)->Snapshot();
+  ModelSnapshot b = (*resumed)->Snapshot();
+  EXPECT_EQ(a.sweep, 20u);
+  EXPECT_EQ(b.sweep, 20u);
+  EXPECT_EQ(a.alpha, b.alpha);
+  ASSERT_EQ(a.word_offsets, b.word_offsets);
+  for (size_t i = 0; i < a.entries.size(); ++i) {
+    ASSERT_EQ(a.entries[i].topic, b.entries[i].topic);
+    ASSERT_EQ(a.entries[i].count, b.entries[i].count);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Trainer, RejectsMismatchedOptions) {
+  TrainerOptions options;
+  options.num_topics = 7;  // the store was drawn for 40
+  EXPECT_FALSE(Trainer::Create(options, MemoryStore(10, 50, 40, 1)).ok());
+  options.num_topics = 40;
+  options.beta = 0;
+  EXPECT_FALSE(Trainer::Create(options, MemoryStore(10, 50, 40, 1)).ok());
+  options.beta = 0.01;
+  options.pipeline.threads = 0;
+  EXPECT_FALSE(Trainer::Create(options, MemoryStore(10, 50, 40, 1)).ok());
+  TokenStoreMeta meta;
+  meta.num_topics = 40;
+  meta.vocab_size = 50;
+  TrainerOptions forty;
+  forty.num_topics = 40;
+  auto empty = Trainer::Create(forty, CreateInMemoryTokenStore(meta));
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ModelSnapshot, RejectsTruncatedAndForeignFiles) {
+  const std::string dir = TempDir("snap");
+  TrainerOptions options;
+  options.num_topics = 40;
+  auto trainer = Trainer::Create(options, MemoryStore(50, 80, 40, 5));
+  ASSERT_TRUE(trainer.ok());
+  ASSERT_TRUE((*trainer)->Snapshot().Save(dir + "/m").ok());
+  auto loaded = ModelSnapshot::Load(dir + "/m");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->tokens, (*trainer)->store()->meta().num_tokens);
+
+  const auto size = std::filesystem::file_size(dir + "/m");
+  std::filesystem::resize_file(dir + "/m", size - 3);
+  auto truncated = ModelSnapshot::Load(dir + "/m");
+  EXPECT_EQ(truncated.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(truncated.status().message().find(dir + "/m"), std::string::npos);
+
+  FILE* f = fopen((dir + "/x").c_str(), "w");
+  fputs("hello, this is not a model at all", f);
+  fclose(f);
+  EXPECT_EQ(ModelSnapshot::Load(dir + "/x").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_FALSE(ModelSnapshot::Load(dir + "/missing").ok());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FoldIn, IsDeterministicAndRejectsBadDocuments) {
+  TrainerOptions options;
+  options.num_topics = 40;
+  auto trainer = Trainer::Create(options, MemoryStore(300, 200, 40, 8));
+  ASSERT_TRUE(trainer.ok());
+  for (int s = 0; s < 5; ++s) ASSERT_TRUE((*trainer)->Sweep().ok());
+  FoldIn fold_in((*trainer)->table(), (*trainer)->alpha(), 0.01);
+  std::vector<WordId> doc = {1, 5, 5, 9, 17, 3};
+  InferOptions io;
+  io.seed = 3;
+  auto a = fold_in.Infer(doc, io, 0);
+  auto b = fold_in.Infer(doc, io, 0);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, *b);
+  double sum = 0;
+  for (double t : *a) sum += t;
+  EXPECT_NEAR(sum, 1.0, 1e-9);
+  EXPECT_EQ(fold_in.Infer({}, io, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  std::vector<WordId> unknown = {1, 100000};
+  EXPECT_EQ(fold_in.Infer(unknown, io, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace latentd
