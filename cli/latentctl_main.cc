@@ -1,0 +1,196 @@
+// latentctl: the latentd operator and user CLI. Parses flags (CLI11) into
+// the commands' Options structs and runs one command.
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "cli/query_commands.h"
+#include "cli/train_command.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop.store(true); }
+
+int Report(const absl::Status& status, const char* command) {
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "latentctl %s: %s\n", command,
+               std::string(status.message()).c_str());
+  return status.code() == absl::StatusCode::kInvalidArgument ||
+                 status.code() == absl::StatusCode::kOutOfRange
+             ? 2
+             : 1;
+}
+
+bool OnOff(const std::string& value) { return value == "on"; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "latentctl: train LDA topic models and query them.\n"
+      "Single-node commands work on a model directory."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "latentctl 0.1.0");
+
+  // ---- train ----
+  latentd::TrainCommandOptions train;
+  std::string format = "lines", optimize_alpha = "on", stopwords = "on",
+              kernel = "sparse", on_malformed = "skip";
+  int threads = 1;
+  uint32_t topics = 100;
+  CLI::App* t = app.add_subcommand(
+      "train",
+      "Build a corpus into a model directory and train LDA on it "
+      "(collapsed Gibbs sampling, SparseLDA kernel, oneTBB "
+      "pipeline). Prints a line per sweep to stderr and the "
+      "topics to stdout.");
+  t->add_option("--corpus", train.input.path,
+                "Corpus file or directory (.zst and .gz are read directly)");
+  t->add_option("--format", format,
+                "lines: one document per line | yahoo: 'doc-id user-id "
+                "words...' per line | dir: one document per file | uci: UCI "
+                "docword (+ --vocab) | ldac: LDA-C (+ --vocab)")
+      ->check(CLI::IsMember({"lines", "yahoo", "dir", "uci", "ldac"}))
+      ->capture_default_str();
+  t->add_option("--vocab", train.input.vocab_path,
+                "Vocabulary file of a uci/ldac corpus (line i = word i); "
+                "without it words are named w<id>");
+  t->add_option("--topics", topics, "Number of topics K")
+      ->check(CLI::Range(1u, latentd::kMaxTopics))
+      ->capture_default_str();
+  t->add_option("--sweeps", train.sweeps, "Gibbs sweeps to run now")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  t->add_option("--threads", threads, "Sampler threads")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  t->add_option("--out", train.out_dir, "Model directory (created)")
+      ->required();
+  t->add_option("--alpha", train.trainer.alpha,
+                "Symmetric per-topic alpha; the start when alpha is learned "
+                "(default 50/K)")
+      ->check(CLI::PositiveNumber);
+  t->add_option("--beta", train.trainer.beta, "Per-word beta")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  t->add_option("--optimize-alpha", optimize_alpha,
+                "Learn an asymmetric alpha (Minka fixed point)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  t->add_option("--alpha-burn-in", train.trainer.alpha_burn_in,
+                "Sweeps before the first alpha update")
+      ->capture_default_str();
+  t->add_option("--alpha-interval", train.trainer.alpha_interval,
+                "Sweeps between alpha updates")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  t->add_option("--seed", train.trainer.seed, "Random seed")
+      ->capture_default_str();
+  t->add_flag("--resume", train.resume,
+              "Continue the model in --out for --sweeps more sweeps "
+              "(corpus options are ignored)");
+  t->add_option("--holdout", train.build.holdout_fraction,
+                "Share of documents held out for perplexity (document "
+                "completion)")
+      ->check(CLI::Range(0.0, 0.99))
+      ->capture_default_str();
+  t->add_option("--min-df", train.build.min_doc_freq,
+                "Drop words found in fewer documents")
+      ->capture_default_str();
+  t->add_option("--max-vocab", train.build.max_vocab,
+                "Keep only the most frequent words (0: all)")
+      ->capture_default_str();
+  t->add_option("--stopwords", stopwords,
+                "Drop English stop words (raw-text formats)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  t->add_option("--min-word-length", train.input.tokenizer.min_length,
+                "Drop shorter words (raw-text formats)")
+      ->capture_default_str();
+  t->add_flag("--tagged", train.input.tokenizer.strip_pos_tags,
+              "Tokens are word/TAG (POS-tagged text such as the Brown "
+              "corpus): drop the tags");
+  t->add_option("--on-malformed", on_malformed,
+                "skip: count and summarise malformed records | fail: stop "
+                "at the first")
+      ->check(CLI::IsMember({"skip", "fail"}))
+      ->capture_default_str();
+  t->add_option("--eval-every", train.trainer.eval_every,
+                "Compute the exact log-likelihood every N sweeps (0: never)")
+      ->capture_default_str();
+  t->add_option("--checkpoint-every", train.checkpoint_every,
+                "Write model.bin every N sweeps (and always at the end)")
+      ->capture_default_str();
+  t->add_option("--top", train.top_words, "Words per topic in topics.txt")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  t->add_option("--kernel", kernel,
+                "sparse: SparseLDA | dense: plain O(K) (reference)")
+      ->check(CLI::IsMember({"sparse", "dense"}))
+      ->capture_default_str();
+  t->add_option("--batches-in-flight",
+                train.trainer.pipeline.max_batches_in_flight,
+                "Pipeline batches alive at once (0: 2*threads+1, 1 with one "
+                "thread)")
+      ->capture_default_str();
+
+  // ---- topics ----
+  latentd::TopicsCommandOptions topics_cmd;
+  int64_t topic_id = -1;
+  CLI::App* tp = app.add_subcommand(
+      "topics", "Print the top words of each topic of a trained model");
+  tp->add_option("dir", topics_cmd.model_dir, "Model directory")->required();
+  tp->add_option("--top", topics_cmd.top, "Words per topic")
+      ->capture_default_str();
+  CLI::Option* topic_opt =
+      tp->add_option("--topic", topic_id, "Print only this topic");
+
+  // ---- infer ----
+  latentd::InferCommandOptions infer;
+  CLI::App* in = app.add_subcommand(
+      "infer",
+      "Read documents from stdin, one per line (tokenized as in training), "
+      "and print each one's topic mixture: '<line>\\t<topic>:<weight> ...'");
+  in->add_option("dir", infer.model_dir, "Model directory")->required();
+  in->add_option("--iterations", infer.infer.iterations,
+                 "Fold-in Gibbs sweeps per document")
+      ->capture_default_str();
+  in->add_option("--burn-in", infer.infer.burn_in,
+                 "Sweeps discarded before averaging")
+      ->capture_default_str();
+  in->add_option("--seed", infer.infer.seed, "Random seed")
+      ->capture_default_str();
+  in->add_option("--top", infer.top, "Topics printed per document")
+      ->capture_default_str();
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (t->parsed()) {
+    if (!train.resume && train.input.path.empty()) {
+      std::fprintf(stderr,
+                   "latentctl train: --corpus is required (unless --resume)\n");
+      return 2;
+    }
+    train.input.format = *latentd::ParseCorpusFormat(format);
+    train.input.tokenizer.remove_stopwords = OnOff(stopwords);
+    train.input.skip_malformed = on_malformed == "skip";
+    train.trainer.num_topics = topics;
+    train.trainer.optimize_alpha = OnOff(optimize_alpha);
+    train.trainer.pipeline.threads = threads;
+    train.trainer.pipeline.kernel = *latentd::ParseKernelKind(kernel);
+    train.stop = &g_stop;
+    std::signal(SIGINT, OnSignal);
+    std::signal(SIGTERM, OnSignal);
+    return Report(latentd::RunTrain(train, stdout, stderr), "train");
+  }
+  if (tp->parsed()) {
+    if (*topic_opt) topics_cmd.topic = topic_id;
+    return Report(latentd::RunTopics(topics_cmd, stdout), "topics");
+  }
+  if (in->parsed()) {
+    return Report(latentd::RunInfer(infer, stdin, stdout, stderr), "infer");
+  }
+  return 0;
+}

@@ -1,0 +1,95 @@
+#include "cli/query_commands.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "corpora/status_macros.h"
+#include "corpora/tokenizer.h"
+#include "sampler/model_dir.h"
+#include "sampler/model_export.h"
+
+namespace latentd {
+
+absl::Status RunTopics(const TopicsCommandOptions& o, FILE* out) {
+  if (o.top < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--top must be at least 1, got ", o.top));
+  }
+  LATENTD_ASSIGN_OR_RETURN(LoadedModel model, LoadModelDir(o.model_dir));
+  std::vector<TopicSummary> topics = SummarizeTopics(model.snapshot, o.top);
+  if (o.topic.has_value()) {
+    if (*o.topic < 0 || *o.topic >= static_cast<int64_t>(topics.size())) {
+      return absl::OutOfRangeError(
+          absl::StrCat("topic ", *o.topic, " does not exist: the model has ",
+                       topics.size(), " topics (0..", topics.size() - 1, ")"));
+    }
+    topics = {topics[*o.topic]};
+  }
+  absl::FPrintF(out, "%s", FormatTopics(topics, model.vocab));
+  return absl::OkStatus();
+}
+
+absl::Status RunInfer(const InferCommandOptions& o, FILE* in, FILE* out,
+                      FILE* err) {
+  if (o.infer.iterations < 1 || o.infer.burn_in < 0) {
+    return absl::InvalidArgumentError(
+        "--iterations must be >= 1 and --burn-in >= 0");
+  }
+  LATENTD_ASSIGN_OR_RETURN(LoadedModel model, LoadModelDir(o.model_dir));
+  LATENTD_ASSIGN_OR_RETURN(TokenizerOptions tokenizer_options,
+                           GetTokenizerSettings(model.settings));
+  const Tokenizer tokenizer(tokenizer_options);
+  std::unique_ptr<TopicTable> table = model.snapshot.ToTable();
+  FoldIn fold_in(*table, model.snapshot.alpha, model.snapshot.beta);
+
+  std::string line;
+  std::vector<std::string> words;
+  std::vector<WordId> ids;
+  uint64_t line_number = 0;
+  char buf[1 << 16];
+  bool at_line_start = true;
+  while (fgets(buf, sizeof(buf), in) != nullptr) {
+    if (at_line_start) line.clear();
+    line += buf;
+    at_line_start = !line.empty() && line.back() == '\n';
+    if (!at_line_start && !feof(in)) continue;
+    ++line_number;
+    words.clear();
+    ids.clear();
+    tokenizer.Tokenize(line, &words);
+    size_t unknown = 0;
+    for (const std::string& w : words) {
+      if (std::optional<WordId> id = model.vocab.Find(w)) {
+        ids.push_back(*id);
+      } else {
+        ++unknown;
+      }
+    }
+    absl::StatusOr<std::vector<double>> theta =
+        fold_in.Infer(ids, o.infer, line_number);
+    if (!theta.ok()) {
+      absl::FPrintF(err, "infer: line %d: %s (%d words, %d unknown)\n",
+                    line_number, theta.status().message(), words.size(),
+                    unknown);
+      absl::FPrintF(out, "%d\n", line_number);
+      continue;
+    }
+    std::vector<TopicId> order(theta->size());
+    std::iota(order.begin(), order.end(), 0);
+    const size_t n = std::min<size_t>(std::max(o.top, 1), order.size());
+    std::partial_sort(
+        order.begin(), order.begin() + n, order.end(),
+        [&](TopicId a, TopicId b) { return (*theta)[a] > (*theta)[b]; });
+    std::string result = absl::StrCat(line_number);
+    for (size_t i = 0; i < n; ++i) {
+      absl::StrAppendFormat(&result, "\t%d:%.4f", order[i], (*theta)[order[i]]);
+    }
+    absl::FPrintF(out, "%s\n", result);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace latentd

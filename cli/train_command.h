@@ -1,0 +1,42 @@
+// `latentctl train`: build a corpus into a model directory (or resume one)
+// and run Gibbs sweeps, printing a progress line per sweep, checkpointing,
+// and finally writing the exports and printing the topics.
+//
+// Thread-safety: one call at a time per model directory.
+#ifndef LATENTD_CLI_TRAIN_COMMAND_H_
+#define LATENTD_CLI_TRAIN_COMMAND_H_
+
+#include <atomic>
+#include <cstdio>
+#include <string>
+
+#include "absl/status/status.h"
+#include "corpora/corpus_builder.h"
+#include "corpora/document_reader.h"
+#include "sampler/fold_in.h"
+#include "sampler/trainer.h"
+
+namespace latentd {
+
+struct TrainCommandOptions {
+  ReaderOptions input;         // ignored with resume
+  CorpusBuilderOptions build;  // ignored with resume
+  TrainerOptions trainer;
+  std::string out_dir;
+  int sweeps = 100;            // sweeps to run in this invocation
+  bool resume = false;         // continue the model in out_dir
+  int checkpoint_every = 10;   // snapshot every N sweeps (and at the end)
+  int top_words = 20;          // words per topic in topics.txt / stdout
+  int print_topics = 20;       // topics printed at the end (0: none)
+  InferOptions heldout_infer;  // fold-in for held-out perplexity
+  // Set (e.g. by a signal handler) to stop after the current sweep; the
+  // model is checkpointed and exported before returning.
+  const std::atomic<bool>* stop = nullptr;
+};
+
+// Runs the command. Progress goes to `err`, the topics to `out`.
+absl::Status RunTrain(const TrainCommandOptions& options, FILE* out, FILE* err);
+
+}  // namespace latentd
+
+#endif  // LATENTD_CLI_TRAIN_COMMAND_H_
