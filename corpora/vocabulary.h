@@ -20,10 +20,13 @@ namespace latentd {
 
 class Vocabulary {
  public:
+  // Most words a vocabulary may hold (WordIds are stored as 32 bits).
+  static constexpr size_t kMaxSize = size_t{1} << 31;
+
   Vocabulary() = default;
 
   // Returns the id of `word`, adding it if new. `word` must be normalised
-  // (tokenizer output) and non-empty.
+  // (tokenizer output) and non-empty. REQUIRES: size() < kMaxSize.
   WordId Add(std::string_view word);
   std::optional<WordId> Find(std::string_view word) const;
   std::optional<WordId> FindKey(WordKey key) const;

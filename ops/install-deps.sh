@@ -4,7 +4,8 @@
 #
 #   build:   cmake ninja-build g++ pkg-config clang-format
 #   engine:  libtbb-dev (pipeline, thread pool), libabsl-dev (Status, flags,
-#            containers), libxxhash-dev (word keys, ring points),
+#            containers), libcli11-dev (CLI subcommands and --help),
+#            libxxhash-dev (word keys, ring points),
 #            libzstd-dev + zlib1g-dev (.zst / .gz corpora)
 #   cluster: libasio-dev (transport), libprotobuf-dev + protobuf-compiler
 #            (wire and config messages), libhiredis-dev + redis-server
@@ -16,6 +17,7 @@ set -euo pipefail
 PACKAGES=(
   cmake ninja-build g++ pkg-config clang-format git
   libtbb-dev libabsl-dev libxxhash-dev libzstd-dev zlib1g-dev zstd
+  libcli11-dev
   libasio-dev libprotobuf-dev protobuf-compiler libhiredis-dev redis-server
   libgtest-dev libgmock-dev libbenchmark-dev
 )

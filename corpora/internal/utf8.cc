@@ -1,0 +1,132 @@
+#include "corpora/internal/utf8.h"
+
+namespace latentd::internal {
+namespace {
+
+bool IsContinuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+// Pairs laid out as (upper, lower) at (even, odd) code points, or (odd, even)
+// when `upper_odd`.
+char32_t LowerPair(char32_t cp, bool upper_odd) {
+  return ((cp & 1) == 1) == upper_odd ? cp + 1 : cp;
+}
+
+char32_t LowerLatinExtendedA(char32_t cp) {
+  if (cp == 0x130) return U'i';  // capital I with dot above
+  if (cp == 0x131 || cp == 0x138 || cp == 0x149 || cp == 0x17F) return cp;
+  if (cp == 0x178) return 0xFF;  // Y with diaeresis
+  if ((cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E)) {
+    return LowerPair(cp, /*upper_odd=*/true);
+  }
+  return LowerPair(cp, /*upper_odd=*/false);
+}
+
+char32_t LowerGreek(char32_t cp) {
+  switch (cp) {
+    case 0x375:
+    case 0x37E:
+    case 0x384:
+    case 0x385:
+    case 0x387:
+    case 0x3F6:
+      return 0;  // signs and punctuation
+    case 0x386:
+      return 0x3AC;
+    case 0x38C:
+      return 0x3CC;
+    case 0x38E:
+    case 0x38F:
+      return cp + 0x3F;
+    default:
+      break;
+  }
+  if (cp >= 0x388 && cp <= 0x38A) return cp + 0x25;
+  if (cp >= 0x391 && cp <= 0x3AB && cp != 0x3A2) return cp + 0x20;
+  return cp;
+}
+
+char32_t LowerCyrillic(char32_t cp) {
+  if (cp == 0x482) return 0;  // thousands sign
+  if (cp <= 0x40F) return cp + 0x50;
+  if (cp <= 0x42F) return cp + 0x20;
+  if (cp <= 0x45F) return cp;
+  if (cp <= 0x481 || (cp >= 0x48A && cp <= 0x4BF) || cp >= 0x4D0) {
+    return LowerPair(cp, /*upper_odd=*/false);
+  }
+  if (cp == 0x4C0) return 0x4CF;
+  if (cp >= 0x4C1 && cp <= 0x4CE) return LowerPair(cp, /*upper_odd=*/true);
+  return cp;
+}
+
+}  // namespace
+
+size_t DecodeUtf8(const unsigned char* p, const unsigned char* end,
+                  char32_t* cp) {
+  const unsigned char c = p[0];
+  size_t n;
+  char32_t min;
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  } else if (c >= 0xC2 && c <= 0xDF) {
+    n = 2, min = 0x80, *cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3, min = 0x800, *cp = c & 0x0F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4, min = 0x10000, *cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (static_cast<size_t>(end - p) < n) return 0;
+  for (size_t i = 1; i < n; ++i) {
+    if (!IsContinuation(p[i])) return 0;
+    *cp = (*cp << 6) | (p[i] & 0x3F);
+  }
+  if (*cp < min || *cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF)) {
+    return 0;
+  }
+  return n;
+}
+
+void AppendUtf8(char32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+char32_t LowerWordChar(char32_t cp) {
+  if (cp < 0x80) {
+    if (cp >= 'a' && cp <= 'z') return cp;
+    if (cp >= 'A' && cp <= 'Z') return cp + 32;
+    return 0;
+  }
+  if (cp < 0xC0) return 0;
+  if (cp <= 0xFF) {
+    if (cp == 0xD7 || cp == 0xF7) return 0;
+    return (cp <= 0xDE && cp != 0xD7) ? cp + 0x20 : cp;
+  }
+  if (cp <= 0x17F) return LowerLatinExtendedA(cp);
+  if (cp <= 0x24F) return cp;
+  if (cp >= 0x300 && cp <= 0x36F) return cp;
+  if (cp >= 0x370 && cp <= 0x3FF) return LowerGreek(cp);
+  if (cp >= 0x400 && cp <= 0x4FF) return LowerCyrillic(cp);
+  if (cp >= 0x1E00 && cp <= 0x1EFF) {
+    if (cp <= 0x1E95 || cp >= 0x1EA0) return LowerPair(cp, false);
+    return cp;
+  }
+  return 0;
+}
+
+}  // namespace latentd::internal
