@@ -49,6 +49,9 @@ class BatchReader {
 // Writes a new version of a store batch by batch. Nothing is visible to
 // readers until Commit(); a writer destroyed without Commit() leaves the old
 // version in place and removes what it wrote.
+// REQUIRES: the store outlives its writer; one writer per store at a time
+// (a second Rewrite() meanwhile is kFailedPrecondition). A batch's index and
+// first_doc are ignored (readers set them from the position).
 class BatchWriter {
  public:
   virtual ~BatchWriter() = default;

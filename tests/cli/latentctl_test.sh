@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# End to end through latentctl: train on AP, list topics, infer, and bad
+# input (unknown topic, unknown words, empty lines, a malformed corpus,
+# bad flags) each give a clear error while good input still works.
+set -u
+CTL=$1
+DATA=${LATENTD_DATA_DIR:-../shared/data}
+DIR=$(mktemp -d)
+trap 'rm -rf "$DIR"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$CTL" train --corpus "$DATA/blei-ap/ap.dat.zst" --vocab "$DATA/blei-ap/vocab.txt.zst" \
+  --format ldac --topics 10 --sweeps 5 --out "$DIR/m" --holdout 0.1 \
+  >"$DIR/out" 2>"$DIR/err" || fail "train: $(cat "$DIR/err")"
+grep -q "loglik/token" "$DIR/err" || fail "no progress lines"
+grep -q "held-out perplexity" "$DIR/err" || fail "no perplexity"
+for f in model.bin vocab.txt settings.txt tokens.lts topics.txt alpha.txt doc_topics.tsv word_topic_counts.tsv; do
+  [ -s "$DIR/m/$f" ] || fail "missing $f"
+done
+
+"$CTL" topics "$DIR/m" --top 5 --topic 3 >"$DIR/t" || fail "topics"
+[ "$(grep -c '^  ' "$DIR/t")" = 5 ] || fail "expected 5 words: $(cat "$DIR/t")"
+"$CTL" topics "$DIR/m" --topic 1000000000 2>"$DIR/e" && fail "topic 10^9 accepted"
+grep -q "does not exist: the model has 10 topics" "$DIR/e" || fail "message: $(cat "$DIR/e")"
+
+printf 'stock market prices fell sharply\n\nzzqx qqzx\npolice arrested two men\n' |
+  "$CTL" infer "$DIR/m" --top 3 >"$DIR/i" 2>"$DIR/ie" || fail "infer"
+[ "$(wc -l <"$DIR/i")" = 4 ] || fail "one output line per input line: $(cat "$DIR/i")"
+grep -q "^1	[0-9]*:0\." "$DIR/i" || fail "line 1 mixture: $(cat "$DIR/i")"
+grep -q "^4	[0-9]*:0\." "$DIR/i" || fail "line 4 after bad lines: $(cat "$DIR/i")"
+grep -q "line 3: document has no known words" "$DIR/ie" || fail "unknown words: $(cat "$DIR/ie")"
+
+printf '2 0:1 1:x\n1 0:2\n' >"$DIR/bad.ldac"
+"$CTL" train --corpus "$DIR/bad.ldac" --format ldac --topics 2 --sweeps 1 \
+  --out "$DIR/b" --on-malformed fail 2>"$DIR/be" && fail "malformed corpus accepted"
+grep -q "bad.ldac:1" "$DIR/be" || fail "no file:line: $(cat "$DIR/be")"
+: >"$DIR/empty.txt"
+"$CTL" train --corpus "$DIR/empty.txt" --topics 2 --sweeps 1 --out "$DIR/c" 2>"$DIR/ce" && fail "empty corpus accepted"
+grep -qi "empty corpus" "$DIR/ce" || fail "empty corpus message: $(cat "$DIR/ce")"
+"$CTL" train --corpus x --topics 0 --out "$DIR/d" 2>/dev/null && fail "--topics 0 accepted"
+"$CTL" topics "$DIR/nowhere" 2>/dev/null && fail "missing model accepted"
+echo "latentctl end-to-end: all checks passed"
