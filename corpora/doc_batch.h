@@ -27,7 +27,7 @@ struct DocBatch {
   // topics. Always num_docs()+1 entries, starting at 0.
   std::vector<uint32_t> doc_offsets{0};
   std::vector<WordId> words;
-  std::vector<TopicId> topics;  // same length as words
+  std::vector<TopicId> topics;       // same length as words
   std::vector<std::string> doc_ids;  // external document ids ("" if none)
   std::vector<std::string> users;    // user ids ("" if none)
 

@@ -82,11 +82,12 @@ int main(int argc, char** argv) {
   auto store = latentd::OpenFileTokenStore(store_path);
   if (!store.ok()) return 1;
   const double alpha = 50.0 / topics;
-  std::printf("corpus %s: %llu documents, %llu tokens, %zu words; K=%u "
-              "engine=%s threads=%d\n",
-              corpus.c_str(), (unsigned long long)built->stats.documents,
-              (unsigned long long)built->stats.tokens, built->vocab.size(),
-              topics, engine.c_str(), engine == "dense" ? 1 : threads);
+  std::printf(
+      "corpus %s: %llu documents, %llu tokens, %zu words; K=%u "
+      "engine=%s threads=%d\n",
+      corpus.c_str(), (unsigned long long)built->stats.documents,
+      (unsigned long long)built->stats.tokens, built->vocab.size(), topics,
+      engine.c_str(), engine == "dense" ? 1 : threads);
 
   double wall = 0, sampled_seconds = 0, reached = -1;
   uint64_t tokens = 0;
@@ -95,8 +96,8 @@ int main(int argc, char** argv) {
     sampled_seconds += seconds;
     tokens += n;
     if (reached < 0 && target_ll != 0 && ll >= target_ll) reached = wall;
-    std::printf("sweep %d wall %.3f tokens/s %.0f ll/token %.4f\n", sweep,
-                wall, n / seconds, ll);
+    std::printf("sweep %d wall %.3f tokens/s %.0f ll/token %.4f\n", sweep, wall,
+                n / seconds, ll);
     std::fflush(stdout);
   };
 
