@@ -89,12 +89,13 @@ int main(int argc, char** argv) {
       (unsigned long long)built->stats.tokens, built->vocab.size(), topics,
       engine.c_str(), engine == "dense" ? 1 : threads);
 
-  double wall = 0, sampled_seconds = 0, reached = -1;
+  double wall = 0, sampled_seconds = 0, reached = -1, last_ll = 0;
   uint64_t tokens = 0;
   auto record = [&](int sweep, double seconds, uint64_t n, double ll) {
     wall += seconds;
     sampled_seconds += seconds;
     tokens += n;
+    last_ll = ll;
     if (reached < 0 && target_ll != 0 && ll >= target_ll) reached = wall;
     std::printf("sweep %d wall %.3f tokens/s %.0f ll/token %.4f\n", sweep, wall,
                 n / seconds, ll);
@@ -106,8 +107,16 @@ int main(int argc, char** argv) {
     std::vector<std::vector<latentd::WordId>> docs;
     std::vector<std::vector<latentd::TopicId>> z;
     auto reader = (*store)->Read();
+    if (!reader.ok()) return 1;
     latentd::DocBatch batch;
-    while (reader.ok() && *(*reader)->Next(&batch)) {
+    while (true) {
+      absl::StatusOr<bool> more = (*reader)->Next(&batch);
+      if (!more.ok()) {
+        std::fprintf(stderr, "%s\n",
+                     std::string(more.status().message()).c_str());
+        return 1;
+      }
+      if (!*more) break;
       for (size_t d = 0; d < batch.num_docs(); ++d) {
         docs.emplace_back(batch.doc_words(d).begin(), batch.doc_words(d).end());
         z.emplace_back(batch.doc_topics(d).begin(), batch.doc_topics(d).end());
@@ -146,9 +155,9 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "result engine=%s K=%u threads=%d tokens_per_s=%.0f "
-      "seconds_to_target=%.3f final_ll=%s peak_rss_mib=%.1f\n",
+      "seconds_to_target=%.3f final_ll=%.4f peak_rss_mib=%.1f\n",
       engine.c_str(), topics, engine == "dense" ? 1 : threads,
-      tokens / sampled_seconds, reached, "see last sweep", PeakRssMiB());
+      tokens / sampled_seconds, reached, last_ll, PeakRssMiB());
   std::filesystem::remove(store_path);
   return 0;
 }
