@@ -46,3 +46,22 @@ function(latentd_benchmark name)
                                         Threads::Threads)
   latentd_options(${name})
 endfunction()
+
+# latentd_protos(TARGET PROTOS dir/a.proto ...) generates C++ for .proto files
+# (paths relative to the project root) into ${PROJECT_BINARY_DIR}/dir/a.pb.{h,cc}
+# and adds them to TARGET; include them as "dir/a.pb.h". protobuf_generate puts
+# CMAKE_CURRENT_SOURCE_DIR first on protoc's import path, which would register
+# a file as "a.proto"; generating from the project root registers it as
+# "dir/a.proto", the name other .proto files import it by.
+function(latentd_protos target)
+  cmake_parse_arguments(ARG "" "" "PROTOS" ${ARGN})
+  set(CMAKE_CURRENT_SOURCE_DIR ${PROJECT_SOURCE_DIR})
+  set(abs_protos)
+  foreach(proto ${ARG_PROTOS})
+    list(APPEND abs_protos ${PROJECT_SOURCE_DIR}/${proto})
+  endforeach()
+  protobuf_generate(TARGET ${target} LANGUAGE cpp
+    PROTOS ${abs_protos}
+    IMPORT_DIRS ${PROJECT_SOURCE_DIR}
+    PROTOC_OUT_DIR ${PROJECT_BINARY_DIR})
+endfunction()

@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "corpora/internal/byte_source.h"
-#include "corpora/internal/posix_file.h"
+#include "corpora/posix_file.h"
 #include "corpora/status_macros.h"
 
 namespace latentd {

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "corpora/check.h"
 #include "corpora/input_file.h"
-#include "corpora/internal/posix_file.h"
+#include "corpora/posix_file.h"
 #include "corpora/status_macros.h"
 
 namespace latentd {

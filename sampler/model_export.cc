@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "corpora/internal/posix_file.h"
+#include "corpora/posix_file.h"
 #include "corpora/status_macros.h"
 
 namespace latentd {

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "corpora/input_file.h"
-#include "corpora/internal/posix_file.h"
+#include "corpora/posix_file.h"
 
 namespace latentd {
 namespace {

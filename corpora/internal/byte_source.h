@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "corpora/internal/posix_file.h"
+#include "corpora/posix_file.h"
 
 namespace latentd::internal {
 

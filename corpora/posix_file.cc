@@ -1,4 +1,4 @@
-#include "corpora/internal/posix_file.h"
+#include "corpora/posix_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

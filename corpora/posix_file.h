@@ -1,8 +1,8 @@
 // Thin RAII wrappers over POSIX file descriptors with buffered writes, and
 // the atomic-replace helpers (write temp, fsync, rename, fsync directory).
 // Every error is an absl::Status naming the path. Not thread-safe: one owner.
-#ifndef LATENTD_CORPORA_INTERNAL_POSIX_FILE_H_
-#define LATENTD_CORPORA_INTERNAL_POSIX_FILE_H_
+#ifndef LATENTD_CORPORA_POSIX_FILE_H_
+#define LATENTD_CORPORA_POSIX_FILE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -84,4 +84,4 @@ bool ParentDirectoryExists(const std::string& path);
 
 }  // namespace latentd::internal
 
-#endif  // LATENTD_CORPORA_INTERNAL_POSIX_FILE_H_
+#endif  // LATENTD_CORPORA_POSIX_FILE_H_
