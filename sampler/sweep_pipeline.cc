@@ -12,6 +12,7 @@
 #include "oneapi/tbb/enumerable_thread_specific.h"
 #include "oneapi/tbb/parallel_pipeline.h"
 #include "oneapi/tbb/task_arena.h"
+#include "sampler/internal/delta_combiner.h"
 
 namespace latentd {
 namespace {
@@ -23,34 +24,6 @@ struct BatchWork {
   std::vector<WordTopicDelta> deltas;
 };
 using WorkPtr = std::unique_ptr<BatchWork>;
-
-// Folds a batch's changes into one net delta per (word, topic).
-void Combine(const std::vector<TopicChange>& changes,
-             std::vector<WordTopicDelta>* deltas) {
-  deltas->clear();
-  deltas->reserve(changes.size() * 2);
-  for (const TopicChange& c : changes) {
-    deltas->push_back({c.word, c.old_topic, -1});
-    deltas->push_back({c.word, c.new_topic, +1});
-  }
-  std::sort(deltas->begin(), deltas->end(),
-            [](const WordTopicDelta& a, const WordTopicDelta& b) {
-              return a.word != b.word ? a.word < b.word : a.topic < b.topic;
-            });
-  size_t out = 0;
-  for (size_t i = 0; i < deltas->size();) {
-    WordTopicDelta net = (*deltas)[i];
-    size_t j = i + 1;
-    for (; j < deltas->size() && (*deltas)[j].word == net.word &&
-           (*deltas)[j].topic == net.topic;
-         ++j) {
-      net.delta += (*deltas)[j].delta;
-    }
-    if (net.delta != 0) (*deltas)[out++] = net;
-    i = j;
-  }
-  deltas->resize(out);
-}
 
 // First error of a run; stages stop early once one is set.
 class ErrorSlot {
@@ -84,6 +57,7 @@ struct SweepPipeline::Impl {
   tbb::task_arena arena;
   tbb::enumerable_thread_specific<std::unique_ptr<SamplingKernel>> kernels;
   tbb::concurrent_queue<WorkPtr> pool;  // reused BatchWork objects
+  internal::DeltaCombiner combiner;     // the serial combiner stage's
 };
 
 SweepPipeline::SweepPipeline(const PipelineOptions& options, TopicId num_topics)
@@ -134,7 +108,7 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
     return work;
   };
   auto combine = [&](WorkPtr work) -> WorkPtr {
-    Combine(work->changes, &work->deltas);
+    impl_->combiner.Combine(work->changes, &work->deltas);
     return work;
   };
   auto update = [&](WorkPtr work) -> WorkPtr {

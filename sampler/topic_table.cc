@@ -117,16 +117,19 @@ int64_t TopicTable::FindSlot(WordId word, const RowBlock* block,
 absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
   // Validate everything first so a bad batch leaves the table unchanged.
   std::vector<TopicId> touched;
-  for (const WordTopicDelta& d : deltas) {
+  slot_cache_.resize(deltas.size());
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    const WordTopicDelta& d = deltas[i];
     if (d.word >= vocab_size_ || d.topic >= num_topics_) {
       return absl::FailedPreconditionError(
           absl::StrCat("delta for word ", d.word, " topic ", d.topic,
                        " is outside the table (", vocab_size_, " words, ",
                        num_topics_, " topics)"));
     }
+    const RowBlock* block = rows_[d.word].load(std::memory_order_relaxed);
+    const int64_t slot = FindSlot(d.word, block, d.topic);
+    slot_cache_[i] = {block, slot};
     if (d.delta < 0) {
-      const RowBlock* block = rows_[d.word].load(std::memory_order_relaxed);
-      const int64_t slot = FindSlot(d.word, block, d.topic);
       const Count have =
           slot < 0
               ? 0
@@ -159,10 +162,16 @@ absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
       totals_[k].fetch_add(topic_delta_[k], std::memory_order_relaxed);
     }
   }
-  for (const WordTopicDelta& d : deltas) {
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    const WordTopicDelta& d = deltas[i];
     if (d.delta == 0) continue;
     RowBlock* block = rows_[d.word].load(std::memory_order_relaxed);
-    const int64_t slot = FindSlot(d.word, block, d.topic);
+    // The slot found while validating stays right unless an insert into
+    // this row moved it to a new block (deltas are unique per (word, topic),
+    // so no earlier delta took or emptied this topic's slot).
+    const int64_t slot = block == slot_cache_[i].block
+                             ? slot_cache_[i].slot
+                             : FindSlot(d.word, block, d.topic);
     if (slot < 0) {
       Insert(d.word, d.topic, d.delta);
       continue;

@@ -57,6 +57,12 @@ class TopicTable {
   // is a value the writer stored). REQUIRES: word < vocab_size().
   template <typename Fn>
   void ForEachNonZero(WordId word, Fn&& fn) const;
+  // Like ForEachNonZero, but also calls fn for the row's zero-count slots
+  // (holes of a sparse row, absent topics of a dense one), with Count 0, so
+  // a hot loop can run without a data-dependent branch. A topic may appear
+  // once with its count and any number of times with 0.
+  template <typename Fn>
+  void ForEachSlot(WordId word, Fn&& fn) const;
   // n_wk. O(nonzeros of the row) for sparse rows, O(1) for dense ones.
   Count Get(WordId word, TopicId topic) const;
   // n_k.
@@ -139,6 +145,12 @@ class TopicTable {
   // Writer scratch for Apply: net change of n_k, and whether k is listed.
   std::vector<int64_t> topic_delta_;
   std::vector<uint8_t> topic_touched_;
+  // Writer scratch for Apply: each delta's row block and slot as validated.
+  struct CachedSlot {
+    const RowBlock* block;
+    int64_t slot;
+  };
+  std::vector<CachedSlot> slot_cache_;
   void ResetTouched(const std::vector<TopicId>& touched);
 };
 
@@ -166,6 +178,18 @@ void TopicTable::ForEachNonZero(WordId word, Fn&& fn) const {
     const Entry e = entries[i].load(std::memory_order_relaxed);
     const Count c = CountOf(e);
     if (c > 0) fn(TopicOf(e), c);
+  }
+}
+
+template <typename Fn>
+void TopicTable::ForEachSlot(WordId word, Fn&& fn) const {
+  const RowBlock* block = rows_[word].load(std::memory_order_acquire);
+  if (block == nullptr) return;
+  const uint32_t size = block->size.load(std::memory_order_acquire);
+  const std::atomic<Entry>* entries = EntriesOf(block);
+  for (uint32_t i = 0; i < size; ++i) {
+    const Entry e = entries[i].load(std::memory_order_relaxed);
+    fn(TopicOf(e), CountOf(e));
   }
 }
 

@@ -15,6 +15,7 @@
 // time to first reach --target-ll (or -1) and the peak RSS.
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -91,10 +92,19 @@ int main(int argc, char** argv) {
 
   double wall = 0, sampled_seconds = 0, reached = -1, last_ll = 0;
   uint64_t tokens = 0;
+  // The last quarter of the sweeps: the rate once the word rows have
+  // thinned out, which is what a long training run mostly sees.
+  const int tail_from = sweeps - std::max(sweeps / 4, 1) + 1;
+  double tail_seconds = 0;
+  uint64_t tail_tokens = 0;
   auto record = [&](int sweep, double seconds, uint64_t n, double ll) {
     wall += seconds;
     sampled_seconds += seconds;
     tokens += n;
+    if (sweep >= tail_from) {
+      tail_seconds += seconds;
+      tail_tokens += n;
+    }
     last_ll = ll;
     if (reached < 0 && target_ll != 0 && ll >= target_ll) reached = wall;
     std::printf("sweep %d wall %.3f tokens/s %.0f ll/token %.4f\n", sweep, wall,
@@ -155,9 +165,11 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "result engine=%s K=%u threads=%d tokens_per_s=%.0f "
-      "seconds_to_target=%.3f final_ll=%.4f peak_rss_mib=%.1f\n",
+      "tail_tokens_per_s=%.0f seconds_to_target=%.3f final_ll=%.4f "
+      "peak_rss_mib=%.1f\n",
       engine.c_str(), topics, engine == "dense" ? 1 : threads,
-      tokens / sampled_seconds, reached, last_ll, PeakRssMiB());
+      tokens / sampled_seconds, tail_tokens / tail_seconds, reached, last_ll,
+      PeakRssMiB());
   std::filesystem::remove(store_path);
   return 0;
 }

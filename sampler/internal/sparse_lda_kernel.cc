@@ -5,6 +5,23 @@
 #include "corpora/random.h"
 
 namespace latentd::internal {
+namespace {
+
+// The first i < n with cum[i] > u (n − 1 if none), branch-free: the
+// comparisons of a draw are unpredictable, so a conditional move beats a
+// mispredicted jump. REQUIRES: n > 0, cum ascending.
+inline uint32_t UpperBound(const double* cum, uint32_t n, double u) {
+  const double* base = cum;
+  uint32_t len = n;
+  while (len > 1) {
+    const uint32_t half = len / 2;
+    base = base[half - 1] <= u ? base + half : base;
+    len -= half;
+  }
+  return static_cast<uint32_t>(base - cum);
+}
+
+}  // namespace
 
 SparseLdaKernel::SparseLdaKernel(TopicId num_topics)
     : num_topics_(num_topics),
@@ -76,28 +93,23 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
       const TopicId old_topic = topics[i];
       MoveCount(old_topic, -1);
 
+      // q bucket: the word's non-zero topics with their running mass, so a
+      // draw in it is a binary search.
       double q = 0;
       uint32_t nq = 0;
-      table.ForEachNonZero(w, [&](TopicId k, Count c) {
-        if (k == old_topic) --c;  // the token itself is excluded
-        if (c <= 0) return;
-        const double mass = c * coef_[k];
-        q += mass;
+      // Branch-free: a zero slot is written and then overwritten.
+      table.ForEachSlot(w, [&](TopicId k, Count c) {
+        c -= (k == old_topic);  // the token itself is excluded
+        q += (c > 0 ? c : 0) * coef_[k];
         q_topics_[nq] = k;
-        q_mass_[nq++] = mass;
+        q_mass_[nq] = q;
+        nq += (c > 0);
       });
 
       double u = rng.Uniform() * (s_ + r_ + q);
       TopicId new_topic = num_topics_ - 1;
       if (u < q && nq > 0) {
-        new_topic = q_topics_[nq - 1];
-        for (uint32_t j = 0; j < nq; ++j) {
-          u -= q_mass_[j];
-          if (u <= 0) {
-            new_topic = q_topics_[j];
-            break;
-          }
-        }
+        new_topic = q_topics_[UpperBound(q_mass_.data(), nq, u)];
       } else if ((u -= q) < r_ && !doc_topics_.empty()) {
         new_topic = doc_topics_.back();
         for (TopicId k : doc_topics_) {

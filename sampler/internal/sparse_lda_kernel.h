@@ -42,7 +42,7 @@ class SparseLdaKernel final : public SamplingKernel {
   std::vector<uint32_t> doc_pos_;    // position of a topic in doc_topics_
   // Per token.
   std::vector<TopicId> q_topics_;
-  std::vector<double> q_mass_;
+  std::vector<double> q_mass_;  // running sum of the q masses
 };
 
 // The plain O(K) conditional over dense scratch; exact reference.
