@@ -60,9 +60,11 @@ class TopicTable {
   // Like ForEachNonZero, but also calls fn for the row's zero-count slots
   // (holes of a sparse row, absent topics of a dense one), with Count 0, so
   // a hot loop can run without a data-dependent branch. A topic may appear
-  // once with its count and any number of times with 0.
+  // once with its count and any number of times with 0. Returns true if the
+  // row is dense: then fn saw every topic once, in order, and the row stays
+  // dense until the next Quiesce() (so Get() on it is O(1)).
   template <typename Fn>
-  void ForEachSlot(WordId word, Fn&& fn) const;
+  bool ForEachSlot(WordId word, Fn&& fn) const;
   // n_wk. O(nonzeros of the row) for sparse rows, O(1) for dense ones.
   Count Get(WordId word, TopicId topic) const;
   // n_k.
@@ -182,15 +184,16 @@ void TopicTable::ForEachNonZero(WordId word, Fn&& fn) const {
 }
 
 template <typename Fn>
-void TopicTable::ForEachSlot(WordId word, Fn&& fn) const {
+bool TopicTable::ForEachSlot(WordId word, Fn&& fn) const {
   const RowBlock* block = rows_[word].load(std::memory_order_acquire);
-  if (block == nullptr) return;
+  if (block == nullptr) return false;
   const uint32_t size = block->size.load(std::memory_order_acquire);
   const std::atomic<Entry>* entries = EntriesOf(block);
   for (uint32_t i = 0; i < size; ++i) {
     const Entry e = entries[i].load(std::memory_order_relaxed);
     fn(TopicOf(e), CountOf(e));
   }
+  return block->dense;
 }
 
 }  // namespace latentd

@@ -15,7 +15,7 @@ inline uint32_t UpperBound(const double* cum, uint32_t n, double u) {
   uint32_t len = n;
   while (len > 1) {
     const uint32_t half = len / 2;
-    base = base[half - 1] <= u ? base + half : base;
+    base += static_cast<uint32_t>(base[half - 1] <= u) * half;
     len -= half;
   }
   return static_cast<uint32_t>(base - cum);
@@ -57,6 +57,105 @@ void SparseLdaKernel::MoveCount(TopicId k, int by) {
   }
 }
 
+bool SparseLdaKernel::MarkDirty(TopicId topic) {
+  for (uint32_t j = 0; j < num_dirty_; ++j) {
+    if (dirty_[j] == topic) return true;
+  }
+  if (num_dirty_ == kMaxDirty) return false;
+  dirty_[num_dirty_++] = topic;
+  return true;
+}
+
+void SparseLdaKernel::BuildWordCache(const TopicTable& table, WordId word,
+                                     TopicId excluded) {
+  // Branch-free: every slot is written, and the output advances past it only
+  // if its mass is positive. A dense row is kept whole instead (slot =
+  // topic; a zero-mass slot is never the result of a binary search), which
+  // is what lets the next tokens of the word reuse it.
+  double q = 0;
+  uint32_t n = 0;
+  // A row seen dense stays dense while samplers run, so the dense loop's
+  // slot i is topic i; a row turning dense meanwhile is read as sparse.
+  cache_dense_ = table.RowIsDense(word);
+  if (cache_dense_) {
+    table.ForEachSlot(word, [&](TopicId k, Count c) {
+      c -= (k == excluded);  // the token itself is excluded
+      q += (c > 0 ? c : 0) * coef_[k];
+      q_mass_[n++] = q;
+    });
+  } else {
+    table.ForEachSlot(word, [&](TopicId k, Count c) {
+      c -= (k == excluded);
+      q += (c > 0 ? c : 0) * coef_[k];
+      q_topics_[n] = k;
+      q_mass_[n] = q;
+      n += (c > 0);
+    });
+  }
+  cache_word_ = word;
+  cache_size_ = n;
+  cache_total_ = q;
+  cache_valid_ = cache_dense_;
+  num_dirty_ = 0;
+  dirty_[num_dirty_++] = excluded;
+}
+
+double SparseLdaKernel::ReusedMass(const TopicTable& table, TopicId excluded) {
+  dirty_fresh_sum_ = 0;
+  double built = 0;
+  for (uint32_t j = 0; j < num_dirty_; ++j) {
+    const TopicId k = dirty_[j];
+    const Count c = table.Get(cache_word_, k) - (k == excluded);
+    dirty_built_[j] = q_mass_[k] - (k > 0 ? q_mass_[k - 1] : 0.0);
+    dirty_fresh_[j] = (c > 0 ? c : 0) * coef_[k];
+    built += dirty_built_[j];
+    dirty_fresh_sum_ += dirty_fresh_[j];
+  }
+  return std::max(cache_total_ - built, 0.0) + dirty_fresh_sum_;
+}
+
+TopicId SparseLdaKernel::DrawFromCache(double u) const {
+  const uint32_t j = UpperBound(q_mass_.data(), cache_size_, u);
+  return cache_dense_ ? j : q_topics_[j];
+}
+
+TopicId SparseLdaKernel::DrawReused(double u, const TopicTable& table,
+                                    TopicId excluded, Rng* rng) {
+  if (u < dirty_fresh_sum_) {
+    for (uint32_t j = 0; j < num_dirty_; ++j) {
+      u -= dirty_fresh_[j];
+      if (u < 0) return dirty_[j];
+    }
+    return dirty_[num_dirty_ - 1];
+  }
+  // The rest of the mass is the cached row minus the dirty topics' old
+  // intervals: map u onto the cached running sum, skipping those intervals
+  // in ascending order.
+  u -= dirty_fresh_sum_;
+  uint32_t order[kMaxDirty];
+  for (uint32_t j = 0; j < num_dirty_; ++j) {
+    uint32_t at = j;
+    for (; at > 0 && dirty_[order[at - 1]] > dirty_[j]; --at) {
+      order[at] = order[at - 1];
+    }
+    order[at] = j;
+  }
+  for (uint32_t m = 0; m < num_dirty_; ++m) {
+    const TopicId k = dirty_[order[m]];
+    if (u < (k > 0 ? q_mass_[k - 1] : 0.0)) break;
+    u += dirty_built_[order[m]];
+  }
+  const TopicId k = UpperBound(q_mass_.data(), cache_size_, u);
+  for (uint32_t j = 0; j < num_dirty_; ++j) {
+    if (dirty_[j] != k) continue;
+    // Rounding put u on a dirty interval's edge: draw again from a fresh
+    // row, which is exact.
+    BuildWordCache(table, cache_word_, excluded);
+    return DrawFromCache(rng->Uniform() * cache_total_);
+  }
+  return k;
+}
+
 void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
                                   std::vector<TopicChange>* changes) {
   const TopicTable& table = *params.table;
@@ -88,28 +187,27 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
       coef_[k] = (alpha_[k] + n_dk_[k]) * inv_denom_[k];
     }
 
+    cache_valid_ = false;  // coefficients differ from document to document
     for (size_t i = 0; i < words.size(); ++i) {
       const WordId w = words[i];
       const TopicId old_topic = topics[i];
       MoveCount(old_topic, -1);
 
-      // q bucket: the word's non-zero topics with their running mass, so a
-      // draw in it is a binary search.
-      double q = 0;
-      uint32_t nq = 0;
-      // Branch-free: a zero slot is written and then overwritten.
-      table.ForEachSlot(w, [&](TopicId k, Count c) {
-        c -= (k == old_topic);  // the token itself is excluded
-        q += (c > 0 ? c : 0) * coef_[k];
-        q_topics_[nq] = k;
-        q_mass_[nq] = q;
-        nq += (c > 0);
-      });
+      const bool reuse =
+          cache_valid_ && w == cache_word_ && MarkDirty(old_topic);
+      double q;
+      if (reuse) {
+        q = ReusedMass(table, old_topic);
+      } else {
+        BuildWordCache(table, w, old_topic);
+        q = cache_total_;
+      }
 
       double u = rng.Uniform() * (s_ + r_ + q);
       TopicId new_topic = num_topics_ - 1;
-      if (u < q && nq > 0) {
-        new_topic = q_topics_[UpperBound(q_mass_.data(), nq, u)];
+      if (u < q) {
+        new_topic =
+            reuse ? DrawReused(u, table, old_topic, &rng) : DrawFromCache(u);
       } else if ((u -= q) < r_ && !doc_topics_.empty()) {
         new_topic = doc_topics_.back();
         for (TopicId k : doc_topics_) {
@@ -131,6 +229,7 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
       }
 
       MoveCount(new_topic, +1);
+      if (!MarkDirty(new_topic)) cache_valid_ = false;
       if (new_topic != old_topic) {
         topics[i] = new_topic;
         changes->push_back({w, old_topic, new_topic});

@@ -13,6 +13,7 @@
 
 #include <vector>
 
+#include "corpora/random.h"
 #include "sampler/sampling_kernel.h"
 
 namespace latentd::internal {
@@ -40,9 +41,38 @@ class SparseLdaKernel final : public SamplingKernel {
   std::vector<Count> n_dk_;
   std::vector<TopicId> doc_topics_;  // topics with n_dk > 0
   std::vector<uint32_t> doc_pos_;    // position of a topic in doc_topics_
-  // Per token.
-  std::vector<TopicId> q_topics_;
-  std::vector<double> q_mass_;  // running sum of the q masses
+  // The q bucket of the current word: the running mass over its row's
+  // non-zero topics, or, for a dense row, over all K topics. A dense row's
+  // cache is reused by the next tokens of the same word in the same
+  // document (bag-of-words corpora keep a word's tokens together, and the
+  // frequent words, which have the dense rows, repeat most): only the
+  // masses of the topics whose coefficient or exclusion changed since the
+  // build (the dirty topics) are recomputed.
+  void BuildWordCache(const TopicTable& table, WordId word, TopicId excluded);
+  // A draw from the built cache for u in [0, cache_total_).
+  TopicId DrawFromCache(double u) const;
+  // Adds `topic` to the dirty topics; false if there is no room (then the
+  // cache must be rebuilt).
+  bool MarkDirty(TopicId topic);
+  // The current q mass from the cache and the dirty topics' fresh masses.
+  double ReusedMass(const TopicTable& table, TopicId excluded);
+  // A draw from the q bucket for u in [0, ReusedMass()).
+  TopicId DrawReused(double u, const TopicTable& table, TopicId excluded,
+                     Rng* rng);
+
+  static constexpr uint32_t kMaxDirty = 8;
+  std::vector<TopicId> q_topics_;  // sparse rows: the slots' topics
+  std::vector<double> q_mass_;     // running sum of the slots' masses
+  bool cache_valid_ = false;       // reusable (a dense row's)
+  bool cache_dense_ = false;
+  WordId cache_word_ = 0;
+  uint32_t cache_size_ = 0;
+  double cache_total_ = 0;
+  uint32_t num_dirty_ = 0;
+  TopicId dirty_[kMaxDirty];
+  double dirty_built_[kMaxDirty];  // mass in the cache
+  double dirty_fresh_[kMaxDirty];  // mass now
+  double dirty_fresh_sum_ = 0;
 };
 
 // The plain O(K) conditional over dense scratch; exact reference.
