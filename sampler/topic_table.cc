@@ -13,7 +13,8 @@ TopicTable::TopicTable(size_t vocab_size, TopicId num_topics)
       dense_threshold_(std::max<uint32_t>(num_topics / 2, 1)),
       totals_(new std::atomic<int64_t>[num_topics]),
       topic_delta_(num_topics, 0),
-      topic_touched_(num_topics, 0) {
+      topic_touched_(num_topics, 0),
+      slot_of_(num_topics, -1) {
   LATENTD_CHECK(num_topics > 0 && num_topics <= kMaxTopics);
   for (TopicId k = 0; k < num_topics; ++k) totals_[k].store(0);
   Resize(vocab_size);
@@ -70,11 +71,6 @@ size_t TopicTable::RowNonZeros(WordId word) const {
   return n;
 }
 
-bool TopicTable::RowIsDense(WordId word) const {
-  const RowBlock* block = rows_[word].load(std::memory_order_acquire);
-  return block != nullptr && block->dense;
-}
-
 int64_t TopicTable::TotalTokens() const {
   int64_t total = 0;
   for (TopicId k = 0; k < num_topics_; ++k) total += TopicTotal(k);
@@ -82,77 +78,97 @@ int64_t TopicTable::TotalTokens() const {
 }
 
 size_t TopicTable::MemoryBytes() const {
-  size_t bytes = vocab_size_ * (sizeof(std::atomic<RowBlock*>) +
-                                sizeof(std::unique_ptr<RowIndex>));
+  size_t bytes = vocab_size_ * sizeof(std::atomic<RowBlock*>);
   for (size_t w = 0; w < vocab_size_; ++w) {
     const RowBlock* block = rows_[w].load(std::memory_order_acquire);
     if (block != nullptr) {
       bytes += sizeof(RowBlock) + block->capacity * sizeof(Entry);
     }
-    if (index_[w] != nullptr) {
-      bytes += index_[w]->slot.capacity() * (sizeof(TopicId) + 4 + 1) +
-               index_[w]->holes.capacity() * 4;
-    }
   }
   return bytes;
 }
 
-int64_t TopicTable::FindSlot(WordId word, const RowBlock* block,
-                             TopicId topic) const {
-  if (block == nullptr) return -1;
-  if (block->dense) return topic;
-  if (const RowIndex* index = index_[word].get(); index != nullptr) {
-    auto it = index->slot.find(topic);
-    return it == index->slot.end() ? int64_t{-1} : int64_t{it->second};
-  }
+void TopicTable::MapRow(const RowBlock* block) {
   const std::atomic<Entry>* entries = EntriesOf(block);
   const uint32_t size = block->size.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < size; ++i) {
     const Entry e = entries[i].load(std::memory_order_relaxed);
-    if (TopicOf(e) == topic && CountOf(e) > 0) return i;
+    if (CountOf(e) > 0) slot_of_[TopicOf(e)] = static_cast<int32_t>(i);
   }
-  return -1;
+}
+
+void TopicTable::UnmapRow(const RowBlock* block) {
+  const std::atomic<Entry>* entries = EntriesOf(block);
+  const uint32_t size = block->size.load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < size; ++i) {
+    slot_of_[TopicOf(entries[i].load(std::memory_order_relaxed))] = -1;
+  }
 }
 
 absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
   // Validate everything first so a bad batch leaves the table unchanged.
+  // Deltas come grouped by word (the combiner sorts them); each group maps
+  // its row once, and each delta's slot (-1: not in the row) is kept for
+  // the second pass.
   std::vector<TopicId> touched;
   slot_cache_.resize(deltas.size());
-  for (size_t i = 0; i < deltas.size(); ++i) {
-    const WordTopicDelta& d = deltas[i];
-    if (d.word >= vocab_size_ || d.topic >= num_topics_) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("delta for word ", d.word, " topic ", d.topic,
-                       " is outside the table (", vocab_size_, " words, ",
-                       num_topics_, " topics)"));
+  groups_.clear();
+  absl::Status status;
+  for (size_t begin = 0; begin < deltas.size() && status.ok();) {
+    const WordId word = deltas[begin].word;
+    size_t end = begin;
+    while (end < deltas.size() && deltas[end].word == word) ++end;
+    if (word >= vocab_size_) {
+      status = absl::FailedPreconditionError(
+          absl::StrCat("delta for word ", word, " is outside the table (",
+                       vocab_size_, " words)"));
+      break;
     }
-    const RowBlock* block = rows_[d.word].load(std::memory_order_relaxed);
-    const int64_t slot = FindSlot(d.word, block, d.topic);
-    slot_cache_[i] = {block, slot};
-    if (d.delta < 0) {
+    const RowBlock* block = rows_[word].load(std::memory_order_relaxed);
+    const bool mapped = block != nullptr && !block->dense;
+    if (mapped) MapRow(block);
+    for (size_t i = begin; i < end && status.ok(); ++i) {
+      const WordTopicDelta& d = deltas[i];
+      if (d.topic >= num_topics_) {
+        status = absl::FailedPreconditionError(
+            absl::StrCat("delta for word ", word, " topic ", d.topic,
+                         " is outside the table (", num_topics_, " topics)"));
+        break;
+      }
+      const int32_t slot = block == nullptr ? -1
+                           : block->dense   ? static_cast<int32_t>(d.topic)
+                                            : slot_of_[d.topic];
+      slot_cache_[i] = slot;
       const Count have =
           slot < 0
               ? 0
               : CountOf(EntriesOf(block)[slot].load(std::memory_order_relaxed));
       if (have + d.delta < 0) {
-        ResetTouched(touched);
-        return absl::FailedPreconditionError(
-            absl::StrCat("delta ", d.delta, " would make n(word ", d.word,
+        status = absl::FailedPreconditionError(
+            absl::StrCat("delta ", d.delta, " would make n(word ", word,
                          ", topic ", d.topic, ") = ", have, " negative"));
+        break;
       }
+      if (!topic_touched_[d.topic]) {
+        topic_touched_[d.topic] = 1;
+        touched.push_back(d.topic);
+      }
+      topic_delta_[d.topic] += d.delta;
     }
-    if (!topic_touched_[d.topic]) {
-      topic_touched_[d.topic] = 1;
-      touched.push_back(d.topic);
-    }
-    topic_delta_[d.topic] += d.delta;
+    if (mapped) UnmapRow(block);
+    groups_.push_back({begin, end, block});
+    begin = end;
   }
-  for (TopicId k : touched) {
+  for (size_t t = 0; t < touched.size() && status.ok(); ++t) {
+    const TopicId k = touched[t];
     if (topic_delta_[k] + TopicTotal(k) < 0) {
-      ResetTouched(touched);
-      return absl::FailedPreconditionError(
+      status = absl::FailedPreconditionError(
           absl::StrCat("deltas would make n(topic ", k, ") negative"));
     }
+  }
+  if (!status.ok()) {
+    ResetTouched(touched);
+    return status;
   }
 
   // Totals grow before the rows and shrink after them: readers then always
@@ -162,29 +178,26 @@ absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
       totals_[k].fetch_add(topic_delta_[k], std::memory_order_relaxed);
     }
   }
-  for (size_t i = 0; i < deltas.size(); ++i) {
-    const WordTopicDelta& d = deltas[i];
-    if (d.delta == 0) continue;
-    RowBlock* block = rows_[d.word].load(std::memory_order_relaxed);
-    // The slot found while validating stays right unless an insert into
-    // this row moved it to a new block (deltas are unique per (word, topic),
-    // so no earlier delta took or emptied this topic's slot).
-    const int64_t slot = block == slot_cache_[i].block
-                             ? slot_cache_[i].slot
-                             : FindSlot(d.word, block, d.topic);
-    if (slot < 0) {
-      Insert(d.word, d.topic, d.delta);
-      continue;
-    }
-    std::atomic<Entry>& entry = MutableEntries(block)[slot];
-    const Count now = CountOf(entry.load(std::memory_order_relaxed)) + d.delta;
-    entry.store(Pack(now, d.topic), std::memory_order_release);
-    if (now == 0 && !block->dense) {
-      if (RowIndex* index = index_[d.word].get(); index != nullptr) {
-        index->slot.erase(d.topic);
-        index->holes.push_back(static_cast<uint32_t>(slot));
+  for (const RowGroup& g : groups_) {
+    const RowBlock* block =
+        rows_[deltas[g.begin].word].load(std::memory_order_relaxed);
+    if (block != g.block) {
+      // An earlier group of the same word regrew the row: find the slots
+      // again (deltas are unique per (word, topic), so no earlier group
+      // took or emptied one of this group's topics).
+      const bool mapped = block != nullptr && !block->dense;
+      if (mapped) MapRow(block);
+      for (size_t i = g.begin; i < g.end; ++i) {
+        const TopicId k = deltas[i].topic;
+        slot_cache_[i] = block == nullptr ? -1
+                         : block->dense   ? static_cast<int32_t>(k)
+                                          : slot_of_[k];
       }
+      if (mapped) UnmapRow(block);
     }
+    ApplyRow(deltas.subspan(g.begin, g.end - g.begin),
+             std::span<const int32_t>(slot_cache_)
+                 .subspan(g.begin, g.end - g.begin));
   }
   for (TopicId k : touched) {
     if (topic_delta_[k] < 0) {
@@ -202,47 +215,67 @@ void TopicTable::ResetTouched(const std::vector<TopicId>& touched) {
   }
 }
 
-void TopicTable::Insert(WordId word, TopicId topic, Count count) {
+void TopicTable::ApplyRow(std::span<const WordTopicDelta> deltas,
+                          std::span<const int32_t> slots) {
+  const WordId word = deltas[0].word;
   RowBlock* block = rows_[word].load(std::memory_order_relaxed);
+  // Topics already in the row change in place.
+  uint32_t inserts = 0;
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    if (deltas[i].delta == 0) continue;
+    if (slots[i] < 0) {
+      ++inserts;
+      continue;
+    }
+    std::atomic<Entry>& entry = MutableEntries(block)[slots[i]];
+    const Count now =
+        CountOf(entry.load(std::memory_order_relaxed)) + deltas[i].delta;
+    entry.store(Pack(now, deltas[i].topic), std::memory_order_release);
+  }
+  if (inserts == 0) return;
+
+  // New topics take the row's zero-count slots, then its spare capacity;
+  // a row without room for them all is regrown once (perhaps dense).
   if (block == nullptr) {
-    block = AllocateBlock(4, false, num_topics_);
+    block = AllocateBlock(
+        std::min<uint32_t>(std::max<uint32_t>(4, inserts), dense_threshold_),
+        false, num_topics_);
     rows_[word].store(block, std::memory_order_release);
   }
-  std::atomic<Entry>* entries = MutableEntries(block);
-  // A hole: a slot whose count went to zero.
-  if (RowIndex* index = index_[word].get(); index != nullptr) {
-    if (!index->holes.empty()) {
-      const uint32_t slot = index->holes.back();
-      index->holes.pop_back();
-      entries[slot].store(Pack(count, topic), std::memory_order_release);
-      index->slot[topic] = slot;
-      return;
-    }
-  } else {
-    const uint32_t size = block->size.load(std::memory_order_relaxed);
-    for (uint32_t i = 0; i < size; ++i) {
-      if (CountOf(entries[i].load(std::memory_order_relaxed)) == 0) {
-        entries[i].store(Pack(count, topic), std::memory_order_release);
-        return;
-      }
-    }
-  }
   uint32_t size = block->size.load(std::memory_order_relaxed);
-  if (size == block->capacity) {
-    block = Regrow(word, block, 1);
-    if (block->dense) {
-      MutableEntries(block)[topic].store(Pack(count, topic),
-                                         std::memory_order_release);
-      return;
+  if (!block->dense) {
+    uint32_t holes = 0;
+    for (uint32_t i = 0; i < size; ++i) {
+      holes +=
+          CountOf(MutableEntries(block)[i].load(std::memory_order_relaxed)) ==
+          0;
     }
-    entries = MutableEntries(block);
-    size = block->size.load(std::memory_order_relaxed);
+    if (holes + (block->capacity - size) < inserts) {
+      block = Regrow(word, block, inserts);
+      size = block->size.load(std::memory_order_relaxed);
+    }
   }
-  entries[size].store(Pack(count, topic), std::memory_order_relaxed);
-  // Publishes the entry: a reader that sees the new size sees the entry.
-  block->size.store(size + 1, std::memory_order_release);
-  if (RowIndex* index = index_[word].get(); index != nullptr) {
-    index->slot[topic] = size;
+  std::atomic<Entry>* entries = MutableEntries(block);
+  uint32_t hole = 0;
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    if (deltas[i].delta == 0 || slots[i] >= 0) continue;
+    const Entry e = Pack(deltas[i].delta, deltas[i].topic);
+    if (block->dense) {
+      entries[deltas[i].topic].store(e, std::memory_order_release);
+      continue;
+    }
+    while (hole < size &&
+           CountOf(entries[hole].load(std::memory_order_relaxed)) != 0) {
+      ++hole;
+    }
+    if (hole < size) {
+      entries[hole++].store(e, std::memory_order_release);
+    } else {
+      entries[size].store(e, std::memory_order_relaxed);
+      // Publishes the entry: a reader that sees the new size sees it.
+      block->size.store(++size, std::memory_order_release);
+      hole = size;
+    }
   }
 }
 
@@ -266,7 +299,6 @@ TopicTable::RowBlock* TopicTable::Regrow(WordId word, RowBlock* old,
       if (CountOf(e) > 0)
         entries[TopicOf(e)].store(e, std::memory_order_relaxed);
     }
-    index_[word].reset();
   } else {
     const uint32_t capacity =
         std::min<uint32_t>(std::max<uint32_t>(4, 2 * wanted), dense_threshold_);
@@ -278,32 +310,12 @@ TopicTable::RowBlock* TopicTable::Regrow(WordId word, RowBlock* old,
       if (CountOf(e) > 0) entries[n++].store(e, std::memory_order_relaxed);
     }
     block->size.store(n, std::memory_order_relaxed);
-    RebuildIndex(word, block);
   }
   // Publishes the filled block; readers still on `old` finish safely since
   // it is only freed by Quiesce().
   rows_[word].store(block, std::memory_order_release);
   retired_.push_back(old);
   return block;
-}
-
-void TopicTable::RebuildIndex(WordId word, RowBlock* block) {
-  if (block->dense || block->capacity <= kIndexedRowSize) {
-    index_[word].reset();
-    return;
-  }
-  auto index = std::make_unique<RowIndex>();
-  const std::atomic<Entry>* entries = EntriesOf(block);
-  const uint32_t size = block->size.load(std::memory_order_relaxed);
-  for (uint32_t i = 0; i < size; ++i) {
-    const Entry e = entries[i].load(std::memory_order_relaxed);
-    if (CountOf(e) > 0) {
-      index->slot[TopicOf(e)] = i;
-    } else {
-      index->holes.push_back(i);
-    }
-  }
-  index_[word] = std::move(index);
 }
 
 void TopicTable::Quiesce() {
@@ -345,11 +357,6 @@ void TopicTable::Quiesce() {
     }
     rows_[w].store(fresh, std::memory_order_release);
     FreeBlock(block);
-    if (fresh == nullptr) {
-      index_[w].reset();
-    } else {
-      RebuildIndex(static_cast<WordId>(w), fresh);
-    }
   }
 }
 
@@ -361,14 +368,12 @@ void TopicTable::Resize(size_t new_vocab_size) {
                   std::memory_order_relaxed);
   }
   rows_ = std::move(rows);
-  index_.resize(new_vocab_size);
   vocab_size_ = new_vocab_size;
 }
 
 void TopicTable::Clear() {
   for (size_t w = 0; w < vocab_size_; ++w) {
     FreeBlock(rows_[w].exchange(nullptr));
-    index_[w].reset();
   }
   for (RowBlock* b : retired_) FreeBlock(b);
   retired_.clear();

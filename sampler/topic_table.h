@@ -25,7 +25,6 @@
 #include <span>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "corpora/types.h"
 
@@ -73,11 +72,16 @@ class TopicTable {
   }
   // Number of non-zero entries of a row (a snapshot).
   size_t RowNonZeros(WordId word) const;
-  bool RowIsDense(WordId word) const;
+  bool RowIsDense(WordId word) const {
+    const RowBlock* block = rows_[word].load(std::memory_order_acquire);
+    return block != nullptr && BlockIsDense(block);
+  }
 
   // ---- Writer: the count updater only. ----
 
-  // Applies net deltas, at most one per (word, topic). Increments of n_k are
+  // Applies net deltas, at most one per (word, topic); fastest when a
+  // word's deltas are adjacent (each run of one word reads its row once), as
+  // the pipeline's combiner emits them. Increments of n_k are
   // made before the rows change and decrements after, so concurrent readers
   // always see n_k >= n_wk. Fails (kFailedPrecondition, table unchanged) if a
   // delta would make a count negative or names a word/topic out of range.
@@ -114,45 +118,43 @@ class TopicTable {
   }
 
   static const std::atomic<Entry>* EntriesOf(const RowBlock* block);
-
-  // Writer-only index of a large sparse row: the slot of each topic, and the
-  // zero-count slots that a new topic may take. Rows of up to
-  // kIndexedRowSize entries are scanned instead.
-  struct RowIndex {
-    absl::flat_hash_map<TopicId, uint32_t> slot;
-    std::vector<uint32_t> holes;
-  };
-  static constexpr uint32_t kIndexedRowSize = 32;
+  static bool BlockIsDense(const RowBlock* block);
 
   static RowBlock* AllocateBlock(uint32_t capacity, bool dense,
                                  TopicId num_topics);
   static void FreeBlock(RowBlock* block);
   static std::atomic<Entry>* MutableEntries(RowBlock* block);
-  // Writer: the slot of `topic` in `word`'s row, or -1.
-  int64_t FindSlot(WordId word, const RowBlock* block, TopicId topic) const;
-  // Writer: stores `count` for `topic` (a topic not yet in the row).
-  void Insert(WordId word, TopicId topic, Count count);
+  // Writer: slot_of_[topic] = the slot of each non-zero topic of a sparse
+  // row; UnmapRow sets them back to -1.
+  void MapRow(const RowBlock* block);
+  void UnmapRow(const RowBlock* block);
+  // Writer: applies one word's validated deltas; slots[i] is deltas[i]'s
+  // slot in the row, -1 if the topic is not in it.
+  void ApplyRow(std::span<const WordTopicDelta> deltas,
+                std::span<const int32_t> slots);
   // Writer: replaces the row by a compacted copy with room for `extra` more
   // topics (dense if that would exceed dense_threshold_).
   RowBlock* Regrow(WordId word, RowBlock* old, uint32_t extra);
-  void RebuildIndex(WordId word, RowBlock* block);
 
   const TopicId num_topics_;
   const uint32_t dense_threshold_;  // a row with more non-zeros goes dense
   size_t vocab_size_ = 0;
   std::unique_ptr<std::atomic<RowBlock*>[]> rows_;
   std::unique_ptr<std::atomic<int64_t>[]> totals_;
-  std::vector<std::unique_ptr<RowIndex>> index_;  // writer-only, per word
   std::vector<RowBlock*> retired_;  // writer-only; freed by Quiesce()
   // Writer scratch for Apply: net change of n_k, and whether k is listed.
   std::vector<int64_t> topic_delta_;
   std::vector<uint8_t> topic_touched_;
-  // Writer scratch for Apply: each delta's row block and slot as validated.
-  struct CachedSlot {
+  // Writer scratch for Apply: each delta's slot as validated, the runs of
+  // deltas of one word with the row block they were validated against,
+  // and MapRow's topic -> slot map (all -1 between uses).
+  std::vector<int32_t> slot_cache_;
+  struct RowGroup {
+    size_t begin, end;
     const RowBlock* block;
-    int64_t slot;
   };
-  std::vector<CachedSlot> slot_cache_;
+  std::vector<RowGroup> groups_;
+  std::vector<int32_t> slot_of_;
   void ResetTouched(const std::vector<TopicId>& touched);
 };
 
@@ -164,6 +166,10 @@ struct alignas(8) TopicTable::RowBlock {
   bool dense;
   // followed by `capacity` std::atomic<Entry>
 };
+
+inline bool TopicTable::BlockIsDense(const RowBlock* block) {
+  return block->dense;
+}
 
 inline const std::atomic<TopicTable::Entry>* TopicTable::EntriesOf(
     const RowBlock* block) {

@@ -53,9 +53,12 @@ std::pair<std::unique_ptr<Trainer>, double> TrainSynthetic(
 // On a corpus drawn from the LDA model (K=20, V=2000, 2000 documents of
 // about 100 words, α=0.1, β=0.01), after 200 sweeps every true topic has a
 // learned topic within Hellinger distance 0.25. Like any Gibbs sampler,
-// single chains sometimes stay stuck with two true topics merged (and one
-// split), so the test runs three chains and keeps the one of highest
-// training likelihood — a choice that does not look at the truth.
+// single chains often stay stuck with two true topics merged (and one
+// split): on this corpus about 3 chains in 10 reach the mode (−5.10 per
+// token against −5.14 to −5.17 for the stuck ones, for the dense exact
+// sampler too). So the test runs ten chains and keeps the one of highest
+// training likelihood — a choice that does not look at the truth. Chains
+// run on one thread, so the outcome is reproducible.
 TEST(Quality, RecoversSyntheticTopics) {
   SyntheticCorpusOptions gen;
   gen.num_topics = 20;
@@ -71,7 +74,7 @@ TEST(Quality, RecoversSyntheticTopics) {
   std::unique_ptr<Trainer> best;
   Vocabulary vocab;
   double best_ll = -1e300;
-  for (uint64_t seed : {1, 2, 3}) {
+  for (uint64_t seed : {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {
     Vocabulary v;
     auto [trainer, ll] = TrainSynthetic(*corpus, seed, &v);
     std::printf("chain %d: log-likelihood %.4f per token\n", int(seed), ll);
