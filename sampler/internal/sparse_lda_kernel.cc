@@ -11,6 +11,13 @@ namespace {
 // comparisons of a draw are unpredictable, so a conditional move beats a
 // mispredicted jump. REQUIRES: n > 0, cum ascending.
 inline uint32_t UpperBound(const double* cum, uint32_t n, double u) {
+  if (n <= 16) {
+    // Short rows: count the sums <= u, which vectorizes and has no chain of
+    // dependent loads.
+    uint32_t j = 0;
+    for (uint32_t i = 0; i + 1 < n; ++i) j += cum[i] <= u;
+    return j;
+  }
   const double* base = cum;
   uint32_t len = n;
   while (len > 1) {
@@ -20,6 +27,10 @@ inline uint32_t UpperBound(const double* cum, uint32_t n, double u) {
   }
   return static_cast<uint32_t>(base - cum);
 }
+
+// How many tokens ahead the kernel prefetches a row's pointer and the row.
+constexpr size_t kPrefetchPointer = 8;
+constexpr size_t kPrefetchRow = 3;
 
 }  // namespace
 
@@ -35,23 +46,25 @@ SparseLdaKernel::SparseLdaKernel(TopicId num_topics)
   doc_topics_.reserve(num_topics);
 }
 
-void SparseLdaKernel::MoveCount(TopicId k, int by) {
+void SparseLdaKernel::MoveCount(TopicId k, int by, double& s, double& r) {
   const double a = alpha_[k];
-  s_ -= a * beta_ * inv_denom_[k];
-  r_ -= n_dk_[k] * beta_ * inv_denom_[k];
-  n_dk_[k] += by;
+  const double old_inv = inv_denom_[k];
+  const Count old_n_dk = n_dk_[k];
+  const Count n_dk = old_n_dk + by;
+  n_dk_[k] = n_dk;
   n_k_[k] = std::max<int64_t>(n_k_[k] + by, 0);
-  inv_denom_[k] = 1.0 / (static_cast<double>(n_k_[k]) + beta_sum_);
-  s_ += a * beta_ * inv_denom_[k];
-  r_ += n_dk_[k] * beta_ * inv_denom_[k];
-  coef_[k] = (a + n_dk_[k]) * inv_denom_[k];
-  if (by < 0 && n_dk_[k] == 0) {
+  const double inv = 1.0 / (static_cast<double>(n_k_[k]) + beta_sum_);
+  inv_denom_[k] = inv;
+  s += a * beta_ * (inv - old_inv);
+  r += beta_ * (n_dk * inv - old_n_dk * old_inv);
+  coef_[k] = (a + n_dk) * inv;
+  if (by < 0 && n_dk == 0) {
     const uint32_t pos = doc_pos_[k];
     const TopicId last = doc_topics_.back();
     doc_topics_[pos] = last;
     doc_pos_[last] = pos;
     doc_topics_.pop_back();
-  } else if (by > 0 && n_dk_[k] == 1) {
+  } else if (by > 0 && n_dk == 1) {
     doc_pos_[k] = static_cast<uint32_t>(doc_topics_.size());
     doc_topics_.push_back(k);
   }
@@ -164,18 +177,20 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
   beta_sum_ = params.beta_sum;
   Rng rng = Rng::ForStream(params.seed, params.sweep, batch->index);
 
-  s_ = 0;
+  // The smoothing and document buckets live in locals (registers) across
+  // the token loop; MoveCount keeps them current.
+  double s = 0, r = 0;
   for (TopicId k = 0; k < num_topics_; ++k) {
     n_k_[k] = table.TopicTotal(k);
     inv_denom_[k] = 1.0 / (static_cast<double>(n_k_[k]) + beta_sum_);
-    s_ += alpha_[k] * beta_ * inv_denom_[k];
+    s += alpha_[k] * beta_ * inv_denom_[k];
     coef_[k] = alpha_[k] * inv_denom_[k];
   }
 
   for (size_t d = 0; d < batch->num_docs(); ++d) {
     std::span<const WordId> words = batch->doc_words(d);
     std::span<TopicId> topics = batch->doc_topics(d);
-    r_ = 0;
+    r = 0;
     for (TopicId t : topics) {
       if (n_dk_[t]++ == 0) {
         doc_pos_[t] = static_cast<uint32_t>(doc_topics_.size());
@@ -183,7 +198,7 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
       }
     }
     for (TopicId k : doc_topics_) {
-      r_ += n_dk_[k] * beta_ * inv_denom_[k];
+      r += n_dk_[k] * beta_ * inv_denom_[k];
       coef_[k] = (alpha_[k] + n_dk_[k]) * inv_denom_[k];
     }
 
@@ -191,7 +206,14 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
     for (size_t i = 0; i < words.size(); ++i) {
       const WordId w = words[i];
       const TopicId old_topic = topics[i];
-      MoveCount(old_topic, -1);
+      // Rows of the coming tokens, so their cache misses overlap this one.
+      if (i + kPrefetchPointer < words.size()) {
+        table.PrefetchRowPointer(words[i + kPrefetchPointer]);
+      }
+      if (i + kPrefetchRow < words.size()) {
+        table.PrefetchRow(words[i + kPrefetchRow]);
+      }
+      MoveCount(old_topic, -1, s, r);
 
       const bool reuse =
           cache_valid_ && w == cache_word_ && MarkDirty(old_topic);
@@ -203,12 +225,12 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
         q = cache_total_;
       }
 
-      double u = rng.Uniform() * (s_ + r_ + q);
+      double u = rng.Uniform() * (s + r + q);
       TopicId new_topic = num_topics_ - 1;
       if (u < q) {
         new_topic =
             reuse ? DrawReused(u, table, old_topic, &rng) : DrawFromCache(u);
-      } else if ((u -= q) < r_ && !doc_topics_.empty()) {
+      } else if ((u -= q) < r && !doc_topics_.empty()) {
         new_topic = doc_topics_.back();
         for (TopicId k : doc_topics_) {
           u -= n_dk_[k] * beta_ * inv_denom_[k];
@@ -218,7 +240,7 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
           }
         }
       } else {
-        u -= r_;
+        u -= r;
         for (TopicId k = 0; k < num_topics_; ++k) {
           u -= alpha_[k] * beta_ * inv_denom_[k];
           if (u <= 0) {
@@ -228,7 +250,7 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
         }
       }
 
-      MoveCount(new_topic, +1);
+      MoveCount(new_topic, +1, s, r);
       if (!MarkDirty(new_topic)) cache_valid_ = false;
       if (new_topic != old_topic) {
         topics[i] = new_topic;

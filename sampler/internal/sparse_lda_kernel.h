@@ -27,13 +27,12 @@ class SparseLdaKernel final : public SamplingKernel {
  private:
   // Moves the document's count of `topic` by `by` (±1), keeping s, r, the
   // coefficients and the list of the document's topics consistent.
-  void MoveCount(TopicId topic, int by);
+  void MoveCount(TopicId topic, int by, double& s, double& r);
 
   const TopicId num_topics_;
   // Per batch.
   const double* alpha_ = nullptr;
   double beta_ = 0, beta_sum_ = 0;
-  double s_ = 0, r_ = 0;
   std::vector<int64_t> n_k_;       // n_k as seen by this batch
   std::vector<double> inv_denom_;  // 1 / (n_k + Vβ)
   std::vector<double> coef_;       // (α_k + n_dk) / (n_k + Vβ)
