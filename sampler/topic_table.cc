@@ -14,7 +14,7 @@ TopicTable::TopicTable(size_t vocab_size, TopicId num_topics)
       totals_(new std::atomic<int64_t>[num_topics]),
       topic_delta_(num_topics, 0),
       topic_touched_(num_topics, 0),
-      slot_of_(num_topics, -1) {
+      slot_of_(num_topics, 0) {
   LATENTD_CHECK(num_topics > 0 && num_topics <= kMaxTopics);
   for (TopicId k = 0; k < num_topics; ++k) totals_[k].store(0);
   Resize(vocab_size);
@@ -89,20 +89,23 @@ size_t TopicTable::MemoryBytes() const {
 }
 
 void TopicTable::MapRow(const RowBlock* block) {
+  if (++map_generation_ == 0) {  // wrapped: no stale stamp may match
+    std::fill(slot_of_.begin(), slot_of_.end(), 0);
+    map_generation_ = 1;
+  }
+  const uint64_t stamp = uint64_t{map_generation_} << 32;
   const std::atomic<Entry>* entries = EntriesOf(block);
   const uint32_t size = block->size.load(std::memory_order_relaxed);
   for (uint32_t i = 0; i < size; ++i) {
     const Entry e = entries[i].load(std::memory_order_relaxed);
-    if (CountOf(e) > 0) slot_of_[TopicOf(e)] = static_cast<int32_t>(i);
+    if (CountOf(e) > 0) slot_of_[TopicOf(e)] = stamp | i;
   }
 }
 
-void TopicTable::UnmapRow(const RowBlock* block) {
-  const std::atomic<Entry>* entries = EntriesOf(block);
-  const uint32_t size = block->size.load(std::memory_order_relaxed);
-  for (uint32_t i = 0; i < size; ++i) {
-    slot_of_[TopicOf(entries[i].load(std::memory_order_relaxed))] = -1;
-  }
+int32_t TopicTable::MappedSlot(TopicId topic) const {
+  const uint64_t v = slot_of_[topic];
+  return (v >> 32) == map_generation_ ? static_cast<int32_t>(v & 0xffffffffu)
+                                      : -1;
 }
 
 absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
@@ -125,8 +128,7 @@ absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
       break;
     }
     const RowBlock* block = rows_[word].load(std::memory_order_relaxed);
-    const bool mapped = block != nullptr && !block->dense;
-    if (mapped) MapRow(block);
+    if (block != nullptr && !block->dense) MapRow(block);
     for (size_t i = begin; i < end && status.ok(); ++i) {
       const WordTopicDelta& d = deltas[i];
       if (d.topic >= num_topics_) {
@@ -137,7 +139,7 @@ absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
       }
       const int32_t slot = block == nullptr ? -1
                            : block->dense   ? static_cast<int32_t>(d.topic)
-                                            : slot_of_[d.topic];
+                                            : MappedSlot(d.topic);
       slot_cache_[i] = slot;
       const Count have =
           slot < 0
@@ -155,7 +157,6 @@ absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
       }
       topic_delta_[d.topic] += d.delta;
     }
-    if (mapped) UnmapRow(block);
     groups_.push_back({begin, end, block});
     begin = end;
   }
@@ -185,15 +186,13 @@ absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
       // An earlier group of the same word regrew the row: find the slots
       // again (deltas are unique per (word, topic), so no earlier group
       // took or emptied one of this group's topics).
-      const bool mapped = block != nullptr && !block->dense;
-      if (mapped) MapRow(block);
+      if (block != nullptr && !block->dense) MapRow(block);
       for (size_t i = g.begin; i < g.end; ++i) {
         const TopicId k = deltas[i].topic;
         slot_cache_[i] = block == nullptr ? -1
                          : block->dense   ? static_cast<int32_t>(k)
-                                          : slot_of_[k];
+                                          : MappedSlot(k);
       }
-      if (mapped) UnmapRow(block);
     }
     ApplyRow(deltas.subspan(g.begin, g.end - g.begin),
              std::span<const int32_t>(slot_cache_)

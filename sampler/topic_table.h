@@ -132,10 +132,10 @@ class TopicTable {
                                  TopicId num_topics);
   static void FreeBlock(RowBlock* block);
   static std::atomic<Entry>* MutableEntries(RowBlock* block);
-  // Writer: slot_of_[topic] = the slot of each non-zero topic of a sparse
-  // row; UnmapRow sets them back to -1.
+  // Writer: records the slot of each non-zero topic of a sparse row, for
+  // MappedSlot (the slot, or -1) until the next MapRow.
   void MapRow(const RowBlock* block);
-  void UnmapRow(const RowBlock* block);
+  int32_t MappedSlot(TopicId topic) const;
   // Writer: applies one word's validated deltas; slots[i] is deltas[i]'s
   // slot in the row, -1 if the topic is not in it.
   void ApplyRow(std::span<const WordTopicDelta> deltas,
@@ -155,14 +155,15 @@ class TopicTable {
   std::vector<uint8_t> topic_touched_;
   // Writer scratch for Apply: each delta's slot as validated, the runs of
   // deltas of one word with the row block they were validated against,
-  // and MapRow's topic -> slot map (all -1 between uses).
+  // and MapRow's topic -> (generation << 32 | slot) map.
   std::vector<int32_t> slot_cache_;
   struct RowGroup {
     size_t begin, end;
     const RowBlock* block;
   };
   std::vector<RowGroup> groups_;
-  std::vector<int32_t> slot_of_;
+  std::vector<uint64_t> slot_of_;
+  uint32_t map_generation_ = 0;
   void ResetTouched(const std::vector<TopicId>& touched);
 };
 
