@@ -3,30 +3,10 @@
 #include <algorithm>
 
 #include "corpora/random.h"
+#include "sampler/internal/upper_bound.h"
 
 namespace latentd::internal {
 namespace {
-
-// The first i < n with cum[i] > u (n − 1 if none), branch-free: the
-// comparisons of a draw are unpredictable, so a conditional move beats a
-// mispredicted jump. REQUIRES: n > 0, cum ascending.
-inline uint32_t UpperBound(const double* cum, uint32_t n, double u) {
-  if (n <= 16) {
-    // Short rows: count the sums <= u, which vectorizes and has no chain of
-    // dependent loads.
-    uint32_t j = 0;
-    for (uint32_t i = 0; i + 1 < n; ++i) j += cum[i] <= u;
-    return j;
-  }
-  const double* base = cum;
-  uint32_t len = n;
-  while (len > 1) {
-    const uint32_t half = len / 2;
-    base += static_cast<uint32_t>(base[half - 1] <= u) * half;
-    len -= half;
-  }
-  return static_cast<uint32_t>(base - cum);
-}
 
 // How many tokens ahead the kernel prefetches a row's pointer and the row.
 constexpr size_t kPrefetchPointer = 8;
