@@ -85,7 +85,8 @@ TEST_P(KernelExactness, RepeatedWordsJointMatchesSequentialConditionals) {
   const WordId V = 2;
   const std::vector<WordId> words = {0, 0, 0, 1, 1};
   const std::vector<TopicId> topics = {0, 3, 0, 4, 1};
-  std::vector<std::vector<Count>> n = {{3, 2, 4, 1, 2}, {0, 2, 0, 0, 1}};
+  // Token 3 is the only count of its topic in word 1's row.
+  std::vector<std::vector<Count>> n = {{3, 2, 4, 1, 2}, {0, 2, 0, 0, 0}};
   for (size_t i = 0; i < words.size(); ++i) ++n[words[i]][topics[i]];
   TopicTable table(V, K);
   std::vector<WordTopicDelta> deltas;
