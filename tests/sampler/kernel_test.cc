@@ -9,6 +9,18 @@
 namespace latentd {
 namespace {
 
+// Loads counts[word][topic] into an empty table.
+absl::Status FillTable(const std::vector<std::vector<Count>>& counts,
+                       TopicTable* table) {
+  std::vector<WordTopicDelta> deltas;
+  for (WordId w = 0; w < counts.size(); ++w) {
+    for (TopicId k = 0; k < counts[w].size(); ++k) {
+      if (counts[w][k] > 0) deltas.push_back({w, k, counts[w][k]});
+    }
+  }
+  return table->Apply(deltas);
+}
+
 class KernelExactness : public ::testing::TestWithParam<KernelKind> {};
 
 TEST_P(KernelExactness, FirstTokenMatchesConditionalChiSquare) {
@@ -24,13 +36,7 @@ TEST_P(KernelExactness, FirstTokenMatchesConditionalChiSquare) {
   n[1] = {0, 3, 4, 0, 9, 0};
   n[2] = {2, 0, 0, 1, 6, 3};
   for (size_t i = 0; i < words.size(); ++i) ++n[words[i]][topics[i]];
-  std::vector<WordTopicDelta> deltas;
-  for (WordId w = 0; w < V; ++w) {
-    for (TopicId k = 0; k < K; ++k) {
-      if (n[w][k] > 0) deltas.push_back({w, k, n[w][k]});
-    }
-  }
-  ASSERT_TRUE(table.Apply(deltas).ok());
+  ASSERT_TRUE(FillTable(n, &table).ok());
 
   SweepParams params;
   params.table = &table;
@@ -96,13 +102,7 @@ void ExpectJointLawMatches(KernelKind kind, const JointCase& c, int draws) {
   std::vector<std::vector<Count>> n = c.background;
   for (size_t i = 0; i < c.words.size(); ++i) ++n[c.words[i]][c.topics[i]];
   TopicTable table(V, K);
-  std::vector<WordTopicDelta> deltas;
-  for (WordId w = 0; w < V; ++w) {
-    for (TopicId k = 0; k < K; ++k) {
-      if (n[w][k] > 0) deltas.push_back({w, k, n[w][k]});
-    }
-  }
-  ASSERT_TRUE(table.Apply(deltas).ok());
+  ASSERT_TRUE(FillTable(n, &table).ok());
   SweepParams params;
   params.table = &table;
   params.alpha = c.alpha;
