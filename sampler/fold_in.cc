@@ -1,5 +1,6 @@
 #include "sampler/fold_in.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/container/flat_hash_map.h"
@@ -15,14 +16,30 @@ FoldIn::FoldIn(const TopicTable& table, std::vector<double> alpha, double beta)
       beta_(beta),
       inv_denom_(table.num_topics()),
       smoothing_(table.num_topics()),
+      smoothing_cum_(table.num_topics()),
       n_dk_(table.num_topics()),
-      weights_(table.num_topics()) {
+      doc_pos_(table.num_topics()),
+      q_mass_(table.num_topics()) {
   const double beta_sum = beta_ * static_cast<double>(table.vocab_size());
   for (TopicId k = 0; k < table.num_topics(); ++k) {
     inv_denom_[k] = 1.0 / (static_cast<double>(table.TopicTotal(k)) + beta_sum);
     smoothing_[k] = beta_ * inv_denom_[k];
     alpha_sum_ += alpha_[k];
+    smoothing_total_ += alpha_[k] * smoothing_[k];
+    smoothing_cum_[k] = smoothing_total_;
   }
+}
+
+void FoldIn::AddDocTopic(TopicId k) {
+  doc_pos_[k] = static_cast<uint32_t>(doc_topics_.size());
+  doc_topics_.push_back(k);
+}
+
+void FoldIn::RemoveDocTopic(TopicId k) {
+  const TopicId last = doc_topics_.back();
+  doc_topics_[doc_pos_[k]] = last;
+  doc_pos_[last] = doc_pos_[k];
+  doc_topics_.pop_back();
 }
 
 double FoldIn::Phi(WordId word, TopicId topic) const {
@@ -73,37 +90,62 @@ absl::StatusOr<std::vector<double>> FoldIn::Infer(std::span<const WordId> words,
   Rng rng = Rng::ForStream(options.seed, stream, 0x666f6c64);  // "fold"
   std::vector<TopicId> z(words.size());
   std::fill(n_dk_.begin(), n_dk_.end(), 0);
+  doc_topics_.clear();
   for (size_t i = 0; i < words.size(); ++i) {
     z[i] = static_cast<TopicId>(rng.UniformInt(K));
-    ++n_dk_[z[i]];
+    if (n_dk_[z[i]]++ == 0) AddDocTopic(z[i]);
   }
+  // The SparseLDA split of p(z=k) ∝ (n_dk + α_k)(n_wk + β)/(n_k + Vβ) with
+  // the model frozen: the smoothing bucket Σ α_k β/(n_k+Vβ) is a constant
+  // (its running sum is built once, in the constructor), the document
+  // bucket runs over the document's topics and the word bucket over the
+  // word's row, so a token costs O(row + document topics), not O(K).
+  double r = 0;
+  for (TopicId k : doc_topics_) r += n_dk_[k] * smoothing_[k];
   std::vector<double> theta(K, 0.0);
   int kept = 0;
   const double norm = static_cast<double>(words.size()) + alpha_sum_;
   for (int it = 0; it < options.iterations; ++it) {
     for (size_t i = 0; i < words.size(); ++i) {
-      --n_dk_[z[i]];
-      double total = 0;
-      for (TopicId k = 0; k < K; ++k) {
-        weights_[k] = (n_dk_[k] + alpha_[k]) * smoothing_[k];
-      }
-      for (uint32_t j = row_begin_[slots[i]]; j < row_begin_[slots[i] + 1];
-           ++j) {
+      const TopicId old_topic = z[i];
+      r -= smoothing_[old_topic];
+      if (--n_dk_[old_topic] == 0) RemoveDocTopic(old_topic);
+
+      double q = 0;
+      const uint32_t begin = row_begin_[slots[i]];
+      const uint32_t end = row_begin_[slots[i] + 1];
+      for (uint32_t j = begin; j < end; ++j) {
         const auto& [k, phi] = row_entries_[j];
-        weights_[k] += (n_dk_[k] + alpha_[k]) * phi;
+        q += (n_dk_[k] + alpha_[k]) * phi;
+        q_mass_[j - begin] = q;
       }
-      for (TopicId k = 0; k < K; ++k) total += weights_[k];
-      double u = rng.Uniform() * total;
-      TopicId pick = K - 1;
-      for (TopicId k = 0; k < K; ++k) {
-        u -= weights_[k];
-        if (u <= 0) {
-          pick = k;
-          break;
+      double u = rng.Uniform() * (smoothing_total_ + r + q);
+      TopicId pick;
+      if (u < q) {
+        const uint32_t j = static_cast<uint32_t>(
+            std::upper_bound(q_mass_.begin(), q_mass_.begin() + (end - begin),
+                             u) -
+            q_mass_.begin());
+        pick = row_entries_[begin + std::min(j, end - begin - 1)].first;
+      } else if ((u -= q) < r && !doc_topics_.empty()) {
+        pick = doc_topics_.back();
+        for (TopicId k : doc_topics_) {
+          u -= n_dk_[k] * smoothing_[k];
+          if (u <= 0) {
+            pick = k;
+            break;
+          }
         }
+      } else {
+        u = std::min(u - r, smoothing_total_);
+        pick = static_cast<TopicId>(std::min<size_t>(
+            std::upper_bound(smoothing_cum_.begin(), smoothing_cum_.end(), u) -
+                smoothing_cum_.begin(),
+            K - 1));
       }
       z[i] = pick;
-      ++n_dk_[pick];
+      if (n_dk_[pick]++ == 0) AddDocTopic(pick);
+      r += smoothing_[pick];
     }
     if (it >= options.burn_in || it == options.iterations - 1) {
       for (TopicId k = 0; k < K; ++k) {

@@ -2,7 +2,9 @@
 // model, by Gibbs sampling the document's own assignments with the
 // word-topic counts held fixed: p(z=k) ∝ (n_dk + α_k)(n_wk + β)/(n_k + Vβ).
 // θ is the average of (n_dk + α_k)/(n_d + Σα) over the kept iterations.
-// Deterministic for a given seed and stream.
+// Deterministic for a given seed and stream. A token costs O(non-zeros of
+// its word's row + topics of the document), not O(K) (SparseLDA buckets;
+// the smoothing one is constant since the model is frozen).
 //
 // Thread-safety: a FoldIn holds scratch, one thread at a time; any number of
 // FoldIn objects may share one table as long as it does not change.
@@ -47,10 +49,18 @@ class FoldIn {
   const std::vector<double> alpha_;
   const double beta_;
   double alpha_sum_ = 0;
-  std::vector<double> inv_denom_;  // 1/(n_k + Vβ)
-  std::vector<double> smoothing_;  // scratch: β/(n_k+Vβ) per topic
+  void AddDocTopic(TopicId topic);
+  void RemoveDocTopic(TopicId topic);
+
+  std::vector<double> inv_denom_;      // 1/(n_k + Vβ)
+  std::vector<double> smoothing_;      // β/(n_k + Vβ)
+  std::vector<double> smoothing_cum_;  // running sum of α_k β/(n_k + Vβ)
+  double smoothing_total_ = 0;
+  // Per document: n_dk, the topics with n_dk > 0 and their positions.
   std::vector<Count> n_dk_;
-  std::vector<double> weights_;
+  std::vector<TopicId> doc_topics_;
+  std::vector<uint32_t> doc_pos_;
+  std::vector<double> q_mass_;  // per token: running sum over the row
   // Per distinct word of the document: n_wk/(n_k+Vβ) over its row.
   std::vector<uint32_t> row_begin_;
   std::vector<std::pair<TopicId, double>> row_entries_;
