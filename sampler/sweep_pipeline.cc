@@ -56,14 +56,24 @@ struct SweepPipeline::Impl {
   PipelineOptions options;
   tbb::task_arena arena;
   tbb::enumerable_thread_specific<std::unique_ptr<SamplingKernel>> kernels;
-  tbb::concurrent_queue<WorkPtr> pool;  // reused BatchWork objects
-  internal::DeltaCombiner combiner;     // the serial combiner stage's
+  tbb::concurrent_queue<WorkPtr> pool;   // reused BatchWork objects
+  internal::DeltaCombiner combiner;      // the serial combiner stage's
+  CountUpdaterHook count_updater_hook;   // runs in the count updater
+  absl::Mutex* quiesce_mutex = nullptr;  // held around table->Quiesce()
 };
 
 SweepPipeline::SweepPipeline(const PipelineOptions& options, TopicId num_topics)
     : impl_(std::make_unique<Impl>(options, num_topics)) {}
 
 SweepPipeline::~SweepPipeline() = default;
+
+void SweepPipeline::SetCountUpdaterHook(CountUpdaterHook hook) {
+  impl_->count_updater_hook = std::move(hook);
+}
+
+void SweepPipeline::SetQuiesceMutex(absl::Mutex* mu) {
+  impl_->quiesce_mutex = mu;
+}
 
 absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
                                                TopicTable* table,
@@ -117,6 +127,9 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
       if (!s.ok()) {
         error.Set(absl::InternalError(absl::StrCat(
             "count update of batch ", work->batch.index, ": ", s.message())));
+      } else if (impl_->count_updater_hook) {
+        s = impl_->count_updater_hook(table, work->deltas);
+        if (!s.ok()) error.Set(s);
       }
     }
     return work;
@@ -154,7 +167,12 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
                                             write));
   });
   // No sampler runs now: retired row blocks can go.
-  table->Quiesce();
+  if (impl_->quiesce_mutex != nullptr) {
+    absl::MutexLock l(impl_->quiesce_mutex);
+    table->Quiesce();
+  } else {
+    table->Quiesce();
+  }
   LATENTD_RETURN_IF_ERROR(error.status());
   LATENTD_RETURN_IF_ERROR(writer->Commit());
   result.seconds =

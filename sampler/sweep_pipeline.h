@@ -20,8 +20,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "corpora/token_store.h"
 #include "sampler/doc_topic_stats.h"
 #include "sampler/sampling_kernel.h"
@@ -61,6 +63,20 @@ class SweepPipeline {
   absl::StatusOr<SweepResult> Run(TokenStore* store, TopicTable* table,
                                   const SweepParams& params,
                                   DocTopicStats* stats);
+
+  // Called by the count-updater stage, the table's single writer, after
+  // each batch's deltas (`applied`) are applied: it folds in external
+  // corrections (the cluster synchronizer's, sampler/synced_table.h). A
+  // non-OK status fails the sweep like a failed count update. Empty by
+  // default; set it only while no Run() is in progress.
+  using CountUpdaterHook = std::function<absl::Status(
+      TopicTable* table, std::span<const WordTopicDelta> applied)>;
+  void SetCountUpdaterHook(CountUpdaterHook hook);
+  // If set, Run() holds `mu` while it re-lays the table out after a sweep
+  // (TopicTable::Quiesce), so a reader outside the pipeline that holds `mu`
+  // never sees a row mid-move. `mu` must outlive the pipeline; set it only
+  // while no Run() is in progress.
+  void SetQuiesceMutex(absl::Mutex* mu);
 
  private:
   struct Impl;

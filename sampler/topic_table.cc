@@ -108,6 +108,23 @@ int32_t TopicTable::MappedSlot(TopicId topic) const {
                                       : -1;
 }
 
+absl::Status TopicTable::AdjustTotals(std::span<const int64_t> delta) {
+  LATENTD_CHECK(delta.size() == num_topics_);
+  for (TopicId k = 0; k < num_topics_; ++k) {
+    if (TopicTotal(k) + delta[k] < 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("adjusting n(", k, ") = ", TopicTotal(k), " by ",
+                       delta[k], " would make it negative"));
+    }
+  }
+  for (TopicId k = 0; k < num_topics_; ++k) {
+    if (delta[k] != 0) {
+      totals_[k].fetch_add(delta[k], std::memory_order_relaxed);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
   // Validate everything first so a bad batch leaves the table unchanged.
   // Deltas come grouped by word (the combiner sorts them); each group maps

@@ -95,6 +95,12 @@ class TopicTable {
   // delta would make a count negative or names a word/topic out of range.
   absl::Status Apply(std::span<const WordTopicDelta> deltas);
 
+  // Adds delta[k] to n_k without changing any row. A cluster node keeps n_k
+  // at the global totals, which also count words it holds no row for
+  // (sampler/synced_table.h). Fails (kFailedPrecondition, table unchanged)
+  // if an n_k would go negative. REQUIRES: delta.size() == num_topics().
+  absl::Status AdjustTotals(std::span<const int64_t> delta);
+
   // ---- Quiescent maintenance: no readers may run. ----
 
   // Frees retired row blocks and lays every row out again canonically

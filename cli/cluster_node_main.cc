@@ -1,0 +1,151 @@
+// latentd-cluster-node: one node of a training cluster, for cluster tests
+// and benchmarks (the long-running daemon is `latentd`). It joins the
+// cluster in Redis, trains --sweeps sweeps on its corpus shard, pushes its
+// last deltas, waits for the other nodes to finish, pulls the final
+// globals, prints one report line and keeps serving its owner shard until
+// every node is done (or --linger-s passes).
+//
+//   latentd-cluster-node --redis redis://127.0.0.1:6379 --cluster demo
+//     --listen 127.0.0.1:7001 --members 3 --shard 0 --shards 3
+//     --corpus ../shared/data/blei-ap/ap.dat.zst --format ldac
+//     --vocab ../shared/data/blei-ap/vocab.txt.zst --consistency ssp:1
+#include <cstdio>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "service/cluster/cluster_node.h"
+#include "sync/membership.h"
+
+namespace {
+
+absl::StatusOr<latentd::CorpusFormat> ParseFormat(const std::string& f) {
+  if (f == "ldac") return latentd::CorpusFormat::kLdaC;
+  if (f == "uci") return latentd::CorpusFormat::kUci;
+  if (f == "lines") return latentd::CorpusFormat::kLines;
+  if (f == "yahoo") return latentd::CorpusFormat::kYahoo;
+  if (f == "dir") return latentd::CorpusFormat::kDirectory;
+  return absl::InvalidArgumentError(absl::StrCat("unknown format '", f, "'"));
+}
+
+absl::Status Run(const latentd::ClusterNodeOptions& o, int sweeps,
+                 int linger_s) {
+  auto node = latentd::ClusterNode::Create(o);
+  if (!node.ok()) return node.status();
+  latentd::ClusterNode& n = **node;
+  std::fprintf(stderr, "%s: joined cluster (%zu members), %llu tokens\n",
+               n.node_id().c_str(), n.ring_config().members.size(),
+               static_cast<unsigned long long>(n.tokens()));
+  double sample_s = 0, wait_s = 0, doc_ll = 0;
+  uint64_t tokens = 0;
+  for (int s = 0; s < sweeps; ++s) {
+    auto r = n.Sweep();
+    if (!r.ok()) return r.status();
+    sample_s += r->seconds;
+    wait_s += r->wait_seconds;
+    tokens += r->tokens;
+    doc_ll = r->doc_log_likelihood;
+  }
+  n.Finish();
+  const bool all = n.WaitAllFinished(absl::Seconds(linger_s));
+  n.DrainPass();
+  const auto pass = n.DrainPass();
+  const auto& c = n.counters();
+  std::printf(
+      "node=%s sweeps=%d tokens_sampled=%llu sample_s=%.3f wait_s=%.3f "
+      "bytes_sent=%llu bytes_received=%llu rounds=%llu "
+      "mean_round_ms=%.2f staleness_mean=%.2f staleness_max=%llu "
+      "owned_word_ll=%.6f doc_ll=%.6f quiet=%d all_finished=%d "
+      "unavailable=%zu\n",
+      n.node_id().c_str(), sweeps, static_cast<unsigned long long>(tokens),
+      sample_s, wait_s, static_cast<unsigned long long>(c.bytes_sent.load()),
+      static_cast<unsigned long long>(c.bytes_received.load()),
+      static_cast<unsigned long long>(c.rounds.load()),
+      c.round_micros_total.load() / 1000.0 /
+          std::max<uint64_t>(1, c.rounds.load()),
+      static_cast<double>(c.staleness_sum.load()) /
+          std::max<uint64_t>(1, c.staleness_samples.load()),
+      static_cast<unsigned long long>(c.staleness_max.load()),
+      n.OwnedWordLogLikelihood(), doc_ll, pass.quiet ? 1 : 0, all ? 1 : 0,
+      n.UnavailablePeers().size());
+  std::fflush(stdout);
+  // Keep the owner shard up until every node has pulled its globals.
+  auto redis = latentd::sync::RedisClient::Connect(o.redis_url);
+  if (redis.ok()) {
+    const std::string key = absl::StrCat("latentd:", o.cluster, ":done");
+    (void)(*redis)->Command({"INCR", key});
+    const absl::Time deadline = absl::Now() + absl::Seconds(linger_s);
+    while (absl::Now() < deadline) {
+      auto v = (*redis)->Command({"GET", key});
+      int64_t done = 0;
+      if (!v.ok() || !absl::SimpleAtoi(v->str, &done)) break;
+      if (done >= static_cast<int64_t>(n.ring_config().members.size() -
+                                       n.UnavailablePeers().size())) {
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+  }
+  n.Stop();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"latentd-cluster-node: one node of a latentd training cluster"};
+  latentd::ClusterNodeOptions o;
+  std::string format = "ldac", consistency = "async";
+  int sweeps = 20, linger_s = 120, budget = 0, slow_ms = 0, round_ms = 10;
+  uint32_t topics = 20;
+  app.add_option("--redis", o.redis_url, "Redis URL")->required();
+  app.add_option("--cluster", o.cluster, "cluster name")->required();
+  app.add_option("--listen", o.listen, "HOST:PORT to serve peers on")
+      ->required();
+  app.add_option("--node-id", o.node_id, "member id (default: address)");
+  app.add_option("--members", o.expected_members,
+                 "nodes the cluster is fixed with")
+      ->required();
+  app.add_option("--corpus", o.corpus.path, "corpus file")->required();
+  app.add_option("--format", format, "ldac|uci|lines|yahoo|dir");
+  app.add_option("--vocab", o.corpus.vocab_path, "vocabulary (ldac, uci)");
+  app.add_option("--shard", o.shard,
+                 "this node's shard (document i goes "
+                 "to shard i % shards)");
+  app.add_option("--shards", o.num_shards, "number of shards");
+  app.add_option("--max-docs", o.max_docs, "use the first N documents");
+  app.add_option("--topics", topics, "K");
+  app.add_option("--threads", o.threads, "sampler threads");
+  app.add_option("--seed", o.seed, "seed");
+  app.add_option("--sweeps", sweeps, "sweeps to run");
+  app.add_option("--consistency", consistency, "async | ssp:<s> | bsp");
+  app.add_option("--byte-budget", budget,
+                 "delta bytes per round per owner (0 = all keys)");
+  app.add_option("--round-ms", round_ms, "pause between rounds per owner");
+  app.add_option("--slow-ms", slow_ms, "sleep after each sweep (tests)");
+  app.add_option("--linger-s", linger_s,
+                 "how long to wait for the others at the end");
+  CLI11_PARSE(app, argc, argv);
+
+  auto f = ParseFormat(format);
+  auto c = latentd::sync::Consistency::Parse(consistency);
+  if (!f.ok() || !c.ok()) {
+    std::fprintf(
+        stderr, "latentd-cluster-node: %s\n",
+        std::string((f.ok() ? c.status() : f.status()).message()).c_str());
+    return 2;
+  }
+  o.corpus.format = *f;
+  o.consistency = *c;
+  o.num_topics = topics;
+  o.round_byte_budget = static_cast<size_t>(budget);
+  o.slow_down = absl::Milliseconds(slow_ms);
+  o.round_interval = absl::Milliseconds(round_ms);
+  absl::Status s = Run(o, sweeps, linger_s);
+  if (!s.ok()) {
+    std::fprintf(stderr, "latentd-cluster-node: %s\n", s.ToString().c_str());
+    return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  return 0;
+}

@@ -1,0 +1,170 @@
+// cluster_bench: what cluster synchronization costs, measured in one run.
+//
+// Workload: blei-ap (or --corpus), K topics, --sweeps sweeps, α = 50/K and
+// β = 0.01 fixed. For each m in --nodes (default 1,2,3):
+//   single   one Trainer over the whole corpus with m sampler threads
+//   cluster  m in-process ClusterNodes on 127.0.0.1 (loopback TCP, a
+//            private redis-server), one sampler thread each, each on 1/m
+//            of the documents, under --consistency
+// and prints, per m: aggregate tokens/s of both (cluster: tokens sampled /
+// wall seconds of the sweeps, waits and sync included), their ratio
+// (goal >= 0.9), sync bytes (sent + received, all nodes) per sampled
+// token, round and staleness figures, and the log-likelihood per token of
+// both after the last sweep with its relative difference (goal <= 2%).
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "corpora/corpus_builder.h"
+#include "corpora/status_macros.h"
+#include "sampler/trainer.h"
+#include "service/cluster/local_cluster.h"
+
+namespace latentd {
+namespace {
+
+struct Figures {
+  double tokens_per_s = 0;
+  double ll_per_token = 0;
+};
+
+absl::StatusOr<Figures> RunSingle(const ReaderOptions& corpus, TopicId k,
+                                  int threads, int sweeps) {
+  LATENTD_ASSIGN_OR_RETURN(auto reader, OpenDocumentReader(corpus));
+  std::unique_ptr<TokenStore> store = CreateInMemoryTokenStore({});
+  CorpusBuilderOptions build;
+  build.num_topics = k;
+  build.seed = 7;
+  LATENTD_ASSIGN_OR_RETURN(auto built,
+                           BuildCorpus(*reader, build, store.get()));
+  (void)built;
+  TrainerOptions o;
+  o.num_topics = k;
+  o.alpha = 50.0 / k;
+  o.optimize_alpha = false;
+  o.seed = 7;
+  o.eval_every = sweeps;
+  o.pipeline.threads = threads;
+  LATENTD_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(o, std::move(store)));
+  Figures f;
+  double tokens = 0, seconds = 0;
+  for (int s = 0; s < sweeps; ++s) {
+    LATENTD_ASSIGN_OR_RETURN(SweepReport r, trainer->Sweep());
+    tokens += r.result.tokens;
+    seconds += r.result.seconds;
+    if (r.evaluated) f.ll_per_token = r.log_likelihood_per_token;
+  }
+  f.tokens_per_s = tokens / seconds;
+  return f;
+}
+
+int Main(int argc, char** argv) {
+  CLI::App app{"cluster_bench: cluster tokens/s and sync bytes vs one node"};
+  std::string data = "../shared/data";
+  if (const char* d = std::getenv("LATENTD_DATA_DIR")) data = d;
+  ReaderOptions corpus;
+  corpus.format = CorpusFormat::kLdaC;
+  corpus.path = data + "/blei-ap/ap.dat.zst";
+  corpus.vocab_path = data + "/blei-ap/vocab.txt.zst";
+  std::vector<int> nodes = {1, 2, 3};
+  std::string consistency = "async";
+  int sweeps = 20;
+  uint32_t topics = 50;
+  size_t budget = 0;
+  int round_ms = 10;
+  app.add_option("--corpus", corpus.path, "LDA-C corpus");
+  app.add_option("--vocab", corpus.vocab_path, "its vocabulary");
+  app.add_option("--nodes", nodes, "cluster sizes")->delimiter(',');
+  app.add_option("--consistency", consistency, "async | ssp:<s> | bsp");
+  app.add_option("--sweeps", sweeps, "sweeps per run");
+  app.add_option("--topics", topics, "K");
+  app.add_option("--byte-budget", budget, "sync bytes per round per owner");
+  app.add_option("--round-ms", round_ms, "pause between rounds per owner");
+  CLI11_PARSE(app, argc, argv);
+  auto cons = sync::Consistency::Parse(consistency);
+  if (!cons.ok()) {
+    std::fprintf(stderr, "%s\n", cons.status().ToString().c_str());
+    return 2;
+  }
+  auto redis = RedisProcess::Start();
+  if (!redis.ok()) {
+    std::fprintf(stderr, "%s\n", redis.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("# %s K=%u sweeps=%d consistency=%s budget=%zu round_ms=%d\n",
+              corpus.path.c_str(), topics, sweeps, consistency.c_str(), budget,
+              round_ms);
+  std::printf("%5s %12s %12s %6s %10s %9s %9s %8s %8s %7s\n", "nodes",
+              "single_tok/s", "cluster_tok/s", "ratio", "bytes/tok", "round_ms",
+              "stale", "ll_1", "ll_m", "ll_diff");
+  for (int m : nodes) {
+    auto single = RunSingle(corpus, topics, m, sweeps);
+    if (!single.ok()) {
+      std::fprintf(stderr, "%s\n", single.status().ToString().c_str());
+      return 1;
+    }
+    ClusterNodeOptions o;
+    o.redis_url = (*redis)->url();
+    o.cluster = absl::StrCat("bench-", m);
+    o.corpus = corpus;
+    o.num_topics = topics;
+    o.seed = 7;
+    o.consistency = *cons;
+    o.round_byte_budget = budget;
+    o.round_interval = absl::Milliseconds(round_ms);
+    o.log = [](std::string_view) {};
+    auto cluster = LocalCluster::Start(o, m);
+    if (!cluster.ok()) {
+      std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
+      return 1;
+    }
+    auto run = (*cluster)->RunSweeps(sweeps);
+    if (!run.ok() || !(*cluster)->Drain().ok()) {
+      std::fprintf(stderr, "cluster run failed\n");
+      return 1;
+    }
+    uint64_t bytes = 0, rounds = 0, micros = 0, st_sum = 0, st_n = 0;
+    for (auto& n : (*cluster)->nodes()) {
+      const auto& c = n->counters();
+      bytes += c.bytes_sent.load() + c.bytes_received.load();
+      rounds += c.rounds.load();
+      micros += c.round_micros_total.load();
+      st_sum += c.staleness_sum.load();
+      st_n += c.staleness_samples.load();
+    }
+    const double tps = run->tokens_sampled / run->seconds;
+    double pipe_s = 0, wait_s = 0;
+    for (const auto& node : run->reports) {
+      for (const auto& r : node) {
+        pipe_s += r.seconds;
+        wait_s += r.wait_seconds;
+      }
+    }
+    std::fprintf(
+        stderr,
+        "  m=%d: wall %.2f s; node-seconds sampling %.2f, waiting %.2f\n", m,
+        run->seconds, pipe_s, wait_s);
+    const double ll = (*cluster)->LogLikelihoodPerToken(*run);
+    std::printf(
+        "%5d %12.0f %12.0f %6.3f %10.3f %9.2f %9.2f %8.4f %8.4f "
+        "%6.2f%%\n",
+        m, single->tokens_per_s, tps, tps / single->tokens_per_s,
+        static_cast<double>(bytes) / run->tokens_sampled,
+        rounds ? micros / 1000.0 / rounds : 0.0,
+        st_n ? static_cast<double>(st_sum) / st_n : 0.0, single->ll_per_token,
+        ll,
+        100.0 * std::abs(ll - single->ll_per_token) /
+            std::abs(single->ll_per_token));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace latentd
+
+int main(int argc, char** argv) { return latentd::Main(argc, argv); }

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Cluster synchronization benchmark (issue 4). Workloads, all on blei-ap
+# (2,246 documents, 435,838 tokens), α = 50/K, β = 0.01 fixed:
+#   K=50, 20 sweeps, async      1, 2, 3 nodes vs one node with 1, 2, 3 threads
+#   K=50, 20 sweeps, ssp:1      the same under bounded staleness
+#   K=50, 20 sweeps, async, rounds every 50 ms instead of 10 ms
+# Each line: aggregate tokens/s (single node, cluster), their ratio (goal
+# >= 0.9), sync bytes sent + received per sampled token, mean round time,
+# mean staleness (sweeps), log-likelihood per token of both and their
+# difference (goal <= 2%). Nodes run in one process on 127.0.0.1 with a
+# private redis-server; a machine with fewer cores than nodes is
+# oversubscribed, for the single-node baseline and the cluster alike.
+# Usage: ops/bench/cluster_bench.sh [build-dir] [sweeps] [topics]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BUILD=${1:-build}
+SWEEPS=${2:-20}
+TOPICS=${3:-50}
+ninja -C "$BUILD" cluster_bench >/dev/null
+nproc | sed 's/^/# cores: /'
+for c in async ssp:1; do
+  "$BUILD/ops/bench/cluster_bench" --sweeps "$SWEEPS" --topics "$TOPICS" \
+    --consistency "$c" --nodes 1,2,3
+done
+"$BUILD/ops/bench/cluster_bench" --sweeps "$SWEEPS" --topics "$TOPICS" \
+  --consistency async --nodes 1,2,3 --round-ms 50

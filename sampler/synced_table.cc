@@ -1,0 +1,127 @@
+#include "sampler/synced_table.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "corpora/check.h"
+
+namespace latentd {
+
+SyncedTopicTable::SyncedTopicTable(TopicTable* table,
+                                   std::vector<sync::Key> word_keys)
+    : table_(table),
+      word_keys_(std::move(word_keys)),
+      pending_totals_(table->num_topics(), 0) {
+  LATENTD_CHECK(word_keys_.size() == table_->vocab_size());
+  dirty_.reset(new std::atomic<uint8_t>[word_keys_.size() + 1]);
+  // Everything is new to the synchronizer at first.
+  for (size_t i = 0; i <= word_keys_.size(); ++i) dirty_[i].store(1);
+}
+
+void SyncedTopicTable::MarkApplied(std::span<const WordTopicDelta> applied) {
+  for (const WordTopicDelta& d : applied) {
+    dirty_[d.word].store(1, std::memory_order_release);
+  }
+  if (!applied.empty()) {
+    dirty_[word_keys_.size()].store(1, std::memory_order_release);
+  }
+}
+
+void SyncedTopicTable::Read(size_t index, sync::SparseVector* out) const {
+  out->clear();
+  absl::MutexLock l(&mu_);
+  if (index == word_keys_.size()) {
+    for (TopicId k = 0; k < table_->num_topics(); ++k) {
+      const int64_t c = table_->TopicTotal(k) + pending_totals_[k];
+      if (c != 0) out->push_back({k, c});
+    }
+    return;
+  }
+  const auto w = static_cast<WordId>(index);
+  table_->ForEachNonZero(w, [&](TopicId k, Count c) {
+    out->push_back({k, int64_t{c}});
+  });
+  std::sort(out->begin(), out->end(),
+            [](const sync::SparseEntry& a, const sync::SparseEntry& b) {
+              return a.topic < b.topic;
+            });
+  auto it = pending_.find(w);
+  if (it != pending_.end()) {
+    sync::SparseVector sum;
+    sync::AddSparse(*out, it->second, +1, &sum);
+    *out = std::move(sum);
+  }
+}
+
+void SyncedTopicTable::EnqueueCorrection(size_t index,
+                                         const sync::SparseVector& correction) {
+  if (correction.empty()) return;
+  absl::MutexLock l(&mu_);
+  if (index == word_keys_.size()) {
+    for (const sync::SparseEntry& e : correction) {
+      pending_totals_[e.topic] += e.count;
+    }
+    return;
+  }
+  sync::SparseVector& p = pending_[static_cast<uint32_t>(index)];
+  sync::SparseVector sum;
+  sync::AddSparse(p, correction, +1, &sum);
+  p = std::move(sum);
+}
+
+absl::Status SyncedTopicTable::ApplyPending() {
+  absl::MutexLock l(&mu_);
+  const TopicId K = table_->num_topics();
+  bool totals_pending = false;
+  for (int64_t v : pending_totals_) totals_pending = totals_pending || v != 0;
+  if (pending_.empty() && !totals_pending) return absl::OkStatus();
+  std::vector<WordTopicDelta> deltas;
+  // adjust = queued totals correction − what the word corrections move n_k
+  // by; applied in two halves around Apply so n_k never dips below zero.
+  std::vector<int64_t> adjust = pending_totals_;
+  for (const auto& [w, v] : pending_) {
+    for (const sync::SparseEntry& e : v) {
+      if (e.count > std::numeric_limits<int32_t>::max() ||
+          e.count < std::numeric_limits<int32_t>::min()) {
+        return absl::InternalError(absl::StrCat(
+            "correction of ", e.count, " for word ", w, " out of range"));
+      }
+      deltas.push_back({w, e.topic, static_cast<int32_t>(e.count)});
+      adjust[e.topic] -= e.count;
+    }
+  }
+  std::vector<int64_t> up(K), down(K);
+  for (TopicId k = 0; k < K; ++k) {
+    up[k] = std::max<int64_t>(adjust[k], 0);
+    down[k] = std::min<int64_t>(adjust[k], 0);
+  }
+  absl::Status s = table_->AdjustTotals(up);
+  if (s.ok()) {
+    s = table_->Apply(deltas);
+    if (!s.ok()) {
+      for (int64_t& v : up) v = -v;
+      table_->AdjustTotals(up).IgnoreError();  // undoes the raise exactly
+    }
+  }
+  if (!s.ok()) {
+    return absl::InternalError(
+        absl::StrCat("applying sync corrections: ", s.message()));
+  }
+  pending_.clear();
+  // Rows and the raise are in; n_k + down is what Read already reports.
+  if (table_->AdjustTotals(down).ok()) {
+    std::fill(pending_totals_.begin(), pending_totals_.end(), 0);
+  } else {
+    pending_totals_ = down;  // kept queued; Read stays exact
+  }
+  return absl::OkStatus();
+}
+
+size_t SyncedTopicTable::pending_rows() const {
+  absl::MutexLock l(&mu_);
+  return pending_.size();
+}
+
+}  // namespace latentd

@@ -1,0 +1,170 @@
+#include "service/cluster/local_cluster.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "corpora/status_macros.h"
+#include "sync/membership.h"
+
+namespace latentd {
+
+absl::StatusOr<int> PickFreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return absl::UnavailableError("socket() failed");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ::close(fd);
+    return absl::UnavailableError("cannot bind a loopback port");
+  }
+  const int port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+absl::StatusOr<std::unique_ptr<RedisProcess>> RedisProcess::Start(
+    const std::string& binary) {
+  std::unique_ptr<RedisProcess> r(new RedisProcess());
+  LATENTD_ASSIGN_OR_RETURN(r->port_, PickFreePort());
+  const std::string port = std::to_string(r->port_);
+  const pid_t pid = ::fork();
+  if (pid < 0) return absl::UnavailableError("fork failed");
+  if (pid == 0) {
+    const int devnull = ::open("/dev/null", O_WRONLY);
+    if (devnull >= 0) {
+      ::dup2(devnull, STDOUT_FILENO);
+      ::dup2(devnull, STDERR_FILENO);
+    }
+    ::execlp(binary.c_str(), binary.c_str(), "--port", port.c_str(), "--bind",
+             "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel",
+             "warning", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  r->pid_ = pid;
+  for (int i = 0; i < 250; ++i) {
+    auto c = sync::RedisClient::Connect(r->url(), absl::Milliseconds(200));
+    if (c.ok()) {
+      auto pong = (*c)->Command({"PING"});
+      if (pong.ok()) return r;
+    }
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      r->pid_ = -1;
+      return absl::UnavailableError(
+          absl::StrCat(binary, " exited at start (status ", status, ")"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::UnavailableError("redis-server did not answer in 5 s");
+}
+
+RedisProcess::~RedisProcess() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+}
+
+std::string RedisProcess::url() const {
+  return absl::StrCat("redis://127.0.0.1:", port_);
+}
+
+absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
+    const ClusterNodeOptions& base, int nodes,
+    std::vector<absl::Duration> slow_down) {
+  std::unique_ptr<LocalCluster> c(new LocalCluster());
+  std::vector<absl::StatusOr<std::unique_ptr<ClusterNode>>> made(nodes);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < nodes; ++i) {
+    ClusterNodeOptions o = base;
+    o.shard = static_cast<uint32_t>(i);
+    o.num_shards = static_cast<uint32_t>(nodes);
+    o.expected_members = static_cast<uint32_t>(nodes);
+    o.node_id = absl::StrCat("node", i);
+    o.listen = "127.0.0.1:0";
+    if (static_cast<size_t>(i) < slow_down.size()) o.slow_down = slow_down[i];
+    threads.emplace_back(
+        [&made, i, o]() mutable { made[i] = ClusterNode::Create(o); });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& m : made) {
+    if (!m.ok()) return m.status();
+    c->nodes_.push_back(std::move(*m));
+  }
+  return c;
+}
+
+LocalCluster::~LocalCluster() {
+  for (auto& n : nodes_) n->Stop();
+}
+
+absl::StatusOr<LocalClusterRun> LocalCluster::RunSweeps(int sweeps) {
+  LocalClusterRun run;
+  run.reports.resize(nodes_.size());
+  std::vector<absl::Status> status(nodes_.size());
+  std::vector<std::thread> threads;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    threads.emplace_back([this, i, sweeps, &run, &status] {
+      for (int s = 0; s < sweeps; ++s) {
+        absl::StatusOr<NodeSweepReport> r = nodes_[i]->Sweep();
+        if (!r.ok()) {
+          status[i] = r.status();
+          break;
+        }
+        run.reports[i].push_back(*r);
+      }
+      nodes_[i]->Finish();
+    });
+  }
+  for (auto& t : threads) t.join();
+  run.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    LATENTD_RETURN_IF_ERROR(status[i]);
+    for (const auto& r : run.reports[i]) run.tokens_sampled += r.tokens;
+  }
+  return run;
+}
+
+absl::StatusOr<int> LocalCluster::Drain(int max_rounds) {
+  for (int round = 1; round <= max_rounds; ++round) {
+    bool quiet = true;
+    for (auto& n : nodes_) quiet = n->DrainPass().quiet && quiet;
+    if (quiet && round > 1) return round;
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("cluster not quiet after ", max_rounds, " drain rounds"));
+}
+
+double LocalCluster::LogLikelihoodPerToken(const LocalClusterRun& run) const {
+  double ll = 0;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    ll += nodes_[i]->OwnedWordLogLikelihood();
+    if (!run.reports[i].empty()) {
+      ll += run.reports[i].back().doc_log_likelihood;
+    }
+  }
+  return ll / static_cast<double>(total_tokens());
+}
+
+uint64_t LocalCluster::total_tokens() const {
+  uint64_t t = 0;
+  for (const auto& n : nodes_) t += n->tokens();
+  return t;
+}
+
+}  // namespace latentd

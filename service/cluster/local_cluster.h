@@ -1,0 +1,78 @@
+// LocalCluster: several ClusterNodes in one process, talking over loopback
+// TCP, with a private redis-server — what the cluster tests and the cluster
+// benchmark run. Everything listens on 127.0.0.1 only.
+//
+// Thread-safety: not thread-safe; one thread drives a LocalCluster (each
+// node samples on its own thread inside RunSweeps).
+#ifndef LATENTD_SERVICE_CLUSTER_LOCAL_CLUSTER_H_
+#define LATENTD_SERVICE_CLUSTER_LOCAL_CLUSTER_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "service/cluster/cluster_node.h"
+
+namespace latentd {
+
+// A redis-server child process on 127.0.0.1 and a free port, no
+// persistence. Stopped (SIGTERM, then reaped) on destruction.
+class RedisProcess {
+ public:
+  // kUnavailable if redis-server cannot be started or does not answer
+  // within 5 s.
+  static absl::StatusOr<std::unique_ptr<RedisProcess>> Start(
+      const std::string& binary = "redis-server");
+  ~RedisProcess();
+  std::string url() const;
+  int port() const { return port_; }
+
+ private:
+  RedisProcess() = default;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+// A free TCP port on 127.0.0.1 (bound to port 0, then released).
+absl::StatusOr<int> PickFreePort();
+
+struct LocalClusterRun {
+  std::vector<std::vector<NodeSweepReport>> reports;  // [node][sweep]
+  double seconds = 0;                                 // wall, all sweeps
+  uint64_t tokens_sampled = 0;                        // all nodes, sweeps
+};
+
+class LocalCluster {
+ public:
+  // Starts `nodes` nodes from `base` (node i gets shard i of `nodes`,
+  // node id "node<i>", cluster `base.cluster`), all joined.
+  // slow_down[i], if given, overrides base.slow_down for node i.
+  static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(
+      const ClusterNodeOptions& base, int nodes,
+      std::vector<absl::Duration> slow_down = {});
+  ~LocalCluster();
+
+  // Every node runs `sweeps` sweeps on its own thread, then Finish().
+  absl::StatusOr<LocalClusterRun> RunSweeps(int sweeps);
+  // Drain passes, one node after another, until a round in which every
+  // node's pass was quiet; returns the number of rounds, or
+  // kDeadlineExceeded after max_rounds.
+  absl::StatusOr<int> Drain(int max_rounds = 50);
+  // After Drain: joint log p(w, z) per token from the owners' globals and
+  // each node's document part of its last sweep.
+  double LogLikelihoodPerToken(const LocalClusterRun& run) const;
+
+  std::vector<std::unique_ptr<ClusterNode>>& nodes() { return nodes_; }
+  uint64_t total_tokens() const;
+
+ private:
+  LocalCluster() = default;
+  std::vector<std::unique_ptr<ClusterNode>> nodes_;
+};
+
+}  // namespace latentd
+
+#endif  // LATENTD_SERVICE_CLUSTER_LOCAL_CLUSTER_H_

@@ -1,0 +1,78 @@
+// The keyed Abelian table the synchronizer reads deltas from and writes
+// corrections into (DESIGN.md, "Many nodes"). sync/ defines it; the
+// sampler's table implements it (sampler/synced_table.h), so sync/ never
+// includes sampler/ headers.
+//
+// A key's value is a sparse vector of counts over `dimension()` topics.
+// Values form an Abelian group under +, so the synchronizer can batch,
+// delay and merge deltas without loss.
+#ifndef LATENTD_SYNC_ABELIAN_TABLE_H_
+#define LATENTD_SYNC_ABELIAN_TABLE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace latentd::sync {
+
+using Key = uint64_t;
+
+// The topic totals n_k travel as one more key, this reserved value (a word
+// key is an xxh64 hash; hitting this value has probability 2^-64).
+inline constexpr Key kTopicTotalsKey = ~uint64_t{0};
+
+struct SparseEntry {
+  uint32_t topic = 0;
+  int64_t count = 0;
+  friend bool operator==(const SparseEntry&, const SparseEntry&) = default;
+};
+// Topics ascending and distinct, counts non-zero ("canonical").
+using SparseVector = std::vector<SparseEntry>;
+
+// a + sign·b into *out (canonical if a and b are). sign is +1 or -1.
+// `out` may not alias a or b.
+void AddSparse(const SparseVector& a, const SparseVector& b, int sign,
+               SparseVector* out);
+// Σ |count|.
+int64_t L1Norm(const SparseVector& v);
+
+// Thread-safety (what implementations must provide): Read and
+// EnqueueCorrection are called from synchronizer threads concurrently with
+// the table's own writer (the sampler's count updater) and with each other
+// for different keys; never concurrently for the same key index.
+class AbelianTable {
+ public:
+  virtual ~AbelianTable() = default;
+
+  // The number of keys this node holds, fixed for the table's lifetime.
+  // Keys are addressed by index 0..num_keys()-1 below.
+  virtual size_t num_keys() const = 0;
+  virtual Key key(size_t index) const = 0;
+  // K: every topic index is < dimension().
+  virtual uint32_t dimension() const = 0;
+
+  // The key's current local value x, as canonical sparse counts, including
+  // every correction already enqueued (applied or not). Concurrent writes
+  // by the table's writer may show up in part: each count is one the
+  // writer stored at some point. REQUIRES: index < num_keys().
+  virtual void Read(size_t index, SparseVector* out) const = 0;
+
+  // Enqueues x ← x + correction; the table's single writer applies it
+  // later, and Read sees it from now on. REQUIRES: index < num_keys(),
+  // `correction` canonical with topics < dimension().
+  virtual void EnqueueCorrection(size_t index,
+                                 const SparseVector& correction) = 0;
+
+  // True if x may have changed through the table's own writes (not through
+  // corrections) since the previous TakeDirty(index); clears the mark. A
+  // key whose mark is clear has δ = 0 and need not be read. The default
+  // (always true) is correct for any table, only slower.
+  virtual bool TakeDirty(size_t index) {
+    (void)index;
+    return true;
+  }
+};
+
+}  // namespace latentd::sync
+
+#endif  // LATENTD_SYNC_ABELIAN_TABLE_H_

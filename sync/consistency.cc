@@ -1,0 +1,116 @@
+#include "sync/consistency.h"
+
+#include <limits>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace latentd::sync {
+
+absl::StatusOr<Consistency> Consistency::Parse(std::string_view text) {
+  Consistency c;
+  if (text == "async") return c;
+  c.bounded = true;
+  if (text == "bsp") return c;
+  uint32_t s = 0;
+  if (text.substr(0, 4) == "ssp:" &&
+      absl::SimpleAtoi(absl::string_view(text.data() + 4, text.size() - 4),
+                       &s) &&
+      s <= 1000000) {
+    c.staleness = s;
+    return c;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("consistency '", absl::string_view(text.data(), text.size()),
+                   "': expected async, bsp or ssp:<s>"));
+}
+
+std::string Consistency::ToString() const {
+  if (!bounded) return "async";
+  return absl::StrCat("ssp:", staleness);
+}
+
+ClockTable::ClockTable(std::vector<std::string> nodes) {
+  for (auto& n : nodes) entries_[n] = Entry{};
+}
+
+void ClockTable::Update(const std::string& node, uint64_t clock,
+                        bool finished) {
+  absl::MutexLock l(&mu_);
+  auto it = entries_.try_emplace(node).first;
+  it->second.clock = std::max(it->second.clock, clock);
+  it->second.finished = it->second.finished || finished;
+}
+
+void ClockTable::Add(const std::string& node) {
+  absl::MutexLock l(&mu_);
+  entries_.try_emplace(node);
+}
+
+void ClockTable::MarkReady(const std::string& node) {
+  absl::MutexLock l(&mu_);
+  entries_[node].ready = true;
+}
+
+bool ClockTable::WaitAllReady(absl::Time deadline) const {
+  absl::MutexLock l(&mu_);
+  auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const auto& [id, e] : entries_) {
+      if (!e.dead && !e.ready) return false;
+    }
+    return true;
+  };
+  return mu_.AwaitWithDeadline(absl::Condition(&ready), deadline);
+}
+
+bool ClockTable::WaitAllFinished(absl::Time deadline) const {
+  absl::MutexLock l(&mu_);
+  auto done = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const auto& [id, e] : entries_) {
+      if (!e.dead && !e.finished) return false;
+    }
+    return true;
+  };
+  return mu_.AwaitWithDeadline(absl::Condition(&done), deadline);
+}
+
+void ClockTable::MarkDead(const std::string& node) {
+  absl::MutexLock l(&mu_);
+  auto it = entries_.find(node);
+  if (it != entries_.end()) it->second.dead = true;
+}
+
+bool ClockTable::IsDead(const std::string& node) const {
+  absl::MutexLock l(&mu_);
+  auto it = entries_.find(node);
+  return it != entries_.end() && it->second.dead;
+}
+
+uint64_t ClockTable::MinLocked() const {
+  uint64_t m = std::numeric_limits<uint64_t>::max();
+  for (const auto& [id, e] : entries_) {
+    if (!e.dead && !e.finished) m = std::min(m, e.clock);
+  }
+  return m;
+}
+
+uint64_t ClockTable::MinClock() const {
+  absl::MutexLock l(&mu_);
+  return MinLocked();
+}
+
+bool ClockTable::WaitForMin(uint64_t clock, absl::Time deadline) const {
+  absl::MutexLock l(&mu_);
+  auto reached = [this, clock]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return MinLocked() >= clock;
+  };
+  return mu_.AwaitWithDeadline(absl::Condition(&reached), deadline);
+}
+
+uint64_t ClockTable::Get(const std::string& node) const {
+  absl::MutexLock l(&mu_);
+  auto it = entries_.find(node);
+  return it == entries_.end() ? 0 : it->second.clock;
+}
+
+}  // namespace latentd::sync

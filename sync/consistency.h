@@ -1,0 +1,78 @@
+// Consistency control between nodes (DESIGN.md, "Many nodes"):
+//
+//   async   no bound (YahooLDA)
+//   ssp:s   a node starts sweep t only once every live node has completed
+//           (and flushed) sweep t − 1 − s, so the sweep a node is in is at
+//           most s ahead of the sweep the slowest node is in
+//   bsp     ssp:0: everybody in the same sweep
+//
+// ClockTable holds what this node knows of every node's completed sweeps.
+// A node that is unreachable for longer than dead_after, or that announced
+// it finished, no longer holds the others back.
+//
+// Thread-safety: ClockTable is thread-safe.
+#ifndef LATENTD_SYNC_CONSISTENCY_H_
+#define LATENTD_SYNC_CONSISTENCY_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace latentd::sync {
+
+struct Consistency {
+  bool bounded = false;    // false: async
+  uint32_t staleness = 0;  // s, when bounded
+  // "async", "ssp:<s>" (0 <= s <= 1000000) or "bsp"; kInvalidArgument else.
+  static absl::StatusOr<Consistency> Parse(std::string_view text);
+  std::string ToString() const;
+};
+
+class ClockTable {
+ public:
+  // `nodes`: every member id, this node's included.
+  explicit ClockTable(std::vector<std::string> nodes);
+
+  // Adds a member (clock 0) if not yet known.
+  void Add(const std::string& node);
+  // Raises `node`'s known clock (never lowers it); adds unknown ids.
+  void Update(const std::string& node, uint64_t clock, bool finished);
+  // Records that `node` pushed its initial state (adds unknown ids).
+  void MarkReady(const std::string& node);
+  // Blocks until every live node is ready, or `deadline`; returns whether.
+  bool WaitAllReady(absl::Time deadline) const;
+  // Blocks until every node is finished or dead, or `deadline`.
+  bool WaitAllFinished(absl::Time deadline) const;
+  // Marks `node` dead: it no longer counts in MinClock.
+  void MarkDead(const std::string& node);
+  bool IsDead(const std::string& node) const;
+
+  // The smallest clock among live, unfinished nodes (UINT64_MAX if none).
+  uint64_t MinClock() const;
+  // Blocks until MinClock() >= clock, or `deadline`. Returns whether it
+  // holds.
+  bool WaitForMin(uint64_t clock, absl::Time deadline) const;
+  uint64_t Get(const std::string& node) const;
+
+ private:
+  struct Entry {
+    uint64_t clock = 0;
+    bool finished = false;
+    bool dead = false;
+    bool ready = false;
+  };
+  uint64_t MinLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace latentd::sync
+
+#endif  // LATENTD_SYNC_CONSISTENCY_H_

@@ -1,0 +1,173 @@
+#include "sync/membership.h"
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace latentd::sync {
+namespace {
+
+redisContext* Ctx(void* p) { return static_cast<redisContext*>(p); }
+
+timeval ToTv(absl::Duration d) {
+  timeval tv;
+  tv.tv_sec = static_cast<time_t>(absl::ToInt64Seconds(d));
+  tv.tv_usec = static_cast<suseconds_t>(
+      absl::ToInt64Microseconds(d - absl::Seconds(tv.tv_sec)));
+  return tv;
+}
+
+RedisReply Flatten(const redisReply* r) {
+  RedisReply out;
+  switch (r->type) {
+    case REDIS_REPLY_STRING:
+      out.type = RedisReply::Type::kString;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_STATUS:
+      out.type = RedisReply::Type::kStatus;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_INTEGER:
+      out.type = RedisReply::Type::kInteger;
+      out.integer = r->integer;
+      break;
+    case REDIS_REPLY_ARRAY:
+      out.type = RedisReply::Type::kArray;
+      for (size_t i = 0; i < r->elements; ++i) {
+        out.elements.push_back(Flatten(r->element[i]));
+      }
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string MembersKey(std::string_view cluster) {
+  return absl::StrCat(
+      "latentd:", absl::string_view(cluster.data(), cluster.size()),
+      ":members");
+}
+std::string RingKey(std::string_view cluster) {
+  return absl::StrCat(
+      "latentd:", absl::string_view(cluster.data(), cluster.size()), ":ring");
+}
+
+absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Connect(
+    std::string_view url, absl::Duration timeout) {
+  std::string_view rest = url;
+  if (rest.substr(0, 8) == "redis://") rest.remove_prefix(8);
+  while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  std::string host(rest);
+  int port = 6379;
+  const size_t colon = rest.rfind(':');
+  if (colon != std::string_view::npos) {
+    host = std::string(rest.substr(0, colon));
+    const std::string_view p = rest.substr(colon + 1);
+    if (!absl::SimpleAtoi(absl::string_view(p.data(), p.size()), &port) ||
+        port <= 0 || port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("redis url '", std::string(url), "': bad port"));
+    }
+  }
+  if (host.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("redis url '", std::string(url), "': no host"));
+  }
+  redisContext* c = redisConnectWithTimeout(host.c_str(), port, ToTv(timeout));
+  if (c == nullptr || c->err) {
+    std::string why = c ? c->errstr : "out of memory";
+    if (c) redisFree(c);
+    return absl::UnavailableError(
+        absl::StrCat("redis ", host, ":", port, ": ", why));
+  }
+  redisSetTimeout(c, ToTv(timeout));
+  return std::unique_ptr<RedisClient>(new RedisClient(c));
+}
+
+RedisClient::~RedisClient() { redisFree(Ctx(context_)); }
+
+absl::StatusOr<RedisReply> RedisClient::Command(
+    const std::vector<std::string>& args) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const std::string& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  redisContext* c = Ctx(context_);
+  if (c->err) {
+    return absl::UnavailableError(absl::StrCat("redis: ", c->errstr));
+  }
+  auto* r = static_cast<redisReply*>(redisCommandArgv(
+      c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+  if (r == nullptr) {
+    return absl::UnavailableError(absl::StrCat("redis: ", c->errstr));
+  }
+  if (r->type == REDIS_REPLY_ERROR) {
+    std::string msg(r->str, r->len);
+    freeReplyObject(r);
+    return absl::FailedPreconditionError(absl::StrCat("redis: ", msg));
+  }
+  RedisReply out = Flatten(r);
+  freeReplyObject(r);
+  return out;
+}
+
+absl::StatusOr<hashring::RingConfig> JoinCluster(RedisClient* redis,
+                                                 const MembershipOptions& o) {
+  const std::string members_key = MembersKey(o.cluster);
+  const std::string ring_key = RingKey(o.cluster);
+  auto reg = redis->Command({"HSET", members_key, o.node_id, o.address});
+  if (!reg.ok()) return reg.status();
+  const absl::Time deadline = absl::Now() + o.wait_timeout;
+  while (true) {
+    auto ring = redis->Command({"GET", ring_key});
+    if (!ring.ok()) return ring.status();
+    if (ring->type == RedisReply::Type::kString) {
+      absl::StatusOr<hashring::RingConfig> config =
+          hashring::ParseRingConfig(ring->str);
+      if (!config.ok()) return config.status();
+      for (const auto& m : config->members) {
+        if (m.id == o.node_id) return config;
+      }
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cluster ", o.cluster, " was fixed without member ", o.node_id));
+    }
+    auto all = redis->Command({"HGETALL", members_key});
+    if (!all.ok()) return all.status();
+    if (all->elements.size() / 2 >= o.expected_members) {
+      hashring::RingConfig config;
+      for (size_t i = 0; i + 1 < all->elements.size(); i += 2) {
+        config.members.push_back(
+            {all->elements[i].str, all->elements[i + 1].str, 1});
+      }
+      std::sort(config.members.begin(), config.members.end(),
+                [](const auto& a, const auto& b) { return a.id < b.id; });
+      config.virtual_points_per_weight = o.virtual_points;
+      config.replication = std::min<uint32_t>(
+          o.replication, static_cast<uint32_t>(config.members.size()));
+      config.version = 1;
+      auto set = redis->Command(
+          {"SET", ring_key, hashring::SerializeRingConfig(config), "NX"});
+      if (!set.ok()) return set.status();
+      continue;  // read back whichever ring won
+    }
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "cluster ", o.cluster, ": ", all->elements.size() / 2, " of ",
+          o.expected_members, " members registered in time"));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace latentd::sync

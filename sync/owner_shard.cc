@@ -1,0 +1,137 @@
+#include "sync/owner_shard.h"
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "corpora/status_macros.h"
+
+namespace latentd::sync {
+
+void AppendToBlock(const SparseVector& v, SparseBlock* block) {
+  block->add_sizes(static_cast<uint32_t>(v.size()));
+  for (const SparseEntry& e : v) {
+    block->add_topics(e.topic);
+    block->add_counts(e.count);
+  }
+}
+
+absl::Status BlockReader::Validate(size_t vectors) const {
+  if (static_cast<size_t>(block_.sizes_size()) != vectors) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sparse block holds ", block_.sizes_size(), " vectors, not ", vectors));
+  }
+  if (block_.topics_size() != block_.counts_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sparse block: ", block_.topics_size(), " topics but ",
+                     block_.counts_size(), " counts"));
+  }
+  int64_t pos = 0;
+  for (int v = 0; v < block_.sizes_size(); ++v) {
+    const int64_t end = pos + block_.sizes(v);
+    if (end > block_.topics_size()) {
+      return absl::InvalidArgumentError("sparse block: sizes overrun");
+    }
+    for (int64_t i = pos; i < end; ++i) {
+      const uint32_t k = block_.topics(static_cast<int>(i));
+      if (k >= dimension_) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "sparse block: topic ", k, " >= dimension ", dimension_));
+      }
+      if (i > pos && k <= block_.topics(static_cast<int>(i - 1))) {
+        return absl::InvalidArgumentError(
+            "sparse block: topics not strictly ascending");
+      }
+      if (block_.counts(static_cast<int>(i)) == 0) {
+        return absl::InvalidArgumentError("sparse block: zero count listed");
+      }
+    }
+    pos = end;
+  }
+  if (pos != block_.topics_size()) {
+    return absl::InvalidArgumentError("sparse block: trailing entries");
+  }
+  return absl::OkStatus();
+}
+
+void BlockReader::Next(SparseVector* out) {
+  out->clear();
+  const int n = static_cast<int>(block_.sizes(vector_++));
+  for (int i = 0; i < n; ++i, ++pos_) {
+    out->push_back({block_.topics(pos_), block_.counts(pos_)});
+  }
+}
+
+OwnerShard::OwnerShard(uint32_t dimension) : dimension_(dimension) {}
+
+absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
+  reply->Clear();
+  if (batch.dimension() != dimension_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("delta batch has dimension ", batch.dimension(),
+                     ", this owner ", dimension_));
+  }
+  BlockReader deltas(batch.deltas(), dimension_);
+  LATENTD_RETURN_IF_ERROR(deltas.Validate(batch.keys_size()));
+  if (batch.known_versions_size() != 0 &&
+      batch.known_versions_size() != batch.keys_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("delta batch has ", batch.keys_size(), " keys but ",
+                     batch.known_versions_size(), " known versions"));
+  }
+  absl::flat_hash_set<Key> seen;
+  seen.reserve(batch.keys_size());
+  for (int i = 0; i < batch.keys_size(); ++i) {
+    if (!seen.insert(batch.keys(i)).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("delta batch repeats key ", batch.keys(i)));
+    }
+  }
+  absl::MutexLock l(&mu_);
+  uint64_t& last = applied_[{batch.node_id(), batch.incarnation()}];
+  const bool duplicate = batch.sequence() <= last;
+  reply->set_duplicate(duplicate);
+  if (duplicate) {
+    ++stats_.batches_duplicate;
+  } else {
+    last = batch.sequence();
+    ++stats_.batches_applied;
+  }
+  SparseVector d, sum;
+  SparseBlock* out = reply->mutable_globals();
+  const bool versioned = batch.known_versions_size() > 0;
+  for (int i = 0; i < batch.keys_size(); ++i) {
+    GlobalValue& g = globals_[batch.keys(i)];
+    deltas.Next(&d);
+    if (!duplicate && !d.empty()) {
+      AddSparse(g.value, d, +1, &sum);
+      g.value.swap(sum);
+      ++g.version;
+      ++stats_.keys_applied;
+    }
+    reply->add_versions(g.version);
+    if (!versioned || batch.known_versions(i) != g.version) {
+      AppendToBlock(g.value, out);
+    }
+  }
+  return absl::OkStatus();
+}
+
+SparseVector OwnerShard::Global(Key key) const {
+  absl::MutexLock l(&mu_);
+  auto it = globals_.find(key);
+  return it == globals_.end() ? SparseVector{} : it->second.value;
+}
+
+std::vector<std::pair<Key, SparseVector>> OwnerShard::Snapshot() const {
+  absl::MutexLock l(&mu_);
+  std::vector<std::pair<Key, SparseVector>> out;
+  out.reserve(globals_.size());
+  for (const auto& [key, g] : globals_) out.emplace_back(key, g.value);
+  return out;
+}
+
+OwnerShardStats OwnerShard::stats() const {
+  absl::MutexLock l(&mu_);
+  return stats_;
+}
+
+}  // namespace latentd::sync

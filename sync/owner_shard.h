@@ -1,0 +1,89 @@
+// OwnerShard: the global values of the keys this node owns by the ring
+// (DESIGN.md, "Many nodes"). For each incoming DeltaBatch it applies every
+// key's δ (global += δ) and answers with the globals; a batch whose
+// (node, incarnation, sequence) it has already applied is answered without
+// being applied again.
+//
+// Thread-safety: thread-safe (one mutex; a batch is applied atomically).
+#ifndef LATENTD_SYNC_OWNER_SHARD_H_
+#define LATENTD_SYNC_OWNER_SHARD_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "sync/abelian_table.h"
+#include "sync/sync.pb.h"
+
+namespace latentd::sync {
+
+struct OwnerShardStats {
+  uint64_t batches_applied = 0;
+  uint64_t batches_duplicate = 0;
+  uint64_t keys_applied = 0;
+};
+
+class OwnerShard {
+ public:
+  // Values have `dimension` topics.
+  explicit OwnerShard(uint32_t dimension);
+
+  // Validates `batch` (matching keys/deltas lengths, canonical sparse
+  // vectors, topics < dimension, same dimension, no repeated key) and, if
+  // it is new, applies it; fills `reply` with the versions and the changed
+  // globals in key order (see DeltaReply).
+  // A malformed batch changes nothing: kInvalidArgument saying what.
+  absl::Status Apply(const DeltaBatch& batch, DeltaReply* reply);
+
+  // The global value of `key` (empty if never seen).
+  SparseVector Global(Key key) const;
+  // Every key with its global value, in no particular order.
+  std::vector<std::pair<Key, SparseVector>> Snapshot() const;
+  OwnerShardStats stats() const;
+  uint32_t dimension() const { return dimension_; }
+
+ private:
+  const uint32_t dimension_;
+  mutable absl::Mutex mu_;
+  struct GlobalValue {
+    SparseVector value;
+    uint64_t version = 0;  // +1 on every change
+  };
+  absl::flat_hash_map<Key, GlobalValue> globals_ ABSL_GUARDED_BY(mu_);
+  // Highest sequence applied per (node id, incarnation).
+  absl::flat_hash_map<std::pair<std::string, uint64_t>, uint64_t> applied_
+      ABSL_GUARDED_BY(mu_);
+  OwnerShardStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+// Wire form of a sequence of sparse vectors (SparseBlock in sync.proto).
+void AppendToBlock(const SparseVector& v, SparseBlock* block);
+
+// Reads the vectors of a block in order. Validate() first checks the whole
+// block: kInvalidArgument if the sizes do not add up, a topic is >=
+// dimension or out of order, or a count is zero; Next() then cannot fail.
+class BlockReader {
+ public:
+  BlockReader(const SparseBlock& block, uint32_t dimension)
+      : block_(block), dimension_(dimension) {}
+  // OK if the block holds exactly `vectors` valid vectors.
+  absl::Status Validate(size_t vectors) const;
+  // The next vector into *out. REQUIRES: Validate() was OK, and fewer than
+  // `vectors` were read.
+  void Next(SparseVector* out);
+
+ private:
+  const SparseBlock& block_;
+  const uint32_t dimension_;
+  int vector_ = 0;
+  int pos_ = 0;
+};
+
+}  // namespace latentd::sync
+
+#endif  // LATENTD_SYNC_OWNER_SHARD_H_

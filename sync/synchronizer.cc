@@ -1,0 +1,400 @@
+#include "sync/synchronizer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "corpora/check.h"
+
+namespace latentd::sync {
+namespace {
+
+class LocalChannel final : public OwnerChannel {
+ public:
+  explicit LocalChannel(OwnerShard* shard) : shard_(shard) {}
+  void Send(const DeltaBatch& batch, DoneFn done) override {
+    DeltaReply reply;
+    absl::Status s = shard_->Apply(batch, &reply);
+    if (!s.ok()) {
+      done(s);
+    } else {
+      done(std::move(reply));
+    }
+  }
+  bool remote() const override { return false; }
+  std::string name() const override { return "self"; }
+
+ private:
+  OwnerShard* shard_;
+};
+
+class RemoteChannel final : public OwnerChannel {
+ public:
+  RemoteChannel(Client* client, absl::Duration timeout)
+      : client_(client), timeout_(timeout) {}
+  void Send(const DeltaBatch& batch, DoneFn done) override {
+    client_->Call(MESSAGE_TYPE_DELTA_BATCH, batch.SerializeAsString(), timeout_,
+                  [done](absl::StatusOr<Frame> frame) {
+                    if (!frame.ok()) {
+                      done(frame.status());
+                      return;
+                    }
+                    DeltaReply reply;
+                    if (!reply.ParseFromString(frame->payload)) {
+                      done(absl::DataLossError("unparsable DeltaReply"));
+                      return;
+                    }
+                    done(std::move(reply));
+                  });
+  }
+  bool remote() const override { return true; }
+  std::string name() const override { return client_->peer(); }
+
+ private:
+  Client* client_;
+  absl::Duration timeout_;
+};
+
+void AtomicMax(std::atomic<uint64_t>& a, uint64_t v) {
+  uint64_t cur = a.load(std::memory_order_relaxed);
+  while (v > cur && !a.compare_exchange_weak(cur, v)) {
+  }
+}
+
+size_t SparseBytes(const SparseVector& v) { return 4 + 6 * v.size(); }
+
+}  // namespace
+
+std::unique_ptr<OwnerChannel> MakeLocalChannel(OwnerShard* shard) {
+  return std::make_unique<LocalChannel>(shard);
+}
+std::unique_ptr<OwnerChannel> MakeRemoteChannel(Client* client,
+                                                absl::Duration timeout) {
+  return std::make_unique<RemoteChannel>(client, timeout);
+}
+
+struct Synchronizer::Channel {
+  std::unique_ptr<OwnerChannel> owner;
+  std::vector<uint32_t> keys;
+  // Guarded by Synchronizer::mu_.
+  bool busy = false;
+  absl::Time next_due = absl::InfinitePast();
+  uint64_t served_pass = 0;
+  bool pass_quiet = true;
+  bool available = true;
+  // Owned by the round in progress (busy == true).
+  uint64_t sequence = 0;
+  std::optional<DeltaBatch> inflight;
+  std::vector<uint32_t> inflight_keys;
+  uint64_t round_pass = 0;  // FullPass generation served, 0 = none
+  bool round_quiet = true;
+  size_t cursor = 0;
+  std::chrono::steady_clock::time_point sent_at;
+};
+
+Synchronizer::Synchronizer(SynchronizerOptions options, AbelianTable* table,
+                           std::vector<uint32_t> key_owner,
+                           std::vector<std::unique_ptr<OwnerChannel>> channels)
+    : options_(std::move(options)),
+      table_(table),
+      x_old_(table->num_keys()),
+      version_(table->num_keys(), 0),
+      last_sent_clock_(table->num_keys(), 0),
+      unsent_(table->num_keys(), 0) {
+  LATENTD_CHECK(key_owner.size() == table->num_keys());
+  for (auto& ch : channels) {
+    channels_.push_back(std::make_unique<Channel>());
+    channels_.back()->owner = std::move(ch);
+  }
+  for (size_t i = 0; i < key_owner.size(); ++i) {
+    LATENTD_CHECK(key_owner[i] < channels_.size());
+    channels_[key_owner[i]]->keys.push_back(static_cast<uint32_t>(i));
+  }
+}
+
+Synchronizer::~Synchronizer() { Stop(); }
+
+void Synchronizer::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Synchronizer::Stop() {
+  {
+    absl::MutexLock l(&mu_);
+    if (stop_ && !thread_.joinable()) return;
+    stop_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  absl::MutexLock l(&mu_);
+  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const auto& c : channels_) {
+      if (c->busy) return false;
+    }
+    return true;
+  };
+  mu_.Await(absl::Condition(&idle));
+}
+
+void Synchronizer::Loop() {
+  absl::MutexLock l(&mu_);
+  while (!stop_) {
+    const absl::Time now = absl::Now();
+    absl::Time wake = now + absl::Milliseconds(100);
+    for (auto& cp : channels_) {
+      Channel* c = cp.get();
+      if (c->busy) continue;
+      const bool pass_due = c->served_pass < pass_requested_;
+      if (!pass_due && now < c->next_due) {
+        wake = std::min(wake, c->next_due);
+        continue;
+      }
+      c->busy = true;
+      // A resent batch serves no pass (it may be a budgeted subset); the
+      // next fresh round does.
+      c->round_pass = (!c->inflight && pass_due) ? pass_requested_ : 0;
+      mu_.Unlock();
+      SendRound(c);
+      mu_.Lock();
+    }
+    if (stop_) break;
+    auto ready = [this, wake]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      if (stop_) return true;
+      for (const auto& c : channels_) {
+        if (!c->busy &&
+            (c->served_pass < pass_requested_ || c->next_due < wake)) {
+          return true;
+        }
+      }
+      return false;
+    };
+    mu_.AwaitWithDeadline(absl::Condition(&ready), wake);
+  }
+}
+
+void Synchronizer::AddKey(Channel* c, uint32_t i, const SparseVector& delta,
+                          uint64_t clock, DeltaBatch* batch) {
+  batch->add_keys(table_->key(i));
+  batch->add_known_versions(version_[i]);
+  AppendToBlock(delta, batch->mutable_deltas());
+  c->inflight_keys.push_back(i);
+  if (!delta.empty()) {
+    c->round_quiet = false;
+    counters_.nonzero_keys_sent.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t st = clock - std::min(clock, last_sent_clock_[i]);
+    counters_.staleness_sum.fetch_add(st, std::memory_order_relaxed);
+    counters_.staleness_samples.fetch_add(1, std::memory_order_relaxed);
+    AtomicMax(counters_.staleness_max, st);
+  }
+  last_sent_clock_[i] = clock;
+}
+
+void Synchronizer::BuildFullBatch(Channel* c, uint64_t clock,
+                                  DeltaBatch* batch) {
+  SparseVector x, delta;
+  for (uint32_t i : c->keys) {
+    // A key the table has not written since it was last read has δ = 0:
+    // it is only polled for the others' updates, without reading it.
+    if (!table_->TakeDirty(i) && !unsent_[i]) {
+      delta.clear();
+      AddKey(c, i, delta, clock, batch);
+      continue;
+    }
+    unsent_[i] = 0;
+    table_->Read(i, &x);
+    AddSparse(x, x_old_[i], -1, &delta);
+    AddKey(c, i, delta, clock, batch);
+    x_old_[i].swap(x);  // x_old ← x_old + δ; x's buffer is reused
+  }
+}
+
+void Synchronizer::BuildBudgetedBatch(Channel* c, uint64_t clock,
+                                      DeltaBatch* batch) {
+  struct Candidate {
+    uint32_t key;
+    int64_t norm;
+    SparseVector x;
+    SparseVector delta;
+  };
+  std::vector<Candidate> cand(c->keys.size());
+  for (size_t j = 0; j < cand.size(); ++j) {
+    Candidate& cd = cand[j];
+    cd.key = c->keys[j];
+    cd.norm = 0;
+    if (!table_->TakeDirty(cd.key) && !unsent_[cd.key]) continue;  // δ = 0
+    table_->Read(cd.key, &cd.x);
+    AddSparse(cd.x, x_old_[cd.key], -1, &cd.delta);
+    cd.norm = L1Norm(cd.delta);
+    unsent_[cd.key] = cd.norm != 0;  // cleared below if it is sent
+  }
+  // Largest |δ| first, then zero-δ keys round-robin from the cursor.
+  std::vector<size_t> order, chosen;
+  for (size_t j = 0; j < cand.size(); ++j) {
+    if (cand[j].norm > 0) order.push_back(j);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return cand[a].norm > cand[b].norm;
+  });
+  size_t budget = options_.round_byte_budget;
+  for (size_t j : order) {
+    const size_t cost = 9 + SparseBytes(cand[j].delta);
+    if (cost > budget && !chosen.empty()) break;
+    budget -= std::min(budget, cost);
+    chosen.push_back(j);
+  }
+  for (size_t n = 0; n < cand.size() && budget >= 13; ++n) {
+    const size_t j = (c->cursor + n) % cand.size();
+    if (cand[j].norm != 0) continue;
+    chosen.push_back(j);
+    budget -= 13;
+    c->cursor = (j + 1) % cand.size();
+  }
+  for (size_t j : chosen) {
+    AddKey(c, cand[j].key, cand[j].delta, clock, batch);
+    if (cand[j].norm != 0) {
+      x_old_[cand[j].key] = std::move(cand[j].x);
+      unsent_[cand[j].key] = 0;
+    }
+  }
+}
+
+void Synchronizer::SendRound(Channel* c) {
+  if (!c->inflight) {
+    const bool full = c->round_pass != 0 || options_.round_byte_budget == 0;
+    const uint64_t clock = clock_.load(std::memory_order_relaxed);
+    DeltaBatch batch;
+    batch.set_node_id(options_.node_id);
+    batch.set_incarnation(options_.incarnation);
+    batch.set_sequence(++c->sequence);
+    batch.set_clock(clock);
+    batch.set_dimension(table_->dimension());
+    c->inflight_keys.clear();
+    c->round_quiet = true;
+    if (full) {
+      BuildFullBatch(c, clock, &batch);
+    } else {
+      BuildBudgetedBatch(c, clock, &batch);
+    }
+    counters_.keys_sent.fetch_add(c->inflight_keys.size(),
+                                  std::memory_order_relaxed);
+    c->inflight = std::move(batch);
+  }
+  if (c->owner->remote()) {
+    counters_.bytes_sent.fetch_add(
+        c->inflight->ByteSizeLong() + kFrameHeaderSize,
+        std::memory_order_relaxed);
+  }
+  c->sent_at = std::chrono::steady_clock::now();
+  c->owner->Send(*c->inflight, [this, c](absl::StatusOr<DeltaReply> reply) {
+    OnReply(c, std::move(reply));
+  });
+}
+
+void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
+  size_t changed = 0;
+  if (reply.ok() &&
+      static_cast<size_t>(reply->versions_size()) != c->inflight_keys.size()) {
+    reply = absl::DataLossError(absl::StrCat(
+        "owner ", c->owner->name(), " answered ", reply->versions_size(),
+        " versions for ", c->inflight_keys.size(), " keys"));
+  }
+  if (reply.ok()) {
+    for (int j = 0; j < reply->versions_size(); ++j) {
+      changed += reply->versions(j) != c->inflight->known_versions(j);
+    }
+    absl::Status valid =
+        BlockReader(reply->globals(), table_->dimension()).Validate(changed);
+    if (!valid.ok()) {
+      reply = absl::DataLossError(absl::StrCat(
+          "bad reply from ", c->owner->name(), ": ", valid.message()));
+    }
+  }
+  bool ok = reply.ok();
+  bool quiet = c->round_quiet;
+  if (ok) {
+    if (c->owner->remote()) {
+      counters_.bytes_received.fetch_add(
+          reply->ByteSizeLong() + kFrameHeaderSize, std::memory_order_relaxed);
+    }
+    SparseVector g, corr;
+    BlockReader globals(reply->globals(), table_->dimension());
+    for (size_t j = 0; j < c->inflight_keys.size(); ++j) {
+      const uint32_t i = c->inflight_keys[j];
+      const uint64_t version = reply->versions(static_cast<int>(j));
+      // Same version: the global is what x_old came from, and no δ was
+      // applied to it since (that would have moved the version).
+      if (version == c->inflight->known_versions(static_cast<int>(j))) {
+        continue;
+      }
+      version_[i] = version;
+      globals.Next(&g);
+      AddSparse(g, x_old_[i], -1, &corr);
+      if (!corr.empty()) {
+        quiet = false;
+        table_->EnqueueCorrection(i, corr);
+      }
+      x_old_[i].swap(g);
+    }
+    c->inflight.reset();
+    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::steady_clock::now() - c->sent_at)
+                            .count();
+    counters_.rounds.fetch_add(1, std::memory_order_relaxed);
+    counters_.round_micros_total.fetch_add(micros, std::memory_order_relaxed);
+    AtomicMax(counters_.round_micros_max, static_cast<uint64_t>(micros));
+  } else {
+    counters_.failed_rounds.fetch_add(1, std::memory_order_relaxed);
+  }
+  absl::MutexLock l(&mu_);
+  if (ok != c->available) {
+    options_.log(ok ? absl::StrCat("owner ", c->owner->name(), " is back")
+                    : absl::StrCat("owner ", c->owner->name(), " unavailable: ",
+                                   reply.status().ToString()));
+    c->available = ok;
+  }
+  if (c->round_pass != 0 || !ok) {
+    // A failed round ends any pass waiting on this channel.
+    const uint64_t served = ok ? c->round_pass : pass_requested_;
+    if (served > c->served_pass) {
+      c->served_pass = served;
+      c->pass_quiet = ok && quiet;
+    }
+  }
+  c->next_due =
+      absl::Now() + (ok ? options_.round_interval : options_.retry_interval);
+  c->busy = false;
+}
+
+Synchronizer::PassResult Synchronizer::FullPass() {
+  absl::MutexLock l(&mu_);
+  const uint64_t gen = ++pass_requested_;
+  auto done = [this, gen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const auto& c : channels_) {
+      if (c->served_pass < gen) return false;
+    }
+    return true;
+  };
+  mu_.Await(absl::Condition(&done));
+  PassResult r;
+  for (const auto& c : channels_) {
+    if (!c->available) {
+      r.unavailable.push_back(c->owner->name());
+      r.quiet = false;
+    } else if (!c->pass_quiet) {
+      r.quiet = false;
+    }
+  }
+  return r;
+}
+
+std::vector<std::string> Synchronizer::UnavailableOwners() const {
+  absl::MutexLock l(&mu_);
+  std::vector<std::string> out;
+  for (const auto& c : channels_) {
+    if (!c->available) out.push_back(c->owner->name());
+  }
+  return out;
+}
+
+}  // namespace latentd::sync

@@ -1,0 +1,158 @@
+// Synchronizer: the client side of the smart-master protocol (DESIGN.md,
+// "Many nodes"). For each key index of an AbelianTable it keeps x_old, the
+// last global value incorporated. One round for one owner:
+//
+//   build:  for the owner's keys, δ = x − x_old; send the batch; x_old ← x
+//   reply:  for each key, the global g: enqueue x ← x + (g − x_old) into the
+//           table (its single writer applies it); x_old ← g
+//
+// Keys are grouped by owner (one channel each, one outstanding batch per
+// channel) and swept continuously by a background thread while sampling
+// runs. A batch that fails (timeout, owner unavailable) is resent unchanged,
+// same sequence, so the owner applies it exactly once; meanwhile the
+// owner's keys keep accumulating δ and every other owner goes on.
+//
+// Managed communication: with a round byte budget, the keys with the
+// largest accumulated |δ| go first; what is left of the budget polls keys
+// with δ = 0 round-robin (they still need the others' updates).
+//
+// Thread-safety: all public methods are thread-safe.
+#ifndef LATENTD_SYNC_SYNCHRONIZER_H_
+#define LATENTD_SYNC_SYNCHRONIZER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "sync/abelian_table.h"
+#include "sync/owner_shard.h"
+#include "sync/sync.pb.h"
+#include "sync/transport.h"
+
+namespace latentd::sync {
+
+// Sends delta batches to one owner.
+class OwnerChannel {
+ public:
+  using DoneFn = std::function<void(absl::StatusOr<DeltaReply> reply)>;
+  virtual ~OwnerChannel() = default;
+  // Sends `batch`; calls `done` exactly once, on any thread.
+  virtual void Send(const DeltaBatch& batch, DoneFn done) = 0;
+  // Whether batches cross the network (counted as sync traffic).
+  virtual bool remote() const = 0;
+  virtual std::string name() const = 0;
+};
+
+// This node's own shard, called directly. `shard` must outlive the channel.
+std::unique_ptr<OwnerChannel> MakeLocalChannel(OwnerShard* shard);
+// A peer over the transport. `client` must outlive the channel.
+std::unique_ptr<OwnerChannel> MakeRemoteChannel(Client* client,
+                                                absl::Duration timeout);
+
+struct SynchronizerOptions {
+  std::string node_id;
+  uint64_t incarnation = 0;  // random per process start
+  // Delta bytes per round to one owner; 0 = every key every round.
+  size_t round_byte_budget = 0;
+  // Pause between the end of a round and the next one to the same owner.
+  absl::Duration round_interval = absl::Milliseconds(10);
+  // Pause before resending a failed batch.
+  absl::Duration retry_interval = absl::Milliseconds(200);
+  LogFn log = LogToStderr;
+};
+
+// Monotone counters (relaxed atomics). Bytes count remote channels only,
+// frame headers included.
+struct SyncCounters {
+  std::atomic<uint64_t> bytes_sent{0};
+  std::atomic<uint64_t> bytes_received{0};
+  std::atomic<uint64_t> rounds{0};         // batches answered
+  std::atomic<uint64_t> failed_rounds{0};  // batches failed (then resent)
+  std::atomic<uint64_t> round_micros_total{0};
+  std::atomic<uint64_t> round_micros_max{0};
+  std::atomic<uint64_t> keys_sent{0};
+  std::atomic<uint64_t> nonzero_keys_sent{0};
+  // Staleness, in sweeps: for each non-zero δ sent, the sweeps between the
+  // key's previous round (when this δ began to accumulate) and this one.
+  std::atomic<uint64_t> staleness_sum{0};
+  std::atomic<uint64_t> staleness_samples{0};
+  std::atomic<uint64_t> staleness_max{0};
+};
+
+class Synchronizer {
+ public:
+  // key_owner[i] is the channel of key index i. `table` must outlive this.
+  // REQUIRES: key_owner.size() == table->num_keys(), every entry <
+  // channels.size().
+  Synchronizer(SynchronizerOptions options, AbelianTable* table,
+               std::vector<uint32_t> key_owner,
+               std::vector<std::unique_ptr<OwnerChannel>> channels);
+  ~Synchronizer();  // Stop()
+
+  // Starts the background rounds. Call once.
+  void Start();
+  // Stops starting rounds and waits for outstanding batches to be answered
+  // or to fail. Idempotent.
+  void Stop();
+
+  struct PassResult {
+    // Every key of every reachable owner had δ = 0 and g = x_old.
+    bool quiet = true;
+    // Channels that failed during the pass (their keys were not synced).
+    std::vector<std::string> unavailable;
+  };
+  // Runs one full round (every key, no byte budget) per owner, each
+  // starting after this call, and waits for all of them.
+  // REQUIRES: Start() was called and Stop() was not.
+  PassResult FullPass();
+
+  // The node's sweep clock, stamped on batches and used for staleness.
+  void set_clock(uint64_t clock) {
+    clock_.store(clock, std::memory_order_relaxed);
+  }
+  const SyncCounters& counters() const { return counters_; }
+  // Channels whose last round failed.
+  std::vector<std::string> UnavailableOwners() const;
+
+ private:
+  struct Channel;
+  void Loop();
+  // Builds the channel's next batch (or reuses the failed one) and sends
+  // it. Runs on the loop thread while the channel is busy.
+  void SendRound(Channel* c);
+  void BuildFullBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
+  void BuildBudgetedBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
+  void AddKey(Channel* c, uint32_t i, const SparseVector& delta, uint64_t clock,
+              DeltaBatch* batch);
+  void OnReply(Channel* c, absl::StatusOr<DeltaReply> reply);
+
+  const SynchronizerOptions options_;
+  AbelianTable* const table_;
+  // Per key index; each touched only by its channel's round (one at a time,
+  // handed over through Channel::busy under mu_).
+  std::vector<SparseVector> x_old_;
+  std::vector<uint64_t> version_;  // of the global x_old last came from
+  std::vector<uint64_t> last_sent_clock_;
+  // Keys read with δ ≠ 0 but left out of a budgeted round: read again.
+  std::vector<uint8_t> unsent_;
+  std::vector<std::unique_ptr<Channel>> channels_;
+  std::atomic<uint64_t> clock_{0};
+  SyncCounters counters_;
+
+  mutable absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t pass_requested_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread thread_;
+};
+
+}  // namespace latentd::sync
+
+#endif  // LATENTD_SYNC_SYNCHRONIZER_H_

@@ -1,0 +1,208 @@
+// Framed request/reply transport over TCP (standalone Asio), used between
+// latentd nodes and by latentctl. See sync/frame.h for the wire layout.
+//
+//   EventLoop  the threads that run every socket, timer and callback.
+//   Client     one peer address; pipelined calls matched by request id; lazy
+//              connect, reconnect with exponential backoff; per-call timeouts.
+//   Server     accepts connections, hands each request frame to a Handler,
+//              which replies through a Responder (now or later, any thread).
+//
+// Failure model. A frame with a bad magic, type 0, a payload over the
+// receiver's max_frame_bytes, or a connection that ends mid-frame, or that
+// stalls mid-frame longer than frame_timeout, closes that one connection and
+// is logged; every other connection goes on. A peer that does not read its
+// replies (its pending output exceeds max_pending_write_bytes, or one write
+// takes longer than write_timeout) is disconnected. Nothing blocks the event
+// loop on a peer: a slow or dead peer only ever fails its own calls.
+// Errors: kUnavailable (cannot connect, connection lost, backing off, client
+// closed) and kDeadlineExceeded (no reply within the call's timeout); a
+// handler's own error status reaches the caller unchanged.
+//
+// Usage:
+//   EventLoop loop(1);
+//   auto server = Server::Start(&loop, {.port = 0},
+//       [](Frame req, Responder r) { r.Reply(std::move(req.payload)); });
+//   Client client(&loop, {.host = "127.0.0.1", .port = (*server)->port()});
+//   absl::StatusOr<Frame> reply =
+//       client.CallSync(7, "ping", absl::Seconds(1));  // type 7|kReplyBit
+#ifndef LATENTD_SYNC_TRANSPORT_H_
+#define LATENTD_SYNC_TRANSPORT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "sync/frame.h"
+
+namespace latentd::sync {
+
+// Receives one line per notable event (a closed bad connection, a lost
+// peer). Called on event-loop threads; must be thread-safe and quick.
+using LogFn = std::function<void(std::string_view line)>;
+// Writes "latentd sync: <line>" to stderr.
+void LogToStderr(std::string_view line);
+
+namespace internal {
+struct LoopImpl;
+struct ClientImpl;
+struct ServerImpl;
+}  // namespace internal
+
+// Owns an io_context and `threads` threads running it. Destruction stops the
+// threads (after the Clients and Servers that use it are gone).
+// Thread-safety: all methods are thread-safe.
+class EventLoop {
+ public:
+  // REQUIRES: threads >= 1.
+  explicit EventLoop(int threads = 1);
+  ~EventLoop();
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  // True when called from one of this loop's threads.
+  bool InLoopThread() const;
+
+  internal::LoopImpl* impl() { return impl_.get(); }
+
+ private:
+  std::unique_ptr<internal::LoopImpl> impl_;
+};
+
+// Byte and event counters; each is a relaxed atomic (monotone, approximate
+// across counters).
+struct TransportStats {
+  std::atomic<uint64_t> bytes_sent{0};
+  std::atomic<uint64_t> bytes_received{0};
+  std::atomic<uint64_t> frames_sent{0};
+  std::atomic<uint64_t> frames_received{0};
+  std::atomic<uint64_t> connections_opened{0};
+  // Connections closed for garbage, truncated, oversized or stalled frames,
+  // or a peer that did not read.
+  std::atomic<uint64_t> connections_rejected{0};
+};
+
+struct ClientOptions {
+  std::string host = "127.0.0.1";  // name or address
+  uint16_t port = 0;
+  // Largest reply payload accepted; a larger one closes the connection.
+  uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
+  // Limit for resolving plus connecting; a failure counts as one attempt.
+  absl::Duration connect_timeout = absl::Seconds(2);
+  // After a failed connect, calls fail fast with kUnavailable for `backoff`;
+  // each further failure doubles it, up to max_backoff; success resets it.
+  absl::Duration initial_backoff = absl::Milliseconds(50);
+  absl::Duration max_backoff = absl::Seconds(2);
+  // A reply stalled mid-frame this long closes the connection.
+  absl::Duration frame_timeout = absl::Seconds(10);
+  // A single write taking longer than this closes the connection.
+  absl::Duration write_timeout = absl::Seconds(10);
+  // Unsent request bytes above this close the connection.
+  size_t max_pending_write_bytes = size_t{256} << 20;
+  LogFn log = LogToStderr;
+};
+
+// The reply to one call: the reply frame (type = request type | kReplyBit,
+// the payload) or why there is none.
+using ReplyCallback = std::function<void(absl::StatusOr<Frame> reply)>;
+
+// A connection to one peer. Calls are pipelined on one TCP connection.
+// Thread-safety: all methods are thread-safe. Callbacks run on an event-loop
+// thread, at most one at a time per Client, and must not block.
+class Client {
+ public:
+  // Does not connect yet: the first call does. `loop` must outlive this.
+  Client(EventLoop* loop, ClientOptions options);
+  ~Client();  // Close()
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Sends a request of `type` (REQUIRES: 1 <= type <= kMaxRequestType) and
+  // calls `done` exactly once: with the reply, with the handler's error, with
+  // kDeadlineExceeded after `timeout`, or with kUnavailable (not connected,
+  // lost, backing off, closed). Payloads over the limit fail with
+  // kInvalidArgument without being sent.
+  void Call(uint32_t type, std::string payload, absl::Duration timeout,
+            ReplyCallback done);
+
+  // Call() and wait for it. REQUIRES: not called on a loop thread.
+  absl::StatusOr<Frame> CallSync(uint32_t type, std::string payload,
+                                 absl::Duration timeout);
+
+  // Disconnects and fails every pending call with kUnavailable. After it
+  // returns no callback of this Client runs (when called off the loop;
+  // from a loop thread, pending callbacks may still run shortly after).
+  // Idempotent.
+  void Close();
+
+  const TransportStats& stats() const;
+  std::string peer() const;  // "host:port"
+
+ private:
+  std::shared_ptr<internal::ClientImpl> impl_;
+};
+
+// Sends the reply to one request. Copyable; Reply() may be called from any
+// thread, at most once across all copies (later calls are ignored). If the
+// connection is gone the reply is dropped. A reply never sent leaves the
+// caller to time out.
+class Responder {
+ public:
+  Responder() = default;
+  // An OK payload is sent as type | kReplyBit, an error as kErrorReplyType.
+  void Reply(absl::StatusOr<std::string> payload) const;
+
+ private:
+  friend struct internal::ServerImpl;
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+// Called on a loop thread once per request frame. Must not block: long work
+// goes elsewhere and replies later through the Responder.
+using Handler = std::function<void(Frame request, Responder responder)>;
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // address to bind
+  uint16_t port = 0;               // 0 picks a free port; see port()
+  uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
+  absl::Duration frame_timeout = absl::Seconds(10);
+  absl::Duration write_timeout = absl::Seconds(10);
+  size_t max_pending_write_bytes = size_t{256} << 20;
+  LogFn log = LogToStderr;
+};
+
+// Thread-safety: all methods are thread-safe.
+class Server {
+ public:
+  // Binds and starts accepting. kUnavailable if the address cannot be bound.
+  // `loop` must outlive the Server.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(EventLoop* loop,
+                                                       ServerOptions options,
+                                                       Handler handler);
+  ~Server();  // Stop()
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  uint16_t port() const;
+
+  // Stops accepting, closes every connection, and waits for handlers that
+  // are running to return; no handler starts afterwards. REQUIRES: not
+  // called from inside a handler. Idempotent.
+  void Stop();
+
+  const TransportStats& stats() const;
+
+ private:
+  explicit Server(std::shared_ptr<internal::ServerImpl> impl);
+  std::shared_ptr<internal::ServerImpl> impl_;
+};
+
+}  // namespace latentd::sync
+
+#endif  // LATENTD_SYNC_TRANSPORT_H_

@@ -1,0 +1,132 @@
+// Shared by the cluster tests: a fixture with a private redis-server on
+// 127.0.0.1 (free port), node options over blei-ap, a log sink.
+#ifndef LATENTD_TESTS_CLUSTER_CLUSTER_TEST_UTIL_H_
+#define LATENTD_TESTS_CLUSTER_CLUSTER_TEST_UTIL_H_
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+#include "hashring/ring.h"
+#include "service/cluster/local_cluster.h"
+
+namespace latentd {
+
+inline std::string DataDir() {
+  const char* dir = std::getenv("LATENTD_DATA_DIR");
+  return dir != nullptr ? dir : "../shared/data";
+}
+
+inline ReaderOptions ApCorpus() {
+  ReaderOptions input;
+  input.format = CorpusFormat::kLdaC;
+  input.path = DataDir() + "/blei-ap/ap.dat.zst";
+  input.vocab_path = DataDir() + "/blei-ap/vocab.txt.zst";
+  return input;
+}
+
+struct LogSink {
+  absl::Mutex mu;
+  std::vector<std::string> lines;
+  sync::LogFn fn() {
+    return [this](std::string_view l) {
+      absl::MutexLock lock(&mu);
+      lines.emplace_back(l);
+    };
+  }
+  int Count(std::string_view s) {
+    absl::MutexLock lock(&mu);
+    int n = 0;
+    for (const auto& l : lines) n += l.find(s) != std::string::npos;
+    return n;
+  }
+};
+
+class ClusterTest : public ::testing::Test {
+ public:
+  void SetUp() override {
+    auto redis = RedisProcess::Start();
+    ASSERT_TRUE(redis.ok()) << redis.status();
+    redis_ = std::move(*redis);
+  }
+  ClusterNodeOptions Base(const std::string& consistency) {
+    ClusterNodeOptions o;
+    o.redis_url = redis_->url();
+    o.cluster = absl::StrCat("test-", ::getpid(), "-", ++clusters_);
+    o.corpus = ApCorpus();
+    o.num_topics = 20;
+    o.seed = 7;
+    o.threads = 1;
+    o.join_timeout = absl::Seconds(30);
+    o.log = log_.fn();
+    auto c = sync::Consistency::Parse(consistency);
+    EXPECT_TRUE(c.ok());
+    o.consistency = *c;
+    return o;
+  }
+
+  LogSink log_;
+  std::unique_ptr<RedisProcess> redis_;
+  int clusters_ = 0;
+};
+
+// At quiescence: every node's local value of every key equals the owner's
+// global; the tables hold exactly those values; the global topic totals add
+// up to the tokens of all shards, and to the sum of the word globals.
+inline void ExpectExact(LocalCluster& cluster) {
+  auto& nodes = cluster.nodes();
+  auto ring = hashring::Ring::Build(nodes[0]->ring_config());
+  ASSERT_TRUE(ring.ok());
+  auto owner_of = [&](sync::Key key) -> ClusterNode* {
+    const std::string& id =
+        nodes[0]->ring_config().members[(*ring)->Owner(key)].id;
+    for (auto& n : nodes) {
+      if (n->node_id() == id) return n.get();
+    }
+    return nullptr;
+  };
+  uint64_t mismatches = 0, keys = 0;
+  for (auto& n : nodes) {
+    EXPECT_EQ(n->synced_table().pending_rows(), 0u);
+    const SyncedTopicTable& t = n->synced_table();
+    sync::SparseVector x;
+    for (size_t i = 0; i < t.num_keys(); ++i) {
+      ClusterNode* owner = owner_of(t.key(i));
+      ASSERT_NE(owner, nullptr);
+      t.Read(i, &x);
+      ++keys;
+      if (x != owner->owner().Global(t.key(i))) ++mismatches;
+    }
+  }
+  EXPECT_EQ(mismatches, 0u) << "of " << keys << " (node, key) pairs";
+  const sync::SparseVector totals =
+      owner_of(sync::kTopicTotalsKey)->owner().Global(sync::kTopicTotalsKey);
+  int64_t sum = 0;
+  for (const auto& e : totals) sum += e.count;
+  EXPECT_EQ(sum, static_cast<int64_t>(cluster.total_tokens()));
+  // The tables' own n_k equal the global totals.
+  for (auto& n : nodes) {
+    for (const auto& e : totals) {
+      EXPECT_EQ(n->table().TopicTotal(e.topic), e.count);
+    }
+  }
+  // Σ_w global n_wk = global n_k.
+  std::vector<int64_t> by_topic(20, 0);
+  for (auto& n : nodes) {
+    for (const auto& [key, g] : n->owner().Snapshot()) {
+      if (key == sync::kTopicTotalsKey) continue;
+      for (const auto& e : g) by_topic[e.topic] += e.count;
+    }
+  }
+  for (const auto& e : totals) EXPECT_EQ(by_topic[e.topic], e.count);
+}
+
+}  // namespace latentd
+
+#endif  // LATENTD_TESTS_CLUSTER_CLUSTER_TEST_UTIL_H_

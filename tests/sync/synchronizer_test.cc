@@ -1,0 +1,235 @@
+// OwnerShard (apply, duplicate drop, validation) and Synchronizer (rounds
+// between in-memory tables and owner shards, exact at quiescence) without
+// any network.
+#include "sync/synchronizer.h"
+
+#include <map>
+#include <random>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+#include "sync/consistency.h"
+#include "sync/owner_shard.h"
+
+namespace latentd::sync {
+namespace {
+
+DeltaBatch Batch(const std::string& node, uint64_t seq,
+                 std::vector<std::pair<Key, SparseVector>> deltas) {
+  DeltaBatch b;
+  b.set_node_id(node);
+  b.set_incarnation(1);
+  b.set_sequence(seq);
+  b.set_dimension(4);
+  for (auto& [k, v] : deltas) {
+    b.add_keys(k);
+    AppendToBlock(v, b.mutable_deltas());
+  }
+  return b;
+}
+
+TEST(OwnerShard, AppliesOnceAndRepliesGlobals) {
+  OwnerShard shard(4);
+  DeltaReply r;
+  ASSERT_TRUE(shard.Apply(Batch("a", 1, {{7, {{1, 5}}}}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("b", 1, {{7, {{1, 2}, {3, 1}}}}), &r).ok());
+  EXPECT_EQ(shard.Global(7), (SparseVector{{1, 7}, {3, 1}}));
+  // A resend of a's batch 1 is answered but not applied again.
+  ASSERT_TRUE(shard.Apply(Batch("a", 1, {{7, {{1, 5}}}}), &r).ok());
+  EXPECT_TRUE(r.duplicate());
+  EXPECT_EQ(shard.Global(7), (SparseVector{{1, 7}, {3, 1}}));
+  SparseVector g;
+  BlockReader reader(r.globals(), 4);
+  ASSERT_TRUE(reader.Validate(1).ok());
+  reader.Next(&g);
+  EXPECT_EQ(g, (SparseVector{{1, 7}, {3, 1}}));
+  // Deltas may cancel to zero.
+  ASSERT_TRUE(shard.Apply(Batch("a", 2, {{7, {{1, -7}, {3, -1}}}}), &r).ok());
+  EXPECT_TRUE(shard.Global(7).empty());
+  EXPECT_EQ(shard.stats().batches_duplicate, 1u);
+}
+
+TEST(OwnerShard, ResendsOnlyGlobalsOfNewerVersion) {
+  OwnerShard shard(4);
+  DeltaReply r;
+  ASSERT_TRUE(
+      shard.Apply(Batch("a", 1, {{7, {{1, 5}}}, {8, {{2, 1}}}}), &r).ok());
+  ASSERT_EQ(r.versions_size(), 2);
+  const uint64_t v7 = r.versions(0), v8 = r.versions(1);
+  // b knows key 7 at v7 and key 8 at an older version; it changes key 8.
+  DeltaBatch b = Batch("b", 1, {{7, {}}, {8, {{2, 2}}}});
+  b.add_known_versions(v7);
+  b.add_known_versions(v8 - 1);
+  ASSERT_TRUE(shard.Apply(b, &r).ok());
+  EXPECT_EQ(r.versions(0), v7);  // unchanged: no global sent for it
+  EXPECT_GT(r.versions(1), v8);
+  BlockReader reader(r.globals(), 4);
+  ASSERT_TRUE(reader.Validate(1).ok());
+  SparseVector g;
+  reader.Next(&g);
+  EXPECT_EQ(g, (SparseVector{{2, 3}}));
+  b.add_known_versions(0);  // 3 versions for 2 keys
+  EXPECT_EQ(shard.Apply(b, &r).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OwnerShard, RejectsMalformedBatchesWithoutChange) {
+  OwnerShard shard(4);
+  DeltaReply r;
+  EXPECT_EQ(shard.Apply(Batch("a", 1, {{7, {{9, 1}}}}), &r).code(),
+            absl::StatusCode::kInvalidArgument);  // topic >= K
+  EXPECT_EQ(shard.Apply(Batch("a", 1, {{7, {{2, 1}, {1, 1}}}}), &r).code(),
+            absl::StatusCode::kInvalidArgument);  // not ascending
+  EXPECT_EQ(
+      shard.Apply(Batch("a", 1, {{7, {{1, 1}}}, {7, {{2, 1}}}}), &r).code(),
+      absl::StatusCode::kInvalidArgument);  // repeated key
+  DeltaBatch b = Batch("a", 1, {{7, {{1, 1}}}});
+  b.mutable_deltas()->add_sizes(3);  // sizes overrun the entries
+  EXPECT_EQ(shard.Apply(b, &r).code(), absl::StatusCode::kInvalidArgument);
+  b = Batch("a", 1, {{7, {{1, 1}}}});
+  b.set_dimension(5);
+  EXPECT_EQ(shard.Apply(b, &r).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(shard.Global(7).empty());
+  // The rejected sequence 1 was not recorded: a good batch 1 applies.
+  ASSERT_TRUE(shard.Apply(Batch("a", 1, {{7, {{1, 1}}}}), &r).ok());
+  EXPECT_FALSE(r.duplicate());
+}
+
+// A dense in-memory table; corrections apply immediately (the writer is
+// the caller of EnqueueCorrection here, under the same lock as Update).
+class FakeTable : public AbelianTable {
+ public:
+  FakeTable(std::vector<Key> keys, uint32_t k)
+      : keys_(std::move(keys)),
+        k_(k),
+        v_(keys_.size(), std::vector<int64_t>(k)) {}
+  size_t num_keys() const override { return keys_.size(); }
+  Key key(size_t i) const override { return keys_[i]; }
+  uint32_t dimension() const override { return k_; }
+  void Read(size_t i, SparseVector* out) const override {
+    absl::MutexLock l(&mu_);
+    out->clear();
+    for (uint32_t t = 0; t < k_; ++t) {
+      if (v_[i][t] != 0) out->push_back({t, v_[i][t]});
+    }
+  }
+  void EnqueueCorrection(size_t i, const SparseVector& c) override {
+    absl::MutexLock l(&mu_);
+    for (const auto& e : c) v_[i][e.topic] += e.count;
+  }
+  void Update(size_t i, uint32_t t, int64_t by) {
+    absl::MutexLock l(&mu_);
+    v_[i][t] += by;
+    dirty_[i] = true;
+  }
+  // With tracking on, TakeDirty reports only keys Update touched, as
+  // SyncedTopicTable does; off, every key is always dirty (the default).
+  bool TakeDirty(size_t i) override {
+    absl::MutexLock l(&mu_);
+    if (!track_dirty_) return true;
+    const bool d = dirty_[i];
+    dirty_[i] = false;
+    return d;
+  }
+  void TrackDirty() {
+    absl::MutexLock l(&mu_);
+    track_dirty_ = true;
+  }
+  SparseVector Value(size_t i) const {
+    SparseVector v;
+    Read(i, &v);
+    return v;
+  }
+
+ private:
+  std::vector<Key> keys_;
+  uint32_t k_;
+  mutable absl::Mutex mu_;
+  std::vector<std::vector<int64_t>> v_;
+  std::vector<bool> dirty_ = std::vector<bool>(v_.size(), false);
+  bool track_dirty_ = false;
+};
+
+// Two nodes, each owning half the keys through local channels, change
+// their values while their synchronizers run; after a drain every node's
+// values equal the owners' globals, which equal the sum of all changes.
+TEST(Synchronizer, ExactAtQuiescence) {
+  const std::vector<Key> keys = {11, 22, 33, 44, 55, 66};
+  OwnerShard shard0(4), shard1(4);
+  FakeTable t0(keys, 4), t1(keys, 4);
+  t1.TrackDirty();  // n1 skips unchanged keys and runs a byte budget
+  std::vector<uint32_t> owner = {0, 1, 0, 1, 0, 1};
+  auto make = [&](const std::string& id, FakeTable* t, size_t budget) {
+    std::vector<std::unique_ptr<OwnerChannel>> ch;
+    ch.push_back(MakeLocalChannel(&shard0));
+    ch.push_back(MakeLocalChannel(&shard1));
+    SynchronizerOptions o;
+    o.node_id = id;
+    o.round_interval = absl::Milliseconds(1);
+    o.round_byte_budget = budget;
+    return std::make_unique<Synchronizer>(o, t, owner, std::move(ch));
+  };
+  auto s0 = make("n0", &t0, 0);
+  auto s1 = make("n1", &t1, 30);  // budgeted: a few keys per round
+  s0->Start();
+  s1->Start();
+  std::vector<std::vector<int64_t>> truth(keys.size(),
+                                          std::vector<int64_t>(4, 0));
+  std::mt19937 rng(3);
+  for (int step = 0; step < 3000; ++step) {
+    const size_t i = rng() % keys.size();
+    const uint32_t t = rng() % 4;
+    const int64_t by = static_cast<int64_t>(rng() % 5) - 1;
+    (step % 2 ? t1 : t0).Update(i, t, by);
+    truth[i][t] += by;
+    if (step % 100 == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  // Drain: rounds of one pass each until both are quiet in the same round.
+  bool quiet = false;
+  for (int round = 0; round < 20 && !quiet; ++round) {
+    const bool q0 = s0->FullPass().quiet;
+    const bool q1 = s1->FullPass().quiet;
+    quiet = q0 && q1;
+  }
+  ASSERT_TRUE(quiet);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    SparseVector want;
+    for (uint32_t t = 0; t < 4; ++t) {
+      if (truth[i][t] != 0) want.push_back({t, truth[i][t]});
+    }
+    const OwnerShard& o = owner[i] == 0 ? shard0 : shard1;
+    EXPECT_EQ(o.Global(keys[i]), want) << "key " << keys[i];
+    EXPECT_EQ(t0.Value(i), want);
+    EXPECT_EQ(t1.Value(i), want);
+  }
+  EXPECT_GT(s1->counters().rounds.load(), 10u);
+}
+
+TEST(Consistency, Parses) {
+  EXPECT_FALSE(Consistency::Parse("async")->bounded);
+  EXPECT_EQ(Consistency::Parse("ssp:3")->staleness, 3u);
+  EXPECT_TRUE(Consistency::Parse("bsp")->bounded);
+  EXPECT_EQ(Consistency::Parse("bsp")->staleness, 0u);
+  EXPECT_FALSE(Consistency::Parse("ssp:").ok());
+  EXPECT_FALSE(Consistency::Parse("ssp:-1").ok());
+  EXPECT_FALSE(Consistency::Parse("fast").ok());
+}
+
+TEST(ClockTable, MinSkipsDeadAndFinished) {
+  ClockTable c({"a", "b", "c"});
+  c.Update("a", 5, false);
+  c.Update("b", 3, false);
+  EXPECT_EQ(c.MinClock(), 0u);  // c is at 0
+  c.MarkDead("c");
+  EXPECT_EQ(c.MinClock(), 3u);
+  c.Update("b", 2, false);  // never lowered
+  EXPECT_EQ(c.MinClock(), 3u);
+  c.Update("b", 3, true);
+  EXPECT_EQ(c.MinClock(), 5u);
+  EXPECT_TRUE(c.WaitForMin(5, absl::Now()));
+  EXPECT_FALSE(c.WaitForMin(6, absl::Now() + absl::Milliseconds(10)));
+}
+
+}  // namespace
+}  // namespace latentd::sync

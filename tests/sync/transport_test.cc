@@ -1,0 +1,275 @@
+// Transport: request/reply, async replies, timeouts, reconnect with backoff,
+// and bad frames (garbage, truncated, oversized) closing only their own
+// connection.
+#include "sync/transport.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "gtest/gtest.h"
+#include "sync/frame.h"
+
+namespace latentd::sync {
+namespace {
+
+constexpr uint32_t kEcho = 7;
+constexpr uint32_t kLater = 8;  // replied from another thread after 50 ms
+constexpr uint32_t kNever = 9;  // never replied
+constexpr uint32_t kFail = 10;  // replied with an error
+
+struct LogSink {
+  absl::Mutex mu;
+  std::vector<std::string> lines;
+  LogFn fn() {
+    return [this](std::string_view l) {
+      absl::MutexLock lock(&mu);
+      lines.emplace_back(l);
+    };
+  }
+  bool Contains(std::string_view s) {
+    absl::MutexLock lock(&mu);
+    for (const auto& l : lines) {
+      if (l.find(s) != std::string::npos) return true;
+    }
+    return false;
+  }
+};
+
+class TransportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions o;
+    o.max_frame_bytes = 1024;
+    o.frame_timeout = absl::Milliseconds(300);
+    o.log = log_.fn();
+    auto server = Server::Start(&loop_, o, [this](Frame f, Responder r) {
+      switch (f.type) {
+        case kEcho:
+          r.Reply(std::move(f.payload));
+          break;
+        case kLater:
+          workers_.emplace_back([r, p = std::move(f.payload)] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            r.Reply(p + "!");
+          });
+          break;
+        case kFail:
+          r.Reply(absl::NotFoundError("no such key"));
+          break;
+        default:
+          break;
+      }
+    });
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+  }
+  void TearDown() override {
+    server_->Stop();
+    for (auto& t : workers_) t.join();
+  }
+  ClientOptions ClientOpts() {
+    ClientOptions o;
+    o.port = server_->port();
+    o.log = log_.fn();
+    return o;
+  }
+
+  // A raw socket to the server, for sending bytes the Client never would.
+  int RawConnect() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(server_->port());
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+    return fd;
+  }
+  // True if the server closed `fd` within 2 s (read returns 0 or error).
+  static bool ClosedByPeer(int fd) {
+    timeval tv{2, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    char buf[64];
+    for (;;) {
+      ssize_t n = ::read(fd, buf, sizeof(buf));
+      if (n == 0) return true;
+      if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
+    }
+  }
+
+  LogSink log_;
+  EventLoop loop_{1};
+  std::unique_ptr<Server> server_;
+  std::vector<std::thread> workers_;  // only the loop thread appends
+};
+
+TEST_F(TransportTest, EchoAndAsyncReply) {
+  Client client(&loop_, ClientOpts());
+  auto r = client.CallSync(kEcho, "hello", absl::Seconds(2));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->type, kEcho | kReplyBit);
+  EXPECT_EQ(r->payload, "hello");
+  auto later = client.CallSync(kLater, "x", absl::Seconds(2));
+  ASSERT_TRUE(later.ok()) << later.status();
+  EXPECT_EQ(later->payload, "x!");
+  EXPECT_GT(client.stats().bytes_sent.load(), 0u);
+  EXPECT_GT(server_->stats().bytes_received.load(), 0u);
+}
+
+TEST_F(TransportTest, PipelinedCallsMatchTheirReplies) {
+  Client client(&loop_, ClientOpts());
+  absl::Mutex mu;
+  int ok = 0;
+  const int n = 200;
+  for (int i = 0; i < n; ++i) {
+    client.Call(i % 2 ? kLater : kEcho, std::to_string(i), absl::Seconds(5),
+                [&, i](absl::StatusOr<Frame> r) {
+                  absl::MutexLock l(&mu);
+                  std::string want = std::to_string(i) + (i % 2 ? "!" : "");
+                  if (r.ok() && r->payload == want) ++ok;
+                });
+  }
+  absl::MutexLock l(&mu);
+  EXPECT_TRUE(mu.AwaitWithTimeout(absl::Condition(
+                                      +[](int* k) { return *k == 200; }, &ok),
+                                  absl::Seconds(10)));
+}
+
+TEST_F(TransportTest, HandlerErrorAndTimeout) {
+  Client client(&loop_, ClientOpts());
+  auto r = client.CallSync(kFail, "", absl::Seconds(2));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(r.status().message(), "no such key");
+  auto t = client.CallSync(kNever, "", absl::Milliseconds(100));
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kDeadlineExceeded);
+  // The connection survives a timed-out call.
+  EXPECT_TRUE(client.CallSync(kEcho, "a", absl::Seconds(2)).ok());
+}
+
+TEST_F(TransportTest, UnavailablePeerBacksOffThenReconnects) {
+  const uint16_t port = server_->port();
+  server_->Stop();
+  ClientOptions o = ClientOpts();
+  o.initial_backoff = absl::Milliseconds(200);
+  Client client(&loop_, o);
+  auto r = client.CallSync(kEcho, "a", absl::Seconds(1));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  // Within the backoff window a call fails fast, without connecting.
+  const auto start = std::chrono::steady_clock::now();
+  auto fast = client.CallSync(kEcho, "a", absl::Seconds(1));
+  EXPECT_EQ(fast.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(fast.status().message().find("backing off"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start,
+            std::chrono::milliseconds(150));
+  // A server comes back on the same port; after the backoff the client
+  // reconnects.
+  ServerOptions so;
+  so.port = port;
+  so.log = log_.fn();
+  auto again = Server::Start(
+      &loop_, so, [](Frame f, Responder r) { r.Reply(std::move(f.payload)); });
+  ASSERT_TRUE(again.ok()) << again.status();
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  auto back = client.CallSync(kEcho, "b", absl::Seconds(2));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->payload, "b");
+}
+
+TEST_F(TransportTest, LostConnectionFailsPendingCalls) {
+  Client client(&loop_, ClientOpts());
+  std::atomic<int> code{-1};
+  client.Call(kNever, "", absl::Seconds(10), [&](absl::StatusOr<Frame> r) {
+    code = static_cast<int>(r.status().code());
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  server_->Stop();
+  for (int i = 0; i < 100 && code.load() < 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(code.load(), static_cast<int>(absl::StatusCode::kUnavailable));
+}
+
+// Each bad frame closes its own connection and is logged; a client that
+// was connected all along keeps getting answers.
+TEST_F(TransportTest, BadFramesCloseOnlyTheirConnection) {
+  Client good(&loop_, ClientOpts());
+  ASSERT_TRUE(good.CallSync(kEcho, "before", absl::Seconds(2)).ok());
+
+  {  // garbage
+    int fd = RawConnect();
+    const std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_EQ(::write(fd, junk.data(), junk.size()),
+              static_cast<ssize_t>(junk.size()));
+    EXPECT_TRUE(ClosedByPeer(fd));
+    ::close(fd);
+  }
+  {  // oversized: header announces 1 MiB against a 1 KiB limit
+    int fd = RawConnect();
+    const std::string big = EncodeFrame(kEcho, 1, std::string(2048, 'x'));
+    ASSERT_GT(::write(fd, big.data(), kFrameHeaderSize), 0);
+    EXPECT_TRUE(ClosedByPeer(fd));
+    ::close(fd);
+  }
+  {  // truncated: half a payload, then the writer goes away
+    int fd = RawConnect();
+    const std::string f = EncodeFrame(kEcho, 1, std::string(100, 'y'));
+    ASSERT_GT(::write(fd, f.data(), kFrameHeaderSize + 50), 0);
+    ::shutdown(fd, SHUT_WR);
+    EXPECT_TRUE(ClosedByPeer(fd));
+    ::close(fd);
+  }
+  {  // stalled mid-frame past frame_timeout (300 ms)
+    int fd = RawConnect();
+    const std::string f = EncodeFrame(kEcho, 1, std::string(100, 'z'));
+    ASSERT_GT(::write(fd, f.data(), kFrameHeaderSize + 10), 0);
+    EXPECT_TRUE(ClosedByPeer(fd));
+    ::close(fd);
+  }
+  auto after = good.CallSync(kEcho, "after", absl::Seconds(2));
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->payload, "after");
+  EXPECT_GE(server_->stats().connections_rejected.load(), 4u);
+  EXPECT_TRUE(log_.Contains("bad magic"));
+  EXPECT_TRUE(log_.Contains("exceeds the limit"));
+  EXPECT_TRUE(log_.Contains("truncated frame"));
+  EXPECT_TRUE(log_.Contains("stalled"));
+}
+
+TEST_F(TransportTest, OversizedRequestIsRefusedLocally) {
+  Client client(&loop_, ClientOpts());
+  ClientOptions o = ClientOpts();
+  o.max_frame_bytes = 10;
+  Client small(&loop_, o);
+  auto r = small.CallSync(kEcho, std::string(11, 'a'), absl::Seconds(1));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(FrameTest, HeaderRoundTripAndValidation) {
+  const std::string f = EncodeFrame(42, 0x0123456789abcdefull, "abc");
+  auto h = DecodeFrameHeader(f.data(), 100);
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->type, 42u);
+  EXPECT_EQ(h->request_id, 0x0123456789abcdefull);
+  EXPECT_EQ(h->payload_size, 3u);
+  EXPECT_EQ(DecodeFrameHeader(f.data(), 2).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  std::string bad = f;
+  bad[0] = 'X';
+  EXPECT_EQ(DecodeFrameHeader(bad.data(), 100).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  const absl::Status s = DecodeStatus(EncodeStatus(absl::AbortedError("m")));
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(s.message(), "m");
+  EXPECT_FALSE(DecodeStatus("ab").ok());
+}
+
+}  // namespace
+}  // namespace latentd::sync
