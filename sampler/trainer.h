@@ -73,6 +73,14 @@ class Trainer {
   // table is rebuilt from it, so Sweep() may be called again.
   absl::StatusOr<SweepReport> Sweep();
 
+  // Re-derives the table after the caller rewrote the store between sweeps
+  // (appended documents, a larger vocabulary — the service's ingestion): the
+  // table grows to the store's vocabulary and is rebuilt from its
+  // assignments. Fails (kFailedPrecondition) if the store's K differs or its
+  // vocabulary shrank, or with the store's error if it is damaged.
+  // REQUIRES: no sweep running and no reader of table() meanwhile.
+  absl::Status ReloadStore();
+
   ModelSnapshot Snapshot() const;
   uint64_t sweep() const { return sweep_; }
   const std::vector<double>& alpha() const { return alpha_; }

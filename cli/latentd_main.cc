@@ -1,0 +1,151 @@
+// latentd: the long-running node daemon. Flags come from the settings table
+// (service/daemon_settings.h), so --help, --config files and the docs list
+// the same settings. SIGTERM/SIGINT: stop serving, stop training after the
+// current sweep, write a checkpoint, exit 0. A restart resumes from it.
+//
+// Once serving, the bound addresses are written to DIR/ports
+// ("http=host:port" and "tcp=host:port" lines), so a port 0 setting can be
+// discovered.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "corpora/posix_file.h"
+#include "service/daemon_settings.h"
+#include "service/dir_watcher.h"
+#include "service/http_gateway.h"
+#include "service/redis_ingest.h"
+#include "service/rpc_server.h"
+
+namespace {
+
+using latentd::service::DaemonConfig;
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "latentd: %s\n", std::string(s.message()).c_str());
+  return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
+
+int Serve(const DaemonConfig& config) {
+  // Block the stop signals in every thread; the main thread waits for them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  latentd::service::MetricsRegistry metrics;
+  auto service =
+      latentd::service::LatentdService::Open(config.service, &metrics);
+  if (!service.ok()) return Fail(service.status());
+  (*service)->Start();
+
+  std::string ports;
+  std::unique_ptr<latentd::service::HttpGateway> http;
+  if (config.http.port >= 0) {
+    auto g = latentd::service::HttpGateway::Start(config.http, service->get(),
+                                                  &metrics);
+    if (!g.ok()) return Fail(g.status());
+    http = std::move(*g);
+    absl::StrAppend(&ports, "http=", config.http.host, ":", http->port(), "\n");
+    std::fprintf(stderr, "latentd: HTTP on %s:%d\n", config.http.host.c_str(),
+                 http->port());
+  }
+  std::unique_ptr<latentd::service::RpcServer> rpc;
+  if (config.rpc_enabled) {
+    auto r = latentd::service::RpcServer::Start(config.rpc, service->get(),
+                                                &metrics);
+    if (!r.ok()) return Fail(r.status());
+    rpc = std::move(*r);
+    absl::StrAppend(&ports, "tcp=", config.rpc.host, ":", rpc->port(), "\n");
+    std::fprintf(stderr, "latentd: protobuf/TCP on %s:%d\n",
+                 config.rpc.host.c_str(), rpc->port());
+  }
+  std::unique_ptr<latentd::service::RedisIngester> redis;
+  if (!config.redis.address.empty()) {
+    redis = std::make_unique<latentd::service::RedisIngester>(
+        config.redis, service->get(), &metrics);
+    redis->Start();
+  }
+  std::unique_ptr<latentd::service::DirWatcher> watch;
+  if (!config.watch.dir.empty()) {
+    watch = std::make_unique<latentd::service::DirWatcher>(
+        config.watch, service->get(), &metrics);
+    watch->Start();
+  }
+  absl::Status written = latentd::internal::WriteFileAtomically(
+      config.service.data_dir + "/ports", ports);
+  if (!written.ok()) return Fail(written);
+  std::fprintf(stderr, "latentd: serving (data in %s)\n",
+               config.service.data_dir.c_str());
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::fprintf(stderr, "latentd: signal %d, shutting down\n", sig);
+  if (watch) watch->Stop();
+  if (redis) redis->Stop();
+  if (http) http->Stop();
+  if (rpc) rpc->Stop();
+  absl::Status stopped = (*service)->Stop();
+  if (!stopped.ok()) return Fail(stopped);
+  std::fprintf(stderr, "latentd: stopped cleanly\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "latentd: the latentd node daemon. Trains LDA continuously on what it "
+      "is fed (a corpus, the Ingest API, a watched directory, a Redis "
+      "stream) and answers queries over HTTP/JSON and framed protobuf/TCP.\n"
+      "Every setting below may also be given in the --config file as "
+      "'name = value'; a flag wins over the file."};
+  app.set_version_flag("--version", "latentd 0.1.0");
+  std::string config_path;
+  bool print_config = false, print_docs = false;
+  app.add_option("--config", config_path, "Config file ('name = value')");
+  app.add_flag("--print-config", print_config,
+               "Print an example config with every setting and exit");
+  app.add_flag("--print-docs", print_docs,
+               "Print the settings table as Markdown and exit");
+  std::map<std::string, std::string> flag_values;
+  for (const auto& s : latentd::service::DaemonSettings()) {
+    app.add_option(
+        "--" + s.name, flag_values[s.name],
+        absl::StrCat(s.help, " [", s.bounds, "; default '", s.default_value,
+                     "'", s.runtime ? "" : "; restart to change", "]"));
+  }
+  CLI11_PARSE(app, argc, argv);
+  if (print_config || print_docs) {
+    std::fputs(print_config ? latentd::service::ExampleConfig().c_str()
+                            : latentd::service::SettingsMarkdown().c_str(),
+               stdout);
+    return 0;
+  }
+  std::vector<std::pair<std::string, std::string>> file, flags;
+  if (!config_path.empty()) {
+    auto read = latentd::service::ReadConfigFile(config_path);
+    if (!read.ok()) return Fail(read.status());
+    file = std::move(*read);
+  }
+  for (const auto& s : latentd::service::DaemonSettings()) {
+    if (app.count("--" + s.name) > 0) {
+      flags.emplace_back(s.name, flag_values[s.name]);
+    }
+  }
+  auto config = latentd::service::ResolveConfig(file, flags);
+  if (!config.ok()) return Fail(config.status());
+  if (config->service.data_dir.empty()) {
+    std::fprintf(stderr, "latentd: --data-dir is required\n");
+    return 2;
+  }
+  return Serve(*config);
+}

@@ -1,0 +1,49 @@
+// ApiClient: calls a running latentd over one of its two front ends —
+// HTTP (JSON or binary protobuf body) or framed protobuf over TCP (sync/'s
+// transport) — with the same request and response messages.
+//
+// Errors: the daemon's own status (code and message) comes back unchanged;
+// cannot connect / connection lost is kUnavailable, no answer in time
+// kDeadlineExceeded.
+//
+// Thread-safety: Call() is safe from several threads (HTTP: one connection
+// per call thread is opened as needed; TCP: calls are pipelined).
+#ifndef LATENTD_SERVICE_API_CLIENT_H_
+#define LATENTD_SERVICE_API_CLIENT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "google/protobuf/message.h"
+#include "service/api_dispatch.h"
+
+namespace latentd::service {
+
+enum class Protocol { kHttpJson, kHttpProto, kTcp };
+
+// "json" | "http" | "tcp" (http = binary protobuf over HTTP).
+absl::StatusOr<Protocol> ParseProtocol(std::string_view name);
+
+class ApiClient {
+ public:
+  // `address` is "host:port". Does not connect yet.
+  static absl::StatusOr<std::unique_ptr<ApiClient>> Create(
+      const std::string& address, Protocol protocol,
+      absl::Duration timeout = absl::Seconds(30));
+  virtual ~ApiClient() = default;
+
+  // Sends `request` as `method` and parses the answer into *response.
+  virtual absl::Status Call(Method method,
+                            const google::protobuf::Message& request,
+                            google::protobuf::Message* response) = 0;
+};
+
+// Splits "host:port" (kInvalidArgument naming the address otherwise).
+absl::Status SplitHostPort(const std::string& address, std::string* host,
+                           int* port);
+
+}  // namespace latentd::service
+
+#endif  // LATENTD_SERVICE_API_CLIENT_H_

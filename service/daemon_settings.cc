@@ -1,0 +1,349 @@
+#include "service/daemon_settings.h"
+
+#include <fstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "corpora/internal/absl_compat.h"
+#include "corpora/status_macros.h"
+#include "service/api_client.h"
+
+namespace latentd::service {
+namespace {
+
+using ::latentd::internal::ToAbsl;
+using Apply = std::function<absl::Status(std::string_view, DaemonConfig*)>;
+
+absl::Status Bad(std::string_view name, std::string_view value,
+                 std::string_view want) {
+  return absl::InvalidArgumentError(absl::StrCat("setting ", ToAbsl(name),
+                                                 ": '", ToAbsl(value),
+                                                 "' is not ", ToAbsl(want)));
+}
+
+template <typename T>
+Apply Int(std::string name, int64_t lo, int64_t hi,
+          std::function<T*(DaemonConfig*)> field) {
+  return [=](std::string_view v, DaemonConfig* c) -> absl::Status {
+    int64_t x;
+    if (!absl::SimpleAtoi(ToAbsl(v), &x) || x < lo || x > hi) {
+      return Bad(name, v, absl::StrCat("an integer in ", lo, "..", hi));
+    }
+    *field(c) = static_cast<T>(x);
+    return absl::OkStatus();
+  };
+}
+
+Apply Double(std::string name, double lo, double hi,
+             std::function<double*(DaemonConfig*)> field) {
+  return [=](std::string_view v, DaemonConfig* c) -> absl::Status {
+    double x;
+    if (!absl::SimpleAtod(ToAbsl(v), &x) || !(x >= lo) || !(x <= hi)) {
+      return Bad(name, v, absl::StrCat("a number in ", lo, "..", hi));
+    }
+    *field(c) = x;
+    return absl::OkStatus();
+  };
+}
+
+Apply Bool(std::string name, std::function<bool*(DaemonConfig*)> field) {
+  return [=](std::string_view v, DaemonConfig* c) -> absl::Status {
+    if (v == "on" || v == "true") {
+      *field(c) = true;
+    } else if (v == "off" || v == "false") {
+      *field(c) = false;
+    } else {
+      return Bad(name, v, "on or off");
+    }
+    return absl::OkStatus();
+  };
+}
+
+Apply String(std::function<std::string*(DaemonConfig*)> field) {
+  return [=](std::string_view v, DaemonConfig* c) {
+    *field(c) = std::string(v);
+    return absl::OkStatus();
+  };
+}
+
+// "host:port" (port 0 = pick one) or "" / "off" where `allow_off`.
+Apply Address(std::string name, bool allow_off,
+              std::function<void(DaemonConfig*, std::string, int)> set) {
+  return [=](std::string_view v, DaemonConfig* c) -> absl::Status {
+    if (allow_off && (v.empty() || v == "off")) {
+      set(c, "", -1);
+      return absl::OkStatus();
+    }
+    std::string host;
+    int port;
+    if (!SplitHostPort(std::string(v), &host, &port).ok()) {
+      return Bad(name, v, "host:port");
+    }
+    set(c, host, port);
+    return absl::OkStatus();
+  };
+}
+
+// Adds one row: name, default, bounds, help, parser.
+using AddFn = std::function<void(std::string, std::string, std::string,
+                                 std::string, Apply)>;
+
+// Corpus, model and training.
+void AddModelSettings(const AddFn& add) {
+  add("data-dir", "", "a directory",
+      "Where the node keeps its model, token store and ingest log (created)",
+      String([](DaemonConfig* c) { return &c->service.data_dir; }));
+  add("corpus", "", "a file or directory",
+      "Corpus to build the token store from on the first start (ignored once "
+      "the data directory holds a model)",
+      String([](DaemonConfig* c) { return &c->service.corpus.path; }));
+  add("format", "lines", "lines|yahoo|dir|uci|ldac", "Format of --corpus",
+      [](std::string_view v, DaemonConfig* c) -> absl::Status {
+        absl::StatusOr<CorpusFormat> f = ParseCorpusFormat(v);
+        if (!f.ok()) return Bad("format", v, "lines|yahoo|dir|uci|ldac");
+        c->service.corpus.format = *f;
+        return absl::OkStatus();
+      });
+  add("corpus-vocab", "", "a file",
+      "Vocabulary of a uci/ldac corpus (line i = word i)",
+      String([](DaemonConfig* c) { return &c->service.corpus.vocab_path; }));
+  add("stopwords", "on", "on|off",
+      "Drop English stop words (first start; raw-text formats)",
+      Bool("stopwords", [](DaemonConfig* c) {
+        return &c->service.corpus.tokenizer.remove_stopwords;
+      }));
+  add("topics", "100", "1..65536", "Number of topics K (first start)",
+      Int<uint32_t>("topics", 1, kMaxTopics, [](DaemonConfig* c) {
+        return &c->service.trainer.num_topics;
+      }));
+  add("beta", "0.01", "0.000001..10", "Per-word beta (first start)",
+      Double("beta", 1e-6, 10,
+             [](DaemonConfig* c) { return &c->service.trainer.beta; }));
+  add("seed", "1", "0..2^62", "Training seed (first start)",
+      Int<uint64_t>("seed", 0, int64_t{1} << 62,
+                    [](DaemonConfig* c) { return &c->service.trainer.seed; }));
+  add("threads", "1", "1..1024", "Sampler threads",
+      Int<int>("threads", 1, 1024, [](DaemonConfig* c) {
+        return &c->service.trainer.pipeline.threads;
+      }));
+  add("optimize-alpha", "on", "on|off", "Learn an asymmetric alpha",
+      Bool("optimize-alpha",
+           [](DaemonConfig* c) { return &c->service.trainer.optimize_alpha; }));
+  add("eval-every", "10", "0..1000000",
+      "Compute the log-likelihood every N sweeps (0: never)",
+      Int<int>("eval-every", 0, 1000000,
+               [](DaemonConfig* c) { return &c->service.trainer.eval_every; }));
+  add("max-sweeps", "0", "0..2^62",
+      "Stop sampling after this many sweeps (0: train forever); ingestion "
+      "and queries go on",
+      Int<uint64_t>("max-sweeps", 0, int64_t{1} << 62,
+                    [](DaemonConfig* c) { return &c->service.max_sweeps; }));
+  add("checkpoint-every", "100", "0..1000000",
+      "Write a checkpoint every N sweeps (0: not by sweeps)",
+      Int<int>("checkpoint-every", 0, 1000000,
+               [](DaemonConfig* c) { return &c->service.checkpoint_every; }));
+  add("checkpoint-seconds", "60", "0..86400",
+      "Write a checkpoint when this long has passed since the last (0: not "
+      "by time); also on request and at exit",
+      Double("checkpoint-seconds", 0, 86400,
+             [](DaemonConfig* c) { return &c->service.checkpoint_seconds; }));
+  add("publish-ms", "250", "0..60000",
+      "Publish sweeps to queries at most this often (merged ingests at once)",
+      Int<int>("publish-ms", 0, 60000, [](DaemonConfig* c) {
+        return &c->service.publish_interval_ms;
+      }));
+  add("infer-iterations", "30", "1..1000",
+      "Default fold-in Gibbs sweeps per InferDocument",
+      Int<int>("infer-iterations", 1, 1000,
+               [](DaemonConfig* c) { return &c->service.infer.iterations; }));
+  add("infer-burn-in", "10", "0..999",
+      "Default fold-in sweeps discarded before averaging",
+      Int<int>("infer-burn-in", 0, 999,
+               [](DaemonConfig* c) { return &c->service.infer.burn_in; }));
+  add("max-ingest-docs", "1000", "1..1000000",
+      "Most documents in one Ingest call",
+      Int<size_t>("max-ingest-docs", 1, 1000000, [](DaemonConfig* c) {
+        return &c->service.max_documents_per_ingest;
+      }));
+}
+
+// The API front ends.
+void AddServingSettings(const AddFn& add) {
+  add("http", "127.0.0.1:7070", "host:port|off",
+      "HTTP/JSON gateway address (port 0 picks one; see DIR/ports)",
+      Address("http", true, [](DaemonConfig* c, std::string h, int p) {
+        c->http.host = h.empty() ? c->http.host : h;
+        c->http.port = p;
+      }));
+  add("listen", "127.0.0.1:7071", "host:port|off",
+      "Framed protobuf (TCP) address (port 0 picks one; see DIR/ports)",
+      Address("listen", true, [](DaemonConfig* c, std::string h, int p) {
+        c->rpc_enabled = p >= 0;
+        if (p >= 0) {
+          c->rpc.host = h;
+          c->rpc.port = p;
+        }
+      }));
+  add("http-threads", "32", "1..1024",
+      "HTTP worker threads (each keep-alive connection holds one)",
+      Int<int>("http-threads", 1, 1024,
+               [](DaemonConfig* c) { return &c->http.threads; }));
+  add("rpc-threads", "8", "0..1024",
+      "Threads running TCP calls (0: run them on the I/O threads)",
+      Int<int>("rpc-threads", 0, 1024,
+               [](DaemonConfig* c) { return &c->rpc.worker_threads; }));
+  add("rpc-io-threads", "1", "1..256", "TCP event-loop (I/O) threads",
+      Int<int>("rpc-io-threads", 1, 256,
+               [](DaemonConfig* c) { return &c->rpc.io_threads; }));
+  add("max-body-bytes", "4194304", "1024..1073741824",
+      "Largest HTTP body or TCP frame accepted (larger: 413 / closed)",
+      [](std::string_view v, DaemonConfig* c) -> absl::Status {
+        int64_t x;
+        if (!absl::SimpleAtoi(ToAbsl(v), &x) || x < 1024 || x > (1 << 30)) {
+          return Bad("max-body-bytes", v, "an integer in 1024..1073741824");
+        }
+        c->http.max_body_bytes = static_cast<size_t>(x);
+        c->rpc.max_frame_bytes = static_cast<uint32_t>(x);
+        c->service.max_text_bytes = static_cast<size_t>(x);
+        return absl::OkStatus();
+      });
+}
+
+// Streaming input.
+void AddIngestSettings(const AddFn& add) {
+  add("redis", "", "host:port|unix:/path|empty",
+      "Redis server whose stream is ingested (empty: none)",
+      String([](DaemonConfig* c) { return &c->redis.address; }));
+  add("redis-stream", "latentd:ingest", "a key", "Stream to consume",
+      String([](DaemonConfig* c) { return &c->redis.stream; }));
+  add("redis-group", "latentd", "a name", "Consumer group",
+      String([](DaemonConfig* c) { return &c->redis.group; }));
+  add("redis-consumer", "node-1", "a name", "Consumer name in the group",
+      String([](DaemonConfig* c) { return &c->redis.consumer; }));
+  add("ingest-log-compact-bytes", "67108864", "0..2^62",
+      "Compact DIR/ingest.log after a merge once it is this big (0: never)",
+      Int<uint64_t>(
+          "ingest-log-compact-bytes", 0, int64_t{1} << 62,
+          [](DaemonConfig* c) { return &c->service.compact_log_bytes; }));
+  add("watch-dir", "", "a directory",
+      "Ingest files dropped here, one document each (empty: none)",
+      String([](DaemonConfig* c) { return &c->watch.dir; }));
+}
+
+std::vector<SettingSpec> MakeTable() {
+  std::vector<SettingSpec> t;
+  const AddFn add = [&t](std::string name, std::string def, std::string bounds,
+                         std::string help, Apply apply) {
+    t.push_back({std::move(name), std::move(def), std::move(bounds), false,
+                 std::move(help), std::move(apply)});
+  };
+  AddModelSettings(add);
+  AddServingSettings(add);
+  AddIngestSettings(add);
+  return t;
+}
+
+const SettingSpec* FindSetting(std::string_view name) {
+  for (const SettingSpec& s : DaemonSettings()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const std::vector<SettingSpec>& DaemonSettings() {
+  static const std::vector<SettingSpec>* table =
+      new std::vector<SettingSpec>(MakeTable());
+  return *table;
+}
+
+absl::StatusOr<DaemonConfig> ResolveConfig(
+    const std::vector<std::pair<std::string, std::string>>& file_values,
+    const std::vector<std::pair<std::string, std::string>>& flag_values) {
+  DaemonConfig c;
+  for (const SettingSpec& s : DaemonSettings()) {
+    LATENTD_RETURN_IF_ERROR(s.apply(s.default_value, &c));
+  }
+  for (const auto* values : {&file_values, &flag_values}) {
+    for (const auto& [name, value] : *values) {
+      const SettingSpec* s = FindSetting(name);
+      if (s == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("unknown setting '", name, "'"));
+      }
+      LATENTD_RETURN_IF_ERROR(s->apply(value, &c));
+    }
+  }
+  if (c.service.infer.burn_in >= c.service.infer.iterations) {
+    return absl::InvalidArgumentError(
+        "infer-burn-in must be below infer-iterations");
+  }
+  return c;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ReadConfigFile(
+    const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot read config ", path));
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    const size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    const std::string trimmed(absl::StripAsciiWhitespace(line));
+    if (trimmed.empty()) continue;
+    const size_t eq = trimmed.find('=');
+    if (eq == std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", n, ": expected 'name = value'"));
+    }
+    std::string name(absl::StripAsciiWhitespace(trimmed.substr(0, eq)));
+    std::string value(absl::StripAsciiWhitespace(trimmed.substr(eq + 1)));
+    if (FindSetting(name) == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", n, ": unknown setting '", name, "'"));
+    }
+    DaemonConfig scratch;
+    absl::Status ok = FindSetting(name)->apply(value, &scratch);
+    if (!ok.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ":", n, ": ", ok.message()));
+    }
+    out.emplace_back(std::move(name), std::move(value));
+  }
+  return out;
+}
+
+std::string ExampleConfig() {
+  std::string out =
+      "# latentd configuration (generated by `latentd --print-config` from\n"
+      "# the settings table in service/daemon_settings.cc).\n"
+      "# 'name = value' per line; a flag --name overrides the file.\n"
+      "# No setting can change at runtime yet: edit, then restart.\n\n";
+  for (const SettingSpec& s : DaemonSettings()) {
+    absl::StrAppend(&out, "# ", s.help, "\n# (", s.bounds, "; ",
+                    s.runtime ? "runtime" : "restart", ")\n",
+                    s.default_value.empty() ? "# " : "", s.name, " = ",
+                    s.default_value, "\n\n");
+  }
+  return out;
+}
+
+std::string SettingsMarkdown() {
+  std::string out =
+      "| setting (flag `--name`, config `name = value`) | default | bounds "
+      "| runtime | what it does |\n|---|---|---|---|---|\n";
+  for (const SettingSpec& s : DaemonSettings()) {
+    absl::StrAppend(&out, "| `", s.name, "` | `", s.default_value, "` | ",
+                    absl::StrReplaceAll(s.bounds, {{"|", "\\|"}}), " | ",
+                    s.runtime ? "yes" : "no (restart)", " | ", s.help, " |\n");
+  }
+  return out;
+}
+
+}  // namespace latentd::service

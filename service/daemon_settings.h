@@ -1,0 +1,70 @@
+// The daemon's settings: ONE table (name, default, bounds, whether it can
+// change at runtime, what it does) that feeds latentd's flags, its config
+// file, --help and the docs (ExampleConfig() writes ops/latentd.conf).
+//
+// Precedence: the table's default < the config file (--config) < a flag.
+// Config file: "name = value" lines; '#' starts a comment; unknown names and
+// bad values are errors naming the file and line.
+//
+// Thread-safety: pure functions; the table is immutable.
+#ifndef LATENTD_SERVICE_DAEMON_SETTINGS_H_
+#define LATENTD_SERVICE_DAEMON_SETTINGS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "service/dir_watcher.h"
+#include "service/http_gateway.h"
+#include "service/latentd_service.h"
+#include "service/redis_ingest.h"
+#include "service/rpc_server.h"
+
+namespace latentd::service {
+
+// Everything latentd runs with, as Options structs of its parts.
+struct DaemonConfig {
+  ServiceOptions service;
+  HttpOptions http;
+  RpcOptions rpc;
+  bool rpc_enabled = true;
+  RedisIngestOptions redis;  // address "" = no Redis stream
+  DirWatchOptions watch;     // dir "" = no watched directory
+};
+
+struct SettingSpec {
+  std::string name;           // flag --name, config key name
+  std::string default_value;  // as text
+  std::string bounds;         // for people: "1..65536", "lines|yahoo|..."
+  bool runtime = false;       // can change without a restart (none yet)
+  std::string help;
+  // Parses and checks `value`, storing it; kInvalidArgument on a bad one.
+  std::function<absl::Status(std::string_view value, DaemonConfig*)> apply;
+};
+
+// The table, in the order --help and the example config list it.
+const std::vector<SettingSpec>& DaemonSettings();
+
+// Applies every default, then `file_values`, then `flag_values` (name,
+// value pairs; a name not in the table is an error).
+absl::StatusOr<DaemonConfig> ResolveConfig(
+    const std::vector<std::pair<std::string, std::string>>& file_values,
+    const std::vector<std::pair<std::string, std::string>>& flag_values);
+
+// Reads a config file into (name, value) pairs, checking names and syntax.
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ReadConfigFile(
+    const std::string& path);
+
+// A commented config file listing every setting with its default (settings
+// without a default are commented out).
+std::string ExampleConfig();
+// The table as Markdown, for docs/latentd.md.
+std::string SettingsMarkdown();
+
+}  // namespace latentd::service
+
+#endif  // LATENTD_SERVICE_DAEMON_SETTINGS_H_

@@ -1,0 +1,533 @@
+#include "service/latentd_service.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "corpora/status_macros.h"
+#include "sampler/model_dir.h"
+
+namespace latentd::service {
+namespace {
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string LogPath(const std::string& dir) { return dir + "/ingest.log"; }
+
+void Log(const std::string& line) {
+  std::fprintf(stderr, "latentd: %s\n", line.c_str());
+}
+
+// The snapshot padded to `vocab_size` words (empty rows): a checkpoint taken
+// before a merge that grew the vocabulary still resumes over the newer store.
+void PadSnapshot(ModelSnapshot* s, uint32_t vocab_size) {
+  while (s->vocab_size < vocab_size) {
+    s->word_offsets.push_back(s->word_offsets.back());
+    ++s->vocab_size;
+  }
+}
+
+}  // namespace
+
+LatentdService::LatentdService(const ServiceOptions& options)
+    : options_(options),
+      start_time_(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch())) {}
+
+LatentdService::~LatentdService() { (void)Stop(); }
+
+absl::StatusOr<std::unique_ptr<LatentdService>> LatentdService::Open(
+    const ServiceOptions& options, MetricsRegistry* metrics) {
+  if (options.data_dir.empty()) {
+    return absl::InvalidArgumentError("a data directory is needed");
+  }
+  std::unique_ptr<LatentdService> s(new LatentdService(options));
+  LATENTD_RETURN_IF_ERROR(s->Init(metrics));
+  return s;
+}
+
+absl::Status LatentdService::Init(MetricsRegistry* metrics) {
+  RegisterMetrics(metrics);
+  const std::string& dir = options_.data_dir;
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot create data directory ", dir, ": ", std::strerror(errno)));
+  }
+  absl::MutexLock lock(&train_mu_);
+  if (!FileExists(ModelPaths(dir).tokens())) {
+    if (options_.corpus.path.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "data directory ", dir,
+          " holds no model yet: give a corpus (--corpus) for the first start"));
+    }
+    LATENTD_RETURN_IF_ERROR(BuildStore());
+  }
+  LATENTD_RETURN_IF_ERROR(OpenTrainer());
+  LATENTD_RETURN_IF_ERROR(ReplayLog());
+  LATENTD_RETURN_IF_ERROR(MergePending());
+  absl::StatusOr<absl::flat_hash_map<std::string, UserTopics>> users =
+      CollectUsers(trainer_->store());
+  if (!users.ok()) return users.status();
+  has_users_ = !users->empty();
+  return Publish();
+}
+
+void LatentdService::RegisterMetrics(MetricsRegistry* metrics) {
+  MetricsRegistry& r = *metrics;
+  m_.sweeps = r.AddCounter("latentd_sweeps_total", "Gibbs sweeps completed");
+  m_.sweep_errors =
+      r.AddCounter("latentd_sweep_errors_total", "Sweeps that failed");
+  m_.tokens_sampled =
+      r.AddCounter("latentd_tokens_sampled_total", "Tokens resampled");
+  m_.tokens_per_second = r.AddGauge("latentd_tokens_per_second",
+                                    "Sampling throughput of the last sweep");
+  m_.loglik = r.AddGauge("latentd_log_likelihood_per_token",
+                         "Joint log p(w, z) per token, last evaluated sweep");
+  m_.sweep = r.AddGauge("latentd_sweep", "Sweeps completed (model version)");
+  m_.documents = r.AddGauge("latentd_documents", "Documents in the store");
+  m_.tokens = r.AddGauge("latentd_tokens", "Tokens in the store");
+  m_.vocabulary = r.AddGauge("latentd_vocabulary", "Words in the model");
+  m_.pending = r.AddGauge("latentd_ingest_queue_depth",
+                          "Acknowledged documents not yet merged");
+  m_.ingested = r.AddCounter("latentd_ingested_documents_total",
+                             "Documents acknowledged (durable)");
+  m_.merged = r.AddCounter("latentd_merged_documents_total",
+                           "Documents merged into the token store");
+  m_.merge_errors =
+      r.AddCounter("latentd_merge_errors_total", "Failed merges (retried)");
+  m_.duplicates = r.AddCounter("latentd_ingest_duplicates_total",
+                               "Redelivered documents dropped");
+  m_.checkpoints =
+      r.AddCounter("latentd_checkpoints_total", "Checkpoints written");
+}
+
+absl::Status LatentdService::BuildStore() {
+  ModelPaths paths(options_.data_dir);
+  CorpusBuilderOptions build = options_.build;
+  build.num_topics = options_.trainer.num_topics;
+  build.seed = options_.trainer.seed;
+  build.holdout_fraction = 0;
+  Log(absl::StrCat("building the token store from ", options_.corpus.path));
+  LATENTD_ASSIGN_OR_RETURN(
+      BuiltCorpus corpus,
+      BuildCorpusFiles(options_.corpus, build, paths.tokens()));
+  Log(absl::StrCat("corpus: ", corpus.stats.Summary()));
+  LATENTD_RETURN_IF_ERROR(corpus.vocab.Save(paths.vocab()));
+  ModelSettings settings;
+  settings["corpus.path"] = options_.corpus.path;
+  settings["corpus.format"] =
+      std::string(CorpusFormatName(options_.corpus.format));
+  settings["model.topics"] = absl::StrCat(options_.trainer.num_topics);
+  settings["model.beta"] = absl::StrCat(options_.trainer.beta);
+  settings["train.seed"] = absl::StrCat(options_.trainer.seed);
+  PutTokenizerSettings(options_.corpus.tokenizer, &settings);
+  LATENTD_RETURN_IF_ERROR(SaveSettings(settings, paths.settings()));
+  return absl::OkStatus();
+}
+
+absl::Status LatentdService::OpenTrainer() {
+  ModelPaths paths(options_.data_dir);
+  LATENTD_ASSIGN_OR_RETURN(ModelSettings settings,
+                           LoadSettings(paths.settings()));
+  LATENTD_ASSIGN_OR_RETURN(TokenizerOptions tok,
+                           GetTokenizerSettings(settings));
+  tokenizer_ = Tokenizer(tok);
+  LATENTD_ASSIGN_OR_RETURN(vocab_, Vocabulary::Load(paths.vocab()));
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<TokenStore> store,
+                           OpenFileTokenStore(paths.tokens()));
+  if (vocab_.size() < store->meta().vocab_size) {
+    return absl::DataLossError(
+        absl::StrCat(paths.vocab(), " has ", vocab_.size(), " words but ",
+                     paths.tokens(), " uses ", store->meta().vocab_size));
+  }
+  LATENTD_ASSIGN_OR_RETURN(scan_, ScanStore(store.get()));
+  if (FileExists(paths.snapshot())) {
+    LATENTD_ASSIGN_OR_RETURN(ModelSnapshot snap,
+                             ModelSnapshot::Load(paths.snapshot()));
+    if (snap.vocab_size > store->meta().vocab_size) {
+      return absl::DataLossError(absl::StrCat(
+          paths.snapshot(), " has more words than ", paths.tokens()));
+    }
+    PadSnapshot(&snap, store->meta().vocab_size);
+    Log(absl::StrCat("resuming from checkpoint at sweep ", snap.sweep,
+                     " (token store at sweep ", store->meta().sweep, ")"));
+    checkpoint_sweep_ = snap.sweep;
+    LATENTD_ASSIGN_OR_RETURN(
+        trainer_, Trainer::Resume(snap, options_.trainer, std::move(store)));
+  } else {
+    LATENTD_ASSIGN_OR_RETURN(
+        trainer_, Trainer::Create(options_.trainer, std::move(store)));
+    LATENTD_RETURN_IF_ERROR(WriteCheckpoint());
+  }
+  checkpoint_sweep_seen_ = checkpoint_sweep_;
+  return absl::OkStatus();
+}
+
+absl::Status LatentdService::ReplayLog() {
+  const std::string& dir = options_.data_dir;
+  // Replay the ingest log: records after the store's merged sequence.
+  std::vector<IngestRecord> records;
+  LATENTD_ASSIGN_OR_RETURN(log_, IngestLog::Open(LogPath(dir), &records));
+  uint64_t replayed = 0;
+  {
+    absl::MutexLock plock(&pending_mu_);
+    for (IngestRecord& rec : records) {
+      if (!rec.source.empty()) sources_.insert(rec.source);
+      if (rec.sequence > scan_.merged_sequence && rec.words.empty()) {
+        return absl::DataLossError(absl::StrCat(
+            LogPath(dir), ": record ", rec.sequence,
+            " was compacted away but the token store holds only up to ",
+            scan_.merged_sequence));
+      }
+      if (rec.sequence > scan_.merged_sequence) {
+        pending_.push_back(std::move(rec));
+        ++replayed;
+      }
+    }
+    m_.pending->Set(static_cast<double>(pending_.size()));
+  }
+  if (log_->last_sequence() < scan_.merged_sequence) {
+    return absl::DataLossError(absl::StrCat(
+        "token store holds ingest sequence ", scan_.merged_sequence, " but ",
+        LogPath(dir), " ends at ", log_->last_sequence()));
+  }
+  merged_sequence_ = scan_.merged_sequence;
+  Log(absl::StrCat("ingest log: ", records.size(), " records, ", replayed,
+                   " to merge (merged up to sequence ", scan_.merged_sequence,
+                   ")"));
+  return absl::OkStatus();
+}
+
+void LatentdService::Start() {
+  if (started_) return;
+  started_ = true;
+  training_ = true;
+  thread_ = std::thread([this] { TrainLoop(); });
+}
+
+absl::Status LatentdService::Stop() {
+  if (stopped_) return absl::OkStatus();
+  stopped_ = true;
+  {
+    absl::MutexLock lock(&pending_mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  training_ = false;
+  absl::MutexLock lock(&train_mu_);
+  if (trainer_ == nullptr) return absl::OkStatus();
+  absl::Status s = WriteCheckpoint();
+  if (s.ok()) {
+    Log(absl::StrCat("checkpoint written at sweep ", trainer_->sweep()));
+  }
+  return s;
+}
+
+void LatentdService::TrainLoop() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&pending_mu_);
+      if (stopping_) return;
+    }
+    bool swept = false;
+    bool backoff = false;
+    {
+      absl::MutexLock lock(&train_mu_);
+      absl::Status merged = MergePending();
+      if (!merged.ok()) {
+        m_.merge_errors->Add();
+        Log(absl::StrCat("merge failed (will retry): ", merged.message()));
+        backoff = true;
+      }
+      training_ =
+          options_.max_sweeps == 0 || trainer_->sweep() < options_.max_sweeps;
+      if (training_) {
+        swept = true;
+        SweepOnce();
+      }
+      absl::Status published = MaybePublish(swept);
+      if (!published.ok()) {
+        Log(absl::StrCat("publish failed: ", published.message()));
+        backoff = true;
+      }
+    }
+    if (backoff) {
+      absl::SleepFor(absl::Milliseconds(500));
+    } else if (!swept) {
+      // Idle (max_sweeps reached): wait for documents to merge.
+      absl::MutexLock lock(&pending_mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending_mu_) {
+        return stopping_ || !pending_.empty();
+      };
+      pending_mu_.AwaitWithTimeout(absl::Condition(&ready),
+                                   absl::Milliseconds(200));
+    }
+  }
+}
+
+void LatentdService::SweepOnce() {
+  absl::StatusOr<SweepReport> r = trainer_->Sweep();
+  if (!r.ok()) {
+    m_.sweep_errors->Add();
+    Log(absl::StrCat("sweep failed: ", r.status().message()));
+    return;
+  }
+  m_.sweeps->Add();
+  m_.tokens_sampled->Add(r->result.tokens);
+  tokens_per_second_ = r->tokens_per_second();
+  m_.tokens_per_second->Set(r->tokens_per_second());
+  m_.sweep->Set(static_cast<double>(r->sweep));
+  if (r->evaluated) {
+    loglik_per_token_ = r->log_likelihood_per_token;
+    m_.loglik->Set(r->log_likelihood_per_token);
+  }
+  const bool by_sweeps = options_.checkpoint_every > 0 &&
+                         r->sweep % options_.checkpoint_every == 0;
+  const bool by_time = options_.checkpoint_seconds > 0 &&
+                       absl::Now() - checkpoint_at_ >=
+                           absl::Seconds(options_.checkpoint_seconds);
+  if (by_sweeps || by_time) {
+    absl::Status c = WriteCheckpoint();
+    if (!c.ok()) Log(absl::StrCat("checkpoint failed: ", c.message()));
+  }
+}
+
+absl::Status LatentdService::MaybePublish(bool swept) {
+  // A merge at once; sweeps at most every publish_interval_ms; and the last
+  // sweep before training pauses.
+  const bool sweep_due =
+      trainer_->sweep() != published_sweep_ &&
+      (!swept ||
+       absl::Now() - published_at_ >=
+           absl::Milliseconds(options_.publish_interval_ms) ||
+       (options_.max_sweeps > 0 && trainer_->sweep() >= options_.max_sweeps));
+  if (!pending_merged_ && !sweep_due) return absl::OkStatus();
+  pending_merged_ = false;
+  return Publish();
+}
+
+absl::Status LatentdService::MergePending() {
+  std::vector<IngestRecord> batch;
+  {
+    absl::MutexLock lock(&pending_mu_);
+    for (const IngestRecord& r : pending_) {
+      if (r.sequence > scan_.merged_sequence) batch.push_back(r);
+    }
+  }
+  if (batch.empty()) return absl::OkStatus();
+  // Words first: vocab.txt must cover the store version that uses them.
+  const size_t old_size = vocab_.size();
+  for (const IngestRecord& r : batch) {
+    for (const std::string& w : r.words) vocab_.Add(w);
+  }
+  ModelPaths paths(options_.data_dir);
+  if (vocab_.size() != old_size) {
+    LATENTD_RETURN_IF_ERROR(vocab_.Save(paths.vocab()));
+  }
+  LATENTD_ASSIGN_OR_RETURN(MergeResult result,
+                           MergeIntoStore(batch, trainer_->options().seed,
+                                          trainer_->store(), &vocab_, &scan_));
+  LATENTD_RETURN_IF_ERROR(trainer_->ReloadStore());
+  m_.merged->Add(result.records);
+  merged_sequence_ = scan_.merged_sequence;
+  for (const IngestRecord& r : batch) {
+    if (!r.user.empty()) has_users_ = true;
+  }
+  // The records leave the queue when Publish() makes them visible.
+  pending_merged_ = true;
+  if (options_.compact_log_bytes > 0 &&
+      log_->size_bytes() > options_.compact_log_bytes) {
+    const uint64_t before = log_->size_bytes();
+    absl::Status c =
+        log_->Compact(scan_.merged_sequence, options_.keep_sources);
+    if (!c.ok()) {
+      Log(absl::StrCat("ingest log compaction failed (kept): ", c.message()));
+    } else {
+      Log(absl::StrCat("ingest log compacted: ", before, " -> ",
+                       log_->size_bytes(), " bytes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LatentdService::Publish() {
+  absl::flat_hash_map<std::string, UserTopics> users;
+  if (has_users_) {
+    LATENTD_ASSIGN_OR_RETURN(users, CollectUsers(trainer_->store()));
+  }
+  const TokenStoreMeta& meta = trainer_->store()->meta();
+  m_.documents->Set(static_cast<double>(meta.num_docs));
+  m_.tokens->Set(static_cast<double>(meta.num_tokens));
+  m_.vocabulary->Set(static_cast<double>(meta.vocab_size));
+  uint64_t version;
+  {
+    absl::MutexLock lock(&view_mu_);
+    version = ++view_version_;
+  }
+  published_sweep_ = trainer_->sweep();
+  published_at_ = absl::Now();
+  std::shared_ptr<const ModelView> view = BuildModelView(
+      trainer_->Snapshot(), vocab_, std::move(users), meta, version);
+  {
+    absl::MutexLock lock(&view_mu_);
+    view_ = std::move(view);
+  }
+  // Merged records are visible now: they leave the queue.
+  absl::MutexLock lock(&pending_mu_);
+  std::erase_if(pending_, [this](const IngestRecord& r)
+                              ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_) {
+                                return r.sequence <= scan_.merged_sequence;
+                              });
+  m_.pending->Set(static_cast<double>(pending_.size()));
+  return absl::OkStatus();
+}
+
+absl::Status LatentdService::WriteCheckpoint() {
+  ModelPaths paths(options_.data_dir);
+  LATENTD_RETURN_IF_ERROR(trainer_->Snapshot().Save(paths.snapshot()));
+  checkpoint_sweep_ = trainer_->sweep();
+  checkpoint_sweep_seen_ = checkpoint_sweep_;
+  checkpoint_at_ = absl::Now();
+  m_.checkpoints->Add();
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const ModelView> LatentdService::view() const {
+  absl::MutexLock lock(&view_mu_);
+  return view_;
+}
+
+absl::StatusOr<api::CheckpointResponse> LatentdService::Checkpoint(
+    const api::CheckpointRequest&) {
+  absl::MutexLock lock(&train_mu_);
+  LATENTD_RETURN_IF_ERROR(WriteCheckpoint());
+  api::CheckpointResponse resp;
+  resp.set_sweep(checkpoint_sweep_);
+  resp.set_path(ModelPaths(options_.data_dir).snapshot());
+  return resp;
+}
+
+absl::StatusOr<std::vector<std::string>> LatentdService::TokenizeDocument(
+    std::string_view text) const {
+  if (text.size() > options_.max_text_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("text of ", text.size(), " bytes is over the limit of ",
+                     options_.max_text_bytes));
+  }
+  std::vector<std::string> words = tokenizer_.Tokenize(text);
+  if (words.empty()) {
+    return absl::InvalidArgumentError(
+        "empty document: no words left after tokenization");
+  }
+  return words;
+}
+
+bool LatentdService::SourceIngested(const std::string& source) const {
+  absl::MutexLock lock(&pending_mu_);
+  return sources_.contains(source);
+}
+
+absl::StatusOr<uint64_t> LatentdService::IngestRecords(
+    std::vector<IngestRecord> records, uint64_t* last_sequence) {
+  {
+    absl::MutexLock lock(&pending_mu_);
+    std::erase_if(records, [&](const IngestRecord& r)
+                               ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending_mu_) {
+                                 const bool dup = !r.source.empty() &&
+                                                  sources_.contains(r.source);
+                                 if (dup) m_.duplicates->Add();
+                                 return dup;
+                               });
+  }
+  if (records.empty()) return 0;
+  // Appends are serialized by the log; the pending queue keeps log order
+  // because both happen under pending_mu_'s successor ordering below.
+  absl::MutexLock lock(&pending_mu_);
+  LATENTD_RETURN_IF_ERROR(log_->Append(&records));
+  const uint64_t n = records.size();
+  if (last_sequence != nullptr) *last_sequence = records.back().sequence;
+  for (IngestRecord& r : records) {
+    if (!r.source.empty()) sources_.insert(r.source);
+    pending_.push_back(std::move(r));
+  }
+  ingested_ += n;
+  m_.ingested->Add(n);
+  m_.pending->Set(static_cast<double>(pending_.size()));
+  return n;
+}
+
+absl::StatusOr<api::IngestResponse> LatentdService::Ingest(
+    const api::IngestRequest& request) {
+  if (request.documents_size() == 0) {
+    return absl::InvalidArgumentError("ingest request holds no documents");
+  }
+  if (static_cast<size_t>(request.documents_size()) >
+      options_.max_documents_per_ingest) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ingest request holds ", request.documents_size(),
+        " documents; at most ", options_.max_documents_per_ingest));
+  }
+  std::vector<IngestRecord> records;
+  for (int i = 0; i < request.documents_size(); ++i) {
+    const api::Document& d = request.documents(i);
+    absl::StatusOr<std::vector<std::string>> words = TokenizeDocument(d.text());
+    if (!words.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "document ", i, " (id '", d.id(), "'): ", words.status().message()));
+    }
+    IngestRecord& r = records.emplace_back();
+    r.doc_id = d.id();
+    r.user = d.user();
+    r.words = std::move(*words);
+  }
+  uint64_t last = 0;
+  LATENTD_ASSIGN_OR_RETURN(uint64_t n,
+                           IngestRecords(std::move(records), &last));
+  api::IngestResponse resp;
+  resp.set_accepted(n);
+  resp.set_last_sequence(last);
+  resp.set_first_sequence(last + 1 - n);
+  return resp;
+}
+
+api::ModelVersion LatentdService::Version(const ModelView& v) const {
+  api::ModelVersion out;
+  out.set_sweep(v.sweep);
+  out.set_view(v.version);
+  return out;
+}
+
+absl::StatusOr<api::StatusResponse> LatentdService::Status(
+    const api::StatusRequest&) const {
+  std::shared_ptr<const ModelView> v = view();
+  api::StatusResponse resp;
+  *resp.mutable_version() = Version(*v);
+  resp.set_topics(v->snapshot.num_topics);
+  resp.set_documents(v->store_meta.num_docs);
+  resp.set_tokens(v->store_meta.num_tokens);
+  resp.set_vocabulary(v->snapshot.vocab_size);
+  resp.set_tokens_per_second(tokens_per_second_.load());
+  resp.set_log_likelihood_per_token(loglik_per_token_.load());
+  resp.set_users(v->users.size());
+  resp.set_ingested(ingested_.load());
+  {
+    absl::MutexLock lock(&pending_mu_);
+    resp.set_pending(pending_.size());
+  }
+  resp.set_merged_sequence(merged_sequence_.load());
+  resp.set_checkpoint_sweep(checkpoint_sweep_seen_.load());
+  resp.set_training(training_.load());
+  resp.set_uptime_seconds(
+      absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()) - start_time_);
+  return resp;
+}
+
+}  // namespace latentd::service

@@ -1,0 +1,210 @@
+// LatentdService: one latentd node (single-node mode) — it owns the Trainer
+// and its token store under the data directory, runs sweeps in a background
+// thread, merges acknowledged ingest records at sweep boundaries, writes
+// checkpoints, and answers the API (service/api.proto) concurrently from the
+// latest published ModelView.
+//
+// Data directory (sampler/model_dir.h names, plus the service's own):
+//   model.bin     checkpoint: the ModelSnapshot training resumes from
+//   vocab.txt     the vocabulary; saved before any store version that uses
+//                 a new word commits, so it always covers the store
+//   settings.txt  tokenizer and training settings of the first start
+//   tokens.lts    the token store, committed after every sweep and merge
+//   ingest.log    acknowledged documents (service/ingest_log.h)
+//
+// Start-up: with model.bin, resume from it (the store may be ahead: its
+// assignments are the truth); else with tokens.lts, start from it; else
+// build the store from options.corpus (required then). Then the ingest log
+// is replayed: records after the store's merged sequence become pending.
+//
+// Thread-safety: the API methods may be called from any number of threads
+// at once, also while training runs. Start() and Stop() from one thread.
+#ifndef LATENTD_SERVICE_LATENTD_SERVICE_H_
+#define LATENTD_SERVICE_LATENTD_SERVICE_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "corpora/corpus_builder.h"
+#include "corpora/document_reader.h"
+#include "corpora/tokenizer.h"
+#include "sampler/fold_in.h"
+#include "sampler/trainer.h"
+#include "service/api.pb.h"
+#include "service/ingest_log.h"
+#include "service/metrics.h"
+#include "service/model_view.h"
+#include "service/store_merge.h"
+
+namespace latentd::service {
+
+struct ServiceOptions {
+  std::string data_dir;  // created if missing
+  // First start only: the corpus the token store is built from.
+  ReaderOptions corpus;
+  CorpusBuilderOptions build;
+  // Training settings; on a resume K, β and the seed come from the
+  // checkpoint.
+  TrainerOptions trainer;
+  uint64_t max_sweeps = 0;  // stop sampling after this sweep; 0 = never
+  // A checkpoint is written every `checkpoint_every` sweeps and whenever
+  // `checkpoint_seconds` have passed since the last (0 disables either),
+  // on Checkpoint() and at Stop().
+  int checkpoint_every = 100;
+  double checkpoint_seconds = 60;
+  // Sweeps are published to queries at most this often (a merge of
+  // ingested documents, and the last sweep before an idle spell, always
+  // are). Building a view copies the counts, so this bounds its cost.
+  int publish_interval_ms = 250;
+  InferOptions infer{.iterations = 30, .burn_in = 10, .seed = 1};
+  uint32_t max_infer_iterations = 1000;
+  size_t max_documents_per_ingest = 1000;
+  size_t max_text_bytes = 1 << 20;  // per document or inferred text
+  // Compact the ingest log (IngestLog::Compact) after a merge once it is
+  // this big; 0 = never. Tombstones of the last `keep_sources` sourced
+  // records stay for deduplicating redeliveries.
+  uint64_t compact_log_bytes = 64 << 20;
+  size_t keep_sources = 100000;
+};
+
+class LatentdService {
+ public:
+  // Opens or creates the node's state in options.data_dir (see above) and
+  // publishes the first view. Registers its metrics in *metrics, which must
+  // outlive the service. Fails with the error of the file or corpus at
+  // fault; no thread is running then.
+  static absl::StatusOr<std::unique_ptr<LatentdService>> Open(
+      const ServiceOptions& options, MetricsRegistry* metrics);
+  ~LatentdService();  // Stop()
+
+  // Starts the training thread.
+  void Start();
+  // Stops the training thread after its current sweep and writes a final
+  // checkpoint. Idempotent; returns the checkpoint's status.
+  absl::Status Stop();
+
+  // ---- The API (service/api.proto). Errors: kInvalidArgument for a bad
+  // request, kNotFound for an unknown topic, word or user, kUnavailable if
+  // the ingest log cannot be written. ----
+  absl::StatusOr<api::ListTopicsResponse> ListTopics(
+      const api::ListTopicsRequest& request) const;
+  absl::StatusOr<api::GetTopicResponse> GetTopic(
+      const api::GetTopicRequest& request) const;
+  absl::StatusOr<api::WordTopicsResponse> WordTopics(
+      const api::WordTopicsRequest& request) const;
+  absl::StatusOr<api::InferDocumentResponse> InferDocument(
+      const api::InferDocumentRequest& request) const;
+  absl::StatusOr<api::GetUserProfileResponse> GetUserProfile(
+      const api::GetUserProfileRequest& request) const;
+  // Returns once every document is durable; all or nothing.
+  absl::StatusOr<api::IngestResponse> Ingest(const api::IngestRequest& request);
+  absl::StatusOr<api::StatusResponse> Status(
+      const api::StatusRequest& request) const;
+  // Waits for the current sweep to end, then writes model.bin.
+  absl::StatusOr<api::CheckpointResponse> Checkpoint(
+      const api::CheckpointRequest& request);
+
+  // ---- For the stream and directory ingesters. ----
+  // Tokenizes `text` as the corpus was; kInvalidArgument if no word is left.
+  absl::StatusOr<std::vector<std::string>> TokenizeDocument(
+      std::string_view text) const;
+  // Appends records (their words already tokenized) durably, then queues
+  // them for the next merge. Records whose source was already ingested are
+  // dropped (returned count excludes them).
+  // *last_sequence (if given) receives the log sequence of the last record
+  // appended by this call.
+  absl::StatusOr<uint64_t> IngestRecords(std::vector<IngestRecord> records,
+                                         uint64_t* last_sequence = nullptr);
+  // True if a record with this non-empty source is in the ingest log.
+  bool SourceIngested(const std::string& source) const;
+
+  std::shared_ptr<const ModelView> view() const;
+  const std::string& data_dir() const { return options_.data_dir; }
+
+ private:
+  explicit LatentdService(const ServiceOptions& options);
+  absl::Status Init(MetricsRegistry* metrics);
+  void RegisterMetrics(MetricsRegistry* metrics);
+  // Start-up steps of Init(), in order.
+  absl::Status BuildStore() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  absl::Status OpenTrainer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  absl::Status ReplayLog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  void TrainLoop();
+  // Training thread: merge pending records; sweep; publish; checkpoint.
+  absl::Status MergePending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  void SweepOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  absl::Status MaybePublish(bool swept)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  absl::Status Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  absl::Status WriteCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  api::ModelVersion Version(const ModelView& v) const;
+
+  ServiceOptions options_;
+  Tokenizer tokenizer_;
+  std::unique_ptr<IngestLog> log_;
+
+  // Training state: the training thread, or a caller holding train_mu_.
+  absl::Mutex train_mu_;
+  std::unique_ptr<Trainer> trainer_ ABSL_GUARDED_BY(train_mu_);
+  Vocabulary vocab_ ABSL_GUARDED_BY(train_mu_);
+  StoreScan scan_ ABSL_GUARDED_BY(train_mu_);
+  bool has_users_ ABSL_GUARDED_BY(train_mu_) = false;
+  uint64_t checkpoint_sweep_ ABSL_GUARDED_BY(train_mu_) = 0;
+  bool pending_merged_ ABSL_GUARDED_BY(train_mu_) = false;  // to publish
+  uint64_t published_sweep_ ABSL_GUARDED_BY(train_mu_) = 0;
+  absl::Time published_at_ ABSL_GUARDED_BY(train_mu_);
+  absl::Time checkpoint_at_ ABSL_GUARDED_BY(train_mu_);
+
+  // Acknowledged records not yet merged, and the sources ever ingested.
+  mutable absl::Mutex pending_mu_;
+  std::vector<IngestRecord> pending_ ABSL_GUARDED_BY(pending_mu_);
+  absl::flat_hash_set<std::string> sources_ ABSL_GUARDED_BY(pending_mu_);
+  bool stopping_ ABSL_GUARDED_BY(pending_mu_) = false;
+
+  mutable absl::Mutex view_mu_;
+  std::shared_ptr<const ModelView> view_ ABSL_GUARDED_BY(view_mu_);
+  uint64_t view_version_ ABSL_GUARDED_BY(view_mu_) = 0;
+
+  // Written by the training thread, read by Status (relaxed: independent).
+  std::atomic<double> tokens_per_second_{0};
+  std::atomic<double> loglik_per_token_{0};
+  std::atomic<uint64_t> checkpoint_sweep_seen_{0};
+  std::atomic<uint64_t> merged_sequence_{0};
+  std::atomic<bool> training_{false};
+  std::atomic<uint64_t> ingested_{0};
+  const double start_time_;
+
+  std::thread thread_;
+  bool started_ = false;
+  bool stopped_ = false;
+
+  struct Metrics {
+    Counter* sweeps;
+    Counter* sweep_errors;
+    Counter* tokens_sampled;
+    Gauge* tokens_per_second;
+    Gauge* loglik;
+    Gauge* sweep;
+    Gauge* documents;
+    Gauge* tokens;
+    Gauge* vocabulary;
+    Gauge* pending;
+    Counter* ingested;
+    Counter* merged;
+    Counter* merge_errors;
+    Counter* duplicates;
+    Counter* checkpoints;
+  } m_{};
+};
+
+}  // namespace latentd::service
+
+#endif  // LATENTD_SERVICE_LATENTD_SERVICE_H_

@@ -1,0 +1,86 @@
+// Metrics: counters, gauges and latency histograms rendered in the
+// Prometheus text exposition format (version 0.0.4) for GET /metrics.
+//
+// Metrics are registered once (at startup) and live as long as the
+// registry; the returned pointers stay valid. Updates are lock-free atomics
+// (relaxed: each value is independent, a scrape may see one metric a little
+// ahead of another).
+//
+// Thread-safety: every method is safe from any thread.
+#ifndef LATENTD_SERVICE_METRICS_H_
+#define LATENTD_SERVICE_METRICS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace latentd::service {
+
+class Counter {
+ public:
+  void Add(uint64_t n = 1) { v_.fetch_add(n, std::memory_order_relaxed); }
+  uint64_t value() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> v_{0};
+};
+
+class Gauge {
+ public:
+  void Set(double v) { v_.store(v, std::memory_order_relaxed); }
+  double value() const { return v_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<double> v_{0};
+};
+
+// Latency histogram in seconds with fixed buckets (0.1 ms .. 10 s).
+class Histogram {
+ public:
+  Histogram();
+  void Observe(double seconds);
+  static const std::vector<double>& Bounds();
+  // Cumulative counts per bound, then +Inf; and the sum.
+  void Read(std::vector<uint64_t>* cumulative, double* sum) const;
+
+ private:
+  std::unique_ptr<std::atomic<uint64_t>[]> buckets_;  // Bounds().size() + 1
+  std::atomic<double> sum_{0};
+};
+
+class MetricsRegistry {
+ public:
+  // `name` is a Prometheus metric name; `labels` is "" or 'k="v",...'.
+  // Registering the same name and labels twice returns the same metric.
+  Counter* AddCounter(const std::string& name, const std::string& help,
+                      const std::string& labels = "");
+  Gauge* AddGauge(const std::string& name, const std::string& help,
+                  const std::string& labels = "");
+  Histogram* AddHistogram(const std::string& name, const std::string& help,
+                          const std::string& labels = "");
+  std::string RenderText() const;
+
+ private:
+  enum class Kind { kCounter, kGauge, kHistogram };
+  struct Entry {
+    Kind kind;
+    std::string name, help, labels;
+    std::unique_ptr<Counter> counter;
+    std::unique_ptr<Gauge> gauge;
+    std::unique_ptr<Histogram> histogram;
+  };
+  Entry* Find(Kind kind, const std::string& name, const std::string& labels)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  mutable absl::Mutex mu_;
+  std::deque<Entry> entries_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace latentd::service
+
+#endif  // LATENTD_SERVICE_METRICS_H_

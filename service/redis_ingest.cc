@@ -1,0 +1,200 @@
+#include "service/redis_ingest.h"
+
+#include <hiredis/hiredis.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+
+namespace latentd::service {
+namespace {
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const {
+    if (r != nullptr) freeReplyObject(r);
+  }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+struct ContextDeleter {
+  void operator()(redisContext* c) const {
+    if (c != nullptr) redisFree(c);
+  }
+};
+using Context = std::unique_ptr<redisContext, ContextDeleter>;
+
+void Log(const std::string& line) {
+  std::fprintf(stderr, "latentd redis: %s\n", line.c_str());
+}
+
+Context Connect(const std::string& address, std::string* error) {
+  struct timeval tv = {2, 0};
+  redisContext* c;
+  if (absl::StartsWith(address, "unix:")) {
+    c = redisConnectUnixWithTimeout(address.substr(5).c_str(), tv);
+  } else {
+    const size_t colon = address.rfind(':');
+    const std::string host =
+        colon == std::string::npos ? address : address.substr(0, colon);
+    const int port = colon == std::string::npos
+                         ? 6379
+                         : std::atoi(address.c_str() + colon + 1);
+    c = redisConnectWithTimeout(host.c_str(), port, tv);
+  }
+  Context ctx(c);
+  if (c == nullptr || c->err) {
+    *error = c == nullptr ? "out of memory" : c->errstr;
+    return nullptr;
+  }
+  return ctx;
+}
+
+struct Entry {
+  std::string id, text, user, doc_id;
+};
+
+// Parses an XREADGROUP reply: [[stream, [[id, [f, v, ...]], ...]]].
+std::vector<Entry> Entries(const redisReply* r) {
+  std::vector<Entry> out;
+  if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
+    return out;
+  }
+  const redisReply* stream = r->element[0];
+  if (stream->type != REDIS_REPLY_ARRAY || stream->elements < 2) return out;
+  const redisReply* list = stream->element[1];
+  for (size_t i = 0; i < list->elements; ++i) {
+    const redisReply* e = list->element[i];
+    if (e->type != REDIS_REPLY_ARRAY || e->elements < 2) continue;
+    Entry entry;
+    entry.id.assign(e->element[0]->str, e->element[0]->len);
+    const redisReply* fields = e->element[1];
+    if (fields->type == REDIS_REPLY_ARRAY) {
+      for (size_t f = 0; f + 1 < fields->elements; f += 2) {
+        const std::string key(fields->element[f]->str, fields->element[f]->len);
+        const std::string val(fields->element[f + 1]->str,
+                              fields->element[f + 1]->len);
+        if (key == "text") entry.text = val;
+        if (key == "user") entry.user = val;
+        if (key == "id") entry.doc_id = val;
+      }
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+}  // namespace
+
+RedisIngester::RedisIngester(const RedisIngestOptions& options,
+                             LatentdService* service, MetricsRegistry* metrics)
+    : options_(options),
+      service_(service),
+      acked_(metrics->AddCounter("latentd_redis_acked_total",
+                                 "Redis stream entries acknowledged")),
+      rejected_(metrics->AddCounter("latentd_redis_rejected_total",
+                                    "Redis entries without usable text")),
+      errors_(metrics->AddCounter("latentd_redis_errors_total",
+                                  "Redis connection or command failures")) {}
+
+RedisIngester::~RedisIngester() { Stop(); }
+
+void RedisIngester::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void RedisIngester::Stop() {
+  stop_.store(true, std::memory_order_relaxed);
+  if (thread_.joinable()) thread_.join();
+}
+
+void RedisIngester::Run() {
+  const std::string source_prefix =
+      absl::StrCat("redis:", options_.stream, "/");
+  while (!stop_.load(std::memory_order_relaxed)) {
+    std::string error;
+    Context c = Connect(options_.address, &error);
+    if (c == nullptr) {
+      errors_->Add();
+      Log(absl::StrCat("cannot connect to ", options_.address, ": ", error));
+      absl::SleepFor(absl::Seconds(1));
+      continue;
+    }
+    struct timeval tv = {5, 0};
+    redisSetTimeout(c.get(), tv);
+    Reply created(static_cast<redisReply*>(
+        redisCommand(c.get(), "XGROUP CREATE %s %s 0 MKSTREAM",
+                     options_.stream.c_str(), options_.group.c_str())));
+    if (created == nullptr) {
+      errors_->Add();
+      absl::SleepFor(absl::Seconds(1));
+      continue;
+    }
+    bool backlog = true;  // first our own pending entries, then new ones
+    while (!stop_.load(std::memory_order_relaxed)) {
+      Reply r(static_cast<redisReply*>(redisCommand(
+          c.get(), "XREADGROUP GROUP %s %s COUNT %d BLOCK %d STREAMS %s %s",
+          options_.group.c_str(), options_.consumer.c_str(), options_.batch,
+          options_.block_ms, options_.stream.c_str(), backlog ? "0" : ">")));
+      if (r == nullptr || r->type == REDIS_REPLY_ERROR) {
+        errors_->Add();
+        Log(absl::StrCat("XREADGROUP failed: ",
+                         r == nullptr ? c->errstr : r->str));
+        break;  // reconnect
+      }
+      std::vector<Entry> entries = Entries(r.get());
+      if (entries.empty()) {
+        backlog = false;
+        continue;
+      }
+      std::vector<IngestRecord> records;
+      std::vector<std::string> ids;
+      for (Entry& e : entries) {
+        ids.push_back(e.id);
+        absl::StatusOr<std::vector<std::string>> words =
+            service_->TokenizeDocument(e.text);
+        if (!words.ok()) {
+          rejected_->Add();
+          Log(absl::StrCat("entry ", e.id,
+                           " rejected: ", words.status().message()));
+          continue;
+        }
+        IngestRecord& rec = records.emplace_back();
+        rec.source = source_prefix + e.id;
+        rec.doc_id = e.doc_id.empty() ? e.id : e.doc_id;
+        rec.user = e.user;
+        rec.words = std::move(*words);
+      }
+      absl::StatusOr<uint64_t> n = service_->IngestRecords(std::move(records));
+      if (!n.ok()) {
+        errors_->Add();
+        Log(absl::StrCat("ingest failed, entries stay pending: ",
+                         n.status().message()));
+        absl::SleepFor(absl::Seconds(1));
+        backlog = true;
+        continue;
+      }
+      // Durable: acknowledge.
+      bool ack_ok = true;
+      for (const std::string& id : ids) {
+        Reply ack(static_cast<redisReply*>(
+            redisCommand(c.get(), "XACK %s %s %s", options_.stream.c_str(),
+                         options_.group.c_str(), id.c_str())));
+        if (ack == nullptr || ack->type == REDIS_REPLY_ERROR) {
+          ack_ok = false;
+          break;
+        }
+        acked_->Add();
+      }
+      if (!ack_ok) {
+        errors_->Add();
+        break;  // reconnect; the log deduplicates the redelivery
+      }
+    }
+    if (!stop_.load(std::memory_order_relaxed))
+      absl::SleepFor(absl::Seconds(1));
+  }
+}
+
+}  // namespace latentd::service

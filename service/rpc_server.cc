@@ -1,0 +1,64 @@
+#include "service/rpc_server.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace latentd::service {
+
+RpcServer::RpcServer(const RpcOptions& options, LatentdService* service,
+                     MetricsRegistry* metrics)
+    : dispatcher_(service, metrics, "tcp"),
+      queue_depth_(metrics->AddGauge("latentd_rpc_queue_depth",
+                                     "TCP calls waiting for a worker thread")),
+      loop_(std::make_unique<sync::EventLoop>(std::max(1, options.io_threads))),
+      workers_(
+          options.worker_threads > 0
+              ? std::make_unique<internal::WorkQueue>(options.worker_threads)
+              : nullptr) {}
+
+RpcServer::~RpcServer() { Stop(); }
+
+absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(
+    const RpcOptions& options, LatentdService* service,
+    MetricsRegistry* metrics) {
+  std::unique_ptr<RpcServer> s(new RpcServer(options, service, metrics));
+  sync::ServerOptions so;
+  so.host = options.host;
+  so.port = static_cast<uint16_t>(options.port);
+  so.max_frame_bytes = options.max_frame_bytes;
+  RpcServer* self = s.get();
+  absl::StatusOr<std::unique_ptr<sync::Server>> server = sync::Server::Start(
+      s->loop_.get(), so, [self](sync::Frame request, sync::Responder r) {
+        auto run = [self](const sync::Frame& request, sync::Responder r) {
+          std::optional<Method> m = MethodFromType(request.type);
+          if (!m.has_value()) {
+            r.Reply(absl::InvalidArgumentError(
+                absl::StrCat("unknown request type ", request.type,
+                             " (calls are 1..", kNumMethods, ")")));
+            return;
+          }
+          r.Reply(
+              self->dispatcher_.Call(*m, request.payload, Encoding::kProto));
+        };
+        if (self->workers_ == nullptr) {
+          run(request, std::move(r));
+        } else {
+          self->workers_->Post(
+              [run, request = std::move(request), r] { run(request, r); });
+          self->queue_depth_->Set(static_cast<double>(self->workers_->depth()));
+        }
+      });
+  if (!server.ok()) return server.status();
+  s->server_ = std::move(*server);
+  return s;
+}
+
+int RpcServer::port() const { return server_ ? server_->port() : 0; }
+
+void RpcServer::Stop() {
+  if (server_) server_->Stop();
+  workers_.reset();  // finishes queued calls (their replies may be dropped)
+  server_.reset();
+  loop_.reset();
+}
+
+}  // namespace latentd::service

@@ -1,0 +1,52 @@
+// RpcServer: the API as framed protobuf over TCP, on sync/'s transport
+// (sync/transport.h). A request frame's type is the Method number
+// (service/api_dispatch.h) and its payload the binary request; the reply is
+// the binary response, or the transport's error frame carrying the status
+// (code and message). Calls run on a worker pool, never on the event loop.
+//
+// Thread-safety: Start/Stop from one thread.
+#ifndef LATENTD_SERVICE_RPC_SERVER_H_
+#define LATENTD_SERVICE_RPC_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "service/api_dispatch.h"
+#include "service/internal/work_queue.h"
+#include "sync/transport.h"
+
+namespace latentd::service {
+
+struct RpcOptions {
+  std::string host = "127.0.0.1";
+  int port = 7071;         // 0 picks a free port (see port())
+  int io_threads = 1;      // event-loop threads
+  int worker_threads = 8;  // threads running calls
+  uint32_t max_frame_bytes = 4 << 20;
+};
+
+class RpcServer {
+ public:
+  // Binds and serves. kUnavailable if the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<RpcServer>> Start(
+      const RpcOptions& options, LatentdService* service,
+      MetricsRegistry* metrics);
+  ~RpcServer();  // Stop()
+  int port() const;
+  // Stops accepting, closes connections, finishes queued calls. Idempotent.
+  void Stop();
+
+ private:
+  RpcServer(const RpcOptions& options, LatentdService* service,
+            MetricsRegistry* metrics);
+  ApiDispatcher dispatcher_;
+  Gauge* queue_depth_;  // calls waiting for a worker
+  std::unique_ptr<sync::EventLoop> loop_;
+  std::unique_ptr<internal::WorkQueue> workers_;
+  std::unique_ptr<sync::Server> server_;
+};
+
+}  // namespace latentd::service
+
+#endif  // LATENTD_SERVICE_RPC_SERVER_H_

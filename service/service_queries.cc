@@ -1,0 +1,212 @@
+// The read-only calls of LatentdService: every one reads one published
+// ModelView and nothing else, so it needs no lock beyond taking the pointer.
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "corpora/status_macros.h"
+#include "service/latentd_service.h"
+
+namespace latentd::service {
+namespace {
+
+constexpr uint32_t kDefaultTopWords = 10;
+
+uint32_t OrDefault(uint32_t v, uint32_t def) { return v == 0 ? def : v; }
+
+void FillTopic(const ModelView& v, const TopicSummary& t, uint32_t top_words,
+               api::Topic* out) {
+  out->set_id(t.topic);
+  out->set_alpha(t.alpha);
+  out->set_tokens(t.tokens);
+  const size_t n = std::min<size_t>(top_words, t.top_words.size());
+  for (size_t i = 0; i < n; ++i) {
+    api::WordWeight* w = out->add_top_words();
+    const WordId id = t.top_words[i].first;
+    w->set_word(id < v.vocab.size() ? v.vocab.word(id) : absl::StrCat("#", id));
+    w->set_probability(t.top_words[i].second);
+  }
+}
+
+void FillTopWords(const ModelView& v, uint32_t topic, uint32_t top_words,
+                  api::TopicWeight* out) {
+  const TopicSummary& t = v.topics[topic];
+  const size_t n = std::min<size_t>(top_words, t.top_words.size());
+  for (size_t i = 0; i < n; ++i) {
+    api::WordWeight* w = out->add_top_words();
+    const WordId id = t.top_words[i].first;
+    w->set_word(id < v.vocab.size() ? v.vocab.word(id) : absl::StrCat("#", id));
+    w->set_probability(t.top_words[i].second);
+  }
+}
+
+absl::Status CheckTopWords(uint32_t n) {
+  if (n > static_cast<uint32_t>(ModelView::kMaxTopWords)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "top_words ", n, " is over the limit of ", ModelView::kMaxTopWords));
+  }
+  return absl::OkStatus();
+}
+
+// Topic weights sorted by decreasing weight, ties by topic id.
+std::vector<std::pair<uint32_t, double>> Ranked(const std::vector<double>& w) {
+  std::vector<std::pair<uint32_t, double>> r;
+  r.reserve(w.size());
+  for (uint32_t k = 0; k < w.size(); ++k) r.emplace_back(k, w[k]);
+  std::stable_sort(r.begin(), r.end(), [](const auto& a, const auto& b) {
+    return a.second > b.second;
+  });
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<api::ListTopicsResponse> LatentdService::ListTopics(
+    const api::ListTopicsRequest& request) const {
+  LATENTD_RETURN_IF_ERROR(CheckTopWords(request.top_words()));
+  std::shared_ptr<const ModelView> v = view();
+  api::ListTopicsResponse resp;
+  *resp.mutable_version() = Version(*v);
+  for (const TopicSummary& t : v->topics) {
+    FillTopic(*v, t, OrDefault(request.top_words(), kDefaultTopWords),
+              resp.add_topics());
+  }
+  return resp;
+}
+
+absl::StatusOr<api::GetTopicResponse> LatentdService::GetTopic(
+    const api::GetTopicRequest& request) const {
+  LATENTD_RETURN_IF_ERROR(CheckTopWords(request.top_words()));
+  std::shared_ptr<const ModelView> v = view();
+  if (request.topic() >= v->topics.size()) {
+    return absl::NotFoundError(absl::StrCat(
+        "topic ", request.topic(), " does not exist: the model has ",
+        v->topics.size(), " topics (0..", v->topics.size() - 1, ")"));
+  }
+  api::GetTopicResponse resp;
+  *resp.mutable_version() = Version(*v);
+  FillTopic(*v, v->topics[request.topic()],
+            OrDefault(request.top_words(), kDefaultTopWords),
+            resp.mutable_topic());
+  return resp;
+}
+
+absl::StatusOr<api::WordTopicsResponse> LatentdService::WordTopics(
+    const api::WordTopicsRequest& request) const {
+  std::vector<std::string> words = tokenizer_.Tokenize(request.word());
+  if (words.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", request.word(), "' is not one word after tokenization (",
+        words.size(), " words)"));
+  }
+  std::shared_ptr<const ModelView> v = view();
+  std::optional<WordId> id = v->vocab.Find(words[0]);
+  if (!id.has_value() || *id >= v->snapshot.vocab_size) {
+    return absl::NotFoundError(
+        absl::StrCat("word '", words[0], "' is not in the model"));
+  }
+  const uint32_t k = v->snapshot.num_topics;
+  std::vector<double> p(k);
+  double sum = 0;
+  for (uint32_t t = 0; t < k; ++t) {
+    p[t] = v->Phi(*id, t) * static_cast<double>(v->totals[t]);
+    sum += p[t];
+  }
+  api::WordTopicsResponse resp;
+  *resp.mutable_version() = Version(*v);
+  resp.set_word(words[0]);
+  resp.set_count(v->word_totals[*id]);
+  const auto ranked = Ranked(p);
+  const size_t n = std::min<size_t>(OrDefault(request.top(), 10), k);
+  for (size_t i = 0; i < n; ++i) {
+    api::TopicWeight* tw = resp.add_topics();
+    tw->set_topic(ranked[i].first);
+    tw->set_weight(sum > 0 ? ranked[i].second / sum : 0);
+  }
+  return resp;
+}
+
+absl::StatusOr<api::InferDocumentResponse> LatentdService::InferDocument(
+    const api::InferDocumentRequest& request) const {
+  InferOptions o = options_.infer;
+  if (request.iterations() != 0) o.iterations = request.iterations();
+  if (request.burn_in() != 0) o.burn_in = request.burn_in();
+  if (request.seed() != 0) o.seed = request.seed();
+  if (o.iterations > static_cast<int>(options_.max_infer_iterations) ||
+      o.burn_in >= o.iterations) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "iterations must be in 1..", options_.max_infer_iterations,
+        " and burn_in below it; got ", o.iterations, " and ", o.burn_in));
+  }
+  LATENTD_ASSIGN_OR_RETURN(std::vector<std::string> words,
+                           TokenizeDocument(request.text()));
+  std::shared_ptr<const ModelView> v = view();
+  std::vector<WordId> ids;
+  ids.reserve(words.size());
+  for (const std::string& w : words) {
+    std::optional<WordId> id = v->vocab.Find(w);
+    if (id.has_value() && *id < v->snapshot.vocab_size) ids.push_back(*id);
+  }
+  if (ids.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "none of the document's ", words.size(), " words is in the model"));
+  }
+  FoldIn fold_in(*v->table, v->snapshot.alpha, v->snapshot.beta);
+  LATENTD_ASSIGN_OR_RETURN(std::vector<double> theta,
+                           fold_in.Infer(ids, o, /*stream=*/0));
+  api::InferDocumentResponse resp;
+  *resp.mutable_version() = Version(*v);
+  resp.set_known_tokens(ids.size());
+  resp.set_unknown_tokens(words.size() - ids.size());
+  const auto ranked = Ranked(theta);
+  const double floor = 1.0 / (2.0 * theta.size());
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (request.top() != 0 ? i >= request.top() : ranked[i].second < floor) {
+      break;
+    }
+    api::TopicWeight* tw = resp.add_topics();
+    tw->set_topic(ranked[i].first);
+    tw->set_weight(ranked[i].second);
+  }
+  return resp;
+}
+
+absl::StatusOr<api::GetUserProfileResponse> LatentdService::GetUserProfile(
+    const api::GetUserProfileRequest& request) const {
+  LATENTD_RETURN_IF_ERROR(CheckTopWords(request.top_words()));
+  if (request.user().empty()) {
+    return absl::InvalidArgumentError("a user id is needed");
+  }
+  std::shared_ptr<const ModelView> v = view();
+  auto it = v->users.find(request.user());
+  if (it == v->users.end()) {
+    return absl::NotFoundError(absl::StrCat(
+        "user '", request.user(),
+        "' is not in the model (unknown, or events not merged yet)"));
+  }
+  const UserTopics& u = it->second;
+  const std::vector<double>& alpha = v->snapshot.alpha;
+  const double alpha_sum = std::accumulate(alpha.begin(), alpha.end(), 0.0);
+  std::vector<double> theta(alpha.size());
+  for (uint32_t k = 0; k < alpha.size(); ++k) {
+    auto c = u.topic_counts.find(k);
+    const double n = c == u.topic_counts.end() ? 0 : c->second;
+    theta[k] = (n + alpha[k]) / (static_cast<double>(u.tokens) + alpha_sum);
+  }
+  api::GetUserProfileResponse resp;
+  *resp.mutable_version() = Version(*v);
+  resp.set_user(request.user());
+  resp.set_tokens(u.tokens);
+  resp.set_events(u.events);
+  const auto ranked = Ranked(theta);
+  const size_t n = std::min<size_t>(OrDefault(request.top(), 5), ranked.size());
+  for (size_t i = 0; i < n; ++i) {
+    api::TopicWeight* tw = resp.add_topics();
+    tw->set_topic(ranked[i].first);
+    tw->set_weight(ranked[i].second);
+    FillTopWords(*v, ranked[i].first, OrDefault(request.top_words(), 5), tw);
+  }
+  return resp;
+}
+
+}  // namespace latentd::service

@@ -1,0 +1,80 @@
+// Merging acknowledged ingest records into the token store, and reading back
+// what the store says about them.
+//
+// An ingested document is stored with doc id "~<sequence>~<events>~<client
+// id>": the ingest-log sequence of the last record merged into it and, for a
+// user's document, how many events it holds. The highest sequence in the
+// store is therefore the last merged record (a merge rewrites the store and
+// commits it atomically, so it is all or nothing), and replaying the ingest
+// log from there is idempotent.
+//
+// A record with a user joins that user's one growing document (created by
+// the first merge that sees the user, extended in place by later ones); a
+// record without a user becomes a document of its own. New tokens draw their
+// initial topic from Rng::ForStream(seed, kIngestStream, sequence).
+//
+// Thread-safety: functions of their arguments; the store and vocabulary must
+// not be used by anyone else meanwhile (the training thread, between sweeps).
+#ifndef LATENTD_SERVICE_STORE_MERGE_H_
+#define LATENTD_SERVICE_STORE_MERGE_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "corpora/token_store.h"
+#include "corpora/vocabulary.h"
+#include "service/ingest_log.h"
+
+namespace latentd::service {
+
+// What a pass over the store found out about ingested documents.
+struct StoreScan {
+  uint64_t merged_sequence = 0;  // highest ingest sequence in the store
+  absl::flat_hash_set<std::string> grown_users;  // users with a document
+};
+
+// Reads the whole store. Fails if the store is damaged.
+absl::StatusOr<StoreScan> ScanStore(TokenStore* store);
+
+struct MergeResult {
+  uint64_t records = 0;     // records merged
+  uint64_t new_docs = 0;    // documents appended
+  uint64_t new_tokens = 0;  // tokens added
+  uint64_t new_words = 0;   // words added to the vocabulary
+};
+
+// Adds the words of `records` to *vocab and commits a new version of
+// *store holding them (see above). Records at or below
+// scan->merged_sequence are skipped; *scan is updated on success. On failure
+// the store keeps its old version (the vocabulary may have grown, which is
+// harmless: ids are only appended). REQUIRES: records sorted by sequence.
+absl::StatusOr<MergeResult> MergeIntoStore(
+    std::span<const IngestRecord> records, uint64_t seed, TokenStore* store,
+    Vocabulary* vocab, StoreScan* scan);
+
+// A user's topic counts, summed over the user's documents.
+struct UserTopics {
+  uint64_t tokens = 0;
+  uint64_t events = 0;
+  absl::flat_hash_map<uint32_t, uint64_t> topic_counts;  // n_uk, non-zero
+};
+
+// Reads the store and totals the topics of every document with a user.
+absl::StatusOr<absl::flat_hash_map<std::string, UserTopics>> CollectUsers(
+    TokenStore* store);
+
+// "~<sequence>~<events>~<id>" and its parse (false if `doc_id` is not an
+// ingested document's id).
+std::string IngestDocId(uint64_t sequence, uint64_t events,
+                        std::string_view id);
+bool ParseIngestDocId(std::string_view doc_id, uint64_t* sequence,
+                      uint64_t* events);
+
+}  // namespace latentd::service
+
+#endif  // LATENTD_SERVICE_STORE_MERGE_H_

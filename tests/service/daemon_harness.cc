@@ -1,0 +1,169 @@
+#include "tests/service/daemon_harness.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace latentd::testing {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void SleepMs(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+}  // namespace
+
+TempDir::TempDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern =
+      std::string(tmp ? tmp : "/tmp") + "/latentd-test-XXXXXX";
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  path_ = ::mkdtemp(buf.data()) ? buf.data() : "";
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (!path_.empty() && std::getenv("LATENTD_KEEP_TEST_DIRS") == nullptr) {
+    std::filesystem::remove_all(path_, ec);
+  }
+}
+
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& log_path) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  // Never outlive the test, even if it crashes.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd >= 0) {
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+  }
+  std::vector<char*> args;
+  for (const std::string& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  ::execvp(args[0], args.data());
+  ::_exit(127);
+}
+
+int StopProcess(pid_t pid, int sig, double timeout_s) {
+  if (pid <= 0) return -1;
+  ::kill(pid, sig);
+  const auto end =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(static_cast<int>(timeout_s * 1000));
+  int status = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r < 0) return -1;
+    SleepMs(20);
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return -1;
+}
+
+RedisServer::RedisServer(const std::string& dir)
+    : socket_(dir + "/redis.sock") {
+  pid_ = Spawn({"redis-server", "--port", "0", "--unixsocket", socket_,
+                "--save", "", "--appendonly", "no", "--dir", dir},
+               dir + "/redis.log");
+  for (int i = 0; i < 200 && !ok_; ++i) {
+    redisContext* c = Connect();
+    if (c != nullptr) {
+      ok_ = true;
+      redisFree(c);
+    } else {
+      SleepMs(25);
+    }
+  }
+}
+
+RedisServer::~RedisServer() { StopProcess(pid_, SIGTERM, 10); }
+
+redisContext* RedisServer::Connect() const {
+  redisContext* c = redisConnectUnix(socket_.c_str());
+  if (c == nullptr || c->err) {
+    if (c) redisFree(c);
+    return nullptr;
+  }
+  return c;
+}
+
+Daemon::Daemon(const std::string& data_dir,
+               const std::vector<std::string>& args)
+    : dir_(data_dir), log_(data_dir + ".log") {
+  const char* bin = std::getenv("LATENTD_BIN");
+  std::vector<std::string> argv = {
+      bin ? bin : "latentd", "--data-dir", dir_,         "--http",
+      "127.0.0.1:0",         "--listen",   "127.0.0.1:0"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  ::unlink((dir_ + "/ports").c_str());
+  pid_ = Spawn(argv, log_);
+  for (int i = 0; i < 1200; ++i) {
+    int status;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return;  // exited during start-up
+    }
+    const std::string ports = ReadFile(dir_ + "/ports");
+    if (!ports.empty()) {
+      std::istringstream in(ports);
+      std::string line;
+      while (std::getline(in, line)) {
+        if (line.rfind("http=", 0) == 0) http_ = line.substr(5);
+        if (line.rfind("tcp=", 0) == 0) tcp_ = line.substr(4);
+      }
+      ok_ = !http_.empty() && !tcp_.empty();
+      return;
+    }
+    SleepMs(50);
+  }
+}
+
+Daemon::~Daemon() {
+  if (pid_ > 0) StopProcess(pid_, SIGKILL, 10);
+}
+
+std::string Daemon::Log() const { return ReadFile(log_); }
+
+int Daemon::Stop(int sig, double timeout_s) {
+  const int status = StopProcess(pid_, sig, timeout_s);
+  pid_ = -1;
+  return status;
+}
+
+std::unique_ptr<service::ApiClient> Daemon::Client(service::Protocol p) const {
+  auto c = service::ApiClient::Create(
+      p == service::Protocol::kTcp ? tcp_ : http_, p, absl::Seconds(30));
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+std::vector<std::string> ApCorpusArgs() {
+  const char* data = std::getenv("LATENTD_DATA_DIR");
+  const std::string dir =
+      std::string(data ? data : "../shared/data") + "/blei-ap";
+  return {"--corpus", dir + "/ap.dat.zst", "--format",
+          "ldac",     "--corpus-vocab",    dir + "/vocab.txt.zst"};
+}
+
+}  // namespace latentd::testing

@@ -1,0 +1,87 @@
+// Test harness for multi-process service tests: a private redis-server on a
+// Unix socket (no TCP port at all), latentd processes on 127.0.0.1 with
+// ports picked by the daemon (port 0, read back from DIR/ports), and API
+// clients over every protocol. Nothing talks to any other address.
+#ifndef LATENTD_TESTS_SERVICE_DAEMON_HARNESS_H_
+#define LATENTD_TESTS_SERVICE_DAEMON_HARNESS_H_
+
+#include <hiredis/hiredis.h>
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "service/api_client.h"
+
+namespace latentd::testing {
+
+// A fresh directory under $TMPDIR (or /tmp), removed at destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Runs argv[0] with args; stdout/stderr go to `log_path`. Returns the pid.
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& log_path);
+// Sends `sig` and waits up to `timeout_s`; returns the exit status (as from
+// waitpid) or -1 on timeout (the process is then killed with SIGKILL).
+int StopProcess(pid_t pid, int sig, double timeout_s);
+
+class RedisServer {
+ public:
+  // Starts redis-server in `dir` listening only on dir/redis.sock.
+  explicit RedisServer(const std::string& dir);
+  ~RedisServer();
+  bool ok() const { return ok_; }
+  std::string address() const { return "unix:" + socket_; }
+  // A connection for the test's own commands.
+  redisContext* Connect() const;
+
+ private:
+  std::string socket_;
+  pid_t pid_ = -1;
+  bool ok_ = false;
+};
+
+class Daemon {
+ public:
+  // Starts $LATENTD_BIN --data-dir dir --http 127.0.0.1:0 --listen
+  // 127.0.0.1:0 plus `args`, and waits for dir/ports (up to 60 s).
+  Daemon(const std::string& data_dir, const std::vector<std::string>& args);
+  ~Daemon();  // SIGKILL if still running
+  bool ok() const { return ok_; }
+  pid_t pid() const { return pid_; }
+  const std::string& http() const { return http_; }
+  const std::string& tcp() const { return tcp_; }
+  const std::string& log_path() const { return log_; }
+  std::string Log() const;
+  // SIGTERM (or `sig`) and wait; returns the wait status, -1 on timeout.
+  int Stop(int sig = 15, double timeout_s = 60);
+  std::unique_ptr<service::ApiClient> Client(service::Protocol p) const;
+
+ private:
+  std::string dir_, log_, http_, tcp_;
+  pid_t pid_ = -1;
+  bool ok_ = false;
+};
+
+// The corpus the tests train on: blei-ap (LDA-C) under $LATENTD_DATA_DIR.
+std::vector<std::string> ApCorpusArgs();
+
+// Polls Status until `pred` holds (up to timeout_s). Returns the last one.
+template <typename Pred>
+absl::StatusOr<api::StatusResponse> WaitStatus(service::ApiClient* c, Pred pred,
+                                               double timeout_s);
+
+}  // namespace latentd::testing
+
+#include "tests/service/daemon_harness_inl.h"
+
+#endif  // LATENTD_TESTS_SERVICE_DAEMON_HARNESS_H_

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# latentctl's client commands against a running latentd (127.0.0.1, ports
+# chosen by the daemon): status, topics, infer, ingest, profile, checkpoint,
+# over tcp and json, plus an unreachable daemon and an unknown topic.
+# Usage: latentctl_daemon_test.sh LATENTD LATENTCTL
+set -euo pipefail
+LATENTD=$1
+CTL=$2
+DATA=${LATENTD_DATA_DIR:-../shared/data}
+DIR=$(mktemp -d)
+PID=
+cleanup() {
+  if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; cat "$DIR/latentd.log" 2>/dev/null | tail -20; exit 1; }
+
+"$LATENTD" --data-dir "$DIR/node" --corpus "$DATA/blei-ap/ap.dat.zst" \
+  --format ldac --corpus-vocab "$DATA/blei-ap/vocab.txt.zst" --topics 10 \
+  --max-sweeps 10 --http 127.0.0.1:0 --listen 127.0.0.1:0 \
+  >"$DIR/latentd.log" 2>&1 &
+PID=$!
+for _ in $(seq 600); do [ -s "$DIR/node/ports" ] && break; sleep 0.1; done
+[ -s "$DIR/node/ports" ] || fail "daemon did not start"
+TCP=$(sed -n 's/^tcp=//p' "$DIR/node/ports")
+HTTP=$(sed -n 's/^http=//p' "$DIR/node/ports")
+
+"$CTL" status --addr "$TCP" | grep -q '"topics":10' || fail "status"
+"$CTL" topics --addr "$TCP" --topic 3 --top 4 >"$DIR/t" || fail "topics"
+[ "$(grep -c $'^  ' "$DIR/t")" = 4 ] || fail "topics: $(cat "$DIR/t")"
+"$CTL" topics --addr "$TCP" --topic 10 2>"$DIR/e" && fail "topic 10 accepted"
+grep -q "topic 10 does not exist" "$DIR/e" || fail "message: $(cat "$DIR/e")"
+printf 'oil prices and opec ministers\nthe of and\n' |
+  "$CTL" infer --addr "$HTTP" --protocol json --top 2 --seed 3 >"$DIR/i" 2>"$DIR/ie" || fail "infer"
+[ "$(wc -l <"$DIR/i")" = 1 ] || fail "infer output: $(cat "$DIR/i")"
+grep -q "line 2" "$DIR/ie" || fail "infer message: $(cat "$DIR/ie")"
+# Same seed, other protocol: the same mixture.
+echo 'oil prices and opec ministers' |
+  "$CTL" infer --addr "$TCP" --top 2 --seed 3 | cmp - "$DIR/i" || fail "tcp and json differ"
+printf 'stocks fell on wall street\nthe dollar rose against the yen\n' |
+  "$CTL" ingest --addr "$TCP" --user carol | grep -q "accepted 2" || fail "ingest"
+for _ in $(seq 100); do
+  "$CTL" profile carol --addr "$TCP" >"$DIR/p" 2>/dev/null && break
+  sleep 0.1
+done
+grep -q '"events":"2"' "$DIR/p" || fail "profile: $(cat "$DIR/p")"
+"$CTL" profile nobody --addr "$TCP" 2>"$DIR/e" && fail "unknown user accepted"
+grep -q "user 'nobody'" "$DIR/e" || fail "message: $(cat "$DIR/e")"
+"$CTL" checkpoint --addr "$TCP" | grep -q model.bin || fail "checkpoint"
+"$CTL" status --addr 127.0.0.1:1 2>"$DIR/e" && fail "dead address accepted"
+grep -q "127.0.0.1:1" "$DIR/e" || fail "message: $(cat "$DIR/e")"
+kill -TERM "$PID"
+wait "$PID" || fail "daemon exit status $?"
+PID=
+grep -q "stopped cleanly" "$DIR/latentd.log" || fail "no clean stop"
+echo "latentctl against latentd: OK"

@@ -1,0 +1,330 @@
+// Unit tests of the service's parts that need no process: the ingest log,
+// merging into the token store, the settings table and the metrics text.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "service/daemon_settings.h"
+#include "service/ingest_log.h"
+#include "service/latentd_service.h"
+#include "service/metrics.h"
+#include "service/store_merge.h"
+
+namespace latentd::service {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const std::string dir =
+      ::testing::TempDir() + "/service_unit_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  return dir + "/" + name;
+}
+
+IngestRecord Rec(std::string user, std::vector<std::string> words,
+                 std::string source = "") {
+  IngestRecord r;
+  r.user = std::move(user);
+  r.words = std::move(words);
+  r.source = std::move(source);
+  r.doc_id = "d";
+  return r;
+}
+
+TEST(IngestLog, AppendsReopensAndCutsATornTail) {
+  const std::string path = TempPath("ingest.log");
+  std::remove(path.c_str());
+  std::vector<IngestRecord> existing;
+  {
+    auto log = IngestLog::Open(path, &existing);
+    ASSERT_TRUE(log.ok()) << log.status();
+    EXPECT_TRUE(existing.empty());
+    std::vector<IngestRecord> recs = {Rec("", {"a", "b"}, "redis:s/1"),
+                                      Rec("u", {"c"})};
+    ASSERT_TRUE((*log)->Append(&recs).ok());
+    EXPECT_EQ(recs[0].sequence, 1u);
+    EXPECT_EQ(recs[1].sequence, 2u);
+    std::vector<IngestRecord> more = {Rec("", {"d"})};
+    ASSERT_TRUE((*log)->Append(&more).ok());
+    EXPECT_EQ((*log)->last_sequence(), 3u);
+  }
+  // A torn append: half a record at the end.
+  {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, "\x40\x00\x00\x00garbage", 11), 11);
+    ::close(fd);
+  }
+  auto log = IngestLog::Open(path, &existing);
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_EQ(existing.size(), 3u);
+  EXPECT_EQ(existing[0].source, "redis:s/1");
+  EXPECT_EQ(existing[1].user, "u");
+  EXPECT_EQ(existing[2].words, std::vector<std::string>{"d"});
+  std::vector<IngestRecord> next = {Rec("", {"e"})};
+  ASSERT_TRUE((*log)->Append(&next).ok());
+  EXPECT_EQ(next[0].sequence, 4u);
+}
+
+TEST(IngestLog, DamageBeforeTheEndIsDataLoss) {
+  const std::string path = TempPath("damaged.log");
+  std::remove(path.c_str());
+  std::vector<IngestRecord> existing;
+  {
+    auto log = IngestLog::Open(path, &existing);
+    ASSERT_TRUE(log.ok());
+    std::vector<IngestRecord> recs = {Rec("", {"alpha"}), Rec("", {"beta"})};
+    ASSERT_TRUE((*log)->Append(&recs).ok());
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  ASSERT_EQ(::pwrite(fd, "X", 1, 20), 1);  // inside the first record
+  ::close(fd);
+  auto log = IngestLog::Open(path, &existing);
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(log.status().message().find(path), std::string::npos);
+}
+
+TEST(StoreMerge, MergesUsersAndIsIdempotent) {
+  TokenStoreMeta meta;
+  meta.num_topics = 4;
+  meta.vocab_size = 2;
+  auto store = CreateInMemoryTokenStore(meta);
+  {
+    auto w = store->Rewrite(meta);
+    ASSERT_TRUE(w.ok());
+    DocBatch b;
+    std::vector<WordId> words = {0, 1};
+    std::vector<TopicId> topics = {0, 1};
+    b.AddDocument("doc0", "", words, topics);
+    ASSERT_TRUE((*w)->Append(b).ok());
+    ASSERT_TRUE((*w)->Commit().ok());
+  }
+  Vocabulary vocab;
+  vocab.Add("x");
+  vocab.Add("y");
+  auto scan = ScanStore(store.get());
+  ASSERT_TRUE(scan.ok());
+  EXPECT_EQ(scan->merged_sequence, 0u);
+  std::vector<IngestRecord> recs = {Rec("u", {"x", "new"}), Rec("", {"y"}),
+                                    Rec("u", {"new"})};
+  for (size_t i = 0; i < recs.size(); ++i) recs[i].sequence = i + 1;
+  auto r = MergeIntoStore(recs, 1, store.get(), &vocab, &*scan);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->records, 3u);
+  EXPECT_EQ(r->new_docs, 2u);  // the user's document and one of its own
+  EXPECT_EQ(r->new_words, 1u);
+  EXPECT_EQ(store->meta().num_docs, 3u);
+  EXPECT_EQ(store->meta().num_tokens, 6u);
+  EXPECT_EQ(store->meta().vocab_size, 3u);
+  // Replaying the same records changes nothing.
+  auto again = MergeIntoStore(recs, 1, store.get(), &vocab, &*scan);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->records, 0u);
+  EXPECT_EQ(store->meta().num_tokens, 6u);
+  // A later event of the same user grows its one document.
+  std::vector<IngestRecord> later = {Rec("u", {"y", "x"})};
+  later[0].sequence = 4;
+  ASSERT_TRUE(MergeIntoStore(later, 1, store.get(), &vocab, &*scan).ok());
+  EXPECT_EQ(store->meta().num_docs, 3u);
+  EXPECT_EQ(store->meta().num_tokens, 8u);
+  auto rescan = ScanStore(store.get());
+  ASSERT_TRUE(rescan.ok());
+  EXPECT_EQ(rescan->merged_sequence, 4u);
+  auto users = CollectUsers(store.get());
+  ASSERT_TRUE(users.ok());
+  ASSERT_EQ(users->size(), 1u);
+  EXPECT_EQ(users->at("u").tokens, 5u);
+  EXPECT_EQ(users->at("u").events, 3u);
+}
+
+// A small raw-text corpus of two obvious themes.
+std::string WriteCorpus(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/corpus.txt";
+  FILE* f = std::fopen(path.c_str(), "w");
+  const char* themes[] = {"oil prices opec crude barrel energy market",
+                          "football match goal team player season coach"};
+  for (int d = 0; d < 60; ++d) {
+    std::fprintf(f, "%s %s\n", themes[d % 2], themes[d % 2]);
+  }
+  std::fclose(f);
+  return path;
+}
+
+ServiceOptions SmallService(const std::string& dir) {
+  ServiceOptions o;
+  o.data_dir = dir + "/node";
+  o.corpus.path = WriteCorpus(dir);
+  o.trainer.num_topics = 4;
+  o.trainer.eval_every = 0;
+  o.max_sweeps = 3;
+  o.compact_log_bytes = 1;  // compact after every merge
+  return o;
+}
+
+TEST(LatentdService, InfersDeterministicallyAndDropsRedeliveries) {
+  const std::string dir = TempPath("svc");
+  std::filesystem::remove_all(dir);
+  const ServiceOptions o = SmallService(dir);
+  {
+    MetricsRegistry metrics;
+    auto s = LatentdService::Open(o, &metrics);
+    ASSERT_TRUE(s.ok()) << s.status();
+    api::InferDocumentRequest q;
+    q.set_text("crude oil and opec");
+    q.set_seed(5);
+    auto a = (*s)->InferDocument(q);
+    auto b = (*s)->InferDocument(q);
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_TRUE(b.ok());
+    EXPECT_EQ(a->SerializeAsString(), b->SerializeAsString());
+    EXPECT_EQ(a->known_tokens(), 3u);
+
+    std::vector<IngestRecord> recs = {
+        Rec("fan", {"goal", "newword"}, "redis:s/1-0")};
+    auto n = (*s)->IngestRecords(recs);
+    ASSERT_TRUE(n.ok());
+    EXPECT_EQ(*n, 1u);
+    n = (*s)->IngestRecords(recs);  // redelivered: dropped
+    ASSERT_TRUE(n.ok());
+    EXPECT_EQ(*n, 0u);
+    EXPECT_TRUE((*s)->SourceIngested("redis:s/1-0"));
+    // Not merged yet (training not started): the user is unknown.
+    api::GetUserProfileRequest p;
+    p.set_user("fan");
+    EXPECT_EQ((*s)->GetUserProfile(p).status().code(),
+              absl::StatusCode::kNotFound);
+    // Stop without merging; the log holds the record.
+    ASSERT_TRUE((*s)->Stop().ok());
+  }
+  MetricsRegistry metrics;
+  auto s = LatentdService::Open(o, &metrics);  // replays and merges
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::vector<IngestRecord> again = {Rec("fan", {"goal"}, "redis:s/1-0")};
+  auto n = (*s)->IngestRecords(again);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 0u);
+  api::GetUserProfileRequest p;
+  p.set_user("fan");
+  auto profile = (*s)->GetUserProfile(p);
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  EXPECT_EQ(profile->tokens(), 2u);
+  EXPECT_EQ(profile->events(), 1u);
+  auto st = (*s)->Status(api::StatusRequest());
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->documents(), 61u);
+  EXPECT_EQ(st->pending(), 0u);
+  EXPECT_EQ(st->merged_sequence(), 1u);
+  api::WordTopicsRequest w;
+  w.set_word("newword");
+  EXPECT_TRUE((*s)->WordTopics(w).ok());
+  // Training runs to max_sweeps and the view follows.
+  (*s)->Start();
+  for (int i = 0; i < 200; ++i) {
+    st = (*s)->Status(api::StatusRequest());
+    if (st->version().sweep() >= 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(st->version().sweep(), 3u);
+  EXPECT_TRUE((*s)->Stop().ok());
+  s->reset();
+  // The compacted log still knows the source, and the sequence goes on.
+  auto third = LatentdService::Open(o, &metrics);
+  ASSERT_TRUE(third.ok()) << third.status();
+  n = (*third)->IngestRecords(again);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 0u);
+  std::vector<IngestRecord> fresh = {Rec("", {"energy"})};
+  ASSERT_TRUE((*third)->IngestRecords(fresh).ok());
+  api::StatusRequest sr;
+  EXPECT_EQ((*third)->Status(sr)->ingested(), 1u);
+  EXPECT_TRUE((*third)->Stop().ok());
+}
+
+TEST(IngestLog, CompactKeepsTombstonesAndSequences) {
+  const std::string path = TempPath("compact.log");
+  std::remove(path.c_str());
+  std::vector<IngestRecord> existing;
+  auto log = IngestLog::Open(path, &existing);
+  ASSERT_TRUE(log.ok());
+  std::vector<IngestRecord> recs = {
+      Rec("", {"a"}, "redis:s/1"), Rec("", {"b"}), Rec("", {"c"}, "redis:s/3"),
+      Rec("", {"d"}, "redis:s/4"), Rec("", {"e"})};
+  ASSERT_TRUE((*log)->Append(&recs).ok());
+  const uint64_t before = (*log)->size_bytes();
+  // Records 1..4 are merged; keep one source.
+  ASSERT_TRUE((*log)->Compact(4, 1).ok());
+  EXPECT_LT((*log)->size_bytes(), before);
+  std::vector<IngestRecord> more = {Rec("", {"f"})};
+  ASSERT_TRUE((*log)->Append(&more).ok());
+  EXPECT_EQ(more[0].sequence, 6u);
+  log->reset();
+  auto reopened = IngestLog::Open(path, &existing);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  ASSERT_EQ(existing.size(), 3u);
+  EXPECT_EQ(existing[0].sequence, 4u);  // the newest sourced tombstone
+  EXPECT_EQ(existing[0].source, "redis:s/4");
+  EXPECT_TRUE(existing[0].words.empty());
+  EXPECT_EQ(existing[1].sequence, 5u);  // not merged: whole
+  EXPECT_EQ(existing[1].words, std::vector<std::string>{"e"});
+  EXPECT_EQ(existing[2].sequence, 6u);
+  EXPECT_EQ((*reopened)->last_sequence(), 6u);
+}
+
+TEST(DaemonSettings, DefaultsFileAndFlags) {
+  auto c = ResolveConfig({{"topics", "50"}, {"http", "127.0.0.1:0"}},
+                         {{"topics", "60"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->service.trainer.num_topics, 60u);
+  EXPECT_EQ(c->http.port, 0);
+  EXPECT_EQ(c->rpc.port, 7071);
+  EXPECT_EQ(c->service.checkpoint_every, 100);
+  EXPECT_FALSE(ResolveConfig({{"topics", "0"}}, {}).ok());
+  EXPECT_FALSE(ResolveConfig({{"no-such", "1"}}, {}).ok());
+  EXPECT_FALSE(ResolveConfig({}, {{"http", "nohostport"}}).ok());
+  // The example config parses back to the defaults.
+  const std::string path = TempPath("latentd.conf");
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(ExampleConfig().c_str(), f);
+  std::fclose(f);
+  auto values = ReadConfigFile(path);
+  ASSERT_TRUE(values.ok()) << values.status();
+  size_t with_default = 0;
+  for (const SettingSpec& s : DaemonSettings()) {
+    with_default += !s.default_value.empty();
+  }
+  EXPECT_EQ(values->size(), with_default);
+  f = std::fopen(path.c_str(), "w");
+  std::fputs("topics = 12\nbogus line\n", f);
+  std::fclose(f);
+  values = ReadConfigFile(path);
+  ASSERT_FALSE(values.ok());
+  EXPECT_NE(values.status().message().find(":2:"), std::string::npos);
+}
+
+TEST(Metrics, RendersPrometheusText) {
+  MetricsRegistry m;
+  m.AddCounter("x_total", "X things")->Add(3);
+  m.AddGauge("y", "Y level")->Set(1.5);
+  Histogram* h = m.AddHistogram("z_seconds", "Z latency", "call=\"A\"");
+  h->Observe(0.0002);
+  h->Observe(3);
+  const std::string text = m.RenderText();
+  EXPECT_NE(text.find("# TYPE x_total counter\nx_total 3\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("y 1.5\n"), std::string::npos);
+  EXPECT_NE(text.find("z_seconds_bucket{call=\"A\",le=\"0.00025\"} 1\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("z_seconds_bucket{call=\"A\",le=\"+Inf\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("z_seconds_count{call=\"A\"} 2\n"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace latentd::service
