@@ -1,7 +1,7 @@
 // cluster_bench: what cluster synchronization costs, measured in one run.
 //
-// Workload: blei-ap (or --corpus), K topics, --sweeps sweeps, α = 50/K and
-// β = 0.01 fixed. For each m in --nodes (default 1,2,3):
+// Workload: blei-ap (or --corpus/--format), K topics, --sweeps sweeps, α = 50/K
+// and β = 0.01 fixed. For each m in --nodes (default 1,2,3):
 //   single   one Trainer over the whole corpus with m sampler threads
 //   cluster  m in-process ClusterNodes on 127.0.0.1 (loopback TCP, a
 //            private redis-server), one sampler thread each, each on 1/m
@@ -76,8 +76,11 @@ int Main(int argc, char** argv) {
   uint32_t topics = 50;
   size_t budget = 0;
   int round_ms = 10;
-  app.add_option("--corpus", corpus.path, "LDA-C corpus");
-  app.add_option("--vocab", corpus.vocab_path, "its vocabulary");
+  std::string format = "ldac";
+  app.add_option("--corpus", corpus.path, "Corpus file (default blei-ap)");
+  app.add_option("--vocab", corpus.vocab_path, "Its vocabulary (ldac/uci)");
+  app.add_option("--format", format, "Corpus format (lines, ldac, ...)")
+      ->capture_default_str();
   app.add_option("--nodes", nodes, "cluster sizes")->delimiter(',');
   app.add_option("--consistency", consistency, "async | ssp:<s> | bsp");
   app.add_option("--sweeps", sweeps, "sweeps per run");
@@ -85,6 +88,19 @@ int Main(int argc, char** argv) {
   app.add_option("--byte-budget", budget, "sync bytes per round per owner");
   app.add_option("--round-ms", round_ms, "pause between rounds per owner");
   CLI11_PARSE(app, argc, argv);
+  auto parsed_format = ParseCorpusFormat(format);
+  if (!parsed_format.ok()) {
+    std::fprintf(stderr, "%s\n", parsed_format.status().ToString().c_str());
+    return 2;
+  }
+  corpus.format = *parsed_format;
+  if (corpus.format != CorpusFormat::kLdaC &&
+      corpus.format != CorpusFormat::kUci) {
+    corpus.vocab_path.clear();
+    // Preprocessed text such as news20.lines: keep every word as it is.
+    corpus.tokenizer.remove_stopwords = false;
+    corpus.tokenizer.min_length = 1;
+  }
   auto cons = sync::Consistency::Parse(consistency);
   if (!cons.ok()) {
     std::fprintf(stderr, "%s\n", cons.status().ToString().c_str());
