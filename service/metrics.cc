@@ -48,17 +48,29 @@ MetricsRegistry::Entry* MetricsRegistry::Find(Kind kind,
   return nullptr;
 }
 
+MetricsRegistry::Entry& MetricsRegistry::FindOrAdd(Kind kind,
+                                                   const std::string& name,
+                                                   const std::string& help,
+                                                   const std::string& labels,
+                                                   bool* added) {
+  *added = false;
+  if (Entry* e = Find(kind, name, labels)) return *e;
+  *added = true;
+  Entry& e = entries_.emplace_back();
+  e.kind = kind;
+  e.name = name;
+  e.help = help;
+  e.labels = labels;
+  return e;
+}
+
 Counter* MetricsRegistry::AddCounter(const std::string& name,
                                      const std::string& help,
                                      const std::string& labels) {
   absl::MutexLock lock(&mu_);
-  if (Entry* e = Find(Kind::kCounter, name, labels)) return e->counter.get();
-  Entry& e = entries_.emplace_back();
-  e.kind = Kind::kCounter;
-  e.name = name;
-  e.help = help;
-  e.labels = labels;
-  e.counter = std::make_unique<Counter>();
+  bool added;
+  Entry& e = FindOrAdd(Kind::kCounter, name, help, labels, &added);
+  if (added) e.counter = std::make_unique<Counter>();
   return e.counter.get();
 }
 
@@ -66,13 +78,9 @@ Gauge* MetricsRegistry::AddGauge(const std::string& name,
                                  const std::string& help,
                                  const std::string& labels) {
   absl::MutexLock lock(&mu_);
-  if (Entry* e = Find(Kind::kGauge, name, labels)) return e->gauge.get();
-  Entry& e = entries_.emplace_back();
-  e.kind = Kind::kGauge;
-  e.name = name;
-  e.help = help;
-  e.labels = labels;
-  e.gauge = std::make_unique<Gauge>();
+  bool added;
+  Entry& e = FindOrAdd(Kind::kGauge, name, help, labels, &added);
+  if (added) e.gauge = std::make_unique<Gauge>();
   return e.gauge.get();
 }
 
@@ -80,15 +88,9 @@ Histogram* MetricsRegistry::AddHistogram(const std::string& name,
                                          const std::string& help,
                                          const std::string& labels) {
   absl::MutexLock lock(&mu_);
-  if (Entry* e = Find(Kind::kHistogram, name, labels)) {
-    return e->histogram.get();
-  }
-  Entry& e = entries_.emplace_back();
-  e.kind = Kind::kHistogram;
-  e.name = name;
-  e.help = help;
-  e.labels = labels;
-  e.histogram = std::make_unique<Histogram>();
+  bool added;
+  Entry& e = FindOrAdd(Kind::kHistogram, name, help, labels, &added);
+  if (added) e.histogram = std::make_unique<Histogram>();
   return e.histogram.get();
 }
 

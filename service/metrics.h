@@ -77,6 +77,11 @@ class MetricsRegistry {
   };
   Entry* Find(Kind kind, const std::string& name, const std::string& labels)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The entry of (kind, name, labels), added (with `help`) if new; *added
+  // says which.
+  Entry& FindOrAdd(Kind kind, const std::string& name, const std::string& help,
+                   const std::string& labels, bool* added)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   mutable absl::Mutex mu_;
   std::deque<Entry> entries_ ABSL_GUARDED_BY(mu_);
 };

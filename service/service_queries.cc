@@ -14,11 +14,10 @@ constexpr uint32_t kDefaultTopWords = 10;
 
 uint32_t OrDefault(uint32_t v, uint32_t def) { return v == 0 ? def : v; }
 
-void FillTopic(const ModelView& v, const TopicSummary& t, uint32_t top_words,
-               api::Topic* out) {
-  out->set_id(t.topic);
-  out->set_alpha(t.alpha);
-  out->set_tokens(t.tokens);
+// The first `top_words` words of topic summary `t` into out's top_words.
+template <typename Message>
+void AddTopWords(const ModelView& v, const TopicSummary& t, uint32_t top_words,
+                 Message* out) {
   const size_t n = std::min<size_t>(top_words, t.top_words.size());
   for (size_t i = 0; i < n; ++i) {
     api::WordWeight* w = out->add_top_words();
@@ -28,16 +27,17 @@ void FillTopic(const ModelView& v, const TopicSummary& t, uint32_t top_words,
   }
 }
 
+void FillTopic(const ModelView& v, const TopicSummary& t, uint32_t top_words,
+               api::Topic* out) {
+  out->set_id(t.topic);
+  out->set_alpha(t.alpha);
+  out->set_tokens(t.tokens);
+  AddTopWords(v, t, top_words, out);
+}
+
 void FillTopWords(const ModelView& v, uint32_t topic, uint32_t top_words,
                   api::TopicWeight* out) {
-  const TopicSummary& t = v.topics[topic];
-  const size_t n = std::min<size_t>(top_words, t.top_words.size());
-  for (size_t i = 0; i < n; ++i) {
-    api::WordWeight* w = out->add_top_words();
-    const WordId id = t.top_words[i].first;
-    w->set_word(id < v.vocab.size() ? v.vocab.word(id) : absl::StrCat("#", id));
-    w->set_probability(t.top_words[i].second);
-  }
+  AddTopWords(v, v.topics[topic], top_words, out);
 }
 
 absl::Status CheckTopWords(uint32_t n) {

@@ -46,24 +46,35 @@ bool ParseIngestDocId(std::string_view doc_id, uint64_t* sequence,
          ParseU64(doc_id.substr(a + 1, b - a - 1), events);
 }
 
-absl::StatusOr<StoreScan> ScanStore(TokenStore* store) {
-  StoreScan scan;
+namespace {
+
+// Calls fn(batch, d) for every document of the store, in order.
+template <typename Fn>
+absl::Status ForEachDocument(TokenStore* store, Fn&& fn) {
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
   DocBatch batch;
   for (;;) {
     LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
-    if (!more) break;
-    for (size_t d = 0; d < batch.num_docs(); ++d) {
-      uint64_t seq, events;
-      if (d < batch.doc_ids.size() &&
-          ParseIngestDocId(batch.doc_ids[d], &seq, &events)) {
-        scan.merged_sequence = std::max(scan.merged_sequence, seq);
-        if (d < batch.users.size() && !batch.users[d].empty()) {
-          scan.grown_users.insert(batch.users[d]);
-        }
-      }
-    }
+    if (!more) return absl::OkStatus();
+    for (size_t d = 0; d < batch.num_docs(); ++d) fn(batch, d);
   }
+}
+
+}  // namespace
+
+absl::StatusOr<StoreScan> ScanStore(TokenStore* store) {
+  StoreScan scan;
+  LATENTD_RETURN_IF_ERROR(
+      ForEachDocument(store, [&](const DocBatch& batch, size_t d) {
+        uint64_t seq, events;
+        if (d < batch.doc_ids.size() &&
+            ParseIngestDocId(batch.doc_ids[d], &seq, &events)) {
+          scan.merged_sequence = std::max(scan.merged_sequence, seq);
+          if (d < batch.users.size() && !batch.users[d].empty()) {
+            scan.grown_users.insert(batch.users[d]);
+          }
+        }
+      }));
   return scan;
 }
 
@@ -194,21 +205,16 @@ absl::StatusOr<MergeResult> MergeIntoStore(
 absl::StatusOr<absl::flat_hash_map<std::string, UserTopics>> CollectUsers(
     TokenStore* store) {
   absl::flat_hash_map<std::string, UserTopics> users;
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
-  DocBatch batch;
-  for (;;) {
-    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
-    if (!more) break;
-    for (size_t d = 0; d < batch.num_docs(); ++d) {
-      if (d >= batch.users.size() || batch.users[d].empty()) continue;
-      UserTopics& u = users[batch.users[d]];
-      uint64_t seq, events = 1;
-      if (!ParseIngestDocId(batch.doc_ids[d], &seq, &events)) events = 1;
-      u.events += events;
-      for (TopicId t : batch.doc_topics(d)) ++u.topic_counts[t];
-      u.tokens += batch.doc_length(d);
-    }
-  }
+  LATENTD_RETURN_IF_ERROR(
+      ForEachDocument(store, [&](const DocBatch& batch, size_t d) {
+        if (d >= batch.users.size() || batch.users[d].empty()) return;
+        UserTopics& u = users[batch.users[d]];
+        uint64_t seq, events = 1;
+        if (!ParseIngestDocId(batch.doc_ids[d], &seq, &events)) events = 1;
+        u.events += events;
+        for (TopicId t : batch.doc_topics(d)) ++u.topic_counts[t];
+        u.tokens += batch.doc_length(d);
+      }));
   return users;
 }
 
