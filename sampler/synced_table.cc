@@ -1,6 +1,7 @@
 #include "sampler/synced_table.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <utility>
 
@@ -15,18 +16,47 @@ SyncedTopicTable::SyncedTopicTable(TopicTable* table,
       word_keys_(std::move(word_keys)),
       pending_totals_(table->num_topics(), 0) {
   LATENTD_CHECK(word_keys_.size() == table_->vocab_size());
-  dirty_.reset(new std::atomic<uint8_t>[word_keys_.size() + 1]);
+  dirty_.reset(new std::atomic<uint32_t>[word_keys_.size() + 1]);
   // Everything is new to the synchronizer at first.
-  for (size_t i = 0; i <= word_keys_.size(); ++i) dirty_[i].store(1);
+  dirty_list_.reserve(word_keys_.size() + 1);
+  for (size_t i = 0; i <= word_keys_.size(); ++i) {
+    dirty_[i].store(1);
+    dirty_list_.push_back(static_cast<uint32_t>(i));
+  }
 }
 
 void SyncedTopicTable::MarkApplied(std::span<const WordTopicDelta> applied) {
+  if (applied.empty()) return;
+  marked_.clear();
+  // Adds w to a key's weight (saturating well below overflow; only this
+  // writer adds, TakeDirty only resets); lists it if it was clean.
+  auto mark = [this](uint32_t key, uint32_t w) {
+    std::atomic<uint32_t>& d = dirty_[key];
+    if (d.load(std::memory_order_relaxed) >= (1u << 30)) return;
+    if (d.fetch_add(w, std::memory_order_acq_rel) == 0) marked_.push_back(key);
+  };
+  uint32_t total = 0;
   for (const WordTopicDelta& d : applied) {
-    dirty_[d.word].store(1, std::memory_order_release);
+    const uint32_t w = static_cast<uint32_t>(std::abs(d.delta));
+    mark(d.word, w == 0 ? 1 : w);
+    total += w;
   }
-  if (!applied.empty()) {
-    dirty_[word_keys_.size()].store(1, std::memory_order_release);
+  mark(static_cast<uint32_t>(word_keys_.size()), total == 0 ? 1 : total);
+  if (marked_.empty()) return;
+  absl::MutexLock l(&list_mu_);
+  dirty_list_.insert(dirty_list_.end(), marked_.begin(), marked_.end());
+}
+
+bool SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
+  absl::MutexLock l(&list_mu_);
+  if (out->empty()) {
+    out->swap(dirty_list_);
+    dirty_list_.clear();
+  } else {
+    out->insert(out->end(), dirty_list_.begin(), dirty_list_.end());
+    dirty_list_.clear();
   }
+  return true;
 }
 
 void SyncedTopicTable::Read(size_t index, sync::SparseVector* out) const {
@@ -43,15 +73,18 @@ void SyncedTopicTable::Read(size_t index, sync::SparseVector* out) const {
   table_->ForEachNonZero(w, [&](TopicId k, Count c) {
     out->push_back({k, int64_t{c}});
   });
-  std::sort(out->begin(), out->end(),
-            [](const sync::SparseEntry& a, const sync::SparseEntry& b) {
-              return a.topic < b.topic;
-            });
+  // A dense row comes in topic order already; a sparse one in slot order.
+  const auto by_topic = [](const sync::SparseEntry& a,
+                           const sync::SparseEntry& b) {
+    return a.topic < b.topic;
+  };
+  if (!std::is_sorted(out->begin(), out->end(), by_topic)) {
+    std::sort(out->begin(), out->end(), by_topic);
+  }
   auto it = pending_.find(w);
   if (it != pending_.end()) {
-    sync::SparseVector sum;
-    sync::AddSparse(*out, it->second, +1, &sum);
-    *out = std::move(sum);
+    sync::AddSparse(*out, it->second, +1, &sum_);
+    out->swap(sum_);
   }
 }
 
@@ -59,6 +92,7 @@ void SyncedTopicTable::EnqueueCorrection(size_t index,
                                          const sync::SparseVector& correction) {
   if (correction.empty()) return;
   absl::MutexLock l(&mu_);
+  has_pending_.store(true, std::memory_order_release);
   if (index == word_keys_.size()) {
     for (const sync::SparseEntry& e : correction) {
       pending_totals_[e.topic] += e.count;
@@ -66,21 +100,30 @@ void SyncedTopicTable::EnqueueCorrection(size_t index,
     return;
   }
   sync::SparseVector& p = pending_[static_cast<uint32_t>(index)];
-  sync::SparseVector sum;
-  sync::AddSparse(p, correction, +1, &sum);
-  p = std::move(sum);
+  if (p.empty()) {
+    p = correction;
+    return;
+  }
+  sync::AddSparse(p, correction, +1, &sum_);
+  p.swap(sum_);
 }
 
 absl::Status SyncedTopicTable::ApplyPending() {
+  if (!has_pending_.load(std::memory_order_acquire)) return absl::OkStatus();
   absl::MutexLock l(&mu_);
   const TopicId K = table_->num_topics();
   bool totals_pending = false;
   for (int64_t v : pending_totals_) totals_pending = totals_pending || v != 0;
-  if (pending_.empty() && !totals_pending) return absl::OkStatus();
-  std::vector<WordTopicDelta> deltas;
+  if (pending_.empty() && !totals_pending) {
+    has_pending_.store(false, std::memory_order_relaxed);
+    return absl::OkStatus();
+  }
+  std::vector<WordTopicDelta>& deltas = deltas_;
+  deltas.clear();
   // adjust = queued totals correction − what the word corrections move n_k
   // by; applied in two halves around Apply so n_k never dips below zero.
-  std::vector<int64_t> adjust = pending_totals_;
+  std::vector<int64_t>& adjust = adjust_;
+  adjust = pending_totals_;
   for (const auto& [w, v] : pending_) {
     for (const sync::SparseEntry& e : v) {
       if (e.count > std::numeric_limits<int32_t>::max() ||
@@ -92,7 +135,10 @@ absl::Status SyncedTopicTable::ApplyPending() {
       adjust[e.topic] -= e.count;
     }
   }
-  std::vector<int64_t> up(K), down(K);
+  std::vector<int64_t>& up = up_;
+  std::vector<int64_t>& down = down_;
+  up.resize(K);
+  down.resize(K);
   for (TopicId k = 0; k < K; ++k) {
     up[k] = std::max<int64_t>(adjust[k], 0);
     down[k] = std::min<int64_t>(adjust[k], 0);
@@ -113,6 +159,7 @@ absl::Status SyncedTopicTable::ApplyPending() {
   // Rows and the raise are in; n_k + down is what Read already reports.
   if (table_->AdjustTotals(down).ok()) {
     std::fill(pending_totals_.begin(), pending_totals_.end(), 0);
+    has_pending_.store(false, std::memory_order_relaxed);
   } else {
     pending_totals_ = down;  // kept queued; Read stays exact
   }

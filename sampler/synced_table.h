@@ -54,13 +54,20 @@ class SyncedTopicTable final : public sync::AbelianTable {
   bool TakeDirty(size_t index) override {
     return dirty_[index].exchange(0, std::memory_order_acquire) != 0;
   }
+  // Σ|applied delta| of the key since its last TakeDirty (saturating).
+  uint32_t DirtyWeight(size_t index) const override {
+    return dirty_[index].load(std::memory_order_relaxed);
+  }
+  bool TakeDirtyList(std::vector<uint32_t>* out) override;
   // Writer only: marks the rows the writer just changed (and the totals)
-  // as dirty. Call after applying them.
+  // as dirty, listing those whose mark was clear. Call after applying
+  // them. O(applied).
   void MarkApplied(std::span<const WordTopicDelta> applied);
 
   // Writer only: applies every queued correction to the table. Fails with
   // kInternal (queue kept, table unchanged) if a count would go negative —
-  // a broken synchronizer invariant, never expected.
+  // a broken synchronizer invariant, never expected. O(1) when nothing is
+  // queued (no lock taken), else O(queued entries + K).
   absl::Status ApplyPending();
   // Word rows with queued corrections (a snapshot).
   size_t pending_rows() const;
@@ -76,8 +83,22 @@ class SyncedTopicTable final : public sync::AbelianTable {
       ABSL_GUARDED_BY(mu_);
   // Queued corrections of the totals key.
   std::vector<int64_t> pending_totals_ ABSL_GUARDED_BY(mu_);
-  // Per key index, set by the writer (release), taken by TakeDirty.
-  std::unique_ptr<std::atomic<uint8_t>[]> dirty_;
+  // Set (under mu_) when a correction is queued, cleared when all are
+  // applied; read without the lock by ApplyPending's fast path.
+  std::atomic<bool> has_pending_{false};
+  // Scratch, reused so that rounds and batches do not allocate.
+  mutable sync::SparseVector sum_ ABSL_GUARDED_BY(mu_);
+  std::vector<WordTopicDelta> deltas_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> adjust_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> up_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> down_ ABSL_GUARDED_BY(mu_);
+  // Per key index: the weight the writer added (release) since the last
+  // TakeDirty, which takes it; non-zero = dirty.
+  std::unique_ptr<std::atomic<uint32_t>[]> dirty_;
+  // Keys whose mark the writer set from clear, for TakeDirtyList.
+  absl::Mutex list_mu_;
+  std::vector<uint32_t> dirty_list_ ABSL_GUARDED_BY(list_mu_);
+  std::vector<uint32_t> marked_;  // writer scratch
 };
 
 }  // namespace latentd

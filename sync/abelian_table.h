@@ -71,6 +71,26 @@ class AbelianTable {
     (void)index;
     return true;
   }
+
+  // Appends to *out every index whose dirty mark was set since the
+  // previous call (from clear; the table starts with every key listed).
+  // An index may come more than once or with its mark already taken:
+  // callers check TakeDirty. Returns false if the table keeps no such list
+  // (the default); callers must then scan every key to find the dirty
+  // ones. Called by one thread at a time.
+  virtual bool TakeDirtyList(std::vector<uint32_t>* out) {
+    (void)out;
+    return false;
+  }
+
+  // How much x may have changed through the table's own writes since the
+  // previous TakeDirty(index) (e.g. Σ|change|; 0 = not at all), without
+  // clearing anything. Lets background rounds leave keys with little
+  // change to a later round. The default says "much".
+  virtual uint32_t DirtyWeight(size_t index) const {
+    (void)index;
+    return UINT32_MAX;
+  }
 };
 
 }  // namespace latentd::sync

@@ -1,5 +1,7 @@
 #include "sync/owner_shard.h"
 
+#include <random>
+
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "corpora/status_macros.h"
@@ -60,7 +62,10 @@ void BlockReader::Next(SparseVector* out) {
   }
 }
 
-OwnerShard::OwnerShard(uint32_t dimension) : dimension_(dimension) {}
+OwnerShard::OwnerShard(uint32_t dimension)
+    : dimension_(dimension),
+      incarnation_(std::random_device{}() |
+                   (uint64_t{std::random_device{}()} << 32) | 1) {}
 
 absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
   reply->Clear();
@@ -95,24 +100,94 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     last = batch.sequence();
     ++stats_.batches_applied;
   }
+  const int slot = TrackedSlot(batch.node_id(), batch.incarnation());
+  const uint64_t bit = slot >= 0 ? uint64_t{1} << slot : 0;
+  Tracked* me = slot >= 0 ? &tracked_[slot] : nullptr;
+  reply->set_tracking(me != nullptr);
+  reply->set_owner_incarnation(incarnation_);
+  if (me != nullptr) {
+    if (duplicate) {
+      // The reply that pushed these may be lost: push them again.
+      for (Key k : me->last_pushed) {
+        GlobalValue& g = globals_[k];
+        if ((g.pending & bit) == 0) {
+          g.pending |= bit;
+          me->changed.push_back(k);
+        }
+      }
+    }
+    me->last_pushed.clear();  // a new sequence confirms the last reply
+  }
   SparseVector d, sum;
   SparseBlock* out = reply->mutable_globals();
   const bool versioned = batch.known_versions_size() > 0;
   for (int i = 0; i < batch.keys_size(); ++i) {
     GlobalValue& g = globals_[batch.keys(i)];
     deltas.Next(&d);
+    g.holders |= bit;
+    g.pending &= ~bit;  // this reply carries it if it changed
     if (!duplicate && !d.empty()) {
       AddSparse(g.value, d, +1, &sum);
       g.value.swap(sum);
       ++g.version;
       ++stats_.keys_applied;
+      // Every other tracked holder has to hear of it.
+      uint64_t notify = g.holders & ~g.pending & ~bit;
+      g.pending |= notify;
+      while (notify != 0) {
+        const int s = __builtin_ctzll(notify);
+        notify &= notify - 1;
+        tracked_[s].changed.push_back(batch.keys(i));
+      }
     }
     reply->add_versions(g.version);
     if (!versioned || batch.known_versions(i) != g.version) {
       AppendToBlock(g.value, out);
     }
   }
+  if (me != nullptr) {
+    SparseBlock* pushed = reply->mutable_pushed_globals();
+    for (Key k : me->changed) {
+      auto it = globals_.find(k);
+      if (it == globals_.end() || (it->second.pending & bit) == 0) continue;
+      it->second.pending &= ~bit;
+      reply->add_pushed_keys(k);
+      reply->add_pushed_versions(it->second.version);
+      AppendToBlock(it->second.value, pushed);
+      me->last_pushed.push_back(k);
+    }
+    me->changed.clear();
+  }
   return absl::OkStatus();
+}
+
+int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation) {
+  int slot = -1;
+  for (size_t s = 0; s < tracked_.size(); ++s) {
+    if (tracked_[s].node_id == node_id) slot = static_cast<int>(s);
+  }
+  if (slot < 0) {
+    if (tracked_.size() >= kMaxTrackedSenders) return -1;
+    tracked_.emplace_back();
+    slot = static_cast<int>(tracked_.size() - 1);
+    tracked_[slot].node_id = node_id;
+    tracked_[slot].incarnation = incarnation;
+    return slot;
+  }
+  Tracked& t = tracked_[slot];
+  if (t.incarnation != incarnation) {
+    // A restarted sender: forget what was pending for the old one (it
+    // polls every key at its start); keys it still holds stay marked.
+    const uint64_t bit = uint64_t{1} << slot;
+    for (Key k : t.changed) {
+      auto it = globals_.find(k);
+      if (it != globals_.end()) it->second.pending &= ~bit;
+    }
+    t.changed.clear();
+    t.last_pushed.clear();
+    t.incarnation = incarnation;
+  }
+  return slot;
 }
 
 SparseVector OwnerShard::Global(Key key) const {

@@ -36,7 +36,8 @@ class OwnerShard {
   // Validates `batch` (matching keys/deltas lengths, canonical sparse
   // vectors, topics < dimension, same dimension, no repeated key) and, if
   // it is new, applies it; fills `reply` with the versions and the changed
-  // globals in key order (see DeltaReply).
+  // globals in key order, and the sender's pushed changes (see
+  // DeltaReply). O(batch + pushed keys), never O(all keys).
   // A malformed batch changes nothing: kInvalidArgument saying what.
   absl::Status Apply(const DeltaBatch& batch, DeltaReply* reply);
 
@@ -49,15 +50,34 @@ class OwnerShard {
 
  private:
   const uint32_t dimension_;
+  const uint64_t incarnation_;  // random, per OwnerShard
   mutable absl::Mutex mu_;
   struct GlobalValue {
     SparseVector value;
     uint64_t version = 0;  // +1 on every change
+    // Bit s: tracked sender slot s holds this key (has sent it).
+    uint64_t holders = 0;
+    // Bit s: changed since slot s last got it (and listed in its changed).
+    uint64_t pending = 0;
   };
   absl::flat_hash_map<Key, GlobalValue> globals_ ABSL_GUARDED_BY(mu_);
   // Highest sequence applied per (node id, incarnation).
   absl::flat_hash_map<std::pair<std::string, uint64_t>, uint64_t> applied_
       ABSL_GUARDED_BY(mu_);
+  // Change tracking for up to kMaxTrackedSenders sender ids (a restarted
+  // sender, new incarnation, takes its id's slot over).
+  static constexpr int kMaxTrackedSenders = 64;
+  struct Tracked {
+    std::string node_id;
+    uint64_t incarnation = 0;
+    std::vector<Key> changed;      // keys with this slot's pending bit set
+    std::vector<Key> last_pushed;  // pushed by the last reply, unconfirmed
+  };
+  std::vector<Tracked> tracked_ ABSL_GUARDED_BY(mu_);
+  // The slot of a sender, -1 if untracked; resets the slot on a new
+  // incarnation.
+  int TrackedSlot(const std::string& node_id, uint64_t incarnation)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   OwnerShardStats stats_ ABSL_GUARDED_BY(mu_);
 };
 

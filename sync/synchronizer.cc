@@ -77,9 +77,13 @@ std::unique_ptr<OwnerChannel> MakeRemoteChannel(Client* client,
 
 struct Synchronizer::Channel {
   std::unique_ptr<OwnerChannel> owner;
+  uint32_t index = 0;
   std::vector<uint32_t> keys;
+  // Loop thread only: keys that may be dirty (see queued_).
+  std::vector<uint32_t> candidates;
   // Guarded by Synchronizer::mu_.
   bool busy = false;
+  uint64_t served_kick = 0;
   absl::Time next_due = absl::InfinitePast();
   uint64_t served_pass = 0;
   bool pass_quiet = true;
@@ -89,6 +93,12 @@ struct Synchronizer::Channel {
   std::optional<DeltaBatch> inflight;
   std::vector<uint32_t> inflight_keys;
   uint64_t round_pass = 0;  // FullPass generation served, 0 = none
+  bool round_all_keys = false;
+  bool round_complete = false;  // ignores min_key_weight
+  // Whether the owner pushes changes to us (from its last reply).
+  std::atomic<bool> tracked{false};
+  uint64_t owner_incarnation = 0;  // touched by the round only
+  bool inflight_all_keys = false;  // the batch lists every key
   bool round_quiet = true;
   size_t cursor = 0;
   std::chrono::steady_clock::time_point sent_at;
@@ -102,15 +112,20 @@ Synchronizer::Synchronizer(SynchronizerOptions options, AbelianTable* table,
       x_old_(table->num_keys()),
       version_(table->num_keys(), 0),
       last_sent_clock_(table->num_keys(), 0),
-      unsent_(table->num_keys(), 0) {
-  LATENTD_CHECK(key_owner.size() == table->num_keys());
+      unsent_(table->num_keys(), 0),
+      key_owner_(std::move(key_owner)),
+      queued_(table->num_keys(), 0) {
+  LATENTD_CHECK(key_owner_.size() == table->num_keys());
   for (auto& ch : channels) {
     channels_.push_back(std::make_unique<Channel>());
     channels_.back()->owner = std::move(ch);
+    channels_.back()->index = static_cast<uint32_t>(channels_.size() - 1);
   }
-  for (size_t i = 0; i < key_owner.size(); ++i) {
-    LATENTD_CHECK(key_owner[i] < channels_.size());
-    channels_[key_owner[i]]->keys.push_back(static_cast<uint32_t>(i));
+  key_index_.reserve(key_owner_.size());
+  for (size_t i = 0; i < key_owner_.size(); ++i) {
+    LATENTD_CHECK(key_owner_[i] < channels_.size());
+    channels_[key_owner_[i]]->keys.push_back(static_cast<uint32_t>(i));
+    key_index_.emplace(table_->key(i), static_cast<uint32_t>(i));
   }
 }
 
@@ -146,7 +161,8 @@ void Synchronizer::Loop() {
       Channel* c = cp.get();
       if (c->busy) continue;
       const bool pass_due = c->served_pass < pass_requested_;
-      if (!pass_due && now < c->next_due) {
+      const bool kicked = c->served_kick < kicks_;
+      if (!pass_due && !kicked && now < c->next_due) {
         wake = std::min(wake, c->next_due);
         continue;
       }
@@ -154,6 +170,10 @@ void Synchronizer::Loop() {
       // A resent batch serves no pass (it may be a budgeted subset); the
       // next fresh round does.
       c->round_pass = (!c->inflight && pass_due) ? pass_requested_ : 0;
+      c->round_all_keys =
+          c->round_pass != 0 && full_requested_ > c->served_pass;
+      c->round_complete = c->round_pass != 0 || complete_kick_ > c->served_kick;
+      if (!c->inflight) c->served_kick = kicks_;
       mu_.Unlock();
       SendRound(c);
       mu_.Lock();
@@ -162,8 +182,8 @@ void Synchronizer::Loop() {
     auto ready = [this, wake]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       if (stop_) return true;
       for (const auto& c : channels_) {
-        if (!c->busy &&
-            (c->served_pass < pass_requested_ || c->next_due < wake)) {
+        if (!c->busy && (c->served_pass < pass_requested_ ||
+                         c->served_kick < kicks_ || c->next_due < wake)) {
           return true;
         }
       }
@@ -227,6 +247,11 @@ void Synchronizer::BuildBudgetedBatch(Channel* c, uint64_t clock,
     AddSparse(cd.x, x_old_[cd.key], -1, &cd.delta);
     cd.norm = L1Norm(cd.delta);
     unsent_[cd.key] = cd.norm != 0;  // cleared below if it is sent
+    if (cd.norm != 0 && !queued_[cd.key]) {
+      // If it stays unsent, an incremental pass must still find it.
+      queued_[cd.key] = 1;
+      c->candidates.push_back(cd.key);
+    }
   }
   // Largest |δ| first, then zero-δ keys round-robin from the cursor.
   std::vector<size_t> order, chosen;
@@ -243,8 +268,10 @@ void Synchronizer::BuildBudgetedBatch(Channel* c, uint64_t clock,
     budget -= std::min(budget, cost);
     chosen.push_back(j);
   }
+  // (From where the previous round stopped; the cursor moves below.)
+  const size_t start = c->cursor;
   for (size_t n = 0; n < cand.size() && budget >= 13; ++n) {
-    const size_t j = (c->cursor + n) % cand.size();
+    const size_t j = (start + n) % cand.size();
     if (cand[j].norm != 0) continue;
     chosen.push_back(j);
     budget -= 13;
@@ -259,9 +286,54 @@ void Synchronizer::BuildBudgetedBatch(Channel* c, uint64_t clock,
   }
 }
 
+void Synchronizer::DistributeDirty() {
+  dirty_scratch_.clear();
+  dirty_list_ = table_->TakeDirtyList(&dirty_scratch_);
+  const uint64_t clock = clock_.load(std::memory_order_relaxed);
+  for (uint32_t i : dirty_scratch_) {
+    if (i >= queued_.size() || queued_[i]) continue;
+    queued_[i] = 1;
+    // Its δ began to accumulate about now (a key that is not dirty is not
+    // sent, so its previous round may lie far back): staleness counts
+    // from here.
+    last_sent_clock_[i] = std::max(last_sent_clock_[i], clock);
+    channels_[key_owner_[i]]->candidates.push_back(i);
+  }
+}
+
+void Synchronizer::BuildIncrementalBatch(Channel* c, uint64_t clock,
+                                         DeltaBatch* batch) {
+  SparseVector x, delta;
+  const uint32_t min_weight = c->round_complete ? 0 : options_.min_key_weight;
+  size_t kept = 0;
+  for (uint32_t i : c->candidates) {
+    if (min_weight != 0 && !unsent_[i]) {
+      const uint32_t w = table_->DirtyWeight(i);
+      if (w != 0 && w < min_weight) {
+        // Little change so far: stays listed for a later round.
+        c->candidates[kept++] = i;
+        continue;
+      }
+    }
+    queued_[i] = 0;
+    if (!table_->TakeDirty(i) && !unsent_[i]) continue;
+    unsent_[i] = 0;
+    table_->Read(i, &x);
+    AddSparse(x, x_old_[i], -1, &delta);
+    if (delta.empty()) continue;  // the owner pushes the others' changes
+    AddKey(c, i, delta, clock, batch);
+    x_old_[i].swap(x);
+  }
+  c->candidates.resize(kept);
+}
+
 void Synchronizer::SendRound(Channel* c) {
   if (!c->inflight) {
-    const bool full = c->round_pass != 0 || options_.round_byte_budget == 0;
+    DistributeDirty();
+    const bool incremental = !c->round_all_keys && dirty_list_ &&
+                             c->tracked.load(std::memory_order_relaxed);
+    const bool full =
+        !incremental && (c->round_pass != 0 || options_.round_byte_budget == 0);
     const uint64_t clock = clock_.load(std::memory_order_relaxed);
     DeltaBatch batch;
     batch.set_node_id(options_.node_id);
@@ -271,8 +343,12 @@ void Synchronizer::SendRound(Channel* c) {
     batch.set_dimension(table_->dimension());
     c->inflight_keys.clear();
     c->round_quiet = true;
+    c->inflight_all_keys = full;
     if (full) {
       BuildFullBatch(c, clock, &batch);
+    } else if (incremental &&
+               (options_.round_byte_budget == 0 || c->round_pass != 0)) {
+      BuildIncrementalBatch(c, clock, &batch);
     } else {
       BuildBudgetedBatch(c, clock, &batch);
     }
@@ -305,6 +381,14 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
     }
     absl::Status valid =
         BlockReader(reply->globals(), table_->dimension()).Validate(changed);
+    if (valid.ok() &&
+        (reply->pushed_keys_size() != reply->pushed_versions_size())) {
+      valid = absl::InvalidArgumentError("pushed keys and versions differ");
+    }
+    if (valid.ok()) {
+      valid = BlockReader(reply->pushed_globals(), table_->dimension())
+                  .Validate(reply->pushed_keys_size());
+    }
     if (!valid.ok()) {
       reply = absl::DataLossError(absl::StrCat(
           "bad reply from ", c->owner->name(), ": ", valid.message()));
@@ -336,6 +420,33 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
       }
       x_old_[i].swap(g);
     }
+    BlockReader pushed(reply->pushed_globals(), table_->dimension());
+    for (int j = 0; j < reply->pushed_keys_size(); ++j) {
+      pushed.Next(&g);
+      auto it = key_index_.find(reply->pushed_keys(j));
+      // Only keys of this owner that this node holds; others are ignored.
+      if (it == key_index_.end() || key_owner_[it->second] != c->index) {
+        continue;
+      }
+      const uint32_t i = it->second;
+      const uint64_t version = reply->pushed_versions(j);
+      if (version == version_[i]) continue;
+      version_[i] = version;
+      AddSparse(g, x_old_[i], -1, &corr);
+      if (!corr.empty()) {
+        quiet = false;
+        table_->EnqueueCorrection(i, corr);
+      }
+      x_old_[i].swap(g);
+    }
+    // A new owner process (a restart) knows none of our keys: the next
+    // round visits them all, which tells it.
+    const bool same_owner =
+        reply->owner_incarnation() == c->owner_incarnation ||
+        c->inflight_all_keys;
+    c->owner_incarnation = reply->owner_incarnation();
+    c->tracked.store(reply->tracking() && same_owner,
+                     std::memory_order_relaxed);
     c->inflight.reset();
     const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::steady_clock::now() - c->sent_at)
@@ -366,9 +477,16 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
   c->busy = false;
 }
 
-Synchronizer::PassResult Synchronizer::FullPass() {
+void Synchronizer::Kick(bool complete) {
+  absl::MutexLock l(&mu_);
+  ++kicks_;
+  if (complete) complete_kick_ = kicks_;
+}
+
+Synchronizer::PassResult Synchronizer::Pass(bool all_keys) {
   absl::MutexLock l(&mu_);
   const uint64_t gen = ++pass_requested_;
+  if (all_keys) full_requested_ = gen;
   auto done = [this, gen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const auto& c : channels_) {
       if (c->served_pass < gen) return false;

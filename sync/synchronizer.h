@@ -16,6 +16,13 @@
 // largest accumulated |δ| go first; what is left of the budget polls keys
 // with δ = 0 round-robin (they still need the others' updates).
 //
+// Cost: with a table that lists its dirty keys (AbelianTable::TakeDirtyList)
+// and an owner that pushes changes (DeltaReply.tracking), a round costs
+// O(keys changed since the last round, here or at the owner), not O(keys
+// held): it sends only the keys written since their last round, and the
+// owner's reply brings the keys other nodes changed. FullPass still visits
+// every key (it is the drain's check); Flush is the incremental pass.
+//
 // Thread-safety: all public methods are thread-safe.
 #ifndef LATENTD_SYNC_SYNCHRONIZER_H_
 #define LATENTD_SYNC_SYNCHRONIZER_H_
@@ -29,6 +36,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -64,6 +72,10 @@ struct SynchronizerOptions {
   size_t round_byte_budget = 0;
   // Pause between the end of a round and the next one to the same owner.
   absl::Duration round_interval = absl::Milliseconds(10);
+  // Background rounds (not passes, not complete kicks) send only the keys
+  // whose AbelianTable::DirtyWeight is at least this; the others wait for
+  // a later round. 0 = every dirty key. Delays only, never loss.
+  uint32_t min_key_weight = 0;
   // Pause before resending a failed batch.
   absl::Duration retry_interval = absl::Milliseconds(200);
   LogFn log = LogToStderr;
@@ -80,8 +92,9 @@ struct SyncCounters {
   std::atomic<uint64_t> round_micros_max{0};
   std::atomic<uint64_t> keys_sent{0};
   std::atomic<uint64_t> nonzero_keys_sent{0};
-  // Staleness, in sweeps: for each non-zero δ sent, the sweeps between the
-  // key's previous round (when this δ began to accumulate) and this one.
+  // Staleness, in sweeps: for each non-zero δ sent, the sweeps between
+  // when this δ began to accumulate (the key's previous round, or when it
+  // was listed dirty after it, whichever is later) and this round.
   std::atomic<uint64_t> staleness_sum{0};
   std::atomic<uint64_t> staleness_samples{0};
   std::atomic<uint64_t> staleness_max{0};
@@ -112,7 +125,16 @@ class Synchronizer {
   // Runs one full round (every key, no byte budget) per owner, each
   // starting after this call, and waits for all of them.
   // REQUIRES: Start() was called and Stop() was not.
-  PassResult FullPass();
+  PassResult FullPass() { return Pass(/*all_keys=*/true); }
+  // Like FullPass, but each round is incremental where the table and the
+  // owner allow (every δ ≠ 0 is sent, every change at the owner comes
+  // back; unchanged keys are not visited). `quiet` then means nothing
+  // moved either way.
+  PassResult Flush() { return Pass(/*all_keys=*/false); }
+  // Starts a round to every owner as soon as its channel is free (without
+  // waiting for round_interval). Does not wait. A `complete` round sends
+  // every dirty key, whatever min_key_weight.
+  void Kick(bool complete = false);
 
   // The node's sweep clock, stamped on batches and used for staleness.
   void set_clock(uint64_t clock) {
@@ -124,12 +146,16 @@ class Synchronizer {
 
  private:
   struct Channel;
+  PassResult Pass(bool all_keys);
   void Loop();
+  // Moves the table's dirty list into the channels' candidate lists.
+  void DistributeDirty();
   // Builds the channel's next batch (or reuses the failed one) and sends
   // it. Runs on the loop thread while the channel is busy.
   void SendRound(Channel* c);
   void BuildFullBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
   void BuildBudgetedBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
+  void BuildIncrementalBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
   void AddKey(Channel* c, uint32_t i, const SparseVector& delta, uint64_t clock,
               DeltaBatch* batch);
   void OnReply(Channel* c, absl::StatusOr<DeltaReply> reply);
@@ -143,6 +169,13 @@ class Synchronizer {
   std::vector<uint64_t> last_sent_clock_;
   // Keys read with δ ≠ 0 but left out of a budgeted round: read again.
   std::vector<uint8_t> unsent_;
+  const std::vector<uint32_t> key_owner_;
+  absl::flat_hash_map<Key, uint32_t> key_index_;
+  // Loop thread only: whether the table lists dirty keys; per key, whether
+  // it is in its channel's candidate list; the table's list.
+  bool dirty_list_ = false;
+  std::vector<uint8_t> queued_;
+  std::vector<uint32_t> dirty_scratch_;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::atomic<uint64_t> clock_{0};
   SyncCounters counters_;
@@ -150,6 +183,9 @@ class Synchronizer {
   mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t pass_requested_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t full_requested_ ABSL_GUARDED_BY(mu_) = 0;  // latest all-keys pass
+  uint64_t kicks_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t complete_kick_ ABSL_GUARDED_BY(mu_) = 0;  // latest complete one
   std::thread thread_;
 };
 

@@ -11,6 +11,10 @@
 // (goal >= 0.9), sync bytes (sent + received, all nodes) per sampled
 // token, round and staleness figures, and the log-likelihood per token of
 // both after the last sweep with its relative difference (goal <= 2%).
+// On stderr, per m: the sampler threads' wall and on-CPU seconds, the
+// waits, rounds and keys sent per round. With more nodes than cores the
+// sync threads compete with the samplers for the same cores, so the
+// ratio there measures sync CPU against sampling CPU.
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -75,7 +79,12 @@ int Main(int argc, char** argv) {
   int sweeps = 20;
   uint32_t topics = 50;
   size_t budget = 0;
-  int round_ms = 10;
+  ClusterNodeOptions defaults;
+  int round_ms =
+      static_cast<int>(absl::ToInt64Milliseconds(defaults.round_interval));
+  int rounds_per_sweep = defaults.rounds_per_sweep;
+  bool flush = defaults.flush_each_sweep;
+  uint32_t min_key_weight = defaults.min_key_weight;
   std::string format = "ldac";
   app.add_option("--corpus", corpus.path, "Corpus file (default blei-ap)");
   app.add_option("--vocab", corpus.vocab_path, "Its vocabulary (ldac/uci)");
@@ -86,7 +95,18 @@ int Main(int argc, char** argv) {
   app.add_option("--sweeps", sweeps, "sweeps per run");
   app.add_option("--topics", topics, "K");
   app.add_option("--byte-budget", budget, "sync bytes per round per owner");
-  app.add_option("--round-ms", round_ms, "pause between rounds per owner");
+  app.add_option("--round-ms", round_ms,
+                 "longest pause between rounds per owner")
+      ->capture_default_str();
+  app.add_option("--rounds-per-sweep", rounds_per_sweep,
+                 "rounds started by the count updater per sweep (0 = timer)")
+      ->capture_default_str();
+  app.add_option("--min-key-weight", min_key_weight,
+                 "rounds within a sweep skip keys changed less than this")
+      ->capture_default_str();
+  app.add_flag("--flush,!--no-flush", flush,
+               "async: wait for a round to every owner at the end of each "
+               "sweep");
   CLI11_PARSE(app, argc, argv);
   auto parsed_format = ParseCorpusFormat(format);
   if (!parsed_format.ok()) {
@@ -111,9 +131,11 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", redis.status().ToString().c_str());
     return 1;
   }
-  std::printf("# %s K=%u sweeps=%d consistency=%s budget=%zu round_ms=%d\n",
-              corpus.path.c_str(), topics, sweeps, consistency.c_str(), budget,
-              round_ms);
+  std::printf(
+      "# %s K=%u sweeps=%d consistency=%s budget=%zu round_ms=%d "
+      "rounds_per_sweep=%d flush=%d min_key_weight=%u\n",
+      corpus.path.c_str(), topics, sweeps, consistency.c_str(), budget,
+      round_ms, rounds_per_sweep, flush ? 1 : 0, min_key_weight);
   std::printf("%5s %12s %12s %6s %10s %9s %9s %8s %8s %7s\n", "nodes",
               "single_tok/s", "cluster_tok/s", "ratio", "bytes/tok", "round_ms",
               "stale", "ll_1", "ll_m", "ll_diff");
@@ -132,6 +154,9 @@ int Main(int argc, char** argv) {
     o.consistency = *cons;
     o.round_byte_budget = budget;
     o.round_interval = absl::Milliseconds(round_ms);
+    o.rounds_per_sweep = rounds_per_sweep;
+    o.flush_each_sweep = flush;
+    o.min_key_weight = min_key_weight;
     o.log = [](std::string_view) {};
     auto cluster = LocalCluster::Start(o, m);
     if (!cluster.ok()) {
@@ -144,6 +169,7 @@ int Main(int argc, char** argv) {
       return 1;
     }
     uint64_t bytes = 0, rounds = 0, micros = 0, st_sum = 0, st_n = 0;
+    uint64_t keys = 0, nonzero_keys = 0;
     for (auto& n : (*cluster)->nodes()) {
       const auto& c = n->counters();
       bytes += c.bytes_sent.load() + c.bytes_received.load();
@@ -151,19 +177,27 @@ int Main(int argc, char** argv) {
       micros += c.round_micros_total.load();
       st_sum += c.staleness_sum.load();
       st_n += c.staleness_samples.load();
+      keys += c.keys_sent.load();
+      nonzero_keys += c.nonzero_keys_sent.load();
     }
     const double tps = run->tokens_sampled / run->seconds;
-    double pipe_s = 0, wait_s = 0;
+    double pipe_s = 0, wait_s = 0, cpu_s = 0;
     for (const auto& node : run->reports) {
       for (const auto& r : node) {
         pipe_s += r.seconds;
+        cpu_s += r.cpu_seconds;
         wait_s += r.wait_seconds;
       }
     }
     std::fprintf(
         stderr,
-        "  m=%d: wall %.2f s; node-seconds sampling %.2f, waiting %.2f\n", m,
-        run->seconds, pipe_s, wait_s);
+        "  m=%d: wall %.2f s; node-seconds sampling %.2f (on CPU %.2f), "
+        "waiting %.2f; "
+        "%llu rounds, %.0f keys/round (%.0f with δ ≠ 0)\n",
+        m, run->seconds, pipe_s, cpu_s, wait_s,
+        static_cast<unsigned long long>(rounds),
+        rounds ? static_cast<double>(keys) / rounds : 0.0,
+        rounds ? static_cast<double>(nonzero_keys) / rounds : 0.0);
     const double ll = (*cluster)->LogLikelihoodPerToken(*run);
     std::printf(
         "%5d %12.0f %12.0f %6.3f %10.3f %9.2f %9.2f %8.4f %8.4f "

@@ -1,7 +1,9 @@
 #include "service/cluster/cluster_node.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <random>
 #include <utility>
 
@@ -40,6 +42,13 @@ absl::Status SplitHostPort(const std::string& hp, std::string* host,
   *host = hp.substr(0, colon);
   *port = static_cast<uint16_t>(p);
   return absl::OkStatus();
+}
+
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) +
+         1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 }  // namespace
@@ -94,11 +103,15 @@ absl::Status ClusterNode::Load() {
   PipelineOptions po;
   po.threads = o.threads;
   pipeline_ = std::make_unique<SweepPipeline>(po, o.num_topics);
-  SyncedTopicTable* synced = synced_.get();
   pipeline_->SetCountUpdaterHook(
-      [synced](TopicTable*, std::span<const WordTopicDelta> applied) {
-        synced->MarkApplied(applied);
-        return synced->ApplyPending();
+      [this](TopicTable*, std::span<const WordTopicDelta> applied) {
+        synced_->MarkApplied(applied);
+        const uint64_t every = kick_every_.load(std::memory_order_relaxed);
+        if (every != 0 && ++batches_since_kick_ >= every && sync_) {
+          batches_since_kick_ = 0;
+          sync_->Kick();
+        }
+        return synced_->ApplyPending();
       });
   pipeline_->SetQuiesceMutex(synced_->layout_mutex());
   owner_ = std::make_unique<sync::OwnerShard>(o.num_topics);
@@ -206,6 +219,7 @@ absl::Status ClusterNode::Join() {
       std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
   so.round_byte_budget = options_.round_byte_budget;
   so.round_interval = options_.round_interval;
+  so.min_key_weight = options_.min_key_weight;
   so.log = options_.log;
   sync_ = std::make_unique<sync::Synchronizer>(
       so, synced_.get(), std::move(key_owner), std::move(channels));
@@ -310,7 +324,7 @@ absl::StatusOr<NodeSweepReport> ClusterNode::Sweep() {
                                   absl::Now() + absl::Milliseconds(50))) {
         LATENTD_RETURN_IF_ERROR(synced_->ApplyPending());
       }
-      sync_->FullPass();  // pull what they flushed
+      sync_->Flush();  // pull what they flushed
     }
   }
   LATENTD_RETURN_IF_ERROR(synced_->ApplyPending());
@@ -327,12 +341,20 @@ absl::StatusOr<NodeSweepReport> ClusterNode::Sweep() {
   params.seed = options_.seed * 7919 + options_.shard;
   params.sweep = t - 1;
   DocTopicStats stats(alpha_);
+  const double cpu_start = ThreadCpuSeconds();
   LATENTD_ASSIGN_OR_RETURN(
       SweepResult result,
       pipeline_->Run(store_.get(), table_.get(), params, &stats));
+  report.cpu_seconds = ThreadCpuSeconds() - cpu_start;
   const auto flush_start = std::chrono::steady_clock::now();
   if (options_.consistency.bounded || options_.flush_each_sweep) {
-    sync_->FullPass();  // push this sweep
+    sync_->Flush();  // push this sweep
+  } else {
+    sync_->Kick(/*complete=*/true);
+  }
+  if (options_.rounds_per_sweep > 0) {
+    kick_every_.store(std::max<uint64_t>(
+        1, result.batches / static_cast<uint64_t>(options_.rounds_per_sweep)));
   }
   report.wait_seconds += std::chrono::duration<double>(
                              std::chrono::steady_clock::now() - flush_start)
@@ -358,7 +380,7 @@ absl::StatusOr<NodeSweepReport> ClusterNode::Sweep() {
 void ClusterNode::Finish() {
   // Push what is left before saying so: once every node is finished, the
   // globals are final, and one pass pulls them.
-  sync_->FullPass();
+  sync_->Flush();
   finished_.store(true);
   clocks_->Update(node_id_, sweep_.load(), true);
   absl::MutexLock l(&hb_mu_);

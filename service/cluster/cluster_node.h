@@ -66,13 +66,30 @@ struct ClusterNodeOptions {
   // ---- Sync ----
   sync::Consistency consistency;
   size_t round_byte_budget = 0;  // see SynchronizerOptions
-  // Under async too, end each sweep with one full round to every owner
-  // (push this sweep's deltas, pull the others'). Not a barrier: it waits
-  // for the owners' replies, never for other nodes' progress. Without it,
-  // on an oversubscribed machine a node can sample several sweeps between
-  // background rounds and the nodes drift apart (see ops/bench).
-  bool flush_each_sweep = true;
-  absl::Duration round_interval = absl::Milliseconds(10);
+  // Under async too, end each sweep with one round to every owner (push
+  // this sweep's deltas, pull the others'; incremental: O(changed keys))
+  // and wait for the replies. Not a barrier: it never waits for other
+  // nodes' progress. If false (the default), the end of a sweep only kicks
+  // a round and sampling goes on at once: with rounds paced by work (below)
+  // the log-likelihood is the same either way (ops/bench/cluster_bench.sh).
+  // (The 4-7% drift once seen without it came from the old fixed 10 ms
+  // rounds that each visited every key: on an oversubscribed machine they
+  // fell behind, so nodes sampled whole sweeps between rounds.)
+  // SSP/BSP always flush.
+  bool flush_each_sweep = false;
+  // Background rounds are paced by work, not by a timer: the count updater
+  // starts one every 1/rounds_per_sweep of a sweep's batches (counted in
+  // the previous sweep; 0 = timer only). A round costs O(keys changed
+  // since the previous one), so fewer rounds per sweep cost less sync CPU
+  // per token but let the nodes' counts be staler (the log-likelihood per
+  // sweep falls behind the single node's).
+  int rounds_per_sweep = 4;
+  // Rounds within a sweep send only the keys that changed by at least this
+  // much here (Σ|Δn_wk| since their last round); the round that ends the
+  // sweep sends every changed key. 0 = every changed key every round.
+  uint32_t min_key_weight = 8;
+  // Whatever the work, a round at most this long after the previous one.
+  absl::Duration round_interval = absl::Milliseconds(500);
   absl::Duration call_timeout = absl::Seconds(2);
   // A peer unreachable this long stops counting for SSP, and is reported.
   absl::Duration dead_after = absl::Seconds(3);
@@ -92,7 +109,11 @@ struct ClusterNodeOptions {
 struct NodeSweepReport {
   uint64_t sweep = 0;
   uint64_t tokens = 0;
-  double seconds = 0;             // sampling only
+  double seconds = 0;  // sampling only
+  // CPU time of the calling thread while sampling (with one sampler
+  // thread, the pipeline runs on it): seconds − cpu_seconds is time the
+  // sampler was runnable but off-CPU, or blocked.
+  double cpu_seconds = 0;
   double wait_seconds = 0;        // SSP waits and flushes
   double doc_log_likelihood = 0;  // this shard's log p(z | α)
 };
@@ -171,6 +192,9 @@ class ClusterNode {
   std::atomic<uint64_t> sweep_{0};
   std::atomic<bool> finished_{false};
   std::atomic<bool> ready_{false};
+  // Count-updater pacing of rounds (see rounds_per_sweep).
+  std::atomic<uint64_t> kick_every_{0};
+  uint64_t batches_since_kick_ = 0;  // count updater only
 
   mutable absl::Mutex hb_mu_;
   bool hb_stop_ ABSL_GUARDED_BY(hb_mu_) = false;

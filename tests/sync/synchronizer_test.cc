@@ -3,10 +3,12 @@
 // any network.
 #include "sync/synchronizer.h"
 
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "sync/consistency.h"
@@ -95,6 +97,43 @@ TEST(OwnerShard, RejectsMalformedBatchesWithoutChange) {
   EXPECT_FALSE(r.duplicate());
 }
 
+// The owner tells each sender of the keys it holds that others changed,
+// once, and again only if the reply that told it may have been lost.
+TEST(OwnerShard, PushesOthersChangesToHolders) {
+  OwnerShard shard(4);
+  DeltaReply r;
+  ASSERT_TRUE(shard.Apply(Batch("a", 1, {{7, {}}, {8, {}}}), &r).ok());
+  EXPECT_TRUE(r.tracking());
+  EXPECT_NE(r.owner_incarnation(), 0u);
+  ASSERT_TRUE(
+      shard.Apply(Batch("b", 1, {{7, {{1, 2}}}, {9, {{0, 1}}}}), &r).ok());
+  EXPECT_EQ(r.pushed_keys_size(), 0);  // b holds nothing a changed
+  // a's next batch (empty) brings key 7 (a holds it), not 9 (a does not).
+  ASSERT_TRUE(shard.Apply(Batch("a", 2, {}), &r).ok());
+  ASSERT_EQ(r.pushed_keys_size(), 1);
+  EXPECT_EQ(r.pushed_keys(0), 7u);
+  EXPECT_EQ(r.pushed_versions(0), 1u);
+  BlockReader pushed(r.pushed_globals(), 4);
+  ASSERT_TRUE(pushed.Validate(1).ok());
+  SparseVector g;
+  pushed.Next(&g);
+  EXPECT_EQ(g, (SparseVector{{1, 2}}));
+  // The same batch again (its reply was lost): pushed again.
+  ASSERT_TRUE(shard.Apply(Batch("a", 2, {}), &r).ok());
+  EXPECT_TRUE(r.duplicate());
+  ASSERT_EQ(r.pushed_keys_size(), 1);
+  // A new sequence confirms it: nothing more to push.
+  ASSERT_TRUE(shard.Apply(Batch("a", 3, {}), &r).ok());
+  EXPECT_EQ(r.pushed_keys_size(), 0);
+  // A key a sends itself comes back in the batch part, not pushed.
+  ASSERT_TRUE(shard.Apply(Batch("b", 2, {{7, {{2, 1}}}}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("a", 4, {{7, {{3, 1}}}}), &r).ok());
+  EXPECT_EQ(r.pushed_keys_size(), 0);
+  ASSERT_TRUE(shard.Apply(Batch("b", 3, {}), &r).ok());
+  ASSERT_EQ(r.pushed_keys_size(), 1);  // b hears of a's change to 7
+  EXPECT_EQ(r.pushed_keys(0), 7u);
+}
+
 // A dense in-memory table; corrections apply immediately (the writer is
 // the caller of EnqueueCorrection here, under the same lock as Update).
 class FakeTable : public AbelianTable {
@@ -120,7 +159,9 @@ class FakeTable : public AbelianTable {
   void Update(size_t i, uint32_t t, int64_t by) {
     absl::MutexLock l(&mu_);
     v_[i][t] += by;
+    if (!dirty_[i]) list_.push_back(static_cast<uint32_t>(i));
     dirty_[i] = true;
+    weight_[i] += static_cast<uint32_t>(std::abs(by)) + 1;
   }
   // With tracking on, TakeDirty reports only keys Update touched, as
   // SyncedTopicTable does; off, every key is always dirty (the default).
@@ -129,11 +170,33 @@ class FakeTable : public AbelianTable {
     if (!track_dirty_) return true;
     const bool d = dirty_[i];
     dirty_[i] = false;
+    weight_[i] = 0;
     return d;
+  }
+  uint32_t DirtyWeight(size_t i) const override {
+    absl::MutexLock l(&mu_);
+    return list_dirty_ ? (dirty_[i] ? weight_[i] : 0) : UINT32_MAX;
+  }
+  bool TakeDirtyList(std::vector<uint32_t>* out) override {
+    absl::MutexLock l(&mu_);
+    if (!list_dirty_) return false;
+    out->insert(out->end(), list_.begin(), list_.end());
+    list_.clear();
+    return true;
   }
   void TrackDirty() {
     absl::MutexLock l(&mu_);
     track_dirty_ = true;
+  }
+  // Also lists dirty keys (incremental rounds, as SyncedTopicTable).
+  void ListDirty() {
+    absl::MutexLock l(&mu_);
+    track_dirty_ = true;
+    list_dirty_ = true;
+    for (size_t i = 0; i < keys_.size(); ++i) {
+      dirty_[i] = true;
+      list_.push_back(static_cast<uint32_t>(i));
+    }
   }
   SparseVector Value(size_t i) const {
     SparseVector v;
@@ -147,7 +210,10 @@ class FakeTable : public AbelianTable {
   mutable absl::Mutex mu_;
   std::vector<std::vector<int64_t>> v_;
   std::vector<bool> dirty_ = std::vector<bool>(v_.size(), false);
+  std::vector<uint32_t> list_;
+  std::vector<uint32_t> weight_ = std::vector<uint32_t>(v_.size(), 0);
   bool track_dirty_ = false;
+  bool list_dirty_ = false;
 };
 
 // Two nodes, each owning half the keys through local channels, change
@@ -204,6 +270,65 @@ TEST(Synchronizer, ExactAtQuiescence) {
     EXPECT_EQ(t1.Value(i), want);
   }
   EXPECT_GT(s1->counters().rounds.load(), 10u);
+}
+
+// Incremental rounds (listed dirty keys, owner pushes) on three nodes, one
+// of them budgeted, one leaving keys of little change to later rounds:
+// Flush passes alone make every node exact, and a full pass then finds
+// nothing left to do.
+TEST(Synchronizer, IncrementalRoundsAreExact) {
+  const std::vector<Key> keys = {11, 22, 33, 44, 55, 66, 77};
+  constexpr uint32_t kK = 5;
+  OwnerShard shard0(kK), shard1(kK);
+  std::vector<std::unique_ptr<FakeTable>> tables;
+  std::vector<std::unique_ptr<Synchronizer>> syncs;
+  const std::vector<uint32_t> owner = {0, 1, 0, 1, 0, 1, 1};
+  for (int n = 0; n < 3; ++n) {
+    tables.push_back(std::make_unique<FakeTable>(keys, kK));
+    tables.back()->ListDirty();
+    std::vector<std::unique_ptr<OwnerChannel>> ch;
+    ch.push_back(MakeLocalChannel(&shard0));
+    ch.push_back(MakeLocalChannel(&shard1));
+    SynchronizerOptions o;
+    o.node_id = absl::StrCat("n", n);
+    o.round_interval = absl::Milliseconds(1);
+    o.round_byte_budget = n == 2 ? 40 : 0;
+    o.min_key_weight = n == 1 ? 12 : 0;
+    syncs.push_back(std::make_unique<Synchronizer>(o, tables.back().get(),
+                                                   owner, std::move(ch)));
+    syncs.back()->Start();
+  }
+  for (auto& s : syncs) s->FullPass();  // every node tells every owner
+  std::vector<std::vector<int64_t>> truth(keys.size(),
+                                          std::vector<int64_t>(kK, 0));
+  std::mt19937 rng(5);
+  for (int step = 0; step < 6000; ++step) {
+    const size_t n = rng() % 3;
+    const size_t i = rng() % keys.size();
+    const uint32_t t = rng() % kK;
+    const int64_t by = static_cast<int64_t>(rng() % 5) - 2;
+    tables[n]->Update(i, t, by);
+    truth[i][t] += by;
+    if (step % 50 == 0) syncs[rng() % 3]->Kick(/*complete=*/step % 150 == 0);
+    if (step % 500 == 0) syncs[rng() % 3]->Flush();
+    if (step % 200 == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  // Every node pushes, then every node pulls.
+  for (auto& s : syncs) s->Flush();
+  for (auto& s : syncs) s->Flush();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    SparseVector want;
+    for (uint32_t t = 0; t < kK; ++t) {
+      if (truth[i][t] != 0) want.push_back({t, truth[i][t]});
+    }
+    const OwnerShard& o = owner[i] == 0 ? shard0 : shard1;
+    EXPECT_EQ(o.Global(keys[i]), want) << "key " << keys[i];
+    for (auto& t : tables) EXPECT_EQ(t->Value(i), want) << "key " << keys[i];
+  }
+  for (auto& s : syncs) EXPECT_TRUE(s->FullPass().quiet);
+  for (auto& s : syncs) s->Stop();
 }
 
 TEST(Consistency, Parses) {
