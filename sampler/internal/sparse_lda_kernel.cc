@@ -8,6 +8,25 @@
 namespace latentd::internal {
 namespace {
 
+// Replaces m[0..n) by its running sum and returns the total, four slots at
+// a time: the sum carried from block to block is the only dependency chain,
+// one add per four slots instead of one per slot.
+inline double RunningSum(double* m, uint32_t n) {
+  double q = 0;
+  uint32_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const double s01 = m[i] + m[i + 1];
+    const double s23 = m[i + 2] + m[i + 3];
+    m[i] = q + m[i];
+    m[i + 1] = q + s01;
+    m[i + 2] = q + (s01 + m[i + 2]);
+    q += s01 + s23;
+    m[i + 3] = q;
+  }
+  for (; i < n; ++i) m[i] = (q += m[i]);
+  return q;
+}
+
 // How many tokens ahead the kernel prefetches a row's pointer and the row.
 constexpr size_t kPrefetchPointer = 8;
 constexpr size_t kPrefetchRow = 3;
@@ -65,17 +84,19 @@ void SparseLdaKernel::BuildWordCache(const TopicTable& table, WordId word,
   // if its mass is positive. A dense row is kept whole instead (slot =
   // topic; a zero-mass slot is never the result of a binary search), which
   // is what lets the next tokens of the word reuse it.
-  double q = 0;
   uint32_t n = 0;
   // A row seen dense stays dense while samplers run, so the dense loop's
   // slot i is topic i; a row turning dense meanwhile is read as sparse.
   cache_dense_ = table.RowIsDense(word);
+  double q = 0;
   if (cache_dense_) {
+    // Masses first, then their running sum (RunningSum): the dense loop
+    // is long and the sum's dependency chain was its bottleneck.
     table.ForEachSlot(word, [&](TopicId k, Count c) {
       c -= (k == excluded);  // the token itself is excluded
-      q += (c > 0 ? c : 0) * coef_[k];
-      q_mass_[n++] = q;
+      q_mass_[n++] = (c > 0 ? c : 0) * coef_[k];
     });
+    q = RunningSum(q_mass_.data(), n);
   } else {
     table.ForEachSlot(word, [&](TopicId k, Count c) {
       c -= (k == excluded);
