@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "corpora/posix_file.h"
 #include "corpora/internal/token_store_format.h"
+#include "corpora/posix_file.h"
 #include "corpora/status_macros.h"
 #include "corpora/token_store.h"
 
