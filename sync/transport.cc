@@ -59,6 +59,23 @@ std::chrono::steady_clock::duration Chrono(absl::Duration d) {
   return absl::ToChronoNanoseconds(d);
 }
 
+// A connection's options from a client's or server's; `owner` keeps
+// *stats alive as long as the connection.
+template <typename EndpointOptions>
+ConnectionOptions MakeConnectionOptions(const EndpointOptions& options,
+                                        TransportStats* stats,
+                                        std::shared_ptr<void> owner) {
+  ConnectionOptions co;
+  co.max_frame_bytes = options.max_frame_bytes;
+  co.frame_timeout = options.frame_timeout;
+  co.write_timeout = options.write_timeout;
+  co.max_pending_write_bytes = options.max_pending_write_bytes;
+  co.log = options.log;
+  co.stats = stats;
+  co.stats_owner = std::move(owner);
+  return co;
+}
+
 // ---------------------------------------------------------------- Client
 
 struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
@@ -205,14 +222,8 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
     state = State::kConnected;
     backoff = options.initial_backoff;
     stats.connections_opened.fetch_add(1, std::memory_order_relaxed);
-    ConnectionOptions co;
-    co.max_frame_bytes = options.max_frame_bytes;
-    co.frame_timeout = options.frame_timeout;
-    co.write_timeout = options.write_timeout;
-    co.max_pending_write_bytes = options.max_pending_write_bytes;
-    co.log = options.log;
-    co.stats = &stats;
-    co.stats_owner = shared_from_this();
+    ConnectionOptions co =
+        MakeConnectionOptions(options, &stats, shared_from_this());
     std::weak_ptr<ClientImpl> weak = weak_from_this();
     conn = std::make_shared<Connection>(
         std::move(socket), std::move(co),
@@ -375,14 +386,8 @@ struct ServerImpl : std::enable_shared_from_this<ServerImpl> {
 
   void OnAccepted(asio::ip::tcp::socket socket) {
     stats.connections_opened.fetch_add(1, std::memory_order_relaxed);
-    ConnectionOptions co;
-    co.max_frame_bytes = options.max_frame_bytes;
-    co.frame_timeout = options.frame_timeout;
-    co.write_timeout = options.write_timeout;
-    co.max_pending_write_bytes = options.max_pending_write_bytes;
-    co.log = options.log;
-    co.stats = &stats;
-    co.stats_owner = shared_from_this();
+    ConnectionOptions co =
+        MakeConnectionOptions(options, &stats, shared_from_this());
     std::weak_ptr<ServerImpl> weak = weak_from_this();
     // The frame callback needs the connection it belongs to: a cell filled
     // in right after construction (before Start, so before any frame).
