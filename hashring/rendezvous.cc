@@ -46,17 +46,21 @@ Rendezvous::Rendezvous(RingConfig config) : Placement(std::move(config)) {
   seed_begin_.push_back(static_cast<uint32_t>(seeds_.size()));
 }
 
+uint64_t Rendezvous::Score(uint64_t position, MemberIndex j) const {
+  uint64_t score = std::numeric_limits<uint64_t>::max();
+  for (uint32_t s = seed_begin_[j]; s < seed_begin_[j + 1]; ++s) {
+    score = std::min(score, internal::RendezvousScore(position, seeds_[s]));
+  }
+  return score;
+}
+
 MemberIndex Rendezvous::Owner(Key key) const {
   const uint64_t position = RingPosition(key);
   Candidate best{std::numeric_limits<uint64_t>::max(),
                  std::numeric_limits<uint32_t>::max(), 0};
   const MemberIndex m = static_cast<MemberIndex>(members().size());
   for (MemberIndex j = 0; j < m; ++j) {
-    uint64_t score = std::numeric_limits<uint64_t>::max();
-    for (uint32_t s = seed_begin_[j]; s < seed_begin_[j + 1]; ++s) {
-      score = std::min(score, internal::RendezvousScore(position, seeds_[s]));
-    }
-    const Candidate c{score, IdRank(j), j};
+    const Candidate c{Score(position, j), IdRank(j), j};
     if (c < best) best = c;
   }
   return best.member;
@@ -69,11 +73,7 @@ ReplicaList Rendezvous::Replicas(Key key) const {
   uint32_t size = 0;
   const MemberIndex m = static_cast<MemberIndex>(members().size());
   for (MemberIndex j = 0; j < m; ++j) {
-    uint64_t score = std::numeric_limits<uint64_t>::max();
-    for (uint32_t s = seed_begin_[j]; s < seed_begin_[j + 1]; ++s) {
-      score = std::min(score, internal::RendezvousScore(position, seeds_[s]));
-    }
-    const Candidate c{score, IdRank(j), j};
+    const Candidate c{Score(position, j), IdRank(j), j};
     if (size == k && !(c < top[k - 1])) continue;
     uint32_t slot = size < k ? size++ : k - 1;
     for (; slot > 0 && c < top[slot - 1]; --slot) top[slot] = top[slot - 1];

@@ -43,6 +43,8 @@ class Rendezvous final : public Placement {
  private:
   explicit Rendezvous(RingConfig config);
 
+  // Member j's score for a key at `position`: the least over its seeds.
+  uint64_t Score(uint64_t position, MemberIndex j) const;
   // Seeds of member j: seeds_[seed_begin_[j] .. seed_begin_[j + 1]).
   std::vector<uint64_t> seeds_;
   std::vector<uint32_t> seed_begin_;

@@ -115,9 +115,7 @@ class FileBatchWriter : public BatchWriter {
     LATENTD_RETURN_IF_ERROR(internal::ForEachPayloadPiece(
         batch, block_,
         [this](std::string_view piece) { return file_->Append(piece); }));
-    meta_.num_docs += batch.num_docs();
-    meta_.num_tokens += batch.num_tokens();
-    meta_.num_batches += 1;
+    internal::CountAppended(batch, &meta_);
     return absl::OkStatus();
   }
 

@@ -55,9 +55,7 @@ class MemoryBatchWriter : public BatchWriter {
     if (done_) return absl::FailedPreconditionError("writer already spent");
     LATENTD_RETURN_IF_ERROR(internal::ValidateBatch(batch, meta_));
     version_->push_back(batch);
-    meta_.num_docs += batch.num_docs();
-    meta_.num_tokens += batch.num_tokens();
-    meta_.num_batches += 1;
+    internal::CountAppended(batch, &meta_);
     return absl::OkStatus();
   }
 

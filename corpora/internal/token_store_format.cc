@@ -274,6 +274,12 @@ absl::Status ValidateBatch(const DocBatch& batch, const TokenStoreMeta& meta) {
   return absl::OkStatus();
 }
 
+void CountAppended(const DocBatch& batch, TokenStoreMeta* meta) {
+  meta->num_docs += batch.num_docs();
+  meta->num_tokens += batch.num_tokens();
+  meta->num_batches += 1;
+}
+
 absl::Status ValidateMeta(const TokenStoreMeta& meta) {
   if (meta.num_topics == 0 || meta.num_topics > kMaxTopics) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -91,6 +91,8 @@ absl::Status DecodeBlockPayload(const BlockHeader& header,
 // words < meta.vocab_size, topics < meta.num_topics, fits one block.
 // kInvalidArgument otherwise.
 absl::Status ValidateBatch(const DocBatch& batch, const TokenStoreMeta& meta);
+// Counts an appended batch into meta (documents, tokens, batches).
+void CountAppended(const DocBatch& batch, TokenStoreMeta* meta);
 // Checks the meta given to Rewrite (1 <= num_topics <= kMaxTopics).
 absl::Status ValidateMeta(const TokenStoreMeta& meta);
 
