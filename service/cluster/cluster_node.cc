@@ -313,6 +313,17 @@ std::vector<std::string> ClusterNode::UnavailablePeers() const {
 }
 
 absl::StatusOr<NodeSweepReport> ClusterNode::Sweep() {
+  if (!failed_.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "node ", node_id_,
+        " stopped sampling after a failed sweep: ", failed_.message()));
+  }
+  absl::StatusOr<NodeSweepReport> report = SweepOnce();
+  if (!report.ok()) failed_ = report.status();
+  return report;
+}
+
+absl::StatusOr<NodeSweepReport> ClusterNode::SweepOnce() {
   NodeSweepReport report;
   const uint64_t t = sweep_.load() + 1;
   const auto wait_start = std::chrono::steady_clock::now();

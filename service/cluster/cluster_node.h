@@ -127,7 +127,11 @@ class ClusterNode {
   ~ClusterNode();  // Stop()
 
   // One sweep under the consistency setting (SSP may first wait for the
-  // slowest live node). kUnavailable never: dead peers are skipped.
+  // slowest live node). kUnavailable never: dead peers are skipped. A failed
+  // sweep (a damaged store, a rejected correction) leaves the table out of
+  // step with the store and with what the owners have been sent, so the
+  // node cannot resample safely: every later Sweep() returns
+  // kFailedPrecondition with the first error, and the node should Stop().
   absl::StatusOr<NodeSweepReport> Sweep();
   // Pushes this node's remaining deltas, then announces that it samples no
   // more (it stops counting for SSP).
@@ -162,6 +166,7 @@ class ClusterNode {
   double OwnedWordLogLikelihood() const;
 
  private:
+  absl::StatusOr<NodeSweepReport> SweepOnce();
   ClusterNode() = default;
   absl::Status Load();
   absl::Status StartServer();
@@ -190,6 +195,7 @@ class ClusterNode {
   std::unique_ptr<sync::Synchronizer> sync_;
   std::vector<double> alpha_;
   std::atomic<uint64_t> sweep_{0};
+  absl::Status failed_;  // the first failed sweep's error (Sweep's thread)
   std::atomic<bool> finished_{false};
   std::atomic<bool> ready_{false};
   // Count-updater pacing of rounds (see rounds_per_sweep).
