@@ -251,7 +251,8 @@ void LatentdService::TrainLoop() {
           options_.max_sweeps == 0 || trainer_->sweep() < options_.max_sweeps;
       if (training_) {
         swept = true;
-        SweepOnce();
+        // A failing sweep (say a damaged store) is retried, but not at once.
+        if (!SweepOnce()) backoff = true;
       }
       absl::Status published = MaybePublish(swept);
       if (!published.ok()) {
@@ -273,12 +274,12 @@ void LatentdService::TrainLoop() {
   }
 }
 
-void LatentdService::SweepOnce() {
+bool LatentdService::SweepOnce() {
   absl::StatusOr<SweepReport> r = trainer_->Sweep();
   if (!r.ok()) {
     m_.sweep_errors->Add();
     Log(absl::StrCat("sweep failed: ", r.status().message()));
-    return;
+    return false;
   }
   m_.sweeps->Add();
   m_.tokens_sampled->Add(r->result.tokens);
@@ -298,6 +299,7 @@ void LatentdService::SweepOnce() {
     absl::Status c = WriteCheckpoint();
     if (!c.ok()) Log(absl::StrCat("checkpoint failed: ", c.message()));
   }
+  return true;
 }
 
 absl::Status LatentdService::MaybePublish(bool swept) {

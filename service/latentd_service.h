@@ -140,7 +140,8 @@ class LatentdService {
   void TrainLoop();
   // Training thread: merge pending records; sweep; publish; checkpoint.
   absl::Status MergePending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  void SweepOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // One sweep; false if it failed (logged and counted; the caller backs off).
+  bool SweepOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status MaybePublish(bool swept)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
