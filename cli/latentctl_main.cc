@@ -31,7 +31,9 @@ bool OnOff(const std::string& value) { return value == "on"; }
 int main(int argc, char** argv) {
   CLI::App app{
       "latentctl: train LDA topic models and query them.\n"
-      "Single-node commands work on a model directory."};
+      "train works on a model directory; topics and infer read one given as\n"
+      "DIR, or else ask a running latentd (--addr), as status, profile,\n"
+      "ingest and checkpoint do."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "latentctl 0.1.0");
 
