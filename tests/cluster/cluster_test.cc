@@ -29,7 +29,7 @@
 namespace latentd {
 namespace {
 
-void RunExactness(ClusterTest* test, ClusterNodeOptions base) {
+void RunExactness(ClusterNodeOptions base) {
   auto cluster = LocalCluster::Start(base, 3);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   auto run = (*cluster)->RunSweeps(20);
@@ -47,12 +47,11 @@ void RunExactness(ClusterTest* test, ClusterNodeOptions base) {
   std::printf("%.1f s, %llu rounds, %.2f bytes sent per sampled token\n",
               run->seconds, static_cast<unsigned long long>(r),
               static_cast<double>(bytes) / run->tokens_sampled);
-  (void)test;
 }
 
-TEST_F(ClusterTest, ExactAfterDrainAsync) { RunExactness(this, Base("async")); }
-TEST_F(ClusterTest, ExactAfterDrainSsp1) { RunExactness(this, Base("ssp:1")); }
-TEST_F(ClusterTest, ExactAfterDrainBsp) { RunExactness(this, Base("bsp")); }
+TEST_F(ClusterTest, ExactAfterDrainAsync) { RunExactness(Base("async")); }
+TEST_F(ClusterTest, ExactAfterDrainSsp1) { RunExactness(Base("ssp:1")); }
+TEST_F(ClusterTest, ExactAfterDrainBsp) { RunExactness(Base("bsp")); }
 
 // The 3-node run's joint log-likelihood per token after N = 80 sweeps is
 // within 2% of a single-node Trainer's on the whole corpus (same K, α, β).
