@@ -1,7 +1,12 @@
 #include "sampler/sweep_pipeline.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 
 #include "absl/base/thread_annotations.h"
@@ -12,6 +17,7 @@
 #include "oneapi/tbb/enumerable_thread_specific.h"
 #include "oneapi/tbb/parallel_pipeline.h"
 #include "oneapi/tbb/task_arena.h"
+#include "oneapi/tbb/task_scheduler_observer.h"
 #include "sampler/internal/delta_combiner.h"
 
 namespace latentd {
@@ -45,16 +51,43 @@ class ErrorSlot {
   std::atomic<bool> failed_{false};
 };
 
+// Lowers the priority of each thread entering the arena to `nice`.
+class NiceObserver final : public tbb::task_scheduler_observer {
+ public:
+  NiceObserver(tbb::task_arena& arena, int nice)
+      : tbb::task_scheduler_observer(arena), nice_(nice) {
+    if (nice_ > 0) observe(true);
+  }
+  ~NiceObserver() override { observe(false); }
+  void on_scheduler_entry(bool /*is_worker*/) override {
+    LowerThreadPriority(nice_);
+  }
+
+ private:
+  const int nice_;
+};
+
 }  // namespace
+
+void LowerThreadPriority(int nice) {
+  if (nice <= 0) return;
+  const id_t tid = static_cast<id_t>(::syscall(SYS_gettid));
+  errno = 0;
+  const int now = ::getpriority(PRIO_PROCESS, tid);
+  if (errno == 0 && now >= nice) return;
+  (void)::setpriority(PRIO_PROCESS, tid, nice);  // best effort
+}
 
 struct SweepPipeline::Impl {
   Impl(const PipelineOptions& o, TopicId k)
       : options(o),
         arena(o.threads),
+        nice_observer(arena, o.nice),
         kernels([o, k] { return MakeKernel(o.kernel, k); }) {}
 
   PipelineOptions options;
   tbb::task_arena arena;
+  NiceObserver nice_observer;
   tbb::enumerable_thread_specific<std::unique_ptr<SamplingKernel>> kernels;
   tbb::concurrent_queue<WorkPtr> pool;   // reused BatchWork objects
   internal::DeltaCombiner combiner;      // the serial combiner stage's
@@ -152,6 +185,7 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
     impl_->pool.push(std::move(work));
   };
 
+  LowerThreadPriority(impl_->options.nice);
   impl_->arena.execute([&] {
     tbb::parallel_pipeline(
         static_cast<size_t>(in_flight),

@@ -38,6 +38,12 @@ struct PipelineOptions {
   // threads == 1, which makes single-thread sweeps reproducible).
   int max_batches_in_flight = 0;
   KernelKind kernel = KernelKind::kSparseLda;
+  // If > 0, every thread that samples in this pipeline (the caller of Run
+  // and the arena's workers) lowers its scheduling priority to this nice
+  // value (Linux, per thread; never raises it). A daemon uses it so that
+  // training yields the cores to queries under load and still gets all of
+  // them when idle. Note: a thread keeps its lowered priority afterwards.
+  int nice = 0;
 };
 
 struct SweepResult {
@@ -47,6 +53,10 @@ struct SweepResult {
   uint64_t batches = 0;
   double seconds = 0;
 };
+
+// Sets the calling thread's nice value to `nice` if that lowers its
+// priority; nothing if nice <= 0 (best effort: errors are ignored).
+void LowerThreadPriority(int nice);
 
 class SweepPipeline {
  public:

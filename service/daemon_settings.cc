@@ -128,6 +128,12 @@ void AddModelSettings(const AddFn& add) {
       Int<int>("threads", 1, 1024, [](DaemonConfig* c) {
         return &c->service.trainer.pipeline.threads;
       }));
+  add("train-nice", "10", "0..19",
+      "Nice value of the sampler threads (0: as the daemon), so that "
+      "queries get the cores first under load",
+      Int<int>("train-nice", 0, 19, [](DaemonConfig* c) {
+        return &c->service.trainer.pipeline.nice;
+      }));
   add("optimize-alpha", "on", "on|off", "Learn an asymmetric alpha",
       Bool("optimize-alpha",
            [](DaemonConfig* c) { return &c->service.trainer.optimize_alpha; }));

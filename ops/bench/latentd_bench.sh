@@ -17,7 +17,7 @@ trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$DIR"' EXIT
   --corpus-vocab "$DATA/blei-ap/vocab.txt.zst" --topics 100 \
   --http 127.0.0.1:0 --listen 127.0.0.1:0 --http-threads 48 \
   --rpc-threads "${RPC_THREADS:-8}" --rpc-io-threads "${RPC_IO_THREADS:-1}" \
-  --checkpoint-every 100 \
+  --checkpoint-every 100 ${LATENTD_FLAGS:-} \
   >"$DIR/latentd.log" 2>&1 &
 PID=$!
 for _ in $(seq 600); do [ -s "$DIR/node/ports" ] && break; sleep 0.1; done

@@ -2,7 +2,13 @@
 // snapshot round trips and failure handling.
 #include "sampler/trainer.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 #include <vector>
 
 #include "corpora/random.h"
@@ -176,6 +182,31 @@ TEST(Trainer, CheckpointAndResumeEqualsOneRun) {
     ASSERT_EQ(a.entries[i].count, b.entries[i].count);
   }
   std::filesystem::remove_all(dir);
+}
+
+int ThreadNice() {
+  return ::getpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)));
+}
+
+// PipelineOptions::nice: the thread running the sweep (with 1 sampler
+// thread, the caller) samples at the lowered priority; 0 leaves it alone.
+TEST(Trainer, SamplerThreadsRunAtTheConfiguredNiceValue) {
+  for (int nice : {0, 7}) {
+    int before = 0, seen = -100;
+    // A thread of its own: the lowered priority stays with the thread.
+    std::thread t([&] {
+      before = ThreadNice();
+      TrainerOptions o;
+      o.num_topics = 4;
+      o.pipeline.nice = nice;
+      auto trainer = Trainer::Create(o, MemoryStore(50, 30, 4, 3));
+      ASSERT_TRUE(trainer.ok()) << trainer.status();
+      ASSERT_TRUE((*trainer)->Sweep().ok());
+      seen = ThreadNice();
+    });
+    t.join();
+    EXPECT_EQ(seen, std::max(before, nice)) << "nice " << nice;
+  }
 }
 
 TEST(Trainer, RejectsMismatchedOptions) {
