@@ -1,0 +1,327 @@
+#include "service/cluster/cluster_link.h"
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "corpora/status_macros.h"
+
+namespace latentd {
+
+// A remote member: its transport client, heartbeat state.
+struct ClusterLink::Peer {
+  std::string id;
+  std::unique_ptr<sync::Client> client;
+  absl::Mutex mu;
+  absl::Time last_ok ABSL_GUARDED_BY(mu) = absl::Now();
+  bool reported_down ABSL_GUARDED_BY(mu) = false;
+  bool in_flight ABSL_GUARDED_BY(mu) = false;  // one heartbeat at a time
+};
+
+namespace {
+
+absl::Status SplitHostPort(const std::string& hp, std::string* host,
+                           uint16_t* port) {
+  const size_t colon = hp.rfind(':');
+  uint32_t p = 0;
+  if (colon == std::string::npos ||
+      !absl::SimpleAtoi(absl::string_view(hp).substr(colon + 1), &p) ||
+      p > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("address '", hp, "': expected HOST:PORT"));
+  }
+  *host = hp.substr(0, colon);
+  *port = static_cast<uint16_t>(p);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+ClusterLink::ClusterLink(ClusterLinkOptions options, SyncedTopicTable* table)
+    : options_(std::move(options)),
+      table_(table),
+      owner_(std::make_unique<sync::OwnerShard>(table->dimension())),
+      clocks_(std::make_unique<sync::ClockTable>(std::vector<std::string>{})) {}
+
+absl::StatusOr<std::unique_ptr<ClusterLink>> ClusterLink::Create(
+    ClusterLinkOptions options, SyncedTopicTable* table) {
+  std::unique_ptr<ClusterLink> link(new ClusterLink(std::move(options), table));
+  LATENTD_RETURN_IF_ERROR(link->StartServer());
+  LATENTD_RETURN_IF_ERROR(link->Join());
+  return link;
+}
+
+ClusterLink::~ClusterLink() { Stop(); }
+
+absl::Status ClusterLink::StartServer() {
+  std::string host;
+  uint16_t port = 0;
+  LATENTD_RETURN_IF_ERROR(SplitHostPort(options_.listen, &host, &port));
+  loop_ = std::make_unique<sync::EventLoop>(1);
+  sync::ServerOptions so;
+  so.host = host;
+  so.port = port;
+  so.log = options_.log;
+  LATENTD_ASSIGN_OR_RETURN(
+      server_, sync::Server::Start(loop_.get(), so,
+                                   [this](sync::Frame f, sync::Responder r) {
+                                     HandleFrame(std::move(f), std::move(r));
+                                   }));
+  address_ = absl::StrCat(host, ":", server_->port());
+  node_id_ = options_.node_id.empty() ? address_ : options_.node_id;
+  return absl::OkStatus();
+}
+
+void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
+  switch (request.type) {
+    case sync::MESSAGE_TYPE_DELTA_BATCH: {
+      sync::DeltaBatch batch;
+      if (!batch.ParseFromString(request.payload)) {
+        responder.Reply(absl::InvalidArgumentError("unparsable DeltaBatch"));
+        return;
+      }
+      sync::DeltaReply reply;
+      absl::Status s = owner_->Apply(batch, &reply);
+      if (!s.ok()) {
+        options_.log(absl::StrCat("rejected delta batch from ", batch.node_id(),
+                                  ": ", s.ToString()));
+        responder.Reply(s);
+        return;
+      }
+      responder.Reply(reply.SerializeAsString());
+      return;
+    }
+    case sync::MESSAGE_TYPE_PROGRESS: {
+      sync::Progress p;
+      if (!p.ParseFromString(request.payload)) {
+        responder.Reply(absl::InvalidArgumentError("unparsable Progress"));
+        return;
+      }
+      clocks_->Update(p.node_id(), p.clock(), p.finished());
+      if (p.ready()) clocks_->MarkReady(p.node_id());
+      responder.Reply(sync::ProgressReply().SerializeAsString());
+      return;
+    }
+    default:
+      responder.Reply(absl::UnimplementedError(
+          absl::StrCat("unknown message type ", request.type)));
+  }
+}
+
+absl::Status ClusterLink::Join() {
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<sync::RedisClient> redis,
+                           sync::RedisClient::Connect(options_.redis_url));
+  sync::MembershipOptions mo;
+  mo.cluster = options_.cluster;
+  mo.node_id = node_id_;
+  mo.address = address_;
+  mo.expected_members = options_.expected_members;
+  mo.wait_timeout = options_.join_timeout;
+  LATENTD_ASSIGN_OR_RETURN(ring_config_, sync::JoinCluster(redis.get(), mo));
+  LATENTD_ASSIGN_OR_RETURN(ring_, hashring::Ring::Build(ring_config_));
+  std::vector<std::string> ids;
+  std::vector<std::unique_ptr<sync::OwnerChannel>> channels;
+  for (const hashring::Member& m : ring_config_.members) {
+    ids.push_back(m.id);
+    if (m.id == node_id_) {
+      channels.push_back(sync::MakeLocalChannel(owner_.get()));
+      continue;
+    }
+    auto peer = std::make_unique<Peer>();
+    peer->id = m.id;
+    sync::ClientOptions co;
+    LATENTD_RETURN_IF_ERROR(SplitHostPort(m.address, &co.host, &co.port));
+    co.log = options_.log;
+    peer->client = std::make_unique<sync::Client>(loop_.get(), co);
+    channels.push_back(
+        sync::MakeRemoteChannel(peer->client.get(), options_.call_timeout));
+    peers_.push_back(std::move(peer));
+  }
+  for (const std::string& id : ids) clocks_->Add(id);
+  std::vector<uint32_t> key_owner(table_->num_keys());
+  for (size_t i = 0; i < key_owner.size(); ++i) {
+    key_owner[i] = ring_->Owner(table_->key(i));
+  }
+  sync::SynchronizerOptions so;
+  so.node_id = node_id_;
+  so.incarnation =
+      std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
+  so.round_byte_budget = options_.round_byte_budget;
+  so.round_interval = options_.round_interval;
+  so.min_key_weight = options_.min_key_weight;
+  so.log = options_.log;
+  sync_ = std::make_unique<sync::Synchronizer>(so, table_, std::move(key_owner),
+                                               std::move(channels));
+  sync_->Start();
+  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  // Start from the same global state everywhere: push the initial counts,
+  // wait until every node has, pull theirs. (Nodes that sample from their
+  // own counts alone first drift apart, topic labels and all, and take
+  // many sweeps to agree again.)
+  sync_->FullPass();
+  ready_.store(true);
+  clocks_->MarkReady(node_id_);
+  KickHeartbeat();
+  if (!clocks_->WaitAllReady(absl::Now() + options_.join_timeout)) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("cluster ", options_.cluster,
+                     ": not every node pushed its initial state in time"));
+  }
+  sync_->FullPass();
+  return table_->ApplyPending();
+}
+
+void ClusterLink::KickHeartbeat() {
+  absl::MutexLock l(&hb_mu_);
+  ++hb_kick_;
+}
+
+void ClusterLink::HeartbeatLoop() {
+  uint64_t seen_kick = 0;
+  while (true) {
+    {
+      absl::MutexLock l(&hb_mu_);
+      auto wake = [this, &seen_kick]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(hb_mu_) {
+        return hb_stop_ || hb_kick_ != seen_kick;
+      };
+      hb_mu_.AwaitWithTimeout(absl::Condition(&wake), options_.heartbeat);
+      if (hb_stop_) return;
+      seen_kick = hb_kick_;
+    }
+    sync::Progress p;
+    p.set_node_id(node_id_);
+    p.set_clock(sweep_.load());
+    p.set_finished(finished_.load());
+    p.set_ready(ready_.load());
+    const std::string payload = p.SerializeAsString();
+    // Asynchronous, so a dead or slow peer never delays the others' beats.
+    for (auto& peer : peers_) {
+      Peer* pp = peer.get();
+      {
+        absl::MutexLock l(&pp->mu);
+        if (pp->in_flight) continue;
+        pp->in_flight = true;
+      }
+      pp->client->Call(sync::MESSAGE_TYPE_PROGRESS, payload,
+                       options_.call_timeout,
+                       [this, pp](absl::StatusOr<sync::Frame> r) {
+                         OnHeartbeatReply(pp, r.status());
+                       });
+    }
+  }
+}
+
+void ClusterLink::OnHeartbeatReply(Peer* pp, const absl::Status& status) {
+  absl::MutexLock l(&pp->mu);
+  pp->in_flight = false;
+  if (status.ok()) {
+    pp->last_ok = absl::Now();
+    if (pp->reported_down) {
+      options_.log(absl::StrCat("peer ", pp->id, " reachable again"));
+      pp->reported_down = false;
+    }
+  } else if (absl::Now() - pp->last_ok > options_.dead_after &&
+             !pp->reported_down) {
+    // Once dead, a peer no longer holds back SSP, even if it returns
+    // (membership is fixed; its progress is still recorded).
+    pp->reported_down = true;
+    clocks_->MarkDead(pp->id);
+    options_.log(absl::StrCat("peer ", pp->id, " unavailable (",
+                              status.ToString(), "); going on without it"));
+  }
+}
+
+bool ClusterLink::WaitAllFinished(absl::Duration timeout) {
+  return clocks_->WaitAllFinished(absl::Now() + timeout);
+}
+
+std::vector<std::string> ClusterLink::UnavailablePeers() const {
+  std::vector<std::string> out;
+  for (const auto& p : peers_) {
+    if (clocks_->IsDead(p->id)) out.push_back(p->id);
+  }
+  return out;
+}
+
+absl::Status ClusterLink::BeforeSweep(uint64_t t) {
+  if (options_.consistency.bounded) {
+    const uint64_t s = options_.consistency.staleness;
+    if (t > s + 1) {
+      // Every live node must have completed sweep t − 1 − s.
+      while (!clocks_->WaitForMin(t - 1 - s,
+                                  absl::Now() + absl::Milliseconds(50))) {
+        LATENTD_RETURN_IF_ERROR(table_->ApplyPending());
+      }
+      sync_->Flush();  // pull what they flushed
+    }
+  }
+  return table_->ApplyPending();
+}
+
+void ClusterLink::EndSweep(uint64_t batches) {
+  if (options_.consistency.bounded || options_.flush_each_sweep) {
+    sync_->Flush();  // push this sweep
+  } else {
+    sync_->Kick(/*complete=*/true);
+  }
+  if (options_.rounds_per_sweep > 0) {
+    kick_every_.store(std::max<uint64_t>(
+        1, batches / static_cast<uint64_t>(options_.rounds_per_sweep)));
+  }
+}
+
+void ClusterLink::AnnounceSweep(uint64_t t) {
+  sweep_.store(t);
+  sync_->set_clock(t);
+  clocks_->Update(node_id_, t, false);
+  KickHeartbeat();
+}
+
+void ClusterLink::OnBatchApplied() {
+  const uint64_t every = kick_every_.load(std::memory_order_relaxed);
+  if (every != 0 && ++batches_since_kick_ >= every && sync_) {
+    batches_since_kick_ = 0;
+    sync_->Kick();
+  }
+}
+
+void ClusterLink::Finish() {
+  // Push what is left before saying so: once every node is finished, the
+  // globals are final, and one pass pulls them.
+  sync_->Flush();
+  finished_.store(true);
+  clocks_->Update(node_id_, sweep_.load(), true);
+  KickHeartbeat();
+}
+
+sync::Synchronizer::PassResult ClusterLink::DrainPass() {
+  sync::Synchronizer::PassResult r = sync_->FullPass();
+  absl::Status s = table_->ApplyPending();
+  if (!s.ok()) {
+    options_.log(s.ToString());
+    r.quiet = false;
+  }
+  return r;
+}
+
+absl::Status ClusterLink::FlushAndApply() {
+  sync_->Flush();
+  return table_->ApplyPending();
+}
+
+void ClusterLink::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  {
+    absl::MutexLock l(&hb_mu_);
+    hb_stop_ = true;
+  }
+  if (heartbeat_.joinable()) heartbeat_.join();
+  if (sync_) sync_->Stop();
+  if (server_) server_->Stop();
+  for (auto& p : peers_) p->client->Close();
+}
+
+}  // namespace latentd

@@ -1,0 +1,181 @@
+// ClusterLink: what makes a sampler a member of a training cluster — the
+// sync server, Redis membership and the ring, this node's owner shard
+// (server side), the synchronizer (client side) over the node's
+// SyncedTopicTable, peer heartbeats and the consistency clocks (DESIGN.md,
+// "Many nodes"). The sampler itself stays with its owner: ClusterNode
+// (a corpus shard, for tests and benchmarks) and LatentdService in cluster
+// mode (the daemon) both drive their pipeline and call in here:
+//
+//   table  = SyncedTopicTable over the pipeline's TopicTable
+//   hook   = the count updater calls table.MarkApplied, then
+//            link.OnBatchApplied(), then table.ApplyPending()
+//   link   = ClusterLink::Create(options, &table)  // listens, joins, waits
+//                                                  // for the ring, exchanges
+//                                                  // the initial counts
+//   per sweep t: link.BeforeSweep(t); run the pipeline;
+//                link.EndSweep(batches); link.AnnounceSweep(t)
+//   at the end:  link.Finish(); link.WaitAllFinished(..); link.DrainPass()
+//
+// Thread-safety: BeforeSweep, EndSweep, AnnounceSweep, Finish and DrainPass
+// are called by the node's one training thread; OnBatchApplied by the
+// table's writer (the count updater); the accessors from any thread.
+#ifndef LATENTD_SERVICE_CLUSTER_CLUSTER_LINK_H_
+#define LATENTD_SERVICE_CLUSTER_CLUSTER_LINK_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "hashring/ring.h"
+#include "sampler/synced_table.h"
+#include "sync/consistency.h"
+#include "sync/membership.h"
+#include "sync/owner_shard.h"
+#include "sync/synchronizer.h"
+#include "sync/transport.h"
+
+namespace latentd {
+
+struct ClusterLinkOptions {
+  // ---- Membership ----
+  std::string redis_url = "redis://127.0.0.1:6379";
+  std::string cluster = "default";
+  std::string listen = "127.0.0.1:0";  // sync server; port 0: a free one
+  std::string node_id;                 // "" = the address listened on
+  uint32_t expected_members = 1;       // the ring is fixed with this many
+  absl::Duration join_timeout = absl::Seconds(60);
+
+  // ---- Sync ----
+  sync::Consistency consistency;
+  size_t round_byte_budget = 0;  // see SynchronizerOptions
+  // Under async too, end each sweep with one round to every owner (push
+  // this sweep's deltas, pull the others'; incremental: O(changed keys))
+  // and wait for the replies. Not a barrier: it never waits for other
+  // nodes' progress. If false (the default), the end of a sweep only kicks
+  // a round and sampling goes on at once: with rounds paced by work (below)
+  // the log-likelihood is the same either way (ops/bench/cluster_bench.sh).
+  // (The 4-7% drift once seen without it came from the old fixed 10 ms
+  // rounds that each visited every key: on an oversubscribed machine they
+  // fell behind, so nodes sampled whole sweeps between rounds.)
+  // SSP/BSP always flush.
+  bool flush_each_sweep = false;
+  // Background rounds are paced by work, not by a timer: the count updater
+  // starts one every 1/rounds_per_sweep of a sweep's batches (counted in
+  // the previous sweep; 0 = timer only). A round costs O(keys changed
+  // since the previous one), so fewer rounds per sweep cost less sync CPU
+  // per token but let the nodes' counts be staler (the log-likelihood per
+  // sweep falls behind the single node's).
+  int rounds_per_sweep = 4;
+  // Rounds within a sweep send only the keys that changed by at least this
+  // much here (Σ|Δn_wk| since their last round); the round that ends the
+  // sweep sends every changed key. 0 = every changed key every round.
+  uint32_t min_key_weight = 8;
+  // Whatever the work, a round at most this long after the previous one.
+  absl::Duration round_interval = absl::Milliseconds(500);
+  absl::Duration call_timeout = absl::Seconds(2);
+  // A peer unreachable this long stops counting for SSP, and is reported.
+  absl::Duration dead_after = absl::Seconds(3);
+  absl::Duration heartbeat = absl::Milliseconds(200);
+  sync::LogFn log = sync::LogToStderr;
+};
+
+class ClusterLink {
+ public:
+  // Starts the sync server, joins the cluster (blocks until the ring is
+  // fixed), starts the synchronizer over `table` and exchanges the initial
+  // counts with every member (push ours, wait until all have, pull theirs),
+  // applying the corrections: on return the table holds the global counts.
+  // `table` must outlive the link, and no sweep may run during Create.
+  static absl::StatusOr<std::unique_ptr<ClusterLink>> Create(
+      ClusterLinkOptions options, SyncedTopicTable* table);
+  ~ClusterLink();  // Stop()
+
+  // Before sweep t (1-based): under SSP waits until every live node has
+  // done sweep t − 1 − s (then pulls what they flushed); applies queued
+  // corrections.
+  absl::Status BeforeSweep(uint64_t t);
+  // After a sweep of `batches` batches: under SSP/BSP (or
+  // flush_each_sweep) pushes this sweep's deltas and waits for the
+  // replies, else kicks a complete round; re-paces the background rounds.
+  void EndSweep(uint64_t batches);
+  // Tells the peers that sweep t is done (the consistency clock).
+  void AnnounceSweep(uint64_t t);
+  // The count updater, after each batch: starts a background round every
+  // 1/rounds_per_sweep of a sweep.
+  void OnBatchApplied();
+
+  // Pushes this node's remaining deltas, then announces that it samples no
+  // more (it stops counting for SSP).
+  void Finish();
+  // Waits until every live node has finished; false on timeout.
+  bool WaitAllFinished(absl::Duration timeout);
+  // With sampling over everywhere: one full sync pass, then the queued
+  // corrections are applied. Nodes are drained when, in a row of passes
+  // run one node after another, every node's pass is quiet.
+  sync::Synchronizer::PassResult DrainPass();
+  // Pushes every local delta and pulls every change and applies it (no
+  // sweep may run): afterwards the table equals this node's latest view
+  // of the globals.
+  absl::Status FlushAndApply();
+
+  // Stops the synchronizer, heartbeats and server. Idempotent.
+  void Stop();
+
+  const std::string& node_id() const { return node_id_; }
+  const std::string& address() const { return address_; }
+  uint64_t sweep() const { return sweep_.load(); }
+  const hashring::RingConfig& ring_config() const { return ring_config_; }
+  const hashring::Ring& ring() const { return *ring_; }
+  const sync::SyncCounters& counters() const { return sync_->counters(); }
+  const sync::OwnerShard& owner() const { return *owner_; }
+  // Peers the heartbeats currently find unreachable.
+  std::vector<std::string> UnavailablePeers() const;
+
+ private:
+  ClusterLink(ClusterLinkOptions options, SyncedTopicTable* table);
+  absl::Status StartServer();
+  absl::Status Join();
+  void HandleFrame(sync::Frame request, sync::Responder responder);
+  void HeartbeatLoop();
+  void KickHeartbeat();
+  struct Peer;
+  void OnHeartbeatReply(Peer* peer, const absl::Status& status);
+
+  const ClusterLinkOptions options_;
+  SyncedTopicTable* const table_;
+  std::string node_id_;
+  std::string address_;
+  std::unique_ptr<sync::OwnerShard> owner_;
+  // Filled with the members once the ring is known; peers' progress may
+  // arrive before that.
+  std::unique_ptr<sync::ClockTable> clocks_;
+  hashring::RingConfig ring_config_;
+  std::shared_ptr<const hashring::Ring> ring_;
+  std::unique_ptr<sync::EventLoop> loop_;
+  std::unique_ptr<sync::Server> server_;
+  std::vector<std::unique_ptr<Peer>> peers_;
+  std::unique_ptr<sync::Synchronizer> sync_;
+  std::atomic<uint64_t> sweep_{0};
+  std::atomic<bool> finished_{false};
+  std::atomic<bool> ready_{false};
+  // Count-updater pacing of rounds (see rounds_per_sweep).
+  std::atomic<uint64_t> kick_every_{0};
+  uint64_t batches_since_kick_ = 0;  // count updater only
+
+  mutable absl::Mutex hb_mu_;
+  bool hb_stop_ ABSL_GUARDED_BY(hb_mu_) = false;
+  uint64_t hb_kick_ ABSL_GUARDED_BY(hb_mu_) = 0;
+  std::thread heartbeat_;
+  bool stopped_ = false;
+};
+
+}  // namespace latentd
+
+#endif  // LATENTD_SERVICE_CLUSTER_CLUSTER_LINK_H_
