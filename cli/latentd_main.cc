@@ -45,7 +45,6 @@ int Serve(const DaemonConfig& config) {
   auto service =
       latentd::service::LatentdService::Open(config.service, &metrics);
   if (!service.ok()) return Fail(service.status());
-  (*service)->Start();
 
   std::string ports;
   std::unique_ptr<latentd::service::HttpGateway> http;
@@ -68,6 +67,19 @@ int Serve(const DaemonConfig& config) {
     std::fprintf(stderr, "latentd: protobuf/TCP on %s:%d\n",
                  config.rpc.host.c_str(), rpc->port());
   }
+  if (!config.cluster.redis_url.empty()) {
+    // Cluster mode: the node's id is its API TCP address, where peers
+    // forward users' events and profile queries.
+    if (rpc == nullptr) {
+      return Fail(absl::InvalidArgumentError(
+          "cluster mode (--cluster-redis) needs the TCP API (--listen)"));
+    }
+    latentd::ClusterLinkOptions cluster = config.cluster;
+    cluster.node_id = absl::StrCat(config.rpc.host, ":", rpc->port());
+    absl::Status joined = (*service)->JoinCluster(std::move(cluster));
+    if (!joined.ok()) return Fail(joined);
+  }
+  (*service)->Start();
   std::unique_ptr<latentd::service::RedisIngester> redis;
   if (!config.redis.address.empty()) {
     redis = std::make_unique<latentd::service::RedisIngester>(

@@ -87,6 +87,15 @@ class Trainer {
   double beta() const { return options_.beta; }
   const TopicTable& table() const { return *table_; }
   TokenStore* store() { return store_.get(); }
+  // For a cluster member (the daemon in cluster mode): the table and the
+  // pipeline its synchronizer plugs into (a count-updater hook and the
+  // quiesce mutex, sampler/synced_table.h). A member's table also holds
+  // the other nodes' counts, so it must not call ReloadStore() (which
+  // rebuilds the table from this store alone) and must stop sampling once a
+  // sweep fails (Sweep then rebuilds it the same way).
+  // REQUIRES: no sweep running.
+  TopicTable* mutable_table() { return table_.get(); }
+  SweepPipeline* pipeline() { return &pipeline_; }
   const TrainerOptions& options() const { return options_; }
 
  private:

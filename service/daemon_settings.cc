@@ -238,6 +238,45 @@ void AddIngestSettings(const AddFn& add) {
       String([](DaemonConfig* c) { return &c->watch.dir; }));
 }
 
+// Cluster mode (service/cluster/cluster_link.h).
+void AddClusterSettings(const AddFn& add) {
+  add("cluster-redis", "", "redis://host:port|unix:/path|empty",
+      "Redis holding the cluster's membership (empty: a single node)",
+      String([](DaemonConfig* c) { return &c->cluster.redis_url; }));
+  add("cluster", "latentd", "a name", "Name of the cluster to join",
+      String([](DaemonConfig* c) { return &c->cluster.cluster; }));
+  add("cluster-size", "1", "1..1024",
+      "Members the ring is fixed with (the node waits for all to join)",
+      Int<uint32_t>("cluster-size", 1, 1024, [](DaemonConfig* c) {
+        return &c->cluster.expected_members;
+      }));
+  add("cluster-listen", "127.0.0.1:0", "host:port",
+      "Address of the node's sync server (port 0 picks one)",
+      Address("cluster-listen", false,
+              [](DaemonConfig* c, std::string h, int p) {
+                c->cluster.listen = absl::StrCat(h, ":", p);
+              }));
+  add("consistency", "async", "async|ssp:N|bsp",
+      "Cluster consistency: async, bounded staleness N sweeps, or bulk "
+      "synchronous",
+      [](std::string_view v, DaemonConfig* c) -> absl::Status {
+        absl::StatusOr<sync::Consistency> parsed = sync::Consistency::Parse(v);
+        if (!parsed.ok()) return Bad("consistency", v, "async|ssp:N|bsp");
+        c->cluster.consistency = *parsed;
+        return absl::OkStatus();
+      });
+  add("join-timeout", "60", "1..86400",
+      "Seconds to wait for every member to join and push its counts",
+      [](std::string_view v, DaemonConfig* c) -> absl::Status {
+        int64_t x;
+        if (!absl::SimpleAtoi(ToAbsl(v), &x) || x < 1 || x > 86400) {
+          return Bad("join-timeout", v, "an integer in 1..86400");
+        }
+        c->cluster.join_timeout = absl::Seconds(x);
+        return absl::OkStatus();
+      });
+}
+
 std::vector<SettingSpec> MakeTable() {
   std::vector<SettingSpec> t;
   const AddFn add = [&t](std::string name, std::string def, std::string bounds,
@@ -248,6 +287,7 @@ std::vector<SettingSpec> MakeTable() {
   AddModelSettings(add);
   AddServingSettings(add);
   AddIngestSettings(add);
+  AddClusterSettings(add);
   return t;
 }
 

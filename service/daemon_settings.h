@@ -34,6 +34,9 @@ struct DaemonConfig {
   bool rpc_enabled = true;
   RedisIngestOptions redis;  // address "" = no Redis stream
   DirWatchOptions watch;     // dir "" = no watched directory
+  // Cluster mode if cluster.redis_url is set (LatentdService::JoinCluster;
+  // node_id is then the API TCP address, so --listen must be on).
+  ClusterLinkOptions cluster;
 };
 
 struct SettingSpec {

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "corpora/status_macros.h"
 #include "sampler/model_dir.h"
+#include "service/api_client.h"
 
 namespace latentd::service {
 namespace {
@@ -23,10 +24,6 @@ bool FileExists(const std::string& path) {
 
 std::string LogPath(const std::string& dir) { return dir + "/ingest.log"; }
 
-void Log(const std::string& line) {
-  std::fprintf(stderr, "latentd: %s\n", line.c_str());
-}
-
 // The snapshot padded to `vocab_size` words (empty rows): a checkpoint taken
 // before a merge that grew the vocabulary still resumes over the newer store.
 void PadSnapshot(ModelSnapshot* s, uint32_t vocab_size) {
@@ -37,6 +34,10 @@ void PadSnapshot(ModelSnapshot* s, uint32_t vocab_size) {
 }
 
 }  // namespace
+
+void LatentdService::Log(const std::string& line) {
+  std::fprintf(stderr, "latentd: %s\n", line.c_str());
+}
 
 LatentdService::LatentdService(const ServiceOptions& options)
     : options_(options),
@@ -105,6 +106,12 @@ void LatentdService::RegisterMetrics(MetricsRegistry* metrics) {
       r.AddCounter("latentd_merge_errors_total", "Failed merges (retried)");
   m_.duplicates = r.AddCounter("latentd_ingest_duplicates_total",
                                "Redelivered documents dropped");
+  m_.dropped = r.AddCounter(
+      "latentd_ingest_dropped_total",
+      "Cluster mode: forwarded documents with no word this node holds");
+  m_.forwarded =
+      r.AddCounter("latentd_ingest_forwarded_total",
+                   "Cluster mode: users' events forwarded to their owner node");
   m_.checkpoints =
       r.AddCounter("latentd_checkpoints_total", "Checkpoints written");
 }
@@ -224,6 +231,13 @@ absl::Status LatentdService::Stop() {
   training_ = false;
   absl::MutexLock lock(&train_mu_);
   if (trainer_ == nullptr) return absl::OkStatus();
+  if (link_ != nullptr) {
+    // Push what is left and leave; the table keeps this node's last view.
+    if (!cluster_finished_.exchange(true)) link_->Finish();
+    link_->Stop();
+    absl::Status applied = synced_->ApplyPending();
+    if (!applied.ok()) Log(std::string(applied.message()));
+  }
   absl::Status s = WriteCheckpoint();
   if (s.ok()) {
     Log(absl::StrCat("checkpoint written at sweep ", trainer_->sweep()));
@@ -247,8 +261,19 @@ void LatentdService::TrainLoop() {
         Log(absl::StrCat("merge failed (will retry): ", merged.message()));
         backoff = true;
       }
-      training_ =
-          options_.max_sweeps == 0 || trainer_->sweep() < options_.max_sweeps;
+      training_ = (options_.max_sweeps == 0 ||
+                   trainer_->sweep() < options_.max_sweeps) &&
+                  !cluster_failed_;
+      if (!training_ && link_ != nullptr) {
+        // Not sampling: stop holding back SSP peers, and keep the view in
+        // step with the globals the background rounds bring.
+        if (!cluster_finished_.exchange(true)) link_->Finish();
+        if (synced_->pending_rows() > 0) {
+          absl::Status applied = synced_->ApplyPending();
+          if (!applied.ok()) Log(std::string(applied.message()));
+          pending_merged_ = true;  // publish
+        }
+      }
       if (training_) {
         swept = true;
         // A failing sweep (say a damaged store) is retried, but not at once.
@@ -275,11 +300,30 @@ void LatentdService::TrainLoop() {
 }
 
 bool LatentdService::SweepOnce() {
+  uint64_t cluster_sweep = 0;
+  if (link_ != nullptr) {
+    absl::Status ready = ClusterBeforeSweep(&cluster_sweep);
+    if (!ready.ok()) {
+      Log(absl::StrCat("cluster: ", ready.message()));
+      return false;
+    }
+  }
   absl::StatusOr<SweepReport> r = trainer_->Sweep();
   if (!r.ok()) {
     m_.sweep_errors->Add();
     Log(absl::StrCat("sweep failed: ", r.status().message()));
+    if (link_ != nullptr) {
+      // The trainer rebuilt the table from this store alone: it is out of
+      // step with what the owners hold, so sampling here must stop.
+      cluster_failed_ = true;
+      Log("cluster mode: this node stops sampling (restart the cluster); "
+          "it goes on serving queries and ingesting");
+    }
     return false;
+  }
+  if (link_ != nullptr) {
+    link_->EndSweep(r->result.batches);
+    link_->AnnounceSweep(cluster_sweep);
   }
   m_.sweeps->Add();
   m_.tokens_sampled->Add(r->result.tokens);
@@ -325,6 +369,11 @@ absl::Status LatentdService::MergePending() {
     }
   }
   if (batch.empty()) return absl::OkStatus();
+  if (link_ != nullptr) {
+    // The vocabulary is frozen: records replayed from before the cluster
+    // may hold words the synchronized table has no row for.
+    for (IngestRecord& r : batch) KeepKnownWords(&r.words);
+  }
   // Words first: vocab.txt must cover the store version that uses them.
   const size_t old_size = vocab_.size();
   for (const IngestRecord& r : batch) {
@@ -337,7 +386,11 @@ absl::Status LatentdService::MergePending() {
   LATENTD_ASSIGN_OR_RETURN(MergeResult result,
                            MergeIntoStore(batch, trainer_->options().seed,
                                           trainer_->store(), &vocab_, &scan_));
-  LATENTD_RETURN_IF_ERROR(trainer_->ReloadStore());
+  if (link_ != nullptr) {
+    LATENTD_RETURN_IF_ERROR(ClusterApplyMerge(result));
+  } else {
+    LATENTD_RETURN_IF_ERROR(trainer_->ReloadStore());
+  }
   m_.merged->Add(result.records);
   merged_sequence_ = scan_.merged_sequence;
   for (const IngestRecord& r : batch) {
@@ -429,6 +482,11 @@ absl::StatusOr<std::vector<std::string>> LatentdService::TokenizeDocument(
     return absl::InvalidArgumentError(
         "empty document: no words left after tokenization");
   }
+  if (!KeepKnownWords(&words)) {
+    return absl::InvalidArgumentError(
+        "no word of the document is in this cluster node's vocabulary (it "
+        "is fixed when the node joins a cluster)");
+  }
   return words;
 }
 
@@ -438,7 +496,20 @@ bool LatentdService::SourceIngested(const std::string& source) const {
 }
 
 absl::StatusOr<uint64_t> LatentdService::IngestRecords(
-    std::vector<IngestRecord> records, uint64_t* last_sequence) {
+    std::vector<IngestRecord> records, LogRange* appended, bool route) {
+  uint64_t forwarded = 0;
+  if (link_ != nullptr) {
+    if (route) {
+      LATENTD_RETURN_IF_ERROR(ForwardToOwners(&records, &forwarded));
+    }
+    std::erase_if(records, [this](IngestRecord& r) {
+      if (KeepKnownWords(&r.words)) return false;
+      m_.dropped->Add();
+      Log(absl::StrCat("dropped document '", r.doc_id, "' of user '", r.user,
+                       "': none of its words is in this node's vocabulary"));
+      return true;
+    });
+  }
   {
     absl::MutexLock lock(&pending_mu_);
     std::erase_if(records, [&](const IngestRecord& r)
@@ -449,13 +520,15 @@ absl::StatusOr<uint64_t> LatentdService::IngestRecords(
                                  return dup;
                                });
   }
-  if (records.empty()) return 0;
+  if (records.empty()) return forwarded;
   // Appends are serialized by the log; the pending queue keeps log order
   // because both happen under pending_mu_'s successor ordering below.
   absl::MutexLock lock(&pending_mu_);
   LATENTD_RETURN_IF_ERROR(log_->Append(&records));
   const uint64_t n = records.size();
-  if (last_sequence != nullptr) *last_sequence = records.back().sequence;
+  if (appended != nullptr) {
+    *appended = {records.front().sequence, records.back().sequence};
+  }
   for (IngestRecord& r : records) {
     if (!r.source.empty()) sources_.insert(r.source);
     pending_.push_back(std::move(r));
@@ -463,7 +536,7 @@ absl::StatusOr<uint64_t> LatentdService::IngestRecords(
   ingested_ += n;
   m_.ingested->Add(n);
   m_.pending->Set(static_cast<double>(pending_.size()));
-  return n;
+  return n + forwarded;
 }
 
 absl::StatusOr<api::IngestResponse> LatentdService::Ingest(
@@ -488,15 +561,17 @@ absl::StatusOr<api::IngestResponse> LatentdService::Ingest(
     IngestRecord& r = records.emplace_back();
     r.doc_id = d.id();
     r.user = d.user();
+    r.source = d.source();
     r.words = std::move(*words);
   }
-  uint64_t last = 0;
-  LATENTD_ASSIGN_OR_RETURN(uint64_t n,
-                           IngestRecords(std::move(records), &last));
+  LogRange appended;
+  LATENTD_ASSIGN_OR_RETURN(
+      uint64_t n,
+      IngestRecords(std::move(records), &appended, !request.local()));
   api::IngestResponse resp;
   resp.set_accepted(n);
-  resp.set_last_sequence(last);
-  resp.set_first_sequence(last + 1 - n);
+  resp.set_first_sequence(appended.first);
+  resp.set_last_sequence(appended.last);
   return resp;
 }
 
@@ -529,6 +604,15 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
   resp.set_training(training_.load());
   resp.set_uptime_seconds(
       absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()) - start_time_);
+  if (link_ != nullptr) {
+    resp.set_node_id(link_->node_id());
+    for (const hashring::Member& m : link_->ring_config().members) {
+      resp.add_cluster_members(m.id);
+    }
+    for (std::string& id : link_->UnavailablePeers()) {
+      resp.add_unavailable_peers(std::move(id));
+    }
+  }
   return resp;
 }
 

@@ -17,6 +17,16 @@
 // build the store from options.corpus (required then). Then the ingest log
 // is replayed: records after the store's merged sequence become pending.
 //
+// Cluster mode (JoinCluster, service_cluster.cc): the node is a member of a
+// training cluster (DESIGN.md, "Many nodes") over its own token store. Its
+// table is kept in step with the cluster's global counts by a ClusterLink;
+// a user's events and profile live on the user's owner by the ring, and
+// the other nodes forward them there over the API. Limits: the vocabulary
+// is frozen when the node joins (ingested words it does not hold are
+// dropped); the sampler's Vβ uses this node's vocabulary; membership is
+// fixed, so the cluster restarts as a whole (each node then resumes from
+// its own checkpoint and store, and the nodes exchange their counts anew).
+//
 // Thread-safety: the API methods may be called from any number of threads
 // at once, also while training runs. Start() and Stop() from one thread.
 #ifndef LATENTD_SERVICE_LATENTD_SERVICE_H_
@@ -29,6 +39,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -37,14 +48,18 @@
 #include "corpora/document_reader.h"
 #include "corpora/tokenizer.h"
 #include "sampler/fold_in.h"
+#include "sampler/synced_table.h"
 #include "sampler/trainer.h"
 #include "service/api.pb.h"
+#include "service/cluster/cluster_link.h"
 #include "service/ingest_log.h"
 #include "service/metrics.h"
 #include "service/model_view.h"
 #include "service/store_merge.h"
 
 namespace latentd::service {
+
+class ApiClient;  // service/api_client.h (which includes this file)
 
 struct ServiceOptions {
   std::string data_dir;  // created if missing
@@ -119,15 +134,38 @@ class LatentdService {
   // Appends records (their words already tokenized) durably, then queues
   // them for the next merge. Records whose source was already ingested are
   // dropped (returned count excludes them).
-  // *last_sequence (if given) receives the log sequence of the last record
-  // appended by this call.
+  // *appended (if given) receives the log sequences of the first and last
+  // record this call appended here ({0, 0} if none).
+  // In cluster mode, users' records owned by another node are first
+  // forwarded to it (unless `route` is false: the caller is the forwarding
+  // node); a forward that fails fails the call (records forwarded before it
+  // stay accepted by their owners, which drop them if sent again with the
+  // same source). Records left with no word this node's vocabulary holds
+  // are dropped (logged, counted in latentd_ingest_dropped_total).
+  struct LogRange {
+    uint64_t first = 0;
+    uint64_t last = 0;
+  };
   absl::StatusOr<uint64_t> IngestRecords(std::vector<IngestRecord> records,
-                                         uint64_t* last_sequence = nullptr);
+                                         LogRange* appended = nullptr,
+                                         bool route = true);
   // True if a record with this non-empty source is in the ingest log.
   bool SourceIngested(const std::string& source) const;
 
   std::shared_ptr<const ModelView> view() const;
   const std::string& data_dir() const { return options_.data_dir; }
+
+  // ---- Cluster mode (see the top of this file). ----
+  // Joins the cluster through a ClusterLink built from `options`, whose
+  // node_id must be this node's API TCP address (peers forward to it).
+  // Blocks until every member has joined and pushed its counts; the table
+  // then holds the global counts. Fails (no cluster mode) if the cluster
+  // cannot be joined. REQUIRES: Start() not yet called; at most once.
+  absl::Status JoinCluster(ClusterLinkOptions options);
+  bool cluster_mode() const { return link_ != nullptr; }
+  // The id (API address) of the node owning `user` by the ring; "" when
+  // this node does (and always in single-node mode).
+  std::string UserOwner(std::string_view user) const;
 
  private:
   explicit LatentdService(const ServiceOptions& options);
@@ -147,6 +185,24 @@ class LatentdService {
   absl::Status Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status WriteCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   api::ModelVersion Version(const ModelView& v) const;
+  static void Log(const std::string& line);  // to stderr, "latentd: " first
+  // Cluster mode (service_cluster.cc).
+  absl::Status ClusterBeforeSweep(uint64_t* t)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Adds merged tokens' counts to the synchronized table (no rebuild: the
+  // table also holds the other nodes' counts).
+  absl::Status ClusterApplyMerge(const MergeResult& merged)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Drops words outside the frozen vocabulary; false if none is left.
+  bool KeepKnownWords(std::vector<std::string>* words) const;
+  // Forwards the records of users owned elsewhere (removing them from
+  // *records); adds the number their owners accepted to *accepted.
+  absl::Status ForwardToOwners(std::vector<IngestRecord>* records,
+                               uint64_t* accepted);
+  absl::StatusOr<api::GetUserProfileResponse> ForwardProfile(
+      const std::string& owner,
+      const api::GetUserProfileRequest& request) const;
+  absl::StatusOr<ApiClient*> PeerClient(const std::string& id) const;
 
   ServiceOptions options_;
   Tokenizer tokenizer_;
@@ -183,6 +239,18 @@ class LatentdService {
   std::atomic<uint64_t> ingested_{0};
   const double start_time_;
 
+  // Cluster mode: set by JoinCluster before Start(), then only read.
+  std::unique_ptr<SyncedTopicTable> synced_;  // over trainer_'s table
+  std::unique_ptr<ClusterLink> link_;
+  std::unique_ptr<const Vocabulary> frozen_vocab_;
+  // Set when a sweep failed in cluster mode: this node samples no more.
+  std::atomic<bool> cluster_failed_{false};
+  std::atomic<bool> cluster_finished_{false};
+  // API clients of the peers, for forwarding (created on first use).
+  mutable absl::Mutex peers_mu_;
+  mutable absl::flat_hash_map<std::string, std::unique_ptr<ApiClient>>
+      peer_clients_ ABSL_GUARDED_BY(peers_mu_);
+
   std::thread thread_;
   bool started_ = false;
   bool stopped_ = false;
@@ -202,6 +270,8 @@ class LatentdService {
     Counter* merged;
     Counter* merge_errors;
     Counter* duplicates;
+    Counter* dropped;
+    Counter* forwarded;
     Counter* checkpoints;
   } m_{};
 };

@@ -177,6 +177,10 @@ absl::StatusOr<api::GetUserProfileResponse> LatentdService::GetUserProfile(
   if (request.user().empty()) {
     return absl::InvalidArgumentError("a user id is needed");
   }
+  if (!request.local()) {
+    const std::string owner = UserOwner(request.user());
+    if (!owner.empty()) return ForwardProfile(owner, request);
+  }
   std::shared_ptr<const ModelView> v = view();
   auto it = v->users.find(request.user());
   if (it == v->users.end()) {

@@ -1,5 +1,6 @@
 #include "service/store_merge.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "absl/strings/str_cat.h"
@@ -150,6 +151,27 @@ void GrowBatch(const DocBatch& in, MergePlan* plan, DocBatch* out,
   }
 }
 
+// The net counts of every planned token, combined and sorted.
+void CountNewTokens(const MergePlan& plan, std::vector<WordTopicDelta>* out) {
+  std::vector<std::pair<WordId, TopicId>> tokens;
+  auto add = [&](const Pending& p) {
+    for (size_t i = 0; i < p.words.size(); ++i) {
+      tokens.emplace_back(p.words[i], p.topics[i]);
+    }
+  };
+  for (const Pending& p : plan.fresh) add(p);
+  for (const auto& [user, p] : plan.grow) add(p);
+  std::sort(tokens.begin(), tokens.end());
+  out->clear();
+  for (const auto& [w, k] : tokens) {
+    if (!out->empty() && out->back().word == w && out->back().topic == k) {
+      ++out->back().delta;
+    } else {
+      out->push_back({w, k, 1});
+    }
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<MergeResult> MergeIntoStore(
@@ -161,6 +183,7 @@ absl::StatusOr<MergeResult> MergeIntoStore(
       PlanMerge(records, seed, store->meta().num_topics, *scan, vocab, &result);
   if (result.records == 0) return result;
   result.new_words = vocab->size() - old_vocab;
+  CountNewTokens(plan, &result.added_counts);
 
   TokenStoreMeta meta = store->meta();
   meta.vocab_size = static_cast<uint32_t>(vocab->size());

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "corpora/token_store.h"
 #include "corpora/vocabulary.h"
+#include "sampler/topic_table.h"
 #include "service/ingest_log.h"
 
 namespace latentd::service {
@@ -46,6 +47,10 @@ struct MergeResult {
   uint64_t new_docs = 0;    // documents appended
   uint64_t new_tokens = 0;  // tokens added
   uint64_t new_words = 0;   // words added to the vocabulary
+  // The counts the new tokens add to the word-topic table: one +n per
+  // (word, topic), sorted by word then topic (what TopicTable::Apply
+  // takes). A table kept up to date with these needs no rebuild.
+  std::vector<WordTopicDelta> added_counts;
 };
 
 // Adds the words of `records` to *vocab and commits a new version of

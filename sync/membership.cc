@@ -64,6 +64,17 @@ std::string RingKey(std::string_view cluster) {
 absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Connect(
     std::string_view url, absl::Duration timeout) {
   std::string_view rest = url;
+  if (rest.substr(0, 5) == "unix:") {
+    const std::string path(rest.substr(5));
+    redisContext* c = redisConnectUnixWithTimeout(path.c_str(), ToTv(timeout));
+    if (c == nullptr || c->err) {
+      std::string why = c ? c->errstr : "out of memory";
+      if (c) redisFree(c);
+      return absl::UnavailableError(absl::StrCat("redis ", path, ": ", why));
+    }
+    redisSetTimeout(c, ToTv(timeout));
+    return std::unique_ptr<RedisClient>(new RedisClient(c));
+  }
   if (rest.substr(0, 8) == "redis://") rest.remove_prefix(8);
   while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
   std::string host(rest);

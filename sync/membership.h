@@ -37,7 +37,8 @@ struct RedisReply {
 
 class RedisClient {
  public:
-  // `url`: "redis://host:port", "host:port" or "host" (port 6379).
+  // `url`: "redis://host:port", "host:port", "host" (port 6379) or
+  // "unix:/path/to/socket".
   // kInvalidArgument for a malformed url, kUnavailable if unreachable
   // within `timeout` (also the per-command timeout).
   static absl::StatusOr<std::unique_ptr<RedisClient>> Connect(

@@ -110,7 +110,7 @@ redisContext* RedisServer::Connect() const {
 }
 
 Daemon::Daemon(const std::string& data_dir,
-               const std::vector<std::string>& args)
+               const std::vector<std::string>& args, bool wait)
     : dir_(data_dir), log_(data_dir + ".log") {
   const char* bin = std::getenv("LATENTD_BIN");
   std::vector<std::string> argv = {
@@ -119,11 +119,15 @@ Daemon::Daemon(const std::string& data_dir,
   argv.insert(argv.end(), args.begin(), args.end());
   ::unlink((dir_ + "/ports").c_str());
   pid_ = Spawn(argv, log_);
+  if (wait) WaitForPorts();
+}
+
+bool Daemon::WaitForPorts() {
   for (int i = 0; i < 1200; ++i) {
     int status;
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      return;  // exited during start-up
+      return false;  // exited during start-up
     }
     const std::string ports = ReadFile(dir_ + "/ports");
     if (!ports.empty()) {
@@ -134,10 +138,11 @@ Daemon::Daemon(const std::string& data_dir,
         if (line.rfind("tcp=", 0) == 0) tcp_ = line.substr(4);
       }
       ok_ = !http_.empty() && !tcp_.empty();
-      return;
+      return ok_;
     }
     SleepMs(50);
   }
+  return false;
 }
 
 Daemon::~Daemon() {

@@ -53,8 +53,14 @@ class RedisServer {
 class Daemon {
  public:
   // Starts $LATENTD_BIN --data-dir dir --http 127.0.0.1:0 --listen
-  // 127.0.0.1:0 plus `args`, and waits for dir/ports (up to 60 s).
-  Daemon(const std::string& data_dir, const std::vector<std::string>& args);
+  // 127.0.0.1:0 plus `args`, and (if `wait`) waits for dir/ports. The
+  // daemon is killed when the thread that started it exits
+  // (PR_SET_PDEATHSIG), so start daemons from the test's main thread and
+  // wait for several at once with WaitForPorts().
+  Daemon(const std::string& data_dir, const std::vector<std::string>& args,
+         bool wait = true);
+  // Waits for dir/ports (up to 60 s); false if the daemon exited first.
+  bool WaitForPorts();
   ~Daemon();  // SIGKILL if still running
   bool ok() const { return ok_; }
   pid_t pid() const { return pid_; }

@@ -27,6 +27,12 @@ TCP=$(sed -n 's/^tcp=//p' "$DIR/node/ports")
 HTTP=$(sed -n 's/^http=//p' "$DIR/node/ports")
 
 "$CTL" status --addr "$TCP" | grep -q '"topics":10' || fail "status"
+# Wait for the 10 sweeps to end, so that both protocols' infer below read
+# the same model.
+for _ in $(seq 600); do
+  "$CTL" status --addr "$TCP" | grep -q '"training":false' && break
+  sleep 0.1
+done
 "$CTL" topics --addr "$TCP" --topic 3 --top 4 >"$DIR/t" || fail "topics"
 [ "$(grep -c $'^  ' "$DIR/t")" = 4 ] || fail "topics: $(cat "$DIR/t")"
 "$CTL" topics --addr "$TCP" --topic 10 2>"$DIR/e" && fail "topic 10 accepted"

@@ -1,0 +1,166 @@
+// LatentdService in cluster mode: joining, the sweep hooks, merges into a
+// synchronized table, and routing users to their owners.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "corpora/status_macros.h"
+#include "corpora/types.h"
+#include "service/api_client.h"
+#include "service/latentd_service.h"
+
+namespace latentd::service {
+namespace {
+
+// Where a user's events and profile live: the ring owner of this key.
+sync::Key UserKey(std::string_view user) {
+  // Salted, so that users and the word of the same spelling spread apart.
+  return HashWord(user) ^ 0x5bd1e9955bd1e995ULL;
+}
+
+}  // namespace
+
+absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
+  if (started_ || link_ != nullptr) {
+    return absl::FailedPreconditionError(
+        "JoinCluster must come once, before Start()");
+  }
+  if (options.node_id.empty()) {
+    return absl::InvalidArgumentError(
+        "cluster mode needs the node's API TCP address as its id (--listen)");
+  }
+  absl::MutexLock lock(&train_mu_);
+  TopicTable* table = trainer_->mutable_table();
+  std::vector<sync::Key> keys(table->vocab_size());
+  for (WordId w = 0; w < keys.size(); ++w) keys[w] = vocab_.key(w);
+  frozen_vocab_ = std::make_unique<const Vocabulary>(vocab_);
+  synced_ = std::make_unique<SyncedTopicTable>(table, std::move(keys));
+  SweepPipeline* pipeline = trainer_->pipeline();
+  pipeline->SetCountUpdaterHook(
+      [this](TopicTable*, std::span<const WordTopicDelta> applied) {
+        synced_->MarkApplied(applied);
+        link_->OnBatchApplied();
+        return synced_->ApplyPending();
+      });
+  pipeline->SetQuiesceMutex(synced_->layout_mutex());
+  Log(absl::StrCat("joining cluster '", options.cluster, "' as ",
+                   options.node_id, " (", options.expected_members,
+                   " members, ", options.consistency.ToString(), ")"));
+  absl::StatusOr<std::unique_ptr<ClusterLink>> link =
+      ClusterLink::Create(std::move(options), synced_.get());
+  if (!link.ok()) {
+    pipeline->SetCountUpdaterHook(nullptr);
+    pipeline->SetQuiesceMutex(nullptr);
+    synced_.reset();
+    frozen_vocab_.reset();
+    // Create may have pushed counts before failing; the table is ours
+    // again only once rebuilt from the store.
+    LATENTD_RETURN_IF_ERROR(trainer_->ReloadStore());
+    return link.status();
+  }
+  link_ = std::move(*link);
+  Log(absl::StrCat("joined: ", link_->ring_config().members.size(),
+                   " members; sync server on ", link_->address()));
+  return Publish();
+}
+
+std::string LatentdService::UserOwner(std::string_view user) const {
+  if (link_ == nullptr) return "";
+  const std::string& owner =
+      link_->ring_config().members[link_->ring().Owner(UserKey(user))].id;
+  return owner == link_->node_id() ? "" : owner;
+}
+
+absl::Status LatentdService::ClusterBeforeSweep(uint64_t* t) {
+  if (cluster_failed_) {
+    return absl::FailedPreconditionError(
+        "this cluster node stopped sampling after a failed sweep");
+  }
+  *t = link_->sweep() + 1;
+  return link_->BeforeSweep(*t);
+}
+
+absl::Status LatentdService::ClusterApplyMerge(const MergeResult& merged) {
+  if (merged.added_counts.empty()) return absl::OkStatus();
+  LATENTD_RETURN_IF_ERROR(
+      trainer_->mutable_table()->Apply(merged.added_counts));
+  synced_->MarkApplied(merged.added_counts);
+  return absl::OkStatus();
+}
+
+bool LatentdService::KeepKnownWords(std::vector<std::string>* words) const {
+  if (frozen_vocab_ == nullptr) return !words->empty();
+  std::erase_if(*words, [this](const std::string& w) {
+    return !frozen_vocab_->Find(w).has_value();
+  });
+  return !words->empty();
+}
+
+absl::StatusOr<ApiClient*> LatentdService::PeerClient(
+    const std::string& id) const {
+  absl::MutexLock lock(&peers_mu_);
+  std::unique_ptr<ApiClient>& client = peer_clients_[id];
+  if (client == nullptr) {
+    absl::StatusOr<std::unique_ptr<ApiClient>> c =
+        ApiClient::Create(id, Protocol::kTcp, absl::Seconds(10));
+    if (!c.ok()) {
+      peer_clients_.erase(id);
+      return c.status();
+    }
+    client = std::move(*c);
+  }
+  return client.get();
+}
+
+absl::Status LatentdService::ForwardToOwners(std::vector<IngestRecord>* records,
+                                             uint64_t* accepted) {
+  absl::flat_hash_map<std::string, api::IngestRequest> by_owner;
+  std::vector<IngestRecord> mine;
+  for (IngestRecord& r : *records) {
+    const std::string owner = r.user.empty() ? "" : UserOwner(r.user);
+    if (owner.empty()) {
+      mine.push_back(std::move(r));
+      continue;
+    }
+    api::IngestRequest& req = by_owner[owner];
+    req.set_local(true);
+    api::Document* d = req.add_documents();
+    d->set_id(r.doc_id);
+    d->set_user(r.user);
+    d->set_source(r.source);
+    d->set_text(absl::StrJoin(r.words, " "));
+  }
+  *records = std::move(mine);
+  for (const auto& [owner, req] : by_owner) {
+    LATENTD_ASSIGN_OR_RETURN(ApiClient * client, PeerClient(owner));
+    api::IngestResponse resp;
+    absl::Status s = client->Call(Method::kIngest, req, &resp);
+    if (!s.ok()) {
+      return absl::Status(
+          s.code(), absl::StrCat("forwarding ", req.documents_size(),
+                                 " users' events to their owner ", owner, ": ",
+                                 s.message()));
+    }
+    *accepted += resp.accepted();
+    m_.forwarded->Add(req.documents_size());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<api::GetUserProfileResponse> LatentdService::ForwardProfile(
+    const std::string& owner, const api::GetUserProfileRequest& request) const {
+  LATENTD_ASSIGN_OR_RETURN(ApiClient * client, PeerClient(owner));
+  api::GetUserProfileRequest local = request;
+  local.set_local(true);
+  api::GetUserProfileResponse resp;
+  absl::Status s = client->Call(Method::kGetUserProfile, local, &resp);
+  if (!s.ok()) {
+    return absl::Status(
+        s.code(), absl::StrCat("user '", request.user(), "' lives on node ",
+                               owner, ": ", s.message()));
+  }
+  return resp;
+}
+
+}  // namespace latentd::service

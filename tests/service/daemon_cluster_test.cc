@@ -1,0 +1,145 @@
+// latentd in cluster mode (issue 5: "the same daemon is a cluster node"):
+// two daemons join one cluster through a private redis-server (Unix socket)
+// and train one model over their own token stores; users' events and
+// profile queries go to the user's owner by the ring, whichever node they
+// reach. Every process runs on 127.0.0.1 and is stopped at the end.
+#include <google/protobuf/util/message_differencer.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/service/daemon_harness.h"
+
+namespace latentd::testing {
+namespace {
+
+using service::Method;
+using service::Protocol;
+
+constexpr int kUsers = 20;
+const char* kEvents[] = {
+    "oil prices rose as opec ministers met in vienna",
+    "the stock market fell sharply on wall street today",
+};
+
+// Σ_k n_k and the n_k as `client`'s node sees them.
+std::vector<int64_t> TopicTotals(service::ApiClient* client) {
+  api::ListTopicsRequest req;
+  req.set_top_words(1);
+  api::ListTopicsResponse resp;
+  absl::Status s = client->Call(Method::kListTopics, req, &resp);
+  EXPECT_TRUE(s.ok()) << s;
+  std::vector<int64_t> n;
+  for (const api::Topic& t : resp.topics()) n.push_back(t.tokens());
+  return n;
+}
+
+int64_t Sum(const std::vector<int64_t>& v) {
+  int64_t s = 0;
+  for (int64_t x : v) s += x;
+  return s;
+}
+
+TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
+  TempDir tmp;
+  RedisServer redis(tmp.path());
+  ASSERT_TRUE(redis.ok());
+  std::vector<std::string> args = ApCorpusArgs();
+  for (const std::string& a :
+       {std::string("--topics"), std::string("20"), std::string("--max-sweeps"),
+        std::string("12"), std::string("--cluster-redis"), redis.address(),
+        std::string("--cluster"), std::string("test"),
+        std::string("--cluster-size"), std::string("2")}) {
+    args.push_back(a);
+  }
+  // Each node serves only once both have joined: start both, then wait.
+  auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
+  auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
+  a->WaitForPorts();
+  b->WaitForPorts();
+  ASSERT_TRUE(a->ok()) << a->Log();
+  ASSERT_TRUE(b->ok()) << b->Log();
+  auto ca = a->Client(Protocol::kTcp);
+  auto cb = b->Client(Protocol::kHttpJson);
+
+  // Both report the same two-member ring, each under its API address.
+  api::StatusResponse sa, sb;
+  ASSERT_TRUE(ca->Call(Method::kStatus, api::StatusRequest(), &sa).ok());
+  absl::Status sbs = cb->Call(Method::kStatus, api::StatusRequest(), &sb);
+  ASSERT_TRUE(sbs.ok()) << sbs << b->Log();
+  EXPECT_EQ(sa.node_id(), a->tcp());
+  EXPECT_EQ(sb.node_id(), b->tcp());
+  ASSERT_EQ(sa.cluster_members_size(), 2);
+  EXPECT_EQ(sa.cluster_members(0), sb.cluster_members(0));
+  EXPECT_EQ(sa.cluster_members(1), sb.cluster_members(1));
+
+  // Every user's events arrive at A; each must end up on its owner.
+  api::IngestRequest ingest;
+  for (int u = 0; u < kUsers; ++u) {
+    for (int e = 0; e < 2; ++e) {
+      api::Document* d = ingest.add_documents();
+      d->set_user(absl::StrCat("user", u));
+      d->set_text(kEvents[e]);
+      d->set_source(absl::StrCat("event-", u, "-", e));
+    }
+  }
+  api::IngestResponse ack;
+  ASSERT_TRUE(ca->Call(Method::kIngest, ingest, &ack).ok());
+  EXPECT_EQ(ack.accepted(), 2u * kUsers);
+  // Sent again (same sources): every copy is dropped, here or at the owner.
+  ASSERT_TRUE(ca->Call(Method::kIngest, ingest, &ack).ok());
+  EXPECT_EQ(ack.accepted(), 0u);
+
+  // Training stops at sweep 12 on both; then the background rounds bring
+  // both nodes to the same global counts: Σ_k n_k = both stores' tokens.
+  auto done = [](const api::StatusResponse& s) {
+    return !s.training() && s.pending() == 0;
+  };
+  auto fa = WaitStatus(ca.get(), done, 120);
+  auto fb = WaitStatus(cb.get(), done, 120);
+  ASSERT_TRUE(fa.ok()) << fa.status() << a->Log();
+  ASSERT_TRUE(fb.ok()) << fb.status() << b->Log();
+  EXPECT_EQ(fa->users() + fb->users(), static_cast<uint64_t>(kUsers));
+  EXPECT_GT(fa->users(), 0u) << "20 users, none owned by A";
+  EXPECT_GT(fb->users(), 0u) << "20 users, none owned by B";
+  const int64_t tokens = static_cast<int64_t>(fa->tokens() + fb->tokens());
+  std::vector<int64_t> na, nb;
+  for (int i = 0; i < 300; ++i) {
+    na = TopicTotals(ca.get());
+    nb = TopicTotals(cb.get());
+    if (Sum(na) == tokens && na == nb) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(Sum(na), tokens);
+  EXPECT_EQ(na, nb);
+
+  // A profile query gets the owner's answer from either node.
+  for (int u = 0; u < kUsers; ++u) {
+    api::GetUserProfileRequest req;
+    req.set_user(absl::StrCat("user", u));
+    api::GetUserProfileResponse pa, pb;
+    absl::Status s = ca->Call(Method::kGetUserProfile, req, &pa);
+    ASSERT_TRUE(s.ok()) << req.user() << ": " << s;
+    ASSERT_TRUE(cb->Call(Method::kGetUserProfile, req, &pb).ok());
+    EXPECT_EQ(pa.events(), 2u) << req.user();
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(pa, pb))
+        << req.user() << "\nA: " << pa.ShortDebugString()
+        << "\nB: " << pb.ShortDebugString();
+  }
+  api::GetUserProfileRequest unknown;
+  unknown.set_user("nobody");
+  api::GetUserProfileResponse none;
+  EXPECT_EQ(ca->Call(Method::kGetUserProfile, unknown, &none).code(),
+            absl::StatusCode::kNotFound);
+
+  EXPECT_EQ(a->Stop(), 0) << a->Log();
+  EXPECT_EQ(b->Stop(), 0) << b->Log();
+}
+
+}  // namespace
+}  // namespace latentd::testing
