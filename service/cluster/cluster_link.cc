@@ -101,7 +101,10 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
       }
       clocks_->Update(p.node_id(), p.clock(), p.finished());
       if (p.ready()) clocks_->MarkReady(p.node_id());
-      responder.Reply(sync::ProgressReply().SerializeAsString());
+      sync::ProgressReply reply;
+      reply.set_clock(sweep_.load());
+      reply.set_finished(finished_.load());
+      responder.Reply(reply.SerializeAsString());
       return;
     }
     default:
@@ -140,6 +143,7 @@ absl::Status ClusterLink::Join() {
     peers_.push_back(std::move(peer));
   }
   for (const std::string& id : ids) clocks_->Add(id);
+  LATENTD_RETURN_IF_ERROR(RefuseRunningCluster());
   std::vector<uint32_t> key_owner(table_->num_keys());
   for (size_t i = 0; i < key_owner.size(); ++i) {
     key_owner[i] = ring_->Owner(table_->key(i));
@@ -171,6 +175,29 @@ absl::Status ClusterLink::Join() {
   }
   sync_->FullPass();
   return table_->ApplyPending();
+}
+
+absl::Status ClusterLink::RefuseRunningCluster() {
+  sync::Progress p;
+  p.set_node_id(node_id_);
+  const std::string payload = p.SerializeAsString();
+  for (const auto& peer : peers_) {
+    absl::StatusOr<sync::Frame> r = peer->client->CallSync(
+        sync::MESSAGE_TYPE_PROGRESS, payload, options_.call_timeout);
+    // Unreachable: not started yet (or dead), so not sampling with us.
+    if (!r.ok()) continue;
+    sync::ProgressReply reply;
+    if (reply.ParseFromString(r->payload) &&
+        (reply.clock() > 0 || reply.finished())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "cluster ", options_.cluster, " is already training (member ",
+          peer->id, " has completed ", reply.clock(),
+          " sweeps): a member cannot join or rejoin a running cluster yet, "
+          "since its counts would be counted twice; stop every member and "
+          "start them all again"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 void ClusterLink::KickHeartbeat() {

@@ -92,6 +92,8 @@ class ClusterLink {
   // fixed), starts the synchronizer over `table` and exchanges the initial
   // counts with every member (push ours, wait until all have, pull theirs),
   // applying the corrections: on return the table holds the global counts.
+  // kFailedPrecondition, before anything is pushed, if a member has
+  // already sampled (a node restarting alone would count its tokens twice).
   // `table` must outlive the link, and no sweep may run during Create.
   static absl::StatusOr<std::unique_ptr<ClusterLink>> Create(
       ClusterLinkOptions options, SyncedTopicTable* table);
@@ -142,6 +144,11 @@ class ClusterLink {
   ClusterLink(ClusterLinkOptions options, SyncedTopicTable* table);
   absl::Status StartServer();
   absl::Status Join();
+  // Fails if a peer has already sampled: this node would push its counts
+  // into globals that may still hold its previous incarnation's (a member
+  // that restarted alone). Members join only as a whole cluster until
+  // membership hand-off exists.
+  absl::Status RefuseRunningCluster();
   void HandleFrame(sync::Frame request, sync::Responder responder);
   void HeartbeatLoop();
   void KickHeartbeat();
