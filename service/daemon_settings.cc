@@ -203,6 +203,11 @@ void AddServingSettings(const AddFn& add) {
   add("rpc-io-threads", "1", "1..256", "TCP event-loop (I/O) threads",
       Int<int>("rpc-io-threads", 1, 256,
                [](DaemonConfig* c) { return &c->rpc.io_threads; }));
+  add("infer-slots", "0", "0..1024",
+      "InferDocument calls computing at once, the rest queue in arrival "
+      "order (0: one per core)",
+      Int<int>("infer-slots", 0, 1024,
+               [](DaemonConfig* c) { return &c->service.infer_slots; }));
   add("max-body-bytes", "4194304", "1024..1073741824",
       "Largest HTTP body or TCP frame accepted (larger: 413 / closed)",
       [](std::string_view v, DaemonConfig* c) -> absl::Status {

@@ -3,10 +3,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -39,8 +41,18 @@ void LatentdService::Log(const std::string& line) {
   std::fprintf(stderr, "latentd: %s\n", line.c_str());
 }
 
+namespace {
+
+int InferSlots(int configured) {
+  if (configured > 0) return configured;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+}  // namespace
+
 LatentdService::LatentdService(const ServiceOptions& options)
     : options_(options),
+      infer_gate_(InferSlots(options.infer_slots)),
       start_time_(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch())) {}
 
 LatentdService::~LatentdService() { (void)Stop(); }

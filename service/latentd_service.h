@@ -53,6 +53,7 @@
 #include "service/api.pb.h"
 #include "service/cluster/cluster_link.h"
 #include "service/ingest_log.h"
+#include "service/internal/cpu_gate.h"
 #include "service/metrics.h"
 #include "service/model_view.h"
 #include "service/store_merge.h"
@@ -81,6 +82,9 @@ struct ServiceOptions {
   int publish_interval_ms = 250;
   InferOptions infer{.iterations = 30, .burn_in = 10, .seed = 1};
   uint32_t max_infer_iterations = 1000;
+  // InferDocument calls folding in at once (service/internal/cpu_gate.h);
+  // the others queue, first come first served. 0: one per core.
+  int infer_slots = 0;
   size_t max_documents_per_ingest = 1000;
   size_t max_text_bytes = 1 << 20;  // per document or inferred text
   // Compact the ingest log (IngestLog::Compact) after a merge once it is
@@ -225,6 +229,8 @@ class LatentdService {
   std::vector<IngestRecord> pending_ ABSL_GUARDED_BY(pending_mu_);
   absl::flat_hash_set<std::string> sources_ ABSL_GUARDED_BY(pending_mu_);
   bool stopping_ ABSL_GUARDED_BY(pending_mu_) = false;
+
+  mutable internal::CpuGate infer_gate_;
 
   mutable absl::Mutex view_mu_;
   std::shared_ptr<const ModelView> view_ ABSL_GUARDED_BY(view_mu_);

@@ -151,9 +151,13 @@ absl::StatusOr<api::InferDocumentResponse> LatentdService::InferDocument(
     return absl::InvalidArgumentError(absl::StrCat(
         "none of the document's ", words.size(), " words is in the model"));
   }
-  FoldIn fold_in(*v->table, v->snapshot.alpha, v->snapshot.beta);
-  LATENTD_ASSIGN_OR_RETURN(std::vector<double> theta,
-                           fold_in.Infer(ids, o, /*stream=*/0));
+  absl::StatusOr<std::vector<double>> inferred;
+  {
+    internal::CpuGate::Pass pass = infer_gate_.Enter();
+    FoldIn fold_in(*v->table, v->snapshot.alpha, v->snapshot.beta);
+    inferred = fold_in.Infer(ids, o, /*stream=*/0);
+  }
+  LATENTD_ASSIGN_OR_RETURN(std::vector<double> theta, std::move(inferred));
   api::InferDocumentResponse resp;
   *resp.mutable_version() = Version(*v);
   resp.set_known_tokens(ids.size());

@@ -3,14 +3,17 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <thread>
 
 #include "gtest/gtest.h"
 #include "service/daemon_settings.h"
 #include "service/ingest_log.h"
+#include "service/internal/cpu_gate.h"
 #include "service/latentd_service.h"
 #include "service/metrics.h"
 #include "service/store_merge.h"
@@ -33,6 +36,49 @@ IngestRecord Rec(std::string user, std::vector<std::string> words,
   r.source = std::move(source);
   r.doc_id.assign(1, 'd');  // not = "d": a GCC 12 -Wrestrict false positive
   return r;
+}
+
+// At most `slots` inside at once, admitted in arrival order.
+TEST(CpuGate, AdmitsAtMostSlotsInArrivalOrder) {
+  internal::CpuGate gate(1);
+  auto held = std::make_unique<internal::CpuGate::Pass>(gate.Enter());
+  absl::Mutex mu;
+  std::vector<int> order;
+  std::atomic<int> inside{0}, most{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 5; ++i) {
+    threads.emplace_back([&, i] {
+      internal::CpuGate::Pass pass = gate.Enter();
+      const int now = ++inside;
+      int m = most.load();
+      while (now > m && !most.compare_exchange_weak(m, now)) {
+      }
+      {
+        absl::MutexLock lock(&mu);
+        order.push_back(i);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      --inside;
+    });
+    // Thread i holds its ticket before thread i + 1 starts.
+    while (gate.load() < static_cast<uint64_t>(i) + 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_TRUE(order.empty()) << "entered past a held slot";
+  }
+  held.reset();
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(most.load(), 1);
+  EXPECT_EQ(gate.load(), 0u);
+
+  internal::CpuGate two(2);
+  internal::CpuGate::Pass a = two.Enter();
+  internal::CpuGate::Pass b = two.Enter();  // would block with one slot
+  EXPECT_EQ(two.load(), 2u);
 }
 
 TEST(IngestLog, AppendsReopensAndCutsATornTail) {
