@@ -1,8 +1,9 @@
 // latentd in cluster mode (issue 5: "the same daemon is a cluster node"):
 // two daemons join one cluster through a private redis-server (Unix socket)
-// and train one model over their own token stores; users' events and
-// profile queries go to the user's owner by the ring, whichever node they
-// reach. Every process runs on 127.0.0.1 and is stopped at the end.
+// and train one model over their own token stores; users' events (over the
+// API or a Redis stream) and profile queries go to the user's owner by the
+// ring, whichever node they reach. Every process runs on 127.0.0.1 and is
+// stopped at the end.
 #include <google/protobuf/util/message_differencer.h>
 
 #include <cstdint>
@@ -21,7 +22,8 @@ namespace {
 using service::Method;
 using service::Protocol;
 
-constexpr int kUsers = 20;
+constexpr int kUsers = 20;        // events ingested over the API
+constexpr int kStreamUsers = 10;  // events read from a Redis stream
 const char* kEvents[] = {
     "oil prices rose as opec ministers met in vienna",
     "the stock market fell sharply on wall street today",
@@ -57,8 +59,15 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
         std::string("--cluster-size"), std::string("2")}) {
     args.push_back(a);
   }
+  // A also consumes a Redis stream of users' events.
+  std::vector<std::string> a_args = args;
+  for (const std::string& f :
+       {std::string("--redis"), redis.address(), std::string("--redis-stream"),
+        std::string("events")}) {
+    a_args.push_back(f);
+  }
   // Each node serves only once both have joined: start both, then wait.
-  auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
+  auto a = std::make_unique<Daemon>(tmp.path() + "/a", a_args, false);
   auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
   a->WaitForPorts();
   b->WaitForPorts();
@@ -94,9 +103,21 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
   // Sent again (same sources): every copy is dropped, here or at the owner.
   ASSERT_TRUE(ca->Call(Method::kIngest, ingest, &ack).ok());
   EXPECT_EQ(ack.accepted(), 0u);
+  // The stream's events reach their owners too, and are acknowledged.
+  redisContext* rc = redis.Connect();
+  ASSERT_NE(rc, nullptr);
+  for (int u = 0; u < kStreamUsers; ++u) {
+    XAdd(rc, "events", absl::StrCat("s", u), absl::StrCat("streamer", u),
+         kEvents[u % 2]);
+  }
 
   // Training stops at sweep 12 on both; then the background rounds bring
   // both nodes to the same global counts: Σ_k n_k = both stores' tokens.
+  for (int i = 0; i < 300 && RedisPending(rc, "events") != 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(RedisPending(rc, "events"), 0);
+  redisFree(rc);
   auto done = [](const api::StatusResponse& s) {
     return !s.training() && s.pending() == 0;
   };
@@ -104,7 +125,8 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
   auto fb = WaitStatus(cb.get(), done, 120);
   ASSERT_TRUE(fa.ok()) << fa.status() << a->Log();
   ASSERT_TRUE(fb.ok()) << fb.status() << b->Log();
-  EXPECT_EQ(fa->users() + fb->users(), static_cast<uint64_t>(kUsers));
+  EXPECT_EQ(fa->users() + fb->users(),
+            static_cast<uint64_t>(kUsers + kStreamUsers));
   EXPECT_GT(fa->users(), 0u) << "20 users, none owned by A";
   EXPECT_GT(fb->users(), 0u) << "20 users, none owned by B";
   const int64_t tokens = static_cast<int64_t>(fa->tokens() + fb->tokens());
@@ -130,6 +152,14 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
     EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(pa, pb))
         << req.user() << "\nA: " << pa.ShortDebugString()
         << "\nB: " << pb.ShortDebugString();
+  }
+  for (int u = 0; u < kStreamUsers; ++u) {
+    api::GetUserProfileRequest req;
+    req.set_user(absl::StrCat("streamer", u));
+    api::GetUserProfileResponse p;
+    absl::Status s = cb->Call(Method::kGetUserProfile, req, &p);
+    ASSERT_TRUE(s.ok()) << req.user() << ": " << s;
+    EXPECT_EQ(p.events(), 1u) << req.user();
   }
   api::GetUserProfileRequest unknown;
   unknown.set_user("nobody");

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "gtest/gtest.h"
+
 namespace latentd::testing {
 namespace {
 
@@ -161,6 +163,27 @@ std::unique_ptr<service::ApiClient> Daemon::Client(service::Protocol p) const {
   auto c = service::ApiClient::Create(
       p == service::Protocol::kTcp ? tcp_ : http_, p, absl::Seconds(30));
   return c.ok() ? std::move(*c) : nullptr;
+}
+
+void XAdd(redisContext* c, const std::string& stream, const std::string& id,
+          const std::string& user, const std::string& text) {
+  redisReply* r = static_cast<redisReply*>(
+      redisCommand(c, "XADD %s * id %s user %s text %s", stream.c_str(),
+                   id.c_str(), user.c_str(), text.c_str()));
+  ASSERT_NE(r, nullptr);
+  ASSERT_NE(r->type, REDIS_REPLY_ERROR) << r->str;
+  freeReplyObject(r);
+}
+
+long long RedisPending(redisContext* c, const std::string& stream) {
+  redisReply* r = static_cast<redisReply*>(
+      redisCommand(c, "XPENDING %s latentd", stream.c_str()));
+  long long n = -1;
+  if (r && r->type == REDIS_REPLY_ARRAY && r->elements > 0) {
+    n = r->element[0]->integer;
+  }
+  if (r) freeReplyObject(r);
+  return n;
 }
 
 std::vector<std::string> ApCorpusArgs() {

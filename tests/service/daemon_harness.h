@@ -78,6 +78,14 @@ class Daemon {
   bool ok_ = false;
 };
 
+// XADD of one document entry (fields id, user, text) to `stream`; fails
+// the test on an error.
+void XAdd(redisContext* c, const std::string& stream, const std::string& id,
+          const std::string& user, const std::string& text);
+// Entries of `stream` delivered to the group "latentd" and not yet
+// acknowledged; -1 if unknown.
+long long RedisPending(redisContext* c, const std::string& stream);
+
 // The corpus the tests train on: blei-ap (LDA-C) under $LATENTD_DATA_DIR.
 std::vector<std::string> ApCorpusArgs();
 

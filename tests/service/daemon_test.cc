@@ -79,28 +79,6 @@ api::IngestRequest OneDoc(const std::string& id, const std::string& user,
   return r;
 }
 
-void XAdd(redisContext* c, const std::string& stream, const std::string& id,
-          const std::string& user, const std::string& text) {
-  redisReply* r = static_cast<redisReply*>(
-      redisCommand(c, "XADD %s * id %s user %s text %s", stream.c_str(),
-                   id.c_str(), user.c_str(), text.c_str()));
-  ASSERT_NE(r, nullptr);
-  ASSERT_NE(r->type, REDIS_REPLY_ERROR) << r->str;
-  freeReplyObject(r);
-}
-
-// Entries delivered to the group and not yet acknowledged.
-long long RedisPending(redisContext* c, const std::string& stream) {
-  redisReply* r = static_cast<redisReply*>(
-      redisCommand(c, "XPENDING %s latentd", stream.c_str()));
-  long long n = -1;
-  if (r && r->type == REDIS_REPLY_ARRAY && r->elements > 0) {
-    n = r->element[0]->integer;
-  }
-  if (r) freeReplyObject(r);
-  return n;
-}
-
 const char* kTexts[] = {
     "oil prices rose as opec ministers met in vienna",
     "the soviet union and the united states signed an arms treaty",
