@@ -5,18 +5,21 @@
 // topics' top words, so every word is known; for each protocol and each
 // concurrency level (--concurrency, comma separated), that many client
 // threads, each with its own connection, send InferDocument back to back
-// for --seconds. Prints per run: requests/s, p50, p90, p99 and max latency,
+// for --seconds ("tcp-async": one client thread keeps that many requests in
+// flight on one pipelined connection instead, see MeasureAsync). Prints per run: requests/s, p50, p90, p99 and max latency,
 // and the ratio of each run's requests/s to concurrency 1 of the same
 // protocol (the baseline measured in the same run). The daemon keeps
 // training meanwhile (start it without --max-sweeps).
 //
 // Usage: latentd_bench --http HOST:PORT --tcp HOST:PORT [--seconds 5]
-//        [--concurrency 1,8,32] [--tokens 200] [--protocols tcp,http,json]
+//        [--concurrency 1,8,32] [--tokens 200]
+//        [--protocols tcp,tcp-async,http,json]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +28,7 @@
 #include "absl/strings/str_split.h"
 #include "corpora/random.h"
 #include "service/api_client.h"
+#include "sync/transport.h"
 
 namespace {
 
@@ -51,6 +55,8 @@ std::vector<std::string> Documents(const std::vector<std::string>& words,
   }
   return docs;
 }
+
+Run Summarize(std::vector<double> latencies, uint64_t errors, double elapsed);
 
 Run Measure(const std::string& addr, Protocol p, int threads, double seconds,
             const std::vector<std::string>& docs) {
@@ -97,6 +103,10 @@ Run Measure(const std::string& addr, Protocol p, int threads, double seconds,
   for (auto& t : pool) t.join();
   std::vector<double> all;
   for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
+  return Summarize(std::move(all), errors, elapsed);
+}
+
+Run Summarize(std::vector<double> all, uint64_t errors, double elapsed) {
   std::sort(all.begin(), all.end());
   Run run;
   run.errors = errors;
@@ -110,6 +120,68 @@ Run Measure(const std::string& addr, Protocol p, int threads, double seconds,
   run.p99 = q(0.99);
   run.max = all.back();
   return run;
+}
+
+// tcp-async: one event-loop thread and one connection keep `in_flight`
+// pipelined requests outstanding (each reply sends the next), as wrk-style
+// load generators do, so that the client's own threads do not compete
+// with the daemon for the cores of a small machine.
+Run MeasureAsync(const std::string& addr, int in_flight, double seconds,
+                 const std::vector<std::string>& docs) {
+  latentd::sync::ClientOptions co;
+  int port = 0;
+  if (!latentd::service::SplitHostPort(addr, &co.host, &port).ok()) return {};
+  co.port = static_cast<uint16_t>(port);
+  std::vector<std::string> payloads;
+  for (size_t i = 0; i < docs.size(); ++i) {
+    latentd::api::InferDocumentRequest q;
+    q.set_text(docs[i]);
+    q.set_seed(i + 1);
+    payloads.push_back(q.SerializeAsString());
+  }
+  latentd::sync::EventLoop loop(1);
+  latentd::sync::Client client(&loop, co);
+  // Touched by the loop thread only, read once `outstanding` is 0.
+  std::vector<double> lat;
+  uint64_t errors = 0;
+  std::atomic<bool> recording{false}, stop{false};
+  std::atomic<int> outstanding{in_flight};
+  std::function<void(size_t)> send = [&](size_t i) {
+    const auto a = std::chrono::steady_clock::now();
+    client.Call(static_cast<uint32_t>(Method::kInferDocument),
+                payloads[i % payloads.size()], absl::Seconds(30),
+                [&, a, i](absl::StatusOr<latentd::sync::Frame> reply) {
+                  const auto b = std::chrono::steady_clock::now();
+                  if (recording.load()) {
+                    if (reply.ok()) {
+                      lat.push_back(std::chrono::duration<double>(b - a).count());
+                    } else {
+                      ++errors;
+                    }
+                  }
+                  if (stop.load()) {
+                    outstanding.fetch_sub(1, std::memory_order_release);
+                  } else {
+                    send(i + static_cast<size_t>(in_flight));
+                  }
+                });
+  };
+  for (int t = 0; t < in_flight; ++t) send(static_cast<size_t>(t));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto start = std::chrono::steady_clock::now();
+  recording = true;
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(static_cast<int>(seconds * 1000)));
+  recording = false;
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  stop = true;
+  while (outstanding.load(std::memory_order_acquire) > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  client.Close();
+  return Summarize(std::move(lat), errors, elapsed);
 }
 
 }  // namespace
@@ -162,15 +234,17 @@ int main(int argc, char** argv) {
               "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "x c=1",
               "errors");
   for (absl::string_view name : absl::StrSplit(protocols, ',')) {
-    const Protocol p = name == "tcp"    ? Protocol::kTcp
-                       : name == "http" ? Protocol::kHttpProto
-                                        : Protocol::kHttpJson;
+    const bool async = name == "tcp-async";
+    const Protocol p = name == "tcp" || async ? Protocol::kTcp
+                       : name == "http"       ? Protocol::kHttpProto
+                                              : Protocol::kHttpJson;
     const std::string& addr = p == Protocol::kTcp ? tcp : http;
     double base = 0;
     for (absl::string_view lv : absl::StrSplit(levels, ',')) {
       int n = 1;
       if (!absl::SimpleAtoi(lv, &n) || n < 1) continue;
-      Run r = Measure(addr, p, n, seconds, docs);
+      Run r = async ? MeasureAsync(addr, n, seconds, docs)
+                    : Measure(addr, p, n, seconds, docs);
       if (base == 0) base = r.rps;
       std::printf("%-6s %5d %10.0f %9.2f %9.2f %9.2f %9.2f %7.2f %6llu\n",
                   std::string(name).c_str(), n, r.rps, r.p50 * 1e3, r.p90 * 1e3,
