@@ -14,8 +14,22 @@ SyncedTopicTable::SyncedTopicTable(TopicTable* table,
                                    std::vector<sync::Key> word_keys)
     : table_(table),
       word_keys_(std::move(word_keys)),
-      pending_totals_(table->num_topics(), 0) {
+      pending_totals_(table->num_topics(), 0),
+      change_(word_keys_.size()),
+      totals_change_(table->num_topics(), 0) {
   LATENTD_CHECK(word_keys_.size() == table_->vocab_size());
+  // The owners know nothing yet: the first change of a key is all of it.
+  for (size_t w = 0; w < word_keys_.size(); ++w) {
+    sync::SparseVector& c = change_[w];
+    table_->ForEachNonZero(static_cast<WordId>(w), [&](TopicId k, Count n) {
+      c.push_back({k, int64_t{n}});
+    });
+    std::sort(c.begin(), c.end(),
+              [](const auto& a, const auto& b) { return a.topic < b.topic; });
+  }
+  for (TopicId k = 0; k < table_->num_topics(); ++k) {
+    totals_change_[k] = table_->TopicTotal(k);
+  }
   dirty_.reset(new std::atomic<uint32_t>[word_keys_.size() + 1]);
   // Everything is new to the synchronizer at first.
   dirty_list_.reserve(word_keys_.size() + 1);
@@ -28,23 +42,102 @@ SyncedTopicTable::SyncedTopicTable(TopicTable* table,
 void SyncedTopicTable::MarkApplied(std::span<const WordTopicDelta> applied) {
   if (applied.empty()) return;
   marked_.clear();
-  // Adds w to a key's weight (saturating well below overflow; only this
-  // writer adds, TakeDirty only resets); lists it if it was clean.
-  auto mark = [this](uint32_t key, uint32_t w) {
-    std::atomic<uint32_t>& d = dirty_[key];
-    if (d.load(std::memory_order_relaxed) >= (1u << 30)) return;
-    if (d.fetch_add(w, std::memory_order_acq_rel) == 0) marked_.push_back(key);
-  };
-  uint32_t total = 0;
-  for (const WordTopicDelta& d : applied) {
-    const uint32_t w = static_cast<uint32_t>(std::abs(d.delta));
-    mark(d.word, w == 0 ? 1 : w);
-    total += w;
+  {
+    // Changes and marks under one lock, so that TakeChange, which clears
+    // both, never leaves a change behind without its mark.
+    absl::MutexLock l(&change_mu_);
+    // Adds w to a key's weight (saturating well below overflow; only this
+    // writer adds, TakeDirty and TakeChange only reset); lists it if it
+    // was clean.
+    auto mark = [this](uint32_t key, uint32_t w) {
+      std::atomic<uint32_t>& d = dirty_[key];
+      if (d.load(std::memory_order_relaxed) >= (1u << 30)) return;
+      if (d.fetch_add(w, std::memory_order_acq_rel) == 0) {
+        marked_.push_back(key);
+      }
+    };
+    uint32_t total = 0;
+    for (size_t j = 0; j < applied.size();) {
+      // One word's run of deltas, added to its change.
+      const WordId word = applied[j].word;
+      uint32_t weight = 0;
+      run_.clear();
+      for (; j < applied.size() && applied[j].word == word; ++j) {
+        const WordTopicDelta& d = applied[j];
+        const uint32_t w = static_cast<uint32_t>(std::abs(d.delta));
+        weight += w;
+        totals_change_[d.topic] += d.delta;
+        run_.push_back({d.topic, int64_t{d.delta}});
+      }
+      total += weight;
+      mark(word, weight == 0 ? 1 : weight);
+      AddRun(&change_[word]);
+    }
+    mark(static_cast<uint32_t>(word_keys_.size()), total == 0 ? 1 : total);
   }
-  mark(static_cast<uint32_t>(word_keys_.size()), total == 0 ? 1 : total);
   if (marked_.empty()) return;
   absl::MutexLock l(&list_mu_);
   dirty_list_.insert(dirty_list_.end(), marked_.begin(), marked_.end());
+}
+
+void SyncedTopicTable::AddRun(sync::SparseVector* change) {
+  // Canonical run: topics strictly ascending (as the combiner emits them),
+  // else sorted and merged here.
+  bool canonical = true;
+  for (size_t j = 1; j < run_.size() && canonical; ++j) {
+    canonical = run_[j - 1].topic < run_[j].topic;
+  }
+  if (!canonical) {
+    std::sort(run_.begin(), run_.end(),
+              [](const auto& a, const auto& b) { return a.topic < b.topic; });
+    size_t n = 0;
+    for (const sync::SparseEntry& e : run_) {
+      if (n > 0 && run_[n - 1].topic == e.topic) {
+        run_[n - 1].count += e.count;
+      } else {
+        run_[n++] = e;
+      }
+    }
+    run_.resize(n);
+  }
+  // In place: add to the topics already listed (zero sums stay listed
+  // until TakeChange), then merge the new ones in from the back.
+  sync::SparseVector& c = *change;
+  new_.clear();
+  size_t p = 0;
+  for (const sync::SparseEntry& e : run_) {
+    while (p < c.size() && c[p].topic < e.topic) ++p;
+    if (p < c.size() && c[p].topic == e.topic) {
+      c[p].count += e.count;
+    } else if (e.count != 0) {
+      new_.push_back(e);
+    }
+  }
+  if (new_.empty()) return;
+  size_t i = c.size(), j = new_.size();
+  c.resize(c.size() + new_.size());
+  for (size_t o = c.size(); j > 0;) {
+    if (i > 0 && c[i - 1].topic > new_[j - 1].topic) {
+      c[--o] = c[--i];
+    } else {
+      c[--o] = new_[--j];
+    }
+  }
+}
+
+void SyncedTopicTable::TakeChange(size_t index, sync::SparseVector* out) {
+  out->clear();
+  absl::MutexLock l(&change_mu_);
+  dirty_[index].store(0, std::memory_order_relaxed);
+  if (index == word_keys_.size()) {
+    for (TopicId k = 0; k < table_->num_topics(); ++k) {
+      if (totals_change_[k] != 0) out->push_back({k, totals_change_[k]});
+      totals_change_[k] = 0;
+    }
+    return;
+  }
+  out->swap(change_[index]);
+  std::erase_if(*out, [](const sync::SparseEntry& e) { return e.count == 0; });
 }
 
 bool SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {

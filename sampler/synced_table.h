@@ -14,8 +14,14 @@
 // ApplyPending then adjusts n_k (TopicTable::AdjustTotals) so that its net
 // change is exactly the queued totals correction.
 //
-// Thread-safety: Read and EnqueueCorrection are thread-safe. ApplyPending
-// must run on the table's writer (count updater or, with no sweep running,
+// Changes: the table accumulates, per key, the net change its writer made
+// (MarkApplied), starting from the table's contents at construction, and
+// hands it to the synchronizer (TakeChange; change mode, see
+// sync/synchronizer.h), so a round never reads a whole row.
+//
+// Thread-safety: Read, EnqueueCorrection, TakeChange and the dirty-key
+// methods are thread-safe. MarkApplied and ApplyPending must run on the
+// table's writer (count updater or, with no sweep running,
 // the owner of the table).
 #ifndef LATENTD_SAMPLER_SYNCED_TABLE_H_
 #define LATENTD_SAMPLER_SYNCED_TABLE_H_
@@ -59,9 +65,13 @@ class SyncedTopicTable final : public sync::AbelianTable {
     return dirty_[index].load(std::memory_order_relaxed);
   }
   bool TakeDirtyList(std::vector<uint32_t>* out) override;
-  // Writer only: marks the rows the writer just changed (and the totals)
-  // as dirty, listing those whose mark was clear. Call after applying
-  // them. O(applied).
+  bool TracksChanges() const override { return true; }
+  void TakeChange(size_t index, sync::SparseVector* out) override;
+  // Writer only: adds the deltas the writer just applied to the keys'
+  // accumulated changes (and their sum to the totals'), and marks those
+  // keys dirty, listing those whose mark was clear. Call after applying
+  // them. Fastest with `applied` ordered by word, then topic (as the
+  // pipeline's combiner emits it). O(applied + changed keys' changes).
   void MarkApplied(std::span<const WordTopicDelta> applied);
 
   // Writer only: applies every queued correction to the table. Fails with
@@ -99,6 +109,16 @@ class SyncedTopicTable final : public sync::AbelianTable {
   absl::Mutex list_mu_;
   std::vector<uint32_t> dirty_list_ ABSL_GUARDED_BY(list_mu_);
   std::vector<uint32_t> marked_;  // writer scratch
+  // Accumulated changes (TakeChange): per word row (sorted by topic,
+  // zero counts allowed), and the totals.
+  absl::Mutex change_mu_ ABSL_ACQUIRED_BEFORE(list_mu_);
+  std::vector<sync::SparseVector> change_ ABSL_GUARDED_BY(change_mu_);
+  std::vector<int64_t> totals_change_ ABSL_GUARDED_BY(change_mu_);
+  sync::SparseVector run_, new_;  // writer scratch
+  // Adds run_ (one word's applied deltas) to *change: sorted by topic,
+  // possibly with zero counts (TakeChange drops them).
+  void AddRun(sync::SparseVector* change)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(change_mu_);
 };
 
 }  // namespace latentd

@@ -91,6 +91,17 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     }
   }
   absl::MutexLock l(&mu_);
+  const int slot =
+      TrackedSlot(batch.node_id(), batch.incarnation(), batch.changes_only());
+  if (slot < 0 && batch.changes_only()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("owner tracks at most ", kMaxTrackedSenders,
+                     " senders; change mode needs tracking"));
+  }
+  if (slot >= 0 && tracked_[slot].changes != batch.changes_only()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sender ", batch.node_id(), " switched change mode mid-incarnation"));
+  }
   uint64_t& last = applied_[{batch.node_id(), batch.incarnation()}];
   const bool duplicate = batch.sequence() <= last;
   reply->set_duplicate(duplicate);
@@ -100,11 +111,14 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     last = batch.sequence();
     ++stats_.batches_applied;
   }
-  const int slot = TrackedSlot(batch.node_id(), batch.incarnation());
+  reply->set_tracking(slot >= 0);
+  reply->set_owner_incarnation(incarnation_);
+  if (batch.changes_only()) {
+    ApplyChanges(batch, duplicate, slot, reply);
+    return absl::OkStatus();
+  }
   const uint64_t bit = slot >= 0 ? uint64_t{1} << slot : 0;
   Tracked* me = slot >= 0 ? &tracked_[slot] : nullptr;
-  reply->set_tracking(me != nullptr);
-  reply->set_owner_incarnation(incarnation_);
   if (me != nullptr) {
     if (duplicate) {
       // The reply that pushed these may be lost: push them again.
@@ -118,7 +132,7 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     }
     me->last_pushed.clear();  // a new sequence confirms the last reply
   }
-  SparseVector d, sum;
+  SparseVector d;
   SparseBlock* out = reply->mutable_globals();
   const bool versioned = batch.known_versions_size() > 0;
   for (int i = 0; i < batch.keys_size(); ++i) {
@@ -127,18 +141,11 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     g.holders |= bit;
     g.pending &= ~bit;  // this reply carries it if it changed
     if (!duplicate && !d.empty()) {
-      AddSparse(g.value, d, +1, &sum);
-      g.value.swap(sum);
+      AddSparse(g.value, d, +1, &sum_);
+      g.value.swap(sum_);
       ++g.version;
       ++stats_.keys_applied;
-      // Every other tracked holder has to hear of it.
-      uint64_t notify = g.holders & ~g.pending & ~bit;
-      g.pending |= notify;
-      while (notify != 0) {
-        const int s = __builtin_ctzll(notify);
-        notify &= notify - 1;
-        tracked_[s].changed.push_back(batch.keys(i));
-      }
+      NotifyHolders(batch.keys(i), &g, d, bit);
     }
     reply->add_versions(g.version);
     if (!versioned || batch.known_versions(i) != g.version) {
@@ -161,7 +168,86 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
   return absl::OkStatus();
 }
 
-int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation) {
+void OwnerShard::NotifyHolders(Key key, GlobalValue* g, const SparseVector& d,
+                               uint64_t sender_bit) {
+  uint64_t others = g->holders & ~sender_bit;
+  while (others != 0) {
+    const int s = __builtin_ctzll(others);
+    const uint64_t bit = uint64_t{1} << s;
+    others &= others - 1;
+    Tracked& t = tracked_[s];
+    if (t.changes) {
+      SparseVector& u = t.unseen[key];
+      AddSparse(u, d, +1, &sum_);
+      u.swap(sum_);
+    }
+    if ((g->pending & bit) == 0) {
+      g->pending |= bit;
+      t.changed.push_back(key);
+    }
+  }
+}
+
+void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
+                              DeltaReply* reply) {
+  Tracked& me = tracked_[slot];
+  const uint64_t bit = uint64_t{1} << slot;
+  // Lists `key` for this sender's reply (its change is in me.unseen).
+  auto list = [&me, bit](Key key, GlobalValue& g) {
+    if ((g.pending & bit) == 0) {
+      g.pending |= bit;
+      me.changed.push_back(key);
+    }
+  };
+  if (duplicate) {
+    // The reply that carried these may be lost: they go out again, in
+    // front of what came since.
+    for (auto& [k, v] : me.last_changes) {
+      SparseVector& u = me.unseen[k];
+      AddSparse(v, u, +1, &sum_);
+      u.swap(sum_);
+      list(k, globals_[k]);
+    }
+  }
+  me.last_changes.clear();  // a new sequence confirms the last reply
+  BlockReader deltas(batch.deltas(), dimension_);
+  SparseVector d;
+  for (int i = 0; i < batch.keys_size(); ++i) {
+    const Key key = batch.keys(i);
+    GlobalValue& g = globals_[key];
+    deltas.Next(&d);
+    if ((g.holders & bit) == 0) {
+      // New to this sender: it lacks the global so far.
+      g.holders |= bit;
+      SparseVector& u = me.unseen[key];
+      u = g.value;
+      if (!u.empty()) list(key, g);
+    }
+    if (!duplicate && !d.empty()) {
+      AddSparse(g.value, d, +1, &sum_);
+      g.value.swap(sum_);
+      ++g.version;
+      ++stats_.keys_applied;
+      NotifyHolders(key, &g, d, bit);
+    }
+  }
+  SparseBlock* out = reply->mutable_changes();
+  for (Key k : me.changed) {
+    auto git = globals_.find(k);
+    if (git == globals_.end() || (git->second.pending & bit) == 0) continue;
+    git->second.pending &= ~bit;
+    auto it = me.unseen.find(k);
+    if (it == me.unseen.end() || it->second.empty()) continue;
+    reply->add_changed_keys(k);
+    AppendToBlock(it->second, out);
+    me.last_changes.emplace_back(k, std::move(it->second));
+    it->second.clear();
+  }
+  me.changed.clear();
+}
+
+int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation,
+                            bool changes) {
   int slot = -1;
   for (size_t s = 0; s < tracked_.size(); ++s) {
     if (tracked_[s].node_id == node_id) slot = static_cast<int>(s);
@@ -172,20 +258,29 @@ int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation) {
     slot = static_cast<int>(tracked_.size() - 1);
     tracked_[slot].node_id = node_id;
     tracked_[slot].incarnation = incarnation;
+    tracked_[slot].changes = changes;
     return slot;
   }
   Tracked& t = tracked_[slot];
   if (t.incarnation != incarnation) {
     // A restarted sender: forget what was pending for the old one (it
-    // polls every key at its start); keys it still holds stay marked.
+    // polls every key at its start); keys it still holds stay marked,
+    // unless it is in change mode: it then holds nothing yet, and gets
+    // each key's global with its first delta.
     const uint64_t bit = uint64_t{1} << slot;
     for (Key k : t.changed) {
       auto it = globals_.find(k);
       if (it != globals_.end()) it->second.pending &= ~bit;
     }
+    if (changes) {
+      for (auto& [k, g] : globals_) g.holders &= ~bit;  // rare: O(keys)
+    }
     t.changed.clear();
     t.last_pushed.clear();
+    t.unseen.clear();
+    t.last_changes.clear();
     t.incarnation = incarnation;
+    t.changes = changes;
   }
   return slot;
 }
