@@ -1,6 +1,7 @@
 #include "sampler/synced_table.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <limits>
 #include <utility>
@@ -15,120 +16,132 @@ SyncedTopicTable::SyncedTopicTable(TopicTable* table,
     : table_(table),
       word_keys_(std::move(word_keys)),
       pending_totals_(table->num_topics(), 0),
-      change_(word_keys_.size()),
+      range_(word_keys_.size()),
       totals_change_(table->num_topics(), 0) {
   LATENTD_CHECK(word_keys_.size() == table_->vocab_size());
-  // The owners know nothing yet: the first change of a key is all of it.
+  // The owners know nothing yet: the first change of a key is all of it
+  // (the totals follow from the rows when the log is folded).
+  absl::MutexLock l(&log_mu_);
   for (size_t w = 0; w < word_keys_.size(); ++w) {
-    sync::SparseVector& c = change_[w];
-    table_->ForEachNonZero(static_cast<WordId>(w), [&](TopicId k, Count n) {
-      c.push_back({k, int64_t{n}});
+    const auto word = static_cast<WordId>(w);
+    table_->ForEachNonZero(word, [&](TopicId k, Count n) {
+      log_.push_back({word, k, n});
     });
-    std::sort(c.begin(), c.end(),
-              [](const auto& a, const auto& b) { return a.topic < b.topic; });
-  }
-  for (TopicId k = 0; k < table_->num_topics(); ++k) {
-    totals_change_[k] = table_->TopicTotal(k);
-  }
-  dirty_.reset(new std::atomic<uint32_t>[word_keys_.size() + 1]);
-  // Everything is new to the synchronizer at first.
-  dirty_list_.reserve(word_keys_.size() + 1);
-  for (size_t i = 0; i <= word_keys_.size(); ++i) {
-    dirty_[i].store(1);
-    dirty_list_.push_back(static_cast<uint32_t>(i));
   }
 }
 
 void SyncedTopicTable::MarkApplied(std::span<const WordTopicDelta> applied) {
-  if (applied.empty()) return;
-  marked_.clear();
-  {
-    // Changes and marks under one lock, so that TakeChange, which clears
-    // both, never leaves a change behind without its mark.
-    absl::MutexLock l(&change_mu_);
-    // Adds w to a key's weight (saturating well below overflow; only this
-    // writer adds, TakeDirty and TakeChange only reset); lists it if it
-    // was clean.
-    auto mark = [this](uint32_t key, uint32_t w) {
-      std::atomic<uint32_t>& d = dirty_[key];
-      if (d.load(std::memory_order_relaxed) >= (1u << 30)) return;
-      if (d.fetch_add(w, std::memory_order_acq_rel) == 0) {
-        marked_.push_back(key);
-      }
-    };
-    uint32_t total = 0;
-    for (size_t j = 0; j < applied.size();) {
-      // One word's run of deltas, added to its change.
-      const WordId word = applied[j].word;
-      uint32_t weight = 0;
-      run_.clear();
-      for (; j < applied.size() && applied[j].word == word; ++j) {
-        const WordTopicDelta& d = applied[j];
-        const uint32_t w = static_cast<uint32_t>(std::abs(d.delta));
-        weight += w;
-        totals_change_[d.topic] += d.delta;
-        run_.push_back({d.topic, int64_t{d.delta}});
-      }
-      total += weight;
-      mark(word, weight == 0 ? 1 : weight);
-      AddRun(&change_[word]);
-    }
-    mark(static_cast<uint32_t>(word_keys_.size()), total == 0 ? 1 : total);
-  }
-  if (marked_.empty()) return;
-  absl::MutexLock l(&list_mu_);
-  dirty_list_.insert(dirty_list_.end(), marked_.begin(), marked_.end());
+  absl::MutexLock l(&log_mu_);
+  log_.insert(log_.end(), applied.begin(), applied.end());
 }
 
-void SyncedTopicTable::AddRun(sync::SparseVector* change) {
-  // Canonical run: topics strictly ascending (as the combiner emits them),
-  // else sorted and merged here.
-  bool canonical = true;
-  for (size_t j = 1; j < run_.size() && canonical; ++j) {
-    canonical = run_[j - 1].topic < run_[j].topic;
+namespace {
+
+// Sorts v by (word, topic), LSD radix over the significant bits of
+// word · k + topic, 12 bits a pass (two for K = 100 and 40,000 words);
+// `tmp` is scratch.
+void SortByWordTopic(TopicId k, std::vector<WordTopicDelta>* v,
+                     std::vector<WordTopicDelta>* tmp) {
+  uint64_t max_key = 0;
+  for (const WordTopicDelta& d : *v) {
+    max_key = std::max(max_key, uint64_t{d.word} * k + d.topic);
   }
-  if (!canonical) {
-    std::sort(run_.begin(), run_.end(),
-              [](const auto& a, const auto& b) { return a.topic < b.topic; });
-    size_t n = 0;
-    for (const sync::SparseEntry& e : run_) {
-      if (n > 0 && run_[n - 1].topic == e.topic) {
-        run_[n - 1].count += e.count;
-      } else {
-        run_[n++] = e;
-      }
+  constexpr int kBits = 12;
+  constexpr size_t kBuckets = size_t{1} << kBits;
+  tmp->resize(v->size());
+  std::vector<uint32_t> count(kBuckets + 1);
+  const int bits = static_cast<int>(std::bit_width(max_key));
+  for (int shift = 0; shift < bits; shift += kBits) {
+    std::fill(count.begin(), count.end(), 0);
+    auto digit = [k, shift](const WordTopicDelta& d) {
+      return static_cast<size_t>(((uint64_t{d.word} * k + d.topic) >> shift) &
+                                 (kBuckets - 1));
+    };
+    for (const WordTopicDelta& d : *v) ++count[digit(d) + 1];
+    for (size_t b = 1; b <= kBuckets; ++b) count[b] += count[b - 1];
+    for (const WordTopicDelta& d : *v) (*tmp)[count[digit(d)]++] = d;
+    v->swap(*tmp);
+  }
+}
+
+bool Before(const WordTopicDelta& a, const WordTopicDelta& b) {
+  return a.word != b.word ? a.word < b.word : a.topic < b.topic;
+}
+
+}  // namespace
+
+bool SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
+  absl::MutexLock f(&fold_mu_);
+  fresh_.clear();
+  {
+    absl::MutexLock l(&log_mu_);
+    fresh_.swap(log_);
+  }
+  for (const WordTopicDelta& d : fresh_) totals_change_[d.topic] += d.delta;
+  SortByWordTopic(table_->num_topics(), &fresh_, &sorted_);
+  // The changes not taken yet, in word order.
+  kept_.clear();
+  for (uint32_t w : listed_) {
+    Range& r = range_[w];
+    kept_.insert(kept_.end(), ready_.begin() + r.begin,
+                 ready_.begin() + r.begin + r.size);
+    r = Range();
+  }
+  listed_.clear();
+  // Merged, with equal (word, topic) summed (counts of own changes fit a
+  // Count) and zero sums dropped, into runs per word.
+  ready_.clear();
+  auto add = [this](const WordTopicDelta& d) {
+    if (!ready_.empty() && ready_.back().word == d.word &&
+        ready_.back().topic == d.topic) {
+      ready_.back().delta += d.delta;
+      if (ready_.back().delta == 0) ready_.pop_back();
+    } else if (d.delta != 0) {
+      ready_.push_back(d);
     }
-    run_.resize(n);
-  }
-  // In place: add to the topics already listed (zero sums stay listed
-  // until TakeChange), then merge the new ones in from the back.
-  sync::SparseVector& c = *change;
-  new_.clear();
-  size_t p = 0;
-  for (const sync::SparseEntry& e : run_) {
-    while (p < c.size() && c[p].topic < e.topic) ++p;
-    if (p < c.size() && c[p].topic == e.topic) {
-      c[p].count += e.count;
-    } else if (e.count != 0) {
-      new_.push_back(e);
-    }
-  }
-  if (new_.empty()) return;
-  size_t i = c.size(), j = new_.size();
-  c.resize(c.size() + new_.size());
-  for (size_t o = c.size(); j > 0;) {
-    if (i > 0 && c[i - 1].topic > new_[j - 1].topic) {
-      c[--o] = c[--i];
+  };
+  size_t i = 0, j = 0;
+  while (i < kept_.size() || j < fresh_.size()) {
+    if (j == fresh_.size() ||
+        (i < kept_.size() && Before(kept_[i], fresh_[j]))) {
+      add(kept_[i++]);
     } else {
-      c[--o] = new_[--j];
+      add(fresh_[j++]);
     }
   }
+  for (size_t b = 0; b < ready_.size();) {
+    const WordId w = ready_[b].word;
+    Range& r = range_[w];
+    r.begin = static_cast<uint32_t>(b);
+    uint64_t weight = 0;
+    for (; b < ready_.size() && ready_[b].word == w; ++b) {
+      weight += static_cast<uint64_t>(std::abs(int64_t{ready_[b].delta}));
+    }
+    r.size = static_cast<uint32_t>(b - r.begin);
+    r.weight = static_cast<uint32_t>(std::min<uint64_t>(weight, UINT32_MAX));
+    listed_.push_back(w);
+    out->push_back(w);
+  }
+  for (int64_t c : totals_change_) {
+    if (c != 0) {
+      out->push_back(static_cast<uint32_t>(word_keys_.size()));
+      break;
+    }
+  }
+  return true;
+}
+
+uint32_t SyncedTopicTable::DirtyWeight(size_t index) const {
+  absl::MutexLock f(&fold_mu_);
+  if (index < word_keys_.size()) return range_[index].weight;
+  uint64_t weight = 0;
+  for (int64_t c : totals_change_) weight += std::abs(c);
+  return static_cast<uint32_t>(std::min<uint64_t>(weight, UINT32_MAX));
 }
 
 void SyncedTopicTable::TakeChange(size_t index, sync::SparseVector* out) {
   out->clear();
-  absl::MutexLock l(&change_mu_);
-  dirty_[index].store(0, std::memory_order_relaxed);
+  absl::MutexLock f(&fold_mu_);
   if (index == word_keys_.size()) {
     for (TopicId k = 0; k < table_->num_topics(); ++k) {
       if (totals_change_[k] != 0) out->push_back({k, totals_change_[k]});
@@ -136,20 +149,12 @@ void SyncedTopicTable::TakeChange(size_t index, sync::SparseVector* out) {
     }
     return;
   }
-  out->swap(change_[index]);
-  std::erase_if(*out, [](const sync::SparseEntry& e) { return e.count == 0; });
-}
-
-bool SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
-  absl::MutexLock l(&list_mu_);
-  if (out->empty()) {
-    out->swap(dirty_list_);
-    dirty_list_.clear();
-  } else {
-    out->insert(out->end(), dirty_list_.begin(), dirty_list_.end());
-    dirty_list_.clear();
+  Range& r = range_[index];
+  for (uint32_t b = r.begin; b < r.begin + r.size; ++b) {
+    out->push_back({ready_[b].topic, int64_t{ready_[b].delta}});
   }
-  return true;
+  r.size = 0;
+  r.weight = 0;
 }
 
 void SyncedTopicTable::Read(size_t index, sync::SparseVector* out) const {

@@ -14,9 +14,10 @@
 // ApplyPending then adjusts n_k (TopicTable::AdjustTotals) so that its net
 // change is exactly the queued totals correction.
 //
-// Changes: the table accumulates, per key, the net change its writer made
-// (MarkApplied), starting from the table's contents at construction, and
-// hands it to the synchronizer (TakeChange; change mode, see
+// Changes: the writer logs the deltas it applied (MarkApplied); each
+// TakeDirtyList folds the log into per-key changes, starting from the
+// table's contents at construction, and lists the keys that have one;
+// TakeChange hands a key's change to the synchronizer (change mode, see
 // sync/synchronizer.h), so a round never reads a whole row.
 //
 // Thread-safety: Read, EnqueueCorrection, TakeChange and the dirty-key
@@ -57,21 +58,20 @@ class SyncedTopicTable final : public sync::AbelianTable {
   void EnqueueCorrection(size_t index,
                          const sync::SparseVector& correction) override;
 
-  bool TakeDirty(size_t index) override {
-    return dirty_[index].exchange(0, std::memory_order_acquire) != 0;
-  }
-  // Σ|applied delta| of the key since its last TakeDirty (saturating).
-  uint32_t DirtyWeight(size_t index) const override {
-    return dirty_[index].load(std::memory_order_relaxed);
-  }
+  // Lists every key whose accumulated change is non-zero: folds the
+  // deltas the writer logged since the previous call into the changes
+  // (sorting the log, O(log + changes not taken yet)). TakeDirty keeps its
+  // default (always true).
   bool TakeDirtyList(std::vector<uint32_t>* out) override;
+  // Σ|change| of the key as of the last TakeDirtyList (saturating).
+  uint32_t DirtyWeight(size_t index) const override;
   bool TracksChanges() const override { return true; }
+  // The change folded by the last TakeDirtyList (deltas logged since come
+  // with a later one).
   void TakeChange(size_t index, sync::SparseVector* out) override;
-  // Writer only: adds the deltas the writer just applied to the keys'
-  // accumulated changes (and their sum to the totals'), and marks those
-  // keys dirty, listing those whose mark was clear. Call after applying
-  // them. Fastest with `applied` ordered by word, then topic (as the
-  // pipeline's combiner emits it). O(applied + changed keys' changes).
+  // Writer only: logs the deltas the writer just applied, for the next
+  // TakeDirtyList to fold into the keys' changes (and their sum into the
+  // totals'). Call after applying them. O(applied), sequential writes.
   void MarkApplied(std::span<const WordTopicDelta> applied);
 
   // Writer only: applies every queued correction to the table. Fails with
@@ -102,23 +102,28 @@ class SyncedTopicTable final : public sync::AbelianTable {
   std::vector<int64_t> adjust_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> up_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> down_ ABSL_GUARDED_BY(mu_);
-  // Per key index: the weight the writer added (release) since the last
-  // TakeDirty, which takes it; non-zero = dirty.
-  std::unique_ptr<std::atomic<uint32_t>[]> dirty_;
-  // Keys whose mark the writer set from clear, for TakeDirtyList.
-  absl::Mutex list_mu_;
-  std::vector<uint32_t> dirty_list_ ABSL_GUARDED_BY(list_mu_);
-  std::vector<uint32_t> marked_;  // writer scratch
-  // Accumulated changes (TakeChange): per word row (sorted by topic,
-  // zero counts allowed), and the totals.
-  absl::Mutex change_mu_ ABSL_ACQUIRED_BEFORE(list_mu_);
-  std::vector<sync::SparseVector> change_ ABSL_GUARDED_BY(change_mu_);
-  std::vector<int64_t> totals_change_ ABSL_GUARDED_BY(change_mu_);
-  sync::SparseVector run_, new_;  // writer scratch
-  // Adds run_ (one word's applied deltas) to *change: sorted by topic,
-  // possibly with zero counts (TakeChange drops them).
-  void AddRun(sync::SparseVector* change)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(change_mu_);
+  // Changes. The writer appends what it applied to log_; TakeDirtyList
+  // sorts it (by word, then topic) and merges it with the changes not
+  // taken yet into ready_, where each listed word's change is one run
+  // (range_); TakeChange hands a run over. Sorting a log is sequential
+  // work, where adding each delta to a per-word accumulator costs a cache
+  // miss or two per delta on a large vocabulary.
+  struct Range {
+    uint32_t begin = 0;
+    uint32_t size = 0;  // 0 once taken
+    uint32_t weight = 0;
+  };
+  absl::Mutex log_mu_ ABSL_ACQUIRED_AFTER(fold_mu_);
+  std::vector<WordTopicDelta> log_ ABSL_GUARDED_BY(log_mu_);
+  mutable absl::Mutex fold_mu_;
+  // Scratch of TakeDirtyList: the log taken, radix scratch, changes kept.
+  std::vector<WordTopicDelta> fresh_ ABSL_GUARDED_BY(fold_mu_);
+  std::vector<WordTopicDelta> sorted_ ABSL_GUARDED_BY(fold_mu_);
+  std::vector<WordTopicDelta> kept_ ABSL_GUARDED_BY(fold_mu_);
+  std::vector<WordTopicDelta> ready_ ABSL_GUARDED_BY(fold_mu_);
+  std::vector<Range> range_ ABSL_GUARDED_BY(fold_mu_);      // per word
+  std::vector<uint32_t> listed_ ABSL_GUARDED_BY(fold_mu_);  // words in ready_
+  std::vector<int64_t> totals_change_ ABSL_GUARDED_BY(fold_mu_);
 };
 
 }  // namespace latentd

@@ -98,11 +98,14 @@ class AbelianTable {
   // whole initial value, and TakeChange hands it over; the synchronizer
   // then never reads x nor keeps x_old (change mode, see
   // synchronizer.h). Such a table must also list dirty keys
-  // (TakeDirtyList returns true).
+  // (TakeDirtyList returns true), and list every key whose change is not
+  // empty at some point after it became so (a key is registered with its
+  // owner, and hears the others' changes, once it has sent a change).
   virtual bool TracksChanges() const { return false; }
-  // Moves the change accumulated for `index` since the previous call into
-  // *out (canonical; empty if none) and clears the key's dirty mark and
-  // weight. REQUIRES: TracksChanges(), index < num_keys().
+  // Moves the key's accumulated change not yet taken into *out (canonical;
+  // empty if none) and clears its dirty weight. A table may hand over
+  // changes only as of its last TakeDirtyList; later ones then come after
+  // a later one. REQUIRES: TracksChanges(), index < num_keys().
   virtual void TakeChange(size_t index, SparseVector* out) {
     (void)index;
     out->clear();

@@ -1,0 +1,69 @@
+// SyncedTopicTable's change accounting (change mode, sync/synchronizer.h):
+// the writer's logged deltas come back per key, folded, exactly once,
+// starting from the table's initial counts.
+#include "sampler/synced_table.h"
+
+#include <algorithm>
+#include <map>
+
+#include "gtest/gtest.h"
+
+namespace latentd {
+namespace {
+
+constexpr TopicId kK = 8;
+
+// Everything listed now, taken, by key index.
+std::map<uint32_t, sync::SparseVector> TakeAll(SyncedTopicTable* t) {
+  std::vector<uint32_t> listed;
+  EXPECT_TRUE(t->TakeDirtyList(&listed));
+  std::map<uint32_t, sync::SparseVector> out;
+  for (uint32_t i : listed) {
+    sync::SparseVector c;
+    t->TakeChange(i, &c);
+    if (!c.empty()) out[i] = c;
+  }
+  return out;
+}
+
+TEST(SyncedTopicTable, ChangesStartFromTheInitialCounts) {
+  TopicTable table(3, kK);
+  const std::vector<WordTopicDelta> init = {{0, 1, 2}, {0, 5, 1}, {2, 7, 4}};
+  ASSERT_TRUE(table.Apply(init).ok());
+  SyncedTopicTable t(&table, {100, 101, 102});
+  EXPECT_TRUE(t.TracksChanges());
+  const uint32_t totals = 3;
+  auto first = TakeAll(&t);
+  EXPECT_EQ(first, (std::map<uint32_t, sync::SparseVector>{
+                       {0, {{1, 2}, {5, 1}}},
+                       {2, {{7, 4}}},
+                       {totals, {{1, 2}, {5, 1}, {7, 4}}}}));
+  // Taken once: nothing more until the writer logs again.
+  EXPECT_TRUE(TakeAll(&t).empty());
+}
+
+TEST(SyncedTopicTable, FoldsLoggedDeltasAndKeepsWhatIsNotTaken) {
+  TopicTable table(4, kK);
+  SyncedTopicTable t(&table, {100, 101, 102, 103});
+  const uint32_t totals = 4;
+  EXPECT_TRUE(TakeAll(&t).empty());  // an empty table has no change
+  // Two batches; the second out of order, with a repeated (word, topic)
+  // and a delta that cancels one of the first batch.
+  t.MarkApplied(std::vector<WordTopicDelta>{{1, 2, 3}, {1, 6, 1}, {3, 0, 2}});
+  t.MarkApplied(std::vector<WordTopicDelta>{{3, 0, -2}, {1, 6, 2}, {1, 2, 1}});
+  std::vector<uint32_t> listed;
+  ASSERT_TRUE(t.TakeDirtyList(&listed));
+  std::sort(listed.begin(), listed.end());
+  EXPECT_EQ(listed, (std::vector<uint32_t>{1, totals}));  // word 3 netted 0
+  EXPECT_EQ(t.DirtyWeight(1), 7u);
+  // Word 1 is left for later; more comes for it and for word 0.
+  t.MarkApplied(std::vector<WordTopicDelta>{{0, 4, 5}, {1, 2, -4}});
+  auto got = TakeAll(&t);
+  EXPECT_EQ(got,
+            (std::map<uint32_t, sync::SparseVector>{
+                {0, {{4, 5}}}, {1, {{6, 3}}}, {totals, {{4, 5}, {6, 3}}}}));
+  EXPECT_EQ(t.DirtyWeight(1), 0u);
+}
+
+}  // namespace
+}  // namespace latentd
