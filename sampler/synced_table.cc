@@ -40,10 +40,11 @@ namespace {
 // Sorts v by (word, topic), LSD radix over the significant bits of
 // word · k + topic, 12 bits a pass (two for K = 100 and 40,000 words);
 // `tmp` is scratch.
-void SortByWordTopic(TopicId k, std::vector<WordTopicDelta>* v,
-                     std::vector<WordTopicDelta>* tmp) {
+template <typename Entry>
+void SortByWordTopic(TopicId k, std::vector<Entry>* v,
+                     std::vector<Entry>* tmp) {
   uint64_t max_key = 0;
-  for (const WordTopicDelta& d : *v) {
+  for (const Entry& d : *v) {
     max_key = std::max(max_key, uint64_t{d.word} * k + d.topic);
   }
   constexpr int kBits = 12;
@@ -53,13 +54,13 @@ void SortByWordTopic(TopicId k, std::vector<WordTopicDelta>* v,
   const int bits = static_cast<int>(std::bit_width(max_key));
   for (int shift = 0; shift < bits; shift += kBits) {
     std::fill(count.begin(), count.end(), 0);
-    auto digit = [k, shift](const WordTopicDelta& d) {
+    auto digit = [k, shift](const Entry& d) {
       return static_cast<size_t>(((uint64_t{d.word} * k + d.topic) >> shift) &
                                  (kBuckets - 1));
     };
-    for (const WordTopicDelta& d : *v) ++count[digit(d) + 1];
+    for (const Entry& d : *v) ++count[digit(d) + 1];
     for (size_t b = 1; b <= kBuckets; ++b) count[b] += count[b - 1];
-    for (const WordTopicDelta& d : *v) (*tmp)[count[digit(d)]++] = d;
+    for (const Entry& d : *v) (*tmp)[count[digit(d)]++] = d;
     v->swap(*tmp);
   }
 }
@@ -179,11 +180,26 @@ void SyncedTopicTable::Read(size_t index, sync::SparseVector* out) const {
   if (!std::is_sorted(out->begin(), out->end(), by_topic)) {
     std::sort(out->begin(), out->end(), by_topic);
   }
-  auto it = pending_.find(w);
-  if (it != pending_.end()) {
-    sync::AddSparse(*out, it->second, +1, &sum_);
-    out->swap(sum_);
+  // The row's queued corrections, net per topic.
+  sum_.clear();
+  for (const PendingEntry& e : pending_log_) {
+    if (e.word == w) sum_.push_back({e.topic, e.count});
   }
+  if (sum_.empty()) return;
+  std::sort(sum_.begin(), sum_.end(), by_topic);
+  size_t n = 0;
+  for (const sync::SparseEntry& e : sum_) {
+    if (n > 0 && sum_[n - 1].topic == e.topic) {
+      sum_[n - 1].count += e.count;
+    } else {
+      sum_[n++] = e;
+    }
+  }
+  sum_.resize(n);
+  std::erase_if(sum_, [](const sync::SparseEntry& e) { return e.count == 0; });
+  sync::SparseVector row;
+  row.swap(*out);
+  sync::AddSparse(row, sum_, +1, out);
 }
 
 void SyncedTopicTable::EnqueueCorrection(size_t index,
@@ -197,13 +213,10 @@ void SyncedTopicTable::EnqueueCorrection(size_t index,
     }
     return;
   }
-  sync::SparseVector& p = pending_[static_cast<uint32_t>(index)];
-  if (p.empty()) {
-    p = correction;
-    return;
+  const auto w = static_cast<WordId>(index);
+  for (const sync::SparseEntry& e : correction) {
+    pending_log_.push_back({w, e.topic, e.count});
   }
-  sync::AddSparse(p, correction, +1, &sum_);
-  p.swap(sum_);
 }
 
 absl::Status SyncedTopicTable::ApplyPending() {
@@ -212,7 +225,7 @@ absl::Status SyncedTopicTable::ApplyPending() {
   const TopicId K = table_->num_topics();
   bool totals_pending = false;
   for (int64_t v : pending_totals_) totals_pending = totals_pending || v != 0;
-  if (pending_.empty() && !totals_pending) {
+  if (pending_log_.empty() && !totals_pending) {
     has_pending_.store(false, std::memory_order_relaxed);
     return absl::OkStatus();
   }
@@ -222,16 +235,24 @@ absl::Status SyncedTopicTable::ApplyPending() {
   // by; applied in two halves around Apply so n_k never dips below zero.
   std::vector<int64_t>& adjust = adjust_;
   adjust = pending_totals_;
-  for (const auto& [w, v] : pending_) {
-    for (const sync::SparseEntry& e : v) {
-      if (e.count > std::numeric_limits<int32_t>::max() ||
-          e.count < std::numeric_limits<int32_t>::min()) {
-        return absl::InternalError(absl::StrCat(
-            "correction of ", e.count, " for word ", w, " out of range"));
-      }
-      deltas.push_back({w, e.topic, static_cast<int32_t>(e.count)});
-      adjust[e.topic] -= e.count;
+  // The word corrections, net per (word, topic) as Apply wants them.
+  SortByWordTopic(K, &pending_log_, &pending_scratch_);
+  for (size_t i = 0; i < pending_log_.size();) {
+    const PendingEntry& e = pending_log_[i];
+    int64_t c = 0;
+    for (; i < pending_log_.size() && pending_log_[i].word == e.word &&
+           pending_log_[i].topic == e.topic;
+         ++i) {
+      c += pending_log_[i].count;
     }
+    if (c == 0) continue;
+    if (c > std::numeric_limits<int32_t>::max() ||
+        c < std::numeric_limits<int32_t>::min()) {
+      return absl::InternalError(absl::StrCat("correction of ", c, " for word ",
+                                              e.word, " out of range"));
+    }
+    deltas.push_back({e.word, e.topic, static_cast<int32_t>(c)});
+    adjust[e.topic] -= c;
   }
   std::vector<int64_t>& up = up_;
   std::vector<int64_t>& down = down_;
@@ -253,7 +274,7 @@ absl::Status SyncedTopicTable::ApplyPending() {
     return absl::InternalError(
         absl::StrCat("applying sync corrections: ", s.message()));
   }
-  pending_.clear();
+  pending_log_.clear();
   // Rows and the raise are in; n_k + down is what Read already reports.
   if (table_->AdjustTotals(down).ok()) {
     std::fill(pending_totals_.begin(), pending_totals_.end(), 0);
@@ -266,7 +287,11 @@ absl::Status SyncedTopicTable::ApplyPending() {
 
 size_t SyncedTopicTable::pending_rows() const {
   absl::MutexLock l(&mu_);
-  return pending_.size();
+  std::vector<WordId> words;
+  for (const PendingEntry& e : pending_log_) words.push_back(e.word);
+  std::sort(words.begin(), words.end());
+  return static_cast<size_t>(std::unique(words.begin(), words.end()) -
+                             words.begin());
 }
 
 }  // namespace latentd

@@ -54,6 +54,7 @@ class SyncedTopicTable final : public sync::AbelianTable {
                                      : sync::kTopicTotalsKey;
   }
   uint32_t dimension() const override { return table_->num_topics(); }
+  // O(row + queued corrections): change mode never calls it in a round.
   void Read(size_t index, sync::SparseVector* out) const override;
   void EnqueueCorrection(size_t index,
                          const sync::SparseVector& correction) override;
@@ -89,8 +90,15 @@ class SyncedTopicTable final : public sync::AbelianTable {
   TopicTable* const table_;
   const std::vector<sync::Key> word_keys_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<uint32_t, sync::SparseVector> pending_
-      ABSL_GUARDED_BY(mu_);
+  // Queued corrections of word rows, as they came (a log, so queueing
+  // costs no allocation per key); ApplyPending sorts and nets them.
+  struct PendingEntry {
+    WordId word = 0;
+    TopicId topic = 0;
+    int64_t count = 0;
+  };
+  std::vector<PendingEntry> pending_log_ ABSL_GUARDED_BY(mu_);
+  std::vector<PendingEntry> pending_scratch_ ABSL_GUARDED_BY(mu_);
   // Queued corrections of the totals key.
   std::vector<int64_t> pending_totals_ ABSL_GUARDED_BY(mu_);
   // Set (under mu_) when a correction is queued, cleared when all are

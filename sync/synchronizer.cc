@@ -157,6 +157,10 @@ void Synchronizer::Stop() {
 void Synchronizer::Loop() {
   absl::MutexLock l(&mu_);
   while (!stop_) {
+    // Rounds started together share one look at the table's dirty keys
+    // (with a change-tracking table that is a fold of its log), except
+    // those serving a pass, which must see every change made before it.
+    bool distributed = false;
     const absl::Time now = absl::Now();
     absl::Time wake = now + absl::Milliseconds(100);
     for (auto& cp : channels_) {
@@ -177,7 +181,7 @@ void Synchronizer::Loop() {
       c->round_complete = c->round_pass != 0 || complete_kick_ > c->served_kick;
       if (!c->inflight) c->served_kick = kicks_;
       mu_.Unlock();
-      SendRound(c);
+      SendRound(c, &distributed);
       mu_.Lock();
     }
     if (stop_) break;
@@ -362,9 +366,10 @@ void Synchronizer::BuildChangeBatch(Channel* c, uint64_t clock,
   c->candidates.resize(kept);
 }
 
-void Synchronizer::SendRound(Channel* c) {
+void Synchronizer::SendRound(Channel* c, bool* distributed) {
   if (!c->inflight) {
-    DistributeDirty();
+    if (!*distributed || c->round_pass != 0) DistributeDirty();
+    *distributed = true;
     const bool incremental = !c->round_all_keys && dirty_list_ &&
                              c->tracked.load(std::memory_order_relaxed);
     const bool full =

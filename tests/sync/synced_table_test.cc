@@ -65,5 +65,39 @@ TEST(SyncedTopicTable, FoldsLoggedDeltasAndKeepsWhatIsNotTaken) {
   EXPECT_EQ(t.DirtyWeight(1), 0u);
 }
 
+// Corrections queue per key, net per (word, topic), show in Read at once
+// and reach the table (rows and n_k) with ApplyPending; one that would
+// make a count negative is refused and stays queued.
+TEST(SyncedTopicTable, QueuedCorrectionsNetAndApply) {
+  TopicTable table(2, kK);
+  ASSERT_TRUE(table.Apply(std::vector<WordTopicDelta>{{0, 1, 2}}).ok());
+  SyncedTopicTable t(&table, {100, 101});
+  const uint32_t totals = 2;
+  t.EnqueueCorrection(0, {{1, 3}, {4, 1}});
+  t.EnqueueCorrection(0, {{4, -1}, {6, 2}});
+  t.EnqueueCorrection(totals, {{1, 3}, {6, 2}});
+  sync::SparseVector x;
+  t.Read(0, &x);
+  EXPECT_EQ(x, (sync::SparseVector{{1, 5}, {6, 2}}));
+  t.Read(totals, &x);
+  EXPECT_EQ(x, (sync::SparseVector{{1, 5}, {6, 2}}));
+  EXPECT_EQ(t.pending_rows(), 1u);
+  ASSERT_TRUE(t.ApplyPending().ok());
+  EXPECT_EQ(t.pending_rows(), 0u);
+  EXPECT_EQ(table.Get(0, 1), 5);
+  EXPECT_EQ(table.Get(0, 4), 0);
+  EXPECT_EQ(table.Get(0, 6), 2);
+  EXPECT_EQ(table.TopicTotal(1), 5);
+  EXPECT_EQ(table.TopicTotal(6), 2);
+  // Corrections are not the writer's own changes: not listed as such.
+  auto changes = TakeAll(&t);
+  EXPECT_EQ(changes, (std::map<uint32_t, sync::SparseVector>{
+                         {0, {{1, 2}}}, {totals, {{1, 2}}}}));
+  t.EnqueueCorrection(1, {{3, -1}});
+  EXPECT_EQ(t.ApplyPending().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(t.pending_rows(), 1u);
+  EXPECT_EQ(table.Get(1, 3), 0);
+}
+
 }  // namespace
 }  // namespace latentd
