@@ -176,11 +176,7 @@ void OwnerShard::NotifyHolders(Key key, GlobalValue* g, const SparseVector& d,
     const uint64_t bit = uint64_t{1} << s;
     others &= others - 1;
     Tracked& t = tracked_[s];
-    if (t.changes) {
-      SparseVector& u = t.unseen[key];
-      AddSparse(u, d, +1, &sum_);
-      u.swap(sum_);
-    }
+    if (t.changes) AddTo(&UnseenOf(g, s), d);
     if ((g->pending & bit) == 0) {
       g->pending |= bit;
       t.changed.push_back(key);
@@ -188,62 +184,81 @@ void OwnerShard::NotifyHolders(Key key, GlobalValue* g, const SparseVector& d,
   }
 }
 
+SparseVector& OwnerShard::UnseenOf(GlobalValue* g, int slot) {
+  if (g->unseen.size() <= static_cast<size_t>(slot)) g->unseen.resize(slot + 1);
+  return g->unseen[slot];
+}
+
+void OwnerShard::AddTo(SparseVector* u, const SparseVector& d) {
+  if (u->empty()) {
+    u->assign(d.begin(), d.end());  // keeps u's buffer
+    return;
+  }
+  AddSparse(*u, d, +1, &sum_);
+  u->swap(sum_);
+}
+
 void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
                               DeltaReply* reply) {
   Tracked& me = tracked_[slot];
   const uint64_t bit = uint64_t{1} << slot;
-  // Lists `key` for this sender's reply (its change is in me.unseen).
+  // Lists `key` for this sender's reply (its change is in g's unseen).
   auto list = [&me, bit](Key key, GlobalValue& g) {
     if ((g.pending & bit) == 0) {
       g.pending |= bit;
       me.changed.push_back(key);
     }
   };
+  SparseVector v;
   if (duplicate) {
-    // The reply that carried these may be lost: they go out again, in
-    // front of what came since.
-    for (auto& [k, v] : me.last_changes) {
-      SparseVector& u = me.unseen[k];
-      AddSparse(v, u, +1, &sum_);
-      u.swap(sum_);
-      list(k, globals_[k]);
+    // The reply that carried these may be lost: they go out again, with
+    // what came since.
+    BlockReader last(me.last_changes, dimension_);
+    for (Key k : me.last_keys) {
+      last.Next(&v);
+      GlobalValue& g = globals_[k];
+      AddTo(&UnseenOf(&g, slot), v);
+      list(k, g);
     }
   }
-  me.last_changes.clear();  // a new sequence confirms the last reply
+  // A new sequence confirms the last reply.
+  me.last_keys.clear();
+  me.last_changes.Clear();
   BlockReader deltas(batch.deltas(), dimension_);
-  SparseVector d;
   for (int i = 0; i < batch.keys_size(); ++i) {
     const Key key = batch.keys(i);
     GlobalValue& g = globals_[key];
-    deltas.Next(&d);
+    deltas.Next(&v);
     if ((g.holders & bit) == 0) {
       // New to this sender: it lacks the global so far.
       g.holders |= bit;
-      SparseVector& u = me.unseen[key];
+      SparseVector& u = UnseenOf(&g, slot);
       u = g.value;
       if (!u.empty()) list(key, g);
     }
-    if (!duplicate && !d.empty()) {
-      AddSparse(g.value, d, +1, &sum_);
+    if (!duplicate && !v.empty()) {
+      AddSparse(g.value, v, +1, &sum_);
       g.value.swap(sum_);
       ++g.version;
       ++stats_.keys_applied;
-      NotifyHolders(key, &g, d, bit);
+      NotifyHolders(key, &g, v, bit);
     }
   }
   SparseBlock* out = reply->mutable_changes();
   for (Key k : me.changed) {
-    auto git = globals_.find(k);
-    if (git == globals_.end() || (git->second.pending & bit) == 0) continue;
-    git->second.pending &= ~bit;
-    auto it = me.unseen.find(k);
-    if (it == me.unseen.end() || it->second.empty()) continue;
+    auto it = globals_.find(k);
+    if (it == globals_.end() || (it->second.pending & bit) == 0) continue;
+    it->second.pending &= ~bit;
+    SparseVector& u = UnseenOf(&it->second, slot);
+    if (u.empty()) continue;
     reply->add_changed_keys(k);
-    AppendToBlock(it->second, out);
-    me.last_changes.emplace_back(k, std::move(it->second));
-    it->second.clear();
+    AppendToBlock(u, out);
+    u.clear();  // keeps its buffer for the next change
   }
   me.changed.clear();
+  me.last_keys.assign(reply->changed_keys().begin(),
+                      reply->changed_keys().end());
+  me.last_changes = *out;
 }
 
 int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation,
@@ -272,13 +287,18 @@ int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation,
       auto it = globals_.find(k);
       if (it != globals_.end()) it->second.pending &= ~bit;
     }
-    if (changes) {
-      for (auto& [k, g] : globals_) g.holders &= ~bit;  // rare: O(keys)
+    if (changes || t.changes) {
+      for (auto& [k, g] : globals_) {  // rare: O(keys)
+        if (changes) g.holders &= ~bit;
+        if (g.unseen.size() > static_cast<size_t>(slot)) {
+          g.unseen[slot].clear();
+        }
+      }
     }
     t.changed.clear();
     t.last_pushed.clear();
-    t.unseen.clear();
-    t.last_changes.clear();
+    t.last_keys.clear();
+    t.last_changes.Clear();
     t.incarnation = incarnation;
     t.changes = changes;
   }

@@ -70,6 +70,9 @@ class OwnerShard {
     uint64_t holders = 0;
     // Bit s: changed since slot s last got it (and listed in its changed).
     uint64_t pending = 0;
+    // Change mode, per tracked slot: the change not yet sent to it (its
+    // holder bit set; empty if none, or if the slot is in global mode).
+    std::vector<SparseVector> unseen;
   };
   absl::flat_hash_map<Key, GlobalValue> globals_ ABSL_GUARDED_BY(mu_);
   // Highest sequence applied per (node id, incarnation).
@@ -84,11 +87,9 @@ class OwnerShard {
     bool changes = false;          // change mode
     std::vector<Key> changed;      // keys with this slot's pending bit set
     std::vector<Key> last_pushed;  // pushed by the last reply, unconfirmed
-    // Change mode: every key the sender holds, with the change not yet
-    // sent to it (empty if none).
-    absl::flat_hash_map<Key, SparseVector> unseen;
     // Change mode: the changes the last reply carried, unconfirmed.
-    std::vector<std::pair<Key, SparseVector>> last_changes;
+    std::vector<Key> last_keys;
+    SparseBlock last_changes;
   };
   std::vector<Tracked> tracked_ ABSL_GUARDED_BY(mu_);
   // The slot of a sender, -1 if untracked; resets the slot (to `changes`
@@ -100,6 +101,11 @@ class OwnerShard {
   // change-mode holder, adds d to its unseen change.
   void NotifyHolders(Key key, GlobalValue* g, const SparseVector& d,
                      uint64_t sender_bit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The slot's unseen change of a key (grows g->unseen as needed).
+  static SparseVector& UnseenOf(GlobalValue* g, int slot);
+  // *u += d, reusing u's buffer where it can.
+  void AddTo(SparseVector* u, const SparseVector& d)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Apply's change-mode part, after validation and the sequence check.
   void ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
                     DeltaReply* reply) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
