@@ -43,24 +43,34 @@ namespace {
 template <typename Entry>
 void SortByWordTopic(TopicId k, std::vector<Entry>* v,
                      std::vector<Entry>* tmp) {
-  uint64_t max_key = 0;
-  for (const Entry& d : *v) {
-    max_key = std::max(max_key, uint64_t{d.word} * k + d.topic);
-  }
   constexpr int kBits = 12;
   constexpr size_t kBuckets = size_t{1} << kBits;
+  constexpr int kCounted = 3;  // digits counted in the first pass
+  auto key = [k](const Entry& d) { return uint64_t{d.word} * k + d.topic; };
+  // One pass for the largest key and the first digits' histograms.
+  std::vector<uint32_t> count(kCounted * (kBuckets + 1), 0);
+  uint64_t max_key = 0;
+  for (const Entry& d : *v) {
+    const uint64_t x = key(d);
+    max_key = std::max(max_key, x);
+    for (int p = 0; p < kCounted; ++p) {
+      ++count[p * (kBuckets + 1) + ((x >> (p * kBits)) & (kBuckets - 1)) + 1];
+    }
+  }
   tmp->resize(v->size());
-  std::vector<uint32_t> count(kBuckets + 1);
   const int bits = static_cast<int>(std::bit_width(max_key));
-  for (int shift = 0; shift < bits; shift += kBits) {
-    std::fill(count.begin(), count.end(), 0);
-    auto digit = [k, shift](const Entry& d) {
-      return static_cast<size_t>(((uint64_t{d.word} * k + d.topic) >> shift) &
-                                 (kBuckets - 1));
+  for (int p = 0; p * kBits < bits; ++p) {
+    const int shift = p * kBits;
+    auto digit = [&key, shift](const Entry& d) {
+      return static_cast<size_t>((key(d) >> shift) & (kBuckets - 1));
     };
-    for (const Entry& d : *v) ++count[digit(d) + 1];
-    for (size_t b = 1; b <= kBuckets; ++b) count[b] += count[b - 1];
-    for (const Entry& d : *v) (*tmp)[count[digit(d)]++] = d;
+    uint32_t* c = count.data() + std::min(p, kCounted - 1) * (kBuckets + 1);
+    if (p >= kCounted) {
+      std::fill(c, c + kBuckets + 1, 0);
+      for (const Entry& d : *v) ++c[digit(d) + 1];
+    }
+    for (size_t b = 1; b <= kBuckets; ++b) c[b] += c[b - 1];
+    for (const Entry& d : *v) (*tmp)[c[digit(d)]++] = d;
     v->swap(*tmp);
   }
 }
