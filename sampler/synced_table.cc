@@ -90,12 +90,26 @@ bool SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
   }
   for (const WordTopicDelta& d : fresh_) totals_change_[d.topic] += d.delta;
   SortByWordTopic(table_->num_topics(), &fresh_, &sorted_);
+  // Weights are gross (Σ|delta| as applied, before deltas of different
+  // batches cancel), as a measure of how much a key is in use: per word,
+  // in word order, what was kept plus what came.
+  weights_.clear();
+  for (size_t b = 0; b < fresh_.size();) {
+    const WordId w = fresh_[b].word;
+    uint64_t weight = 0;
+    for (; b < fresh_.size() && fresh_[b].word == w; ++b) {
+      weight += static_cast<uint64_t>(std::abs(int64_t{fresh_[b].delta}));
+    }
+    weights_.push_back({w, weight});
+  }
   // The changes not taken yet, in word order.
   kept_.clear();
+  kept_weights_.clear();
   for (uint32_t w : listed_) {
     Range& r = range_[w];
     kept_.insert(kept_.end(), ready_.begin() + r.begin,
                  ready_.begin() + r.begin + r.size);
+    if (r.size != 0) kept_weights_.push_back({w, r.weight});
     r = Range();
   }
   listed_.clear();
@@ -120,15 +134,22 @@ bool SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
       add(fresh_[j++]);
     }
   }
+  size_t fw = 0, kw = 0;  // in weights_, kept_weights_
   for (size_t b = 0; b < ready_.size();) {
     const WordId w = ready_[b].word;
     Range& r = range_[w];
     r.begin = static_cast<uint32_t>(b);
-    uint64_t weight = 0;
-    for (; b < ready_.size() && ready_[b].word == w; ++b) {
-      weight += static_cast<uint64_t>(std::abs(int64_t{ready_[b].delta}));
-    }
+    while (b < ready_.size() && ready_[b].word == w) ++b;
     r.size = static_cast<uint32_t>(b - r.begin);
+    uint64_t weight = 0;
+    while (fw < weights_.size() && weights_[fw].first < w) ++fw;
+    if (fw < weights_.size() && weights_[fw].first == w) {
+      weight += weights_[fw].second;
+    }
+    while (kw < kept_weights_.size() && kept_weights_[kw].first < w) ++kw;
+    if (kw < kept_weights_.size() && kept_weights_[kw].first == w) {
+      weight += kept_weights_[kw].second;
+    }
     r.weight = static_cast<uint32_t>(std::min<uint64_t>(weight, UINT32_MAX));
     listed_.push_back(w);
     out->push_back(w);

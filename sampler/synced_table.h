@@ -29,12 +29,11 @@
 
 #include <atomic>
 #include <cstdint>
-#include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "sampler/topic_table.h"
@@ -64,7 +63,9 @@ class SyncedTopicTable final : public sync::AbelianTable {
   // (sorting the log, O(log + changes not taken yet)). TakeDirty keeps its
   // default (always true).
   bool TakeDirtyList(std::vector<uint32_t>* out) override;
-  // Σ|change| of the key as of the last TakeDirtyList (saturating).
+  // Σ|applied delta| (gross: deltas that cancel each other both count) of
+  // the key's change not taken yet, as of the last TakeDirtyList
+  // (saturating).
   uint32_t DirtyWeight(size_t index) const override;
   bool TracksChanges() const override { return true; }
   // The change folded by the last TakeDirtyList (deltas logged since come
@@ -128,6 +129,11 @@ class SyncedTopicTable final : public sync::AbelianTable {
   std::vector<WordTopicDelta> fresh_ ABSL_GUARDED_BY(fold_mu_);
   std::vector<WordTopicDelta> sorted_ ABSL_GUARDED_BY(fold_mu_);
   std::vector<WordTopicDelta> kept_ ABSL_GUARDED_BY(fold_mu_);
+  // Scratch of TakeDirtyList: gross weights (word, Σ|delta|) in word order
+  // of the log taken and of the changes kept.
+  std::vector<std::pair<WordId, uint64_t>> weights_ ABSL_GUARDED_BY(fold_mu_);
+  std::vector<std::pair<WordId, uint64_t>> kept_weights_
+      ABSL_GUARDED_BY(fold_mu_);
   std::vector<WordTopicDelta> ready_ ABSL_GUARDED_BY(fold_mu_);
   std::vector<Range> range_ ABSL_GUARDED_BY(fold_mu_);      // per word
   std::vector<uint32_t> listed_ ABSL_GUARDED_BY(fold_mu_);  // words in ready_

@@ -175,8 +175,9 @@ class Synchronizer {
   void AddKey(Channel* c, uint32_t i, const SparseVector& delta, uint64_t clock,
               DeltaBatch* batch);
   void OnReply(Channel* c, absl::StatusOr<DeltaReply> reply);
-  // Whether a reply to the channel's in-flight batch is well formed
-  // (kDataLoss saying what if not); checked before anything is applied.
+  // Whether a reply to the channel's in-flight batch is well formed (an
+  // error saying what if not, which OnReply reports as kDataLoss); checked
+  // before anything is applied.
   absl::Status CheckReply(const Channel& c, const DeltaReply& reply) const;
   // Apply a checked reply's globals and pushes (x_old protocol) or its
   // changes (change mode) to x_old and the table; *quiet becomes false if
