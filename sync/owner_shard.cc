@@ -7,12 +7,23 @@
 #include "corpora/status_macros.h"
 
 namespace latentd::sync {
+namespace {
+
+// How many keys ahead hash lookups are prefetched.
+constexpr size_t kPrefetchAhead = 8;
+
+}  // namespace
 
 void AppendToBlock(const SparseVector& v, SparseBlock* block) {
   block->add_sizes(static_cast<uint32_t>(v.size()));
+  auto* topics = block->mutable_topics();
+  auto* counts = block->mutable_counts();
+  const int n = static_cast<int>(v.size());
+  topics->Reserve(topics->size() + n);  // grows geometrically
+  counts->Reserve(counts->size() + n);
   for (const SparseEntry& e : v) {
-    block->add_topics(e.topic);
-    block->add_counts(e.count);
+    topics->AddAlreadyReserved(e.topic);
+    counts->AddAlreadyReserved(e.count);
   }
 }
 
@@ -225,8 +236,22 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
   me.last_keys.clear();
   me.last_changes.Clear();
   BlockReader deltas(batch.deltas(), dimension_);
-  for (int i = 0; i < batch.keys_size(); ++i) {
-    const Key key = batch.keys(i);
+  const size_t n = static_cast<size_t>(batch.keys_size());
+  for (size_t i = 0; i < n; ++i) {
+    // The lookups miss the cache on a large vocabulary: start them early.
+    if (i + kPrefetchAhead < n) {
+      globals_.prefetch(batch.keys(static_cast<int>(i + kPrefetchAhead)));
+    }
+    if (i + kPrefetchAhead / 2 < n) {
+      // Then the values' data, now that the slot is near.
+      auto next =
+          globals_.find(batch.keys(static_cast<int>(i + kPrefetchAhead / 2)));
+      if (next != globals_.end()) {
+        __builtin_prefetch(next->second.value.data());
+        __builtin_prefetch(next->second.unseen.data());
+      }
+    }
+    const Key key = batch.keys(static_cast<int>(i));
     GlobalValue& g = globals_[key];
     deltas.Next(&v);
     if ((g.holders & bit) == 0) {
@@ -245,7 +270,11 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
     }
   }
   SparseBlock* out = reply->mutable_changes();
-  for (Key k : me.changed) {
+  for (size_t j = 0; j < me.changed.size(); ++j) {
+    const Key k = me.changed[j];
+    if (j + kPrefetchAhead < me.changed.size()) {
+      globals_.prefetch(me.changed[j + kPrefetchAhead]);
+    }
     auto it = globals_.find(k);
     if (it == globals_.end() || (it->second.pending & bit) == 0) continue;
     it->second.pending &= ~bit;

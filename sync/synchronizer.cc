@@ -66,6 +66,9 @@ void AtomicMax(std::atomic<uint64_t>& a, uint64_t v) {
 
 size_t SparseBytes(const SparseVector& v) { return 4 + 6 * v.size(); }
 
+// How many keys ahead hash lookups are prefetched.
+constexpr int kPrefetchAhead = 8;
+
 }  // namespace
 
 std::unique_ptr<OwnerChannel> MakeLocalChannel(OwnerShard* shard) {
@@ -481,7 +484,12 @@ void Synchronizer::ApplyChanges(Channel* c, const DeltaReply& reply,
                                 bool* quiet) {
   SparseVector change;
   BlockReader changes(reply.changes(), table_->dimension());
-  for (int j = 0; j < reply.changed_keys_size(); ++j) {
+  const int n = reply.changed_keys_size();
+  for (int j = 0; j < n; ++j) {
+    // The lookups miss the cache on a large vocabulary: start them early.
+    if (j + kPrefetchAhead < n) {
+      key_index_.prefetch(reply.changed_keys(j + kPrefetchAhead));
+    }
     changes.Next(&change);
     auto it = key_index_.find(reply.changed_keys(j));
     // Only keys of this owner that this node holds; others are ignored.
