@@ -160,10 +160,6 @@ void Synchronizer::Stop() {
 void Synchronizer::Loop() {
   absl::MutexLock l(&mu_);
   while (!stop_) {
-    // Rounds started together share one look at the table's dirty keys
-    // (with a change-tracking table that is a fold of its log), except
-    // those serving a pass, which must see every change made before it.
-    bool distributed = false;
     const absl::Time now = absl::Now();
     absl::Time wake = now + absl::Milliseconds(100);
     for (auto& cp : channels_) {
@@ -184,7 +180,7 @@ void Synchronizer::Loop() {
       c->round_complete = c->round_pass != 0 || complete_kick_ > c->served_kick;
       if (!c->inflight) c->served_kick = kicks_;
       mu_.Unlock();
-      SendRound(c, &distributed);
+      SendRound(c);
       mu_.Lock();
     }
     if (stop_) break;
@@ -369,10 +365,13 @@ void Synchronizer::BuildChangeBatch(Channel* c, uint64_t clock,
   c->candidates.resize(kept);
 }
 
-void Synchronizer::SendRound(Channel* c, bool* distributed) {
+void Synchronizer::SendRound(Channel* c) {
   if (!c->inflight) {
-    if (!*distributed || c->round_pass != 0) DistributeDirty();
-    *distributed = true;
+    // Each round looks at the dirty keys afresh (with a change-tracking
+    // table, a fold of its log). Sharing one look among the rounds a kick
+    // starts saved little CPU and cost quality: news20 K=100 on 3 nodes
+    // came out ~0.02 nats/token worse, over 19 runs against 11.
+    DistributeDirty();
     const bool incremental = !c->round_all_keys && dirty_list_ &&
                              c->tracked.load(std::memory_order_relaxed);
     const bool full =

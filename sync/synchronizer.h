@@ -163,10 +163,8 @@ class Synchronizer {
   // Moves the table's dirty list into the channels' candidate lists.
   void DistributeDirty();
   // Builds the channel's next batch (or reuses the failed one) and sends
-  // it. Runs on the loop thread while the channel is busy. Distributes the
-  // dirty keys first unless *distributed (another round of this loop
-  // iteration did) and the round serves no pass; sets *distributed.
-  void SendRound(Channel* c, bool* distributed);
+  // it. Runs on the loop thread while the channel is busy.
+  void SendRound(Channel* c);
   void BuildFullBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
   void BuildBudgetedBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
   void BuildIncrementalBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
