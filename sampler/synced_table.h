@@ -14,20 +14,26 @@
 // ApplyPending then adjusts n_k (TopicTable::AdjustTotals) so that its net
 // change is exactly the queued totals correction.
 //
-// Thread-safety: Read and EnqueueCorrection are thread-safe. ApplyPending
-// must run on the table's writer (count updater or, with no sweep running,
+// Changes: the writer logs the deltas it applied (MarkApplied); each
+// TakeDirtyList folds the log into per-key changes, starting from the
+// table's contents at construction, and lists the keys that have one;
+// TakeChange hands a key's change to the synchronizer (change mode, see
+// sync/synchronizer.h), so a round never reads a whole row.
+//
+// Thread-safety: Read, EnqueueCorrection, TakeChange and the dirty-key
+// methods are thread-safe. MarkApplied and ApplyPending must run on the
+// table's writer (count updater or, with no sweep running,
 // the owner of the table).
 #ifndef LATENTD_SAMPLER_SYNCED_TABLE_H_
 #define LATENTD_SAMPLER_SYNCED_TABLE_H_
 
 #include <atomic>
 #include <cstdint>
-#include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "sampler/topic_table.h"
@@ -47,21 +53,27 @@ class SyncedTopicTable final : public sync::AbelianTable {
                                      : sync::kTopicTotalsKey;
   }
   uint32_t dimension() const override { return table_->num_topics(); }
+  // O(row + queued corrections): change mode never calls it in a round.
   void Read(size_t index, sync::SparseVector* out) const override;
   void EnqueueCorrection(size_t index,
                          const sync::SparseVector& correction) override;
 
-  bool TakeDirty(size_t index) override {
-    return dirty_[index].exchange(0, std::memory_order_acquire) != 0;
-  }
-  // Σ|applied delta| of the key since its last TakeDirty (saturating).
-  uint32_t DirtyWeight(size_t index) const override {
-    return dirty_[index].load(std::memory_order_relaxed);
-  }
+  // Lists every key whose accumulated change is non-zero: folds the
+  // deltas the writer logged since the previous call into the changes
+  // (sorting the log, O(log + changes not taken yet)). TakeDirty keeps its
+  // default (always true).
   bool TakeDirtyList(std::vector<uint32_t>* out) override;
-  // Writer only: marks the rows the writer just changed (and the totals)
-  // as dirty, listing those whose mark was clear. Call after applying
-  // them. O(applied).
+  // Σ|applied delta| (gross: deltas that cancel each other both count) of
+  // the key's change not taken yet, as of the last TakeDirtyList
+  // (saturating).
+  uint32_t DirtyWeight(size_t index) const override;
+  bool TracksChanges() const override { return true; }
+  // The change folded by the last TakeDirtyList (deltas logged since come
+  // with a later one).
+  void TakeChange(size_t index, sync::SparseVector* out) override;
+  // Writer only: logs the deltas the writer just applied, for the next
+  // TakeDirtyList to fold into the keys' changes (and their sum into the
+  // totals'). Call after applying them. O(applied), sequential writes.
   void MarkApplied(std::span<const WordTopicDelta> applied);
 
   // Writer only: applies every queued correction to the table. Fails with
@@ -79,8 +91,15 @@ class SyncedTopicTable final : public sync::AbelianTable {
   TopicTable* const table_;
   const std::vector<sync::Key> word_keys_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<uint32_t, sync::SparseVector> pending_
-      ABSL_GUARDED_BY(mu_);
+  // Queued corrections of word rows, as they came (a log, so queueing
+  // costs no allocation per key); ApplyPending sorts and nets them.
+  struct PendingEntry {
+    WordId word = 0;
+    TopicId topic = 0;
+    int64_t count = 0;
+  };
+  std::vector<PendingEntry> pending_log_ ABSL_GUARDED_BY(mu_);
+  std::vector<PendingEntry> pending_scratch_ ABSL_GUARDED_BY(mu_);
   // Queued corrections of the totals key.
   std::vector<int64_t> pending_totals_ ABSL_GUARDED_BY(mu_);
   // Set (under mu_) when a correction is queued, cleared when all are
@@ -92,13 +111,33 @@ class SyncedTopicTable final : public sync::AbelianTable {
   std::vector<int64_t> adjust_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> up_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> down_ ABSL_GUARDED_BY(mu_);
-  // Per key index: the weight the writer added (release) since the last
-  // TakeDirty, which takes it; non-zero = dirty.
-  std::unique_ptr<std::atomic<uint32_t>[]> dirty_;
-  // Keys whose mark the writer set from clear, for TakeDirtyList.
-  absl::Mutex list_mu_;
-  std::vector<uint32_t> dirty_list_ ABSL_GUARDED_BY(list_mu_);
-  std::vector<uint32_t> marked_;  // writer scratch
+  // Changes. The writer appends what it applied to log_; TakeDirtyList
+  // sorts it (by word, then topic) and merges it with the changes not
+  // taken yet into ready_, where each listed word's change is one run
+  // (range_); TakeChange hands a run over. Sorting a log is sequential
+  // work, where adding each delta to a per-word accumulator costs a cache
+  // miss or two per delta on a large vocabulary.
+  struct Range {
+    uint32_t begin = 0;
+    uint32_t size = 0;  // 0 once taken
+    uint32_t weight = 0;
+  };
+  absl::Mutex log_mu_ ABSL_ACQUIRED_AFTER(fold_mu_);
+  std::vector<WordTopicDelta> log_ ABSL_GUARDED_BY(log_mu_);
+  mutable absl::Mutex fold_mu_;
+  // Scratch of TakeDirtyList: the log taken, radix scratch, changes kept.
+  std::vector<WordTopicDelta> fresh_ ABSL_GUARDED_BY(fold_mu_);
+  std::vector<WordTopicDelta> sorted_ ABSL_GUARDED_BY(fold_mu_);
+  std::vector<WordTopicDelta> kept_ ABSL_GUARDED_BY(fold_mu_);
+  // Scratch of TakeDirtyList: gross weights (word, Σ|delta|) in word order
+  // of the log taken and of the changes kept.
+  std::vector<std::pair<WordId, uint64_t>> weights_ ABSL_GUARDED_BY(fold_mu_);
+  std::vector<std::pair<WordId, uint64_t>> kept_weights_
+      ABSL_GUARDED_BY(fold_mu_);
+  std::vector<WordTopicDelta> ready_ ABSL_GUARDED_BY(fold_mu_);
+  std::vector<Range> range_ ABSL_GUARDED_BY(fold_mu_);      // per word
+  std::vector<uint32_t> listed_ ABSL_GUARDED_BY(fold_mu_);  // words in ready_
+  std::vector<int64_t> totals_change_ ABSL_GUARDED_BY(fold_mu_);
 };
 
 }  // namespace latentd

@@ -36,10 +36,11 @@ void AddSparse(const SparseVector& a, const SparseVector& b, int sign,
 // Σ |count|.
 int64_t L1Norm(const SparseVector& v);
 
-// Thread-safety (what implementations must provide): Read and
-// EnqueueCorrection are called from synchronizer threads concurrently with
-// the table's own writer (the sampler's count updater) and with each other
-// for different keys; never concurrently for the same key index.
+// Thread-safety (what implementations must provide): Read,
+// EnqueueCorrection and TakeChange are called from synchronizer threads
+// concurrently with the table's own writer (the sampler's count updater) and
+// with each other for different keys; never concurrently for the same key
+// index.
 class AbelianTable {
  public:
   virtual ~AbelianTable() = default;
@@ -90,6 +91,24 @@ class AbelianTable {
   virtual uint32_t DirtyWeight(size_t index) const {
     (void)index;
     return UINT32_MAX;
+  }
+
+  // Change accounting. A table that returns true accumulates, per key, the
+  // net change its own writer made (not corrections), starting from its
+  // whole initial value, and TakeChange hands it over; the synchronizer
+  // then never reads x nor keeps x_old (change mode, see
+  // synchronizer.h). Such a table must also list dirty keys
+  // (TakeDirtyList returns true), and list every key whose change is not
+  // empty at some point after it became so (a key is registered with its
+  // owner, and hears the others' changes, once it has sent a change).
+  virtual bool TracksChanges() const { return false; }
+  // Moves the key's accumulated change not yet taken into *out (canonical;
+  // empty if none) and clears its dirty weight. A table may hand over
+  // changes only as of its last TakeDirtyList; later ones then come after
+  // a later one. REQUIRES: TracksChanges(), index < num_keys().
+  virtual void TakeChange(size_t index, SparseVector* out) {
+    (void)index;
+    out->clear();
   }
 };
 

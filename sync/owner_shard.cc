@@ -7,12 +7,23 @@
 #include "corpora/status_macros.h"
 
 namespace latentd::sync {
+namespace {
+
+// How many keys ahead hash lookups are prefetched.
+constexpr size_t kPrefetchAhead = 8;
+
+}  // namespace
 
 void AppendToBlock(const SparseVector& v, SparseBlock* block) {
   block->add_sizes(static_cast<uint32_t>(v.size()));
+  auto* topics = block->mutable_topics();
+  auto* counts = block->mutable_counts();
+  const int n = static_cast<int>(v.size());
+  topics->Reserve(topics->size() + n);  // grows geometrically
+  counts->Reserve(counts->size() + n);
   for (const SparseEntry& e : v) {
-    block->add_topics(e.topic);
-    block->add_counts(e.count);
+    topics->AddAlreadyReserved(e.topic);
+    counts->AddAlreadyReserved(e.count);
   }
 }
 
@@ -91,6 +102,17 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     }
   }
   absl::MutexLock l(&mu_);
+  const int slot =
+      TrackedSlot(batch.node_id(), batch.incarnation(), batch.changes_only());
+  if (slot < 0 && batch.changes_only()) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("owner tracks at most ", kMaxTrackedSenders,
+                     " senders; change mode needs tracking"));
+  }
+  if (slot >= 0 && tracked_[slot].changes != batch.changes_only()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sender ", batch.node_id(), " switched change mode mid-incarnation"));
+  }
   uint64_t& last = applied_[{batch.node_id(), batch.incarnation()}];
   const bool duplicate = batch.sequence() <= last;
   reply->set_duplicate(duplicate);
@@ -100,11 +122,14 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     last = batch.sequence();
     ++stats_.batches_applied;
   }
-  const int slot = TrackedSlot(batch.node_id(), batch.incarnation());
+  reply->set_tracking(slot >= 0);
+  reply->set_owner_incarnation(incarnation_);
+  if (batch.changes_only()) {
+    ApplyChanges(batch, duplicate, slot, reply);
+    return absl::OkStatus();
+  }
   const uint64_t bit = slot >= 0 ? uint64_t{1} << slot : 0;
   Tracked* me = slot >= 0 ? &tracked_[slot] : nullptr;
-  reply->set_tracking(me != nullptr);
-  reply->set_owner_incarnation(incarnation_);
   if (me != nullptr) {
     if (duplicate) {
       // The reply that pushed these may be lost: push them again.
@@ -118,7 +143,7 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     }
     me->last_pushed.clear();  // a new sequence confirms the last reply
   }
-  SparseVector d, sum;
+  SparseVector d;
   SparseBlock* out = reply->mutable_globals();
   const bool versioned = batch.known_versions_size() > 0;
   for (int i = 0; i < batch.keys_size(); ++i) {
@@ -127,18 +152,11 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     g.holders |= bit;
     g.pending &= ~bit;  // this reply carries it if it changed
     if (!duplicate && !d.empty()) {
-      AddSparse(g.value, d, +1, &sum);
-      g.value.swap(sum);
+      AddSparse(g.value, d, +1, &sum_);
+      g.value.swap(sum_);
       ++g.version;
       ++stats_.keys_applied;
-      // Every other tracked holder has to hear of it.
-      uint64_t notify = g.holders & ~g.pending & ~bit;
-      g.pending |= notify;
-      while (notify != 0) {
-        const int s = __builtin_ctzll(notify);
-        notify &= notify - 1;
-        tracked_[s].changed.push_back(batch.keys(i));
-      }
+      NotifyHolders(batch.keys(i), &g, d, bit);
     }
     reply->add_versions(g.version);
     if (!versioned || batch.known_versions(i) != g.version) {
@@ -161,7 +179,119 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
   return absl::OkStatus();
 }
 
-int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation) {
+void OwnerShard::NotifyHolders(Key key, GlobalValue* g, const SparseVector& d,
+                               uint64_t sender_bit) {
+  uint64_t others = g->holders & ~sender_bit;
+  while (others != 0) {
+    const int s = __builtin_ctzll(others);
+    const uint64_t bit = uint64_t{1} << s;
+    others &= others - 1;
+    Tracked& t = tracked_[s];
+    if (t.changes) AddTo(&UnseenOf(g, s), d);
+    if ((g->pending & bit) == 0) {
+      g->pending |= bit;
+      t.changed.push_back(key);
+    }
+  }
+}
+
+SparseVector& OwnerShard::UnseenOf(GlobalValue* g, int slot) {
+  if (g->unseen.size() <= static_cast<size_t>(slot)) g->unseen.resize(slot + 1);
+  return g->unseen[slot];
+}
+
+void OwnerShard::AddTo(SparseVector* u, const SparseVector& d) {
+  if (u->empty()) {
+    u->assign(d.begin(), d.end());  // keeps u's buffer
+    return;
+  }
+  AddSparse(*u, d, +1, &sum_);
+  u->swap(sum_);
+}
+
+void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
+                              DeltaReply* reply) {
+  Tracked& me = tracked_[slot];
+  const uint64_t bit = uint64_t{1} << slot;
+  // Lists `key` for this sender's reply (its change is in g's unseen).
+  auto list = [&me, bit](Key key, GlobalValue& g) {
+    if ((g.pending & bit) == 0) {
+      g.pending |= bit;
+      me.changed.push_back(key);
+    }
+  };
+  SparseVector v;
+  if (duplicate) {
+    // The reply that carried these may be lost: they go out again, with
+    // what came since.
+    BlockReader last(me.last_changes, dimension_);
+    for (Key k : me.last_keys) {
+      last.Next(&v);
+      GlobalValue& g = globals_[k];
+      AddTo(&UnseenOf(&g, slot), v);
+      list(k, g);
+    }
+  }
+  // A new sequence confirms the last reply.
+  me.last_keys.clear();
+  me.last_changes.Clear();
+  BlockReader deltas(batch.deltas(), dimension_);
+  const size_t n = static_cast<size_t>(batch.keys_size());
+  for (size_t i = 0; i < n; ++i) {
+    // The lookups miss the cache on a large vocabulary: start them early.
+    if (i + kPrefetchAhead < n) {
+      globals_.prefetch(batch.keys(static_cast<int>(i + kPrefetchAhead)));
+    }
+    if (i + kPrefetchAhead / 2 < n) {
+      // Then the values' data, now that the slot is near.
+      auto next =
+          globals_.find(batch.keys(static_cast<int>(i + kPrefetchAhead / 2)));
+      if (next != globals_.end()) {
+        __builtin_prefetch(next->second.value.data());
+        __builtin_prefetch(next->second.unseen.data());
+      }
+    }
+    const Key key = batch.keys(static_cast<int>(i));
+    GlobalValue& g = globals_[key];
+    deltas.Next(&v);
+    if ((g.holders & bit) == 0) {
+      // New to this sender: it lacks the global so far.
+      g.holders |= bit;
+      SparseVector& u = UnseenOf(&g, slot);
+      u = g.value;
+      if (!u.empty()) list(key, g);
+    }
+    if (!duplicate && !v.empty()) {
+      AddSparse(g.value, v, +1, &sum_);
+      g.value.swap(sum_);
+      ++g.version;
+      ++stats_.keys_applied;
+      NotifyHolders(key, &g, v, bit);
+    }
+  }
+  SparseBlock* out = reply->mutable_changes();
+  for (size_t j = 0; j < me.changed.size(); ++j) {
+    const Key k = me.changed[j];
+    if (j + kPrefetchAhead < me.changed.size()) {
+      globals_.prefetch(me.changed[j + kPrefetchAhead]);
+    }
+    auto it = globals_.find(k);
+    if (it == globals_.end() || (it->second.pending & bit) == 0) continue;
+    it->second.pending &= ~bit;
+    SparseVector& u = UnseenOf(&it->second, slot);
+    if (u.empty()) continue;
+    reply->add_changed_keys(k);
+    AppendToBlock(u, out);
+    u.clear();  // keeps its buffer for the next change
+  }
+  me.changed.clear();
+  me.last_keys.assign(reply->changed_keys().begin(),
+                      reply->changed_keys().end());
+  me.last_changes = *out;
+}
+
+int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation,
+                            bool changes) {
   int slot = -1;
   for (size_t s = 0; s < tracked_.size(); ++s) {
     if (tracked_[s].node_id == node_id) slot = static_cast<int>(s);
@@ -172,20 +302,34 @@ int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation) {
     slot = static_cast<int>(tracked_.size() - 1);
     tracked_[slot].node_id = node_id;
     tracked_[slot].incarnation = incarnation;
+    tracked_[slot].changes = changes;
     return slot;
   }
   Tracked& t = tracked_[slot];
   if (t.incarnation != incarnation) {
     // A restarted sender: forget what was pending for the old one (it
-    // polls every key at its start); keys it still holds stay marked.
+    // polls every key at its start); keys it still holds stay marked,
+    // unless it is in change mode: it then holds nothing yet, and gets
+    // each key's global with its first delta.
     const uint64_t bit = uint64_t{1} << slot;
     for (Key k : t.changed) {
       auto it = globals_.find(k);
       if (it != globals_.end()) it->second.pending &= ~bit;
     }
+    if (changes || t.changes) {
+      for (auto& [k, g] : globals_) {  // rare: O(keys)
+        if (changes) g.holders &= ~bit;
+        if (g.unseen.size() > static_cast<size_t>(slot)) {
+          g.unseen[slot].clear();
+        }
+      }
+    }
     t.changed.clear();
     t.last_pushed.clear();
+    t.last_keys.clear();
+    t.last_changes.Clear();
     t.incarnation = incarnation;
+    t.changes = changes;
   }
   return slot;
 }

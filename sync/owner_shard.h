@@ -4,6 +4,15 @@
 // (node, incarnation, sequence) it has already applied is answered without
 // being applied again.
 //
+// Change mode (DeltaBatch.changes_only): for such a sender the shard keeps,
+// per key the sender holds, the change the sender has not been sent yet
+// (the others' deltas, and the global before the sender's first delta),
+// and answers with those instead of globals, so a reply costs what changed,
+// not the length of the globals. It keeps the changes of the last reply
+// until the sender's next sequence, to send them again if that reply was
+// lost. Change mode needs a tracked slot: past kMaxTrackedSenders senders
+// it is refused (kResourceExhausted).
+//
 // Thread-safety: thread-safe (one mutex; a batch is applied atomically).
 #ifndef LATENTD_SYNC_OWNER_SHARD_H_
 #define LATENTD_SYNC_OWNER_SHARD_H_
@@ -37,8 +46,10 @@ class OwnerShard {
   // vectors, topics < dimension, same dimension, no repeated key) and, if
   // it is new, applies it; fills `reply` with the versions and the changed
   // globals in key order, and the sender's pushed changes (see
-  // DeltaReply). O(batch + pushed keys), never O(all keys).
-  // A malformed batch changes nothing: kInvalidArgument saying what.
+  // DeltaReply). O(batch + pushed keys), never O(all keys); in change
+  // mode O(Σ|δ| · holders + changes sent).
+  // A malformed batch changes nothing: kInvalidArgument saying what (also
+  // for a sender incarnation that switches modes).
   absl::Status Apply(const DeltaBatch& batch, DeltaReply* reply);
 
   // The global value of `key` (empty if never seen).
@@ -59,6 +70,9 @@ class OwnerShard {
     uint64_t holders = 0;
     // Bit s: changed since slot s last got it (and listed in its changed).
     uint64_t pending = 0;
+    // Change mode, per tracked slot: the change not yet sent to it (its
+    // holder bit set; empty if none, or if the slot is in global mode).
+    std::vector<SparseVector> unseen;
   };
   absl::flat_hash_map<Key, GlobalValue> globals_ ABSL_GUARDED_BY(mu_);
   // Highest sequence applied per (node id, incarnation).
@@ -70,14 +84,32 @@ class OwnerShard {
   struct Tracked {
     std::string node_id;
     uint64_t incarnation = 0;
+    bool changes = false;          // change mode
     std::vector<Key> changed;      // keys with this slot's pending bit set
     std::vector<Key> last_pushed;  // pushed by the last reply, unconfirmed
+    // Change mode: the changes the last reply carried, unconfirmed.
+    std::vector<Key> last_keys;
+    SparseBlock last_changes;
   };
   std::vector<Tracked> tracked_ ABSL_GUARDED_BY(mu_);
-  // The slot of a sender, -1 if untracked; resets the slot on a new
-  // incarnation.
-  int TrackedSlot(const std::string& node_id, uint64_t incarnation)
+  // The slot of a sender, -1 if untracked; resets the slot (to `changes`
+  // mode) on a new incarnation.
+  int TrackedSlot(const std::string& node_id, uint64_t incarnation,
+                  bool changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells every holder of `key` but the sender (`sender_bit`) that δ `d`
+  // was applied to it: lists the key for each (pending bit) and, for a
+  // change-mode holder, adds d to its unseen change.
+  void NotifyHolders(Key key, GlobalValue* g, const SparseVector& d,
+                     uint64_t sender_bit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The slot's unseen change of a key (grows g->unseen as needed).
+  static SparseVector& UnseenOf(GlobalValue* g, int slot);
+  // *u += d, reusing u's buffer where it can.
+  void AddTo(SparseVector* u, const SparseVector& d)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Apply's change-mode part, after validation and the sequence check.
+  void ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
+                    DeltaReply* reply) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  SparseVector sum_ ABSL_GUARDED_BY(mu_);  // scratch
   OwnerShardStats stats_ ABSL_GUARDED_BY(mu_);
 };
 

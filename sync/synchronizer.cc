@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "corpora/check.h"
+#include "corpora/status_macros.h"
 
 namespace latentd::sync {
 namespace {
@@ -65,6 +66,9 @@ void AtomicMax(std::atomic<uint64_t>& a, uint64_t v) {
 
 size_t SparseBytes(const SparseVector& v) { return 4 + 6 * v.size(); }
 
+// How many keys ahead hash lookups are prefetched.
+constexpr int kPrefetchAhead = 8;
+
 }  // namespace
 
 std::unique_ptr<OwnerChannel> MakeLocalChannel(OwnerShard* shard) {
@@ -109,10 +113,11 @@ Synchronizer::Synchronizer(SynchronizerOptions options, AbelianTable* table,
                            std::vector<std::unique_ptr<OwnerChannel>> channels)
     : options_(std::move(options)),
       table_(table),
-      x_old_(table->num_keys()),
-      version_(table->num_keys(), 0),
+      changes_(table->TracksChanges()),
+      x_old_(changes_ ? 0 : table->num_keys()),
+      version_(changes_ ? 0 : table->num_keys(), 0),
       last_sent_clock_(table->num_keys(), 0),
-      unsent_(table->num_keys(), 0),
+      unsent_(changes_ ? 0 : table->num_keys(), 0),
       key_owner_(std::move(key_owner)),
       queued_(table->num_keys(), 0) {
   LATENTD_CHECK(key_owner_.size() == table->num_keys());
@@ -196,7 +201,7 @@ void Synchronizer::Loop() {
 void Synchronizer::AddKey(Channel* c, uint32_t i, const SparseVector& delta,
                           uint64_t clock, DeltaBatch* batch) {
   batch->add_keys(table_->key(i));
-  batch->add_known_versions(version_[i]);
+  if (!changes_) batch->add_known_versions(version_[i]);
   AppendToBlock(delta, batch->mutable_deltas());
   c->inflight_keys.push_back(i);
   if (!delta.empty()) {
@@ -289,6 +294,8 @@ void Synchronizer::BuildBudgetedBatch(Channel* c, uint64_t clock,
 void Synchronizer::DistributeDirty() {
   dirty_scratch_.clear();
   dirty_list_ = table_->TakeDirtyList(&dirty_scratch_);
+  // A table that tracks changes lists its dirty keys (abelian_table.h).
+  LATENTD_CHECK(dirty_list_ || !changes_);
   const uint64_t clock = clock_.load(std::memory_order_relaxed);
   for (uint32_t i : dirty_scratch_) {
     if (i >= queued_.size() || queued_[i]) continue;
@@ -327,8 +334,43 @@ void Synchronizer::BuildIncrementalBatch(Channel* c, uint64_t clock,
   c->candidates.resize(kept);
 }
 
+void Synchronizer::BuildChangeBatch(Channel* c, uint64_t clock,
+                                    DeltaBatch* batch) {
+  const uint32_t min_weight = c->round_complete ? 0 : options_.min_key_weight;
+  // A pass sends everything; a budgeted round the heaviest keys first.
+  const size_t budget = c->round_pass != 0 ? 0 : options_.round_byte_budget;
+  if (budget != 0) {
+    std::stable_sort(c->candidates.begin(), c->candidates.end(),
+                     [this](uint32_t a, uint32_t b) {
+                       return table_->DirtyWeight(a) > table_->DirtyWeight(b);
+                     });
+  }
+  SparseVector delta;
+  size_t kept = 0, spent = 0;
+  for (uint32_t i : c->candidates) {
+    const bool over = budget != 0 && spent >= budget;
+    if (over || min_weight != 0) {
+      const uint32_t w = table_->DirtyWeight(i);
+      if (over || (w != 0 && w < min_weight)) {
+        c->candidates[kept++] = i;  // stays listed for a later round
+        continue;
+      }
+    }
+    queued_[i] = 0;
+    table_->TakeChange(i, &delta);
+    if (delta.empty()) continue;
+    spent += 9 + SparseBytes(delta);
+    AddKey(c, i, delta, clock, batch);
+  }
+  c->candidates.resize(kept);
+}
+
 void Synchronizer::SendRound(Channel* c) {
   if (!c->inflight) {
+    // Each round looks at the dirty keys afresh (with a change-tracking
+    // table, a fold of its log). Sharing one look among the rounds a kick
+    // starts saved little CPU and cost quality: news20 K=100 on 3 nodes
+    // came out ~0.02 nats/token worse, over 19 runs against 11.
     DistributeDirty();
     const bool incremental = !c->round_all_keys && dirty_list_ &&
                              c->tracked.load(std::memory_order_relaxed);
@@ -344,7 +386,11 @@ void Synchronizer::SendRound(Channel* c) {
     c->inflight_keys.clear();
     c->round_quiet = true;
     c->inflight_all_keys = full;
-    if (full) {
+    if (changes_) {
+      batch.set_changes_only(true);
+      c->inflight_all_keys = false;
+      BuildChangeBatch(c, clock, &batch);
+    } else if (full) {
       BuildFullBatch(c, clock, &batch);
     } else if (incremental &&
                (options_.round_byte_budget == 0 || c->round_pass != 0)) {
@@ -367,28 +413,97 @@ void Synchronizer::SendRound(Channel* c) {
   });
 }
 
-void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
-  size_t changed = 0;
-  if (reply.ok() &&
-      static_cast<size_t>(reply->versions_size()) != c->inflight_keys.size()) {
-    reply = absl::DataLossError(absl::StrCat(
-        "owner ", c->owner->name(), " answered ", reply->versions_size(),
-        " versions for ", c->inflight_keys.size(), " keys"));
+absl::Status Synchronizer::CheckReply(const Channel& c,
+                                      const DeltaReply& reply) const {
+  if (changes_) {
+    return BlockReader(reply.changes(), table_->dimension())
+        .Validate(reply.changed_keys_size());
   }
+  if (static_cast<size_t>(reply.versions_size()) != c.inflight_keys.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("answered ", reply.versions_size(), " versions for ",
+                     c.inflight_keys.size(), " keys"));
+  }
+  size_t changed = 0;
+  for (int j = 0; j < reply.versions_size(); ++j) {
+    changed += reply.versions(j) != c.inflight->known_versions(j);
+  }
+  LATENTD_RETURN_IF_ERROR(
+      BlockReader(reply.globals(), table_->dimension()).Validate(changed));
+  if (reply.pushed_keys_size() != reply.pushed_versions_size()) {
+    return absl::InvalidArgumentError("pushed keys and versions differ");
+  }
+  return BlockReader(reply.pushed_globals(), table_->dimension())
+      .Validate(reply.pushed_keys_size());
+}
+
+void Synchronizer::ApplyGlobals(Channel* c, const DeltaReply& reply,
+                                bool* quiet) {
+  SparseVector g, corr;
+  BlockReader globals(reply.globals(), table_->dimension());
+  for (size_t j = 0; j < c->inflight_keys.size(); ++j) {
+    const uint32_t i = c->inflight_keys[j];
+    const uint64_t version = reply.versions(static_cast<int>(j));
+    // Same version: the global is what x_old came from, and no δ was
+    // applied to it since (that would have moved the version).
+    if (version == c->inflight->known_versions(static_cast<int>(j))) {
+      continue;
+    }
+    version_[i] = version;
+    globals.Next(&g);
+    AddSparse(g, x_old_[i], -1, &corr);
+    if (!corr.empty()) {
+      *quiet = false;
+      table_->EnqueueCorrection(i, corr);
+    }
+    x_old_[i].swap(g);
+  }
+  BlockReader pushed(reply.pushed_globals(), table_->dimension());
+  for (int j = 0; j < reply.pushed_keys_size(); ++j) {
+    pushed.Next(&g);
+    auto it = key_index_.find(reply.pushed_keys(j));
+    // Only keys of this owner that this node holds; others are ignored.
+    if (it == key_index_.end() || key_owner_[it->second] != c->index) {
+      continue;
+    }
+    const uint32_t i = it->second;
+    const uint64_t version = reply.pushed_versions(j);
+    if (version == version_[i]) continue;
+    version_[i] = version;
+    AddSparse(g, x_old_[i], -1, &corr);
+    if (!corr.empty()) {
+      *quiet = false;
+      table_->EnqueueCorrection(i, corr);
+    }
+    x_old_[i].swap(g);
+  }
+}
+
+void Synchronizer::ApplyChanges(Channel* c, const DeltaReply& reply,
+                                bool* quiet) {
+  SparseVector change;
+  BlockReader changes(reply.changes(), table_->dimension());
+  const int n = reply.changed_keys_size();
+  for (int j = 0; j < n; ++j) {
+    // The lookups miss the cache on a large vocabulary: start them early.
+    if (j + kPrefetchAhead < n) {
+      key_index_.prefetch(reply.changed_keys(j + kPrefetchAhead));
+    }
+    changes.Next(&change);
+    auto it = key_index_.find(reply.changed_keys(j));
+    // Only keys of this owner that this node holds; others are ignored.
+    if (it == key_index_.end() || key_owner_[it->second] != c->index) {
+      continue;
+    }
+    if (change.empty()) continue;
+    *quiet = false;
+    table_->EnqueueCorrection(it->second, change);
+  }
+}
+
+void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
   if (reply.ok()) {
-    for (int j = 0; j < reply->versions_size(); ++j) {
-      changed += reply->versions(j) != c->inflight->known_versions(j);
-    }
-    absl::Status valid =
-        BlockReader(reply->globals(), table_->dimension()).Validate(changed);
-    if (valid.ok() &&
-        (reply->pushed_keys_size() != reply->pushed_versions_size())) {
-      valid = absl::InvalidArgumentError("pushed keys and versions differ");
-    }
-    if (valid.ok()) {
-      valid = BlockReader(reply->pushed_globals(), table_->dimension())
-                  .Validate(reply->pushed_keys_size());
-    }
+    absl::Status valid = CheckReply(*c, *reply);
     if (!valid.ok()) {
       reply = absl::DataLossError(absl::StrCat(
           "bad reply from ", c->owner->name(), ": ", valid.message()));
@@ -401,49 +516,22 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
       counters_.bytes_received.fetch_add(
           reply->ByteSizeLong() + kFrameHeaderSize, std::memory_order_relaxed);
     }
-    SparseVector g, corr;
-    BlockReader globals(reply->globals(), table_->dimension());
-    for (size_t j = 0; j < c->inflight_keys.size(); ++j) {
-      const uint32_t i = c->inflight_keys[j];
-      const uint64_t version = reply->versions(static_cast<int>(j));
-      // Same version: the global is what x_old came from, and no δ was
-      // applied to it since (that would have moved the version).
-      if (version == c->inflight->known_versions(static_cast<int>(j))) {
-        continue;
-      }
-      version_[i] = version;
-      globals.Next(&g);
-      AddSparse(g, x_old_[i], -1, &corr);
-      if (!corr.empty()) {
-        quiet = false;
-        table_->EnqueueCorrection(i, corr);
-      }
-      x_old_[i].swap(g);
-    }
-    BlockReader pushed(reply->pushed_globals(), table_->dimension());
-    for (int j = 0; j < reply->pushed_keys_size(); ++j) {
-      pushed.Next(&g);
-      auto it = key_index_.find(reply->pushed_keys(j));
-      // Only keys of this owner that this node holds; others are ignored.
-      if (it == key_index_.end() || key_owner_[it->second] != c->index) {
-        continue;
-      }
-      const uint32_t i = it->second;
-      const uint64_t version = reply->pushed_versions(j);
-      if (version == version_[i]) continue;
-      version_[i] = version;
-      AddSparse(g, x_old_[i], -1, &corr);
-      if (!corr.empty()) {
-        quiet = false;
-        table_->EnqueueCorrection(i, corr);
-      }
-      x_old_[i].swap(g);
+    if (changes_) {
+      ApplyChanges(c, *reply, &quiet);
+    } else {
+      ApplyGlobals(c, *reply, &quiet);
     }
     // A new owner process (a restart) knows none of our keys: the next
-    // round visits them all, which tells it.
+    // round visits them all, which tells it. (Change mode cannot rebuild
+    // what it lost: see the header.)
     const bool same_owner =
         reply->owner_incarnation() == c->owner_incarnation ||
         c->inflight_all_keys;
+    if (changes_ && c->owner_incarnation != 0 &&
+        reply->owner_incarnation() != c->owner_incarnation) {
+      options_.log(absl::StrCat("owner ", c->owner->name(),
+                                " restarted: the changes it held are lost"));
+    }
     c->owner_incarnation = reply->owner_incarnation();
     c->tracked.store(reply->tracking() && same_owner,
                      std::memory_order_relaxed);

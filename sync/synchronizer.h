@@ -23,6 +23,18 @@
 // owner's reply brings the keys other nodes changed. FullPass still visits
 // every key (it is the drain's check); Flush is the incremental pass.
 //
+// Change mode, used when the table accumulates its own changes
+// (AbelianTable::TracksChanges): no x_old and no Read. A round takes each
+// dirty key's accumulated change δ from the table (TakeChange) and sends
+// it (DeltaBatch.changes_only); the owner answers with the changes this
+// node has not seen yet (the others' deltas, and the global before this
+// node's first delta of a key), which go to the table as corrections
+// as they are. Every node's value equals the global once all deltas are in
+// and all changes delivered, as in the x_old protocol, but a round costs
+// O(changes), not O(row length), both ways. FullPass is then the same as
+// Flush. An owner that restarts (new owner incarnation) has lost what it
+// held; change mode does not rebuild it (it is logged).
+//
 // Thread-safety: all public methods are thread-safe.
 #ifndef LATENTD_SYNC_SYNCHRONIZER_H_
 #define LATENTD_SYNC_SYNCHRONIZER_H_
@@ -156,14 +168,27 @@ class Synchronizer {
   void BuildFullBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
   void BuildBudgetedBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
   void BuildIncrementalBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
+  // Change mode: takes the changes of the channel's candidates.
+  void BuildChangeBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
   void AddKey(Channel* c, uint32_t i, const SparseVector& delta, uint64_t clock,
               DeltaBatch* batch);
   void OnReply(Channel* c, absl::StatusOr<DeltaReply> reply);
+  // Whether a reply to the channel's in-flight batch is well formed (an
+  // error saying what if not, which OnReply reports as kDataLoss); checked
+  // before anything is applied.
+  absl::Status CheckReply(const Channel& c, const DeltaReply& reply) const;
+  // Apply a checked reply's globals and pushes (x_old protocol) or its
+  // changes (change mode) to x_old and the table; *quiet becomes false if
+  // any correction was enqueued.
+  void ApplyGlobals(Channel* c, const DeltaReply& reply, bool* quiet);
+  void ApplyChanges(Channel* c, const DeltaReply& reply, bool* quiet);
 
   const SynchronizerOptions options_;
   AbelianTable* const table_;
+  const bool changes_;  // change mode (table_->TracksChanges())
   // Per key index; each touched only by its channel's round (one at a time,
-  // handed over through Channel::busy under mu_).
+  // handed over through Channel::busy under mu_). x_old_ is empty in
+  // change mode.
   std::vector<SparseVector> x_old_;
   std::vector<uint64_t> version_;  // of the global x_old last came from
   std::vector<uint64_t> last_sent_clock_;

@@ -14,7 +14,12 @@
 // On stderr, per m: the sampler threads' wall and on-CPU seconds, the
 // waits, rounds and keys sent per round. With more nodes than cores the
 // sync threads compete with the samplers for the same cores, so the
-// ratio there measures sync CPU against sampling CPU.
+// ratio there measures sync CPU against sampling CPU. cpu_ratio compares
+// process CPU seconds per token (all threads: samplers, sync, transport)
+// of both: unlike the throughput ratio it does not move with other load on
+// the machine, so it is the figure to compare across runs.
+#include <sys/resource.h>
+
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -34,7 +39,16 @@ namespace {
 struct Figures {
   double tokens_per_s = 0;
   double ll_per_token = 0;
+  double cpu_seconds_per_token = 0;
 };
+
+// CPU seconds of every thread of this process so far.
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
 
 absl::StatusOr<Figures> RunSingle(const ReaderOptions& corpus, TopicId k,
                                   int threads, int sweeps) {
@@ -56,6 +70,7 @@ absl::StatusOr<Figures> RunSingle(const ReaderOptions& corpus, TopicId k,
   LATENTD_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(o, std::move(store)));
   Figures f;
   double tokens = 0, seconds = 0;
+  const double cpu_start = ProcessCpuSeconds();
   for (int s = 0; s < sweeps; ++s) {
     LATENTD_ASSIGN_OR_RETURN(SweepReport r, trainer->Sweep());
     tokens += r.result.tokens;
@@ -63,6 +78,7 @@ absl::StatusOr<Figures> RunSingle(const ReaderOptions& corpus, TopicId k,
     if (r.evaluated) f.ll_per_token = r.log_likelihood_per_token;
   }
   f.tokens_per_s = tokens / seconds;
+  f.cpu_seconds_per_token = (ProcessCpuSeconds() - cpu_start) / tokens;
   return f;
 }
 
@@ -136,9 +152,9 @@ int Main(int argc, char** argv) {
       "rounds_per_sweep=%d flush=%d min_key_weight=%u\n",
       corpus.path.c_str(), topics, sweeps, consistency.c_str(), budget,
       round_ms, rounds_per_sweep, flush ? 1 : 0, min_key_weight);
-  std::printf("%5s %12s %12s %6s %10s %9s %9s %8s %8s %7s\n", "nodes",
-              "single_tok/s", "cluster_tok/s", "ratio", "bytes/tok", "round_ms",
-              "stale", "ll_1", "ll_m", "ll_diff");
+  std::printf("%5s %12s %12s %6s %9s %10s %9s %9s %8s %8s %7s\n", "nodes",
+              "single_tok/s", "cluster_tok/s", "ratio", "cpu_ratio",
+              "bytes/tok", "round_ms", "stale", "ll_1", "ll_m", "ll_diff");
   for (int m : nodes) {
     auto single = RunSingle(corpus, topics, m, sweeps);
     if (!single.ok()) {
@@ -163,7 +179,9 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", cluster.status().ToString().c_str());
       return 1;
     }
+    const double cpu_start = ProcessCpuSeconds();
     auto run = (*cluster)->RunSweeps(sweeps);
+    const double cpu_s_all = ProcessCpuSeconds() - cpu_start;
     if (!run.ok() || !(*cluster)->Drain().ok()) {
       std::fprintf(stderr, "cluster run failed\n");
       return 1;
@@ -192,17 +210,18 @@ int Main(int argc, char** argv) {
     std::fprintf(
         stderr,
         "  m=%d: wall %.2f s; node-seconds sampling %.2f (on CPU %.2f), "
-        "waiting %.2f; "
+        "waiting %.2f; process CPU %.2f s; "
         "%llu rounds, %.0f keys/round (%.0f with δ ≠ 0)\n",
-        m, run->seconds, pipe_s, cpu_s, wait_s,
+        m, run->seconds, pipe_s, cpu_s, wait_s, cpu_s_all,
         static_cast<unsigned long long>(rounds),
         rounds ? static_cast<double>(keys) / rounds : 0.0,
         rounds ? static_cast<double>(nonzero_keys) / rounds : 0.0);
     const double ll = (*cluster)->LogLikelihoodPerToken(*run);
     std::printf(
-        "%5d %12.0f %12.0f %6.3f %10.3f %9.2f %9.2f %8.4f %8.4f "
+        "%5d %12.0f %12.0f %6.3f %9.3f %10.3f %9.2f %9.2f %8.4f %8.4f "
         "%6.2f%%\n",
         m, single->tokens_per_s, tps, tps / single->tokens_per_s,
+        single->cpu_seconds_per_token * run->tokens_sampled / cpu_s_all,
         static_cast<double>(bytes) / run->tokens_sampled,
         rounds ? micros / 1000.0 / rounds : 0.0,
         st_n ? static_cast<double>(st_sum) / st_n : 0.0, single->ll_per_token,

@@ -6,7 +6,9 @@
 #   K=50, 20 sweeps, async, 1 round per sweep instead of 4 (less sync
 #                               CPU, staler counts)
 # Each line: aggregate tokens/s (single node, cluster), their ratio (goal
-# >= 0.9), sync bytes sent + received per sampled token, mean round time,
+# >= 0.9), cpu_ratio (process CPU seconds per token, single over cluster:
+# the figure to compare across runs on a machine shared with other work),
+# sync bytes sent + received per sampled token, mean round time,
 # mean staleness (sweeps), log-likelihood per token of both and their
 # difference (goal <= 2%). Nodes run in one process on 127.0.0.1 with a
 # private redis-server; a machine with fewer cores than nodes is

@@ -134,6 +134,67 @@ TEST(OwnerShard, PushesOthersChangesToHolders) {
   EXPECT_EQ(r.pushed_keys(0), 7u);
 }
 
+DeltaBatch ChangeBatch(const std::string& node, uint64_t seq,
+                       std::vector<std::pair<Key, SparseVector>> deltas) {
+  DeltaBatch b = Batch(node, seq, std::move(deltas));
+  b.set_changes_only(true);
+  return b;
+}
+
+// The changes of a change-mode reply, by key.
+std::map<Key, SparseVector> Changes(const DeltaReply& r) {
+  std::map<Key, SparseVector> out;
+  BlockReader reader(r.changes(), 4);
+  EXPECT_TRUE(reader.Validate(r.changed_keys_size()).ok());
+  for (int i = 0; i < r.changed_keys_size(); ++i) {
+    reader.Next(&out[r.changed_keys(i)]);
+  }
+  return out;
+}
+
+// Change mode: a sender hears the global before its first delta of a key,
+// then only the others' deltas; a resent batch hears them again (with
+// what came since), the next sequence confirms them.
+TEST(OwnerShard, ChangeModeSendsWhatTheSenderHasNotSeen) {
+  OwnerShard shard(4);
+  DeltaReply r;
+  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 1, {{7, {{1, 5}}}}), &r).ok());
+  EXPECT_TRUE(r.tracking());
+  EXPECT_EQ(r.changed_keys_size(), 0);  // nothing before a
+  EXPECT_EQ(r.versions_size(), 0);      // no globals in change mode
+  ASSERT_TRUE(
+      shard
+          .Apply(ChangeBatch("b", 1, {{7, {{1, 2}, {3, 1}}}, {9, {{0, 1}}}}),
+                 &r)
+          .ok());
+  EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{1, 5}}}}));
+  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 2, {}), &r).ok());
+  // b's delta to 7; not 9, which a does not hold.
+  EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{1, 2}, {3, 1}}}}));
+  ASSERT_TRUE(shard.Apply(ChangeBatch("b", 2, {{7, {{3, -1}}}}), &r).ok());
+  EXPECT_TRUE(Changes(r).empty());  // b's own delta does not come back
+  // a's batch 2 again (its reply was lost): the lost change merged with
+  // b's newer one; topic 3 cancels out.
+  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 2, {}), &r).ok());
+  EXPECT_TRUE(r.duplicate());
+  EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{1, 2}}}}));
+  // The next sequence confirms it; a's own delta is applied, not echoed.
+  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 3, {{7, {{0, 4}}}}), &r).ok());
+  EXPECT_TRUE(Changes(r).empty());
+  EXPECT_EQ(shard.Global(7), (SparseVector{{0, 4}, {1, 7}}));
+  // What a holds: 5 + 4 (its own) + 2 (heard) = the global. b hears a's.
+  ASSERT_TRUE(shard.Apply(ChangeBatch("b", 3, {}), &r).ok());
+  EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{0, 4}}}}));
+  // A sender does not switch modes within an incarnation.
+  EXPECT_EQ(shard.Apply(Batch("a", 4, {{7, {{1, 1}}}}), &r).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(shard.Global(7), (SparseVector{{0, 4}, {1, 7}}));
+  // A global-mode sender's delta reaches change-mode holders as a change.
+  ASSERT_TRUE(shard.Apply(Batch("c", 1, {{7, {{2, 3}}}}), &r).ok());
+  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 4, {}), &r).ok());
+  EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{2, 3}}}}));
+}
+
 // A dense in-memory table; corrections apply immediately (the writer is
 // the caller of EnqueueCorrection here, under the same lock as Update).
 class FakeTable : public AbelianTable {
@@ -159,6 +220,7 @@ class FakeTable : public AbelianTable {
   void Update(size_t i, uint32_t t, int64_t by) {
     absl::MutexLock l(&mu_);
     v_[i][t] += by;
+    change_[i][t] += by;
     if (!dirty_[i]) list_.push_back(static_cast<uint32_t>(i));
     dirty_[i] = true;
     weight_[i] += static_cast<uint32_t>(std::abs(by)) + 1;
@@ -198,6 +260,28 @@ class FakeTable : public AbelianTable {
       list_.push_back(static_cast<uint32_t>(i));
     }
   }
+  // Also accumulates its own changes (change mode), starting from the
+  // current values.
+  void TrackChanges() {
+    ListDirty();
+    absl::MutexLock l(&mu_);
+    track_changes_ = true;
+    change_ = v_;
+  }
+  bool TracksChanges() const override {
+    absl::MutexLock l(&mu_);
+    return track_changes_;
+  }
+  void TakeChange(size_t i, SparseVector* out) override {
+    absl::MutexLock l(&mu_);
+    out->clear();
+    for (uint32_t t = 0; t < k_; ++t) {
+      if (change_[i][t] != 0) out->push_back({t, change_[i][t]});
+      change_[i][t] = 0;
+    }
+    dirty_[i] = false;
+    weight_[i] = 0;
+  }
   SparseVector Value(size_t i) const {
     SparseVector v;
     Read(i, &v);
@@ -212,8 +296,35 @@ class FakeTable : public AbelianTable {
   std::vector<bool> dirty_ = std::vector<bool>(v_.size(), false);
   std::vector<uint32_t> list_;
   std::vector<uint32_t> weight_ = std::vector<uint32_t>(v_.size(), 0);
+  std::vector<std::vector<int64_t>> change_ = v_;
   bool track_dirty_ = false;
   bool list_dirty_ = false;
+  bool track_changes_ = false;
+};
+
+// Loses the reply of every `every`-th batch after applying it (as a
+// timeout would), so the synchronizer resends it.
+class LossyChannel final : public OwnerChannel {
+ public:
+  LossyChannel(OwnerShard* shard, int every)
+      : inner_(MakeLocalChannel(shard)), every_(every) {}
+  void Send(const DeltaBatch& batch, DoneFn done) override {
+    const bool lose = ++calls_ % every_ == 0;
+    inner_->Send(batch, [lose, done](absl::StatusOr<DeltaReply> r) {
+      if (lose) {
+        done(absl::DeadlineExceededError("reply lost"));
+      } else {
+        done(std::move(r));
+      }
+    });
+  }
+  bool remote() const override { return false; }
+  std::string name() const override { return "lossy"; }
+
+ private:
+  std::unique_ptr<OwnerChannel> inner_;
+  const int every_;
+  std::atomic<int> calls_{0};
 };
 
 // Two nodes, each owning half the keys through local channels, change
@@ -328,6 +439,76 @@ TEST(Synchronizer, IncrementalRoundsAreExact) {
     for (auto& t : tables) EXPECT_EQ(t->Value(i), want) << "key " << keys[i];
   }
   for (auto& s : syncs) EXPECT_TRUE(s->FullPass().quiet);
+  for (auto& s : syncs) s->Stop();
+}
+
+// Change mode on three nodes (one budgeted, one leaving keys of little
+// change to later rounds), with every 7th reply of one owner lost: Flush
+// passes make every node exact, and every node's table equals the owners'
+// globals, which equal the sum of every node's changes and initial values.
+TEST(Synchronizer, ChangeModeIsExactWithLostReplies) {
+  const std::vector<Key> keys = {11, 22, 33, 44, 55, 66, 77};
+  constexpr uint32_t kK = 5;
+  OwnerShard shard0(kK), shard1(kK);
+  std::vector<std::unique_ptr<FakeTable>> tables;
+  std::vector<std::unique_ptr<Synchronizer>> syncs;
+  const std::vector<uint32_t> owner = {0, 1, 0, 1, 0, 1, 1};
+  std::vector<std::vector<int64_t>> truth(keys.size(),
+                                          std::vector<int64_t>(kK, 0));
+  for (int n = 0; n < 3; ++n) {
+    tables.push_back(std::make_unique<FakeTable>(keys, kK));
+    // Initial values, known only to this node.
+    for (size_t i = 0; i < keys.size(); ++i) {
+      tables.back()->Update(i, (i + n) % kK, n + 1);
+      truth[i][(i + n) % kK] += n + 1;
+    }
+    tables.back()->TrackChanges();
+    ASSERT_TRUE(tables.back()->TracksChanges());
+    std::vector<std::unique_ptr<OwnerChannel>> ch;
+    ch.push_back(std::make_unique<LossyChannel>(&shard0, 7));
+    ch.push_back(MakeLocalChannel(&shard1));
+    SynchronizerOptions o;
+    o.node_id = absl::StrCat("n", n);
+    o.round_interval = absl::Milliseconds(1);
+    o.retry_interval = absl::Milliseconds(1);
+    o.round_byte_budget = n == 2 ? 40 : 0;
+    o.min_key_weight = n == 1 ? 12 : 0;
+    syncs.push_back(std::make_unique<Synchronizer>(o, tables.back().get(),
+                                                   owner, std::move(ch)));
+    syncs.back()->Start();
+  }
+  std::mt19937 rng(9);
+  for (int step = 0; step < 6000; ++step) {
+    const size_t n = rng() % 3;
+    const size_t i = rng() % keys.size();
+    const uint32_t t = rng() % kK;
+    const int64_t by = static_cast<int64_t>(rng() % 5) - 2;
+    tables[n]->Update(i, t, by);
+    truth[i][t] += by;
+    if (step % 50 == 0) syncs[rng() % 3]->Kick(/*complete=*/step % 150 == 0);
+    if (step % 500 == 0) syncs[rng() % 3]->Flush();
+    if (step % 200 == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  // Every node pushes, then every node pulls, until a round in which all
+  // are quiet (a lost reply ends a pass early).
+  bool quiet = false;
+  for (int round = 0; round < 20 && !quiet; ++round) {
+    quiet = true;
+    for (auto& s : syncs) quiet = s->Flush().quiet && quiet;
+  }
+  ASSERT_TRUE(quiet);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    SparseVector want;
+    for (uint32_t t = 0; t < kK; ++t) {
+      if (truth[i][t] != 0) want.push_back({t, truth[i][t]});
+    }
+    const OwnerShard& o = owner[i] == 0 ? shard0 : shard1;
+    EXPECT_EQ(o.Global(keys[i]), want) << "key " << keys[i];
+    for (auto& t : tables) EXPECT_EQ(t->Value(i), want) << "key " << keys[i];
+  }
+  EXPECT_GT(shard0.stats().batches_duplicate, 0u);  // resends happened
   for (auto& s : syncs) s->Stop();
 }
 

@@ -1,0 +1,108 @@
+// SyncedTopicTable's change accounting (change mode, sync/synchronizer.h):
+// the writer's logged deltas come back per key, folded, exactly once,
+// starting from the table's initial counts.
+#include "sampler/synced_table.h"
+
+#include <algorithm>
+#include <map>
+
+#include "gtest/gtest.h"
+
+namespace latentd {
+namespace {
+
+constexpr TopicId kK = 8;
+
+// Everything listed now, taken, by key index.
+std::map<uint32_t, sync::SparseVector> TakeAll(SyncedTopicTable* t) {
+  std::vector<uint32_t> listed;
+  EXPECT_TRUE(t->TakeDirtyList(&listed));
+  std::map<uint32_t, sync::SparseVector> out;
+  for (uint32_t i : listed) {
+    sync::SparseVector c;
+    t->TakeChange(i, &c);
+    if (!c.empty()) out[i] = c;
+  }
+  return out;
+}
+
+TEST(SyncedTopicTable, ChangesStartFromTheInitialCounts) {
+  TopicTable table(3, kK);
+  const std::vector<WordTopicDelta> init = {{0, 1, 2}, {0, 5, 1}, {2, 7, 4}};
+  ASSERT_TRUE(table.Apply(init).ok());
+  SyncedTopicTable t(&table, {100, 101, 102});
+  EXPECT_TRUE(t.TracksChanges());
+  const uint32_t totals = 3;
+  auto first = TakeAll(&t);
+  EXPECT_EQ(first, (std::map<uint32_t, sync::SparseVector>{
+                       {0, {{1, 2}, {5, 1}}},
+                       {2, {{7, 4}}},
+                       {totals, {{1, 2}, {5, 1}, {7, 4}}}}));
+  // Taken once: nothing more until the writer logs again.
+  EXPECT_TRUE(TakeAll(&t).empty());
+}
+
+TEST(SyncedTopicTable, FoldsLoggedDeltasAndKeepsWhatIsNotTaken) {
+  TopicTable table(4, kK);
+  SyncedTopicTable t(&table, {100, 101, 102, 103});
+  const uint32_t totals = 4;
+  EXPECT_TRUE(TakeAll(&t).empty());  // an empty table has no change
+  // Two batches; the second out of order, with a repeated (word, topic)
+  // and a delta that cancels one of the first batch.
+  t.MarkApplied(std::vector<WordTopicDelta>{{1, 2, 3}, {1, 6, 1}, {3, 0, 2}});
+  t.MarkApplied(std::vector<WordTopicDelta>{{3, 0, -2}, {1, 6, 2}, {1, 2, 1}});
+  std::vector<uint32_t> listed;
+  ASSERT_TRUE(t.TakeDirtyList(&listed));
+  std::sort(listed.begin(), listed.end());
+  EXPECT_EQ(listed, (std::vector<uint32_t>{1, totals}));  // word 3 netted 0
+  EXPECT_EQ(t.DirtyWeight(1), 7u);
+  // Word 1 is left for later; more comes for it and for word 0.
+  t.MarkApplied(std::vector<WordTopicDelta>{{0, 4, 5}, {1, 2, -4}});
+  listed.clear();
+  ASSERT_TRUE(t.TakeDirtyList(&listed));
+  // Gross: 7 kept plus |-4|, though topic 2 now nets to 0.
+  EXPECT_EQ(t.DirtyWeight(1), 11u);
+  EXPECT_EQ(t.DirtyWeight(0), 5u);
+  auto got = TakeAll(&t);
+  EXPECT_EQ(got,
+            (std::map<uint32_t, sync::SparseVector>{
+                {0, {{4, 5}}}, {1, {{6, 3}}}, {totals, {{4, 5}, {6, 3}}}}));
+  EXPECT_EQ(t.DirtyWeight(1), 0u);
+}
+
+// Corrections queue per key, net per (word, topic), show in Read at once
+// and reach the table (rows and n_k) with ApplyPending; one that would
+// make a count negative is refused and stays queued.
+TEST(SyncedTopicTable, QueuedCorrectionsNetAndApply) {
+  TopicTable table(2, kK);
+  ASSERT_TRUE(table.Apply(std::vector<WordTopicDelta>{{0, 1, 2}}).ok());
+  SyncedTopicTable t(&table, {100, 101});
+  const uint32_t totals = 2;
+  t.EnqueueCorrection(0, {{1, 3}, {4, 1}});
+  t.EnqueueCorrection(0, {{4, -1}, {6, 2}});
+  t.EnqueueCorrection(totals, {{1, 3}, {6, 2}});
+  sync::SparseVector x;
+  t.Read(0, &x);
+  EXPECT_EQ(x, (sync::SparseVector{{1, 5}, {6, 2}}));
+  t.Read(totals, &x);
+  EXPECT_EQ(x, (sync::SparseVector{{1, 5}, {6, 2}}));
+  EXPECT_EQ(t.pending_rows(), 1u);
+  ASSERT_TRUE(t.ApplyPending().ok());
+  EXPECT_EQ(t.pending_rows(), 0u);
+  EXPECT_EQ(table.Get(0, 1), 5);
+  EXPECT_EQ(table.Get(0, 4), 0);
+  EXPECT_EQ(table.Get(0, 6), 2);
+  EXPECT_EQ(table.TopicTotal(1), 5);
+  EXPECT_EQ(table.TopicTotal(6), 2);
+  // Corrections are not the writer's own changes: not listed as such.
+  auto changes = TakeAll(&t);
+  EXPECT_EQ(changes, (std::map<uint32_t, sync::SparseVector>{
+                         {0, {{1, 2}}}, {totals, {{1, 2}}}}));
+  t.EnqueueCorrection(1, {{3, -1}});
+  EXPECT_EQ(t.ApplyPending().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(t.pending_rows(), 1u);
+  EXPECT_EQ(table.Get(1, 3), 0);
+}
+
+}  // namespace
+}  // namespace latentd
