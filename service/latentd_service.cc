@@ -45,7 +45,7 @@ namespace {
 
 int InferSlots(int configured) {
   if (configured > 0) return configured;
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return 2 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 // (InferDocument's fold-in), in arrival order. Without it, every HTTP or RPC
 // thread folds in at the same time: on a small machine the documents then
 // time-share the cores and thrash their caches, and every request of a
-// burst finishes late. With it, the work runs `slots` at a time (one per
-// core by default) and the others wait their turn, first come first served.
+// burst finishes late. With it, the work runs `slots` at a time (two per
+// core by default, LatentdService) and the others wait their turn, first
+// come first served.
 //
 // Thread-safety: thread-safe.
 #ifndef LATENTD_SERVICE_INTERNAL_CPU_GATE_H_
