@@ -22,6 +22,11 @@ std::optional<Method> MethodFromName(std::string_view name) {
   return std::nullopt;
 }
 
+bool MayBlock(Method method) {
+  return method == Method::kIngest || method == Method::kCheckpoint ||
+         method == Method::kGetUserProfile;
+}
+
 std::optional<Method> MethodFromType(uint32_t type) {
   if (type < 1 || type > kNumMethods) return std::nullopt;
   return static_cast<Method>(type);

@@ -38,6 +38,11 @@ inline constexpr uint32_t kNumMethods = 8;
 std::optional<Method> MethodFromName(std::string_view name);
 std::optional<Method> MethodFromType(uint32_t type);
 std::string_view MethodName(Method method);
+// Whether a call may block on I/O: Ingest (the ingest log's fsync, a
+// forward in cluster mode), Checkpoint (waits for the sweep, writes),
+// GetUserProfile (forwarded to the user's owner in cluster mode). The
+// others only compute.
+bool MayBlock(Method method);
 
 class ApiDispatcher {
  public:

@@ -197,15 +197,18 @@ void AddServingSettings(const AddFn& add) {
       Int<int>("http-threads", 1, 1024,
                [](DaemonConfig* c) { return &c->http.threads; }));
   add("rpc-threads", "8", "0..1024",
-      "Threads running TCP calls (0: run them on the I/O threads)",
+      "Threads running TCP calls that may block (Ingest, Checkpoint, "
+      "GetUserProfile); the others run on the I/O threads (0: all do)",
       Int<int>("rpc-threads", 0, 1024,
                [](DaemonConfig* c) { return &c->rpc.worker_threads; }));
-  add("rpc-io-threads", "1", "1..256", "TCP event-loop (I/O) threads",
-      Int<int>("rpc-io-threads", 1, 256,
+  add("rpc-io-threads", "0", "0..256",
+      "TCP event-loop threads, which also run the calls that only compute "
+      "(0: one per core)",
+      Int<int>("rpc-io-threads", 0, 256,
                [](DaemonConfig* c) { return &c->rpc.io_threads; }));
   add("infer-slots", "0", "0..1024",
       "InferDocument calls computing at once, the rest queue in arrival "
-      "order (0: one per core)",
+      "order (0: two per core)",
       Int<int>("infer-slots", 0, 1024,
                [](DaemonConfig* c) { return &c->service.infer_slots; }));
   add("max-body-bytes", "4194304", "1024..1073741824",

@@ -1,5 +1,9 @@
 #include "service/rpc_server.h"
 
+#include <algorithm>
+#include <optional>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 
 namespace latentd::service {
@@ -9,7 +13,11 @@ RpcServer::RpcServer(const RpcOptions& options, LatentdService* service,
     : dispatcher_(service, metrics, "tcp"),
       queue_depth_(metrics->AddGauge("latentd_rpc_queue_depth",
                                      "TCP calls waiting for a worker thread")),
-      loop_(std::make_unique<sync::EventLoop>(std::max(1, options.io_threads))),
+      loop_(std::make_unique<sync::EventLoop>(
+          options.io_threads > 0
+              ? options.io_threads
+              : std::max(
+                    1, static_cast<int>(std::thread::hardware_concurrency())))),
       workers_(
           options.worker_threads > 0
               ? std::make_unique<internal::WorkQueue>(options.worker_threads)
@@ -39,7 +47,8 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(
           r.Reply(
               self->dispatcher_.Call(*m, request.payload, Encoding::kProto));
         };
-        if (self->workers_ == nullptr) {
+        const std::optional<Method> m = MethodFromType(request.type);
+        if (self->workers_ == nullptr || !m.has_value() || !MayBlock(*m)) {
           run(request, std::move(r));
         } else {
           self->workers_->Post(
