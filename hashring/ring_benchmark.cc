@@ -25,6 +25,7 @@
 #include "hashring/rendezvous.h"
 #include "hashring/ring.h"
 #include "hashring/ring_config.h"
+#include "ops/bench/collecting_reporter.h"
 
 namespace latentd::hashring {
 namespace {
@@ -95,23 +96,6 @@ void BM_Replicas(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-// Console output as usual, plus each run's nanoseconds per lookup by name.
-class CollectingReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Iteration && !run.error_occurred) {
-        ns_[run.benchmark_name()] = run.GetAdjustedRealTime();
-      }
-    }
-  }
-  const std::map<std::string, double>& ns() const { return ns_; }
-
- private:
-  std::map<std::string, double> ns_;
-};
-
 void RegisterAll() {
   for (int m : kMemberCounts) {
     for (auto* b :
@@ -149,9 +133,9 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   latentd::hashring::RegisterAll();
-  latentd::hashring::CollectingReporter reporter;
+  latentd::bench::CollectingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  latentd::hashring::PrintComparison(reporter.ns());
+  latentd::hashring::PrintComparison(reporter.times());
   benchmark::Shutdown();
   return 0;
 }

@@ -22,6 +22,7 @@
 #include "corpora/corpus_builder.h"
 #include "corpora/document_reader.h"
 #include "corpora/random.h"
+#include "ops/bench/collecting_reporter.h"
 #include "sampler/fold_in.h"
 #include "sampler/trainer.h"
 
@@ -162,22 +163,6 @@ void BM_DenseFoldIn(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
-class CollectingReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Iteration && !run.error_occurred) {
-        us_[run.benchmark_name()] = run.GetAdjustedRealTime();  // in us
-      }
-    }
-  }
-  const std::map<std::string, double>& us() const { return us_; }
-
- private:
-  std::map<std::string, double> us_;
-};
-
 }  // namespace
 }  // namespace latentd
 
@@ -192,14 +177,14 @@ int main(int argc, char** argv) {
         ->Arg(k)
         ->Unit(benchmark::kMicrosecond);
   }
-  latentd::CollectingReporter reporter;
+  latentd::bench::CollectingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   std::printf("\n%-6s %14s %14s %12s\n", "K", "sparse docs/s", "dense docs/s",
               "sparse/dense");
   for (latentd::TopicId k : latentd::kTopicCounts) {
-    auto s = reporter.us().find(absl::StrCat("BM_SparseFoldIn/", k));
-    auto d = reporter.us().find(absl::StrCat("BM_DenseFoldIn/", k));
-    if (s == reporter.us().end() || d == reporter.us().end()) continue;
+    auto s = reporter.times().find(absl::StrCat("BM_SparseFoldIn/", k));
+    auto d = reporter.times().find(absl::StrCat("BM_DenseFoldIn/", k));
+    if (s == reporter.times().end() || d == reporter.times().end()) continue;
     std::printf("%-6u %14.0f %14.0f %11.1fx\n", k, 1e6 / s->second,
                 1e6 / d->second, d->second / s->second);
   }

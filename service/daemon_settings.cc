@@ -23,16 +23,32 @@ absl::Status Bad(std::string_view name, std::string_view value,
                                                  "' is not ", ToAbsl(want)));
 }
 
+absl::StatusOr<int64_t> IntIn(std::string_view name, std::string_view v,
+                              int64_t lo, int64_t hi) {
+  int64_t x;
+  if (!absl::SimpleAtoi(ToAbsl(v), &x) || x < lo || x > hi) {
+    return Bad(name, v, absl::StrCat("an integer in ", lo, "..", hi));
+  }
+  return x;
+}
+
 template <typename T>
 Apply Int(std::string name, int64_t lo, int64_t hi,
           std::function<T*(DaemonConfig*)> field) {
   return [=](std::string_view v, DaemonConfig* c) -> absl::Status {
-    int64_t x;
-    if (!absl::SimpleAtoi(ToAbsl(v), &x) || x < lo || x > hi) {
-      return Bad(name, v, absl::StrCat("an integer in ", lo, "..", hi));
-    }
-    *field(c) = static_cast<T>(x);
-    return absl::OkStatus();
+    absl::StatusOr<int64_t> x = IntIn(name, v, lo, hi);
+    if (x.ok()) *field(c) = static_cast<T>(*x);
+    return x.status();
+  };
+}
+
+// Whole seconds in lo..hi, stored as a duration.
+Apply Seconds(std::string name, int64_t lo, int64_t hi,
+              std::function<absl::Duration*(DaemonConfig*)> field) {
+  return [=](std::string_view v, DaemonConfig* c) -> absl::Status {
+    absl::StatusOr<int64_t> x = IntIn(name, v, lo, hi);
+    if (x.ok()) *field(c) = absl::Seconds(*x);
+    return x.status();
   };
 }
 
@@ -275,14 +291,8 @@ void AddClusterSettings(const AddFn& add) {
       });
   add("join-timeout", "60", "1..86400",
       "Seconds to wait for every member to join and push its counts",
-      [](std::string_view v, DaemonConfig* c) -> absl::Status {
-        int64_t x;
-        if (!absl::SimpleAtoi(ToAbsl(v), &x) || x < 1 || x > 86400) {
-          return Bad("join-timeout", v, "an integer in 1..86400");
-        }
-        c->cluster.join_timeout = absl::Seconds(x);
-        return absl::OkStatus();
-      });
+      Seconds("join-timeout", 1, 86400,
+              [](DaemonConfig* c) { return &c->cluster.join_timeout; }));
 }
 
 std::vector<SettingSpec> MakeTable() {

@@ -383,6 +383,51 @@ TEST(Synchronizer, ExactAtQuiescence) {
   EXPECT_GT(s1->counters().rounds.load(), 10u);
 }
 
+// 6000 random updates of random keys on random nodes (tables[n]), with
+// kicks, complete kicks and flushes of random nodes in between; *truth
+// (key index × topic) gets every update.
+void RandomUpdates(uint32_t seed,
+                   const std::vector<std::unique_ptr<FakeTable>>& tables,
+                   const std::vector<std::unique_ptr<Synchronizer>>& syncs,
+                   std::vector<std::vector<int64_t>>* truth) {
+  std::mt19937 rng(seed);
+  const size_t nodes = tables.size();
+  const size_t num_keys = truth->size();
+  const uint32_t dim = static_cast<uint32_t>((*truth)[0].size());
+  for (int step = 0; step < 6000; ++step) {
+    const size_t n = rng() % nodes;
+    const size_t i = rng() % num_keys;
+    const uint32_t t = rng() % dim;
+    const int64_t by = static_cast<int64_t>(rng() % 5) - 2;
+    tables[n]->Update(i, t, by);
+    (*truth)[i][t] += by;
+    if (step % 50 == 0) {
+      syncs[rng() % nodes]->Kick(/*complete=*/step % 150 == 0);
+    }
+    if (step % 500 == 0) syncs[rng() % nodes]->Flush();
+    if (step % 200 == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+}
+
+// Every key's global at its owner (shards[owner[i]]) and its value in
+// every table equal the truth.
+void ExpectExact(const std::vector<Key>& keys,
+                 const std::vector<uint32_t>& owner,
+                 const std::vector<const OwnerShard*>& shards,
+                 const std::vector<std::unique_ptr<FakeTable>>& tables,
+                 const std::vector<std::vector<int64_t>>& truth) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    SparseVector want;
+    for (uint32_t t = 0; t < truth[i].size(); ++t) {
+      if (truth[i][t] != 0) want.push_back({t, truth[i][t]});
+    }
+    EXPECT_EQ(shards[owner[i]]->Global(keys[i]), want) << "key " << keys[i];
+    for (auto& t : tables) EXPECT_EQ(t->Value(i), want) << "key " << keys[i];
+  }
+}
+
 // Incremental rounds (listed dirty keys, owner pushes) on three nodes, one
 // of them budgeted, one leaving keys of little change to later rounds:
 // Flush passes alone make every node exact, and a full pass then finds
@@ -412,32 +457,11 @@ TEST(Synchronizer, IncrementalRoundsAreExact) {
   for (auto& s : syncs) s->FullPass();  // every node tells every owner
   std::vector<std::vector<int64_t>> truth(keys.size(),
                                           std::vector<int64_t>(kK, 0));
-  std::mt19937 rng(5);
-  for (int step = 0; step < 6000; ++step) {
-    const size_t n = rng() % 3;
-    const size_t i = rng() % keys.size();
-    const uint32_t t = rng() % kK;
-    const int64_t by = static_cast<int64_t>(rng() % 5) - 2;
-    tables[n]->Update(i, t, by);
-    truth[i][t] += by;
-    if (step % 50 == 0) syncs[rng() % 3]->Kick(/*complete=*/step % 150 == 0);
-    if (step % 500 == 0) syncs[rng() % 3]->Flush();
-    if (step % 200 == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
+  RandomUpdates(5, tables, syncs, &truth);
   // Every node pushes, then every node pulls.
   for (auto& s : syncs) s->Flush();
   for (auto& s : syncs) s->Flush();
-  for (size_t i = 0; i < keys.size(); ++i) {
-    SparseVector want;
-    for (uint32_t t = 0; t < kK; ++t) {
-      if (truth[i][t] != 0) want.push_back({t, truth[i][t]});
-    }
-    const OwnerShard& o = owner[i] == 0 ? shard0 : shard1;
-    EXPECT_EQ(o.Global(keys[i]), want) << "key " << keys[i];
-    for (auto& t : tables) EXPECT_EQ(t->Value(i), want) << "key " << keys[i];
-  }
+  ExpectExact(keys, owner, {&shard0, &shard1}, tables, truth);
   for (auto& s : syncs) EXPECT_TRUE(s->FullPass().quiet);
   for (auto& s : syncs) s->Stop();
 }
@@ -477,20 +501,7 @@ TEST(Synchronizer, ChangeModeIsExactWithLostReplies) {
                                                    owner, std::move(ch)));
     syncs.back()->Start();
   }
-  std::mt19937 rng(9);
-  for (int step = 0; step < 6000; ++step) {
-    const size_t n = rng() % 3;
-    const size_t i = rng() % keys.size();
-    const uint32_t t = rng() % kK;
-    const int64_t by = static_cast<int64_t>(rng() % 5) - 2;
-    tables[n]->Update(i, t, by);
-    truth[i][t] += by;
-    if (step % 50 == 0) syncs[rng() % 3]->Kick(/*complete=*/step % 150 == 0);
-    if (step % 500 == 0) syncs[rng() % 3]->Flush();
-    if (step % 200 == 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
+  RandomUpdates(9, tables, syncs, &truth);
   // Every node pushes, then every node pulls, until a round in which all
   // are quiet (a lost reply ends a pass early).
   bool quiet = false;
@@ -499,15 +510,7 @@ TEST(Synchronizer, ChangeModeIsExactWithLostReplies) {
     for (auto& s : syncs) quiet = s->Flush().quiet && quiet;
   }
   ASSERT_TRUE(quiet);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    SparseVector want;
-    for (uint32_t t = 0; t < kK; ++t) {
-      if (truth[i][t] != 0) want.push_back({t, truth[i][t]});
-    }
-    const OwnerShard& o = owner[i] == 0 ? shard0 : shard1;
-    EXPECT_EQ(o.Global(keys[i]), want) << "key " << keys[i];
-    for (auto& t : tables) EXPECT_EQ(t->Value(i), want) << "key " << keys[i];
-  }
+  ExpectExact(keys, owner, {&shard0, &shard1}, tables, truth);
   EXPECT_GT(shard0.stats().batches_duplicate, 0u);  // resends happened
   for (auto& s : syncs) s->Stop();
 }

@@ -1,0 +1,37 @@
+// CollectingReporter: Google Benchmark's console output as usual, plus each
+// run's adjusted real time (in the benchmark's own unit) by name, so that a
+// micro-benchmark can print its workloads against their baseline after the
+// table. Header-only; for benchmark programs.
+//
+// Thread-safety: used by the benchmark runner's thread only.
+#ifndef LATENTD_OPS_BENCH_COLLECTING_REPORTER_H_
+#define LATENTD_OPS_BENCH_COLLECTING_REPORTER_H_
+
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace latentd::bench {
+
+class CollectingReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& run : runs) {
+      if (run.run_type == Run::RT_Iteration && !run.error_occurred) {
+        times_[run.benchmark_name()] = run.GetAdjustedRealTime();
+      }
+    }
+  }
+  // Run name ("BM_X/arg") -> real time per iteration, in the run's unit.
+  const std::map<std::string, double>& times() const { return times_; }
+
+ private:
+  std::map<std::string, double> times_;
+};
+
+}  // namespace latentd::bench
+
+#endif  // LATENTD_OPS_BENCH_COLLECTING_REPORTER_H_
