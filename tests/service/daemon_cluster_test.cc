@@ -5,6 +5,7 @@
 // ring, whichever node they reach. Every process runs on 127.0.0.1 and is
 // stopped at the end.
 #include <google/protobuf/util/message_differencer.h>
+#include <signal.h>
 
 #include <cstdint>
 #include <memory>
@@ -167,8 +168,39 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
   EXPECT_EQ(ca->Call(Method::kGetUserProfile, unknown, &none).code(),
             absl::StatusCode::kNotFound);
 
+  // B is killed: A reports it unavailable, says so to a query about a
+  // user B owns, goes on answering the rest, and still stops cleanly.
+  std::string b_user;  // one B holds (asked locally, without forwarding)
+  for (int u = 0; u < kUsers && b_user.empty(); ++u) {
+    api::GetUserProfileRequest req;
+    req.set_user(absl::StrCat("user", u));
+    req.set_local(true);
+    api::GetUserProfileResponse p;
+    if (cb->Call(Method::kGetUserProfile, req, &p).ok()) b_user = req.user();
+  }
+  ASSERT_FALSE(b_user.empty());
+  ASSERT_EQ(b->Stop(SIGKILL, 10), SIGKILL) << b->Log();
+  auto down = WaitStatus(
+      ca.get(),
+      [](const api::StatusResponse& s) {
+        return s.unavailable_peers_size() == 1;
+      },
+      30);
+  ASSERT_TRUE(down.ok()) << down.status() << a->Log();
+  EXPECT_EQ(down->unavailable_peers(0), b->tcp());
+  {
+    api::GetUserProfileRequest req;
+    req.set_user(b_user);
+    api::GetUserProfileResponse p;
+    absl::Status s = ca->Call(Method::kGetUserProfile, req, &p);
+    EXPECT_TRUE(absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) << s;
+    EXPECT_NE(s.message().find(b->tcp()), std::string::npos) << s;
+  }
+  api::InferDocumentRequest infer;
+  infer.set_text(kEvents[0]);
+  api::InferDocumentResponse mixture;
+  EXPECT_TRUE(ca->Call(Method::kInferDocument, infer, &mixture).ok());
   EXPECT_EQ(a->Stop(), 0) << a->Log();
-  EXPECT_EQ(b->Stop(), 0) << b->Log();
 }
 
 }  // namespace
