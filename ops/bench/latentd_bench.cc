@@ -6,10 +6,11 @@
 // concurrency level (--concurrency, comma separated), that many client
 // threads, each with its own connection, send InferDocument back to back
 // for --seconds ("tcp-async": one client thread keeps that many requests in
-// flight on one pipelined connection instead, see MeasureAsync). Prints per run: requests/s, p50, p90, p99 and max latency,
-// and the ratio of each run's requests/s to concurrency 1 of the same
-// protocol (the baseline measured in the same run). The daemon keeps
-// training meanwhile (start it without --max-sweeps).
+// flight on one pipelined connection instead, see MeasureAsync). Prints per
+// run: requests/s, p50, p90, p99 and max latency, and the ratio of each run's
+// requests/s to concurrency 1 of the same protocol (the baseline measured in
+// the same run). The daemon keeps training meanwhile (start it without
+// --max-sweeps).
 //
 // Usage: latentd_bench --http HOST:PORT --tcp HOST:PORT [--seconds 5]
 //        [--concurrency 1,8,32] [--tokens 200]
@@ -148,23 +149,24 @@ Run MeasureAsync(const std::string& addr, int in_flight, double seconds,
   std::atomic<int> outstanding{in_flight};
   std::function<void(size_t)> send = [&](size_t i) {
     const auto a = std::chrono::steady_clock::now();
-    client.Call(static_cast<uint32_t>(Method::kInferDocument),
-                payloads[i % payloads.size()], absl::Seconds(30),
-                [&, a, i](absl::StatusOr<latentd::sync::Frame> reply) {
-                  const auto b = std::chrono::steady_clock::now();
-                  if (recording.load()) {
-                    if (reply.ok()) {
-                      lat.push_back(std::chrono::duration<double>(b - a).count());
-                    } else {
-                      ++errors;
-                    }
-                  }
-                  if (stop.load()) {
-                    outstanding.fetch_sub(1, std::memory_order_release);
-                  } else {
-                    send(i + static_cast<size_t>(in_flight));
-                  }
-                });
+    client.Call(
+        static_cast<uint32_t>(Method::kInferDocument),
+        payloads[i % payloads.size()], absl::Seconds(30),
+        [&, a, i](absl::StatusOr<latentd::sync::Frame> reply) {
+          const auto b = std::chrono::steady_clock::now();
+          if (recording.load()) {
+            if (reply.ok()) {
+              lat.push_back(std::chrono::duration<double>(b - a).count());
+            } else {
+              ++errors;
+            }
+          }
+          if (stop.load()) {
+            outstanding.fetch_sub(1, std::memory_order_release);
+          } else {
+            send(i + static_cast<size_t>(in_flight));
+          }
+        });
   };
   for (int t = 0; t < in_flight; ++t) send(static_cast<size_t>(t));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
