@@ -36,25 +36,23 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(
   RpcServer* self = s.get();
   absl::StatusOr<std::unique_ptr<sync::Server>> server = sync::Server::Start(
       s->loop_.get(), so, [self](sync::Frame request, sync::Responder r) {
-        auto run = [self](const sync::Frame& request, sync::Responder r) {
-          std::optional<Method> m = MethodFromType(request.type);
-          if (!m.has_value()) {
-            r.Reply(absl::InvalidArgumentError(
-                absl::StrCat("unknown request type ", request.type,
-                             " (calls are 1..", kNumMethods, ")")));
-            return;
-          }
+        const std::optional<Method> m = MethodFromType(request.type);
+        if (!m.has_value()) {
+          r.Reply(absl::InvalidArgumentError(
+              absl::StrCat("unknown request type ", request.type,
+                           " (calls are 1..", kNumMethods, ")")));
+          return;
+        }
+        if (self->workers_ == nullptr || !MayBlock(*m)) {
           r.Reply(
               self->dispatcher_.Call(*m, request.payload, Encoding::kProto));
-        };
-        const std::optional<Method> m = MethodFromType(request.type);
-        if (self->workers_ == nullptr || !m.has_value() || !MayBlock(*m)) {
-          run(request, std::move(r));
-        } else {
-          self->workers_->Post(
-              [run, request = std::move(request), r] { run(request, r); });
-          self->queue_depth_->Set(static_cast<double>(self->workers_->depth()));
+          return;
         }
+        self->workers_->Post([self, method = *m,
+                              payload = std::move(request.payload), r] {
+          r.Reply(self->dispatcher_.Call(method, payload, Encoding::kProto));
+        });
+        self->queue_depth_->Set(static_cast<double>(self->workers_->depth()));
       });
   if (!server.ok()) return server.status();
   s->server_ = std::move(*server);
