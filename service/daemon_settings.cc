@@ -266,7 +266,11 @@ void AddIngestSettings(const AddFn& add) {
 void AddClusterSettings(const AddFn& add) {
   add("cluster-redis", "", "redis://host:port|unix:/path|empty",
       "Redis holding the cluster's membership (empty: a single node)",
-      String([](DaemonConfig* c) { return &c->cluster.redis_url; }));
+      [](std::string_view v, DaemonConfig* c) {
+        c->cluster.redis_url = std::string(v);
+        c->service.cluster_mode = !v.empty();
+        return absl::OkStatus();
+      });
   add("cluster", "latentd", "a name", "Name of the cluster to join",
       String([](DaemonConfig* c) { return &c->cluster.cluster; }));
   add("cluster-size", "1", "1..1024",

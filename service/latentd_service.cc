@@ -509,8 +509,9 @@ bool LatentdService::SourceIngested(const std::string& source) const {
 
 absl::StatusOr<uint64_t> LatentdService::IngestRecords(
     std::vector<IngestRecord> records, LogRange* appended, bool route) {
+  LATENTD_RETURN_IF_ERROR(CheckJoined());
   uint64_t forwarded = 0;
-  if (link_ != nullptr) {
+  if (JoinedLink() != nullptr) {
     if (route) {
       LATENTD_RETURN_IF_ERROR(ForwardToOwners(&records, &forwarded));
     }
@@ -616,12 +617,12 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
   resp.set_training(training_.load());
   resp.set_uptime_seconds(
       absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()) - start_time_);
-  if (link_ != nullptr) {
-    resp.set_node_id(link_->node_id());
-    for (const hashring::Member& m : link_->ring_config().members) {
+  if (const ClusterLink* link = JoinedLink(); link != nullptr) {
+    resp.set_node_id(link->node_id());
+    for (const hashring::Member& m : link->ring_config().members) {
       resp.add_cluster_members(m.id);
     }
-    for (std::string& id : link_->UnavailablePeers()) {
+    for (std::string& id : link->UnavailablePeers()) {
       resp.add_unavailable_peers(std::move(id));
     }
   }

@@ -94,6 +94,10 @@ struct ServiceOptions {
   // records stay for deduplicating redeliveries.
   uint64_t compact_log_bytes = 64 << 20;
   size_t keep_sources = 100000;
+  // JoinCluster will be called (cluster mode). Until it has succeeded,
+  // Ingest, IngestRecords and GetUserProfile answer kUnavailable: the
+  // ring that says which node owns a user is not known yet.
+  bool cluster_mode = false;
 };
 
 class LatentdService {
@@ -168,7 +172,7 @@ class LatentdService {
   // then holds the global counts. Fails (no cluster mode) if the cluster
   // cannot be joined. REQUIRES: Start() not yet called; at most once.
   absl::Status JoinCluster(ClusterLinkOptions options);
-  bool cluster_mode() const { return link_ != nullptr; }
+  bool cluster_mode() const { return options_.cluster_mode; }
   // The id (API address) of the node owning `user` by the ring; "" when
   // this node does (and always in single-node mode).
   std::string UserOwner(std::string_view user) const;
@@ -247,10 +251,21 @@ class LatentdService {
   std::atomic<uint64_t> ingested_{0};
   const double start_time_;
 
-  // Cluster mode: set by JoinCluster before Start(), then only read.
+  // Cluster mode: set by JoinCluster before Start(), then only read. The
+  // API may already be serving meanwhile (a node's id is its bound API
+  // address), so API threads see these only through JoinedLink() and
+  // joined_, which JoinCluster sets (release) once they are complete; the
+  // training thread, started after JoinCluster, reads them directly.
   std::unique_ptr<SyncedTopicTable> synced_;  // over trainer_'s table
   std::unique_ptr<ClusterLink> link_;
   std::unique_ptr<const Vocabulary> frozen_vocab_;
+  std::atomic<bool> joined_{false};
+  // link_ once joined (acquire), else nullptr.
+  ClusterLink* JoinedLink() const {
+    return joined_.load(std::memory_order_acquire) ? link_.get() : nullptr;
+  }
+  // kUnavailable while a cluster-mode node has not joined yet.
+  absl::Status CheckJoined() const;
   // Set when a sweep failed in cluster mode: this node samples no more.
   std::atomic<bool> cluster_failed_{false};
   std::atomic<bool> cluster_finished_{false};

@@ -22,9 +22,9 @@ sync::Key UserKey(std::string_view user) {
 }  // namespace
 
 absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
-  if (started_ || link_ != nullptr) {
+  if (started_ || link_ != nullptr || !options_.cluster_mode) {
     return absl::FailedPreconditionError(
-        "JoinCluster must come once, before Start()");
+        "JoinCluster must come once, before Start(), with cluster_mode set");
   }
   if (options.node_id.empty()) {
     return absl::InvalidArgumentError(
@@ -50,26 +50,35 @@ absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
   absl::StatusOr<std::unique_ptr<ClusterLink>> link =
       ClusterLink::Create(std::move(options), synced_.get());
   if (!link.ok()) {
+    // The table is untouched (corrections are applied only once joined).
     pipeline->SetCountUpdaterHook(nullptr);
     pipeline->SetQuiesceMutex(nullptr);
     synced_.reset();
     frozen_vocab_.reset();
-    // Create may have pushed counts before failing; the table is ours
-    // again only once rebuilt from the store.
-    LATENTD_RETURN_IF_ERROR(trainer_->ReloadStore());
     return link.status();
   }
   link_ = std::move(*link);
+  joined_.store(true, std::memory_order_release);
   Log(absl::StrCat("joined: ", link_->ring_config().members.size(),
                    " members; sync server on ", link_->address()));
   return Publish();
 }
 
 std::string LatentdService::UserOwner(std::string_view user) const {
-  if (link_ == nullptr) return "";
+  const ClusterLink* link = JoinedLink();
+  if (link == nullptr) return "";
   const std::string& owner =
-      link_->ring_config().members[link_->ring().Owner(UserKey(user))].id;
-  return owner == link_->node_id() ? "" : owner;
+      link->ring_config().members[link->ring().Owner(UserKey(user))].id;
+  return owner == link->node_id() ? "" : owner;
+}
+
+absl::Status LatentdService::CheckJoined() const {
+  if (options_.cluster_mode && JoinedLink() == nullptr) {
+    return absl::UnavailableError(
+        "this node is still joining its cluster: it takes users' events and "
+        "profile queries once it knows the ring");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status LatentdService::ClusterBeforeSweep(uint64_t* t) {
@@ -90,7 +99,7 @@ absl::Status LatentdService::ClusterApplyMerge(const MergeResult& merged) {
 }
 
 bool LatentdService::KeepKnownWords(std::vector<std::string>* words) const {
-  if (frozen_vocab_ == nullptr) return !words->empty();
+  if (JoinedLink() == nullptr) return !words->empty();
   std::erase_if(*words, [this](const std::string& w) {
     return !frozen_vocab_->Find(w).has_value();
   });

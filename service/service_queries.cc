@@ -181,6 +181,7 @@ absl::StatusOr<api::GetUserProfileResponse> LatentdService::GetUserProfile(
   if (request.user().empty()) {
     return absl::InvalidArgumentError("a user id is needed");
   }
+  LATENTD_RETURN_IF_ERROR(CheckJoined());
   if (!request.local()) {
     const std::string owner = UserOwner(request.user());
     if (!owner.empty()) return ForwardProfile(owner, request);

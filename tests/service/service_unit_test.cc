@@ -307,6 +307,35 @@ TEST(LatentdService, InfersDeterministicallyAndDropsRedeliveries) {
   EXPECT_TRUE((*third)->Stop().ok());
 }
 
+// A cluster-mode node serves before it has joined (its id is its bound
+// API address), but must not take a user's events or answer for a user
+// until it knows the ring; word and topic queries go on.
+TEST(LatentdService, ClusterModeRefusesUsersUntilJoined) {
+  const std::string dir = TempPath("svc-joining");
+  std::filesystem::remove_all(dir);
+  ServiceOptions o = SmallService(dir);
+  o.cluster_mode = true;
+  MetricsRegistry metrics;
+  auto s = LatentdService::Open(o, &metrics);
+  ASSERT_TRUE(s.ok()) << s.status();
+  api::IngestRequest ingest;
+  api::Document* d = ingest.add_documents();
+  d->set_user("fan");
+  d->set_text("goal team season");
+  EXPECT_EQ((*s)->Ingest(ingest).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ((*s)->IngestRecords({Rec("fan", {"goal"})}).status().code(),
+            absl::StatusCode::kUnavailable);
+  api::GetUserProfileRequest p;
+  p.set_user("fan");
+  EXPECT_EQ((*s)->GetUserProfile(p).status().code(),
+            absl::StatusCode::kUnavailable);
+  api::InferDocumentRequest q;
+  q.set_text("crude oil and opec");
+  EXPECT_TRUE((*s)->InferDocument(q).ok());
+  std::filesystem::remove_all(dir);
+}
+
 TEST(IngestLog, CompactKeepsTombstonesAndSequences) {
   const std::string path = TempPath("compact.log");
   std::remove(path.c_str());
