@@ -395,9 +395,10 @@ absl::Status LatentdService::MergePending() {
   if (vocab_.size() != old_size) {
     LATENTD_RETURN_IF_ERROR(vocab_.Save(paths.vocab()));
   }
-  LATENTD_ASSIGN_OR_RETURN(MergeResult result,
-                           MergeIntoStore(batch, trainer_->options().seed,
-                                          trainer_->store(), &vocab_, &scan_));
+  LATENTD_ASSIGN_OR_RETURN(
+      MergeResult result,
+      MergeIntoStore(batch, trainer_->options().seed, trainer_->store(),
+                     &vocab_, &scan_, /*count_added=*/link_ != nullptr));
   if (link_ != nullptr) {
     LATENTD_RETURN_IF_ERROR(ClusterApplyMerge(result));
   } else {

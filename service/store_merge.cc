@@ -176,14 +176,14 @@ void CountNewTokens(const MergePlan& plan, std::vector<WordTopicDelta>* out) {
 
 absl::StatusOr<MergeResult> MergeIntoStore(
     std::span<const IngestRecord> records, uint64_t seed, TokenStore* store,
-    Vocabulary* vocab, StoreScan* scan) {
+    Vocabulary* vocab, StoreScan* scan, bool count_added) {
   MergeResult result;
   const size_t old_vocab = vocab->size();
   MergePlan plan =
       PlanMerge(records, seed, store->meta().num_topics, *scan, vocab, &result);
   if (result.records == 0) return result;
   result.new_words = vocab->size() - old_vocab;
-  CountNewTokens(plan, &result.added_counts);
+  if (count_added) CountNewTokens(plan, &result.added_counts);
 
   TokenStoreMeta meta = store->meta();
   meta.vocab_size = static_cast<uint32_t>(vocab->size());

@@ -47,9 +47,10 @@ struct MergeResult {
   uint64_t new_docs = 0;    // documents appended
   uint64_t new_tokens = 0;  // tokens added
   uint64_t new_words = 0;   // words added to the vocabulary
-  // The counts the new tokens add to the word-topic table: one +n per
-  // (word, topic), sorted by word then topic (what TopicTable::Apply
-  // takes). A table kept up to date with these needs no rebuild.
+  // With count_added only: the counts the new tokens add to the
+  // word-topic table, one +n per (word, topic), sorted by word then topic
+  // (what TopicTable::Apply takes). A table kept up to date with these
+  // needs no rebuild.
   std::vector<WordTopicDelta> added_counts;
 };
 
@@ -57,10 +58,13 @@ struct MergeResult {
 // *store holding them (see above). Records at or below
 // scan->merged_sequence are skipped; *scan is updated on success. On failure
 // the store keeps its old version (the vocabulary may have grown, which is
-// harmless: ids are only appended). REQUIRES: records sorted by sequence.
+// harmless: ids are only appended). `count_added` fills
+// MergeResult::added_counts (a sort of the new tokens; for a caller that
+// cannot rebuild its table from the store). REQUIRES: records sorted by
+// sequence.
 absl::StatusOr<MergeResult> MergeIntoStore(
     std::span<const IngestRecord> records, uint64_t seed, TokenStore* store,
-    Vocabulary* vocab, StoreScan* scan);
+    Vocabulary* vocab, StoreScan* scan, bool count_added = false);
 
 // A user's topic counts, summed over the user's documents.
 struct UserTopics {

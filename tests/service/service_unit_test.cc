@@ -177,7 +177,8 @@ TEST(StoreMerge, MergesUsersAndIsIdempotent) {
   later[0].sequence = 4;
   TopicTable before(3, 4);
   ASSERT_TRUE(RebuildTable(store.get(), &before).ok());
-  auto grown = MergeIntoStore(later, 1, store.get(), &vocab, &*scan);
+  auto grown = MergeIntoStore(later, 1, store.get(), &vocab, &*scan,
+                              /*count_added=*/true);
   ASSERT_TRUE(grown.ok());
   // added_counts is exactly what the merge added to the table.
   ASSERT_TRUE(before.Apply(grown->added_counts).ok());
