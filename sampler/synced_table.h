@@ -81,8 +81,13 @@ class SyncedTopicTable final : public sync::AbelianTable {
   // a broken synchronizer invariant, never expected. O(1) when nothing is
   // queued (no lock taken), else O(queued entries + K).
   absl::Status ApplyPending();
-  // Word rows with queued corrections (a snapshot).
+  // Word rows with queued corrections (a snapshot; sorts the queue, for
+  // tests).
   size_t pending_rows() const;
+  // Whether any correction (of a row or the totals) is queued. O(1).
+  bool HasPending() const {
+    return has_pending_.load(std::memory_order_acquire);
+  }
   // Held by Read; pass it to SweepPipeline::SetQuiesceMutex so reads never
   // overlap the table's re-layout.
   absl::Mutex* layout_mutex() { return &mu_; }

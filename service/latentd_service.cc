@@ -280,7 +280,7 @@ void LatentdService::TrainLoop() {
         // Not sampling: stop holding back SSP peers, and keep the view in
         // step with the globals the background rounds bring.
         if (!cluster_finished_.exchange(true)) link_->Finish();
-        if (synced_->pending_rows() > 0) {
+        if (synced_->HasPending()) {
           absl::Status applied = synced_->ApplyPending();
           if (!applied.ok()) Log(std::string(applied.message()));
           pending_merged_ = true;  // publish
