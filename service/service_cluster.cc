@@ -39,9 +39,7 @@ absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
   SweepPipeline* pipeline = trainer_->pipeline();
   pipeline->SetCountUpdaterHook(
       [this](TopicTable*, std::span<const WordTopicDelta> applied) {
-        synced_->MarkApplied(applied);
-        link_->OnBatchApplied();
-        return synced_->ApplyPending();
+        return link_->AfterBatch(applied);
       });
   pipeline->SetQuiesceMutex(synced_->layout_mutex());
   Log(absl::StrCat("joining cluster '", options.cluster, "' as ",

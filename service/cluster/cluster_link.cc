@@ -306,12 +306,14 @@ void ClusterLink::AnnounceSweep(uint64_t t) {
   KickHeartbeat();
 }
 
-void ClusterLink::OnBatchApplied() {
+absl::Status ClusterLink::AfterBatch(std::span<const WordTopicDelta> applied) {
+  table_->MarkApplied(applied);
   const uint64_t every = kick_every_.load(std::memory_order_relaxed);
   if (every != 0 && ++batches_since_kick_ >= every && sync_) {
     batches_since_kick_ = 0;
     sync_->Kick();
   }
+  return table_->ApplyPending();
 }
 
 void ClusterLink::Finish() {

@@ -7,8 +7,7 @@
 // mode (the daemon) both drive their pipeline and call in here:
 //
 //   table  = SyncedTopicTable over the pipeline's TopicTable
-//   hook   = the count updater calls table.MarkApplied, then
-//            link.OnBatchApplied(), then table.ApplyPending()
+//   hook   = the count updater calls link.AfterBatch(applied)
 //   link   = ClusterLink::Create(options, &table)  // listens, joins, waits
 //                                                  // for the ring, exchanges
 //                                                  // the initial counts
@@ -17,7 +16,7 @@
 //   at the end:  link.Finish(); link.WaitAllFinished(..); link.DrainPass()
 //
 // Thread-safety: BeforeSweep, EndSweep, AnnounceSweep, Finish and DrainPass
-// are called by the node's one training thread; OnBatchApplied by the
+// are called by the node's one training thread; AfterBatch by the
 // table's writer (the count updater); the accessors from any thread.
 #ifndef LATENTD_SERVICE_CLUSTER_CLUSTER_LINK_H_
 #define LATENTD_SERVICE_CLUSTER_CLUSTER_LINK_H_
@@ -109,9 +108,12 @@ class ClusterLink {
   void EndSweep(uint64_t batches);
   // Tells the peers that sweep t is done (the consistency clock).
   void AnnounceSweep(uint64_t t);
-  // The count updater, after each batch: starts a background round every
-  // 1/rounds_per_sweep of a sweep.
-  void OnBatchApplied();
+  // The count updater, after applying a batch's deltas (`applied`): logs
+  // them as this node's changes (SyncedTopicTable::MarkApplied), starts a
+  // background round every 1/rounds_per_sweep of a sweep, and applies the
+  // corrections the synchronizer queued (SyncedTopicTable::ApplyPending,
+  // whose error it returns). The table's single writer only.
+  absl::Status AfterBatch(std::span<const WordTopicDelta> applied);
 
   // Pushes this node's remaining deltas, then announces that it samples no
   // more (it stops counting for SSP).

@@ -78,9 +78,7 @@ absl::Status ClusterNode::Load() {
   pipeline_ = std::make_unique<SweepPipeline>(po, o.num_topics);
   pipeline_->SetCountUpdaterHook(
       [this](TopicTable*, std::span<const WordTopicDelta> applied) {
-        synced_->MarkApplied(applied);
-        if (link_) link_->OnBatchApplied();
-        return synced_->ApplyPending();
+        return link_->AfterBatch(applied);
       });
   pipeline_->SetQuiesceMutex(synced_->layout_mutex());
   const double a = o.alpha > 0 ? o.alpha : 50.0 / o.num_topics;
