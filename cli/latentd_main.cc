@@ -3,9 +3,9 @@
 // the same settings. SIGTERM/SIGINT: stop serving, stop training after the
 // current sweep, write a checkpoint, exit 0. A restart resumes from it.
 //
-// Once serving, the bound addresses are written to DIR/ports
-// ("http=host:port" and "tcp=host:port" lines), so a port 0 setting can be
-// discovered.
+// Once serving (in cluster mode: once joined), the bound addresses are
+// written to DIR/ports ("http=host:port" and "tcp=host:port" lines), so a
+// port 0 setting can be discovered.
 #include <pthread.h>
 #include <signal.h>
 
@@ -117,7 +117,10 @@ int main(int argc, char** argv) {
   CLI::App app{
       "latentd: the latentd node daemon. Trains LDA continuously on what it "
       "is fed (a corpus, the Ingest API, a watched directory, a Redis "
-      "stream) and answers queries over HTTP/JSON and framed protobuf/TCP.\n"
+      "stream) and answers queries over HTTP/JSON and framed protobuf/TCP. "
+      "With --cluster-redis it is one node of a training cluster: it takes "
+      "users' events and profile queries, and writes DIR/ports, once every "
+      "member has joined.\n"
       "Every setting below may also be given in the --config file as "
       "'name = value'; a flag wins over the file."};
   app.set_version_flag("--version", "latentd 0.1.0");
