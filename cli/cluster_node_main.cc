@@ -40,7 +40,7 @@ absl::Status Run(const latentd::ClusterNodeOptions& o, int sweeps,
   double sample_s = 0, wait_s = 0, doc_ll = 0;
   uint64_t tokens = 0;
   for (int s = 0; s < sweeps; ++s) {
-    auto r = n.Sweep();
+    auto r = n.Sweep(/*evaluate=*/s + 1 == sweeps);
     if (!r.ok()) return r.status();
     sample_s += r->seconds;
     wait_s += r->wait_seconds;

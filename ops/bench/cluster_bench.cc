@@ -3,27 +3,34 @@
 // Workload: blei-ap (or --corpus/--format), K topics, --sweeps sweeps, α = 50/K
 // and β = 0.01 fixed. For each m in --nodes (default 1,2,3):
 //   single   one Trainer over the whole corpus with m sampler threads
+//   indep    m Trainers on the same shards as the cluster, one sampler
+//            thread each, sweeping side by side and never synchronizing
 //   cluster  m in-process ClusterNodes on 127.0.0.1 (loopback TCP, a
 //            private redis-server), one sampler thread each, each on 1/m
 //            of the documents, under --consistency
-// and prints, per m: aggregate tokens/s of both (cluster: tokens sampled /
-// wall seconds of the sweeps, waits and sync included), their ratio
-// (goal >= 0.9), sync bytes (sent + received, all nodes) per sampled
-// token, round and staleness figures, and the log-likelihood per token of
-// both after the last sweep with its relative difference (goal <= 2%).
-// On stderr, per m: the sampler threads' wall and on-CPU seconds, the
-// waits, rounds and keys sent per round. With more nodes than cores the
-// sync threads compete with the samplers for the same cores, so the
-// ratio there measures sync CPU against sampling CPU. cpu_ratio compares
+// and prints, per m: aggregate tokens/s of the three (cluster: tokens
+// sampled / wall seconds of the sweeps, waits and sync included), the
+// cluster's ratio to the single node (goal >= 0.9) and to indep
+// (vs_indep: what synchronizing costs against not synchronizing at all;
+// indep's tables hold only their shard's counts, so its rows are sparser
+// than a cluster node's, and it is an upper bound), sync bytes (sent +
+// received, all nodes) per sampled token, round and staleness figures, and the
+// log-likelihood per token of both after the last sweep with its relative
+// difference (goal <= 2%). On stderr, per m: the sampler threads' wall and
+// on-CPU seconds, the waits, rounds and keys sent per round. With more nodes
+// than cores the sync threads compete with the samplers for the same cores, so
+// the ratio there measures sync CPU against sampling CPU. cpu_ratio compares
 // process CPU seconds per token (all threads: samplers, sync, transport)
 // of both: unlike the throughput ratio it does not move with other load on
 // the machine, so it is the figure to compare across runs.
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -80,6 +87,72 @@ absl::StatusOr<Figures> RunSingle(const ReaderOptions& corpus, TopicId k,
   f.tokens_per_s = tokens / seconds;
   f.cpu_seconds_per_token = (ProcessCpuSeconds() - cpu_start) / tokens;
   return f;
+}
+
+// m Trainers that never synchronize, one per shard (document i goes to
+// trainer i mod m, as in the cluster), one sampler thread each, sweeping at
+// the same time: what the cluster would reach on this machine if
+// synchronization cost nothing. The gap between this and the single node
+// is the price of m table copies sharing the machine's caches and memory
+// bandwidth (on separate machines it is not paid); the gap between the
+// cluster and this is what synchronization costs.
+absl::StatusOr<double> RunIndependent(const ReaderOptions& corpus, TopicId k,
+                                      int m, int sweeps) {
+  LATENTD_ASSIGN_OR_RETURN(auto reader, OpenDocumentReader(corpus));
+  std::vector<std::vector<std::vector<std::string>>> shards(m);
+  RawDocument doc;
+  for (uint64_t i = 0;; ++i) {
+    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&doc));
+    if (!more) break;
+    shards[i % m].push_back(std::move(doc.words));
+  }
+  std::vector<std::unique_ptr<Trainer>> trainers;
+  for (int i = 0; i < m; ++i) {
+    std::unique_ptr<TokenStore> store = CreateInMemoryTokenStore({});
+    CorpusBuilderOptions build;
+    build.num_topics = k;
+    build.seed = 7 + i;
+    auto shard_reader = NewInMemoryDocumentReader(std::move(shards[i]));
+    LATENTD_ASSIGN_OR_RETURN(auto built,
+                             BuildCorpus(*shard_reader, build, store.get()));
+    (void)built;
+    TrainerOptions o;
+    o.num_topics = k;
+    o.alpha = 50.0 / k;
+    o.optimize_alpha = false;
+    o.seed = 7 + i;
+    o.eval_every = sweeps;
+    o.pipeline.threads = 1;
+    LATENTD_ASSIGN_OR_RETURN(auto trainer,
+                             Trainer::Create(o, std::move(store)));
+    trainers.push_back(std::move(trainer));
+  }
+  std::vector<double> tokens(m, 0);
+  std::vector<absl::Status> status(m);
+  const auto start = std::chrono::steady_clock::now();
+  {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < m; ++i) {
+      threads.emplace_back([&, i] {
+        for (int s = 0; s < sweeps && status[i].ok(); ++s) {
+          absl::StatusOr<SweepReport> r = trainers[i]->Sweep();
+          if (!r.ok()) {
+            status[i] = r.status();
+          } else {
+            tokens[i] += r->result.tokens;
+          }
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  for (const absl::Status& s : status) LATENTD_RETURN_IF_ERROR(s);
+  double total = 0;
+  for (double t : tokens) total += t;
+  return total / seconds;
 }
 
 int Main(int argc, char** argv) {
@@ -152,18 +225,25 @@ int Main(int argc, char** argv) {
       "rounds_per_sweep=%d flush=%d min_key_weight=%u\n",
       corpus.path.c_str(), topics, sweeps, consistency.c_str(), budget,
       round_ms, rounds_per_sweep, flush ? 1 : 0, min_key_weight);
-  std::printf("%5s %12s %12s %6s %9s %10s %9s %9s %8s %8s %7s\n", "nodes",
-              "single_tok/s", "cluster_tok/s", "ratio", "cpu_ratio",
-              "bytes/tok", "round_ms", "stale", "ll_1", "ll_m", "ll_diff");
+  std::printf("%5s %12s %12s %12s %6s %9s %9s %10s %9s %9s %8s %8s %7s\n",
+              "nodes", "single_tok/s", "indep_tok/s", "cluster_tok/s", "ratio",
+              "cpu_ratio", "vs_indep", "bytes/tok", "round_ms", "stale", "ll_1",
+              "ll_m", "ll_diff");
+  int run_index = 0;  // a cluster name is never reused (rejoin guard)
   for (int m : nodes) {
     auto single = RunSingle(corpus, topics, m, sweeps);
     if (!single.ok()) {
       std::fprintf(stderr, "%s\n", single.status().ToString().c_str());
       return 1;
     }
+    auto independent = RunIndependent(corpus, topics, m, sweeps);
+    if (!independent.ok()) {
+      std::fprintf(stderr, "%s\n", independent.status().ToString().c_str());
+      return 1;
+    }
     ClusterNodeOptions o;
     o.redis_url = (*redis)->url();
-    o.cluster = absl::StrCat("bench-", m);
+    o.cluster = absl::StrCat("bench-", m, "-", run_index++);
     o.corpus = corpus;
     o.num_topics = topics;
     o.seed = 7;
@@ -218,11 +298,11 @@ int Main(int argc, char** argv) {
         rounds ? static_cast<double>(nonzero_keys) / rounds : 0.0);
     const double ll = (*cluster)->LogLikelihoodPerToken(*run);
     std::printf(
-        "%5d %12.0f %12.0f %6.3f %9.3f %10.3f %9.2f %9.2f %8.4f %8.4f "
-        "%6.2f%%\n",
-        m, single->tokens_per_s, tps, tps / single->tokens_per_s,
+        "%5d %12.0f %12.0f %12.0f %6.3f %9.3f %9.3f %10.3f %9.2f %9.2f "
+        "%8.4f %8.4f %6.2f%%\n",
+        m, single->tokens_per_s, *independent, tps, tps / single->tokens_per_s,
         single->cpu_seconds_per_token * run->tokens_sampled / cpu_s_all,
-        static_cast<double>(bytes) / run->tokens_sampled,
+        tps / *independent, static_cast<double>(bytes) / run->tokens_sampled,
         rounds ? micros / 1000.0 / rounds : 0.0,
         st_n ? static_cast<double>(st_sum) / st_n : 0.0, single->ll_per_token,
         ll,

@@ -90,18 +90,18 @@ bool ClusterNode::WaitAllFinished(absl::Duration timeout) {
   return link_->WaitAllFinished(timeout);
 }
 
-absl::StatusOr<NodeSweepReport> ClusterNode::Sweep() {
+absl::StatusOr<NodeSweepReport> ClusterNode::Sweep(bool evaluate) {
   if (!failed_.ok()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "node ", node_id(),
         " stopped sampling after a failed sweep: ", failed_.message()));
   }
-  absl::StatusOr<NodeSweepReport> report = SweepOnce();
+  absl::StatusOr<NodeSweepReport> report = SweepOnce(evaluate);
   if (!report.ok()) failed_ = report.status();
   return report;
 }
 
-absl::StatusOr<NodeSweepReport> ClusterNode::SweepOnce() {
+absl::StatusOr<NodeSweepReport> ClusterNode::SweepOnce(bool evaluate) {
   NodeSweepReport report;
   const uint64_t t = link_->sweep() + 1;
   const auto wait_start = std::chrono::steady_clock::now();
@@ -120,9 +120,9 @@ absl::StatusOr<NodeSweepReport> ClusterNode::SweepOnce() {
   params.sweep = t - 1;
   DocTopicStats stats(alpha_);
   const double cpu_start = ThreadCpuSeconds();
-  LATENTD_ASSIGN_OR_RETURN(
-      SweepResult result,
-      pipeline_->Run(store_.get(), table_.get(), params, &stats));
+  LATENTD_ASSIGN_OR_RETURN(SweepResult result,
+                           pipeline_->Run(store_.get(), table_.get(), params,
+                                          evaluate ? &stats : nullptr));
   report.cpu_seconds = ThreadCpuSeconds() - cpu_start;
   const auto flush_start = std::chrono::steady_clock::now();
   link_->EndSweep(result.batches);
@@ -137,7 +137,7 @@ absl::StatusOr<NodeSweepReport> ClusterNode::SweepOnce() {
   report.sweep = t;
   report.tokens = result.tokens;
   report.seconds = result.seconds;
-  report.doc_log_likelihood = stats.log_likelihood();
+  if (evaluate) report.doc_log_likelihood = stats.log_likelihood();
   return report;
 }
 

@@ -119,7 +119,9 @@ absl::StatusOr<LocalClusterRun> LocalCluster::RunSweeps(int sweeps) {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     threads.emplace_back([this, i, sweeps, &run, &status] {
       for (int s = 0; s < sweeps; ++s) {
-        absl::StatusOr<NodeSweepReport> r = nodes_[i]->Sweep();
+        // Only the last sweep's likelihood is reported.
+        absl::StatusOr<NodeSweepReport> r =
+            nodes_[i]->Sweep(/*evaluate=*/s + 1 == sweeps);
         if (!r.ok()) {
           status[i] = r.status();
           break;
