@@ -75,10 +75,6 @@ void SortByWordTopic(TopicId k, std::vector<Entry>* v,
   }
 }
 
-bool Before(const WordTopicDelta& a, const WordTopicDelta& b) {
-  return a.word != b.word ? a.word < b.word : a.topic < b.topic;
-}
-
 }  // namespace
 
 bool SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
@@ -90,70 +86,97 @@ bool SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
   }
   for (const WordTopicDelta& d : fresh_) totals_change_[d.topic] += d.delta;
   SortByWordTopic(table_->num_topics(), &fresh_, &sorted_);
-  // Weights are gross (Σ|delta| as applied, before deltas of different
-  // batches cancel), as a measure of how much a key is in use: per word,
-  // in word order, what was kept plus what came.
-  weights_.clear();
+  // Each word of the log: its deltas netted per topic and merged with the
+  // word's change not taken yet into a new run at the arena's end (the old
+  // run becomes garbage), so a fold costs the log and the listed words,
+  // not the changes kept from earlier folds.
+  new_listed_.clear();
   for (size_t b = 0; b < fresh_.size();) {
     const WordId w = fresh_[b].word;
     uint64_t weight = 0;
+    run_.clear();
     for (; b < fresh_.size() && fresh_[b].word == w; ++b) {
-      weight += static_cast<uint64_t>(std::abs(int64_t{fresh_[b].delta}));
+      const WordTopicDelta& d = fresh_[b];
+      weight += static_cast<uint64_t>(std::abs(int64_t{d.delta}));
+      if (!run_.empty() && run_.back().topic == d.topic) {
+        run_.back().delta += d.delta;
+      } else {
+        run_.push_back({d.topic, d.delta});
+      }
     }
-    weights_.push_back({w, weight});
-  }
-  // The changes not taken yet, in word order.
-  kept_.clear();
-  kept_weights_.clear();
-  for (uint32_t w : listed_) {
     Range& r = range_[w];
-    kept_.insert(kept_.end(), ready_.begin() + r.begin,
-                 ready_.begin() + r.begin + r.size);
-    if (r.size != 0) kept_weights_.push_back({w, r.weight});
-    r = Range();
+    const size_t begin = ready_.size();
+    ready_.resize(begin + r.size + run_.size());  // before taking pointers
+    const TopicDelta* i = ready_.data() + r.begin;
+    const TopicDelta* const ie = i + r.size;
+    const TopicDelta* j = run_.data();
+    const TopicDelta* const je = j + run_.size();
+    TopicDelta* o = ready_.data() + begin;
+    // Counts of own changes fit an int32 (a Count's range).
+    while (i != ie || j != je) {
+      if (j == je || (i != ie && i->topic < j->topic)) {
+        *o++ = *i++;
+      } else if (i == ie || j->topic < i->topic) {
+        if (j->delta != 0) *o++ = *j;
+        ++j;
+      } else {
+        const int32_t c = i->delta + j->delta;
+        if (c != 0) *o++ = {i->topic, c};
+        ++i;
+        ++j;
+      }
+    }
+    garbage_ += r.size;
+    ready_.resize(static_cast<size_t>(o - ready_.data()));
+    r.begin = static_cast<uint32_t>(begin);
+    r.size = static_cast<uint32_t>(ready_.size() - begin);
+    // Weights are gross (Σ|delta| as applied, before deltas of different
+    // batches cancel), as a measure of how much a key is in use; a change
+    // that nets to nothing starts again from zero.
+    r.weight = r.size == 0 ? 0
+                           : static_cast<uint32_t>(std::min<uint64_t>(
+                                 uint64_t{r.weight} + weight, UINT32_MAX));
+    if (r.size != 0 && !r.listed) {
+      r.listed = true;
+      new_listed_.push_back(w);
+    }
   }
-  listed_.clear();
-  // Merged, with equal (word, topic) summed (counts of own changes fit a
-  // Count) and zero sums dropped, into runs per word.
-  ready_.clear();
-  auto add = [this](const WordTopicDelta& d) {
-    if (!ready_.empty() && ready_.back().word == d.word &&
-        ready_.back().topic == d.topic) {
-      ready_.back().delta += d.delta;
-      if (ready_.back().delta == 0) ready_.pop_back();
-    } else if (d.delta != 0) {
-      ready_.push_back(d);
+  // The listed words, in word order: those still holding a change, merged
+  // with the newly listed ones (in word order, as the log was sorted).
+  merged_listed_.clear();
+  auto keep = [this](uint32_t w) {
+    Range& r = range_[w];
+    if (r.size == 0) {
+      r.listed = false;
+    } else {
+      merged_listed_.push_back(w);
     }
   };
-  size_t i = 0, j = 0;
-  while (i < kept_.size() || j < fresh_.size()) {
-    if (j == fresh_.size() ||
-        (i < kept_.size() && Before(kept_[i], fresh_[j]))) {
-      add(kept_[i++]);
+  size_t a = 0, n = 0;
+  while (a < listed_.size() || n < new_listed_.size()) {
+    if (n == new_listed_.size() ||
+        (a < listed_.size() && listed_[a] < new_listed_[n])) {
+      keep(listed_[a++]);
     } else {
-      add(fresh_[j++]);
+      keep(new_listed_[n++]);
     }
   }
-  size_t fw = 0, kw = 0;  // in weights_, kept_weights_
-  for (size_t b = 0; b < ready_.size();) {
-    const WordId w = ready_[b].word;
-    Range& r = range_[w];
-    r.begin = static_cast<uint32_t>(b);
-    while (b < ready_.size() && ready_[b].word == w) ++b;
-    r.size = static_cast<uint32_t>(b - r.begin);
-    uint64_t weight = 0;
-    while (fw < weights_.size() && weights_[fw].first < w) ++fw;
-    if (fw < weights_.size() && weights_[fw].first == w) {
-      weight += weights_[fw].second;
+  listed_.swap(merged_listed_);
+  // Compacts the arena once most of it is garbage (amortized O(1) per
+  // entry written).
+  if (garbage_ > kMinCompaction && garbage_ * 2 > ready_.size()) {
+    compacted_.clear();
+    for (uint32_t w : listed_) {
+      Range& r = range_[w];
+      const auto begin = static_cast<uint32_t>(compacted_.size());
+      compacted_.insert(compacted_.end(), ready_.begin() + r.begin,
+                        ready_.begin() + r.begin + r.size);
+      r.begin = begin;
     }
-    while (kw < kept_weights_.size() && kept_weights_[kw].first < w) ++kw;
-    if (kw < kept_weights_.size() && kept_weights_[kw].first == w) {
-      weight += kept_weights_[kw].second;
-    }
-    r.weight = static_cast<uint32_t>(std::min<uint64_t>(weight, UINT32_MAX));
-    listed_.push_back(w);
-    out->push_back(w);
+    ready_.swap(compacted_);
+    garbage_ = 0;
   }
+  out->insert(out->end(), listed_.begin(), listed_.end());
   for (int64_t c : totals_change_) {
     if (c != 0) {
       out->push_back(static_cast<uint32_t>(word_keys_.size()));
@@ -185,6 +208,7 @@ void SyncedTopicTable::TakeChange(size_t index, sync::SparseVector* out) {
   for (uint32_t b = r.begin; b < r.begin + r.size; ++b) {
     out->push_back({ready_[b].topic, int64_t{ready_[b].delta}});
   }
+  garbage_ += r.size;
   r.size = 0;
   r.weight = 0;
 }

@@ -58,9 +58,10 @@ class SyncedTopicTable final : public sync::AbelianTable {
   void EnqueueCorrection(size_t index,
                          const sync::SparseVector& correction) override;
 
-  // Lists every key whose accumulated change is non-zero: folds the
-  // deltas the writer logged since the previous call into the changes
-  // (sorting the log, O(log + changes not taken yet)). TakeDirty keeps its
+  // Lists every key whose accumulated change is non-zero, words ascending
+  // then the totals: folds the deltas the writer logged since the previous
+  // call into the changes (sorting the log; O(log + keys listed),
+  // amortized). TakeDirty keeps its
   // default (always true).
   bool TakeDirtyList(std::vector<uint32_t>* out) override;
   // Σ|applied delta| (gross: deltas that cancel each other both count) of
@@ -117,31 +118,41 @@ class SyncedTopicTable final : public sync::AbelianTable {
   std::vector<int64_t> up_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> down_ ABSL_GUARDED_BY(mu_);
   // Changes. The writer appends what it applied to log_; TakeDirtyList
-  // sorts it (by word, then topic) and merges it with the changes not
-  // taken yet into ready_, where each listed word's change is one run
+  // sorts it (by word, then topic) and merges each word's part with the
+  // word's change not taken yet into a run at the end of the arena ready_
   // (range_); TakeChange hands a run over. Sorting a log is sequential
   // work, where adding each delta to a per-word accumulator costs a cache
   // miss or two per delta on a large vocabulary.
+  struct TopicDelta {
+    TopicId topic = 0;
+    int32_t delta = 0;
+  };
   struct Range {
     uint32_t begin = 0;
     uint32_t size = 0;  // 0 once taken
     uint32_t weight = 0;
+    bool listed = false;  // in listed_
   };
+  // Arena garbage (runs replaced or taken) that triggers a compaction once
+  // it is also half of the arena.
+  static constexpr size_t kMinCompaction = 1 << 16;
   absl::Mutex log_mu_ ABSL_ACQUIRED_AFTER(fold_mu_);
   std::vector<WordTopicDelta> log_ ABSL_GUARDED_BY(log_mu_);
   mutable absl::Mutex fold_mu_;
-  // Scratch of TakeDirtyList: the log taken, radix scratch, changes kept.
+  // Scratch of TakeDirtyList: the log taken, radix scratch, one word's
+  // netted deltas, listing and compaction buffers.
   std::vector<WordTopicDelta> fresh_ ABSL_GUARDED_BY(fold_mu_);
   std::vector<WordTopicDelta> sorted_ ABSL_GUARDED_BY(fold_mu_);
-  std::vector<WordTopicDelta> kept_ ABSL_GUARDED_BY(fold_mu_);
-  // Scratch of TakeDirtyList: gross weights (word, Σ|delta|) in word order
-  // of the log taken and of the changes kept.
-  std::vector<std::pair<WordId, uint64_t>> weights_ ABSL_GUARDED_BY(fold_mu_);
-  std::vector<std::pair<WordId, uint64_t>> kept_weights_
-      ABSL_GUARDED_BY(fold_mu_);
-  std::vector<WordTopicDelta> ready_ ABSL_GUARDED_BY(fold_mu_);
-  std::vector<Range> range_ ABSL_GUARDED_BY(fold_mu_);      // per word
-  std::vector<uint32_t> listed_ ABSL_GUARDED_BY(fold_mu_);  // words in ready_
+  std::vector<TopicDelta> run_ ABSL_GUARDED_BY(fold_mu_);
+  std::vector<uint32_t> new_listed_ ABSL_GUARDED_BY(fold_mu_);
+  std::vector<uint32_t> merged_listed_ ABSL_GUARDED_BY(fold_mu_);
+  std::vector<TopicDelta> compacted_ ABSL_GUARDED_BY(fold_mu_);
+  std::vector<TopicDelta> ready_ ABSL_GUARDED_BY(fold_mu_);
+  size_t garbage_ ABSL_GUARDED_BY(fold_mu_) = 0;        // entries of ready_
+  std::vector<Range> range_ ABSL_GUARDED_BY(fold_mu_);  // per word
+  // Words with a change not taken yet (and, until the next fold, some
+  // taken since), ascending.
+  std::vector<uint32_t> listed_ ABSL_GUARDED_BY(fold_mu_);
   std::vector<int64_t> totals_change_ ABSL_GUARDED_BY(fold_mu_);
 };
 
