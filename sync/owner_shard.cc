@@ -152,15 +152,15 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     g.holders |= bit;
     g.pending &= ~bit;  // this reply carries it if it changed
     if (!duplicate && !d.empty()) {
-      AddSparse(g.value, d, +1, &sum_);
-      g.value.swap(sum_);
+      AddToGlobal(&g, d);
       ++g.version;
       ++stats_.keys_applied;
       NotifyHolders(batch.keys(i), &g, d, bit);
     }
     reply->add_versions(g.version);
     if (!versioned || batch.known_versions(i) != g.version) {
-      AppendToBlock(g.value, out);
+      ReadGlobal(g, &global_);
+      AppendToBlock(global_, out);
     }
   }
   if (me != nullptr) {
@@ -171,7 +171,8 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
       it->second.pending &= ~bit;
       reply->add_pushed_keys(k);
       reply->add_pushed_versions(it->second.version);
-      AppendToBlock(it->second.value, pushed);
+      ReadGlobal(it->second, &global_);
+      AppendToBlock(global_, pushed);
       me->last_pushed.push_back(k);
     }
     me->changed.clear();
@@ -206,7 +207,36 @@ void OwnerShard::AddTo(SparseVector* u, const SparseVector& d) {
     return;
   }
   AddSparse(*u, d, +1, &sum_);
-  u->swap(sum_);
+  // A copy, not a swap: each vector keeps a buffer sized for itself (a
+  // swap passed buffers from key to key, and a small one met a large sum
+  // with a reallocation).
+  u->assign(sum_.begin(), sum_.end());
+}
+
+void OwnerShard::AddToGlobal(GlobalValue* g, const SparseVector& d) {
+  if (!g->dense.empty()) {
+    for (const SparseEntry& e : d) g->dense[e.topic] += e.count;
+    return;
+  }
+  AddSparse(g->value, d, +1, &sum_);
+  if (sum_.size() * 2 > dimension_) {
+    g->dense.assign(dimension_, 0);
+    for (const SparseEntry& e : sum_) g->dense[e.topic] = e.count;
+    SparseVector().swap(g->value);
+    return;
+  }
+  g->value.assign(sum_.begin(), sum_.end());
+}
+
+void OwnerShard::ReadGlobal(const GlobalValue& g, SparseVector* out) {
+  if (g.dense.empty()) {
+    out->assign(g.value.begin(), g.value.end());
+    return;
+  }
+  out->clear();
+  for (uint32_t k = 0; k < g.dense.size(); ++k) {
+    if (g.dense[k] != 0) out->push_back({k, g.dense[k]});
+  }
 }
 
 void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
@@ -247,7 +277,10 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
       auto next =
           globals_.find(batch.keys(static_cast<int>(i + kPrefetchAhead / 2)));
       if (next != globals_.end()) {
-        __builtin_prefetch(next->second.value.data());
+        __builtin_prefetch(
+            next->second.dense.empty()
+                ? static_cast<const void*>(next->second.value.data())
+                : next->second.dense.data());
         __builtin_prefetch(next->second.unseen.data());
       }
     }
@@ -258,12 +291,11 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
       // New to this sender: it lacks the global so far.
       g.holders |= bit;
       SparseVector& u = UnseenOf(&g, slot);
-      u = g.value;
+      ReadGlobal(g, &u);
       if (!u.empty()) list(key, g);
     }
     if (!duplicate && !v.empty()) {
-      AddSparse(g.value, v, +1, &sum_);
-      g.value.swap(sum_);
+      AddToGlobal(&g, v);
       ++g.version;
       ++stats_.keys_applied;
       NotifyHolders(key, &g, v, bit);
@@ -337,14 +369,19 @@ int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation,
 SparseVector OwnerShard::Global(Key key) const {
   absl::MutexLock l(&mu_);
   auto it = globals_.find(key);
-  return it == globals_.end() ? SparseVector{} : it->second.value;
+  SparseVector out;
+  if (it != globals_.end()) ReadGlobal(it->second, &out);
+  return out;
 }
 
 std::vector<std::pair<Key, SparseVector>> OwnerShard::Snapshot() const {
   absl::MutexLock l(&mu_);
   std::vector<std::pair<Key, SparseVector>> out;
   out.reserve(globals_.size());
-  for (const auto& [key, g] : globals_) out.emplace_back(key, g.value);
+  for (const auto& [key, g] : globals_) {
+    out.emplace_back(key, SparseVector{});
+    ReadGlobal(g, &out.back().second);
+  }
   return out;
 }
 

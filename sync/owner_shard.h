@@ -64,7 +64,11 @@ class OwnerShard {
   const uint64_t incarnation_;  // random, per OwnerShard
   mutable absl::Mutex mu_;
   struct GlobalValue {
+    // Sparse, until it holds more than half of the topics; then dense
+    // (dense[k] is topic k's count) and `value` is empty, so that adding a
+    // delta costs the delta, not the length of the value.
     SparseVector value;
+    std::vector<int64_t> dense;
     uint64_t version = 0;  // +1 on every change
     // Bit s: tracked sender slot s holds this key (has sent it).
     uint64_t holders = 0;
@@ -106,10 +110,16 @@ class OwnerShard {
   // *u += d, reusing u's buffer where it can.
   void AddTo(SparseVector* u, const SparseVector& d)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // g's value += d (going dense when it holds over half of the topics).
+  void AddToGlobal(GlobalValue* g, const SparseVector& d)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // g's value, sparse.
+  static void ReadGlobal(const GlobalValue& g, SparseVector* out);
   // Apply's change-mode part, after validation and the sequence check.
   void ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
                     DeltaReply* reply) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  SparseVector sum_ ABSL_GUARDED_BY(mu_);  // scratch
+  SparseVector sum_ ABSL_GUARDED_BY(mu_);     // scratch
+  SparseVector global_ ABSL_GUARDED_BY(mu_);  // scratch
   OwnerShardStats stats_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -195,6 +195,38 @@ TEST(OwnerShard, ChangeModeSendsWhatTheSenderHasNotSeen) {
   EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{2, 3}}}}));
 }
 
+// A global holding over half of the topics is kept dense inside the
+// shard; what it answers must not show it.
+TEST(OwnerShard, DenseGlobalsReadAsCanonicalSparse) {
+  OwnerShard shard(4);
+  DeltaReply r;
+  ASSERT_TRUE(
+      shard.Apply(ChangeBatch("a", 1, {{7, {{0, 2}, {2, 1}, {3, 5}}}}), &r)
+          .ok());
+  EXPECT_EQ(shard.Global(7), (SparseVector{{0, 2}, {2, 1}, {3, 5}}));
+  // A topic back to zero is not listed.
+  ASSERT_TRUE(
+      shard.Apply(ChangeBatch("a", 2, {{7, {{1, 4}, {2, -1}}}}), &r).ok());
+  EXPECT_EQ(shard.Global(7), (SparseVector{{0, 2}, {1, 4}, {3, 5}}));
+  // A new holder in change mode first gets the whole global; a global-mode
+  // sender gets it as its global.
+  ASSERT_TRUE(shard.Apply(ChangeBatch("b", 1, {{7, {}}}), &r).ok());
+  EXPECT_EQ(Changes(r),
+            (std::map<Key, SparseVector>{{7, {{0, 2}, {1, 4}, {3, 5}}}}));
+  ASSERT_TRUE(shard.Apply(Batch("c", 1, {{7, {{0, -2}}}}), &r).ok());
+  BlockReader globals(r.globals(), 4);
+  ASSERT_TRUE(globals.Validate(1).ok());
+  SparseVector g;
+  globals.Next(&g);
+  EXPECT_EQ(g, (SparseVector{{1, 4}, {3, 5}}));
+  const auto snapshot = shard.Snapshot();
+  ASSERT_EQ(snapshot.size(), 1u);
+  EXPECT_EQ(snapshot[0].second, (SparseVector{{1, 4}, {3, 5}}));
+  // a and b hear c's change.
+  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 3, {}), &r).ok());
+  EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{0, -2}}}}));
+}
+
 // A dense in-memory table; corrections apply immediately (the writer is
 // the caller of EnqueueCorrection here, under the same lock as Update).
 class FakeTable : public AbelianTable {
