@@ -340,10 +340,20 @@ void Synchronizer::BuildChangeBatch(Channel* c, uint64_t clock,
   // A pass sends everything; a budgeted round the heaviest keys first.
   const size_t budget = c->round_pass != 0 ? 0 : options_.round_byte_budget;
   if (budget != 0) {
-    std::stable_sort(c->candidates.begin(), c->candidates.end(),
-                     [this](uint32_t a, uint32_t b) {
-                       return table_->DirtyWeight(a) > table_->DirtyWeight(b);
-                     });
+    // Sorted by a snapshot of the weights: a fold for another owner's round
+    // may change them meanwhile, and a comparator whose keys move while
+    // std::stable_sort runs is undefined behaviour (it crashed).
+    std::vector<std::pair<uint32_t, uint32_t>> by_weight;  // (weight, key)
+    by_weight.reserve(c->candidates.size());
+    for (uint32_t i : c->candidates) {
+      by_weight.push_back({table_->DirtyWeight(i), i});
+    }
+    std::stable_sort(
+        by_weight.begin(), by_weight.end(),
+        [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (size_t j = 0; j < by_weight.size(); ++j) {
+      c->candidates[j] = by_weight[j].second;
+    }
   }
   SparseVector delta;
   size_t kept = 0, spent = 0;
