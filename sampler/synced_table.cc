@@ -15,6 +15,7 @@ SyncedTopicTable::SyncedTopicTable(TopicTable* table,
                                    std::vector<sync::Key> word_keys)
     : table_(table),
       word_keys_(std::move(word_keys)),
+      pending_word_(table->vocab_size(), false),
       pending_totals_(table->num_topics(), 0),
       range_(word_keys_.size()),
       totals_change_(table->num_topics(), 0) {
@@ -269,6 +270,11 @@ void SyncedTopicTable::EnqueueCorrection(size_t index,
     return;
   }
   const auto w = static_cast<WordId>(index);
+  if (pending_word_[w]) {
+    pending_resort_ = true;
+  } else {
+    pending_word_[w] = true;
+  }
   for (const sync::SparseEntry& e : correction) {
     pending_log_.push_back({w, e.topic, e.count});
   }
@@ -291,7 +297,7 @@ absl::Status SyncedTopicTable::ApplyPending() {
   std::vector<int64_t>& adjust = adjust_;
   adjust = pending_totals_;
   // The word corrections, net per (word, topic) as Apply wants them.
-  SortByWordTopic(K, &pending_log_, &pending_scratch_);
+  if (pending_resort_) SortByWordTopic(K, &pending_log_, &pending_scratch_);
   for (size_t i = 0; i < pending_log_.size();) {
     const PendingEntry& e = pending_log_[i];
     int64_t c = 0;
@@ -329,7 +335,9 @@ absl::Status SyncedTopicTable::ApplyPending() {
     return absl::InternalError(
         absl::StrCat("applying sync corrections: ", s.message()));
   }
+  for (const PendingEntry& e : pending_log_) pending_word_[e.word] = false;
   pending_log_.clear();
+  pending_resort_ = false;
   // Rows and the raise are in; n_k + down is what Read already reports.
   if (table_->AdjustTotals(down).ok()) {
     std::fill(pending_totals_.begin(), pending_totals_.end(), 0);

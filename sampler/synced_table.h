@@ -98,7 +98,10 @@ class SyncedTopicTable final : public sync::AbelianTable {
   const std::vector<sync::Key> word_keys_;
   mutable absl::Mutex mu_;
   // Queued corrections of word rows, as they came (a log, so queueing
-  // costs no allocation per key); ApplyPending sorts and nets them.
+  // costs no allocation per key). Each correction is canonical, so while
+  // no word is queued twice the log is already what Apply wants (one run
+  // per word, one delta per topic) and ApplyPending needs no sort; a word
+  // queued again sets pending_resort_, and ApplyPending sorts and nets.
   struct PendingEntry {
     WordId word = 0;
     TopicId topic = 0;
@@ -106,6 +109,8 @@ class SyncedTopicTable final : public sync::AbelianTable {
   };
   std::vector<PendingEntry> pending_log_ ABSL_GUARDED_BY(mu_);
   std::vector<PendingEntry> pending_scratch_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> pending_word_ ABSL_GUARDED_BY(mu_);  // queued in the log
+  bool pending_resort_ ABSL_GUARDED_BY(mu_) = false;
   // Queued corrections of the totals key.
   std::vector<int64_t> pending_totals_ ABSL_GUARDED_BY(mu_);
   // Set (under mu_) when a correction is queued, cleared when all are

@@ -104,5 +104,33 @@ TEST(SyncedTopicTable, QueuedCorrectionsNetAndApply) {
   EXPECT_EQ(table.Get(1, 3), 0);
 }
 
+// Corrections of distinct words apply as they were queued (no sort); a
+// word may be queued again once they are applied, and a word queued twice
+// before that is netted.
+TEST(SyncedTopicTable, CorrectionsApplyAfterEachQueueing) {
+  TopicTable table(3, kK);
+  SyncedTopicTable t(&table, {100, 101, 102});
+  const uint32_t totals = 3;
+  t.EnqueueCorrection(2, {{0, 1}, {5, 2}});
+  t.EnqueueCorrection(0, {{3, 4}});
+  t.EnqueueCorrection(totals, {{0, 1}, {3, 4}, {5, 2}});
+  ASSERT_TRUE(t.ApplyPending().ok());
+  EXPECT_EQ(table.Get(2, 0), 1);
+  EXPECT_EQ(table.Get(2, 5), 2);
+  EXPECT_EQ(table.Get(0, 3), 4);
+  EXPECT_EQ(table.TopicTotal(3), 4);
+  t.EnqueueCorrection(2, {{0, -1}});
+  t.EnqueueCorrection(1, {{0, 2}});
+  t.EnqueueCorrection(1, {{0, -1}, {7, 1}});
+  t.EnqueueCorrection(totals, {{7, 1}});
+  ASSERT_TRUE(t.ApplyPending().ok());
+  EXPECT_EQ(table.Get(2, 0), 0);
+  EXPECT_EQ(table.Get(1, 0), 1);
+  EXPECT_EQ(table.Get(1, 7), 1);
+  EXPECT_EQ(table.TopicTotal(0), 1);
+  EXPECT_EQ(table.TopicTotal(7), 1);
+  EXPECT_FALSE(t.HasPending());
+}
+
 }  // namespace
 }  // namespace latentd
