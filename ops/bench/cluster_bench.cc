@@ -24,7 +24,11 @@
 // compete with the samplers for the same cores, so the ratio there
 // measures sync CPU against sampling CPU. cpu_ratio compares process CPU
 // seconds per token (all threads: samplers, sync, transport) of both;
-// where it tracks the ratio, the gap is CPU, not waiting.
+// where it tracks the ratio, the gap is CPU, not waiting. smp_ratio
+// compares the single node's process CPU per token with the cluster's
+// sampling threads' alone: the ratio the cluster would reach if each
+// node's sync work had a core of its own (an estimate: on one machine the
+// samplers still share caches with the sync threads and each other).
 #include <sys/resource.h>
 
 #include <chrono>
@@ -160,6 +164,10 @@ absl::StatusOr<double> RunIndependent(const ReaderOptions& corpus, TopicId k,
 struct ClusterFigures {
   double tokens_per_s = 0;
   double cpu_seconds_per_token = 0;
+  // CPU of the sampling threads alone (each runs its node's whole
+  // pipeline: sampling, combining, applying its own and the others'
+  // changes).
+  double sampler_cpu_seconds_per_token = 0;
   double bytes_per_token = 0;
   double round_ms = 0;
   double staleness = 0;
@@ -207,6 +215,7 @@ absl::StatusOr<ClusterFigures> RunCluster(const ClusterNodeOptions& o, int m,
   const double tokens = static_cast<double>(run.tokens_sampled);
   f.tokens_per_s = tokens / run.seconds;
   f.cpu_seconds_per_token = cpu_s_all / tokens;
+  f.sampler_cpu_seconds_per_token = cpu_s / tokens;
   f.bytes_per_token = static_cast<double>(bytes) / tokens;
   f.round_ms = rounds ? micros / 1000.0 / rounds : 0.0;
   f.staleness = st_n ? static_cast<double>(st_sum) / st_n : 0.0;
@@ -292,10 +301,10 @@ int Main(int argc, char** argv) {
       "rounds_per_sweep=%d flush=%d min_key_weight=%u repeat=%d\n",
       corpus.path.c_str(), topics, sweeps, consistency.c_str(), budget,
       round_ms, rounds_per_sweep, flush ? 1 : 0, min_key_weight, repeat);
-  std::printf("%5s %12s %12s %12s %6s %9s %9s %10s %9s %9s %8s %8s %7s\n",
+  std::printf("%5s %12s %12s %12s %6s %9s %9s %9s %10s %9s %9s %8s %8s %7s\n",
               "nodes", "single_tok/s", "indep_tok/s", "cluster_tok/s", "ratio",
-              "cpu_ratio", "vs_indep", "bytes/tok", "round_ms", "stale", "ll_1",
-              "ll_m", "ll_diff");
+              "cpu_ratio", "smp_ratio", "vs_indep", "bytes/tok", "round_ms",
+              "stale", "ll_1", "ll_m", "ll_diff");
   ClusterNodeOptions base;
   base.redis_url = (*redis)->url();
   base.corpus = corpus;
@@ -343,11 +352,12 @@ int Main(int argc, char** argv) {
     }
     const ClusterFigures& c = *cluster;
     std::printf(
-        "%5d %12.0f %12.0f %12.0f %6.3f %9.3f %9.3f %10.3f %9.2f %9.2f "
+        "%5d %12.0f %12.0f %12.0f %6.3f %9.3f %9.3f %9.3f %10.3f %9.2f %9.2f "
         "%8.4f %8.4f %6.2f%%\n",
         m, single.tokens_per_s, independent, c.tokens_per_s,
         c.tokens_per_s / single.tokens_per_s,
         single.cpu_seconds_per_token / c.cpu_seconds_per_token,
+        single.cpu_seconds_per_token / c.sampler_cpu_seconds_per_token,
         c.tokens_per_s / independent, c.bytes_per_token, c.round_ms,
         c.staleness, single.ll_per_token, c.ll_per_token,
         100.0 * std::abs(c.ll_per_token - single.ll_per_token) /
