@@ -15,6 +15,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "sampler/fast_mutexes.h"
 #include "service/cluster/cluster_node.h"
 #include "sync/membership.h"
 
@@ -94,6 +95,7 @@ absl::Status Run(const latentd::ClusterNodeOptions& o, int sweeps,
 }  // namespace
 
 int main(int argc, char** argv) {
+  latentd::DisableMutexDeadlockDetection();
   CLI::App app{"latentd-cluster-node: one node of a latentd training cluster"};
   latentd::ClusterNodeOptions o;
   std::string format = "ldac", consistency = "async";

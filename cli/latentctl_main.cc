@@ -8,6 +8,7 @@
 #include "cli/client_commands.h"
 #include "cli/query_commands.h"
 #include "cli/train_command.h"
+#include "sampler/fast_mutexes.h"
 
 namespace {
 
@@ -29,6 +30,7 @@ bool OnOff(const std::string& value) { return value == "on"; }
 }  // namespace
 
 int main(int argc, char** argv) {
+  latentd::DisableMutexDeadlockDetection();
   CLI::App app{
       "latentctl: train LDA topic models and query them.\n"
       "train works on a model directory; topics and infer read one given as\n"

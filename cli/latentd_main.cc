@@ -17,6 +17,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "corpora/posix_file.h"
+#include "sampler/fast_mutexes.h"
 #include "service/daemon_settings.h"
 #include "service/dir_watcher.h"
 #include "service/http_gateway.h"
@@ -114,6 +115,7 @@ int Serve(const DaemonConfig& config) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  latentd::DisableMutexDeadlockDetection();
   CLI::App app{
       "latentd: the latentd node daemon. Trains LDA continuously on what it "
       "is fed (a corpus, the Ingest API, a watched directory, a Redis "

@@ -23,6 +23,7 @@
 #include "corpora/document_reader.h"
 #include "corpora/random.h"
 #include "ops/bench/collecting_reporter.h"
+#include "sampler/fast_mutexes.h"
 #include "sampler/fold_in.h"
 #include "sampler/trainer.h"
 
@@ -167,6 +168,7 @@ void BM_DenseFoldIn(benchmark::State& state) {
 }  // namespace latentd
 
 int main(int argc, char** argv) {
+  latentd::DisableMutexDeadlockDetection();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   for (latentd::TopicId k : latentd::kTopicCounts) {

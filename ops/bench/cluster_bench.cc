@@ -43,6 +43,7 @@
 #include "absl/strings/str_cat.h"
 #include "corpora/corpus_builder.h"
 #include "corpora/status_macros.h"
+#include "sampler/fast_mutexes.h"
 #include "sampler/trainer.h"
 #include "service/cluster/local_cluster.h"
 
@@ -216,6 +217,7 @@ absl::StatusOr<ClusterFigures> RunCluster(const ClusterNodeOptions& o, int m,
 }
 
 int Main(int argc, char** argv) {
+  DisableMutexDeadlockDetection();
   CLI::App app{"cluster_bench: cluster tokens/s and sync bytes vs one node"};
   std::string data = "../shared/data";
   if (const char* d = std::getenv("LATENTD_DATA_DIR")) data = d;

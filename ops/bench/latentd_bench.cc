@@ -28,6 +28,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "corpora/random.h"
+#include "sampler/fast_mutexes.h"
 #include "service/api_client.h"
 #include "sync/transport.h"
 
@@ -189,6 +190,7 @@ Run MeasureAsync(const std::string& addr, int in_flight, double seconds,
 }  // namespace
 
 int main(int argc, char** argv) {
+  latentd::DisableMutexDeadlockDetection();
   std::string http, tcp, levels = "1,8,32", protocols = "tcp,http,json";
   double seconds = 5;
   int tokens = 200;

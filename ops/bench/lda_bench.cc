@@ -25,6 +25,7 @@
 #include "corpora/corpus_builder.h"
 #include "ops/bench/dense_gibbs.h"
 #include "sampler/doc_topic_stats.h"
+#include "sampler/fast_mutexes.h"
 #include "sampler/hyperparams.h"
 #include "sampler/trainer.h"
 
@@ -60,6 +61,7 @@ absl::StatusOr<double> LogLikelihoodPerToken(latentd::Trainer& trainer) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  latentd::DisableMutexDeadlockDetection();
   CLI::App app{"lda_bench: time LDA sweeps of latentd or the dense baseline"};
   std::string corpus, vocab, format = "lines", engine = "latentd",
                              work_dir = "/tmp/lda_bench";
