@@ -10,7 +10,50 @@ namespace latentd::sync {
 namespace {
 
 // How many keys ahead hash lookups are prefetched.
-constexpr size_t kPrefetchAhead = 8;
+// A run of lookups in a large map misses the cache at every step: the
+// probe of key i + kProbeAhead starts early, key i + kFindAhead is looked up
+// (and its value's memory requested), and key i's value is then at hand.
+constexpr size_t kProbeAhead = 12;
+constexpr size_t kFindAhead = 8;
+
+// Looks up keys(0), keys(1), ... in `map` in that order, ahead of use:
+// At(i) returns keys(i)'s value (nullptr if absent when it was looked up,
+// kFindAhead steps earlier) after calling found(value) on the value of
+// keys(i + kFindAhead). REQUIRES: nothing is inserted into or erased from
+// the map while it runs, except keys not yet looked up (the caller
+// reserves room so that no insertion rehashes), and At is called with
+// i = 0, 1, ... in turn.
+template <typename Map, typename KeyFn, typename FoundFn>
+class LookAhead {
+ public:
+  using Value = typename Map::mapped_type;
+  LookAhead(Map* map, size_t n, KeyFn keys, FoundFn found)
+      : map_(map), n_(n), keys_(keys), found_(found) {
+    for (size_t i = 0; i < std::min(n, kFindAhead); ++i) Find(i);
+  }
+  // keys(i)'s value as looked up, for i in (the last At's, that + kFindAhead].
+  Value* Peek(size_t i) const { return ring_[i % kRing]; }
+  Value* At(size_t i) {
+    if (i + kProbeAhead < n_) map_->prefetch(keys_(i + kProbeAhead));
+    if (i + kFindAhead < n_) Find(i + kFindAhead);
+    return ring_[i % kRing];
+  }
+
+ private:
+  static constexpr size_t kRing = 16;
+  static_assert(kRing > kFindAhead);
+  void Find(size_t i) {
+    auto it = map_->find(keys_(i));
+    Value* v = it == map_->end() ? nullptr : &it->second;
+    ring_[i % kRing] = v;
+    if (v != nullptr) found_(*v);
+  }
+  Map* const map_;
+  const size_t n_;
+  KeyFn keys_;
+  FoundFn found_;
+  Value* ring_[kRing] = {};
+};
 
 }  // namespace
 
@@ -196,6 +239,15 @@ void OwnerShard::NotifyHolders(Key key, GlobalValue* g, const SparseVector& d,
   }
 }
 
+void OwnerShard::PrefetchUnseen(const GlobalValue& g, uint64_t slots) {
+  uint64_t s = slots & g.holders;
+  while (s != 0) {
+    const auto slot = static_cast<size_t>(__builtin_ctzll(s));
+    s &= s - 1;
+    if (slot < g.unseen.size()) __builtin_prefetch(g.unseen[slot].data());
+  }
+}
+
 SparseVector& OwnerShard::UnseenOf(GlobalValue* g, int slot) {
   if (g->unseen.size() <= static_cast<size_t>(slot)) g->unseen.resize(slot + 1);
   return g->unseen[slot];
@@ -267,25 +319,28 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
   me.last_changes.Clear();
   BlockReader deltas(batch.deltas(), dimension_);
   const size_t n = static_cast<size_t>(batch.keys_size());
+  globals_.reserve(globals_.size() + n);  // no rehash: LookAhead's pointers
+  auto batch_key = [&batch](size_t i) {
+    return batch.keys(static_cast<int>(i));
+  };
+  // Each value's data and unseen array, then (half-way) the other holders'
+  // unseen changes that the delta joins.
+  auto fetch = [](const GlobalValue& g) {
+    __builtin_prefetch(g.dense.empty()
+                           ? static_cast<const void*>(g.value.data())
+                           : g.dense.data());
+    __builtin_prefetch(g.unseen.data());
+  };
+  LookAhead ahead(&globals_, n, batch_key, fetch);
   for (size_t i = 0; i < n; ++i) {
-    // The lookups miss the cache on a large vocabulary: start them early.
-    if (i + kPrefetchAhead < n) {
-      globals_.prefetch(batch.keys(static_cast<int>(i + kPrefetchAhead)));
-    }
-    if (i + kPrefetchAhead / 2 < n) {
-      // Then the values' data, now that the slot is near.
-      auto next =
-          globals_.find(batch.keys(static_cast<int>(i + kPrefetchAhead / 2)));
-      if (next != globals_.end()) {
-        __builtin_prefetch(
-            next->second.dense.empty()
-                ? static_cast<const void*>(next->second.value.data())
-                : next->second.dense.data());
-        __builtin_prefetch(next->second.unseen.data());
+    GlobalValue* found = ahead.At(i);
+    if (i + kFindAhead / 2 < n) {
+      if (GlobalValue* next = ahead.Peek(i + kFindAhead / 2)) {
+        PrefetchUnseen(*next, ~bit);
       }
     }
-    const Key key = batch.keys(static_cast<int>(i));
-    GlobalValue& g = globals_[key];
+    const Key key = batch_key(i);
+    GlobalValue& g = found != nullptr ? *found : globals_[key];
     deltas.Next(&v);
     if ((g.holders & bit) == 0) {
       // New to this sender: it lacks the global so far.
@@ -302,15 +357,25 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
     }
   }
   SparseBlock* out = reply->mutable_changes();
+  // The reply's changes: the slot, the unseen array and the change itself
+  // are three dependent misses a key, so they are fetched ahead.
+  auto changed_key = [&me](size_t j) { return me.changed[j]; };
+  auto fetch_mine = [](const GlobalValue& g) {
+    __builtin_prefetch(g.unseen.data());
+  };
+  LookAhead mine(&globals_, me.changed.size(), changed_key, fetch_mine);
   for (size_t j = 0; j < me.changed.size(); ++j) {
     const Key k = me.changed[j];
-    if (j + kPrefetchAhead < me.changed.size()) {
-      globals_.prefetch(me.changed[j + kPrefetchAhead]);
+    GlobalValue* g = mine.At(j);
+    if (j + kFindAhead / 2 < me.changed.size()) {
+      // Found and its unseen array requested kFindAhead / 2 keys ago.
+      if (GlobalValue* next = mine.Peek(j + kFindAhead / 2)) {
+        PrefetchUnseen(*next, bit);
+      }
     }
-    auto it = globals_.find(k);
-    if (it == globals_.end() || (it->second.pending & bit) == 0) continue;
-    it->second.pending &= ~bit;
-    SparseVector& u = UnseenOf(&it->second, slot);
+    if (g == nullptr || (g->pending & bit) == 0) continue;
+    g->pending &= ~bit;
+    SparseVector& u = UnseenOf(g, slot);
     if (u.empty()) continue;
     reply->add_changed_keys(k);
     AppendToBlock(u, out);

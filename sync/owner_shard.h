@@ -105,6 +105,9 @@ class OwnerShard {
   // change-mode holder, adds d to its unseen change.
   void NotifyHolders(Key key, GlobalValue* g, const SparseVector& d,
                      uint64_t sender_bit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Prefetches the data of the unseen changes of the holders among `slots`
+  // (a bit set).
+  static void PrefetchUnseen(const GlobalValue& g, uint64_t slots);
   // The slot's unseen change of a key (grows g->unseen as needed).
   static SparseVector& UnseenOf(GlobalValue* g, int slot);
   // *u += d, reusing u's buffer where it can.
