@@ -108,7 +108,8 @@ bool SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
     Range& r = range_[w];
     const size_t begin = ready_.size();
     ready_.resize(begin + r.size + run_.size());  // before taking pointers
-    const TopicDelta* i = ready_.data() + r.begin;
+    // (A taken run's begin may lie past a compacted arena: not used then.)
+    const TopicDelta* i = r.size == 0 ? nullptr : ready_.data() + r.begin;
     const TopicDelta* const ie = i + r.size;
     const TopicDelta* j = run_.data();
     const TopicDelta* const je = j + run_.size();

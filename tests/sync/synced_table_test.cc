@@ -104,6 +104,49 @@ TEST(SyncedTopicTable, QueuedCorrectionsNetAndApply) {
   EXPECT_EQ(table.Get(1, 3), 0);
 }
 
+// Once most of the arena of untaken changes is garbage (changes taken or
+// replaced), a fold compacts it; the changes still untaken survive whole.
+TEST(SyncedTopicTable, UntakenChangesSurviveCompaction) {
+  constexpr size_t kWords = 3000;
+  constexpr TopicId kTopics = 32;
+  TopicTable table(kWords, kTopics);
+  std::vector<WordTopicDelta> init;
+  std::vector<sync::Key> keys;
+  for (size_t w = 0; w < kWords; ++w) {
+    keys.push_back(1000 + w);
+    for (TopicId k = 0; k < 30; ++k) {
+      init.push_back({static_cast<WordId>(w), k, static_cast<int32_t>(k + 1)});
+    }
+  }
+  ASSERT_TRUE(table.Apply(init).ok());
+  SyncedTopicTable t(&table, keys);
+  std::vector<uint32_t> listed;
+  ASSERT_TRUE(t.TakeDirtyList(&listed));
+  ASSERT_EQ(listed.size(), kWords + 1);  // and the totals
+  sync::SparseVector c;
+  for (uint32_t i : listed) {
+    if (i != 1 && i != 7) t.TakeChange(i, &c);  // 90,000 entries of garbage
+  }
+  const std::vector<WordTopicDelta> more = {{1, 0, 2}, {2, 5, -1}};
+  t.MarkApplied(more);
+  listed.clear();
+  ASSERT_TRUE(t.TakeDirtyList(&listed));  // compacts
+  EXPECT_EQ(listed, (std::vector<uint32_t>{1, 2, 7, kWords}));
+  t.TakeChange(1, &c);
+  ASSERT_EQ(c.size(), 30u);
+  EXPECT_EQ(c[0], (sync::SparseEntry{0, 3}));
+  EXPECT_EQ(c[29], (sync::SparseEntry{29, 30}));
+  t.TakeChange(2, &c);
+  EXPECT_EQ(c, (sync::SparseVector{{5, -1}}));
+  t.TakeChange(7, &c);
+  ASSERT_EQ(c.size(), 30u);
+  EXPECT_EQ(c[12], (sync::SparseEntry{12, 13}));
+  // And folds after it go on as before.
+  t.MarkApplied(std::vector<WordTopicDelta>{{7, 12, -13}, {7, 31, 1}});
+  auto next = TakeAll(&t);
+  EXPECT_EQ(next[7], (sync::SparseVector{{12, -13}, {31, 1}}));
+}
+
 // Corrections of distinct words apply as they were queued (no sort); a
 // word may be queued again once they are applied, and a word queued twice
 // before that is netted.
