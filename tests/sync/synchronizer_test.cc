@@ -460,6 +460,18 @@ void ExpectExact(const std::vector<Key>& keys,
   }
 }
 
+// Options of node n of the three-node tests below: node 2 runs a byte
+// budget, node 1 leaves keys of little change to later rounds.
+SynchronizerOptions ThreeNodeOptions(int n) {
+  SynchronizerOptions o;
+  o.node_id = absl::StrCat("n", n);
+  o.round_interval = absl::Milliseconds(1);
+  o.retry_interval = absl::Milliseconds(1);
+  o.round_byte_budget = n == 2 ? 40 : 0;
+  o.min_key_weight = n == 1 ? 12 : 0;
+  return o;
+}
+
 // Incremental rounds (listed dirty keys, owner pushes) on three nodes, one
 // of them budgeted, one leaving keys of little change to later rounds:
 // Flush passes alone make every node exact, and a full pass then finds
@@ -477,13 +489,8 @@ TEST(Synchronizer, IncrementalRoundsAreExact) {
     std::vector<std::unique_ptr<OwnerChannel>> ch;
     ch.push_back(MakeLocalChannel(&shard0));
     ch.push_back(MakeLocalChannel(&shard1));
-    SynchronizerOptions o;
-    o.node_id = absl::StrCat("n", n);
-    o.round_interval = absl::Milliseconds(1);
-    o.round_byte_budget = n == 2 ? 40 : 0;
-    o.min_key_weight = n == 1 ? 12 : 0;
-    syncs.push_back(std::make_unique<Synchronizer>(o, tables.back().get(),
-                                                   owner, std::move(ch)));
+    syncs.push_back(std::make_unique<Synchronizer>(
+        ThreeNodeOptions(n), tables.back().get(), owner, std::move(ch)));
     syncs.back()->Start();
   }
   for (auto& s : syncs) s->FullPass();  // every node tells every owner
@@ -523,14 +530,8 @@ TEST(Synchronizer, ChangeModeIsExactWithLostReplies) {
     std::vector<std::unique_ptr<OwnerChannel>> ch;
     ch.push_back(std::make_unique<LossyChannel>(&shard0, 7));
     ch.push_back(MakeLocalChannel(&shard1));
-    SynchronizerOptions o;
-    o.node_id = absl::StrCat("n", n);
-    o.round_interval = absl::Milliseconds(1);
-    o.retry_interval = absl::Milliseconds(1);
-    o.round_byte_budget = n == 2 ? 40 : 0;
-    o.min_key_weight = n == 1 ? 12 : 0;
-    syncs.push_back(std::make_unique<Synchronizer>(o, tables.back().get(),
-                                                   owner, std::move(ch)));
+    syncs.push_back(std::make_unique<Synchronizer>(
+        ThreeNodeOptions(n), tables.back().get(), owner, std::move(ch)));
     syncs.back()->Start();
   }
   RandomUpdates(9, tables, syncs, &truth);
