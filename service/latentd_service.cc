@@ -484,7 +484,7 @@ absl::StatusOr<api::CheckpointResponse> LatentdService::Checkpoint(
 }
 
 absl::StatusOr<std::vector<std::string>> LatentdService::TokenizeDocument(
-    std::string_view text) const {
+    std::string_view text, bool forwarded) const {
   if (text.size() > options_.max_text_bytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("text of ", text.size(), " bytes is over the limit of ",
@@ -495,7 +495,7 @@ absl::StatusOr<std::vector<std::string>> LatentdService::TokenizeDocument(
     return absl::InvalidArgumentError(
         "empty document: no words left after tokenization");
   }
-  if (!KeepKnownWords(&words)) {
+  if (!forwarded && !KeepKnownWords(&words)) {
     return absl::InvalidArgumentError(
         "no word of the document is in this cluster node's vocabulary (it "
         "is fixed when the node joins a cluster)");
@@ -567,7 +567,8 @@ absl::StatusOr<api::IngestResponse> LatentdService::Ingest(
   std::vector<IngestRecord> records;
   for (int i = 0; i < request.documents_size(); ++i) {
     const api::Document& d = request.documents(i);
-    absl::StatusOr<std::vector<std::string>> words = TokenizeDocument(d.text());
+    absl::StatusOr<std::vector<std::string>> words =
+        TokenizeDocument(d.text(), /*forwarded=*/request.local());
     if (!words.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "document ", i, " (id '", d.id(), "'): ", words.status().message()));

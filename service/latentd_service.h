@@ -139,8 +139,13 @@ class LatentdService {
 
   // ---- For the stream and directory ingesters. ----
   // Tokenizes `text` as the corpus was; kInvalidArgument if no word is left.
+  // In cluster mode it also drops the words this node's frozen vocabulary
+  // lacks, and fails if none is left, unless `forwarded`: a document another
+  // node forwarded here was checked against that node's vocabulary and is
+  // already acknowledged there, so IngestRecords drops it (counted in
+  // latentd_ingest_dropped_total) instead of failing the whole request.
   absl::StatusOr<std::vector<std::string>> TokenizeDocument(
-      std::string_view text) const;
+      std::string_view text, bool forwarded = false) const;
   // Appends records (their words already tokenized) durably, then queues
   // them for the next merge. Records whose source was already ingested are
   // dropped (returned count excludes them).

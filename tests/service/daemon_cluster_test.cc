@@ -104,6 +104,15 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
   // Sent again (same sources): every copy is dropped, here or at the owner.
   ASSERT_TRUE(ca->Call(Method::kIngest, ingest, &ack).ok());
   EXPECT_EQ(ack.accepted(), 0u);
+  // A forwarded request (local) whose document has no word this node holds
+  // (its sender's vocabulary differs) loses that document, not the others.
+  api::IngestRequest forwarded;
+  forwarded.set_local(true);
+  forwarded.add_documents()->set_text("zqxjv wkpfq");
+  forwarded.add_documents()->set_text(kEvents[0]);
+  absl::Status fs = ca->Call(Method::kIngest, forwarded, &ack);
+  ASSERT_TRUE(fs.ok()) << fs;
+  EXPECT_EQ(ack.accepted(), 1u);
   // The stream's events reach their owners too, and are acknowledged.
   redisContext* rc = redis.Connect();
   ASSERT_NE(rc, nullptr);
