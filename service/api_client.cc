@@ -116,23 +116,10 @@ absl::StatusOr<Protocol> ParseProtocol(std::string_view name) {
       "' (json, http or tcp)"));
 }
 
-absl::Status SplitHostPort(const std::string& address, std::string* host,
-                           int* port) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(address.substr(colon + 1), port) || *port < 0 ||
-      *port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("address '", address, "' is not host:port"));
-  }
-  *host = address.substr(0, colon);
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(
     const std::string& address, Protocol protocol, absl::Duration timeout) {
   std::string host;
-  int port;
+  uint16_t port = 0;
   absl::Status s = SplitHostPort(address, &host, &port);
   if (!s.ok()) return s;
   if (protocol == Protocol::kTcp) {

@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/message.h"
 #include "service/api_dispatch.h"
+#include "sync/transport.h"
 
 namespace latentd::service {
 
@@ -41,8 +42,7 @@ class ApiClient {
 };
 
 // Splits "host:port" (kInvalidArgument naming the address otherwise).
-absl::Status SplitHostPort(const std::string& address, std::string* host,
-                           int* port);
+using sync::SplitHostPort;
 
 }  // namespace latentd::service
 

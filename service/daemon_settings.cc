@@ -93,7 +93,7 @@ Apply Address(std::string name, bool allow_off,
       return absl::OkStatus();
     }
     std::string host;
-    int port;
+    uint16_t port = 0;
     if (!SplitHostPort(std::string(v), &host, &port).ok()) {
       return Bad(name, v, "host:port");
     }

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "corpora/check.h"
@@ -497,5 +498,20 @@ Server::~Server() { Stop(); }
 uint16_t Server::port() const { return impl_->port; }
 void Server::Stop() { impl_->Stop(); }
 const TransportStats& Server::stats() const { return impl_->stats; }
+
+absl::Status SplitHostPort(const std::string& address, std::string* host,
+                           uint16_t* port) {
+  const size_t colon = address.rfind(':');
+  uint32_t p = 0;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &p) ||
+      p > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("address '", address, "' is not host:port"));
+  }
+  *host = address.substr(0, colon);
+  *port = static_cast<uint16_t>(p);
+  return absl::OkStatus();
+}
 
 }  // namespace latentd::sync

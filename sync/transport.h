@@ -203,6 +203,11 @@ class Server {
   std::shared_ptr<internal::ServerImpl> impl_;
 };
 
+// Splits "host:port" (the host non-empty, the port 0..65535);
+// kInvalidArgument naming the address otherwise.
+absl::Status SplitHostPort(const std::string& address, std::string* host,
+                           uint16_t* port);
+
 }  // namespace latentd::sync
 
 #endif  // LATENTD_SYNC_TRANSPORT_H_

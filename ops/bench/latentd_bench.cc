@@ -131,9 +131,8 @@ Run Summarize(std::vector<double> all, uint64_t errors, double elapsed) {
 Run MeasureAsync(const std::string& addr, int in_flight, double seconds,
                  const std::vector<std::string>& docs) {
   latentd::sync::ClientOptions co;
-  int port = 0;
-  if (!latentd::service::SplitHostPort(addr, &co.host, &port).ok()) return {};
-  co.port = static_cast<uint16_t>(port);
+  if (!latentd::service::SplitHostPort(addr, &co.host, &co.port).ok())
+    return {};
   std::vector<std::string> payloads;
   for (size_t i = 0; i < docs.size(); ++i) {
     latentd::api::InferDocumentRequest q;

@@ -20,25 +20,6 @@ struct ClusterLink::Peer {
   bool in_flight ABSL_GUARDED_BY(mu) = false;  // one heartbeat at a time
 };
 
-namespace {
-
-absl::Status SplitHostPort(const std::string& hp, std::string* host,
-                           uint16_t* port) {
-  const size_t colon = hp.rfind(':');
-  uint32_t p = 0;
-  if (colon == std::string::npos ||
-      !absl::SimpleAtoi(absl::string_view(hp).substr(colon + 1), &p) ||
-      p > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("address '", hp, "': expected HOST:PORT"));
-  }
-  *host = hp.substr(0, colon);
-  *port = static_cast<uint16_t>(p);
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 ClusterLink::ClusterLink(ClusterLinkOptions options, SyncedTopicTable* table)
     : options_(std::move(options)),
       table_(table),
@@ -58,7 +39,7 @@ ClusterLink::~ClusterLink() { Stop(); }
 absl::Status ClusterLink::StartServer() {
   std::string host;
   uint16_t port = 0;
-  LATENTD_RETURN_IF_ERROR(SplitHostPort(options_.listen, &host, &port));
+  LATENTD_RETURN_IF_ERROR(sync::SplitHostPort(options_.listen, &host, &port));
   loop_ = std::make_unique<sync::EventLoop>(1);
   sync::ServerOptions so;
   so.host = host;
@@ -135,7 +116,7 @@ absl::Status ClusterLink::Join() {
     auto peer = std::make_unique<Peer>();
     peer->id = m.id;
     sync::ClientOptions co;
-    LATENTD_RETURN_IF_ERROR(SplitHostPort(m.address, &co.host, &co.port));
+    LATENTD_RETURN_IF_ERROR(sync::SplitHostPort(m.address, &co.host, &co.port));
     co.log = options_.log;
     peer->client = std::make_unique<sync::Client>(loop_.get(), co);
     channels.push_back(

@@ -335,7 +335,7 @@ TEST(BadRequests, GetErrorsAndDaemonGoesOn) {
   Daemon d(tmp.path() + "/node", args);
   ASSERT_TRUE(d.ok()) << d.Log();
   std::string host;
-  int port;
+  uint16_t port = 0;
   ASSERT_TRUE(service::SplitHostPort(d.http(), &host, &port).ok());
   httplib::Client h(host, port);
   auto post = [&](const std::string& path, const std::string& body,
@@ -385,8 +385,7 @@ TEST(BadRequests, GetErrorsAndDaemonGoesOn) {
   {
     sync::EventLoop loop(1);
     sync::ClientOptions o;
-    ASSERT_TRUE(service::SplitHostPort(d.tcp(), &o.host, &port).ok());
-    o.port = static_cast<uint16_t>(port);
+    ASSERT_TRUE(service::SplitHostPort(d.tcp(), &o.host, &o.port).ok());
     sync::Client c(&loop, o);
     auto r = c.CallSync(4, std::string("\x0a\xff\xff\xff\xff\x0f", 6),
                         absl::Seconds(10));

@@ -252,6 +252,23 @@ TEST_F(TransportTest, OversizedRequestIsRefusedLocally) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SplitHostPort, SplitsAtTheLastColonAndChecksThePort) {
+  std::string host;
+  uint16_t port = 1;
+  ASSERT_TRUE(SplitHostPort("127.0.0.1:0", &host, &port).ok());
+  EXPECT_EQ(host, "127.0.0.1");
+  EXPECT_EQ(port, 0);
+  ASSERT_TRUE(SplitHostPort("::1:65535", &host, &port).ok());
+  EXPECT_EQ(host, "::1");
+  EXPECT_EQ(port, 65535);
+  for (const char* bad :
+       {"localhost", ":80", "h:", "h:65536", "h:-1", "h:8x"}) {
+    absl::Status s = SplitHostPort(bad, &host, &port);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find(bad), std::string::npos) << s;
+  }
+}
+
 TEST(FrameTest, HeaderRoundTripAndValidation) {
   const std::string f = EncodeFrame(42, 0x0123456789abcdefull, "abc");
   auto h = DecodeFrameHeader(f.data(), 100);
