@@ -66,14 +66,8 @@ absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Connect(
   std::string_view rest = url;
   if (rest.substr(0, 5) == "unix:") {
     const std::string path(rest.substr(5));
-    redisContext* c = redisConnectUnixWithTimeout(path.c_str(), ToTv(timeout));
-    if (c == nullptr || c->err) {
-      std::string why = c ? c->errstr : "out of memory";
-      if (c) redisFree(c);
-      return absl::UnavailableError(absl::StrCat("redis ", path, ": ", why));
-    }
-    redisSetTimeout(c, ToTv(timeout));
-    return std::unique_ptr<RedisClient>(new RedisClient(c));
+    return Connected(redisConnectUnixWithTimeout(path.c_str(), ToTv(timeout)),
+                     path, timeout);
   }
   if (rest.substr(0, 8) == "redis://") rest.remove_prefix(8);
   while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
@@ -93,12 +87,17 @@ absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Connect(
     return absl::InvalidArgumentError(
         absl::StrCat("redis url '", std::string(url), "': no host"));
   }
-  redisContext* c = redisConnectWithTimeout(host.c_str(), port, ToTv(timeout));
+  return Connected(redisConnectWithTimeout(host.c_str(), port, ToTv(timeout)),
+                   absl::StrCat(host, ":", port), timeout);
+}
+
+absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Connected(
+    void* context, const std::string& where, absl::Duration timeout) {
+  redisContext* c = Ctx(context);
   if (c == nullptr || c->err) {
     std::string why = c ? c->errstr : "out of memory";
     if (c) redisFree(c);
-    return absl::UnavailableError(
-        absl::StrCat("redis ", host, ":", port, ": ", why));
+    return absl::UnavailableError(absl::StrCat("redis ", where, ": ", why));
   }
   redisSetTimeout(c, ToTv(timeout));
   return std::unique_ptr<RedisClient>(new RedisClient(c));

@@ -51,6 +51,10 @@ class RedisClient {
 
  private:
   explicit RedisClient(void* context) : context_(context) {}
+  // A client over a freshly opened `context` (a redisContext, or null),
+  // or kUnavailable naming `where` (and the context freed).
+  static absl::StatusOr<std::unique_ptr<RedisClient>> Connected(
+      void* context, const std::string& where, absl::Duration timeout);
   void* context_;  // redisContext
 };
 
