@@ -61,8 +61,7 @@ class SyncedTopicTable final : public sync::AbelianTable {
   // Lists every key whose accumulated change is non-zero, words ascending
   // then the totals: folds the deltas the writer logged since the previous
   // call into the changes (sorting the log; O(log + keys listed),
-  // amortized). TakeDirty keeps its
-  // default (always true).
+  // amortized). TakeDirty keeps its default (always true).
   bool TakeDirtyList(std::vector<uint32_t>* out) override;
   // Σ|applied delta| (gross: deltas that cancel each other both count) of
   // the key's change not taken yet, as of the last TakeDirtyList

@@ -316,11 +316,6 @@ sync::Synchronizer::PassResult ClusterLink::DrainPass() {
   return r;
 }
 
-absl::Status ClusterLink::FlushAndApply() {
-  sync_->Flush();
-  return table_->ApplyPending();
-}
-
 void ClusterLink::Stop() {
   if (stopped_) return;
   stopped_ = true;

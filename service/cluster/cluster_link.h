@@ -124,10 +124,6 @@ class ClusterLink {
   // corrections are applied. Nodes are drained when, in a row of passes
   // run one node after another, every node's pass is quiet.
   sync::Synchronizer::PassResult DrainPass();
-  // Pushes every local delta and pulls every change and applies it (no
-  // sweep may run): afterwards the table equals this node's latest view
-  // of the globals.
-  absl::Status FlushAndApply();
 
   // Stops the synchronizer, heartbeats and server. Idempotent.
   void Stop();
