@@ -514,15 +514,18 @@ absl::StatusOr<uint64_t> LatentdService::IngestRecords(
   uint64_t forwarded = 0;
   if (JoinedLink() != nullptr) {
     if (route) {
+      // Tokenized here (TokenizeDocument): only words this node holds.
       LATENTD_RETURN_IF_ERROR(ForwardToOwners(&records, &forwarded));
+    } else {
+      // Forwarded here, checked against the sender's vocabulary.
+      std::erase_if(records, [this](IngestRecord& r) {
+        if (KeepKnownWords(&r.words)) return false;
+        m_.dropped->Add();
+        Log(absl::StrCat("dropped document '", r.doc_id, "' of user '", r.user,
+                         "': none of its words is in this node's vocabulary"));
+        return true;
+      });
     }
-    std::erase_if(records, [this](IngestRecord& r) {
-      if (KeepKnownWords(&r.words)) return false;
-      m_.dropped->Add();
-      Log(absl::StrCat("dropped document '", r.doc_id, "' of user '", r.user,
-                       "': none of its words is in this node's vocabulary"));
-      return true;
-    });
   }
   {
     absl::MutexLock lock(&pending_mu_);

@@ -155,8 +155,10 @@ class LatentdService {
   // forwarded to it (unless `route` is false: the caller is the forwarding
   // node); a forward that fails fails the call (records forwarded before it
   // stay accepted by their owners, which drop them if sent again with the
-  // same source). Records left with no word this node's vocabulary holds
-  // are dropped (logged, counted in latentd_ingest_dropped_total).
+  // same source). Records routed here keep only the words this node's
+  // vocabulary holds, and are dropped if none is left (logged, counted in
+  // latentd_ingest_dropped_total); records to route were tokenized by
+  // TokenizeDocument, which keeps only those already.
   struct LogRange {
     uint64_t first = 0;
     uint64_t last = 0;
