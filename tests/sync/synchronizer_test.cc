@@ -472,17 +472,28 @@ SynchronizerOptions ThreeNodeOptions(int n) {
   return o;
 }
 
+// Three nodes over seven keys and two owner shards (keys alternate), for
+// the tests below; every node's synchronizer is stopped at the end.
+class ThreeNodeSync : public ::testing::Test {
+ protected:
+  static constexpr uint32_t kK = 5;
+  void TearDown() override {
+    for (auto& s : syncs) s->Stop();
+  }
+  const std::vector<Key> keys = {11, 22, 33, 44, 55, 66, 77};
+  const std::vector<uint32_t> owner = {0, 1, 0, 1, 0, 1, 1};
+  OwnerShard shard0{kK}, shard1{kK};
+  std::vector<std::unique_ptr<FakeTable>> tables;
+  std::vector<std::unique_ptr<Synchronizer>> syncs;
+  std::vector<std::vector<int64_t>> truth{keys.size(),
+                                          std::vector<int64_t>(kK, 0)};
+};
+
 // Incremental rounds (listed dirty keys, owner pushes) on three nodes, one
 // of them budgeted, one leaving keys of little change to later rounds:
 // Flush passes alone make every node exact, and a full pass then finds
 // nothing left to do.
-TEST(Synchronizer, IncrementalRoundsAreExact) {
-  const std::vector<Key> keys = {11, 22, 33, 44, 55, 66, 77};
-  constexpr uint32_t kK = 5;
-  OwnerShard shard0(kK), shard1(kK);
-  std::vector<std::unique_ptr<FakeTable>> tables;
-  std::vector<std::unique_ptr<Synchronizer>> syncs;
-  const std::vector<uint32_t> owner = {0, 1, 0, 1, 0, 1, 1};
+TEST_F(ThreeNodeSync, IncrementalRoundsAreExact) {
   for (int n = 0; n < 3; ++n) {
     tables.push_back(std::make_unique<FakeTable>(keys, kK));
     tables.back()->ListDirty();
@@ -494,30 +505,19 @@ TEST(Synchronizer, IncrementalRoundsAreExact) {
     syncs.back()->Start();
   }
   for (auto& s : syncs) s->FullPass();  // every node tells every owner
-  std::vector<std::vector<int64_t>> truth(keys.size(),
-                                          std::vector<int64_t>(kK, 0));
   RandomUpdates(5, tables, syncs, &truth);
   // Every node pushes, then every node pulls.
   for (auto& s : syncs) s->Flush();
   for (auto& s : syncs) s->Flush();
   ExpectExact(keys, owner, {&shard0, &shard1}, tables, truth);
   for (auto& s : syncs) EXPECT_TRUE(s->FullPass().quiet);
-  for (auto& s : syncs) s->Stop();
 }
 
 // Change mode on three nodes (one budgeted, one leaving keys of little
 // change to later rounds), with every 7th reply of one owner lost: Flush
 // passes make every node exact, and every node's table equals the owners'
 // globals, which equal the sum of every node's changes and initial values.
-TEST(Synchronizer, ChangeModeIsExactWithLostReplies) {
-  const std::vector<Key> keys = {11, 22, 33, 44, 55, 66, 77};
-  constexpr uint32_t kK = 5;
-  OwnerShard shard0(kK), shard1(kK);
-  std::vector<std::unique_ptr<FakeTable>> tables;
-  std::vector<std::unique_ptr<Synchronizer>> syncs;
-  const std::vector<uint32_t> owner = {0, 1, 0, 1, 0, 1, 1};
-  std::vector<std::vector<int64_t>> truth(keys.size(),
-                                          std::vector<int64_t>(kK, 0));
+TEST_F(ThreeNodeSync, ChangeModeIsExactWithLostReplies) {
   for (int n = 0; n < 3; ++n) {
     tables.push_back(std::make_unique<FakeTable>(keys, kK));
     // Initial values, known only to this node.
@@ -545,7 +545,6 @@ TEST(Synchronizer, ChangeModeIsExactWithLostReplies) {
   ASSERT_TRUE(quiet);
   ExpectExact(keys, owner, {&shard0, &shard1}, tables, truth);
   EXPECT_GT(shard0.stats().batches_duplicate, 0u);  // resends happened
-  for (auto& s : syncs) s->Stop();
 }
 
 TEST(Consistency, Parses) {
