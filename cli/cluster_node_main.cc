@@ -21,13 +21,11 @@
 
 namespace {
 
-absl::StatusOr<latentd::CorpusFormat> ParseFormat(const std::string& f) {
-  if (f == "ldac") return latentd::CorpusFormat::kLdaC;
-  if (f == "uci") return latentd::CorpusFormat::kUci;
-  if (f == "lines") return latentd::CorpusFormat::kLines;
-  if (f == "yahoo") return latentd::CorpusFormat::kYahoo;
-  if (f == "dir") return latentd::CorpusFormat::kDirectory;
-  return absl::InvalidArgumentError(absl::StrCat("unknown format '", f, "'"));
+absl::StatusOr<latentd::ShardBy> ParseShardBy(const std::string& s) {
+  if (s == "index") return latentd::ShardBy::kIndex;
+  if (s == "id") return latentd::ShardBy::kId;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--shard-by: unknown value '", s, "' (index or id)"));
 }
 
 absl::Status Run(const latentd::ClusterNodeOptions& o, int sweeps,
@@ -98,7 +96,9 @@ int main(int argc, char** argv) {
   latentd::DisableMutexDeadlockDetection();
   CLI::App app{"latentd-cluster-node: one node of a latentd training cluster"};
   latentd::ClusterNodeOptions o;
-  std::string format = "ldac", consistency = "async";
+  // --help shows each option's default.
+  app.option_defaults()->always_capture_default();
+  std::string format = "ldac", consistency = "async", shard_by = "index";
   int sweeps = 20, linger_s = 120, budget = 0, slow_ms = 0, round_ms = 10;
   uint32_t topics = 20;
   app.add_option("--redis", o.redis_url, "Redis URL")->required();
@@ -112,10 +112,12 @@ int main(int argc, char** argv) {
   app.add_option("--corpus", o.corpus.path, "corpus file")->required();
   app.add_option("--format", format, "ldac|uci|lines|yahoo|dir");
   app.add_option("--vocab", o.corpus.vocab_path, "vocabulary (ldac, uci)");
-  app.add_option("--shard", o.shard,
-                 "this node's shard (document i goes "
-                 "to shard i % shards)");
+  app.add_option("--shard", o.shard, "this node's shard, < --shards");
   app.add_option("--shards", o.num_shards, "number of shards");
+  app.add_option("--shard-by", shard_by,
+                 "index: document i goes to shard i % shards; id: to the "
+                 "shard its id hashes to (yahoo/UCI doc-id, path under a "
+                 "directory, line number of lines and ldac files)");
   app.add_option("--max-docs", o.max_docs, "use the first N documents");
   app.add_option("--topics", topics, "K");
   app.add_option("--threads", o.threads, "sampler threads");
@@ -130,15 +132,18 @@ int main(int argc, char** argv) {
                  "how long to wait for the others at the end");
   CLI11_PARSE(app, argc, argv);
 
-  auto f = ParseFormat(format);
+  auto f = latentd::ParseCorpusFormat(format);
   auto c = latentd::sync::Consistency::Parse(consistency);
-  if (!f.ok() || !c.ok()) {
-    std::fprintf(
-        stderr, "latentd-cluster-node: %s\n",
-        std::string((f.ok() ? c.status() : f.status()).message()).c_str());
-    return 2;
+  auto by = ParseShardBy(shard_by);
+  for (const absl::Status& s : {f.status(), c.status(), by.status()}) {
+    if (!s.ok()) {
+      std::fprintf(stderr, "latentd-cluster-node: %s\n",
+                   std::string(s.message()).c_str());
+      return 2;
+    }
   }
   o.corpus.format = *f;
+  o.shard_by = *by;
   o.consistency = *c;
   o.num_topics = topics;
   o.round_byte_budget = static_cast<size_t>(budget);

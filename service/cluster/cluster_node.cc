@@ -1,5 +1,7 @@
 #include "service/cluster/cluster_node.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -8,6 +10,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "corpora/check.h"
 #include "corpora/corpus_builder.h"
 #include "corpora/status_macros.h"
 #include "hashring/ring.h"
@@ -24,7 +27,19 @@ double ThreadCpuSeconds() {
          1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
+// Seed of document-id hashes (their own seed, so a document's shard does
+// not follow a word key's owner). Changing it moves documents: never.
+constexpr uint64_t kDocumentShardSeed = 0x646f637368617264ULL;  // "docshard"
+
 }  // namespace
+
+uint32_t DocumentShard(ShardBy by, uint64_t index, std::string_view id,
+                       uint32_t num_shards) {
+  LATENTD_CHECK(num_shards > 0);
+  if (by == ShardBy::kIndex) return static_cast<uint32_t>(index % num_shards);
+  return static_cast<uint32_t>(XXH64(id.data(), id.size(), kDocumentShardSeed) %
+                               num_shards);
+}
 
 absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Create(
     ClusterNodeOptions options) {
@@ -53,7 +68,9 @@ absl::Status ClusterNode::Load() {
     LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&doc));
     if (!more) break;
     for (const std::string& w : doc.words) all_words.insert(w);
-    if (i % o.num_shards == o.shard) mine.push_back(std::move(doc.words));
+    if (DocumentShard(o.shard_by, i, doc.id, o.num_shards) == o.shard) {
+      mine.push_back(std::move(doc.words));
+    }
   }
   global_vocab_ = all_words.size();
   TokenStoreMeta meta;

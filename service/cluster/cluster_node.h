@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -37,14 +38,32 @@
 
 namespace latentd {
 
+// How the nodes of a cluster split one corpus file between them.
+enum class ShardBy {
+  // Document i of the file (0-based position) belongs to shard
+  // i % num_shards: exactly balanced, but tied to the file's order.
+  kIndex,
+  // A document belongs to the shard its id hashes to (RawDocument::id:
+  // the doc-id of a yahoo or UCI file, the path under a directory, the
+  // line number of lines and LDA-C files): the same document lands on the
+  // same shard whatever file or order it comes in.
+  kId,
+};
+
+// The shard (< num_shards) of the document at `index` with id `id`.
+// REQUIRES: num_shards > 0. Pure; thread-safe.
+uint32_t DocumentShard(ShardBy by, uint64_t index, std::string_view id,
+                       uint32_t num_shards);
+
 // The link's settings (membership, sync) plus the shard, model and test
 // hooks.
 struct ClusterNodeOptions : ClusterLinkOptions {
-  // ---- Corpus: document i of the file (0-based, i < max_docs) belongs to
-  // shard i % num_shards. ----
+  // ---- Corpus: of the file's first max_docs documents, this node trains
+  // on those DocumentShard(shard_by, ...) puts in `shard`. ----
   ReaderOptions corpus;
   uint32_t shard = 0;
   uint32_t num_shards = 1;
+  ShardBy shard_by = ShardBy::kIndex;
   uint64_t max_docs = 0;  // 0 = all
 
   // ---- Model ----

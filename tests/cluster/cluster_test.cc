@@ -1,6 +1,6 @@
 // Cluster tests (label cluster): a private redis-server and 3 in-process
 // nodes on 127.0.0.1, talking over loopback TCP, each training on a third
-// of blei-ap (document i goes to node i % 3).
+// of blei-ap (document i goes to node i % 3, or by its id's hash).
 //
 // Sizes are kept small for a 2-core CI machine: K = 20, 20 sweeps for the
 // exactness tests (full AP, 435k tokens), fewer sweeps and the first 600
@@ -51,7 +51,13 @@ void RunExactness(ClusterNodeOptions base) {
 
 TEST_F(ClusterTest, ExactAfterDrainAsync) { RunExactness(Base("async")); }
 TEST_F(ClusterTest, ExactAfterDrainSsp1) { RunExactness(Base("ssp:1")); }
-TEST_F(ClusterTest, ExactAfterDrainBsp) { RunExactness(Base("bsp")); }
+// BSP also splits AP by document id (ShardBy::kId): the total of 435,838
+// tokens then checks that the three shards are disjoint and cover it.
+TEST_F(ClusterTest, ExactAfterDrainBsp) {
+  ClusterNodeOptions o = Base("bsp");
+  o.shard_by = ShardBy::kId;
+  RunExactness(o);
+}
 
 // The 3-node run's joint log-likelihood per token after N = 80 sweeps is
 // within 2% of a single-node Trainer's on the whole corpus (same K, α, β).
