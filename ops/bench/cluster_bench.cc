@@ -16,10 +16,12 @@
 // than a cluster node's, and it is an upper bound), sync bytes (sent +
 // received, all nodes) per sampled token, round and staleness figures, and the
 // log-likelihood per token of both after the last sweep with its relative
-// difference (goal <= 2%). With --repeat N each of the three runs N times
-// and its fastest run is reported (single-node runs on the 2-core dev
-// machine vary by up to a quarter from run to run). On stderr, per run:
-// the sampler threads' wall and on-CPU seconds, the waits, rounds and keys
+// difference (goal <= 2%). With --repeat N the three run back to back N
+// times; each one's fastest run is reported (single-node runs on the 2-core
+// dev machine vary by up to a quarter from run to run, and the host's speed
+// drifts), and ratio_med is the median over the N repetitions of the
+// cluster's ratio to the single-node run of the same repetition. On stderr, per
+// run: the sampler threads' wall and on-CPU seconds, the waits, rounds and keys
 // sent per round. With as many nodes as cores or more, the sync threads
 // compete with the samplers for the same cores, so the ratio there
 // measures sync CPU against sampling CPU. cpu_ratio compares process CPU
@@ -31,6 +33,7 @@
 // samplers still share caches with the sync threads and each other).
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -295,10 +298,11 @@ int Main(int argc, char** argv) {
       "rounds_per_sweep=%d flush=%d min_key_weight=%u repeat=%d\n",
       corpus.path.c_str(), topics, sweeps, consistency.c_str(), budget,
       round_ms, rounds_per_sweep, flush ? 1 : 0, min_key_weight, repeat);
-  std::printf("%5s %12s %12s %12s %6s %9s %9s %9s %10s %9s %9s %8s %8s %7s\n",
-              "nodes", "single_tok/s", "indep_tok/s", "cluster_tok/s", "ratio",
-              "cpu_ratio", "smp_ratio", "vs_indep", "bytes/tok", "round_ms",
-              "stale", "ll_1", "ll_m", "ll_diff");
+  std::printf(
+      "%5s %12s %12s %12s %6s %9s %9s %9s %9s %10s %9s %9s %8s %8s %7s\n",
+      "nodes", "single_tok/s", "indep_tok/s", "cluster_tok/s", "ratio",
+      "ratio_med", "cpu_ratio", "smp_ratio", "vs_indep", "bytes/tok",
+      "round_ms", "stale", "ll_1", "ll_m", "ll_diff");
   ClusterNodeOptions base;
   base.redis_url = (*redis)->url();
   base.corpus = corpus;
@@ -313,10 +317,15 @@ int Main(int argc, char** argv) {
   base.log = [](std::string_view) {};
   int run_index = 0;  // a cluster name is never reused (rejoin guard)
   for (int m : nodes) {
-    // Best of --repeat runs each: the fastest run is the one least
-    // disturbed by the rest of the machine.
+    // Each repetition runs the three back to back. Reported: each one's
+    // fastest run (the one least disturbed by the rest of the machine),
+    // and the median over repetitions of the cluster's ratio to the single
+    // node run just before it (ratio_med), which a host whose speed drifts
+    // between repetitions disturbs less.
     Figures single;
     double independent = 0;
+    absl::StatusOr<ClusterFigures> cluster;
+    std::vector<double> paired;
     for (int r = 0; r < repeat; ++r) {
       auto s = RunSingle(corpus, topics, m, sweeps);
       if (!s.ok()) {
@@ -330,9 +339,6 @@ int Main(int argc, char** argv) {
         return 1;
       }
       independent = std::max(independent, *i);
-    }
-    absl::StatusOr<ClusterFigures> cluster;
-    for (int r = 0; r < repeat; ++r) {
       ClusterNodeOptions o = base;
       o.cluster = absl::StrCat("bench-", m, "-", run_index++);
       auto c = RunCluster(o, m, sweeps);
@@ -340,16 +346,22 @@ int Main(int argc, char** argv) {
         std::fprintf(stderr, "%s\n", c.status().ToString().c_str());
         return 1;
       }
+      paired.push_back(c->tokens_per_s / s->tokens_per_s);
       if (!cluster.ok() || c->tokens_per_s > cluster->tokens_per_s) {
         cluster = std::move(c);
       }
     }
+    std::sort(paired.begin(), paired.end());
+    const size_t mid = paired.size() / 2;
+    const double ratio_med = paired.size() % 2 == 1
+                                 ? paired[mid]
+                                 : (paired[mid - 1] + paired[mid]) / 2;
     const ClusterFigures& c = *cluster;
     std::printf(
-        "%5d %12.0f %12.0f %12.0f %6.3f %9.3f %9.3f %9.3f %10.3f %9.2f %9.2f "
-        "%8.4f %8.4f %6.2f%%\n",
+        "%5d %12.0f %12.0f %12.0f %6.3f %9.3f %9.3f %9.3f %9.3f %10.3f %9.2f "
+        "%9.2f %8.4f %8.4f %6.2f%%\n",
         m, single.tokens_per_s, independent, c.tokens_per_s,
-        c.tokens_per_s / single.tokens_per_s,
+        c.tokens_per_s / single.tokens_per_s, ratio_med,
         single.cpu_seconds_per_token / c.cpu_seconds_per_token,
         single.cpu_seconds_per_token / c.sampler_cpu_seconds_per_token,
         c.tokens_per_s / independent, c.bytes_per_token, c.round_ms,
