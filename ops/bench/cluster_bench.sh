@@ -14,7 +14,9 @@
 # difference (goal <= 2%). Nodes run in one process on 127.0.0.1 with a
 # private redis-server; a machine with fewer cores than nodes is
 # oversubscribed, for the single-node baseline and the cluster alike.
-# Each figure is the best of REPEAT runs (environment, default 2).
+# Each figure is the best of REPEAT runs (environment, default 2); ratio_med
+# is the median over the REPEAT repetitions of the cluster's ratio to the
+# single-node run made just before it.
 # Usage: ops/bench/cluster_bench.sh [build-dir] [sweeps] [topics]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
