@@ -96,20 +96,29 @@ int main(int argc, char** argv) {
   latentd::DisableMutexDeadlockDetection();
   CLI::App app{"latentd-cluster-node: one node of a latentd training cluster"};
   latentd::ClusterNodeOptions o;
-  // --help shows each option's default.
+  // --help shows each optional option's default; a required one has none
+  // (the struct's value is never used), so it shows none.
   app.option_defaults()->always_capture_default();
   std::string format = "ldac", consistency = "async", shard_by = "index";
   int sweeps = 20, linger_s = 120, budget = 0, slow_ms = 0, round_ms = 10;
   uint32_t topics = 20;
-  app.add_option("--redis", o.redis_url, "Redis URL")->required();
-  app.add_option("--cluster", o.cluster, "cluster name")->required();
+  app.add_option("--redis", o.redis_url, "Redis URL")
+      ->required()
+      ->default_str("");
+  app.add_option("--cluster", o.cluster, "cluster name")
+      ->required()
+      ->default_str("");
   app.add_option("--listen", o.listen, "HOST:PORT to serve peers on")
-      ->required();
+      ->required()
+      ->default_str("");
   app.add_option("--node-id", o.node_id, "member id (default: address)");
   app.add_option("--members", o.expected_members,
                  "nodes the cluster is fixed with")
-      ->required();
-  app.add_option("--corpus", o.corpus.path, "corpus file")->required();
+      ->required()
+      ->default_str("");
+  app.add_option("--corpus", o.corpus.path, "corpus file")
+      ->required()
+      ->default_str("");
   app.add_option("--format", format, "ldac|uci|lines|yahoo|dir");
   app.add_option("--vocab", o.corpus.vocab_path, "vocabulary (ldac, uci)");
   app.add_option("--shard", o.shard, "this node's shard, < --shards");
