@@ -106,21 +106,23 @@ absl::StatusOr<Figures> RunSingle(const ReaderOptions& corpus, TopicId k,
   return f;
 }
 
-// m Trainers that never synchronize, one per shard (document i goes to
-// trainer i mod m, as in the cluster), one sampler thread each, sweeping at
+// m Trainers that never synchronize, one per shard (the cluster's shards:
+// DocumentShard with the nodes' ShardBy), one sampler thread each, sweeping at
 // the same time: an upper bound for the cluster on this machine, had
 // synchronization cost nothing. (Not a tight one: each table holds only its
 // shard's counts, so its rows are sparser and cheaper to sample from than
 // a cluster node's global rows.)
-absl::StatusOr<double> RunIndependent(const ReaderOptions& corpus, TopicId k,
-                                      int m, int sweeps) {
+absl::StatusOr<double> RunIndependent(const ReaderOptions& corpus,
+                                      ShardBy shard_by, TopicId k, int m,
+                                      int sweeps) {
   LATENTD_ASSIGN_OR_RETURN(auto reader, OpenDocumentReader(corpus));
   std::vector<std::vector<std::vector<std::string>>> shards(m);
   RawDocument doc;
   for (uint64_t i = 0;; ++i) {
     LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&doc));
     if (!more) break;
-    shards[i % m].push_back(std::move(doc.words));
+    shards[DocumentShard(shard_by, i, doc.id, static_cast<uint32_t>(m))]
+        .push_back(std::move(doc.words));
   }
   std::vector<std::unique_ptr<Trainer>> trainers;
   for (int i = 0; i < m; ++i) {
@@ -333,7 +335,7 @@ int Main(int argc, char** argv) {
         return 1;
       }
       if (s->tokens_per_s > single.tokens_per_s) single = *s;
-      auto i = RunIndependent(corpus, topics, m, sweeps);
+      auto i = RunIndependent(corpus, base.shard_by, topics, m, sweeps);
       if (!i.ok()) {
         std::fprintf(stderr, "%s\n", i.status().ToString().c_str());
         return 1;
