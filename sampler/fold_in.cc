@@ -60,6 +60,26 @@ double FoldIn::WordProbability(WordId word,
 absl::StatusOr<std::vector<double>> FoldIn::Infer(std::span<const WordId> words,
                                                   const InferOptions& options,
                                                   uint64_t stream) {
+  std::vector<TopicId> z;
+  std::vector<double> theta;
+  LATENTD_RETURN_IF_ERROR(Run(words, options, stream,
+                              /*allow_unseen=*/false, &z, &theta));
+  return theta;
+}
+
+absl::StatusOr<std::vector<TopicId>> FoldIn::Assign(
+    std::span<const WordId> words, const InferOptions& options,
+    uint64_t stream) {
+  std::vector<TopicId> z;
+  LATENTD_RETURN_IF_ERROR(Run(words, options, stream, /*allow_unseen=*/true, &z,
+                              /*theta=*/nullptr));
+  return z;
+}
+
+absl::Status FoldIn::Run(std::span<const WordId> words,
+                         const InferOptions& options, uint64_t stream,
+                         bool allow_unseen, std::vector<TopicId>* z_out,
+                         std::vector<double>* theta_out) {
   const TopicId K = table_.num_topics();
   if (words.empty()) {
     return absl::InvalidArgumentError("document has no known words");
@@ -70,7 +90,7 @@ absl::StatusOr<std::vector<double>> FoldIn::Infer(std::span<const WordId> words,
   row_begin_.clear();
   row_entries_.clear();
   for (size_t i = 0; i < words.size(); ++i) {
-    if (words[i] >= table_.vocab_size()) {
+    if (words[i] >= table_.vocab_size() && !allow_unseen) {
       return absl::InvalidArgumentError(
           absl::StrCat("word id ", words[i], " is outside the model (",
                        table_.vocab_size(), " words)"));
@@ -79,16 +99,19 @@ absl::StatusOr<std::vector<double>> FoldIn::Infer(std::span<const WordId> words,
         slot_of.try_emplace(words[i], static_cast<uint32_t>(row_begin_.size()));
     if (added) {
       row_begin_.push_back(static_cast<uint32_t>(row_entries_.size()));
-      table_.ForEachNonZero(words[i], [&](TopicId k, Count c) {
-        row_entries_.emplace_back(k, c * inv_denom_[k]);
-      });
+      if (words[i] < table_.vocab_size()) {  // else unseen: an empty row
+        table_.ForEachNonZero(words[i], [&](TopicId k, Count c) {
+          row_entries_.emplace_back(k, c * inv_denom_[k]);
+        });
+      }
     }
     slots[i] = it->second;
   }
   row_begin_.push_back(static_cast<uint32_t>(row_entries_.size()));
 
   Rng rng = Rng::ForStream(options.seed, stream, 0x666f6c64);  // "fold"
-  std::vector<TopicId> z(words.size());
+  std::vector<TopicId>& z = *z_out;
+  z.assign(words.size(), 0);
   std::fill(n_dk_.begin(), n_dk_.end(), 0);
   doc_topics_.clear();
   for (size_t i = 0; i < words.size(); ++i) {
@@ -102,7 +125,7 @@ absl::StatusOr<std::vector<double>> FoldIn::Infer(std::span<const WordId> words,
   // word's row, so a token costs O(row + document topics), not O(K).
   double r = 0;
   for (TopicId k : doc_topics_) r += n_dk_[k] * smoothing_[k];
-  std::vector<double> theta(K, 0.0);
+  std::vector<double> theta(theta_out != nullptr ? K : 0, 0.0);
   int kept = 0;
   const double norm = static_cast<double>(words.size()) + alpha_sum_;
   for (int it = 0; it < options.iterations; ++it) {
@@ -147,7 +170,8 @@ absl::StatusOr<std::vector<double>> FoldIn::Infer(std::span<const WordId> words,
       if (n_dk_[pick]++ == 0) AddDocTopic(pick);
       r += smoothing_[pick];
     }
-    if (it >= options.burn_in || it == options.iterations - 1) {
+    if (theta_out != nullptr &&
+        (it >= options.burn_in || it == options.iterations - 1)) {
       for (TopicId k = 0; k < K; ++k) {
         theta[k] += (n_dk_[k] + alpha_[k]) / norm;
       }
@@ -155,7 +179,8 @@ absl::StatusOr<std::vector<double>> FoldIn::Infer(std::span<const WordId> words,
     }
   }
   for (double& t : theta) t /= kept;
-  return theta;
+  if (theta_out != nullptr) *theta_out = std::move(theta);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<PerplexityResult> DocumentCompletionPerplexity(

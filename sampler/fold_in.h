@@ -39,6 +39,16 @@ class FoldIn {
                                             const InferOptions& options,
                                             uint64_t stream);
 
+  // Topic assignments for the tokens of `words`: the state of the fold-in
+  // chain after options.iterations sweeps (burn_in is not used), for a
+  // document about to join the model. Word ids at or past the table's
+  // vocabulary are words the model has not seen: their rows are empty, so
+  // they take their topics from the rest of the document. Fails with
+  // kInvalidArgument if the document is empty.
+  absl::StatusOr<std::vector<TopicId>> Assign(std::span<const WordId> words,
+                                              const InferOptions& options,
+                                              uint64_t stream);
+
   // φ_wk = (n_wk + β)/(n_k + Vβ).
   double Phi(WordId word, TopicId topic) const;
   // p(w | θ) = Σ_k θ_k φ_wk.
@@ -51,6 +61,11 @@ class FoldIn {
   double alpha_sum_ = 0;
   void AddDocTopic(TopicId topic);
   void RemoveDocTopic(TopicId topic);
+  // The chain both Infer and Assign run: *z ends as the last state; θ is
+  // accumulated into *theta if it is not null.
+  absl::Status Run(std::span<const WordId> words, const InferOptions& options,
+                   uint64_t stream, bool allow_unseen, std::vector<TopicId>* z,
+                   std::vector<double>* theta);
 
   std::vector<double> inv_denom_;      // 1/(n_k + Vβ)
   std::vector<double> smoothing_;      // β/(n_k + Vβ)

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -273,9 +274,7 @@ void LatentdService::TrainLoop() {
         Log(absl::StrCat("merge failed (will retry): ", merged.message()));
         backoff = true;
       }
-      training_ = (options_.max_sweeps == 0 ||
-                   trainer_->sweep() < options_.max_sweeps) &&
-                  !cluster_failed_;
+      training_ = !SamplingStopped();
       if (!training_ && link_ != nullptr) {
         // Not sampling: stop holding back SSP peers, and keep the view in
         // step with the globals the background rounds bring.
@@ -309,6 +308,12 @@ void LatentdService::TrainLoop() {
                                    absl::Milliseconds(200));
     }
   }
+}
+
+bool LatentdService::SamplingStopped() const {
+  return (options_.max_sweeps > 0 &&
+          trainer_->sweep() >= options_.max_sweeps) ||
+         cluster_failed_;
 }
 
 bool LatentdService::SweepOnce() {
@@ -395,10 +400,22 @@ absl::Status LatentdService::MergePending() {
   if (vocab_.size() != old_size) {
     LATENTD_RETURN_IF_ERROR(vocab_.Save(paths.vocab()));
   }
+  // With sampling stopped no sweep would revisit a random start: new tokens
+  // are folded in against the model as it is (and join it, so the counts
+  // stay those of the store).
+  std::optional<FoldIn> fold_in;
+  TopicAssigner assign;
+  if (SamplingStopped()) {
+    fold_in.emplace(trainer_->table(), trainer_->alpha(), trainer_->beta());
+    assign = [&](std::span<const WordId> words, uint64_t sequence) {
+      return fold_in->Assign(words, options_.infer, sequence);
+    };
+  }
   LATENTD_ASSIGN_OR_RETURN(
       MergeResult result,
       MergeIntoStore(batch, trainer_->options().seed, trainer_->store(),
-                     &vocab_, &scan_, /*count_added=*/link_ != nullptr));
+                     &vocab_, &scan_, /*count_added=*/link_ != nullptr,
+                     assign));
   if (link_ != nullptr) {
     LATENTD_RETURN_IF_ERROR(ClusterApplyMerge(result));
   } else {

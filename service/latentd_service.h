@@ -17,6 +17,11 @@
 // build the store from options.corpus (required then). Then the ingest log
 // is replayed: records after the store's merged sequence become pending.
 //
+// Merged documents start from a random assignment while the node samples;
+// once it has stopped (max_sweeps) they are folded in against the model
+// (FoldIn::Assign, options.infer), so their topics and their users'
+// profiles are what InferDocument would say, and the counts stay exact.
+//
 // Cluster mode (JoinCluster, service_cluster.cc): the node is a member of a
 // training cluster (DESIGN.md, "Many nodes") over its own token store. Its
 // table is kept in step with the cluster's global counts by a ClusterLink;
@@ -195,6 +200,9 @@ class LatentdService {
   void TrainLoop();
   // Training thread: merge pending records; sweep; publish; checkpoint.
   absl::Status MergePending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // True once this node samples no more (max_sweeps reached, or a failed
+  // cluster sweep).
+  bool SamplingStopped() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // One sweep; false if it failed (logged and counted; the caller backs off).
   bool SweepOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status MaybePublish(bool swept)

@@ -89,10 +89,13 @@ struct MergePlan {
   uint64_t last_sequence = 0;
 };
 
-MergePlan PlanMerge(std::span<const IngestRecord> records, uint64_t seed,
-                    uint32_t num_topics, const StoreScan& scan,
-                    Vocabulary* vocab, MergeResult* result) {
+absl::StatusOr<MergePlan> PlanMerge(std::span<const IngestRecord> records,
+                                    uint64_t seed, uint32_t num_topics,
+                                    const StoreScan& scan, Vocabulary* vocab,
+                                    const TopicAssigner& assign,
+                                    MergeResult* result) {
   MergePlan plan;
+  std::vector<WordId> ids;
   plan.last_sequence = scan.merged_sequence;
   for (const IngestRecord& r : records) {
     if (r.sequence <= scan.merged_sequence) continue;
@@ -112,11 +115,26 @@ MergePlan PlanMerge(std::span<const IngestRecord> records, uint64_t seed,
     p->user = r.user;
     p->last_sequence = r.sequence;
     ++p->events;
-    Rng rng = Rng::ForStream(seed, kIngestStream, r.sequence);
-    for (const std::string& w : r.words) {
-      p->words.push_back(vocab->Add(w));
-      p->topics.push_back(static_cast<TopicId>(rng.UniformInt(num_topics)));
+    ids.clear();
+    for (const std::string& w : r.words) ids.push_back(vocab->Add(w));
+    p->words.insert(p->words.end(), ids.begin(), ids.end());
+    if (assign == nullptr || ids.empty()) {
+      Rng rng = Rng::ForStream(seed, kIngestStream, r.sequence);
+      for (size_t i = 0; i < ids.size(); ++i) {
+        p->topics.push_back(static_cast<TopicId>(rng.UniformInt(num_topics)));
+      }
+      continue;
     }
+    LATENTD_ASSIGN_OR_RETURN(std::vector<TopicId> topics,
+                             assign(ids, r.sequence));
+    if (topics.size() != ids.size() ||
+        std::any_of(topics.begin(), topics.end(),
+                    [&](TopicId k) { return k >= num_topics; })) {
+      return absl::InternalError(absl::StrCat(
+          "topic assigner gave ", topics.size(), " topics for ", ids.size(),
+          " words (record ", r.sequence, "), or one outside K=", num_topics));
+    }
+    p->topics.insert(p->topics.end(), topics.begin(), topics.end());
   }
   return plan;
 }
@@ -176,11 +194,13 @@ void CountNewTokens(const MergePlan& plan, std::vector<WordTopicDelta>* out) {
 
 absl::StatusOr<MergeResult> MergeIntoStore(
     std::span<const IngestRecord> records, uint64_t seed, TokenStore* store,
-    Vocabulary* vocab, StoreScan* scan, bool count_added) {
+    Vocabulary* vocab, StoreScan* scan, bool count_added,
+    const TopicAssigner& assign) {
   MergeResult result;
   const size_t old_vocab = vocab->size();
-  MergePlan plan =
-      PlanMerge(records, seed, store->meta().num_topics, *scan, vocab, &result);
+  LATENTD_ASSIGN_OR_RETURN(
+      MergePlan plan, PlanMerge(records, seed, store->meta().num_topics, *scan,
+                                vocab, assign, &result));
   if (result.records == 0) return result;
   result.new_words = vocab->size() - old_vocab;
   if (count_added) CountNewTokens(plan, &result.added_counts);

@@ -11,7 +11,9 @@
 // A record with a user joins that user's one growing document (created by
 // the first merge that sees the user, extended in place by later ones); a
 // record without a user becomes a document of its own. New tokens draw their
-// initial topic from Rng::ForStream(seed, kIngestStream, sequence).
+// initial topic from Rng::ForStream(seed, kIngestStream, sequence), or, given
+// a TopicAssigner, take the topics it returns (the service folds documents
+// in against the current model when sampling has stopped).
 //
 // Thread-safety: functions of their arguments; the store and vocabulary must
 // not be used by anyone else meanwhile (the training thread, between sweeps).
@@ -19,6 +21,7 @@
 #define LATENTD_SERVICE_STORE_MERGE_H_
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -54,17 +57,26 @@ struct MergeResult {
   std::vector<WordTopicDelta> added_counts;
 };
 
+// Topics for the tokens of one record (`words`, ids in the vocabulary
+// after the merge's additions), given the record's ingest sequence; one
+// topic per word, each below the model's K.
+using TopicAssigner = std::function<absl::StatusOr<std::vector<TopicId>>(
+    std::span<const WordId> words, uint64_t sequence)>;
+
 // Adds the words of `records` to *vocab and commits a new version of
 // *store holding them (see above). Records at or below
 // scan->merged_sequence are skipped; *scan is updated on success. On failure
 // the store keeps its old version (the vocabulary may have grown, which is
 // harmless: ids are only appended). `count_added` fills
 // MergeResult::added_counts (a sort of the new tokens; for a caller that
-// cannot rebuild its table from the store). REQUIRES: records sorted by
+// cannot rebuild its table from the store). `assign`, if set, gives the new
+// tokens their topics instead of the random draw; its error (or a wrong
+// number or range of topics) fails the merge. REQUIRES: records sorted by
 // sequence.
 absl::StatusOr<MergeResult> MergeIntoStore(
     std::span<const IngestRecord> records, uint64_t seed, TokenStore* store,
-    Vocabulary* vocab, StoreScan* scan, bool count_added = false);
+    Vocabulary* vocab, StoreScan* scan, bool count_added = false,
+    const TopicAssigner& assign = nullptr);
 
 // A user's topic counts, summed over the user's documents.
 struct UserTopics {

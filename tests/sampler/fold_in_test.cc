@@ -3,6 +3,7 @@
 // enumerated, against many seeded runs.
 #include "sampler/fold_in.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <utility>
@@ -82,6 +83,49 @@ TEST(FoldIn, OneSweepMatchesTheExactConditionals) {
     // 20 degrees of freedom: P(chi2 > 45.3) = 0.001.
     EXPECT_LT(chi2, 45.3) << "document " << doc[0] << " " << doc[1];
   }
+}
+
+// Assign returns the state of the very chain Infer averages: with one
+// sweep and no burn-in, θ is a function of that state. A word id past the
+// model is refused by Infer but takes its topic from the document in
+// Assign.
+TEST(FoldIn, AssignIsTheChainsLastStateAndAcceptsUnseenWords) {
+  const TopicId K = 3;
+  TopicTable table(/*vocab_size=*/3, K);
+  const std::vector<WordTopicDelta> counts = {
+      {0, 1, 50}, {1, 2, 50}, {2, 0, 50}};
+  ASSERT_TRUE(table.Apply(counts).ok());
+  const std::vector<double> alpha = {0.1, 0.1, 0.1};
+  FoldIn fold_in(table, alpha, /*beta=*/0.01);
+  InferOptions one;
+  one.iterations = 1;
+  one.burn_in = 0;
+  const std::vector<WordId> doc = {0, 1, 0, 0};
+  for (uint64_t stream = 0; stream < 50; ++stream) {
+    auto theta = fold_in.Infer(doc, one, stream);
+    auto z = fold_in.Assign(doc, one, stream);
+    ASSERT_TRUE(theta.ok() && z.ok());
+    ASSERT_EQ(z->size(), doc.size());
+    for (TopicId k = 0; k < K; ++k) {
+      const double n_dk =
+          static_cast<double>(std::count(z->begin(), z->end(), k));
+      EXPECT_NEAR((*theta)[k], (n_dk + alpha[k]) / (4 + 0.3), 1e-12);
+    }
+  }
+  const std::vector<WordId> unseen = {0, 0, 0, 0, 7};
+  EXPECT_EQ(fold_in.Infer(unseen, one, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  InferOptions many;
+  many.iterations = 30;
+  int with_word0 = 0;
+  for (uint64_t stream = 0; stream < 100; ++stream) {
+    auto z = fold_in.Assign(unseen, many, stream);
+    ASSERT_TRUE(z.ok()) << z.status();
+    with_word0 += (*z)[4] == 1;
+  }
+  // p(topic 1) = 4.1/4.3 for the unseen word given the others on topic 1.
+  EXPECT_GT(with_word0, 80) << "the unseen word follows the document";
+  EXPECT_FALSE(fold_in.Assign({}, many, 1).ok());
 }
 
 }  // namespace
