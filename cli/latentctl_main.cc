@@ -96,6 +96,9 @@ int main(int argc, char** argv) {
   t->add_flag("--resume", train.resume,
               "Continue the model in --out for --sweeps more sweeps "
               "(corpus options are ignored)");
+  t->add_flag("--overwrite", train.overwrite,
+              "Replace the model already in --out (without it, or --resume, "
+              "a directory holding a model is refused)");
   t->add_option("--holdout", train.build.holdout_fraction,
                 "Share of documents held out for perplexity (document "
                 "completion)")

@@ -1,9 +1,12 @@
 #include "cli/train_command.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -21,6 +24,47 @@ absl::Status MakeDirectory(const std::string& dir) {
         absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
   }
   return absl::OkStatus();
+}
+
+// The files a model directory holds (ModelPaths and the text exports).
+std::vector<std::string> ModelFiles(const std::string& dir) {
+  ModelPaths paths(dir);
+  return {
+      paths.snapshot(),    paths.vocab(),      paths.settings(),
+      paths.tokens(),      paths.heldout(),    paths.doc_topics(),
+      dir + "/topics.txt", dir + "/alpha.txt", dir + "/word_topic_counts.tsv"};
+}
+
+// Refuses to build over a model unless told to; with `overwrite`, removes
+// the old model's files first (and nothing else in the directory), so no
+// stale file (a held-out store, say) is mistaken for the new model's.
+absl::Status ClaimModelDirectory(const TrainCommandOptions& o) {
+  std::vector<std::string> found;
+  for (const std::string& f : ModelFiles(o.out_dir)) {
+    struct stat st;
+    if (::stat(f.c_str(), &st) == 0) found.push_back(f);
+  }
+  if (found.empty()) return absl::OkStatus();
+  if (!o.overwrite) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        o.out_dir, " already holds a model (", found.front(),
+        "): give --resume to continue it or --overwrite to replace it"));
+  }
+  for (const std::string& f : found) {
+    if (::unlink(f.c_str()) != 0) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "--overwrite: cannot remove ", f, ": ", std::strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// "1h02m", "3m05s", "42s".
+std::string Duration(double seconds) {
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  if (s >= 3600) return absl::StrFormat("%dh%02dm", s / 3600, s % 3600 / 60);
+  if (s >= 60) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%ds", s);
 }
 
 ModelSettings TrainSettings(const TrainCommandOptions& o, size_t vocab) {
@@ -55,6 +99,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> StartTrainer(
     return Trainer::Resume(snapshot, o.trainer, std::move(store));
   }
   LATENTD_RETURN_IF_ERROR(MakeDirectory(o.out_dir));
+  LATENTD_RETURN_IF_ERROR(ClaimModelDirectory(o));
   CorpusBuilderOptions build = o.build;
   build.num_topics = o.trainer.num_topics;
   build.seed = o.trainer.seed;
@@ -136,6 +181,11 @@ absl::Status RunTrain(const TrainCommandOptions& o, FILE* out, FILE* err) {
     return absl::InvalidArgumentError(
         absl::StrCat("--sweeps must be >= 0, got ", o.sweeps));
   }
+  if (o.resume && o.overwrite) {
+    return absl::InvalidArgumentError(
+        "--resume and --overwrite: give one (continue the model, or replace "
+        "it)");
+  }
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer,
                            StartTrainer(o, err));
   ModelPaths paths(o.out_dir);
@@ -152,8 +202,12 @@ absl::Status RunTrain(const TrainCommandOptions& o, FILE* out, FILE* err) {
     }
     LATENTD_ASSIGN_OR_RETURN(SweepReport r, trainer->Sweep());
     wall += r.result.seconds;
+    // The ETA assumes the remaining sweeps take the mean so far (later
+    // sweeps are cheaper, so it errs long).
+    const double eta = wall / (s + 1) * (o.sweeps - s - 1);
     std::string line = absl::StrFormat(
-        "sweep %4d  %7.3f s  %6.2f Mtok/s  changed %5.1f%%", r.sweep,
+        "sweep %*d/%d  %7.3f s  %6.2f Mtok/s  changed %5.1f%%",
+        static_cast<int>(absl::StrCat(o.sweeps).size()), s + 1, o.sweeps,
         r.result.seconds, r.tokens_per_second() / 1e6,
         100.0 * r.result.changed / std::max<uint64_t>(r.result.tokens, 1));
     if (r.evaluated) {
@@ -161,6 +215,8 @@ absl::Status RunTrain(const TrainCommandOptions& o, FILE* out, FILE* err) {
                             r.log_likelihood_per_token);
     }
     if (r.alpha_updated) absl::StrAppend(&line, "  (alpha updated)");
+    if (o.resume) absl::StrAppend(&line, "  (model sweep ", r.sweep, ")");
+    if (s + 1 < o.sweeps) absl::StrAppend(&line, "  ETA ", Duration(eta));
     absl::FPrintF(err, "%s\n", line);
     if (o.checkpoint_every > 0 && r.sweep % o.checkpoint_every == 0) {
       LATENTD_RETURN_IF_ERROR(Checkpoint(*trainer, paths));

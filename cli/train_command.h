@@ -1,6 +1,8 @@
 // `latentctl train`: build a corpus into a model directory (or resume one)
-// and run Gibbs sweeps, printing a progress line per sweep, checkpointing,
-// and finally writing the exports and printing the topics.
+// and run Gibbs sweeps, printing a progress line per sweep ("sweep i/N"
+// with an ETA), checkpointing, and finally writing the exports and printing
+// the topics. A directory that already holds a model is refused unless
+// resume or overwrite is set.
 //
 // Thread-safety: one call at a time per model directory.
 #ifndef LATENTD_CLI_TRAIN_COMMAND_H_
@@ -23,8 +25,11 @@ struct TrainCommandOptions {
   CorpusBuilderOptions build;  // ignored with resume
   TrainerOptions trainer;
   std::string out_dir;
-  int sweeps = 100;            // sweeps to run in this invocation
-  bool resume = false;         // continue the model in out_dir
+  int sweeps = 100;     // sweeps to run in this invocation
+  bool resume = false;  // continue the model in out_dir
+  // Replace a model already in out_dir. Without it (or resume) a directory
+  // holding a model is refused, so no trained model is lost by a typo.
+  bool overwrite = false;
   int checkpoint_every = 10;   // snapshot every N sweeps (and at the end)
   int top_words = 20;          // words per topic in topics.txt / stdout
   int print_topics = 20;       // topics printed at the end (0: none)

