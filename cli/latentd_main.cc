@@ -23,6 +23,7 @@
 #include "service/http_gateway.h"
 #include "service/redis_ingest.h"
 #include "service/rpc_server.h"
+#include "service/systemd_notify.h"
 
 namespace {
 
@@ -98,10 +99,16 @@ int Serve(const DaemonConfig& config) {
   if (!written.ok()) return Fail(written);
   std::fprintf(stderr, "latentd: serving (data in %s)\n",
                config.service.data_dir.c_str());
+  if (absl::Status n = latentd::service::NotifySystemd("READY=1"); !n.ok()) {
+    std::fprintf(stderr, "latentd: %s\n", std::string(n.message()).c_str());
+  }
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
   std::fprintf(stderr, "latentd: signal %d, shutting down\n", sig);
+  if (absl::Status n = latentd::service::NotifySystemd("STOPPING=1"); !n.ok()) {
+    std::fprintf(stderr, "latentd: %s\n", std::string(n.message()).c_str());
+  }
   if (watch) watch->Stop();
   if (redis) redis->Stop();
   if (http) http->Stop();
