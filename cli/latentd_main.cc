@@ -2,14 +2,21 @@
 // (service/daemon_settings.h), so --help, --config files and the docs list
 // the same settings. SIGTERM/SIGINT: stop serving, stop training after the
 // current sweep, write a checkpoint, exit 0. A restart resumes from it.
+// SIGHUP: reopen the log file, re-read the --config file and apply the
+// settings marked runtime (a changed restart-only setting is logged and
+// left as it is); serving and training go on.
 //
 // Once serving (in cluster mode: once joined), the bound addresses are
 // written to DIR/ports ("http=host:port" and "tcp=host:port" lines), so a
 // port 0 setting can be discovered.
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,19 +36,106 @@ namespace {
 
 using latentd::service::DaemonConfig;
 
+using Values = std::vector<std::pair<std::string, std::string>>;
+
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "latentd: %s\n", std::string(s.message()).c_str());
   return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
-int Serve(const DaemonConfig& config) {
-  // Block the stop signals in every thread; the main thread waits for them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+// Points stderr (the log) at `path`, appending; "" keeps it where it is.
+// dup2 swaps the descriptor at once, so threads logging meanwhile write to
+// the old file or the new one, never nowhere.
+absl::Status OpenLogFile(const std::string& path) {
+  if (path.empty()) return absl::OkStatus();
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+  if (fd < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot open log file ", path, ": ", std::strerror(errno)));
+  }
+  const int ok = ::dup2(fd, STDERR_FILENO);
+  const int saved = errno;
+  ::close(fd);
+  if (ok < 0) {
+    return absl::InternalError(absl::StrCat("cannot redirect the log to ", path,
+                                            ": ", std::strerror(saved)));
+  }
+  return absl::OkStatus();
+}
+
+// Where the running settings came from, for a reload.
+struct SettingsSource {
+  std::string config_path;  // "" = no --config file
+  Values flags;             // given on the command line; they keep winning
+};
+
+// SIGHUP: re-reads the config file and applies what may change at runtime.
+// Every failure is logged; the daemon goes on with what it had.
+void Reload(const SettingsSource& source, latentd::service::LatentdService* s,
+            Values* file_values, std::string* log_file) {
+  using latentd::service::DaemonSettings;
+  (void)latentd::service::NotifySystemd("RELOADING=1");
+  Values next_file = *file_values;
+  if (!source.config_path.empty()) {
+    auto read = latentd::service::ReadConfigFile(source.config_path);
+    if (!read.ok()) {
+      std::fprintf(stderr, "latentd: reload: %s; settings unchanged\n",
+                   std::string(read.status().message()).c_str());
+      (void)latentd::service::NotifySystemd("READY=1");
+      return;
+    }
+    next_file = std::move(*read);
+  }
+  auto next = latentd::service::ResolveConfig(next_file, source.flags);
+  if (!next.ok()) {
+    std::fprintf(stderr, "latentd: reload: %s; settings unchanged\n",
+                 std::string(next.status().message()).c_str());
+    (void)latentd::service::NotifySystemd("READY=1");
+    return;
+  }
+  *log_file = next->log_file;
+  absl::Status reopened = OpenLogFile(*log_file);  // rotated or moved
+  if (!reopened.ok()) {
+    std::fprintf(stderr, "latentd: reload: %s\n",
+                 std::string(reopened.message()).c_str());
+  }
+  const auto before =
+      latentd::service::SettingValues(*file_values, source.flags);
+  const auto after = latentd::service::SettingValues(next_file, source.flags);
+  int applied = 0;
+  for (const auto& spec : DaemonSettings()) {
+    const std::string& was = before.at(spec.name);
+    const std::string& now = after.at(spec.name);
+    if (was == now) continue;
+    std::fprintf(stderr, "latentd: reload: %s: '%s' -> '%s'%s\n",
+                 spec.name.c_str(), was.c_str(), now.c_str(),
+                 spec.runtime ? "" : " (not applied: restart to change)");
+    applied += spec.runtime;
+  }
+  absl::Status st = s->Reconfigure(next->service);
+  if (!st.ok()) {
+    std::fprintf(stderr, "latentd: reload: %s\n",
+                 std::string(st.message()).c_str());
+  }
+  *file_values = std::move(next_file);
+  std::fprintf(stderr, "latentd: reloaded (%d runtime setting%s changed)\n",
+               applied, applied == 1 ? "" : "s");
+  (void)latentd::service::NotifySystemd("READY=1");
+}
+
+int Serve(const DaemonConfig& config, const SettingsSource& source,
+          Values file_values) {
+  // Block the signals the main thread waits for in every thread.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  std::string log_file = config.log_file;
+  if (absl::Status s = OpenLogFile(log_file); !s.ok()) return Fail(s);
 
   latentd::service::MetricsRegistry metrics;
   auto service =
@@ -104,7 +198,12 @@ int Serve(const DaemonConfig& config) {
   }
 
   int sig = 0;
-  sigwait(&stop_signals, &sig);
+  for (;;) {
+    sigwait(&signals, &sig);
+    if (sig != SIGHUP) break;
+    std::fprintf(stderr, "latentd: SIGHUP, reloading\n");
+    Reload(source, service->get(), &file_values, &log_file);
+  }
   std::fprintf(stderr, "latentd: signal %d, shutting down\n", sig);
   if (absl::Status n = latentd::service::NotifySystemd("STOPPING=1"); !n.ok()) {
     std::fprintf(stderr, "latentd: %s\n", std::string(n.message()).c_str());
@@ -154,7 +253,7 @@ int main(int argc, char** argv) {
                stdout);
     return 0;
   }
-  std::vector<std::pair<std::string, std::string>> file, flags;
+  Values file, flags;
   if (!config_path.empty()) {
     auto read = latentd::service::ReadConfigFile(config_path);
     if (!read.ok()) return Fail(read.status());
@@ -171,5 +270,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "latentd: --data-dir is required\n");
     return 2;
   }
-  return Serve(*config);
+  return Serve(*config, {config_path, flags}, std::move(file));
 }

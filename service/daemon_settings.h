@@ -3,6 +3,8 @@
 // file, --help and the docs (ExampleConfig() writes ops/latentd.conf).
 //
 // Precedence: the table's default < the config file (--config) < a flag.
+// Settings marked `runtime` can change while the daemon runs: SIGHUP
+// re-reads the config file and applies them (cli/latentd_main.cc).
 // Config file: "name = value" lines; '#' starts a comment; unknown names and
 // bad values are errors naming the file and line.
 //
@@ -12,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,13 +40,15 @@ struct DaemonConfig {
   // Cluster mode if cluster.redis_url is set (LatentdService::JoinCluster;
   // node_id is then the API TCP address, so --listen must be on).
   ClusterLinkOptions cluster;
+  // Where the log goes ("" = stderr); SIGHUP reopens it.
+  std::string log_file;
 };
 
 struct SettingSpec {
   std::string name;           // flag --name, config key name
   std::string default_value;  // as text
   std::string bounds;         // for people: "1..65536", "lines|yahoo|..."
-  bool runtime = false;       // can change without a restart (none yet)
+  bool runtime = false;       // SIGHUP applies it without a restart
   std::string help;
   // Parses and checks `value`, storing it; kInvalidArgument on a bad one.
   std::function<absl::Status(std::string_view value, DaemonConfig*)> apply;
@@ -55,6 +60,12 @@ const std::vector<SettingSpec>& DaemonSettings();
 // Applies every default, then `file_values`, then `flag_values` (name,
 // value pairs; a name not in the table is an error).
 absl::StatusOr<DaemonConfig> ResolveConfig(
+    const std::vector<std::pair<std::string, std::string>>& file_values,
+    const std::vector<std::pair<std::string, std::string>>& flag_values);
+
+// The text value of every setting: its default, then `file_values`, then
+// `flag_values`. Two of these tell which settings a reload changes.
+std::map<std::string, std::string> SettingValues(
     const std::vector<std::pair<std::string, std::string>>& file_values,
     const std::vector<std::pair<std::string, std::string>>& flag_values);
 

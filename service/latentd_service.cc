@@ -258,6 +258,22 @@ absl::Status LatentdService::Stop() {
   return s;
 }
 
+absl::Status LatentdService::Reconfigure(const ServiceOptions& next) {
+  absl::MutexLock lock(&train_mu_);
+  options_.checkpoint_every = next.checkpoint_every;
+  options_.checkpoint_seconds = next.checkpoint_seconds;
+  options_.publish_interval_ms = next.publish_interval_ms;
+  options_.compact_log_bytes = next.compact_log_bytes;
+  if (next.max_sweeps != options_.max_sweeps && cluster_finished_.load()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "max-sweeps stays ", options_.max_sweeps,
+        ": this cluster node has finished training (restart the cluster to "
+        "train further)"));
+  }
+  options_.max_sweeps = next.max_sweeps;
+  return absl::OkStatus();
+}
+
 void LatentdService::TrainLoop() {
   for (;;) {
     {

@@ -120,6 +120,14 @@ class LatentdService {
   // Stops the training thread after its current sweep and writes a final
   // checkpoint. Idempotent; returns the checkpoint's status.
   absl::Status Stop();
+  // Applies the settings that may change at runtime (the daemon's SIGHUP):
+  // max_sweeps, checkpoint_every, checkpoint_seconds, publish_interval_ms
+  // and compact_log_bytes of `next`; the other fields are ignored. Waits
+  // for the current sweep to end. A new max_sweeps past the current sweep
+  // resumes sampling, except on a cluster node that has already finished
+  // (its peers no longer wait for it): then max_sweeps is kept and the
+  // call fails with kFailedPrecondition, the other fields still applied.
+  absl::Status Reconfigure(const ServiceOptions& next);
 
   // ---- The API (service/api.proto). Errors: kInvalidArgument for a bad
   // request, kNotFound for an unknown topic, word or user, kUnavailable if

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# SIGHUP follows the daemon convention: the daemon keeps running, re-reads
+# its --config file and applies the runtime settings (max-sweeps here: a
+# stopped sampler resumes), logs a changed restart-only setting as not
+# applied, and reopens its --log-file (logrotate moves it away first).
+# A bad config on reload changes nothing. Then SIGTERM exits 0.
+# Usage: latentd_reload_test.sh LATENTD LATENTCTL
+set -euo pipefail
+LATENTD=$1
+CTL=$2
+DIR=$(mktemp -d)
+PID=
+cleanup() {
+  if [ -n "$PID" ]; then kill -9 "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; tail -20 "$DIR"/latentd.log* 2>/dev/null; exit 1; }
+sweep() { "$CTL" status --addr "$TCP" | sed -n 's/.*"sweep":"\{0,1\}\([0-9]*\).*/\1/p'; }
+wait_sweep() {
+  for _ in $(seq 300); do [ "$(sweep)" = "$1" ] && return 0; sleep 0.1; done
+  fail "sweep $(sweep), expected $1"
+}
+
+for d in $(seq 200); do
+  echo "oil prices opec crude barrel $d market energy"
+  echo "football match goal team player $d season coach"
+done >"$DIR/corpus.txt"
+cat >"$DIR/latentd.conf" <<CONF
+data-dir = $DIR/node
+corpus = $DIR/corpus.txt
+topics = 4
+max-sweeps = 3
+http = off
+listen = 127.0.0.1:0
+log-file = $DIR/latentd.log
+CONF
+"$LATENTD" --config "$DIR/latentd.conf" 2>"$DIR/stderr" &
+PID=$!
+for _ in $(seq 300); do [ -s "$DIR/node/ports" ] && break; sleep 0.1; done
+[ -s "$DIR/node/ports" ] || fail "daemon did not start: $(cat "$DIR/stderr")"
+TCP=$(sed -n 's/^tcp=//p' "$DIR/node/ports")
+grep -q "serving" "$DIR/latentd.log" || fail "log file not written"
+wait_sweep 3
+sleep 0.5
+[ "$(sweep)" = 3 ] || fail "sampled past max-sweeps"
+
+# logrotate: the file is moved away, then SIGHUP.
+mv "$DIR/latentd.log" "$DIR/latentd.log.1"
+sed -i 's/^max-sweeps = 3/max-sweeps = 6/; s/^topics = 4/topics = 9/' "$DIR/latentd.conf"
+kill -HUP "$PID"
+wait_sweep 6
+kill -0 "$PID" 2>/dev/null || fail "SIGHUP killed the daemon"
+[ -s "$DIR/latentd.log" ] || fail "log file not reopened"
+grep -q "max-sweeps: '3' -> '6'" "$DIR/latentd.log" || fail "reload not logged"
+grep -q "topics: '4' -> '9' (not applied: restart to change)" "$DIR/latentd.log" || fail "restart-only setting not reported"
+"$CTL" status --addr "$TCP" | grep -q '"topics":4' || fail "topics changed without a restart"
+
+# A bad config on reload: logged, nothing changes, the daemon goes on.
+echo "max-sweeps = lots" >>"$DIR/latentd.conf"
+kill -HUP "$PID"
+for _ in $(seq 50); do grep -q "settings unchanged" "$DIR/latentd.log" && break; sleep 0.1; done
+grep -q "latentd.conf:[0-9]*: setting max-sweeps" "$DIR/latentd.log" || fail "bad reload: $(tail -3 "$DIR/latentd.log")"
+kill -0 "$PID" 2>/dev/null || fail "a bad reload killed the daemon"
+[ "$(sweep)" = 6 ] || fail "a bad reload changed the model"
+
+kill -TERM "$PID"
+wait "$PID" || fail "exit status $? after SIGTERM"
+PID=
+grep -q "checkpoint written at sweep 6" "$DIR/latentd.log" || fail "no final checkpoint"
+echo "latentd SIGHUP reload: all checks passed"
