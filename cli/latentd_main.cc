@@ -23,6 +23,8 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/log.h"
 #include "corpora/posix_file.h"
 #include "sampler/fast_mutexes.h"
 #include "service/daemon_settings.h"
@@ -39,7 +41,7 @@ using latentd::service::DaemonConfig;
 using Values = std::vector<std::pair<std::string, std::string>>;
 
 int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "latentd: %s\n", std::string(s.message()).c_str());
+  latentd::log::Error("latentd", s.message());
   return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
@@ -80,8 +82,9 @@ void Reload(const SettingsSource& source, latentd::service::LatentdService* s,
   if (!source.config_path.empty()) {
     auto read = latentd::service::ReadConfigFile(source.config_path);
     if (!read.ok()) {
-      std::fprintf(stderr, "latentd: reload: %s; settings unchanged\n",
-                   std::string(read.status().message()).c_str());
+      latentd::log::Error(
+          "latentd", absl::StrFormat("reload: %s; settings unchanged",
+                                     std::string(read.status().message())));
       (void)latentd::service::NotifySystemd("READY=1");
       return;
     }
@@ -89,16 +92,18 @@ void Reload(const SettingsSource& source, latentd::service::LatentdService* s,
   }
   auto next = latentd::service::ResolveConfig(next_file, source.flags);
   if (!next.ok()) {
-    std::fprintf(stderr, "latentd: reload: %s; settings unchanged\n",
-                 std::string(next.status().message()).c_str());
+    latentd::log::Error("latentd",
+                        absl::StrFormat("reload: %s; settings unchanged",
+                                        std::string(next.status().message())));
     (void)latentd::service::NotifySystemd("READY=1");
     return;
   }
   *log_file = next->log_file;
+  latentd::log::SetLevel(next->log_level);
   absl::Status reopened = OpenLogFile(*log_file);  // rotated or moved
   if (!reopened.ok()) {
-    std::fprintf(stderr, "latentd: reload: %s\n",
-                 std::string(reopened.message()).c_str());
+    latentd::log::Warning("latentd",
+                          absl::StrFormat("reload: %s", reopened.message()));
   }
   const auto before =
       latentd::service::SettingValues(*file_values, source.flags);
@@ -108,19 +113,22 @@ void Reload(const SettingsSource& source, latentd::service::LatentdService* s,
     const std::string& was = before.at(spec.name);
     const std::string& now = after.at(spec.name);
     if (was == now) continue;
-    std::fprintf(stderr, "latentd: reload: %s: '%s' -> '%s'%s\n",
-                 spec.name.c_str(), was.c_str(), now.c_str(),
-                 spec.runtime ? "" : " (not applied: restart to change)");
+    latentd::log::Info(
+        "latentd",
+        absl::StrFormat(
+            "reload: %s: '%s' -> '%s'%s", spec.name, was, now,
+            spec.runtime ? "" : " (not applied: restart to change)"));
     applied += spec.runtime;
   }
   absl::Status st = s->Reconfigure(next->service);
   if (!st.ok()) {
-    std::fprintf(stderr, "latentd: reload: %s\n",
-                 std::string(st.message()).c_str());
+    latentd::log::Warning("latentd",
+                          absl::StrFormat("reload: %s", st.message()));
   }
   *file_values = std::move(next_file);
-  std::fprintf(stderr, "latentd: reloaded (%d runtime setting%s changed)\n",
-               applied, applied == 1 ? "" : "s");
+  latentd::log::Info("latentd",
+                     absl::StrFormat("reloaded (%d runtime setting%s changed)",
+                                     applied, applied == 1 ? "" : "s"));
   (void)latentd::service::NotifySystemd("READY=1");
 }
 
@@ -136,6 +144,7 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
   signal(SIGPIPE, SIG_IGN);
   std::string log_file = config.log_file;
   if (absl::Status s = OpenLogFile(log_file); !s.ok()) return Fail(s);
+  latentd::log::SetLevel(config.log_level);
 
   latentd::service::MetricsRegistry metrics;
   auto service =
@@ -150,8 +159,9 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
     if (!g.ok()) return Fail(g.status());
     http = std::move(*g);
     absl::StrAppend(&ports, "http=", config.http.host, ":", http->port(), "\n");
-    std::fprintf(stderr, "latentd: HTTP on %s:%d\n", config.http.host.c_str(),
-                 http->port());
+    latentd::log::Info(
+        "latentd",
+        absl::StrFormat("HTTP on %s:%d", config.http.host, http->port()));
   }
   std::unique_ptr<latentd::service::RpcServer> rpc;
   if (config.rpc_enabled) {
@@ -160,8 +170,9 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
     if (!r.ok()) return Fail(r.status());
     rpc = std::move(*r);
     absl::StrAppend(&ports, "tcp=", config.rpc.host, ":", rpc->port(), "\n");
-    std::fprintf(stderr, "latentd: protobuf/TCP on %s:%d\n",
-                 config.rpc.host.c_str(), rpc->port());
+    latentd::log::Info(
+        "latentd",
+        absl::StrFormat("protobuf/TCP on %s:%d", config.rpc.host, rpc->port()));
   }
   if (!config.cluster.redis_url.empty()) {
     // Cluster mode: the node's id is its API TCP address, where peers
@@ -191,22 +202,23 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
   absl::Status written = latentd::internal::WriteFileAtomically(
       config.service.data_dir + "/ports", ports);
   if (!written.ok()) return Fail(written);
-  std::fprintf(stderr, "latentd: serving (data in %s)\n",
-               config.service.data_dir.c_str());
+  latentd::log::Info("latentd", absl::StrFormat("serving (data in %s)",
+                                                config.service.data_dir));
   if (absl::Status n = latentd::service::NotifySystemd("READY=1"); !n.ok()) {
-    std::fprintf(stderr, "latentd: %s\n", std::string(n.message()).c_str());
+    latentd::log::Warning("latentd", n.message());
   }
 
   int sig = 0;
   for (;;) {
     sigwait(&signals, &sig);
     if (sig != SIGHUP) break;
-    std::fprintf(stderr, "latentd: SIGHUP, reloading\n");
+    latentd::log::Info("latentd", "SIGHUP, reloading");
     Reload(source, service->get(), &file_values, &log_file);
   }
-  std::fprintf(stderr, "latentd: signal %d, shutting down\n", sig);
+  latentd::log::Info("latentd",
+                     absl::StrFormat("signal %d, shutting down", sig));
   if (absl::Status n = latentd::service::NotifySystemd("STOPPING=1"); !n.ok()) {
-    std::fprintf(stderr, "latentd: %s\n", std::string(n.message()).c_str());
+    latentd::log::Warning("latentd", n.message());
   }
   if (watch) watch->Stop();
   if (redis) redis->Stop();
@@ -214,7 +226,7 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
   if (rpc) rpc->Stop();
   absl::Status stopped = (*service)->Stop();
   if (!stopped.ok()) return Fail(stopped);
-  std::fprintf(stderr, "latentd: stopped cleanly\n");
+  latentd::log::Info("latentd", "stopped cleanly");
   return 0;
 }
 
@@ -267,7 +279,7 @@ int main(int argc, char** argv) {
   auto config = latentd::service::ResolveConfig(file, flags);
   if (!config.ok()) return Fail(config.status());
   if (config->service.data_dir.empty()) {
-    std::fprintf(stderr, "latentd: --data-dir is required\n");
+    latentd::log::Error("latentd", "--data-dir is required");
     return 2;
   }
   return Serve(*config, {config_path, flags}, std::move(file));

@@ -6,7 +6,8 @@
 #   engine:  libtbb-dev (pipeline, thread pool), libabsl-dev (Status, flags,
 #            containers), libcli11-dev (CLI subcommands and --help),
 #            libxxhash-dev (word keys, ring points),
-#            libzstd-dev + zlib1g-dev (.zst / .gz corpora)
+#            libzstd-dev + zlib1g-dev (.zst / .gz corpora),
+#            libspdlog-dev (base/log.h: timestamped, levelled log lines)
 #   cluster: libasio-dev (transport), libprotobuf-dev + protobuf-compiler
 #            (wire and config messages), libhiredis-dev + redis-server
 #            (membership, streams; the cluster tests start their own server)
@@ -24,7 +25,7 @@ set -euo pipefail
 PACKAGES=(
   cmake ninja-build g++ pkg-config clang-format git
   libtbb-dev libabsl-dev libxxhash-dev libzstd-dev zlib1g-dev zstd
-  libcli11-dev bc
+  libcli11-dev libspdlog-dev bc
   libasio-dev libprotobuf-dev protobuf-compiler libhiredis-dev redis-server
   libcpp-httplib-dev libsystemd-dev
   libgtest-dev libgmock-dev libbenchmark-dev systemd dpkg-dev

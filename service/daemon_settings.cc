@@ -305,7 +305,8 @@ void AddClusterSettings(const AddFn& add) {
 bool IsRuntimeSetting(std::string_view name) {
   static constexpr std::string_view kRuntime[] = {
       "max-sweeps", "checkpoint-every",         "checkpoint-seconds",
-      "publish-ms", "ingest-log-compact-bytes", "log-file"};
+      "publish-ms", "ingest-log-compact-bytes", "log-file",
+      "log-level",  "progress-seconds"};
   return std::find(std::begin(kRuntime), std::end(kRuntime), name) !=
          std::end(kRuntime);
 }
@@ -316,6 +317,19 @@ void AddProcessSettings(const AddFn& add) {
       "Append the log here instead of stderr; SIGHUP reopens it (for "
       "logrotate)",
       String([](DaemonConfig* c) { return &c->log_file; }));
+  add("log-level", "info", "debug|info|warning|error",
+      "Lowest level of the lines logged",
+      [](std::string_view v, DaemonConfig* c) -> absl::Status {
+        absl::StatusOr<log::Level> level = log::ParseLevel(v);
+        if (!level.ok()) return Bad("log-level", v, "debug|info|warning|error");
+        c->log_level = *level;
+        return absl::OkStatus();
+      });
+  add("progress-seconds", "10", "0..86400",
+      "Log a training progress line (sweep, tokens/s, log-likelihood) at "
+      "most this often (0: after every sweep)",
+      Double("progress-seconds", 0, 86400,
+             [](DaemonConfig* c) { return &c->service.progress_seconds; }));
 }
 
 std::vector<SettingSpec> MakeTable() {

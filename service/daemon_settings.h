@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/log.h"
 #include "service/dir_watcher.h"
 #include "service/http_gateway.h"
 #include "service/latentd_service.h"
@@ -42,6 +43,7 @@ struct DaemonConfig {
   ClusterLinkOptions cluster;
   // Where the log goes ("" = stderr); SIGHUP reopens it.
   std::string log_file;
+  log::Level log_level = log::Level::kInfo;
 };
 
 struct SettingSpec {

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/log.h"
 
 namespace latentd::service {
 
@@ -68,8 +69,8 @@ void DirWatcher::Poll() {
     fs::path target = dir / "done" / name;
     if (!words.ok()) {
       rejected_->Add();
-      std::fprintf(stderr, "latentd watch: %s rejected: %s\n", name.c_str(),
-                   std::string(words.status().message()).c_str());
+      log::Warning("latentd watch",
+                   absl::StrCat(name, " rejected: ", words.status().message()));
       target = dir / "rejected" / name;
     } else {
       std::vector<IngestRecord> records(1);
@@ -79,8 +80,9 @@ void DirWatcher::Poll() {
       records[0].words = std::move(*words);
       absl::StatusOr<uint64_t> n = service_->IngestRecords(std::move(records));
       if (!n.ok()) {
-        std::fprintf(stderr, "latentd watch: %s: %s (will retry)\n",
-                     name.c_str(), std::string(n.status().message()).c_str());
+        log::Warning(
+            "latentd watch",
+            absl::StrCat(name, ": ", n.status().message(), " (will retry)"));
         return;
       }
       files_->Add();

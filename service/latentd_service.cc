@@ -12,7 +12,9 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "base/log.h"
 #include "corpora/status_macros.h"
 #include "sampler/model_dir.h"
 #include "service/api_client.h"
@@ -39,7 +41,11 @@ void PadSnapshot(ModelSnapshot* s, uint32_t vocab_size) {
 }  // namespace
 
 void LatentdService::Log(const std::string& line) {
-  std::fprintf(stderr, "latentd: %s\n", line.c_str());
+  log::Info("latentd", line);
+}
+
+void LatentdService::LogWarning(const std::string& line) {
+  log::Warning("latentd", line);
 }
 
 namespace {
@@ -249,7 +255,7 @@ absl::Status LatentdService::Stop() {
     if (!cluster_finished_.exchange(true)) link_->Finish();
     link_->Stop();
     absl::Status applied = synced_->ApplyPending();
-    if (!applied.ok()) Log(std::string(applied.message()));
+    if (!applied.ok()) LogWarning(std::string(applied.message()));
   }
   absl::Status s = WriteCheckpoint();
   if (s.ok()) {
@@ -263,6 +269,7 @@ absl::Status LatentdService::Reconfigure(const ServiceOptions& next) {
   options_.checkpoint_every = next.checkpoint_every;
   options_.checkpoint_seconds = next.checkpoint_seconds;
   options_.publish_interval_ms = next.publish_interval_ms;
+  options_.progress_seconds = next.progress_seconds;
   options_.compact_log_bytes = next.compact_log_bytes;
   if (next.max_sweeps != options_.max_sweeps && cluster_finished_.load()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -287,7 +294,8 @@ void LatentdService::TrainLoop() {
       absl::Status merged = MergePending();
       if (!merged.ok()) {
         m_.merge_errors->Add();
-        Log(absl::StrCat("merge failed (will retry): ", merged.message()));
+        LogWarning(
+            absl::StrCat("merge failed (will retry): ", merged.message()));
         backoff = true;
       }
       training_ = !SamplingStopped();
@@ -297,7 +305,7 @@ void LatentdService::TrainLoop() {
         if (!cluster_finished_.exchange(true)) link_->Finish();
         if (synced_->HasPending()) {
           absl::Status applied = synced_->ApplyPending();
-          if (!applied.ok()) Log(std::string(applied.message()));
+          if (!applied.ok()) LogWarning(std::string(applied.message()));
           pending_merged_ = true;  // publish
         }
       }
@@ -308,7 +316,7 @@ void LatentdService::TrainLoop() {
       }
       absl::Status published = MaybePublish(swept);
       if (!published.ok()) {
-        Log(absl::StrCat("publish failed: ", published.message()));
+        LogWarning(absl::StrCat("publish failed: ", published.message()));
         backoff = true;
       }
     }
@@ -337,19 +345,20 @@ bool LatentdService::SweepOnce() {
   if (link_ != nullptr) {
     absl::Status ready = ClusterBeforeSweep(&cluster_sweep);
     if (!ready.ok()) {
-      Log(absl::StrCat("cluster: ", ready.message()));
+      LogWarning(absl::StrCat("cluster: ", ready.message()));
       return false;
     }
   }
   absl::StatusOr<SweepReport> r = trainer_->Sweep();
   if (!r.ok()) {
     m_.sweep_errors->Add();
-    Log(absl::StrCat("sweep failed: ", r.status().message()));
+    LogWarning(absl::StrCat("sweep failed: ", r.status().message()));
     if (link_ != nullptr) {
       // The trainer rebuilt the table from this store alone: it is out of
       // step with what the owners hold, so sampling here must stop.
       cluster_failed_ = true;
-      Log("cluster mode: this node stops sampling (restart the cluster); "
+      LogWarning(
+          "cluster mode: this node stops sampling (restart the cluster); "
           "it goes on serving queries and ingesting");
     }
     return false;
@@ -367,6 +376,7 @@ bool LatentdService::SweepOnce() {
     loglik_per_token_ = r->log_likelihood_per_token;
     m_.loglik->Set(r->log_likelihood_per_token);
   }
+  LogProgress(*r);
   const bool by_sweeps = options_.checkpoint_every > 0 &&
                          r->sweep % options_.checkpoint_every == 0;
   const bool by_time = options_.checkpoint_seconds > 0 &&
@@ -374,9 +384,32 @@ bool LatentdService::SweepOnce() {
                            absl::Seconds(options_.checkpoint_seconds);
   if (by_sweeps || by_time) {
     absl::Status c = WriteCheckpoint();
-    if (!c.ok()) Log(absl::StrCat("checkpoint failed: ", c.message()));
+    if (!c.ok()) LogWarning(absl::StrCat("checkpoint failed: ", c.message()));
   }
   return true;
+}
+
+void LatentdService::LogProgress(const SweepReport& r) {
+  Progress& p = progress_;
+  ++p.sweeps;
+  p.tokens += r.result.tokens;
+  p.seconds += r.result.seconds;
+  const absl::Time now = absl::Now();
+  const bool last = options_.max_sweeps > 0 && r.sweep >= options_.max_sweeps;
+  if (!last && options_.progress_seconds > 0 &&
+      now - p.logged_at < absl::Seconds(options_.progress_seconds)) {
+    return;
+  }
+  std::string line = absl::StrFormat(
+      "sweep %d%s: %d sweep%s in %.1f s, %.2f M tokens/s", r.sweep,
+      options_.max_sweeps > 0 ? absl::StrCat("/", options_.max_sweeps) : "",
+      p.sweeps, p.sweeps == 1 ? "" : "s", p.seconds,
+      p.seconds > 0 ? static_cast<double>(p.tokens) / p.seconds / 1e6 : 0.0);
+  const double ll = loglik_per_token_.load(std::memory_order_relaxed);
+  if (ll != 0) absl::StrAppendFormat(&line, ", log-likelihood/token %.4f", ll);
+  if (last) absl::StrAppend(&line, " (max-sweeps reached: sampling stops)");
+  Log(line);
+  p = Progress{.logged_at = now};
 }
 
 absl::Status LatentdService::MaybePublish(bool swept) {
@@ -450,7 +483,8 @@ absl::Status LatentdService::MergePending() {
     absl::Status c =
         log_->Compact(scan_.merged_sequence, options_.keep_sources);
     if (!c.ok()) {
-      Log(absl::StrCat("ingest log compaction failed (kept): ", c.message()));
+      LogWarning(
+          absl::StrCat("ingest log compaction failed (kept): ", c.message()));
     } else {
       Log(absl::StrCat("ingest log compacted: ", before, " -> ",
                        log_->size_bytes(), " bytes"));
@@ -554,7 +588,8 @@ absl::StatusOr<uint64_t> LatentdService::IngestRecords(
       std::erase_if(records, [this](IngestRecord& r) {
         if (KeepKnownWords(&r.words)) return false;
         m_.dropped->Add();
-        Log(absl::StrCat("dropped document '", r.doc_id, "' of user '", r.user,
+        LogWarning(
+            absl::StrCat("dropped document '", r.doc_id, "' of user '", r.user,
                          "': none of its words is in this node's vocabulary"));
         return true;
       });

@@ -85,6 +85,9 @@ struct ServiceOptions {
   // ingested documents, and the last sweep before an idle spell, always
   // are). Building a view copies the counts, so this bounds its cost.
   int publish_interval_ms = 250;
+  // A progress line (sweep, tokens/s, log-likelihood) is logged at info at
+  // most this often; 0 = after every sweep.
+  double progress_seconds = 10;
   InferOptions infer{.iterations = 30, .burn_in = 10, .seed = 1};
   uint32_t max_infer_iterations = 1000;
   // InferDocument calls folding in at once (service/internal/cpu_gate.h);
@@ -121,11 +124,11 @@ class LatentdService {
   // checkpoint. Idempotent; returns the checkpoint's status.
   absl::Status Stop();
   // Applies the settings that may change at runtime (the daemon's SIGHUP):
-  // max_sweeps, checkpoint_every, checkpoint_seconds, publish_interval_ms
-  // and compact_log_bytes of `next`; the other fields are ignored. Waits
-  // for the current sweep to end. A new max_sweeps past the current sweep
-  // resumes sampling, except on a cluster node that has already finished
-  // (its peers no longer wait for it): then max_sweeps is kept and the
+  // max_sweeps, checkpoint_every, checkpoint_seconds, publish_interval_ms,
+  // progress_seconds and compact_log_bytes of `next`; the other fields are
+  // ignored. Waits for the current sweep to end. A new max_sweeps past the
+  // current sweep resumes sampling, except on a cluster node that has already
+  // finished (its peers no longer wait for it): then max_sweeps is kept and the
   // call fails with kFailedPrecondition, the other fields still applied.
   absl::Status Reconfigure(const ServiceOptions& next);
 
@@ -218,7 +221,9 @@ class LatentdService {
   absl::Status Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status WriteCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   api::ModelVersion Version(const ModelView& v) const;
-  static void Log(const std::string& line);  // to stderr, "latentd: " first
+  // Info and warning lines of component "latentd" (base/log.h).
+  static void Log(const std::string& line);
+  static void LogWarning(const std::string& line);
   // Cluster mode (service_cluster.cc).
   absl::Status ClusterBeforeSweep(uint64_t* t)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
@@ -252,6 +257,15 @@ class LatentdService {
   uint64_t published_sweep_ ABSL_GUARDED_BY(train_mu_) = 0;
   absl::Time published_at_ ABSL_GUARDED_BY(train_mu_);
   absl::Time checkpoint_at_ ABSL_GUARDED_BY(train_mu_);
+  // Since the last progress line: when it was, and what was sampled since.
+  struct Progress {
+    absl::Time logged_at;
+    uint64_t sweeps = 0;
+    uint64_t tokens = 0;
+    double seconds = 0;
+  } progress_ ABSL_GUARDED_BY(train_mu_);
+  void LogProgress(const SweepReport& r)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
 
   // Acknowledged records not yet merged, and the sources ever ingested.
   mutable absl::Mutex pending_mu_;

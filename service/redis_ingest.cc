@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/log.h"
 
 namespace latentd::service {
 namespace {
@@ -25,9 +26,7 @@ struct ContextDeleter {
 };
 using Context = std::unique_ptr<redisContext, ContextDeleter>;
 
-void Log(const std::string& line) {
-  std::fprintf(stderr, "latentd redis: %s\n", line.c_str());
-}
+void Log(const std::string& line) { log::Warning("latentd redis", line); }
 
 Context Connect(const std::string& address, std::string* error) {
   struct timeval tv = {2, 0};

@@ -9,15 +9,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "base/log.h"
 #include "corpora/check.h"
 #include "sync/internal/connection.h"
 
 namespace latentd::sync {
 
-void LogToStderr(std::string_view line) {
-  std::fprintf(stderr, "latentd sync: %.*s\n", static_cast<int>(line.size()),
-               line.data());
-}
+void LogToStderr(std::string_view line) { log::Warning("latentd sync", line); }
 
 // ---------------------------------------------------------------- EventLoop
 

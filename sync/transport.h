@@ -45,7 +45,7 @@ namespace latentd::sync {
 // Receives one line per notable event (a closed bad connection, a lost
 // peer). Called on event-loop threads; must be thread-safe and quick.
 using LogFn = std::function<void(std::string_view line)>;
-// Writes "latentd sync: <line>" to stderr.
+// Writes the line to stderr as a warning of "latentd sync" (base/log.h).
 void LogToStderr(std::string_view line);
 
 namespace internal {

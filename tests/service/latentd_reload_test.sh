@@ -40,10 +40,13 @@ PID=$!
 for _ in $(seq 300); do [ -s "$DIR/node/ports" ] && break; sleep 0.1; done
 [ -s "$DIR/node/ports" ] || fail "daemon did not start: $(cat "$DIR/stderr")"
 TCP=$(sed -n 's/^tcp=//p' "$DIR/node/ports")
-grep -q "serving" "$DIR/latentd.log" || fail "log file not written"
+grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z info    latentd: serving' "$DIR/latentd.log" ||
+  fail "log file not written, or lines not timestamped and levelled"
 wait_sweep 3
 sleep 0.5
 [ "$(sweep)" = 3 ] || fail "sampled past max-sweeps"
+grep -q "info    latentd: sweep 3/3: .* tokens/s.*max-sweeps reached" "$DIR/latentd.log" ||
+  fail "no progress line for the last sweep"
 
 # logrotate: the file is moved away, then SIGHUP.
 mv "$DIR/latentd.log" "$DIR/latentd.log.1"
