@@ -261,6 +261,11 @@ void AddIngestSettings(const AddFn& add) {
   add("watch-dir", "", "a directory",
       "Ingest files dropped here, one document each (empty: none)",
       String([](DaemonConfig* c) { return &c->watch.dir; }));
+  add("watch-rescan-ms", "5000", "10..3600000",
+      "Rescan the watched directory this often (new files are seen at once "
+      "through inotify; rescans retry failed ingests)",
+      Int<int>("watch-rescan-ms", 10, 3600000,
+               [](DaemonConfig* c) { return &c->watch.poll_ms; }));
 }
 
 // Cluster mode (service/cluster/cluster_link.h).

@@ -1,6 +1,13 @@
 #include "service/dir_watcher.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,7 +15,6 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/time/clock.h"
 #include "base/log.h"
 
 namespace latentd::service {
@@ -24,24 +30,57 @@ DirWatcher::DirWatcher(const DirWatchOptions& options, LatentdService* service,
       rejected_(metrics->AddCounter("latentd_watch_rejected_total",
                                     "Watched files without words")) {}
 
-DirWatcher::~DirWatcher() { Stop(); }
+DirWatcher::~DirWatcher() {
+  Stop();
+  if (wake_fd_ >= 0) ::close(wake_fd_);
+}
 
 void DirWatcher::Start() {
   std::error_code ec;
   fs::create_directories(fs::path(options_.dir) / "done", ec);
   fs::create_directories(fs::path(options_.dir) / "rejected", ec);
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   thread_ = std::thread([this] { Run(); });
 }
 
 void DirWatcher::Stop() {
   stop_.store(true, std::memory_order_relaxed);
+  if (wake_fd_ >= 0) {
+    const uint64_t one = 1;
+    (void)!::write(wake_fd_, &one, sizeof(one));
+  }
   if (thread_.joinable()) thread_.join();
 }
 
 void DirWatcher::Run() {
+  // Only complete files: closed after writing, or renamed in.
+  int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd >= 0 && ::inotify_add_watch(fd, options_.dir.c_str(),
+                                     IN_CLOSE_WRITE | IN_MOVED_TO) < 0) {
+    ::close(fd);
+    fd = -1;
+  }
+  if (fd < 0) {
+    log::Warning(
+        "latentd watch",
+        absl::StrCat("no inotify on ", options_.dir, " (", std::strerror(errno),
+                     "): rescanning every ", options_.poll_ms, " ms only"));
+  }
   while (!stop_.load(std::memory_order_relaxed)) {
     Poll();
-    absl::SleepFor(absl::Milliseconds(options_.poll_ms));
+    Wait(fd);
+  }
+  if (fd >= 0) ::close(fd);
+}
+
+void DirWatcher::Wait(int inotify_fd) {
+  pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {inotify_fd, POLLIN, 0}};
+  const int n = ::poll(fds, inotify_fd >= 0 ? 2 : 1, options_.poll_ms);
+  if (n > 0 && (fds[1].revents & POLLIN)) {
+    // The events only say "look now"; Poll() reads the directory itself.
+    alignas(inotify_event) char buf[4096];
+    while (::read(inotify_fd, buf, sizeof(buf)) > 0) {
+    }
   }
 }
 

@@ -7,7 +7,14 @@
 // record's source "file:<name>" is in the ingest log, so the file is only
 // moved, not ingested twice.
 //
-// Thread-safety: Start/Stop from one thread; polling runs on its own thread.
+// New files are seen at once through inotify (a file closed after writing,
+// or renamed into the directory); the directory is also rescanned every
+// poll_ms, which picks up files that were there before Start(), retries
+// ingests that failed, and is all there is where inotify cannot be had
+// (logged once).
+//
+// Thread-safety: Start/Stop from one thread; scanning runs on its own
+// thread.
 #ifndef LATENTD_SERVICE_DIR_WATCHER_H_
 #define LATENTD_SERVICE_DIR_WATCHER_H_
 
@@ -22,7 +29,7 @@ namespace latentd::service {
 
 struct DirWatchOptions {
   std::string dir;
-  int poll_ms = 500;
+  int poll_ms = 5000;  // rescan period (inotify wakes the scan earlier)
 };
 
 class DirWatcher {
@@ -36,11 +43,15 @@ class DirWatcher {
  private:
   void Run();
   void Poll();
+  // Waits until inotify reports a new file, Stop() is called or poll_ms
+  // pass. `inotify_fd` < 0: just the wait.
+  void Wait(int inotify_fd);
   DirWatchOptions options_;
   LatentdService* service_;
   Counter* files_;
   Counter* rejected_;
   std::atomic<bool> stop_{false};  // relaxed: a polled flag
+  int wake_fd_ = -1;               // eventfd: Stop() wakes Wait()
   std::thread thread_;
 };
 
