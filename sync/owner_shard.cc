@@ -1,9 +1,11 @@
 #include "sync/owner_shard.h"
 
+#include <algorithm>
 #include <random>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "corpora/check.h"
 #include "corpora/status_macros.h"
 
 namespace latentd::sync {
@@ -158,6 +160,19 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
   }
   uint64_t& last = applied_[{batch.node_id(), batch.incarnation()}];
   const bool duplicate = batch.sequence() <= last;
+  // After the duplicate check: a batch applied under the old epoch is
+  // answered, so that its sender never routes its deltas elsewhere.
+  if (!duplicate && epoch_ != 0 && batch.epoch() != 0 &&
+      batch.epoch() != epoch_) {
+    if (batch.epoch() < epoch_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "stale epoch: batch routed by ring epoch ", batch.epoch(),
+          ", this owner serves epoch ", epoch_, "; nothing was applied"));
+    }
+    return absl::UnavailableError(
+        absl::StrCat("owner at ring epoch ", epoch_, " has not reached epoch ",
+                     batch.epoch(), " yet; nothing was applied"));
+  }
   reply->set_duplicate(duplicate);
   if (duplicate) {
     ++stats_.batches_duplicate;
@@ -177,7 +192,9 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     if (duplicate) {
       // The reply that pushed these may be lost: push them again.
       for (Key k : me->last_pushed) {
-        GlobalValue& g = globals_[k];
+        auto it = globals_.find(k);
+        if (it == globals_.end()) continue;  // handed off since
+        GlobalValue& g = it->second;
         if ((g.pending & bit) == 0) {
           g.pending |= bit;
           me->changed.push_back(k);
@@ -303,15 +320,22 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
     }
   };
   SparseVector v;
+  std::vector<std::pair<Key, SparseVector>> handed_back;
   if (duplicate) {
     // The reply that carried these may be lost: they go out again, with
     // what came since.
     BlockReader last(me.last_changes, dimension_);
     for (Key k : me.last_keys) {
       last.Next(&v);
-      GlobalValue& g = globals_[k];
-      AddTo(&UnseenOf(&g, slot), v);
-      list(k, g);
+      auto it = globals_.find(k);
+      if (it == globals_.end()) {
+        // Handed off since (AdvanceEpoch): the new owner never had this
+        // change to send, so it goes out from here, as it was.
+        handed_back.emplace_back(k, v);
+        continue;
+      }
+      AddTo(&UnseenOf(&it->second, slot), v);
+      list(k, it->second);
     }
   }
   // A new sequence confirms the last reply.
@@ -340,8 +364,11 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
       }
     }
     const Key key = batch_key(i);
-    GlobalValue& g = found != nullptr ? *found : globals_[key];
     deltas.Next(&v);
+    // A duplicate applies nothing, and a key it no longer finds was handed
+    // off: nothing to note for it here.
+    if (duplicate && found == nullptr) continue;
+    GlobalValue& g = found != nullptr ? *found : globals_[key];
     if ((g.holders & bit) == 0) {
       // New to this sender: it lacks the global so far.
       g.holders |= bit;
@@ -382,6 +409,10 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
     u.clear();  // keeps its buffer for the next change
   }
   me.changed.clear();
+  for (const auto& [k, change] : handed_back) {
+    reply->add_changed_keys(k);
+    AppendToBlock(change, out);
+  }
   me.last_keys.assign(reply->changed_keys().begin(),
                       reply->changed_keys().end());
   me.last_changes = *out;
@@ -394,9 +425,14 @@ int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation,
     if (tracked_[s].node_id == node_id) slot = static_cast<int>(s);
   }
   if (slot < 0) {
-    if (tracked_.size() >= kMaxTrackedSenders) return -1;
-    tracked_.emplace_back();
-    slot = static_cast<int>(tracked_.size() - 1);
+    for (size_t f = 0; f < tracked_.size() && slot < 0; ++f) {
+      if (tracked_[f].node_id.empty()) slot = static_cast<int>(f);  // freed
+    }
+    if (slot < 0) {
+      if (tracked_.size() >= kMaxTrackedSenders) return -1;
+      tracked_.emplace_back();
+      slot = static_cast<int>(tracked_.size() - 1);
+    }
     tracked_[slot].node_id = node_id;
     tracked_[slot].incarnation = incarnation;
     tracked_[slot].changes = changes;
@@ -429,6 +465,236 @@ int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation,
     t.changes = changes;
   }
   return slot;
+}
+
+void OwnerShard::SetEpoch(uint64_t epoch) {
+  absl::MutexLock l(&mu_);
+  epoch_ = epoch;
+}
+
+uint64_t OwnerShard::epoch() const {
+  absl::MutexLock l(&mu_);
+  return epoch_;
+}
+
+std::vector<KeyHandoff> OwnerShard::AdvanceEpoch(
+    uint64_t epoch, const std::function<bool(Key)>& moves,
+    const std::string& from_node, size_t max_keys_per_chunk) {
+  LATENTD_CHECK(max_keys_per_chunk > 0);
+  absl::MutexLock l(&mu_);
+  LATENTD_CHECK(epoch > epoch_);
+  epoch_ = epoch;
+  std::vector<Key> moved;
+  for (const auto& [key, g] : globals_) {
+    if (moves(key)) moved.push_back(key);
+  }
+  std::sort(moved.begin(), moved.end());  // the same chunks on a rerun
+  std::vector<KeyHandoff> out;
+  std::vector<int> holder_index;  // per slot, in the current chunk
+  const SparseVector none;
+  for (Key key : moved) {
+    if (out.empty() ||
+        static_cast<size_t>(out.back().keys_size()) >= max_keys_per_chunk) {
+      KeyHandoff& h = out.emplace_back();
+      h.set_from_node(from_node);
+      h.set_epoch(epoch);
+      h.set_chunk(static_cast<uint32_t>(out.size() - 1));
+      h.set_dimension(dimension_);
+      holder_index.assign(tracked_.size(), -1);
+    }
+    KeyHandoff& h = out.back();
+    auto it = globals_.find(key);
+    const GlobalValue& g = it->second;
+    h.add_keys(key);
+    ReadGlobal(g, &global_);
+    AppendToBlock(global_, h.mutable_globals());
+    h.add_versions(g.version);
+    uint32_t entries = 0;
+    for (uint64_t bits = g.holders; bits != 0; bits &= bits - 1) {
+      const int slot = __builtin_ctzll(bits);
+      const Tracked& t = tracked_[slot];
+      if (t.node_id.empty()) continue;
+      if (holder_index[slot] < 0) {
+        holder_index[slot] = h.holders_size();
+        HandoffHolder* holder = h.add_holders();
+        holder->set_node_id(t.node_id);
+        holder->set_incarnation(t.incarnation);
+        holder->set_changes_only(t.changes);
+      }
+      h.add_holder_of(static_cast<uint32_t>(holder_index[slot]));
+      if (t.changes) {
+        const bool has = static_cast<size_t>(slot) < g.unseen.size();
+        AppendToBlock(has ? g.unseen[slot] : none, h.mutable_unseen());
+      } else {
+        // A holder in global mode has no unseen change: a non-empty
+        // vector (its global) says it must be sent the global.
+        AppendToBlock((g.pending >> slot) & 1 ? global_ : none,
+                      h.mutable_unseen());
+      }
+      ++entries;
+    }
+    h.add_holder_counts(entries);
+    globals_.erase(it);
+  }
+  return out;
+}
+
+absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
+  if (h.dimension() != dimension_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key hand-off has dimension ", h.dimension(),
+                     ", this owner ", dimension_));
+  }
+  const int n = h.keys_size();
+  if (h.versions_size() != n || h.holder_counts_size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key hand-off: ", n, " keys, ", h.versions_size(),
+                     " versions, ", h.holder_counts_size(), " holder counts"));
+  }
+  BlockReader globals(h.globals(), dimension_);
+  LATENTD_RETURN_IF_ERROR(globals.Validate(static_cast<size_t>(n)));
+  uint64_t entries = 0;
+  for (uint32_t c : h.holder_counts()) entries += c;
+  if (static_cast<uint64_t>(h.holder_of_size()) != entries) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key hand-off: ", entries, " holder entries counted, ",
+                     h.holder_of_size(), " given"));
+  }
+  for (uint32_t i : h.holder_of()) {
+    if (i >= static_cast<uint32_t>(h.holders_size())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("key hand-off: holder index ", i, " of ",
+                       h.holders_size(), " holders"));
+    }
+  }
+  BlockReader unseen(h.unseen(), dimension_);
+  LATENTD_RETURN_IF_ERROR(unseen.Validate(entries));
+  {
+    absl::flat_hash_set<Key> seen;
+    for (Key k : h.keys()) {
+      if (!seen.insert(k).second) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("key hand-off repeats key ", k));
+      }
+    }
+  }
+
+  absl::MutexLock l(&mu_);
+  if (imported_.contains(
+          std::make_tuple(h.from_node(), h.epoch(), h.chunk()))) {
+    return absl::OkStatus();
+  }
+  // The holders' slots here: found by id (-1: a different incarnation, not
+  // carried over), else new. Planned before anything changes.
+  std::vector<int> slot_of(h.holders_size(), -1);
+  int free_slots = kMaxTrackedSenders - static_cast<int>(tracked_.size());
+  for (const Tracked& t : tracked_) free_slots += t.node_id.empty();
+  int needed = 0;
+  for (int i = 0; i < h.holders_size(); ++i) {
+    bool found = false;
+    for (const Tracked& t : tracked_)
+      found |= t.node_id == h.holders(i).node_id();
+    needed += !found;
+  }
+  if (needed > free_slots) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("key hand-off needs ", needed, " more tracked senders; ",
+                     free_slots, " free of ", kMaxTrackedSenders));
+  }
+  for (int i = 0; i < h.holders_size(); ++i) {
+    const HandoffHolder& holder = h.holders(i);
+    int existing = -1;
+    for (size_t s = 0; s < tracked_.size(); ++s) {
+      if (tracked_[s].node_id == holder.node_id())
+        existing = static_cast<int>(s);
+    }
+    if (existing >= 0) {
+      if (tracked_[existing].incarnation == holder.incarnation() &&
+          tracked_[existing].changes == holder.changes_only()) {
+        slot_of[i] = existing;
+      }
+      continue;
+    }
+    slot_of[i] = TrackedSlot(holder.node_id(), holder.incarnation(),
+                             holder.changes_only());
+  }
+
+  auto list = [this](Key key, GlobalValue* g, int slot) {
+    const uint64_t bit = uint64_t{1} << slot;
+    if ((g->pending & bit) == 0) {
+      g->pending |= bit;
+      tracked_[slot].changed.push_back(key);
+    }
+  };
+  SparseVector theirs, before, u;
+  int entry = 0;
+  for (int i = 0; i < n; ++i) {
+    const Key key = h.keys(i);
+    globals.Next(&theirs);
+    GlobalValue& g = globals_[key];
+    ReadGlobal(g, &before);
+    uint64_t imported_bits = 0;
+    for (uint32_t e = 0; e < h.holder_counts(i); ++e, ++entry) {
+      unseen.Next(&u);
+      const int slot = slot_of[h.holder_of(entry)];
+      if (slot < 0) continue;
+      const uint64_t bit = uint64_t{1} << slot;
+      imported_bits |= bit;
+      if (!tracked_[slot].changes) {
+        g.holders |= bit;
+        if (!u.empty()) list(key, &g, slot);
+        continue;
+      }
+      SparseVector& mine = UnseenOf(&g, slot);
+      // What it lacks of their side, plus (if it held nothing here) all of
+      // this side so far.
+      if ((g.holders & bit) == 0) {
+        g.holders |= bit;
+        mine.assign(before.begin(), before.end());
+      }
+      if (!u.empty()) AddTo(&mine, u);
+      if (!mine.empty()) list(key, &g, slot);
+    }
+    if (!theirs.empty()) {
+      // This side's holders that did not hold the key there lack all of it.
+      for (uint64_t bits = g.holders & ~imported_bits; bits != 0;
+           bits &= bits - 1) {
+        const int slot = __builtin_ctzll(bits);
+        if (tracked_[slot].changes) AddTo(&UnseenOf(&g, slot), theirs);
+        list(key, &g, slot);
+      }
+      AddToGlobal(&g, theirs);
+    }
+    g.version += h.versions(i) + 1;
+  }
+  imported_.insert(std::make_tuple(h.from_node(), h.epoch(), h.chunk()));
+  return absl::OkStatus();
+}
+
+void OwnerShard::ClearSlot(int s) {
+  const uint64_t bit = uint64_t{1} << s;
+  for (auto& [k, g] : globals_) {
+    g.holders &= ~bit;
+    g.pending &= ~bit;
+    if (g.unseen.size() > static_cast<size_t>(s)) g.unseen[s].clear();
+  }
+  Tracked& t = tracked_[s];
+  t.changed.clear();
+  t.last_pushed.clear();
+  t.last_keys.clear();
+  t.last_changes.Clear();
+}
+
+void OwnerShard::ForgetSender(const std::string& node_id) {
+  absl::MutexLock l(&mu_);
+  for (size_t s = 0; s < tracked_.size(); ++s) {
+    if (tracked_[s].node_id != node_id || node_id.empty()) continue;
+    ClearSlot(static_cast<int>(s));
+    tracked_[s] = Tracked{};  // free: an empty id
+  }
+  absl::erase_if(applied_, [&node_id](const auto& entry) {
+    return entry.first.first == node_id;
+  });
 }
 
 SparseVector OwnerShard::Global(Key key) const {

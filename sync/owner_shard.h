@@ -13,17 +13,35 @@
 // lost. Change mode needs a tracked slot: past kMaxTrackedSenders senders
 // it is refused (kResourceExhausted).
 //
+// Ring epochs and key hand-off (elastic membership): the shard serves one
+// ring epoch (SetEpoch). A new batch routed by another epoch is refused
+// whole (nothing applied); a batch already applied is answered as a
+// duplicate whatever its epoch, so a resend never makes its sender route
+// the same deltas elsewhere. When the ring changes, AdvanceEpoch moves to
+// the new epoch and removes the keys this node no longer owns in the same
+// step, returning them as KeyHandoffs for their new owners, which merge
+// them with ImportKeys. The merge is additive (the values are an Abelian
+// group, and the deltas the two shards applied are disjoint): a new owner
+// may take deltas for its new keys before their hand-off arrives, and the
+// result is the same. Sequences are per (sender, owner) channel, so the
+// duplicate-detection state does not move: a resent batch goes to the
+// owner that got it first, which answers it (for keys it handed off, with
+// the changes its last reply carried) without applying it again.
+//
 // Thread-safety: thread-safe (one mutex; a batch is applied atomically).
 #ifndef LATENTD_SYNC_OWNER_SHARD_H_
 #define LATENTD_SYNC_OWNER_SHARD_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "sync/abelian_table.h"
@@ -52,6 +70,37 @@ class OwnerShard {
   // for a sender incarnation that switches modes).
   absl::Status Apply(const DeltaBatch& batch, DeltaReply* reply);
 
+  // The ring epoch served (0 = unversioned: batches of any epoch apply).
+  // Applies to the batches that arrive after the call.
+  void SetEpoch(uint64_t epoch);
+  uint64_t epoch() const;
+
+  // Moves to ring epoch `epoch` and, in the same step, removes every key
+  // for which moves(key) is true, returning them (with the holders'
+  // unseen changes) as KeyHandoffs of at most `max_keys_per_chunk` keys
+  // each, numbered from chunk 0, from `from_node`. A batch routed by the
+  // old epoch that arrives afterwards is refused (kFailedPrecondition) and
+  // applies nothing. REQUIRES: epoch > epoch(), max_keys_per_chunk > 0.
+  std::vector<KeyHandoff> AdvanceEpoch(uint64_t epoch,
+                                       const std::function<bool(Key)>& moves,
+                                       const std::string& from_node,
+                                       size_t max_keys_per_chunk = 50000);
+
+  // Merges a hand-off into this shard: per key, the global is the sum of
+  // both, and a holder lacks what it lacked on either side (the whole of
+  // a side it did not hold). Idempotent per (from_node, epoch, chunk): a
+  // repeated hand-off returns OK and changes nothing. A holder whose
+  // incarnation differs from the one this shard tracks for its id (it
+  // restarted) is not carried over. kInvalidArgument for a malformed
+  // hand-off (nothing merged); kResourceExhausted if a holder needs a
+  // tracked slot and none is free.
+  absl::Status ImportKeys(const KeyHandoff& handoff);
+
+  // Forgets a sender that has left the cluster: its tracked slot (unseen
+  // changes, pending pushes) is freed for another sender. Its deltas stay
+  // in the globals. O(keys).
+  void ForgetSender(const std::string& node_id);
+
   // The global value of `key` (empty if never seen).
   SparseVector Global(Key key) const;
   // Every key with its global value, in no particular order.
@@ -63,6 +112,10 @@ class OwnerShard {
   const uint32_t dimension_;
   const uint64_t incarnation_;  // random, per OwnerShard
   mutable absl::Mutex mu_;
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  // Hand-offs imported: (from_node, epoch, chunk).
+  absl::flat_hash_set<std::tuple<std::string, uint64_t, uint32_t>> imported_
+      ABSL_GUARDED_BY(mu_);
   struct GlobalValue {
     // Sparse, until it holds more than half of the topics; then dense
     // (dense[k] is topic k's count) and `value` is empty, so that adding a
@@ -97,7 +150,7 @@ class OwnerShard {
   };
   std::vector<Tracked> tracked_ ABSL_GUARDED_BY(mu_);
   // The slot of a sender, -1 if untracked; resets the slot (to `changes`
-  // mode) on a new incarnation.
+  // mode) on a new incarnation. A freed slot (empty node_id) is reused.
   int TrackedSlot(const std::string& node_id, uint64_t incarnation,
                   bool changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells every holder of `key` but the sender (`sender_bit`) that δ `d`
@@ -118,6 +171,9 @@ class OwnerShard {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // g's value, sparse.
   static void ReadGlobal(const GlobalValue& g, SparseVector* out);
+  // Clears slot s from every key (holder and pending bits, unseen change)
+  // and from the slot's lists. O(keys).
+  void ClearSlot(int s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Apply's change-mode part, after validation and the sequence check.
   void ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
                     DeltaReply* reply) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
