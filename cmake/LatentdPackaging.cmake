@@ -65,7 +65,7 @@ else()
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
       "libc6, libstdc++6, libgcc-s1, libtbb12, libabsl20220623, \
 libprotobuf32, libcpp-httplib0.11, libhiredis0.14, libzstd1, zlib1g, \
-libxxhash0, libsystemd0")
+libxxhash0, libsystemd0, libspdlog1.10, libfmt9")
 endif()
 
 # The config is a conffile (an upgrade keeps local edits); the maintainer
