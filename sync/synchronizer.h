@@ -72,7 +72,9 @@ class OwnerChannel {
 };
 
 // This node's own shard, called directly. `shard` must outlive the channel.
-std::unique_ptr<OwnerChannel> MakeLocalChannel(OwnerShard* shard);
+// `name` identifies the owner across Synchronizer::Reroute.
+std::unique_ptr<OwnerChannel> MakeLocalChannel(OwnerShard* shard,
+                                               std::string name = "self");
 // A peer over the transport. `client` must outlive the channel.
 std::unique_ptr<OwnerChannel> MakeRemoteChannel(Client* client,
                                                 absl::Duration timeout);
@@ -90,6 +92,8 @@ struct SynchronizerOptions {
   uint32_t min_key_weight = 0;
   // Pause before resending a failed batch.
   absl::Duration retry_interval = absl::Milliseconds(200);
+  // The ring epoch stamped on batches until Reroute (0: unversioned).
+  uint64_t epoch = 0;
   LogFn log = LogToStderr;
 };
 
@@ -148,6 +152,24 @@ class Synchronizer {
   // every dirty key, whatever min_key_weight.
   void Kick(bool complete = false);
 
+  // Moves to ring epoch `epoch`, stamped on every batch from now on: key
+  // index i then goes to channels[key_owner[i]]. A channel whose name()
+  // is that of a current channel is the same owner: the new object is
+  // dropped and the current channel carries on (its sequence, and a
+  // batch it must resend: that one goes to the owner it went to, which
+  // applied it or not). A channel left with no key is retired once it has
+  // nothing to resend. An old owner's refusal of a batch as routed by an
+  // older epoch (kFailedPrecondition) means nothing was applied: its
+  // changes go out again, by the current ring. Waits for the rounds in
+  // flight to end and starts none meanwhile; the table's writer goes on
+  // (changes accumulate). kFailedPrecondition, and nothing changes, unless
+  // the table tracks changes (change mode). REQUIRES: key_owner.size() ==
+  // table->num_keys(), every entry < channels.size(), channel names
+  // distinct.
+  absl::Status Reroute(uint64_t epoch, std::vector<uint32_t> key_owner,
+                       std::vector<std::unique_ptr<OwnerChannel>> channels);
+  uint64_t epoch() const { return epoch_.load(std::memory_order_relaxed); }
+
   // The node's sweep clock, stamped on batches and used for staleness.
   void set_clock(uint64_t clock) {
     clock_.store(clock, std::memory_order_relaxed);
@@ -182,6 +204,9 @@ class Synchronizer {
   // any correction was enqueued.
   void ApplyGlobals(Channel* c, const DeltaReply& reply, bool* quiet);
   void ApplyChanges(Channel* c, const DeltaReply& reply, bool* quiet);
+  // Loop thread: the batches owners refused as routed by an older epoch
+  // (refused_) go back into carry_ and their keys' candidate lists.
+  void RequeueRefused();
 
   const SynchronizerOptions options_;
   AbelianTable* const table_;
@@ -194,7 +219,12 @@ class Synchronizer {
   std::vector<uint64_t> last_sent_clock_;
   // Keys read with δ ≠ 0 but left out of a budgeted round: read again.
   std::vector<uint8_t> unsent_;
-  const std::vector<uint32_t> key_owner_;
+  // Changed only by Reroute, while no round runs.
+  std::vector<uint32_t> key_owner_;
+  // Change mode, loop thread only: per key, the changes of refused
+  // batches, sent with the key's next change.
+  std::vector<SparseVector> carry_;
+  std::atomic<uint64_t> epoch_{0};
   absl::flat_hash_map<Key, uint32_t> key_index_;
   // Loop thread only: whether the table lists dirty keys; per key, whether
   // it is in its channel's candidate list; the table's list.
@@ -211,6 +241,8 @@ class Synchronizer {
   uint64_t full_requested_ ABSL_GUARDED_BY(mu_) = 0;  // latest all-keys pass
   uint64_t kicks_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t complete_kick_ ABSL_GUARDED_BY(mu_) = 0;  // latest complete one
+  bool rerouting_ ABSL_GUARDED_BY(mu_) = false;      // no round may start
+  std::vector<DeltaBatch> refused_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -338,8 +338,8 @@ class FakeTable : public AbelianTable {
 // timeout would), so the synchronizer resends it.
 class LossyChannel final : public OwnerChannel {
  public:
-  LossyChannel(OwnerShard* shard, int every)
-      : inner_(MakeLocalChannel(shard)), every_(every) {}
+  LossyChannel(OwnerShard* shard, int every, std::string name = "lossy")
+      : inner_(MakeLocalChannel(shard, std::move(name))), every_(every) {}
   void Send(const DeltaBatch& batch, DoneFn done) override {
     const bool lose = ++calls_ % every_ == 0;
     inner_->Send(batch, [lose, done](absl::StatusOr<DeltaReply> r) {
@@ -351,7 +351,7 @@ class LossyChannel final : public OwnerChannel {
     });
   }
   bool remote() const override { return false; }
-  std::string name() const override { return "lossy"; }
+  std::string name() const override { return inner_->name(); }
 
  private:
   std::unique_ptr<OwnerChannel> inner_;
@@ -545,6 +545,91 @@ TEST_F(ThreeNodeSync, ChangeModeIsExactWithLostReplies) {
   ASSERT_TRUE(quiet);
   ExpectExact(keys, owner, {&shard0, &shard1}, tables, truth);
   EXPECT_GT(shard0.stats().batches_duplicate, 0u);  // resends happened
+}
+
+// The ring changes under three change-mode nodes (elastic membership):
+// three of seven keys move to a third owner. The old owners hand them off
+// (AdvanceEpoch), the nodes re-route at different moments while they go on
+// changing values (batches routed by the old ring are refused and sent
+// again by the new one), one owner loses replies throughout, and the new
+// owner imports the hand-off after some nodes already sent it deltas.
+// Flush passes then make every node exact against the new owners.
+TEST_F(ThreeNodeSync, ChangeModeIsExactThroughAReroute) {
+  OwnerShard shard2{kK};
+  for (OwnerShard* o : {&shard0, &shard1, &shard2}) o->SetEpoch(1);
+  auto channels = [&](bool with_new) {
+    std::vector<std::unique_ptr<OwnerChannel>> ch;
+    ch.push_back(std::make_unique<LossyChannel>(&shard0, 7, "o0"));
+    ch.push_back(MakeLocalChannel(&shard1, "o1"));
+    if (with_new) ch.push_back(MakeLocalChannel(&shard2, "o2"));
+    return ch;
+  };
+  for (int n = 0; n < 3; ++n) {
+    tables.push_back(std::make_unique<FakeTable>(keys, kK));
+    for (size_t i = 0; i < keys.size(); ++i) {
+      tables.back()->Update(i, (i + n) % kK, n + 1);
+      truth[i][(i + n) % kK] += n + 1;
+    }
+    tables.back()->TrackChanges();
+    SynchronizerOptions o = ThreeNodeOptions(n);
+    o.epoch = 1;
+    syncs.push_back(std::make_unique<Synchronizer>(o, tables.back().get(),
+                                                   owner, channels(false)));
+    syncs.back()->Start();
+  }
+  RandomUpdates(11, tables, syncs, &truth);
+
+  // Epoch 2: keys 33, 66 and 77 (indices 2, 5, 6) move to owner 2.
+  const std::vector<uint32_t> owner2 = {0, 1, 2, 1, 0, 2, 2};
+  auto moves = [&](Key k) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i] == k) return owner2[i] == 2;
+    }
+    return false;
+  };
+  shard2.SetEpoch(2);
+  std::vector<KeyHandoff> handoffs =
+      shard0.AdvanceEpoch(2, moves, "o0", /*max_keys_per_chunk=*/1);
+  for (KeyHandoff& h : shard1.AdvanceEpoch(2, moves, "o1")) {
+    handoffs.push_back(std::move(h));
+  }
+  EXPECT_EQ(handoffs.size(), 2u);  // one key from o0, two from o1
+  ASSERT_TRUE(syncs[0]->Reroute(2, owner2, channels(true)).ok());
+  RandomUpdates(12, tables, syncs, &truth);  // n1, n2 still on epoch 1
+  ASSERT_TRUE(syncs[1]->Reroute(2, owner2, channels(true)).ok());
+  RandomUpdates(13, tables, syncs, &truth);
+  for (const KeyHandoff& h : handoffs) ASSERT_TRUE(shard2.ImportKeys(h).ok());
+  ASSERT_TRUE(syncs[2]->Reroute(2, owner2, channels(true)).ok());
+  EXPECT_EQ(syncs[2]->epoch(), 2u);
+  RandomUpdates(14, tables, syncs, &truth);
+
+  bool quiet = false;
+  for (int round = 0; round < 30 && !quiet; ++round) {
+    quiet = true;
+    for (auto& s : syncs) quiet = s->Flush().quiet && quiet;
+  }
+  ASSERT_TRUE(quiet);
+  ExpectExact(keys, owner2, {&shard0, &shard1, &shard2}, tables, truth);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (owner2[i] == 2) {
+      EXPECT_TRUE(shard0.Global(keys[i]).empty() &&
+                  shard1.Global(keys[i]).empty())
+          << "key " << keys[i] << " left behind at its old owner";
+    }
+  }
+  for (auto& s : syncs) EXPECT_TRUE(s->UnavailableOwners().empty());
+}
+
+TEST(Synchronizer, RerouteNeedsChangeMode) {
+  OwnerShard shard(4);
+  FakeTable table({1, 2}, 4);
+  std::vector<std::unique_ptr<OwnerChannel>> ch;
+  ch.push_back(MakeLocalChannel(&shard));
+  Synchronizer sync(SynchronizerOptions{}, &table, {0, 0}, std::move(ch));
+  std::vector<std::unique_ptr<OwnerChannel>> again;
+  again.push_back(MakeLocalChannel(&shard));
+  EXPECT_EQ(sync.Reroute(2, {0, 0}, std::move(again)).code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(Consistency, Parses) {
