@@ -77,7 +77,7 @@ struct SettingsSource {
 void Reload(const SettingsSource& source, latentd::service::LatentdService* s,
             Values* file_values, std::string* log_file) {
   using latentd::service::DaemonSettings;
-  (void)latentd::service::NotifySystemd("RELOADING=1");
+  (void)latentd::service::NotifySystemdReloading();
   Values next_file = *file_values;
   if (!source.config_path.empty()) {
     auto read = latentd::service::ReadConfigFile(source.config_path);
