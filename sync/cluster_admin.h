@@ -1,0 +1,284 @@
+// The control plane of an elastic cluster (issue 12): ring epochs, member
+// states and the move in progress, kept in Redis and changed only by
+// compare-and-set. The data plane (nodes handing keys and documents off)
+// reads what is written here and reports back through ReportMoveProgress /
+// FinishMove / FailMove.
+//
+// Redis layout, for cluster NAME (JoinCluster, sync/membership.h, writes the
+// first two):
+//
+//   latentd:NAME:members     hash   id -> "host:port", every node that joined
+//                                   or was admitted (JoinCluster's registry)
+//   latentd:NAME:ring        string serialized RingConfigProto of the current
+//                                   epoch; RingConfig.version IS the epoch,
+//                                   +1 on every change (JoinCluster writes 1)
+//   latentd:NAME:pending     hash   id -> "host:port", nodes registered with
+//                                   --join and not yet admitted
+//   latentd:NAME:states      hash   id -> "active" | "leaving"; a ring member
+//                                   with no entry is active (rings written by
+//                                   JoinCluster have none)
+//   latentd:NAME:move        hash   the latest move: kind add|remove, node,
+//                                   mode handoff|drop (remove; "" for add),
+//                                   phase drain|keys, from_epoch, to_epoch,
+//                                   started_ms, updated_ms, finished_ms
+//                                   (0 while running), status
+//                                   running|done|failed, error, and the
+//                                   counters keys, bytes, documents moved
+//   latentd:NAME:epochs      stream the history, one entry per event: fields
+//                                   epoch, change (add | leave | remove: a new
+//                                   epoch; done | failed: the end of the move
+//                                   to that epoch), node, mode, time_ms;
+//                                   capped at about 10000 entries
+//   latentd:NAME:heartbeats  hash   id -> "unix_ms sweep keys documents",
+//                                   written by WriteHeartbeat
+//
+// Every time is Redis server time (TIME, unix milliseconds), read inside the
+// script that writes it, so ages computed against ClusterStatus::now_ms
+// use one clock however skewed the nodes' clocks are.
+//
+// Member states and epochs (E is the epoch before the change):
+//
+//   RegisterPending                    AdmitNode
+//   ---------------> pending ---------------------------> active
+//                             epoch E+1: ring + node (weight 1, same V, k);
+//                             move {add, phase keys, E -> E+1}
+//
+//            RemoveNode(mode)                   FinishMove(E+1)
+//   active ----------------------> leaving --------------------------> ...
+//          epoch E+1: the same ring     epoch E+2: ring - node
+//          (same placement), node       (k capped at the members left);
+//          leaving; move {remove,       move phase keys, E+1 -> E+2
+//          mode, phase drain,
+//          E -> E+1}                         FinishMove(E+2)
+//                                   ... --------------------> gone (its
+//                                   members, states, heartbeats entries
+//                                   are deleted)
+//
+// Why removal takes two epochs: in the drain phase the leaving node is still
+// an owner under an unchanged placement, so it can stop sampling, finish its
+// rounds and then either ship its documents with their assignments to the
+// remaining nodes (handoff; the global counts do not change) or push the
+// negation of its documents' counts to owners that do not move meanwhile
+// (drop). Only then does epoch E+2 take it out of the ring, and the move plan
+// between E+1 and E+2 (hashring/move_plan.h) hands its owner ranges off.
+// Every node sees the drain start as an epoch change too (E -> E+1 with an
+// empty move plan), which is what tells them to stop routing work to it.
+//
+// A move is "running" from the change that starts it until FinishMove of its
+// last phase (status done) or FailMove (status failed). While one runs,
+// AdmitNode and RemoveNode refuse (kFailedPrecondition). A failed move stays
+// where it failed: the ring keeps its epoch, a node failed in drain stays
+// leaving (RemoveNode may retry it: a new drain epoch), one failed in the
+// keys phase stays leaving outside the ring for the data plane (or the
+// failover issue) to recover.
+//
+// Compare-and-set: every change is ONE Lua script (EVAL) that compares the
+// stored ring with the bytes the caller read (which carry the version, so
+// this is the version check and stricter), re-checks what the change needs
+// (no move running, the node still pending at the same address), checks
+// that every key has the expected Redis type, and only then writes the
+// ring, the member states, the move record and the history. Of two
+// operators racing, one wins; the other gets kAborted ("the ring changed
+// concurrently: epoch N; nothing was changed") or, if it read after the
+// winner, kFailedPrecondition ("a move is already running: ..."). Nothing is
+// ever half written.
+//
+// Errors: bad arguments kInvalidArgument; Redis unreachable or a command
+// failing kUnavailable; Redis contents that are not what this layout says
+// (a ring that does not parse, a key of the wrong type, a malformed move
+// record or heartbeat) kDataLoss naming the key; the rest as each function
+// says. Every function changes nothing when it fails.
+//
+// Thread-safety: the functions are reentrant; a RedisClient is not
+// thread-safe, so concurrent callers each use their own. Any number of
+// processes may call them on one cluster at once.
+#ifndef LATENTD_SYNC_CLUSTER_ADMIN_H_
+#define LATENTD_SYNC_CLUSTER_ADMIN_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "hashring/ring_config.h"
+#include "sync/membership.h"
+
+namespace latentd::sync {
+
+// Upper bounds on what the functions accept.
+inline constexpr size_t kMaxClusterNameBytes = 255;
+inline constexpr size_t kMaxNodeAddressBytes = 1024;
+// One report's counter increments; the totals stop at about 9e18
+// (kOutOfRange beyond).
+inline constexpr uint64_t kMaxCounterIncrement = uint64_t{1} << 48;
+
+// The Redis keys of cluster `cluster` (see the layout above).
+struct ClusterKeys {
+  explicit ClusterKeys(std::string_view cluster);
+  std::string members, ring, pending, states, move, epochs, heartbeats;
+};
+
+enum class MemberState { kPending, kActive, kLeaving };
+enum class RemoveMode { kHandoff, kDrop };
+enum class MoveKind { kAdd, kRemove };
+enum class MovePhase { kDrain, kKeys };
+enum class MoveStatus { kRunning, kDone, kFailed };
+
+// "pending", "handoff", "add", "drain", "running", ...: the words stored in
+// Redis and printed by latentctl.
+const char* MemberStateName(MemberState state);
+const char* RemoveModeName(RemoveMode mode);
+const char* MoveKindName(MoveKind kind);
+const char* MovePhaseName(MovePhase phase);
+const char* MoveStatusName(MoveStatus status);
+
+// What a move has moved so far, summed over every node's reports.
+struct MoveCounters {
+  uint64_t keys = 0;
+  uint64_t bytes = 0;
+  uint64_t documents = 0;
+};
+
+struct MoveRecord {
+  MoveKind kind = MoveKind::kAdd;
+  std::string node;
+  RemoveMode mode = RemoveMode::kHandoff;  // meaningful for kRemove only
+  MovePhase phase = MovePhase::kKeys;
+  uint64_t from_epoch = 0;  // the epoch before the change
+  uint64_t to_epoch = 0;    // the epoch the current phase moves to
+  int64_t started_ms = 0;   // Redis time, unix ms
+  int64_t updated_ms = 0;   // the latest change or report
+  int64_t finished_ms = 0;  // 0 while running
+  MoveStatus status = MoveStatus::kRunning;
+  std::string error;  // why it failed (kFailed)
+  MoveCounters counters;
+};
+
+// One line of latentd:NAME:heartbeats, as a node last wrote it.
+struct Heartbeat {
+  int64_t unix_ms = 0;  // Redis time of the write
+  uint64_t sweep = 0;
+  uint64_t keys = 0;       // keys the node owns
+  uint64_t documents = 0;  // documents in its token store
+};
+
+struct MemberStatus {
+  std::string id;
+  std::string address;
+  MemberState state = MemberState::kActive;
+  bool in_ring = false;  // false for pending nodes and for a leaving node
+                         // past its drain phase
+  uint32_t weight = 0;   // in the ring; 0 if not in it
+  std::optional<Heartbeat> heartbeat;
+};
+
+struct ClusterStatus {
+  std::string cluster;
+  // The current epoch's ring; nullopt before the ring is written.
+  std::optional<hashring::RingConfig> ring;
+  uint64_t epoch = 0;  // ring->version, 0 without a ring
+  // Ring members, leaving nodes already out of the ring, and pending nodes,
+  // sorted by id.
+  std::vector<MemberStatus> members;
+  std::optional<MoveRecord> move;  // the latest move, nullopt if none ever
+  int64_t now_ms = 0;              // Redis time when this was read
+};
+
+// Test seams and polling; the defaults are what production wants.
+struct ClusterAdminOptions {
+  // If set, runs after a change has read the cluster and before its
+  // compare-and-set: tests use it to make a concurrent change land between
+  // the two.
+  std::function<void()> before_commit;
+  // How often WaitForMove reads the move record.
+  absl::Duration poll_interval = absl::Milliseconds(50);
+};
+
+// Registers node `id`, reachable at `address` ("host:port", port >= 1), as
+// pending (what `latentd --join` does). Re-registering a pending node
+// replaces its address. kInvalidArgument for a bad cluster name, id or
+// address; kAlreadyExists if `id` is in the ring or leaving it.
+absl::Status RegisterPending(RedisClient* redis, std::string_view cluster,
+                             std::string_view id, std::string_view address,
+                             const ClusterAdminOptions& options = {});
+
+// Admits pending node `id`: writes epoch E+1, the ring plus `id` (weight 1,
+// the address it registered, V and k as before), makes it active and starts
+// move {add, phase keys, E -> E+1}. Returns the new ring.
+// kNotFound if nobody registered `id`; kFailedPrecondition if `id` is not
+// pending (it is in the ring or leaving), if the cluster has no ring yet, if
+// a move is running, or if the new ring would be invalid (too many points);
+// kAborted if the ring or the node's registration changed concurrently.
+absl::StatusOr<hashring::RingConfig> AdmitNode(
+    RedisClient* redis, std::string_view cluster, std::string_view id,
+    const ClusterAdminOptions& options = {});
+
+// Starts removing ring member `id`: writes epoch E+1 with the same ring, marks
+// it leaving and starts move {remove, mode, phase drain, E -> E+1}; the node
+// leaves the ring at FinishMove (see the state machine above). Also retries
+// the drain of a leaving node whose move failed. Returns the new ring.
+// kNotFound if nobody knows `id`; kFailedPrecondition if it is pending (not
+// in the ring), if it left the ring already, if it is the last active
+// member, or if a move is running; kAborted on a concurrent change.
+absl::StatusOr<hashring::RingConfig> RemoveNode(
+    RedisClient* redis, std::string_view cluster, std::string_view id,
+    RemoveMode mode, const ClusterAdminOptions& options = {});
+
+// For nodes: adds `counters` (increments, each at most
+// kMaxCounterIncrement) to the running move whose current phase moves to
+// `to_epoch`. kFailedPrecondition if no such move is running; kOutOfRange if
+// a total would pass about 9e18.
+absl::Status ReportMoveProgress(RedisClient* redis, std::string_view cluster,
+                                uint64_t to_epoch,
+                                const MoveCounters& counters);
+
+// For the node driving the move (the added node; the leaving node), once
+// its phase is complete cluster-wide: adds `counters` as ReportMoveProgress
+// does and ends the phase. For a remove's drain phase that writes epoch
+// E+2 without the node and starts the keys phase (to_epoch E+2); otherwise
+// the move is done (a removed node's entries are deleted). Returns the move
+// record as it now is. kFailedPrecondition if no move to `to_epoch` is
+// running; kAborted if the ring changed concurrently (it cannot while the
+// move runs, unless Redis was edited by hand).
+absl::StatusOr<MoveRecord> FinishMove(RedisClient* redis,
+                                      std::string_view cluster,
+                                      uint64_t to_epoch,
+                                      const MoveCounters& counters,
+                                      const ClusterAdminOptions& options = {});
+
+// Marks the running move to `to_epoch` failed with `reason` (non-empty,
+// printable). kFailedPrecondition if no such move is running.
+absl::Status FailMove(RedisClient* redis, std::string_view cluster,
+                      uint64_t to_epoch, std::string_view reason);
+
+// Waits until the move that wrote epoch `epoch` (what AdmitNode or
+// RemoveNode returned; for a remove it spans both phases) has ended, and
+// returns its record once done. kAborted with its error if it failed;
+// kDeadlineExceeded if it is still running after `timeout`; kNotFound if no
+// move wrote `epoch`; kFailedPrecondition if a later move has replaced its
+// record (its outcome is in the history).
+absl::StatusOr<MoveRecord> WaitForMove(RedisClient* redis,
+                                       std::string_view cluster, uint64_t epoch,
+                                       absl::Duration timeout,
+                                       const ClusterAdminOptions& options = {});
+
+// Reads the whole control-plane state in one script (a consistent
+// snapshot). A cluster nobody has written anything for reads as no ring and
+// no members.
+absl::StatusOr<ClusterStatus> ReadClusterStatus(RedisClient* redis,
+                                                std::string_view cluster);
+
+// For nodes: records node `id`'s heartbeat, stamped with the Redis time
+// (heartbeat.unix_ms is ignored).
+absl::Status WriteHeartbeat(RedisClient* redis, std::string_view cluster,
+                            std::string_view id, const Heartbeat& heartbeat);
+
+}  // namespace latentd::sync
+
+#endif  // LATENTD_SYNC_CLUSTER_ADMIN_H_

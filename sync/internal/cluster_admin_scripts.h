@@ -1,0 +1,186 @@
+// The Lua scripts behind sync/cluster_admin.h, each run by one EVAL after
+// kPrelude (its helpers). Private to cluster_admin.cc.
+//
+// KEYS, in this order for every script: ring, states, pending, move, epochs,
+// members, heartbeats. A script first checks every key's type and what it
+// compares, and returns {tag, ...} without writing if a check fails; its
+// writes come last and cannot fail, so a change is all or nothing.
+#ifndef LATENTD_SYNC_INTERNAL_CLUSTER_ADMIN_SCRIPTS_H_
+#define LATENTD_SYNC_INTERNAL_CLUSTER_ADMIN_SCRIPTS_H_
+
+namespace latentd::sync::internal {
+
+inline constexpr char kPrelude[] = R"lua(
+local WANT = {'string', 'hash', 'hash', 'hash', 'stream', 'hash', 'hash'}
+local function wrong_type()
+  for i = 1, #KEYS do
+    local t = redis.call('TYPE', KEYS[i])['ok']
+    if t ~= 'none' and t ~= WANT[i] then return {'wrongtype', KEYS[i], t} end
+  end
+  return nil
+end
+local function now_ms()
+  local t = redis.call('TIME')
+  return t[1] .. string.format('%03d', math.floor(tonumber(t[2]) / 1000))
+end
+local function ring_changed(expected)
+  local cur = redis.call('GET', KEYS[1]) or ''
+  if cur ~= expected then return {'changed', cur} end
+  return nil
+end
+local function running_move()
+  if redis.call('HGET', KEYS[4], 'status') == 'running' then
+    return {'move', redis.call('HGETALL', KEYS[4]), now_ms()}
+  end
+  return nil
+end
+local function check_move(to)
+  if redis.call('HGET', KEYS[4], 'status') ~= 'running' or
+     redis.call('HGET', KEYS[4], 'to_epoch') ~= to then
+    return {'no_move', redis.call('HGETALL', KEYS[4]), now_ms()}
+  end
+  return nil
+end
+local function history(epoch, change, node, mode, now)
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', '10000', '*', 'epoch', epoch,
+             'change', change, 'node', node, 'mode', mode, 'time_ms', now)
+end
+local function start_move(kind, node, mode, phase, from, to, now)
+  redis.call('DEL', KEYS[4])
+  redis.call('HSET', KEYS[4], 'kind', kind, 'node', node, 'mode', mode,
+             'phase', phase, 'from_epoch', from, 'to_epoch', to,
+             'started_ms', now, 'updated_ms', now, 'finished_ms', '0',
+             'status', 'running', 'error', '', 'keys', '0', 'bytes', '0',
+             'documents', '0')
+end
+-- Adds ARGV[i], ARGV[i+1], ARGV[i+2] to the move's counters, or writes
+-- nothing and returns why not.
+local function add_counters(i)
+  local names = {'keys', 'bytes', 'documents'}
+  for j = 1, 3 do
+    local cur = redis.call('HGET', KEYS[4], names[j]) or '0'
+    if not string.match(cur, '^%d+$') then
+      return {'corrupt', KEYS[4], names[j]}
+    end
+    if tonumber(cur) + tonumber(ARGV[i + j - 1]) > 9.0e18 then
+      return {'overflow', names[j]}
+    end
+  end
+  for j = 1, 3 do redis.call('HINCRBY', KEYS[4], names[j], ARGV[i + j - 1]) end
+  return nil
+end
+)lua";
+
+// Returns {'ok', now_ms, has_ring, ring, states, pending, move, heartbeats,
+// members}, every hash flattened.
+inline constexpr char kReadScript[] = R"lua(
+local err = wrong_type()
+if err then return err end
+local ring = redis.call('GET', KEYS[1])
+return {'ok', now_ms(), ring and 1 or 0, ring or '',
+        redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]),
+        redis.call('HGETALL', KEYS[4]), redis.call('HGETALL', KEYS[7]),
+        redis.call('HGETALL', KEYS[6])}
+)lua";
+
+// ARGV: expected ring, id, address.
+inline constexpr char kRegisterScript[] = R"lua(
+local err = wrong_type() or ring_changed(ARGV[1])
+if err then return err end
+redis.call('HSET', KEYS[3], ARGV[2], ARGV[3])
+return {'ok'}
+)lua";
+
+// ARGV: expected ring, new ring, from epoch, to epoch, id, address.
+inline constexpr char kAdmitScript[] = R"lua(
+local err = wrong_type() or ring_changed(ARGV[1]) or running_move()
+if err then return err end
+if redis.call('HGET', KEYS[3], ARGV[5]) ~= ARGV[6] then
+  return {'registration_changed'}
+end
+local now = now_ms()
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('HDEL', KEYS[3], ARGV[5])
+redis.call('HSET', KEYS[6], ARGV[5], ARGV[6])
+redis.call('HSET', KEYS[2], ARGV[5], 'active')
+start_move('add', ARGV[5], '', 'keys', ARGV[3], ARGV[4], now)
+history(ARGV[4], 'add', ARGV[5], '', now)
+return {'ok'}
+)lua";
+
+// ARGV: expected ring, new ring, from epoch, to epoch, id, mode.
+inline constexpr char kLeaveScript[] = R"lua(
+local err = wrong_type() or ring_changed(ARGV[1]) or running_move()
+if err then return err end
+local now = now_ms()
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[5], 'leaving')
+start_move('remove', ARGV[5], ARGV[6], 'drain', ARGV[3], ARGV[4], now)
+history(ARGV[4], 'leave', ARGV[5], ARGV[6], now)
+return {'ok'}
+)lua";
+
+// ARGV: to epoch, keys, bytes, documents.
+inline constexpr char kProgressScript[] = R"lua(
+local err = wrong_type() or check_move(ARGV[1]) or add_counters(2)
+if err then return err end
+redis.call('HSET', KEYS[4], 'updated_ms', now_ms())
+return {'ok'}
+)lua";
+
+// ARGV: expected ring, to epoch, phase, node, action (done | done_remove |
+// advance), new ring and its epoch (advance), keys, bytes, documents, the
+// node's address (advance: the members hash keeps it once out of the ring).
+inline constexpr char kFinishScript[] = R"lua(
+local err = wrong_type() or ring_changed(ARGV[1]) or check_move(ARGV[2])
+if err then return err end
+if redis.call('HGET', KEYS[4], 'phase') ~= ARGV[3] or
+   redis.call('HGET', KEYS[4], 'node') ~= ARGV[4] then
+  return {'no_move', redis.call('HGETALL', KEYS[4]), now_ms()}
+end
+err = add_counters(8)
+if err then return err end
+local now = now_ms()
+local mode = redis.call('HGET', KEYS[4], 'mode') or ''
+redis.call('HSET', KEYS[4], 'updated_ms', now)
+if ARGV[5] == 'advance' then
+  redis.call('SET', KEYS[1], ARGV[6])
+  redis.call('HSET', KEYS[6], ARGV[4], ARGV[11])
+  redis.call('HSET', KEYS[4], 'phase', 'keys', 'to_epoch', ARGV[7])
+  history(ARGV[7], 'remove', ARGV[4], mode, now)
+else
+  redis.call('HSET', KEYS[4], 'status', 'done', 'finished_ms', now)
+  if ARGV[5] == 'done_remove' then
+    redis.call('HDEL', KEYS[2], ARGV[4])
+    redis.call('HDEL', KEYS[6], ARGV[4])
+    redis.call('HDEL', KEYS[7], ARGV[4])
+  end
+  history(ARGV[2], 'done', ARGV[4], mode, now)
+end
+return {'ok', redis.call('HGETALL', KEYS[4])}
+)lua";
+
+// ARGV: to epoch, reason.
+inline constexpr char kFailScript[] = R"lua(
+local err = wrong_type() or check_move(ARGV[1])
+if err then return err end
+local now = now_ms()
+redis.call('HSET', KEYS[4], 'status', 'failed', 'error', ARGV[2],
+           'finished_ms', now, 'updated_ms', now)
+history(ARGV[1], 'failed', redis.call('HGET', KEYS[4], 'node') or '',
+        redis.call('HGET', KEYS[4], 'mode') or '', now)
+return {'ok'}
+)lua";
+
+// ARGV: id, sweep, keys, documents.
+inline constexpr char kHeartbeatScript[] = R"lua(
+local err = wrong_type()
+if err then return err end
+redis.call('HSET', KEYS[7], ARGV[1],
+           now_ms() .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
+return {'ok'}
+)lua";
+
+}  // namespace latentd::sync::internal
+
+#endif  // LATENTD_SYNC_INTERNAL_CLUSTER_ADMIN_SCRIPTS_H_
