@@ -1,6 +1,11 @@
 #include "service/http_gateway.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -9,6 +14,24 @@ namespace {
 
 constexpr char kProtoType[] = "application/x-protobuf";
 constexpr char kJsonType[] = "application/json";
+
+// httplib::Server with its listening socket in reach. The library's listen
+// backlog is CPPHTTPLIB_LISTEN_BACKLOG (5), compiled into Debian's
+// libcpp-httplib, so defining the macro here would change nothing; listen(2)
+// again on a listening socket changes only its backlog.
+class Listener : public httplib::Server {
+ public:
+  bool SetBacklog(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
+};
+
+// httplib's default socket options also set SO_REUSEPORT, which lets a
+// second process bind the same port and take half of its connections.
+// SO_REUSEADDR alone only allows a restart while old connections linger in
+// TIME_WAIT.
+void ReuseAddressOnly(socket_t sock) {
+  const int yes = 1;
+  ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+}
 
 Encoding EncodingOf(const httplib::Request& req) {
   const std::string type = req.get_header_value("Content-Type");
@@ -35,7 +58,7 @@ void Answer(const absl::StatusOr<std::string>& out, Encoding enc,
 HttpGateway::HttpGateway(LatentdService* service, MetricsRegistry* metrics)
     : dispatcher_(service, metrics, "http"),
       metrics_(metrics),
-      server_(std::make_unique<httplib::Server>()) {}
+      server_(std::make_unique<Listener>()) {}
 
 HttpGateway::~HttpGateway() { Stop(); }
 
@@ -50,6 +73,7 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   s.set_read_timeout(options.read_timeout_seconds, 0);
   s.set_keep_alive_max_count(1000000);
   s.set_tcp_nodelay(true);  // no Nagle/delayed-ACK stalls on small answers
+  s.set_socket_options(ReuseAddressOnly);
   HttpGateway* self = g.get();
   const size_t limit = options.max_body_bytes;
   s.Post(R"(/v1/(\w+))",
@@ -106,9 +130,19 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   }
   if (g->port_ <= 0) {
     return absl::UnavailableError(
-        absl::StrCat("cannot bind HTTP to ", options.host, ":", options.port));
+        absl::StrCat("cannot bind HTTP to ", options.host, ":", options.port,
+                     " (address in use, or not an address of this host)"));
+  }
+  if (!static_cast<Listener&>(s).SetBacklog(options.listen_backlog)) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on HTTP ",
+                                               options.host, ":", g->port_,
+                                               ": ", std::strerror(errno)));
   }
   g->thread_ = std::thread([self] { self->server_->listen_after_bind(); });
+  // httplib's stop() does nothing until the loop runs: wait for it, so that
+  // a Stop() right after Start() cannot hang.
+  while (!s.is_running())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return g;
 }
 

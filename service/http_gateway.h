@@ -37,12 +37,16 @@ struct HttpOptions {
   int threads = 8;  // worker threads
   size_t max_body_bytes = 4 << 20;
   int read_timeout_seconds = 10;
+  // Connections the kernel queues before the gateway accepts them.
+  int listen_backlog = 1024;
 };
 
 class HttpGateway {
  public:
-  // Binds and starts serving on a background thread. kUnavailable if the
-  // address cannot be bound. `service` and `metrics` must outlive this.
+  // Binds and starts serving on a background thread. kUnavailable naming
+  // the address if it cannot be bound, also when another socket (another
+  // latentd) listens on it already: the port is not shared (no
+  // SO_REUSEPORT). `service` and `metrics` must outlive this.
   static absl::StatusOr<std::unique_ptr<HttpGateway>> Start(
       const HttpOptions& options, LatentdService* service,
       MetricsRegistry* metrics);

@@ -32,7 +32,9 @@ struct RpcOptions {
 
 class RpcServer {
  public:
-  // Binds and serves. kUnavailable if the address cannot be bound.
+  // Binds and serves. kUnavailable naming the address if it cannot be
+  // bound, also when another socket listens on it already (the transport
+  // sets SO_REUSEADDR only, so the port is never shared).
   static absl::StatusOr<std::unique_ptr<RpcServer>> Start(
       const RpcOptions& options, LatentdService* service,
       MetricsRegistry* metrics);

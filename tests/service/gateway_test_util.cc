@@ -1,0 +1,115 @@
+#include "tests/service/gateway_test_util.h"
+
+#include <arpa/inet.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "httplib.h"
+
+namespace latentd::testing {
+
+std::string WriteSmallCorpus(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/corpus.txt";
+  FILE* f = std::fopen(path.c_str(), "w");
+  const char* themes[] = {"oil prices opec crude barrel energy market",
+                          "football match goal team player season coach"};
+  for (int d = 0; d < 60; ++d) {
+    std::fprintf(f, "%s %s\n", themes[d % 2], themes[d % 2]);
+  }
+  std::fclose(f);
+  return path;
+}
+
+service::ServiceOptions SmallServiceOptions(const std::string& dir) {
+  service::ServiceOptions o;
+  o.data_dir = dir + "/node";
+  o.corpus.path = WriteSmallCorpus(dir);
+  o.trainer.num_topics = 4;
+  o.trainer.eval_every = 0;
+  o.max_sweeps = 3;
+  return o;
+}
+
+std::vector<std::string> SmallCorpusArgs(const std::string& dir) {
+  return {"--corpus", WriteSmallCorpus(dir), "--format", "lines", "--topics",
+          "4"};
+}
+
+HttpReply HttpGet(int port, const std::string& path, double timeout_s) {
+  httplib::Client c("127.0.0.1", port);
+  const auto usec = static_cast<time_t>(timeout_s * 1e6);
+  c.set_connection_timeout(usec / 1000000, usec % 1000000);
+  c.set_read_timeout(usec / 1000000, usec % 1000000);
+  HttpReply reply;
+  if (auto res = c.Get(path.c_str())) {
+    reply.status = res->status;
+    reply.body = res->body;
+  }
+  return reply;
+}
+
+int ConnectLoopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int ListenBacklog(int port) {
+  const int nl =
+      ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (nl < 0) return -1;
+  struct {
+    nlmsghdr nlh;
+    inet_diag_req_v2 req;
+  } msg{};
+  msg.nlh.nlmsg_len = sizeof(msg);
+  msg.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  msg.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  msg.req.sdiag_family = AF_INET;
+  msg.req.sdiag_protocol = IPPROTO_TCP;
+  msg.req.idiag_states = 1u << 10;  // TCP_LISTEN
+  int backlog = -1;
+  if (::send(nl, &msg, sizeof(msg), 0) == static_cast<ssize_t>(sizeof(msg))) {
+    alignas(nlmsghdr) char buf[16384];
+    bool done = false;
+    while (!done) {
+      const ssize_t n = ::recv(nl, buf, sizeof(buf), 0);
+      if (n <= 0) break;
+      int len = static_cast<int>(n);
+      for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len);
+           h = NLMSG_NEXT(h, len)) {
+        if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+          done = true;
+          break;
+        }
+        const auto* d = static_cast<const inet_diag_msg*>(NLMSG_DATA(h));
+        if (ntohs(d->id.idiag_sport) == port &&
+            d->id.idiag_src[0] == htonl(INADDR_LOOPBACK)) {
+          backlog = static_cast<int>(d->idiag_wqueue);  // for a listener
+        }
+      }
+    }
+  }
+  ::close(nl);
+  return backlog;
+}
+
+}  // namespace latentd::testing

@@ -1,0 +1,41 @@
+// Helpers shared by the front-end tests (listener, metrics, health,
+// connections): a small in-process service, a tiny corpus for latentd
+// processes, and plain HTTP/TCP on 127.0.0.1 only.
+#ifndef LATENTD_TESTS_SERVICE_GATEWAY_TEST_UTIL_H_
+#define LATENTD_TESTS_SERVICE_GATEWAY_TEST_UTIL_H_
+
+#include <string>
+#include <vector>
+
+#include "service/latentd_service.h"
+
+namespace latentd::testing {
+
+// Writes a 60-document raw-text corpus of two themes to dir/corpus.txt
+// (creating dir) and returns its path.
+std::string WriteSmallCorpus(const std::string& dir);
+
+// Options of a 4-topic service over WriteSmallCorpus(dir), data in
+// dir/node, at most 3 sweeps.
+service::ServiceOptions SmallServiceOptions(const std::string& dir);
+
+// latentd flags for the same corpus (append to a Daemon's args).
+std::vector<std::string> SmallCorpusArgs(const std::string& dir);
+
+struct HttpReply {
+  int status = 0;  // 0: no answer (connect, send or read failed)
+  std::string body;
+};
+// GET http://127.0.0.1:port/path on a fresh connection, with a timeout.
+HttpReply HttpGet(int port, const std::string& path, double timeout_s = 5);
+
+// A TCP connection to 127.0.0.1:port (blocking connect); -1 on failure.
+int ConnectLoopback(int port);
+
+// The listen backlog the kernel applies to the TCP socket listening on
+// 127.0.0.1:port (sock_diag), or -1 if there is none.
+int ListenBacklog(int port);
+
+}  // namespace latentd::testing
+
+#endif  // LATENTD_TESTS_SERVICE_GATEWAY_TEST_UTIL_H_
