@@ -260,23 +260,6 @@ absl::StatusOr<RedisReply> Eval(RedisClient* redis, const ClusterKeys& keys,
   return r;
 }
 
-std::string DescribeMove(const MoveRecord& m, int64_t now_ms) {
-  std::string what = absl::StrCat(MoveKindName(m.kind), " ", m.node);
-  if (m.kind == MoveKind::kRemove) {
-    absl::StrAppend(&what, " (", RemoveModeName(m.mode), ")");
-  }
-  const int64_t end = m.status == MoveStatus::kRunning ? now_ms : m.finished_ms;
-  absl::StrAppend(
-      &what, ", epoch ", m.from_epoch, " -> ", m.to_epoch, ", phase ",
-      MovePhaseName(m.phase), ", ", MoveStatusName(m.status),
-      absl::StrFormat(" %.1f s",
-                      std::max<int64_t>(0, end - m.started_ms) / 1000.0),
-      "; ", m.counters.keys, " keys, ", m.counters.bytes, " bytes, ",
-      m.counters.documents, " documents moved");
-  if (!m.error.empty()) absl::StrAppend(&what, "; error: ", m.error);
-  return what;
-}
-
 // The status for a script's non-'ok' reply.
 absl::Status Refused(const RedisReply& r, const ClusterKeys& keys,
                      std::string_view id) {
@@ -316,7 +299,7 @@ absl::Status Refused(const RedisReply& r, const ClusterKeys& keys,
   }
   if (tag == "wrongtype") {
     return Corrupt(arg(1).str, absl::StrCat("holds a Redis ", arg(2).str,
-                                            ", not what latentd keeps there"));
+                                            ", not a ", arg(3).str));
   }
   if (tag == "corrupt") {
     return Corrupt(arg(1).str,
@@ -410,6 +393,23 @@ const char* MovePhaseName(MovePhase p) {
 }
 const char* MoveStatusName(MoveStatus s) {
   return kStatusNames[static_cast<int>(s)];
+}
+
+std::string DescribeMove(const MoveRecord& m, int64_t now_ms) {
+  std::string what = absl::StrCat(MoveKindName(m.kind), " ", m.node);
+  if (m.kind == MoveKind::kRemove) {
+    absl::StrAppend(&what, " (", RemoveModeName(m.mode), ")");
+  }
+  const int64_t end = m.status == MoveStatus::kRunning ? now_ms : m.finished_ms;
+  absl::StrAppend(
+      &what, ", epoch ", m.from_epoch, " -> ", m.to_epoch, ", phase ",
+      MovePhaseName(m.phase), ", ", MoveStatusName(m.status),
+      absl::StrFormat(" %.1f s",
+                      std::max<int64_t>(0, end - m.started_ms) / 1000.0),
+      "; ", m.counters.keys, " keys, ", m.counters.bytes, " bytes, ",
+      m.counters.documents, " documents moved");
+  if (!m.error.empty()) absl::StrAppend(&what, "; error: ", m.error);
+  return what;
 }
 
 absl::Status RegisterPending(RedisClient* redis, std::string_view cluster,

@@ -15,7 +15,9 @@ local WANT = {'string', 'hash', 'hash', 'hash', 'stream', 'hash', 'hash'}
 local function wrong_type()
   for i = 1, #KEYS do
     local t = redis.call('TYPE', KEYS[i])['ok']
-    if t ~= 'none' and t ~= WANT[i] then return {'wrongtype', KEYS[i], t} end
+    if t ~= 'none' and t ~= WANT[i] then
+      return {'wrongtype', KEYS[i], t, WANT[i]}
+    end
   end
   return nil
 end
