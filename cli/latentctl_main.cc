@@ -6,6 +6,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/client_commands.h"
+#include "cli/cluster_commands.h"
 #include "cli/query_commands.h"
 #include "cli/train_command.h"
 #include "sampler/fast_mutexes.h"
@@ -183,10 +184,17 @@ int main(int argc, char** argv) {
   latentd::DaemonCommands daemon;
   latentd::AddDaemonCommands(&app, &daemon);
 
+  // ---- cluster status: the control plane in the cluster's Redis ----
+  latentd::ClusterCommands cluster;
+  latentd::AddClusterCommands(&app, &cluster);
+
   CLI11_PARSE(app, argc, argv);
 
   if (auto s = latentd::RunDaemonCommands(daemon, stdin, stdout)) {
     return Report(*s, "daemon");
+  }
+  if (auto s = latentd::RunClusterCommands(cluster, stdout)) {
+    return Report(*s, "cluster status");
   }
 
   if (t->parsed()) {

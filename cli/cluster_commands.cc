@@ -1,0 +1,163 @@
+#include "cli/cluster_commands.h"
+
+#include <algorithm>
+#include <csignal>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "sync/membership.h"
+
+namespace latentd {
+namespace {
+
+// A JSON string literal: quotes, backslashes and control characters
+// escaped; the rest (valid UTF-8, as ids and addresses are) as is.
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x20) {
+      absl::StrAppendFormat(&out, "\\u%04x", c);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+std::string HeartbeatText(const sync::ClusterStatus& status,
+                          const sync::MemberStatus& m) {
+  if (!m.heartbeat) return "-";
+  const sync::Heartbeat& h = *m.heartbeat;
+  return absl::StrFormat(
+      "%.1f s ago (sweep %d, %d keys, %d documents)",
+      std::max<int64_t>(0, status.now_ms - h.unix_ms) / 1000.0, h.sweep, h.keys,
+      h.documents);
+}
+
+std::string MoveJson(const sync::MoveRecord& m) {
+  return absl::StrCat(
+      "{\"kind\":\"", sync::MoveKindName(m.kind),
+      "\",\"node\":", JsonString(m.node), ",\"mode\":\"",
+      m.kind == sync::MoveKind::kRemove ? sync::RemoveModeName(m.mode) : "",
+      "\",\"phase\":\"", sync::MovePhaseName(m.phase),
+      "\",\"fromEpoch\":", m.from_epoch, ",\"toEpoch\":", m.to_epoch,
+      ",\"status\":\"", sync::MoveStatusName(m.status),
+      "\",\"startedMs\":", m.started_ms, ",\"updatedMs\":", m.updated_ms,
+      ",\"finishedMs\":", m.finished_ms, ",\"error\":", JsonString(m.error),
+      ",\"keys\":", m.counters.keys, ",\"bytes\":", m.counters.bytes,
+      ",\"documents\":", m.counters.documents, "}");
+}
+
+}  // namespace
+
+void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
+  c->cluster_cmd = app->add_subcommand(
+      "cluster",
+      "The cluster's control plane in Redis: ring epoch, member states, "
+      "moves (read-only for now: adding and removing nodes comes with the "
+      "nodes' key hand-off)");
+  c->cluster_cmd->require_subcommand(1);
+  c->status = c->cluster_cmd->add_subcommand(
+      "status",
+      "Epoch, members (id, address, state, last heartbeat) and the latest "
+      "move, read from the cluster's Redis");
+  c->status
+      ->add_option("--cluster-redis", c->redis_url,
+                   "Redis holding the cluster (redis://host:port or "
+                   "unix:/path), as the nodes' --cluster-redis")
+      ->required();
+  c->status->add_option("--cluster", c->cluster, "Name of the cluster")
+      ->capture_default_str();
+  c->status->add_flag("--json", c->json, "Print JSON instead of text");
+}
+
+std::optional<absl::Status> RunClusterCommands(const ClusterCommands& c,
+                                               FILE* out) {
+  if (c.status == nullptr || !c.status->parsed()) return std::nullopt;
+  // hiredis writes with write(2): a Redis that goes away mid-command must
+  // give an error, not kill latentctl with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
+  absl::StatusOr<std::unique_ptr<sync::RedisClient>> redis =
+      sync::RedisClient::Connect(c.redis_url);
+  if (!redis.ok()) return redis.status();
+  absl::StatusOr<sync::ClusterStatus> status =
+      sync::ReadClusterStatus(redis->get(), c.cluster);
+  if (!status.ok()) return status.status();
+  const std::string text = c.json ? FormatClusterStatusJson(*status)
+                                  : FormatClusterStatusText(*status);
+  std::fputs(text.c_str(), out);
+  return absl::OkStatus();
+}
+
+std::string FormatClusterStatusText(const sync::ClusterStatus& s) {
+  std::string out = absl::StrCat("cluster: ", s.cluster, "\n");
+  if (s.ring) {
+    absl::StrAppend(&out, "epoch: ", s.epoch, "\n",
+                    "ring: ", s.ring->members.size(), " members, V ",
+                    s.ring->virtual_points_per_weight, ", k ",
+                    s.ring->replication, "\n");
+  } else {
+    absl::StrAppend(&out, "epoch: none (no ring written yet)\n");
+  }
+  size_t id_width = 2, address_width = 7;
+  for (const auto& m : s.members) {
+    id_width = std::max(id_width, m.id.size());
+    address_width = std::max(address_width, m.address.size());
+  }
+  absl::StrAppend(&out, "members: ", s.members.size(), "\n");
+  if (!s.members.empty()) {
+    absl::StrAppendFormat(&out, "  %-*s  %-*s  %-7s  %-4s  %s\n", id_width,
+                          "ID", address_width, "ADDRESS", "STATE", "RING",
+                          "HEARTBEAT");
+  }
+  for (const auto& m : s.members) {
+    absl::StrAppendFormat(
+        &out, "  %-*s  %-*s  %-7s  %-4s  %s\n", id_width, m.id, address_width,
+        m.address.empty() ? "-" : m.address, sync::MemberStateName(m.state),
+        m.in_ring ? "yes" : "no", HeartbeatText(s, m));
+  }
+  absl::StrAppend(
+      &out, "move: ", s.move ? sync::DescribeMove(*s.move, s.now_ms) : "none",
+      "\n");
+  return out;
+}
+
+std::string FormatClusterStatusJson(const sync::ClusterStatus& s) {
+  std::string out =
+      absl::StrCat("{\"cluster\":", JsonString(s.cluster),
+                   ",\"epoch\":", s.epoch, ",\"redisTimeMs\":", s.now_ms);
+  if (s.ring) {
+    absl::StrAppend(
+        &out, ",\"virtualPointsPerWeight\":", s.ring->virtual_points_per_weight,
+        ",\"replication\":", s.ring->replication);
+  }
+  absl::StrAppend(&out, ",\"members\":[");
+  for (size_t i = 0; i < s.members.size(); ++i) {
+    const sync::MemberStatus& m = s.members[i];
+    absl::StrAppend(&out, i ? "," : "", "{\"id\":", JsonString(m.id),
+                    ",\"address\":", JsonString(m.address), ",\"state\":\"",
+                    sync::MemberStateName(m.state),
+                    "\",\"inRing\":", m.in_ring ? "true" : "false",
+                    ",\"weight\":", m.weight);
+    if (m.heartbeat) {
+      const sync::Heartbeat& h = *m.heartbeat;
+      absl::StrAppend(&out, ",\"heartbeat\":{\"unixMs\":", h.unix_ms,
+                      ",\"ageMs\":", std::max<int64_t>(0, s.now_ms - h.unix_ms),
+                      ",\"sweep\":", h.sweep, ",\"keys\":", h.keys,
+                      ",\"documents\":", h.documents, "}");
+    }
+    absl::StrAppend(&out, "}");
+  }
+  absl::StrAppend(&out, "],\"move\":", s.move ? MoveJson(*s.move) : "null",
+                  "}\n");
+  return out;
+}
+
+}  // namespace latentd
