@@ -1,6 +1,7 @@
 #include "service/metrics.h"
 
 #include <algorithm>
+#include <cassert>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -61,6 +62,13 @@ MetricsRegistry::Entry& MetricsRegistry::FindOrAdd(Kind kind,
   e.name = name;
   e.help = help;
   e.labels = labels;
+  auto family = std::find_if(families_.begin(), families_.end(),
+                             [&](const Family& f) { return f.name == name; });
+  if (family == families_.end()) {
+    family = families_.insert(families_.end(), Family{name, {}});
+  }
+  assert(family->entries.empty() || family->entries[0]->kind == kind);
+  family->entries.push_back(&e);
   return e;
 }
 
@@ -97,49 +105,50 @@ Histogram* MetricsRegistry::AddHistogram(const std::string& name,
 std::string MetricsRegistry::RenderText() const {
   absl::MutexLock lock(&mu_);
   std::string out;
-  std::string last_name;
+  for (const Family& f : families_) {
+    const Entry& first = *f.entries.front();
+    const char* type = first.kind == Kind::kCounter ? "counter"
+                       : first.kind == Kind::kGauge ? "gauge"
+                                                    : "histogram";
+    absl::StrAppend(&out, "# HELP ", f.name, " ", first.help, "\n# TYPE ",
+                    f.name, " ", type, "\n");
+    for (const Entry* e : f.entries) RenderEntry(*e, &out);
+  }
+  return out;
+}
+
+void MetricsRegistry::RenderEntry(const Entry& e, std::string* out) {
   auto braces = [](const std::string& labels) {
     return labels.empty() ? std::string() : absl::StrCat("{", labels, "}");
   };
-  for (const Entry& e : entries_) {
-    if (e.name != last_name) {
-      const char* type = e.kind == Kind::kCounter ? "counter"
-                         : e.kind == Kind::kGauge ? "gauge"
-                                                  : "histogram";
-      absl::StrAppend(&out, "# HELP ", e.name, " ", e.help, "\n# TYPE ", e.name,
-                      " ", type, "\n");
-      last_name = e.name;
-    }
-    switch (e.kind) {
-      case Kind::kCounter:
-        absl::StrAppend(&out, e.name, braces(e.labels), " ", e.counter->value(),
-                        "\n");
-        break;
-      case Kind::kGauge:
-        absl::StrAppendFormat(&out, "%s%s %.17g\n", e.name, braces(e.labels),
-                              e.gauge->value());
-        break;
-      case Kind::kHistogram: {
-        std::vector<uint64_t> cum;
-        double sum;
-        e.histogram->Read(&cum, &sum);
-        const auto& bounds = Histogram::Bounds();
-        const std::string sep = e.labels.empty() ? "" : ",";
-        for (size_t i = 0; i < cum.size(); ++i) {
-          const std::string le =
-              i < bounds.size() ? absl::StrFormat("%g", bounds[i]) : "+Inf";
-          absl::StrAppend(&out, e.name, "_bucket{", e.labels, sep, "le=\"", le,
-                          "\"} ", cum[i], "\n");
-        }
-        absl::StrAppendFormat(&out, "%s_sum%s %.9g\n", e.name, braces(e.labels),
-                              sum);
-        absl::StrAppend(&out, e.name, "_count", braces(e.labels), " ",
-                        cum.back(), "\n");
-        break;
+  switch (e.kind) {
+    case Kind::kCounter:
+      absl::StrAppend(out, e.name, braces(e.labels), " ", e.counter->value(),
+                      "\n");
+      break;
+    case Kind::kGauge:
+      absl::StrAppendFormat(out, "%s%s %.17g\n", e.name, braces(e.labels),
+                            e.gauge->value());
+      break;
+    case Kind::kHistogram: {
+      std::vector<uint64_t> cum;
+      double sum;
+      e.histogram->Read(&cum, &sum);
+      const auto& bounds = Histogram::Bounds();
+      const std::string sep = e.labels.empty() ? "" : ",";
+      for (size_t i = 0; i < cum.size(); ++i) {
+        const std::string le =
+            i < bounds.size() ? absl::StrFormat("%g", bounds[i]) : "+Inf";
+        absl::StrAppend(out, e.name, "_bucket{", e.labels, sep, "le=\"", le,
+                        "\"} ", cum[i], "\n");
       }
+      absl::StrAppendFormat(out, "%s_sum%s %.9g\n", e.name, braces(e.labels),
+                            sum);
+      absl::StrAppend(out, e.name, "_count", braces(e.labels), " ", cum.back(),
+                      "\n");
+      break;
     }
   }
-  return out;
 }
 
 }  // namespace latentd::service

@@ -58,12 +58,18 @@ class MetricsRegistry {
  public:
   // `name` is a Prometheus metric name; `labels` is "" or 'k="v",...'.
   // Registering the same name and labels twice returns the same metric.
+  // A name registered with several label sets is one family: RenderText
+  // prints its HELP and TYPE once (the first registration's help), then
+  // all its samples. REQUIRES: every registration of a name has the same
+  // kind (counter, gauge or histogram).
   Counter* AddCounter(const std::string& name, const std::string& help,
                       const std::string& labels = "");
   Gauge* AddGauge(const std::string& name, const std::string& help,
                   const std::string& labels = "");
   Histogram* AddHistogram(const std::string& name, const std::string& help,
                           const std::string& labels = "");
+  // The Prometheus text: families in the order their names were first
+  // registered, each as HELP, TYPE, then its samples in registration order.
   std::string RenderText() const;
 
  private:
@@ -82,8 +88,15 @@ class MetricsRegistry {
   Entry& FindOrAdd(Kind kind, const std::string& name, const std::string& help,
                    const std::string& labels, bool* added)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The entries of one name, in registration order.
+  struct Family {
+    std::string name;
+    std::vector<const Entry*> entries;  // into entries_
+  };
+  static void RenderEntry(const Entry& e, std::string* out);
   mutable absl::Mutex mu_;
-  std::deque<Entry> entries_ ABSL_GUARDED_BY(mu_);
+  std::deque<Entry> entries_ ABSL_GUARDED_BY(mu_);  // stable addresses
+  std::vector<Family> families_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace latentd::service
