@@ -100,6 +100,14 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
+  s.Get("/readyz", [service](const httplib::Request&, httplib::Response& res) {
+    const absl::Status ready = service->Readiness();
+    res.status = ready.ok() ? 200 : 503;
+    res.set_content(ready.ok()
+                        ? std::string("ready\n")
+                        : absl::StrCat("not ready: ", ready.message(), "\n"),
+                    "text/plain");
+  });
   // Errors httplib answers by itself (413 over-size body, 404 unknown
   // path, 400 unparsable request) get an api.Error body too.
   s.set_error_handler([limit](const httplib::Request& req,

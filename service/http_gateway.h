@@ -1,5 +1,5 @@
-// HttpGateway: the API over HTTP/1.1 (cpp-httplib), plus /metrics and
-// /healthz.
+// HttpGateway: the API over HTTP/1.1 (cpp-httplib), plus /metrics and the
+// health probes /healthz and /readyz.
 //
 //   POST /v1/<Call>   body: the request message, as protobuf JSON
 //                     (Content-Type application/json, the default) or as
@@ -9,7 +9,11 @@
 //                     api.Error body (code, message).
 //   GET  /v1/Status, /v1/ListTopics   the same with an empty request
 //   GET  /metrics     Prometheus text
-//   GET  /healthz     "ok"
+//   GET  /healthz     liveness: "ok" whenever the process answers
+//   GET  /readyz      readiness: 200 "ready" when the node should get
+//                     traffic (LatentdService::Readiness: model loaded,
+//                     cluster joined and sampling, ingest log writable);
+//                     else 503 "not ready: <why>"
 // A body over max_body_bytes is refused with 413 before it is read whole.
 //
 // Thread-safety: Start/Stop from one thread; requests are served by the

@@ -186,6 +186,11 @@ class LatentdService {
   bool SourceIngested(const std::string& source) const;
 
   std::shared_ptr<const ModelView> view() const;
+  // Ready for traffic (GET /readyz): OK when a model is loaded, Stop() has
+  // not begun, the node has joined its cluster (cluster mode) and still
+  // samples, and the ingest log and data directory are writable; else
+  // kUnavailable saying why. Cheap (two access(2) calls); any thread.
+  absl::Status Readiness() const;  // service_health.cc
   const std::string& data_dir() const { return options_.data_dir; }
 
   // ---- Cluster mode (see the top of this file). ----
