@@ -87,7 +87,14 @@
 // failing kUnavailable; Redis contents that are not what this layout says
 // (a ring that does not parse, a key of the wrong type, a malformed move
 // record or heartbeat) kDataLoss naming the key; the rest as each function
-// says. Every function changes nothing when it fails.
+// says. Every function changes nothing when it fails, with one caveat:
+// kUnavailable after the script was sent (the connection dropped or timed
+// out waiting for the reply) leaves the outcome unknown. Read the status, or
+// retry: an AdmitNode, RemoveNode, FinishMove or FailMove that did go
+// through makes its retry fail (kAborted, kFailedPrecondition), so none is
+// applied twice; RegisterPending and WriteHeartbeat are idempotent; a
+// retried ReportMoveProgress may count its increments twice (the counters
+// are for operators, not for correctness).
 //
 // Thread-safety: the functions are reentrant; a RedisClient is not
 // thread-safe, so concurrent callers each use their own. Any number of
