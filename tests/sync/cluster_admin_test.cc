@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,7 +32,7 @@ namespace {
 using ::testing::HasSubstr;
 
 // redis-server listening only on a Unix socket; stopped (SIGTERM, reaped)
-// on destruction.
+// on destruction, or when the test process dies.
 class UnixRedis {
  public:
   static std::unique_ptr<UnixRedis> Start() {
@@ -43,6 +44,8 @@ class UnixRedis {
     r->pid_ = ::fork();
     if (r->pid_ < 0) return nullptr;
     if (r->pid_ == 0) {
+      // Dies with the test even if the test is killed before its teardown.
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       const int devnull = ::open("/dev/null", O_WRONLY);
       if (devnull >= 0) {
         ::dup2(devnull, STDOUT_FILENO);
