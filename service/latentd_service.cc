@@ -692,7 +692,8 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
       absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()) - start_time_);
   if (const ClusterLink* link = JoinedLink(); link != nullptr) {
     resp.set_node_id(link->node_id());
-    for (const hashring::Member& m : link->ring_config().members) {
+    const hashring::RingConfig config = link->ring_config();
+    for (const hashring::Member& m : config.members) {
       resp.add_cluster_members(m.id);
     }
     for (std::string& id : link->UnavailablePeers()) {

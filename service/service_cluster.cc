@@ -65,9 +65,12 @@ absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
 std::string LatentdService::UserOwner(std::string_view user) const {
   const ClusterLink* link = JoinedLink();
   if (link == nullptr) return "";
-  const std::string& owner =
-      link->ring_config().members[link->ring().Owner(UserKey(user))].id;
-  return owner == link->node_id() ? "" : owner;
+  // One copy of the ring: it may move to a new epoch meanwhile.
+  const hashring::RingConfig config = link->ring_config();
+  std::shared_ptr<const hashring::Ring> ring = link->ring();
+  std::string owner = config.members[ring->Owner(UserKey(user))].id;
+  if (owner == link->node_id()) owner.clear();
+  return owner;
 }
 
 absl::Status LatentdService::CheckJoined() const {

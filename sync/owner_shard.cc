@@ -478,25 +478,27 @@ uint64_t OwnerShard::epoch() const {
 }
 
 std::vector<KeyHandoff> OwnerShard::AdvanceEpoch(
-    uint64_t epoch, const std::function<bool(Key)>& moves,
+    uint64_t epoch, const std::function<std::string(Key)>& new_owner,
     const std::string& from_node, size_t max_keys_per_chunk) {
   LATENTD_CHECK(max_keys_per_chunk > 0);
   absl::MutexLock l(&mu_);
   LATENTD_CHECK(epoch > epoch_);
   epoch_ = epoch;
-  std::vector<Key> moved;
+  std::vector<std::pair<std::string, Key>> moved;  // (destination, key)
   for (const auto& [key, g] : globals_) {
-    if (moves(key)) moved.push_back(key);
+    std::string to = new_owner(key);
+    if (!to.empty()) moved.emplace_back(std::move(to), key);
   }
   std::sort(moved.begin(), moved.end());  // the same chunks on a rerun
   std::vector<KeyHandoff> out;
   std::vector<int> holder_index;  // per slot, in the current chunk
   const SparseVector none;
-  for (Key key : moved) {
-    if (out.empty() ||
+  for (const auto& [to, key] : moved) {
+    if (out.empty() || out.back().to_node() != to ||
         static_cast<size_t>(out.back().keys_size()) >= max_keys_per_chunk) {
       KeyHandoff& h = out.emplace_back();
       h.set_from_node(from_node);
+      h.set_to_node(to);
       h.set_epoch(epoch);
       h.set_chunk(static_cast<uint32_t>(out.size() - 1));
       h.set_dimension(dimension_);

@@ -76,15 +76,16 @@ class OwnerShard {
   uint64_t epoch() const;
 
   // Moves to ring epoch `epoch` and, in the same step, removes every key
-  // for which moves(key) is true, returning them (with the holders'
-  // unseen changes) as KeyHandoffs of at most `max_keys_per_chunk` keys
-  // each, numbered from chunk 0, from `from_node`. A batch routed by the
-  // old epoch that arrives afterwards is refused (kFailedPrecondition) and
-  // applies nothing. REQUIRES: epoch > epoch(), max_keys_per_chunk > 0.
-  std::vector<KeyHandoff> AdvanceEpoch(uint64_t epoch,
-                                       const std::function<bool(Key)>& moves,
-                                       const std::string& from_node,
-                                       size_t max_keys_per_chunk = 50000);
+  // whose new_owner(key) is not "" (the id of the member that owns it from
+  // `epoch` on), returning them (with the holders' unseen changes) as
+  // KeyHandoffs of one destination (to_node) and at most
+  // `max_keys_per_chunk` keys each, numbered from chunk 0, from
+  // `from_node`. A batch routed by the old epoch that arrives afterwards
+  // is refused (kFailedPrecondition) and applies nothing. REQUIRES: epoch >
+  // epoch(), max_keys_per_chunk > 0.
+  std::vector<KeyHandoff> AdvanceEpoch(
+      uint64_t epoch, const std::function<std::string(Key)>& new_owner,
+      const std::string& from_node, size_t max_keys_per_chunk = 50000);
 
   // Merges a hand-off into this shard: per key, the global is the sum of
   // both, and a holder lacks what it lacked on either side (the whole of

@@ -171,9 +171,11 @@ void Synchronizer::Loop() {
     const absl::Time now = absl::Now();
     absl::Time wake = now + absl::Milliseconds(100);
     // By index: Reroute may add channels while a round is being sent.
-    for (size_t j = 0; j < channels_.size() && !rerouting_; ++j) {
+    for (size_t j = 0; j < channels_.size(); ++j) {
       Channel* c = channels_[j].get();
       if (c->busy || (c->retired && !c->inflight)) continue;
+      // While re-routing, only batches awaiting a resend go out.
+      if (rerouting_ && !c->inflight) continue;
       const bool pass_due = c->served_pass < pass_requested_;
       const bool kicked = c->served_kick < kicks_;
       if (!pass_due && !kicked && now < c->next_due) {
@@ -195,9 +197,9 @@ void Synchronizer::Loop() {
     if (stop_) break;
     auto ready = [this, wake]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       if (stop_) return true;
-      if (rerouting_) return false;
       for (const auto& c : channels_) {
         if (c->retired && !c->inflight) continue;
+        if (rerouting_ && !c->inflight) continue;
         if (!c->busy && (c->served_pass < pass_requested_ ||
                          c->served_kick < kicks_ || c->next_due < wake)) {
           return true;
@@ -676,6 +678,24 @@ absl::Status Synchronizer::Reroute(
   LATENTD_CHECK(key_owner.size() == key_owner_.size());
   absl::MutexLock l(&mu_);
   rerouting_ = true;
+  // Batches awaiting a resend are answered first (or refused): an old
+  // owner's answer to one may carry changes older than those the new
+  // owners will send, and a key's changes must arrive in order (a count
+  // could otherwise go below zero for a while). Bounded: an owner that
+  // never answers is left behind (logged).
+  auto resolved = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const auto& c : channels_) {
+      if (c->busy || c->inflight) return false;
+    }
+    return true;
+  };
+  if (!mu_.AwaitWithTimeout(absl::Condition(&resolved),
+                            options_.reroute_resend_timeout)) {
+    options_.log(absl::StrCat(
+        "ring epoch ", epoch, ": a batch to resend was not answered within ",
+        absl::FormatDuration(options_.reroute_resend_timeout),
+        "; re-routing anyway"));
+  }
   auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const auto& c : channels_) {
       if (c->busy) return false;

@@ -94,6 +94,8 @@ struct SynchronizerOptions {
   absl::Duration retry_interval = absl::Milliseconds(200);
   // The ring epoch stamped on batches until Reroute (0: unversioned).
   uint64_t epoch = 0;
+  // Reroute first waits this long for batches awaiting a resend.
+  absl::Duration reroute_resend_timeout = absl::Seconds(10);
   LogFn log = LogToStderr;
 };
 
@@ -157,12 +159,13 @@ class Synchronizer {
   // is that of a current channel is the same owner: the new object is
   // dropped and the current channel carries on (its sequence, and a
   // batch it must resend: that one goes to the owner it went to, which
-  // applied it or not). A channel left with no key is retired once it has
-  // nothing to resend. An old owner's refusal of a batch as routed by an
-  // older epoch (kFailedPrecondition) means nothing was applied: its
-  // changes go out again, by the current ring. Waits for the rounds in
-  // flight to end and starts none meanwhile; the table's writer goes on
-  // (changes accumulate). kFailedPrecondition, and nothing changes, unless
+  // applied it or not; such batches are resent and answered before the
+  // switch, so that a key's changes keep their order). A channel left with
+  // no key is retired once it has nothing to resend. An old owner's refusal of
+  // a batch as routed by an older epoch (kFailedPrecondition) means nothing was
+  // applied: its changes go out again, by the current ring. Waits for the
+  // rounds in flight to end and starts none meanwhile; the table's writer goes
+  // on (changes accumulate). kFailedPrecondition, and nothing changes, unless
   // the table tracks changes (change mode). REQUIRES: key_owner.size() ==
   // table->num_keys(), every entry < channels.size(), channel names
   // distinct.

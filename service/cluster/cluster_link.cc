@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "corpora/status_macros.h"
+#include "hashring/ring_config.h"
 
 namespace latentd {
 
@@ -88,6 +89,22 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
       responder.Reply(reply.SerializeAsString());
       return;
     }
+    case sync::MESSAGE_TYPE_KEY_HANDOFF: {
+      sync::KeyHandoff h;
+      if (!h.ParseFromString(request.payload)) {
+        responder.Reply(absl::InvalidArgumentError("unparsable KeyHandoff"));
+        return;
+      }
+      absl::Status s = owner_->ImportKeys(h);
+      if (!s.ok()) {
+        options_.log(absl::StrCat("refused key hand-off from ", h.from_node(),
+                                  " (epoch ", h.epoch(), "): ", s.ToString()));
+        responder.Reply(s);
+        return;
+      }
+      responder.Reply(std::string());
+      return;
+    }
     default:
       responder.Reply(absl::UnimplementedError(
           absl::StrCat("unknown message type ", request.type)));
@@ -103,31 +120,31 @@ absl::Status ClusterLink::Join() {
   mo.address = address_;
   mo.expected_members = options_.expected_members;
   mo.wait_timeout = options_.join_timeout;
-  LATENTD_ASSIGN_OR_RETURN(ring_config_, sync::JoinCluster(redis.get(), mo));
-  LATENTD_ASSIGN_OR_RETURN(ring_, hashring::Ring::Build(ring_config_));
-  std::vector<std::string> ids;
+  LATENTD_ASSIGN_OR_RETURN(hashring::RingConfig config,
+                           sync::JoinCluster(redis.get(), mo));
+  LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const hashring::Ring> ring,
+                           hashring::Ring::Build(config));
   std::vector<std::unique_ptr<sync::OwnerChannel>> channels;
-  for (const hashring::Member& m : ring_config_.members) {
-    ids.push_back(m.id);
+  for (const hashring::Member& m : config.members) {
+    clocks_->Add(m.id);
     if (m.id == node_id_) {
       channels.push_back(sync::MakeLocalChannel(owner_.get()));
       continue;
     }
-    auto peer = std::make_unique<Peer>();
-    peer->id = m.id;
-    sync::ClientOptions co;
-    LATENTD_RETURN_IF_ERROR(sync::SplitHostPort(m.address, &co.host, &co.port));
-    co.log = options_.log;
-    peer->client = std::make_unique<sync::Client>(loop_.get(), co);
+    LATENTD_ASSIGN_OR_RETURN(Peer * peer, FindOrAddPeer(m));
     channels.push_back(
         sync::MakeRemoteChannel(peer->client.get(), options_.call_timeout));
-    peers_.push_back(std::move(peer));
   }
-  for (const std::string& id : ids) clocks_->Add(id);
   LATENTD_RETURN_IF_ERROR(RefuseRunningCluster());
   std::vector<uint32_t> key_owner(table_->num_keys());
   for (size_t i = 0; i < key_owner.size(); ++i) {
-    key_owner[i] = ring_->Owner(table_->key(i));
+    key_owner[i] = ring->Owner(table_->key(i));
+  }
+  owner_->SetEpoch(config.version);
+  {
+    absl::MutexLock l(&ring_mu_);
+    ring_config_ = std::move(config);
+    ring_ = std::move(ring);
   }
   sync::SynchronizerOptions so;
   so.node_id = node_id_;
@@ -136,11 +153,15 @@ absl::Status ClusterLink::Join() {
   so.round_byte_budget = options_.round_byte_budget;
   so.round_interval = options_.round_interval;
   so.min_key_weight = options_.min_key_weight;
+  so.epoch = epoch();
   so.log = options_.log;
   sync_ = std::make_unique<sync::Synchronizer>(so, table_, std::move(key_owner),
                                                std::move(channels));
   sync_->Start();
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  if (options_.ring_poll > absl::ZeroDuration()) {
+    ring_watch_ = std::thread([this] { WatchRing(); });
+  }
   // Start from the same global state everywhere: push the initial counts,
   // wait until every node has, pull theirs. (Nodes that sample from their
   // own counts alone first drift apart, topic labels and all, and take
@@ -162,7 +183,7 @@ absl::Status ClusterLink::RefuseRunningCluster() {
   sync::Progress p;
   p.set_node_id(node_id_);
   const std::string payload = p.SerializeAsString();
-  for (const auto& peer : peers_) {
+  for (Peer* peer : PeerList()) {
     absl::StatusOr<sync::Frame> r = peer->client->CallSync(
         sync::MESSAGE_TYPE_PROGRESS, payload, options_.call_timeout);
     // Unreachable: not started yet (or dead), so not sampling with us.
@@ -205,8 +226,7 @@ void ClusterLink::HeartbeatLoop() {
     p.set_ready(ready_.load());
     const std::string payload = p.SerializeAsString();
     // Asynchronous, so a dead or slow peer never delays the others' beats.
-    for (auto& peer : peers_) {
-      Peer* pp = peer.get();
+    for (Peer* pp : PeerList()) {
       {
         absl::MutexLock l(&pp->mu);
         if (pp->in_flight) continue;
@@ -247,7 +267,7 @@ bool ClusterLink::WaitAllFinished(absl::Duration timeout) {
 
 std::vector<std::string> ClusterLink::UnavailablePeers() const {
   std::vector<std::string> out;
-  for (const auto& p : peers_) {
+  for (const Peer* p : PeerList()) {
     if (clocks_->IsDead(p->id)) out.push_back(p->id);
   }
   return out;
@@ -324,9 +344,232 @@ void ClusterLink::Stop() {
     hb_stop_ = true;
   }
   if (heartbeat_.joinable()) heartbeat_.join();
+  if (ring_watch_.joinable()) ring_watch_.join();
+  if (!outgoing_.empty()) {
+    options_.log(absl::StrCat(
+        "stopping with ", outgoing_.size(),
+        " key hand-off(s) not taken by their new owners: those keys' "
+        "globals are lost to the cluster"));
+  }
   if (sync_) sync_->Stop();
   if (server_) server_->Stop();
-  for (auto& p : peers_) p->client->Close();
+  for (Peer* p : PeerList()) p->client->Close();
+}
+
+hashring::RingConfig ClusterLink::ring_config() const {
+  absl::MutexLock l(&ring_mu_);
+  return ring_config_;
+}
+
+std::shared_ptr<const hashring::Ring> ClusterLink::ring() const {
+  absl::MutexLock l(&ring_mu_);
+  return ring_;
+}
+
+uint64_t ClusterLink::epoch() const {
+  absl::MutexLock l(&ring_mu_);
+  return ring_config_.version;
+}
+
+size_t ClusterLink::pending_handoffs() const { return outgoing_count_.load(); }
+
+std::vector<ClusterLink::Peer*> ClusterLink::PeerList() const {
+  absl::MutexLock l(&peers_mu_);
+  std::vector<Peer*> out;
+  for (const auto& p : peers_) out.push_back(p.get());
+  return out;
+}
+
+absl::StatusOr<ClusterLink::Peer*> ClusterLink::FindOrAddPeer(
+    const hashring::Member& m) {
+  absl::MutexLock l(&peers_mu_);
+  for (const auto& p : peers_) {
+    if (p->id == m.id) return p.get();
+  }
+  auto peer = std::make_unique<Peer>();
+  peer->id = m.id;
+  sync::ClientOptions co;
+  LATENTD_RETURN_IF_ERROR(sync::SplitHostPort(m.address, &co.host, &co.port));
+  co.log = options_.log;
+  peer->client = std::make_unique<sync::Client>(loop_.get(), co);
+  peers_.push_back(std::move(peer));
+  return peers_.back().get();
+}
+
+void ClusterLink::WatchRing() {
+  std::unique_ptr<sync::RedisClient> redis;
+  const std::string key = sync::RingKey(options_.cluster);
+  while (true) {
+    {
+      absl::MutexLock l(&hb_mu_);
+      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(hb_mu_) {
+        return hb_stop_;
+      };
+      hb_mu_.AwaitWithTimeout(absl::Condition(&stop), options_.ring_poll);
+      if (hb_stop_) return;
+    }
+    SendHandoffs();
+    if (redis == nullptr) {
+      // Redis away: training goes on with the ring this node has.
+      absl::StatusOr<std::unique_ptr<sync::RedisClient>> r =
+          sync::RedisClient::Connect(options_.redis_url);
+      if (!r.ok()) continue;
+      redis = std::move(*r);
+    }
+    if (change_.has_value()) {
+      absl::Status s = AdvanceRingChange(redis.get());
+      if (s.code() == absl::StatusCode::kUnavailable) redis.reset();
+      continue;
+    }
+    absl::StatusOr<sync::RedisReply> reply = redis->Command({"GET", key});
+    if (!reply.ok()) {
+      redis.reset();
+      continue;
+    }
+    if (reply->type != sync::RedisReply::Type::kString) continue;
+    absl::StatusOr<hashring::RingConfig> next =
+        hashring::ParseRingConfig(reply->str);
+    if (!next.ok() || next->version <= epoch() ||
+        next->version == refused_epoch_) {
+      continue;
+    }
+    absl::Status begun = BeginRingChange(*next);
+    if (!begun.ok()) {
+      refused_epoch_ = next->version;
+      options_.log(absl::StrCat("not following ring epoch ", next->version,
+                                ": ", begun.message()));
+      continue;
+    }
+    absl::Status s = AdvanceRingChange(redis.get());
+    if (s.code() == absl::StatusCode::kUnavailable) redis.reset();
+  }
+}
+
+absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next) {
+  LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const hashring::Ring> ring,
+                           hashring::Ring::Build(next));
+  bool listed = false;
+  for (const hashring::Member& m : next.members) listed |= m.id == node_id_;
+  if (!listed) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the ring no longer lists this node (", node_id_,
+        "); leaving a running cluster is not supported yet, so it stays at "
+        "epoch ",
+        epoch()));
+  }
+  for (const hashring::Member& m : next.members) {
+    if (m.id == node_id_) continue;
+    LATENTD_RETURN_IF_ERROR(FindOrAddPeer(m).status());
+    clocks_->Add(m.id);
+  }
+  // From here on, batches routed by the old ring are refused, and the keys
+  // that move leave this shard.
+  auto new_owner = [&](sync::Key k) {
+    const std::string& id = next.members[ring->Owner(k)].id;
+    return id == node_id_ ? std::string() : id;
+  };
+  std::vector<sync::KeyHandoff> handoffs = owner_->AdvanceEpoch(
+      next.version, new_owner, node_id_, options_.handoff_chunk_keys);
+  size_t keys = 0;
+  for (const sync::KeyHandoff& h : handoffs) keys += h.keys_size();
+  options_.log(absl::StrCat("ring epoch ", epoch(), " -> ", next.version, ": ",
+                            next.members.size(), " members; handing ", keys,
+                            " keys off in ", handoffs.size(), " chunk(s)"));
+  for (sync::KeyHandoff& h : handoffs) outgoing_.push_back(std::move(h));
+  outgoing_count_.store(outgoing_.size());
+  change_ = RingChange{.next = next, .ring = ring, .since = absl::Now()};
+  ring_changing_.store(true);
+  SendHandoffs();
+  return absl::OkStatus();
+}
+
+absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
+  RingChange& c = *change_;
+  const std::string set =
+      absl::StrCat("latentd:", options_.cluster, ":handoff:", c.next.version);
+  if (!c.marked) {
+    if (!outgoing_.empty()) return absl::OkStatus();  // still handing off
+    LATENTD_RETURN_IF_ERROR(redis->Command({"SADD", set, node_id_}).status());
+    LATENTD_RETURN_IF_ERROR(
+        redis->Command({"EXPIRE", set, "604800"}).status());  // a week
+    c.marked = true;
+  }
+  LATENTD_ASSIGN_OR_RETURN(sync::RedisReply done,
+                           redis->Command({"SMEMBERS", set}));
+  std::vector<std::string> waiting;
+  for (const hashring::Member& m : ring_config().members) {
+    bool in = false;
+    for (const sync::RedisReply& e : done.elements) in |= e.str == m.id;
+    if (!in) waiting.push_back(m.id);
+  }
+  if (!waiting.empty()) {
+    if (!c.warned && absl::Now() - c.since > absl::Seconds(30)) {
+      c.warned = true;
+      options_.log(absl::StrCat("ring epoch ", c.next.version,
+                                ": still waiting for ", waiting.size(),
+                                " member(s) to hand their keys off (",
+                                waiting.front(), " ...); rounds stay paused"));
+    }
+    return absl::OkStatus();
+  }
+  // Every key is at its new owner: re-route this node's rounds.
+  std::vector<std::unique_ptr<sync::OwnerChannel>> channels;
+  for (const hashring::Member& m : c.next.members) {
+    if (m.id == node_id_) {
+      channels.push_back(sync::MakeLocalChannel(owner_.get()));
+      continue;
+    }
+    LATENTD_ASSIGN_OR_RETURN(Peer * peer, FindOrAddPeer(m));
+    channels.push_back(
+        sync::MakeRemoteChannel(peer->client.get(), options_.call_timeout));
+  }
+  std::vector<uint32_t> key_owner(table_->num_keys());
+  for (size_t i = 0; i < key_owner.size(); ++i) {
+    key_owner[i] = c.ring->Owner(table_->key(i));
+  }
+  LATENTD_RETURN_IF_ERROR(sync_->Reroute(c.next.version, std::move(key_owner),
+                                         std::move(channels)));
+  hashring::RingConfig before;
+  {
+    absl::MutexLock l(&ring_mu_);
+    before = std::move(ring_config_);
+    ring_config_ = c.next;
+    ring_ = c.ring;
+  }
+  for (const hashring::Member& m : before.members) {
+    bool kept = false;
+    for (const hashring::Member& n : c.next.members) kept |= n.id == m.id;
+    if (!kept) clocks_->MarkDead(m.id);  // no longer holds back SSP
+  }
+  options_.log(absl::StrCat("ring epoch ", c.next.version, " in effect after ",
+                            absl::FormatDuration(absl::Now() - c.since)));
+  change_.reset();
+  ring_changing_.store(false);
+  return absl::OkStatus();
+}
+
+void ClusterLink::SendHandoffs() {
+  size_t kept = 0;
+  for (size_t j = 0; j < outgoing_.size(); ++j) {
+    sync::KeyHandoff& h = outgoing_[j];
+    Peer* to = nullptr;
+    for (Peer* p : PeerList()) {
+      if (p->id == h.to_node()) to = p;
+    }
+    absl::Status sent = absl::NotFoundError("no such peer");
+    if (to != nullptr) {
+      sent = to->client
+                 ->CallSync(sync::MESSAGE_TYPE_KEY_HANDOFF,
+                            h.SerializeAsString(), options_.call_timeout)
+                 .status();
+    }
+    if (!sent.ok()) {
+      if (kept != j) outgoing_[kept] = std::move(h);
+      ++kept;
+    }
+  }
+  outgoing_.resize(kept);
+  outgoing_count_.store(kept);
 }
 
 }  // namespace latentd

@@ -15,6 +15,21 @@
 //                link.EndSweep(batches); link.AnnounceSweep(t)
 //   at the end:  link.Finish(); link.WaitAllFinished(..); link.DrainPass()
 //
+// Ring epochs: the link polls the ring in Redis (ring_poll) and follows a
+// newer epoch in two phases while sampling goes on. Phase 1: its owner
+// shard moves to the new epoch and hands the keys it no longer owns to
+// their new owners (OwnerShard::AdvanceEpoch, sent as KeyHandoff frames,
+// retried until each is imported); once all are taken it adds itself to
+// the epoch's hand-off set in Redis (latentd:NAME:handoff:EPOCH). Phase 2,
+// once every member of the old ring is in that set (every key is at its
+// new owner): its synchronizer re-routes its rounds (Synchronizer::
+// Reroute) and members that left the ring stop counting for SSP. Between
+// the phases the owners refuse batches routed by the old ring (they are
+// sent again later), so a key's changes reach every holder in order. A
+// ring that no longer lists this node is not followed yet (leaving is the
+// remove-node flow's, not built yet): logged, and the node stays at its
+// epoch. One change at a time: a newer epoch seen during a change waits.
+//
 // Thread-safety: BeforeSweep, EndSweep, AnnounceSweep, Finish and DrainPass
 // are called by the node's one training thread; AfterBatch by the
 // table's writer (the count updater); the accessors from any thread.
@@ -24,6 +39,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -82,6 +98,10 @@ struct ClusterLinkOptions {
   // A peer unreachable this long stops counting for SSP, and is reported.
   absl::Duration dead_after = absl::Seconds(3);
   absl::Duration heartbeat = absl::Milliseconds(200);
+  // How often the ring in Redis is read for a newer epoch (0: never).
+  absl::Duration ring_poll = absl::Milliseconds(250);
+  // Keys per KeyHandoff frame.
+  size_t handoff_chunk_keys = 5000;
   sync::LogFn log = sync::LogToStderr;
 };
 
@@ -131,8 +151,14 @@ class ClusterLink {
   const std::string& node_id() const { return node_id_; }
   const std::string& address() const { return address_; }
   uint64_t sweep() const { return sweep_.load(); }
-  const hashring::RingConfig& ring_config() const { return ring_config_; }
-  const hashring::Ring& ring() const { return *ring_; }
+  // The ring of the current epoch (copies: it may change at any time).
+  hashring::RingConfig ring_config() const;
+  std::shared_ptr<const hashring::Ring> ring() const;
+  uint64_t epoch() const;
+  // Key hand-offs of past epochs not yet taken by their new owners.
+  size_t pending_handoffs() const;
+  // True between the two phases of a ring change (see above).
+  bool ring_changing() const { return ring_changing_.load(); }
   const sync::SyncCounters& counters() const { return sync_->counters(); }
   const sync::OwnerShard& owner() const { return *owner_; }
   // Peers the heartbeats currently find unreachable.
@@ -147,10 +173,23 @@ class ClusterLink {
   // that restarted alone). Members join only as a whole cluster until
   // membership hand-off exists.
   absl::Status RefuseRunningCluster();
+  struct Peer;
   void HandleFrame(sync::Frame request, sync::Responder responder);
+  // The ring watcher thread: polls Redis, follows new epochs, resends
+  // hand-offs.
+  void WatchRing();
+  // Phase 1 of the move to `next` (a newer epoch listing this node).
+  absl::Status BeginRingChange(const hashring::RingConfig& next);
+  // Marks this node's hand-off done in Redis once it is, and runs phase 2
+  // once every old member's is. Watcher thread.
+  absl::Status AdvanceRingChange(sync::RedisClient* redis);
+  // Sends the pending hand-offs; those that fail stay for the next try.
+  void SendHandoffs();
+  // The peer of member `m`, created (with its client) if new.
+  absl::StatusOr<Peer*> FindOrAddPeer(const hashring::Member& m);
+  std::vector<Peer*> PeerList() const;
   void HeartbeatLoop();
   void KickHeartbeat();
-  struct Peer;
   void OnHeartbeatReply(Peer* peer, const absl::Status& status);
 
   const ClusterLinkOptions options_;
@@ -161,11 +200,30 @@ class ClusterLink {
   // Filled with the members once the ring is known; peers' progress may
   // arrive before that.
   std::unique_ptr<sync::ClockTable> clocks_;
-  hashring::RingConfig ring_config_;
-  std::shared_ptr<const hashring::Ring> ring_;
+  mutable absl::Mutex ring_mu_;
+  hashring::RingConfig ring_config_ ABSL_GUARDED_BY(ring_mu_);
+  std::shared_ptr<const hashring::Ring> ring_ ABSL_GUARDED_BY(ring_mu_);
   std::unique_ptr<sync::EventLoop> loop_;
   std::unique_ptr<sync::Server> server_;
-  std::vector<std::unique_ptr<Peer>> peers_;
+  // Peers are added (never removed: a synchronizer channel may still use
+  // a departed member's client) by Join and the ring watcher.
+  mutable absl::Mutex peers_mu_;
+  std::vector<std::unique_ptr<Peer>> peers_ ABSL_GUARDED_BY(peers_mu_);
+  // Watcher thread only: hand-offs not yet imported by their new owners,
+  // and the last epoch whose refusal was logged.
+  std::vector<sync::KeyHandoff> outgoing_;
+  std::atomic<size_t> outgoing_count_{0};
+  uint64_t refused_epoch_ = 0;
+  // The ring change in progress (watcher thread only).
+  struct RingChange {
+    hashring::RingConfig next;
+    std::shared_ptr<const hashring::Ring> ring;
+    bool marked = false;  // in the epoch's hand-off set
+    absl::Time since;
+    bool warned = false;
+  };
+  std::optional<RingChange> change_;
+  std::atomic<bool> ring_changing_{false};
   std::unique_ptr<sync::Synchronizer> sync_;
   std::atomic<uint64_t> sweep_{0};
   std::atomic<bool> finished_{false};
@@ -178,6 +236,7 @@ class ClusterLink {
   bool hb_stop_ ABSL_GUARDED_BY(hb_mu_) = false;
   uint64_t hb_kick_ ABSL_GUARDED_BY(hb_mu_) = 0;
   std::thread heartbeat_;
+  std::thread ring_watch_;
   bool stopped_ = false;
 };
 

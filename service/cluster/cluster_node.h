@@ -142,9 +142,12 @@ class ClusterNode {
   std::vector<std::string> UnavailablePeers() const {
     return link_->UnavailablePeers();
   }
-  const hashring::RingConfig& ring_config() const {
-    return link_->ring_config();
-  }
+  // A copy: the ring may move to a new epoch at any time.
+  hashring::RingConfig ring_config() const { return link_->ring_config(); }
+  uint64_t epoch() const { return link_->epoch(); }
+  // Key hand-offs of past ring epochs not yet taken by their new owners.
+  size_t pending_handoffs() const { return link_->pending_handoffs(); }
+  bool ring_changing() const { return link_->ring_changing(); }
   // Owner-side part of the joint log-likelihood over the keys this node
   // owns: Σ_w Σ_k [lnΓ(g_wk+β) − lnΓ(β)], plus, if it owns the topic
   // totals, Σ_k [lnΓ(Vβ) − lnΓ(n_k+Vβ)] with V = global_vocab_size().

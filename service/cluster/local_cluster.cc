@@ -143,6 +143,19 @@ absl::StatusOr<LocalClusterRun> LocalCluster::RunSweeps(int sweeps) {
 }
 
 absl::StatusOr<int> LocalCluster::Drain(int max_rounds) {
+  // Keys handed off by a ring epoch change must reach their new owners
+  // before quiet passes can mean the globals are final.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  for (auto& n : nodes_) {
+    while (n->pending_handoffs() > 0 || n->ring_changing()) {
+      if (absl::Now() > deadline) {
+        return absl::DeadlineExceededError(
+            absl::StrCat(n->node_id(), " still has ", n->pending_handoffs(),
+                         " key hand-off(s) not taken by their new owners"));
+      }
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+  }
   for (int round = 1; round <= max_rounds; ++round) {
     bool quiet = true;
     for (auto& n : nodes_) quiet = n->DrainPass().quiet && quiet;

@@ -57,9 +57,10 @@ class LocalCluster {
 
   // Every node runs `sweeps` sweeps on its own thread, then Finish().
   absl::StatusOr<LocalClusterRun> RunSweeps(int sweeps);
-  // Drain passes, one node after another, until a round in which every
-  // node's pass was quiet; returns the number of rounds, or
-  // kDeadlineExceeded after max_rounds.
+  // Waits (up to 30 s) until every node's key hand-offs have been taken,
+  // then drain passes, one node after another, until a round in which
+  // every node's pass was quiet; returns the number of rounds, or
+  // kDeadlineExceeded.
   absl::StatusOr<int> Drain(int max_rounds = 50);
   // After Drain: joint log p(w, z) per token from the owners' globals and
   // each node's document part of its last sweep.

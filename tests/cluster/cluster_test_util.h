@@ -81,11 +81,11 @@ class ClusterTest : public ::testing::Test {
 // up to the tokens of all shards, and to the sum of the word globals.
 inline void ExpectExact(LocalCluster& cluster) {
   auto& nodes = cluster.nodes();
-  auto ring = hashring::Ring::Build(nodes[0]->ring_config());
+  const hashring::RingConfig config = nodes[0]->ring_config();
+  auto ring = hashring::Ring::Build(config);
   ASSERT_TRUE(ring.ok());
   auto owner_of = [&](sync::Key key) -> ClusterNode* {
-    const std::string& id =
-        nodes[0]->ring_config().members[(*ring)->Owner(key)].id;
+    const std::string& id = config.members[(*ring)->Owner(key)].id;
     for (auto& n : nodes) {
       if (n->node_id() == id) return n.get();
     }

@@ -36,6 +36,7 @@ void AddInto(Dense* d, const SparseVector& v) {
 
 // Keys >= kKeys / 2 move from owner 0 to owner 1 at epoch 2.
 bool Moves(Key key) { return key >= kKeys / 2; }
+std::string NewOwner(Key key) { return Moves(key) ? "owner-1" : ""; }
 
 // One change-mode sender: its view of every key, the changes it has made
 // and not sent, and per owner channel the batch in flight (a reply lost).
@@ -159,8 +160,8 @@ TEST_P(OwnerHandoff, ExactThroughAnEpochChange) {
       round(s, static_cast<int>(rng() % 2));
     } else if (!advanced && step > 500) {
       // The old owner moves to epoch 2 and hands its moving keys off.
-      handoffs =
-          owners[0].AdvanceEpoch(2, Moves, "owner-0", /*max_keys_per_chunk=*/7);
+      handoffs = owners[0].AdvanceEpoch(2, NewOwner, "owner-0",
+                                        /*max_keys_per_chunk=*/7);
       EXPECT_EQ(handoffs.size(), 3u) << "20 keys in chunks of 7";
       owners[1].SetEpoch(2);
       advanced = true;
@@ -184,7 +185,7 @@ TEST_P(OwnerHandoff, ExactThroughAnEpochChange) {
     }
   }
   if (!advanced) {
-    handoffs = owners[0].AdvanceEpoch(2, Moves, "owner-0", 7);
+    handoffs = owners[0].AdvanceEpoch(2, NewOwner, "owner-0", 7);
     owners[1].SetEpoch(2);
   }
   if (!imported) {
@@ -252,7 +253,7 @@ TEST(OwnerShardEpoch, RefusesOtherEpochsAndAppliesNothing) {
   // A resend of the applied batch, after the owner moved on: answered as a
   // duplicate, not refused (its sender must not route it elsewhere).
   shard.AdvanceEpoch(
-      4, [](Key) { return false; }, "me");
+      4, [](Key) { return std::string(); }, "me");
   ASSERT_TRUE(shard.Apply(b, &reply).ok());
   EXPECT_TRUE(reply.duplicate());
   EXPECT_EQ(shard.Global(7), (SparseVector{{1, 4}}));

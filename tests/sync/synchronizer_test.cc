@@ -583,18 +583,22 @@ TEST_F(ThreeNodeSync, ChangeModeIsExactThroughAReroute) {
   const std::vector<uint32_t> owner2 = {0, 1, 2, 1, 0, 2, 2};
   auto moves = [&](Key k) {
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (keys[i] == k) return owner2[i] == 2;
+      if (keys[i] == k && owner2[i] == 2) return std::string("o2");
     }
-    return false;
+    return std::string();
   };
+  // Node 0 sees the new ring first: the old owners, still at epoch 1,
+  // answer its batches "not there yet" until they move on.
+  ASSERT_TRUE(syncs[0]->Reroute(2, owner2, channels(true)).ok());
+  RandomUpdates(15, tables, syncs, &truth);
   shard2.SetEpoch(2);
   std::vector<KeyHandoff> handoffs =
       shard0.AdvanceEpoch(2, moves, "o0", /*max_keys_per_chunk=*/1);
+  RandomUpdates(16, tables, syncs, &truth);  // o1 still at epoch 1
   for (KeyHandoff& h : shard1.AdvanceEpoch(2, moves, "o1")) {
     handoffs.push_back(std::move(h));
   }
   EXPECT_EQ(handoffs.size(), 2u);  // one key from o0, two from o1
-  ASSERT_TRUE(syncs[0]->Reroute(2, owner2, channels(true)).ok());
   RandomUpdates(12, tables, syncs, &truth);  // n1, n2 still on epoch 1
   ASSERT_TRUE(syncs[1]->Reroute(2, owner2, channels(true)).ok());
   RandomUpdates(13, tables, syncs, &truth);
