@@ -1,15 +1,22 @@
 #include "cli/client_commands.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "corpora/status_macros.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
 #include "service/api_client.h"
 
 namespace latentd {
 namespace {
 
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
 using service::ApiClient;
 using service::Method;
 
@@ -23,9 +30,87 @@ absl::StatusOr<std::unique_ptr<ApiClient>> Connect(const DaemonAddress& a) {
   return ApiClient::Create(addr, p);
 }
 
-absl::Status PrintJson(const google::protobuf::Message& m, FILE* out) {
-  absl::FPrintF(out, "%s\n", service::ToJson(m));
-  return absl::OkStatus();
+// One scalar field's value (element `index` of a repeated one) as text.
+std::string FieldText(const Message& m, const FieldDescriptor* f, int index) {
+  const Reflection* r = m.GetReflection();
+  const bool rep = f->is_repeated();
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      return absl::StrCat(rep ? r->GetRepeatedInt32(m, f, index)
+                              : r->GetInt32(m, f));
+    case FieldDescriptor::CPPTYPE_INT64:
+      return absl::StrCat(rep ? r->GetRepeatedInt64(m, f, index)
+                              : r->GetInt64(m, f));
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return absl::StrCat(rep ? r->GetRepeatedUInt32(m, f, index)
+                              : r->GetUInt32(m, f));
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return absl::StrCat(rep ? r->GetRepeatedUInt64(m, f, index)
+                              : r->GetUInt64(m, f));
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+      return absl::StrFormat(
+          "%g", rep ? r->GetRepeatedDouble(m, f, index) : r->GetDouble(m, f));
+    case FieldDescriptor::CPPTYPE_FLOAT:
+      return absl::StrFormat(
+          "%g", rep ? r->GetRepeatedFloat(m, f, index) : r->GetFloat(m, f));
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return (rep ? r->GetRepeatedBool(m, f, index) : r->GetBool(m, f)) ? "yes"
+                                                                        : "no";
+    case FieldDescriptor::CPPTYPE_ENUM:
+      return rep ? r->GetRepeatedEnum(m, f, index)->name()
+                 : r->GetEnum(m, f)->name();
+    case FieldDescriptor::CPPTYPE_STRING: {
+      std::string v =
+          rep ? r->GetRepeatedString(m, f, index) : r->GetString(m, f);
+      return v.empty() ? "-" : v;
+    }
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      return "...";  // not reached: messages are flattened
+  }
+  return "";
+}
+
+// Every field of `m`, zero values included, as "prefix.name: value" lines;
+// a repeated scalar as one comma-separated line ("-" when empty).
+void AppendFieldLines(const Message& m, const std::string& prefix,
+                      std::string* out) {
+  const google::protobuf::Descriptor* d = m.GetDescriptor();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    const std::string name = prefix + f->name();
+    if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      if (!f->is_repeated()) {
+        AppendFieldLines(m.GetReflection()->GetMessage(m, f), name + ".", out);
+      }
+      continue;  // no repeated messages in the messages printed this way
+    }
+    std::vector<std::string> values;
+    if (f->is_repeated()) {
+      const int n = m.GetReflection()->FieldSize(m, f);
+      for (int j = 0; j < n; ++j) values.push_back(FieldText(m, f, j));
+      if (values.empty()) values.push_back("-");
+    } else {
+      values.push_back(FieldText(m, f, 0));
+    }
+    absl::StrAppend(out, name, ": ", absl::StrJoin(values, ", "), "\n");
+  }
+}
+
+std::string ProfileText(const api::GetUserProfileResponse& r) {
+  std::string out =
+      absl::StrFormat("user %s: %d events, %d tokens (model sweep %d)\n",
+                      r.user(), r.events(), r.tokens(), r.version().sweep());
+  for (const api::TopicWeight& t : r.topics()) {
+    std::vector<std::string> words;
+    for (const api::WordWeight& w : t.top_words()) words.push_back(w.word());
+    absl::StrAppendFormat(&out, "  topic %d\t%.4f\t%s\n", t.topic(), t.weight(),
+                          absl::StrJoin(words, " "));
+  }
+  return out;
+}
+
+void Print(FILE* out, bool json, const Message& m, const std::string& text) {
+  absl::FPrintF(out, "%s", json ? service::ToJson(m) + "\n" : text);
 }
 
 bool ReadLine(FILE* in, std::string* line) {
@@ -41,75 +126,17 @@ bool ReadLine(FILE* in, std::string* line) {
   return !line->empty();
 }
 
-}  // namespace
-
-void AddDaemonAddressOptions(CLI::App* cmd, DaemonAddress* address) {
-  cmd->add_option("--addr", address->addr,
-                  "Daemon address host:port (default 127.0.0.1:7071 for "
-                  "tcp, 127.0.0.1:7070 for http/json)");
-  cmd->add_option("--protocol", address->protocol,
-                  "tcp: framed protobuf | http: protobuf over HTTP | json: "
-                  "HTTP/JSON")
-      ->check(CLI::IsMember({"tcp", "http", "json"}))
-      ->capture_default_str();
-}
-
-void AddDaemonCommands(CLI::App* app, DaemonCommands* c) {
-  c->status = app->add_subcommand(
-      "status", "A running daemon's state (sweep, tokens/s, queues, ...)");
-  AddDaemonAddressOptions(c->status, &c->address);
-  c->profile = app->add_subcommand("profile", "A user's topic profile");
-  c->profile->add_option("user", c->user, "User id")->required();
-  c->profile->add_option("--top", c->top, "Topics")->capture_default_str();
-  AddDaemonAddressOptions(c->profile, &c->address);
-  c->ingest = app->add_subcommand(
-      "ingest",
-      "Send documents to a daemon: --text, or stdin one per line; "
-      "acknowledged once durable");
-  c->ingest->add_option("--user", c->user, "User id of every document");
-  c->ingest->add_option("--text", c->text, "One document's text");
-  AddDaemonAddressOptions(c->ingest, &c->address);
-  c->checkpoint = app->add_subcommand(
-      "checkpoint", "Make a running daemon write a checkpoint now");
-  AddDaemonAddressOptions(c->checkpoint, &c->address);
-}
-
-std::optional<absl::Status> RunDaemonCommands(const DaemonCommands& c, FILE* in,
-                                              FILE* out) {
-  if (!c.status->parsed() && !c.profile->parsed() && !c.ingest->parsed() &&
-      !c.checkpoint->parsed()) {
-    return std::nullopt;
-  }
-  absl::StatusOr<std::unique_ptr<ApiClient>> client = Connect(c.address);
-  if (!client.ok()) return client.status();
-  ApiClient& api = **client;
-  if (c.status->parsed()) {
-    api::StatusResponse r;
-    absl::Status s = api.Call(Method::kStatus, api::StatusRequest(), &r);
-    return s.ok() ? PrintJson(r, out) : s;
-  }
-  if (c.profile->parsed()) {
-    api::GetUserProfileRequest q;
-    q.set_user(c.user);
-    q.set_top(c.top);
-    api::GetUserProfileResponse r;
-    absl::Status s = api.Call(Method::kGetUserProfile, q, &r);
-    return s.ok() ? PrintJson(r, out) : s;
-  }
-  if (c.checkpoint->parsed()) {
-    api::CheckpointResponse r;
-    absl::Status s =
-        api.Call(Method::kCheckpoint, api::CheckpointRequest(), &r);
-    return s.ok() ? PrintJson(r, out) : s;
-  }
-  // ingest
-  uint64_t accepted = 0;
+absl::Status RunIngest(const DaemonCommands& c, ApiClient& api, FILE* in,
+                       FILE* out) {
+  api::IngestResponse total;
   api::IngestRequest q;
   auto flush = [&]() -> absl::Status {
     if (q.documents_size() == 0) return absl::OkStatus();
     api::IngestResponse r;
     LATENTD_RETURN_IF_ERROR(api.Call(Method::kIngest, q, &r));
-    accepted += r.accepted();
+    if (total.accepted() == 0) total.set_first_sequence(r.first_sequence());
+    total.set_accepted(total.accepted() + r.accepted());
+    total.set_last_sequence(r.last_sequence());
     q.clear_documents();
     return absl::OkStatus();
   };
@@ -125,41 +152,124 @@ std::optional<absl::Status> RunDaemonCommands(const DaemonCommands& c, FILE* in,
     while (ReadLine(in, &line)) {
       if (line.empty()) continue;
       add(line);
-      if (q.documents_size() == 100) {
-        absl::Status s = flush();
-        if (!s.ok()) return s;
-      }
+      if (q.documents_size() == 100) LATENTD_RETURN_IF_ERROR(flush());
     }
   }
-  absl::Status s = flush();
-  if (!s.ok()) return s;
-  absl::FPrintF(out, "accepted %d documents\n", accepted);
+  LATENTD_RETURN_IF_ERROR(flush());
+  Print(out, c.json, total,
+        absl::StrFormat("accepted %d documents\n", total.accepted()));
   return absl::OkStatus();
 }
 
-absl::Status RunRemoteTopics(const DaemonAddress& address, int top,
-                             std::optional<int64_t> topic, FILE* out) {
+}  // namespace
+
+void AddDaemonAddressOptions(CLI::App* cmd, DaemonAddress* address) {
+  cmd->add_option("--addr", address->addr,
+                  "Daemon address host:port: its --listen address for tcp "
+                  "(default 127.0.0.1:7071), its --http address for "
+                  "http/json (default 127.0.0.1:7070)");
+  cmd->add_option("--protocol", address->protocol,
+                  "tcp: framed protobuf | http: protobuf over HTTP | json: "
+                  "HTTP/JSON")
+      ->check(CLI::IsMember({"tcp", "http", "json"}))
+      ->capture_default_str();
+}
+
+void AddJsonOption(CLI::App* cmd, bool* json) {
+  cmd->add_flag("--json", *json,
+                "Print JSON (the API's protobuf JSON, one object per line) "
+                "instead of text");
+}
+
+void AddDaemonCommands(CLI::App* app, DaemonCommands* c) {
+  c->status = app->add_subcommand(
+      "status", "A running daemon's state (sweep, tokens/s, queues, ...)");
+  AddDaemonAddressOptions(c->status, &c->address);
+  AddJsonOption(c->status, &c->json);
+  c->profile = app->add_subcommand("profile", "A user's topic profile");
+  c->profile->add_option("user", c->user, "User id")->required();
+  c->profile->add_option("--top", c->top, "Topics")->capture_default_str();
+  AddDaemonAddressOptions(c->profile, &c->address);
+  AddJsonOption(c->profile, &c->json);
+  c->ingest = app->add_subcommand(
+      "ingest",
+      "Send documents to a daemon: --text, or stdin one per line; "
+      "acknowledged once durable");
+  c->ingest->add_option("--user", c->user, "User id of every document");
+  c->ingest->add_option("--text", c->text, "One document's text");
+  AddDaemonAddressOptions(c->ingest, &c->address);
+  AddJsonOption(c->ingest, &c->json);
+  c->checkpoint = app->add_subcommand(
+      "checkpoint", "Make a running daemon write a checkpoint now");
+  AddDaemonAddressOptions(c->checkpoint, &c->address);
+  AddJsonOption(c->checkpoint, &c->json);
+}
+
+std::optional<absl::Status> RunDaemonCommands(const DaemonCommands& c, FILE* in,
+                                              FILE* out) {
+  if (!c.status->parsed() && !c.profile->parsed() && !c.ingest->parsed() &&
+      !c.checkpoint->parsed()) {
+    return std::nullopt;
+  }
+  absl::StatusOr<std::unique_ptr<ApiClient>> client = Connect(c.address);
+  if (!client.ok()) return client.status();
+  ApiClient& api = **client;
+  if (c.status->parsed()) {
+    api::StatusResponse r;
+    LATENTD_RETURN_IF_ERROR(
+        api.Call(Method::kStatus, api::StatusRequest(), &r));
+    std::string text;
+    AppendFieldLines(r, "", &text);
+    Print(out, c.json, r, text);
+    return absl::OkStatus();
+  }
+  if (c.profile->parsed()) {
+    api::GetUserProfileRequest q;
+    q.set_user(c.user);
+    q.set_top(c.top);
+    api::GetUserProfileResponse r;
+    LATENTD_RETURN_IF_ERROR(api.Call(Method::kGetUserProfile, q, &r));
+    Print(out, c.json, r, ProfileText(r));
+    return absl::OkStatus();
+  }
+  if (c.checkpoint->parsed()) {
+    api::CheckpointResponse r;
+    LATENTD_RETURN_IF_ERROR(
+        api.Call(Method::kCheckpoint, api::CheckpointRequest(), &r));
+    Print(out, c.json, r,
+          absl::StrFormat("checkpoint written at sweep %d: %s\n", r.sweep(),
+                          r.path()));
+    return absl::OkStatus();
+  }
+  return RunIngest(c, api, in, out);
+}
+
+absl::Status RunRemoteTopics(const DaemonAddress& address,
+                             const TopicsCommandOptions& o, FILE* out) {
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ApiClient> api, Connect(address));
-  std::vector<api::Topic> topics;
-  if (topic.has_value()) {
-    if (*topic < 0 || *topic > UINT32_MAX) {
+  api::ListTopicsResponse topics;
+  if (o.topic.has_value()) {
+    if (*o.topic < 0 || *o.topic > UINT32_MAX) {
       return absl::OutOfRangeError(
-          absl::StrCat("topic ", *topic, " does not exist"));
+          absl::StrCat("topic ", *o.topic, " does not exist"));
     }
     api::GetTopicRequest q;
-    q.set_topic(static_cast<uint32_t>(*topic));
-    q.set_top_words(top);
+    q.set_topic(static_cast<uint32_t>(*o.topic));
+    q.set_top_words(o.top);
     api::GetTopicResponse r;
     LATENTD_RETURN_IF_ERROR(api->Call(Method::kGetTopic, q, &r));
-    topics.push_back(r.topic());
+    *topics.mutable_version() = r.version();
+    *topics.add_topics() = r.topic();
   } else {
     api::ListTopicsRequest q;
-    q.set_top_words(top);
-    api::ListTopicsResponse r;
-    LATENTD_RETURN_IF_ERROR(api->Call(Method::kListTopics, q, &r));
-    topics.assign(r.topics().begin(), r.topics().end());
+    q.set_top_words(o.top);
+    LATENTD_RETURN_IF_ERROR(api->Call(Method::kListTopics, q, &topics));
   }
-  for (const api::Topic& t : topics) {
+  if (o.json) {
+    absl::FPrintF(out, "%s\n", TopicsJson(topics));
+    return absl::OkStatus();
+  }
+  for (const api::Topic& t : topics.topics()) {
     absl::FPrintF(out, "topic %d\talpha=%g\ttokens=%d\n", t.id(), t.alpha(),
                   t.tokens());
     for (const api::WordWeight& w : t.top_words()) {
@@ -170,29 +280,29 @@ absl::Status RunRemoteTopics(const DaemonAddress& address, int top,
 }
 
 absl::Status RunRemoteInfer(const DaemonAddress& address,
-                            const InferOptions& options, int top, FILE* in,
-                            FILE* out, FILE* err) {
+                            const InferCommandOptions& o, FILE* in, FILE* out,
+                            FILE* err) {
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ApiClient> api, Connect(address));
   std::string line;
   for (uint64_t n = 1; ReadLine(in, &line); ++n) {
     api::InferDocumentRequest q;
     q.set_text(line);
-    q.set_seed(options.seed);
-    q.set_iterations(options.iterations);
-    q.set_burn_in(options.burn_in);
-    q.set_top(top);
+    q.set_seed(o.infer.seed);
+    q.set_iterations(o.infer.iterations);
+    q.set_burn_in(o.infer.burn_in);
+    q.set_top(o.top);
     api::InferDocumentResponse r;
     absl::Status s = api->Call(Method::kInferDocument, q, &r);
     if (!s.ok()) {
       if (s.code() != absl::StatusCode::kInvalidArgument) return s;
-      absl::FPrintF(err, "line %d: %s\n", n, s.message());
+      absl::FPrintF(err, "infer: line %d: %s\n", n, s.message());
+      absl::FPrintF(out, "%s\n",
+                    o.json ? InferErrorJsonLine(n, std::string(s.message()))
+                           : absl::StrCat(n));
       continue;
     }
-    std::string text = line;
-    for (const api::TopicWeight& t : r.topics()) {
-      absl::StrAppendFormat(&text, "\t%d:%.4f", t.topic(), t.weight());
-    }
-    absl::FPrintF(out, "%s\n", text);
+    absl::FPrintF(out, "%s\n",
+                  o.json ? InferJsonLine(n, r) : InferTextLine(n, r));
   }
   return absl::OkStatus();
 }

@@ -3,6 +3,11 @@
 // (default) or HTTP. A model directory argument instead means offline
 // (cli/query_commands.h).
 //
+// Output: human-readable text by default; with --json the machine form, the
+// API's protobuf JSON mapping (api.proto field names in lowerCamelCase), one
+// JSON value per line. topics and infer print the same text and the same
+// JSON offline and against a daemon.
+//
 // Thread-safety: reentrant; each command opens its own connection.
 #ifndef LATENTD_CLI_CLIENT_COMMANDS_H_
 #define LATENTD_CLI_CLIENT_COMMANDS_H_
@@ -13,7 +18,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
-#include "sampler/fold_in.h"
+#include "cli/query_commands.h"
 
 namespace latentd {
 
@@ -24,10 +29,14 @@ struct DaemonAddress {
 
 // Adds --addr and --protocol to `cmd`.
 void AddDaemonAddressOptions(CLI::App* cmd, DaemonAddress* address);
+// Adds --json (print JSON instead of text) to `cmd`; every latentctl
+// command with structured output has it, with this help.
+void AddJsonOption(CLI::App* cmd, bool* json);
 
 // The daemon-only subcommands (status, profile, ingest, checkpoint).
 struct DaemonCommands {
   DaemonAddress address;
+  bool json = false;
   CLI::App* status = nullptr;
   CLI::App* profile = nullptr;
   CLI::App* ingest = nullptr;
@@ -37,16 +46,22 @@ struct DaemonCommands {
   std::string text;
 };
 void AddDaemonCommands(CLI::App* app, DaemonCommands* commands);
-// Runs the one that was parsed; nullopt if none was.
+// Runs the one that was parsed; nullopt if none was. Text: status prints
+// "field: value" lines (nested fields as "version.sweep"), profile a
+// header line and one line per topic, ingest "accepted N documents",
+// checkpoint "checkpoint written at sweep N: PATH".
 std::optional<absl::Status> RunDaemonCommands(const DaemonCommands& commands,
                                               FILE* in, FILE* out);
 
-// `topics` against a daemon: the same text as the offline command.
-absl::Status RunRemoteTopics(const DaemonAddress& address, int top,
-                             std::optional<int64_t> topic, FILE* out);
-// `infer` against a daemon: stdin lines in, "<line>\t<k>:<θ> ..." out.
+// `topics` against a daemon (options.model_dir is ignored); prints what
+// RunTopics prints. Fails with kOutOfRange for a topic the model lacks.
+absl::Status RunRemoteTopics(const DaemonAddress& address,
+                             const TopicsCommandOptions& options, FILE* out);
+// `infer` against a daemon (options.model_dir is ignored): stdin lines in,
+// what RunInfer prints out; a line the daemon refuses (no known word) is
+// reported on `err` and the rest go on; other errors end the command.
 absl::Status RunRemoteInfer(const DaemonAddress& address,
-                            const InferOptions& options, int top, FILE* in,
+                            const InferCommandOptions& options, FILE* in,
                             FILE* out, FILE* err);
 
 }  // namespace latentd

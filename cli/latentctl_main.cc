@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
       "latentctl: train LDA topic models and query them.\n"
       "train works on a model directory; topics and infer read one given as\n"
       "DIR, or else ask a running latentd (--addr), as status, profile,\n"
-      "ingest and checkpoint do."};
+      "ingest and checkpoint do. Every command prints text; --json prints\n"
+      "JSON instead."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "latentctl 0.1.0");
 
@@ -51,7 +52,7 @@ int main(int argc, char** argv) {
       "Build a corpus into a model directory and train LDA on it "
       "(collapsed Gibbs sampling, SparseLDA kernel, oneTBB "
       "pipeline). Prints a line per sweep to stderr and the "
-      "topics to stdout.");
+      "topics to stdout (--json: a summary of the run instead).");
   t->add_option("--corpus", train.input.path,
                 "Corpus file or directory (.zst and .gz are read directly)");
   t->add_option("--format", format,
@@ -139,6 +140,7 @@ int main(int argc, char** argv) {
                 "sparse: SparseLDA | dense: plain O(K) (reference)")
       ->check(CLI::IsMember({"sparse", "dense"}))
       ->capture_default_str();
+  latentd::AddJsonOption(t, &train.json);
   t->add_option("--batches-in-flight",
                 train.trainer.pipeline.max_batches_in_flight,
                 "Pipeline batches alive at once (0: 2*threads+1, 1 with one "
@@ -158,13 +160,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI::Option* topic_opt =
       tp->add_option("--topic", topic_id, "Print only this topic");
+  latentd::AddJsonOption(tp, &topics_cmd.json);
 
   // ---- infer ----
   latentd::InferCommandOptions infer;
   CLI::App* in = app.add_subcommand(
       "infer",
       "Read documents from stdin, one per line (tokenized as in training), "
-      "and print each one's topic mixture: '<line>\\t<topic>:<weight> ...'");
+      "and print each one's topic mixture: '<line number>\\t<topic>:<weight> "
+      "...'");
   in->add_option("dir", infer.model_dir,
                  "Model directory (offline); without it, ask a daemon");
   latentd::DaemonAddress infer_addr;
@@ -179,6 +183,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   in->add_option("--top", infer.top, "Topics printed per document")
       ->capture_default_str();
+  latentd::AddJsonOption(in, &infer.json);
 
   // ---- status, profile, ingest, checkpoint: a running daemon ----
   latentd::DaemonCommands daemon;
@@ -191,7 +196,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (auto s = latentd::RunDaemonCommands(daemon, stdin, stdout)) {
-    return Report(*s, "daemon");
+    return Report(*s, app.get_subcommands().front()->get_name().c_str());
   }
   if (auto s = latentd::RunClusterCommands(cluster, stdout)) {
     return Report(*s, "cluster status");
@@ -218,17 +223,16 @@ int main(int argc, char** argv) {
   if (tp->parsed()) {
     if (*topic_opt) topics_cmd.topic = topic_id;
     if (topics_cmd.model_dir.empty()) {
-      return Report(latentd::RunRemoteTopics(topics_addr, topics_cmd.top,
-                                             topics_cmd.topic, stdout),
+      return Report(latentd::RunRemoteTopics(topics_addr, topics_cmd, stdout),
                     "topics");
     }
     return Report(latentd::RunTopics(topics_cmd, stdout), "topics");
   }
   if (in->parsed()) {
     if (infer.model_dir.empty()) {
-      return Report(latentd::RunRemoteInfer(infer_addr, infer.infer, infer.top,
-                                            stdin, stdout, stderr),
-                    "infer");
+      return Report(
+          latentd::RunRemoteInfer(infer_addr, infer, stdin, stdout, stderr),
+          "infer");
     }
     return Report(latentd::RunInfer(infer, stdin, stdout, stderr), "infer");
   }

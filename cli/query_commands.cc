@@ -8,10 +8,58 @@
 #include "absl/strings/str_format.h"
 #include "corpora/status_macros.h"
 #include "corpora/tokenizer.h"
+#include "google/protobuf/struct.pb.h"
 #include "sampler/model_dir.h"
 #include "sampler/model_export.h"
+#include "service/api_dispatch.h"
 
 namespace latentd {
+namespace {
+
+// The offline topics as the daemon's ListTopics would answer them.
+api::ListTopicsResponse TopicsMessage(const LoadedModel& model,
+                                      const std::vector<TopicSummary>& topics) {
+  api::ListTopicsResponse r;
+  r.mutable_version()->set_sweep(model.snapshot.sweep);
+  for (const TopicSummary& t : topics) {
+    api::Topic* topic = r.add_topics();
+    topic->set_id(t.topic);
+    topic->set_alpha(t.alpha);
+    topic->set_tokens(t.tokens);
+    for (const auto& [word, p] : t.top_words) {
+      api::WordWeight* w = topic->add_top_words();
+      w->set_word(model.vocab.word(word));
+      w->set_probability(p);
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string TopicsJson(const api::ListTopicsResponse& topics) {
+  return service::ToJson(topics);
+}
+
+std::string InferJsonLine(uint64_t line, const api::InferDocumentResponse& r) {
+  const std::string json = service::ToJson(r);  // "{...}", never "{}"
+  return absl::StrCat("{\"line\":", line, ",", json.substr(1));
+}
+
+std::string InferErrorJsonLine(uint64_t line, std::string_view message) {
+  google::protobuf::Value text;
+  text.set_string_value(std::string(message));
+  return absl::StrCat("{\"line\":", line, ",\"error\":", service::ToJson(text),
+                      "}");
+}
+
+std::string InferTextLine(uint64_t line, const api::InferDocumentResponse& r) {
+  std::string text = absl::StrCat(line);
+  for (const api::TopicWeight& t : r.topics()) {
+    absl::StrAppendFormat(&text, "\t%d:%.4f", t.topic(), t.weight());
+  }
+  return text;
+}
 
 absl::Status RunTopics(const TopicsCommandOptions& o, FILE* out) {
   if (o.top < 1) {
@@ -28,7 +76,11 @@ absl::Status RunTopics(const TopicsCommandOptions& o, FILE* out) {
     }
     topics = {topics[*o.topic]};
   }
-  absl::FPrintF(out, "%s", FormatTopics(topics, model.vocab));
+  if (o.json) {
+    absl::FPrintF(out, "%s\n", TopicsJson(TopicsMessage(model, topics)));
+  } else {
+    absl::FPrintF(out, "%s", FormatTopics(topics, model.vocab));
+  }
   return absl::OkStatus();
 }
 
@@ -71,10 +123,13 @@ absl::Status RunInfer(const InferCommandOptions& o, FILE* in, FILE* out,
     absl::StatusOr<std::vector<double>> theta =
         fold_in.Infer(ids, o.infer, line_number);
     if (!theta.ok()) {
-      absl::FPrintF(err, "infer: line %d: %s (%d words, %d unknown)\n",
-                    line_number, theta.status().message(), words.size(),
-                    unknown);
-      absl::FPrintF(out, "%d\n", line_number);
+      const std::string why =
+          absl::StrFormat("%s (%d words, %d unknown)", theta.status().message(),
+                          words.size(), unknown);
+      absl::FPrintF(err, "infer: line %d: %s\n", line_number, why);
+      absl::FPrintF(out, "%s\n",
+                    o.json ? InferErrorJsonLine(line_number, why)
+                           : absl::StrCat(line_number));
       continue;
     }
     std::vector<TopicId> order(theta->size());
@@ -83,11 +138,18 @@ absl::Status RunInfer(const InferCommandOptions& o, FILE* in, FILE* out,
     std::partial_sort(
         order.begin(), order.begin() + n, order.end(),
         [&](TopicId a, TopicId b) { return (*theta)[a] > (*theta)[b]; });
-    std::string result = absl::StrCat(line_number);
+    api::InferDocumentResponse r;
+    r.mutable_version()->set_sweep(model.snapshot.sweep);
+    r.set_known_tokens(static_cast<uint32_t>(ids.size()));
+    r.set_unknown_tokens(static_cast<uint32_t>(unknown));
     for (size_t i = 0; i < n; ++i) {
-      absl::StrAppendFormat(&result, "\t%d:%.4f", order[i], (*theta)[order[i]]);
+      api::TopicWeight* t = r.add_topics();
+      t->set_topic(order[i]);
+      t->set_weight((*theta)[order[i]]);
     }
-    absl::FPrintF(out, "%s\n", result);
+    absl::FPrintF(
+        out, "%s\n",
+        o.json ? InferJsonLine(line_number, r) : InferTextLine(line_number, r));
   }
   return absl::OkStatus();
 }

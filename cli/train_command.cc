@@ -5,15 +5,18 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "corpora/status_macros.h"
+#include "google/protobuf/struct.pb.h"
 #include "sampler/fold_in.h"
 #include "sampler/model_dir.h"
 #include "sampler/model_export.h"
+#include "service/api_dispatch.h"
 
 namespace latentd {
 namespace {
@@ -123,8 +126,45 @@ absl::Status Checkpoint(Trainer& trainer, const ModelPaths& paths) {
   return trainer.Snapshot().Save(paths.snapshot());
 }
 
-absl::Status Finish(const TrainCommandOptions& o, Trainer& trainer, FILE* out,
-                    FILE* err) {
+// What the sweeps of this invocation did, for the --json summary.
+struct RunTotals {
+  int sweeps = 0;
+  double seconds = 0;
+  uint64_t tokens = 0;                             // sampled, all sweeps
+  std::optional<double> log_likelihood_per_token;  // last evaluated sweep
+  std::optional<double> heldout_perplexity;
+};
+
+// The --json summary: one line, keys as TrainCommandOptions::json lists.
+std::string SummaryJson(const TrainCommandOptions& o, Trainer& trainer,
+                        const ModelSnapshot& snapshot, const RunTotals& run) {
+  google::protobuf::Struct s;
+  auto& f = *s.mutable_fields();
+  f["modelDir"].set_string_value(o.out_dir);
+  f["sweep"].set_number_value(static_cast<double>(snapshot.sweep));
+  f["sweepsRun"].set_number_value(run.sweeps);
+  f["topics"].set_number_value(trainer.options().num_topics);
+  f["documents"].set_number_value(
+      static_cast<double>(trainer.store()->meta().num_docs));
+  f["tokens"].set_number_value(static_cast<double>(snapshot.tokens));
+  f["samplingSeconds"].set_number_value(run.seconds);
+  f["tokensPerSecond"].set_number_value(
+      run.seconds > 0 ? static_cast<double>(run.tokens) / run.seconds : 0);
+  if (run.log_likelihood_per_token.has_value()) {
+    f["logLikelihoodPerToken"].set_number_value(*run.log_likelihood_per_token);
+  } else {
+    f["logLikelihoodPerToken"].set_null_value({});
+  }
+  if (run.heldout_perplexity.has_value()) {
+    f["heldoutPerplexity"].set_number_value(*run.heldout_perplexity);
+  } else {
+    f["heldoutPerplexity"].set_null_value({});
+  }
+  return service::ToJson(s);
+}
+
+absl::Status Finish(const TrainCommandOptions& o, Trainer& trainer,
+                    RunTotals run, FILE* out, FILE* err) {
   ModelPaths paths(o.out_dir);
   const ModelSnapshot snapshot = trainer.Snapshot();
   LATENTD_RETURN_IF_ERROR(snapshot.Save(paths.snapshot()));
@@ -145,11 +185,14 @@ absl::Status Finish(const TrainCommandOptions& o, Trainer& trainer, FILE* out,
                     "held-out perplexity %.2f (document completion, %d "
                     "documents, %d tokens scored)\n",
                     p.perplexity, p.documents, p.scored_tokens);
+      run.heldout_perplexity = p.perplexity;
     }
   }
   absl::FPrintF(err, "model written to %s (sweep %d)\n", o.out_dir,
                 snapshot.sweep);
-  if (o.print_topics > 0) {
+  if (o.json) {
+    absl::FPrintF(out, "%s\n", SummaryJson(o, trainer, snapshot, run));
+  } else if (o.print_topics > 0) {
     std::vector<TopicSummary> topics = SummarizeTopics(snapshot, 10);
     // The heaviest topics first.
     std::sort(topics.begin(), topics.end(),
@@ -194,6 +237,7 @@ absl::Status RunTrain(const TrainCommandOptions& o, FILE* out, FILE* err) {
                 trainer->options().pipeline.threads, o.sweeps,
                 KernelKindName(trainer->options().pipeline.kernel));
   double wall = 0;
+  RunTotals run;
   for (int s = 0; s < o.sweeps; ++s) {
     if (o.stop != nullptr && o.stop->load()) {
       absl::FPrintF(err, "stopping early on request after sweep %d\n",
@@ -202,6 +246,9 @@ absl::Status RunTrain(const TrainCommandOptions& o, FILE* out, FILE* err) {
     }
     LATENTD_ASSIGN_OR_RETURN(SweepReport r, trainer->Sweep());
     wall += r.result.seconds;
+    ++run.sweeps;
+    run.tokens += r.result.tokens;
+    if (r.evaluated) run.log_likelihood_per_token = r.log_likelihood_per_token;
     // The ETA assumes the remaining sweeps take the mean so far (later
     // sweeps are cheaper, so it errs long).
     const double eta = wall / (s + 1) * (o.sweeps - s - 1);
@@ -223,7 +270,8 @@ absl::Status RunTrain(const TrainCommandOptions& o, FILE* out, FILE* err) {
     }
   }
   absl::FPrintF(err, "%.2f s sampling\n", wall);
-  return Finish(o, *trainer, out, err);
+  run.seconds = wall;
+  return Finish(o, *trainer, run, out, err);
 }
 
 }  // namespace latentd

@@ -30,9 +30,14 @@ struct TrainCommandOptions {
   // Replace a model already in out_dir. Without it (or resume) a directory
   // holding a model is refused, so no trained model is lost by a typo.
   bool overwrite = false;
-  int checkpoint_every = 10;   // snapshot every N sweeps (and at the end)
-  int top_words = 20;          // words per topic in topics.txt / stdout
-  int print_topics = 20;       // topics printed at the end (0: none)
+  int checkpoint_every = 10;  // snapshot every N sweeps (and at the end)
+  int top_words = 20;         // words per topic in topics.txt / stdout
+  int print_topics = 20;      // topics printed at the end (0: none)
+  // Print, at the end, a JSON summary of the run on `out` instead of the
+  // topics: modelDir, sweep, sweepsRun, topics (K), documents, tokens,
+  // samplingSeconds, tokensPerSecond, logLikelihoodPerToken (last
+  // evaluated sweep, if any), heldoutPerplexity (if computed).
+  bool json = false;
   InferOptions heldout_infer;  // fold-in for held-out perplexity
   // Set (e.g. by a signal handler) to stop after the current sweep; the
   // model is checkpointed and exported before returning.

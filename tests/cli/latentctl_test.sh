@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# End to end through latentctl: train on AP, list topics, infer, and bad
-# input (unknown topic, unknown words, empty lines, a malformed corpus,
-# bad flags) each give a clear error while good input still works.
+# End to end through latentctl: train on AP, list topics, infer (text, and
+# JSON with --json), and bad input (unknown topic, unknown words, empty
+# lines, a malformed corpus, bad flags) each give a clear error while good
+# input still works.
 set -u
 CTL=$1
 DATA=${LATENTD_DATA_DIR:-../shared/data}
@@ -31,6 +32,26 @@ printf 'stock market prices fell sharply\n\nzzqx qqzx\npolice arrested two men\n
 grep -q "^1	[0-9]*:0\." "$DIR/i" || fail "line 1 mixture: $(cat "$DIR/i")"
 grep -q "^4	[0-9]*:0\." "$DIR/i" || fail "line 4 after bad lines: $(cat "$DIR/i")"
 grep -q "line 3: document has no known words" "$DIR/ie" || fail "unknown words: $(cat "$DIR/ie")"
+grep -qx "3" "$DIR/i" || fail "a line without known words prints its number alone: $(cat "$DIR/i")"
+
+# --json: one JSON object per line, the daemon API's field names.
+"$CTL" topics "$DIR/m" --top 2 --topic 3 --json >"$DIR/tj" || fail "topics --json"
+[ "$(wc -l <"$DIR/tj")" = 1 ] || fail "topics --json is not one line: $(cat "$DIR/tj")"
+grep -q '^{"version":{"sweep":"5".*"topics":\[{"id":3,"alpha":.*"topWords":\[{"word":' "$DIR/tj" ||
+  fail "topics --json: $(cat "$DIR/tj")"
+printf 'stock market prices fell sharply\nzzqx qqzx\n' |
+  "$CTL" infer "$DIR/m" --top 3 --json >"$DIR/ij" 2>/dev/null || fail "infer --json"
+grep -q '^{"line":1,"version":{"sweep":"5".*"knownTokens":[1-9].*"topics":\[{"topic":[0-9]*,"weight":0\.' "$DIR/ij" ||
+  fail "infer --json line 1: $(cat "$DIR/ij")"
+grep -q '^{"line":2,"error":"document has no known words' "$DIR/ij" || fail "infer --json line 2: $(cat "$DIR/ij")"
+printf 'oil prices crude opec\nfootball goal team coach\n' >"$DIR/j.txt"
+"$CTL" train --corpus "$DIR/j.txt" --topics 2 --sweeps 2 --out "$DIR/j" \
+  --json >"$DIR/trj" 2>/dev/null || fail "train --json"
+[ "$(wc -l <"$DIR/trj")" = 1 ] || fail "train --json is not one line: $(cat "$DIR/trj")"
+for key in '"modelDir":"'"$DIR/j"'"' '"sweep":2' '"sweepsRun":2' '"topics":2' '"tokens":[1-9]' \
+  '"logLikelihoodPerToken":-' '"heldoutPerplexity":null'; do
+  grep -q "$key" "$DIR/trj" || fail "train --json lacks $key: $(cat "$DIR/trj")"
+done
 
 printf '2 0:1 1:x\n1 0:2\n' >"$DIR/bad.ldac"
 "$CTL" train --corpus "$DIR/bad.ldac" --format ldac --topics 2 --sweeps 1 \

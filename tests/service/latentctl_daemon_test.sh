@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # latentctl's client commands against a running latentd (127.0.0.1, ports
 # chosen by the daemon): status, topics, infer, ingest, profile, checkpoint,
-# over tcp and json, plus an unreachable daemon and an unknown topic.
+# over tcp and json, as text and with --json, plus an unreachable daemon and
+# an unknown topic.
 # Usage: latentctl_daemon_test.sh LATENTD LATENTCTL
 set -euo pipefail
 LATENTD=$1
@@ -26,11 +27,14 @@ for _ in $(seq 600); do [ -s "$DIR/node/ports" ] && break; sleep 0.1; done
 TCP=$(sed -n 's/^tcp=//p' "$DIR/node/ports")
 HTTP=$(sed -n 's/^http=//p' "$DIR/node/ports")
 
-"$CTL" status --addr "$TCP" | grep -q '"topics":10' || fail "status"
+"$CTL" status --addr "$TCP" --json | grep -q '"topics":10' || fail "status --json"
+"$CTL" status --addr "$TCP" >"$DIR/s" || fail "status"
+grep -q "^topics: 10$" "$DIR/s" || fail "status text: $(cat "$DIR/s")"
+grep -q "^version.sweep: [0-9]*$" "$DIR/s" || fail "status text: $(cat "$DIR/s")"
 # Wait for the 10 sweeps to end, so that both protocols' infer below read
 # the same model.
 for _ in $(seq 600); do
-  "$CTL" status --addr "$TCP" | grep -q '"training":false' && break
+  "$CTL" status --addr "$TCP" | grep -q '^training: no$' && break
   sleep 0.1
 done
 "$CTL" topics --addr "$TCP" --topic 3 --top 4 >"$DIR/t" || fail "topics"
@@ -39,21 +43,33 @@ done
 grep -q "topic 10 does not exist" "$DIR/e" || fail "message: $(cat "$DIR/e")"
 printf 'oil prices and opec ministers\nthe of and\n' |
   "$CTL" infer --addr "$HTTP" --protocol json --top 2 --seed 3 >"$DIR/i" 2>"$DIR/ie" || fail "infer"
-[ "$(wc -l <"$DIR/i")" = 1 ] || fail "infer output: $(cat "$DIR/i")"
+[ "$(wc -l <"$DIR/i")" = 2 ] || fail "infer output: $(cat "$DIR/i")"
+grep -q "^1	[0-9]*:0\.[0-9]*	[0-9]*:0\." "$DIR/i" || fail "infer line 1: $(cat "$DIR/i")"
+grep -qx "2" "$DIR/i" || fail "infer line 2 (no known word): $(cat "$DIR/i")"
 grep -q "line 2" "$DIR/ie" || fail "infer message: $(cat "$DIR/ie")"
 # Same seed, other protocol: the same mixture.
 echo 'oil prices and opec ministers' |
-  "$CTL" infer --addr "$TCP" --top 2 --seed 3 | cmp - "$DIR/i" || fail "tcp and json differ"
+  "$CTL" infer --addr "$TCP" --top 2 --seed 3 | cmp - <(head -1 "$DIR/i") || fail "tcp and json differ"
+printf 'oil prices and opec ministers\nthe of and\n' |
+  "$CTL" infer --addr "$TCP" --top 2 --seed 3 --json >"$DIR/ij" 2>/dev/null || fail "infer --json"
+grep -q '^{"line":1,"version":.*"topics":\[{"topic":' "$DIR/ij" || fail "infer --json: $(cat "$DIR/ij")"
+grep -q '^{"line":2,"error":"' "$DIR/ij" || fail "infer --json line 2: $(cat "$DIR/ij")"
+"$CTL" topics --addr "$TCP" --topic 3 --top 4 --json | grep -q '^{"version":.*"topics":\[{"id":3,' ||
+  fail "topics --json"
 printf 'stocks fell on wall street\nthe dollar rose against the yen\n' |
-  "$CTL" ingest --addr "$TCP" --user carol | grep -q "accepted 2" || fail "ingest"
+  "$CTL" ingest --addr "$TCP" --user carol | grep -q "^accepted 2 documents$" || fail "ingest"
+echo 'oil' | "$CTL" ingest --addr "$TCP" --json | grep -q '^{"accepted":"1",' || fail "ingest --json"
 for _ in $(seq 100); do
-  "$CTL" profile carol --addr "$TCP" >"$DIR/p" 2>/dev/null && break
+  "$CTL" profile carol --addr "$TCP" --json >"$DIR/p" 2>/dev/null && break
   sleep 0.1
 done
-grep -q '"events":"2"' "$DIR/p" || fail "profile: $(cat "$DIR/p")"
+grep -q '"events":"2"' "$DIR/p" || fail "profile --json: $(cat "$DIR/p")"
+"$CTL" profile carol --addr "$TCP" >"$DIR/p" || fail "profile"
+grep -q "^user carol: 2 events, [0-9]* tokens" "$DIR/p" || fail "profile text: $(cat "$DIR/p")"
 "$CTL" profile nobody --addr "$TCP" 2>"$DIR/e" && fail "unknown user accepted"
 grep -q "user 'nobody'" "$DIR/e" || fail "message: $(cat "$DIR/e")"
-"$CTL" checkpoint --addr "$TCP" | grep -q model.bin || fail "checkpoint"
+"$CTL" checkpoint --addr "$TCP" | grep -q "^checkpoint written at sweep [0-9]*: .*model.bin$" || fail "checkpoint"
+"$CTL" checkpoint --addr "$TCP" --json | grep -q '"path":".*model.bin"' || fail "checkpoint --json"
 "$CTL" status --addr 127.0.0.1:1 2>"$DIR/e" && fail "dead address accepted"
 grep -q "127.0.0.1:1" "$DIR/e" || fail "message: $(cat "$DIR/e")"
 kill -TERM "$PID"

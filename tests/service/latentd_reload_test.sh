@@ -16,7 +16,7 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; tail -20 "$DIR"/latentd.log* 2>/dev/null; exit 1; }
-sweep() { "$CTL" status --addr "$TCP" | sed -n 's/.*"sweep":"\{0,1\}\([0-9]*\).*/\1/p'; }
+sweep() { "$CTL" status --addr "$TCP" --json | sed -n 's/.*"sweep":"\{0,1\}\([0-9]*\).*/\1/p'; }
 wait_sweep() {
   for _ in $(seq 300); do [ "$(sweep)" = "$1" ] && return 0; sleep 0.1; done
   fail "sweep $(sweep), expected $1"
@@ -57,7 +57,7 @@ kill -0 "$PID" 2>/dev/null || fail "SIGHUP killed the daemon"
 [ -s "$DIR/latentd.log" ] || fail "log file not reopened"
 grep -q "max-sweeps: '3' -> '6'" "$DIR/latentd.log" || fail "reload not logged"
 grep -q "topics: '4' -> '9' (not applied: restart to change)" "$DIR/latentd.log" || fail "restart-only setting not reported"
-"$CTL" status --addr "$TCP" | grep -q '"topics":4' || fail "topics changed without a restart"
+"$CTL" status --addr "$TCP" --json | grep -q '"topics":4' || fail "topics changed without a restart"
 
 # A bad config on reload: logged, nothing changes, the daemon goes on.
 echo "max-sweeps = lots" >>"$DIR/latentd.conf"
