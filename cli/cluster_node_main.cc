@@ -5,12 +5,20 @@
 // globals, prints one report line and keeps serving its owner shard until
 // every node is done (or --linger-s passes).
 //
-//   latentd-cluster-node --redis redis://127.0.0.1:6379 --cluster demo
-//     --listen 127.0.0.1:7001 --members 3 --shard 0 --shards 3
-//     --corpus ../shared/data/blei-ap/ap.dat.zst --format ldac
-//     --vocab ../shared/data/blei-ap/vocab.txt.zst --consistency ssp:1
+//   latentd-cluster-node --cluster-redis redis://127.0.0.1:6379
+//     --cluster demo --cluster-listen 127.0.0.1:7001 --cluster-size 3
+//     --shard 0 --shards 3 --corpus ../shared/data/blei-ap/ap.dat.zst
+//     --format ldac --vocab ../shared/data/blei-ap/vocab.txt.zst
+//     --consistency ssp:1
+//
+// A setting latentd also has keeps latentd's flag name (--cluster-redis,
+// --cluster-size, --cluster-listen, --topics, ...). The names this program
+// had before (--redis, --members, --listen, which mean other things to
+// latentd) still work, with a warning.
 #include <cstdio>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
@@ -26,6 +34,26 @@ absl::StatusOr<latentd::ShardBy> ParseShardBy(const std::string& s) {
   if (s == "id") return latentd::ShardBy::kId;
   return absl::InvalidArgumentError(
       absl::StrCat("--shard-by: unknown value '", s, "' (index or id)"));
+}
+
+// Warns about each deprecated flag name on the command line.
+void WarnDeprecatedNames(int argc, char** argv) {
+  static constexpr std::pair<std::string_view, std::string_view> kOld[] = {
+      {"--redis", "--cluster-redis"},
+      {"--members", "--cluster-size"},
+      {"--listen", "--cluster-listen"}};
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    for (const auto& [old_name, name] : kOld) {
+      if (arg == old_name || (arg.starts_with(old_name) &&
+                              arg.substr(old_name.size()).starts_with("="))) {
+        std::fprintf(stderr,
+                     "latentd-cluster-node: %s is deprecated: use %s (the "
+                     "name latentd gives this setting)\n",
+                     std::string(old_name).c_str(), std::string(name).c_str());
+      }
+    }
+  }
 }
 
 absl::Status Run(const latentd::ClusterNodeOptions& o, int sweeps,
@@ -102,18 +130,24 @@ int main(int argc, char** argv) {
   std::string format = "ldac", consistency = "async", shard_by = "index";
   int sweeps = 20, linger_s = 120, budget = 0, slow_ms = 0, round_ms = 10;
   uint32_t topics = 20;
-  app.add_option("--redis", o.redis_url, "Redis URL")
+  app.add_option("--cluster-redis,--redis", o.redis_url,
+                 "Redis holding the cluster's membership "
+                 "(redis://host:port or unix:/path; --redis: old name, "
+                 "deprecated)")
       ->required()
       ->default_str("");
   app.add_option("--cluster", o.cluster, "cluster name")
       ->required()
       ->default_str("");
-  app.add_option("--listen", o.listen, "HOST:PORT to serve peers on")
+  app.add_option("--cluster-listen,--listen", o.listen,
+                 "HOST:PORT of this node's sync server, which peers connect "
+                 "to (--listen: old name, deprecated)")
       ->required()
       ->default_str("");
   app.add_option("--node-id", o.node_id, "member id (default: address)");
-  app.add_option("--members", o.expected_members,
-                 "nodes the cluster is fixed with")
+  app.add_option("--cluster-size,--members", o.expected_members,
+                 "nodes the cluster is fixed with (--members: old name, "
+                 "deprecated)")
       ->required()
       ->default_str("");
   app.add_option("--corpus", o.corpus.path, "corpus file")
@@ -128,10 +162,12 @@ int main(int argc, char** argv) {
                  "shard its id hashes to (yahoo/UCI doc-id, path under a "
                  "directory, line number of lines and ldac files)");
   app.add_option("--max-docs", o.max_docs, "use the first N documents");
-  app.add_option("--topics", topics, "K");
+  app.add_option("--topics,--num-topics", topics, "number of topics K");
   app.add_option("--threads", o.threads, "sampler threads");
   app.add_option("--seed", o.seed, "seed");
-  app.add_option("--sweeps", sweeps, "sweeps to run");
+  app.add_option("--sweeps,--iterations,--num-iterations", sweeps,
+                 "Gibbs sweeps to run (as latentctl train --sweeps; not "
+                 "latentd's --max-sweeps, a total to stop at)");
   app.add_option("--consistency", consistency, "async | ssp:<s> | bsp");
   app.add_option("--byte-budget", budget,
                  "delta bytes per round per owner (0 = all keys)");
@@ -140,6 +176,7 @@ int main(int argc, char** argv) {
   app.add_option("--linger-s", linger_s,
                  "how long to wait for the others at the end");
   CLI11_PARSE(app, argc, argv);
+  WarnDeprecatedNames(argc, argv);
 
   auto f = latentd::ParseCorpusFormat(format);
   auto c = latentd::sync::Consistency::Parse(consistency);

@@ -64,10 +64,13 @@ int main(int argc, char** argv) {
   t->add_option("--vocab", train.input.vocab_path,
                 "Vocabulary file of a uci/ldac corpus (line i = word i); "
                 "without it words are named w<id>");
-  t->add_option("--topics", topics, "Number of topics K")
+  t->add_option("--topics,--num-topics", topics, "Number of topics K")
       ->check(CLI::Range(1u, latentd::kMaxTopics))
       ->capture_default_str();
-  t->add_option("--sweeps", train.sweeps, "Gibbs sweeps to run now")
+  t->add_option("--sweeps,--iterations,--num-iterations", train.sweeps,
+                "Gibbs sweeps to run now, over the whole corpus (Mallet's "
+                "--num-iterations); with --resume, this many more. latentd's "
+                "--max-sweeps is instead the total to stop at")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   t->add_option("--threads", threads, "Sampler threads")
@@ -76,8 +79,10 @@ int main(int argc, char** argv) {
   t->add_option("--out", train.out_dir, "Model directory (created)")
       ->required();
   t->add_option("--alpha", train.trainer.alpha,
-                "Symmetric per-topic alpha; the start when alpha is learned "
-                "(default 50/K)")
+                "Dirichlet prior of each topic in a document, alpha_k, the "
+                "same for every topic (default 50/K); the start when alpha "
+                "is learned. Mallet's --alpha is the sum over the topics: "
+                "Mallet --alpha S is --alpha S/K here")
       ->check(CLI::PositiveNumber);
   t->add_option("--beta", train.trainer.beta, "Per-word beta")
       ->check(CLI::PositiveNumber)
@@ -174,7 +179,8 @@ int main(int argc, char** argv) {
   latentd::DaemonAddress infer_addr;
   latentd::AddDaemonAddressOptions(in, &infer_addr);
   in->add_option("--iterations", infer.infer.iterations,
-                 "Fold-in Gibbs sweeps per document")
+                 "Fold-in Gibbs sweeps over each document (latentd's "
+                 "--infer-iterations is its default for this)")
       ->capture_default_str();
   in->add_option("--burn-in", infer.infer.burn_in,
                  "Sweeps discarded before averaging")

@@ -123,7 +123,7 @@ void AddModelSettings(const AddFn& add) {
         c->service.corpus.format = *f;
         return absl::OkStatus();
       });
-  add("corpus-vocab", "", "a file",
+  add("vocab", "", "a file",
       "Vocabulary of a uci/ldac corpus (line i = word i)",
       String([](DaemonConfig* c) { return &c->service.corpus.vocab_path; }));
   add("stopwords", "on", "on|off",
@@ -159,8 +159,9 @@ void AddModelSettings(const AddFn& add) {
       Int<int>("eval-every", 0, 1000000,
                [](DaemonConfig* c) { return &c->service.trainer.eval_every; }));
   add("max-sweeps", "0", "0..2^62",
-      "Stop sampling after this many sweeps (0: train forever); ingestion "
-      "and queries go on",
+      "Stop sampling once the model has this many sweeps in all, those of "
+      "earlier runs included (0: train forever); ingestion and queries go "
+      "on. (latentctl train --sweeps is instead the sweeps to run now)",
       Int<uint64_t>("max-sweeps", 0, int64_t{1} << 62,
                     [](DaemonConfig* c) { return &c->service.max_sweeps; }));
   add("checkpoint-every", "100", "0..1000000",
@@ -337,19 +338,65 @@ void AddProcessSettings(const AddFn& add) {
              [](DaemonConfig* c) { return &c->service.progress_seconds; }));
 }
 
+// Other names of settings: names latentd had before (deprecated: one
+// setting, one name in every binary) and those gensim and Mallet users
+// know. A name here never means anything else in latentctl or
+// latentd-cluster-node (tests/cli/flag_names_test.sh checks the binaries).
+struct SettingAlias {
+  std::string_view alias;
+  std::string_view setting;
+  bool deprecated;
+};
+constexpr SettingAlias kAliases[] = {
+    {"corpus-vocab", "vocab", true},  // latentctl and the node say --vocab
+    {"num-topics", "topics", false},  // gensim's num_topics, Mallet's
+};
+
+// Gives each setting its aliases (named in its help) and appends a row per
+// alias, which applies like its setting.
+void AddAliases(std::vector<SettingSpec>* table) {
+  const size_t settings = table->size();
+  for (const SettingAlias& a : kAliases) {
+    auto it =
+        std::find_if(table->begin(), table->begin() + settings,
+                     [&](const SettingSpec& s) { return s.name == a.setting; });
+    if (it == table->begin() + settings) continue;
+    it->aliases.emplace_back(a.alias);
+    absl::StrAppend(&it->help,
+                    a.deprecated ? ". Old name: " : ". Also: ", ToAbsl(a.alias),
+                    a.deprecated ? " (deprecated)" : "");
+    SettingSpec row;
+    row.name = std::string(a.alias);
+    row.bounds = it->bounds;
+    row.runtime = it->runtime;
+    row.help = absl::StrCat(
+        a.deprecated ? "Deprecated name of --" : "Same as --", it->name);
+    row.alias_of = it->name;
+    row.apply = it->apply;
+    table->push_back(std::move(row));
+  }
+}
+
 std::vector<SettingSpec> MakeTable() {
   std::vector<SettingSpec> t;
   const AddFn add = [&t](std::string name, std::string def, std::string bounds,
                          std::string help, Apply apply) {
     const bool runtime = IsRuntimeSetting(name);
-    t.push_back({std::move(name), std::move(def), std::move(bounds), runtime,
-                 std::move(help), std::move(apply)});
+    SettingSpec spec;
+    spec.name = std::move(name);
+    spec.default_value = std::move(def);
+    spec.bounds = std::move(bounds);
+    spec.runtime = runtime;
+    spec.help = std::move(help);
+    spec.apply = std::move(apply);
+    t.push_back(std::move(spec));
   };
   AddModelSettings(add);
   AddServingSettings(add);
   AddIngestSettings(add);
   AddClusterSettings(add);
   AddProcessSettings(add);
+  AddAliases(&t);
   return t;
 }
 
@@ -368,12 +415,20 @@ const std::vector<SettingSpec>& DaemonSettings() {
   return *table;
 }
 
+std::string CanonicalSettingName(std::string_view name) {
+  const SettingSpec* s = FindSetting(name);
+  if (s == nullptr) return "";
+  return s->alias_of.empty() ? s->name : s->alias_of;
+}
+
 absl::StatusOr<DaemonConfig> ResolveConfig(
     const std::vector<std::pair<std::string, std::string>>& file_values,
     const std::vector<std::pair<std::string, std::string>>& flag_values) {
   DaemonConfig c;
   for (const SettingSpec& s : DaemonSettings()) {
-    LATENTD_RETURN_IF_ERROR(s.apply(s.default_value, &c));
+    if (s.alias_of.empty()) {
+      LATENTD_RETURN_IF_ERROR(s.apply(s.default_value, &c));
+    }
   }
   for (const auto* values : {&file_values, &flag_values}) {
     for (const auto& [name, value] : *values) {
@@ -400,7 +455,10 @@ std::map<std::string, std::string> SettingValues(
     values[s.name] = s.default_value;
   }
   for (const auto* given : {&file_values, &flag_values}) {
-    for (const auto& [name, value] : *given) values[name] = value;
+    for (const auto& [name, value] : *given) {
+      const std::string setting = CanonicalSettingName(name);
+      values[setting.empty() ? name : setting] = value;
+    }
   }
   return values;
 }
@@ -429,6 +487,7 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ReadConfigFile(
       return absl::InvalidArgumentError(
           absl::StrCat(path, ":", n, ": unknown setting '", name, "'"));
     }
+    name = CanonicalSettingName(name);
     DaemonConfig scratch;
     absl::Status ok = FindSetting(name)->apply(value, &scratch);
     if (!ok.ok()) {
@@ -448,6 +507,7 @@ std::string ExampleConfig() {
       "# Settings marked 'runtime' take effect on SIGHUP (systemctl reload);\n"
       "# the others need a restart.\n\n";
   for (const SettingSpec& s : DaemonSettings()) {
+    if (!s.alias_of.empty()) continue;  // named in its setting's help
     absl::StrAppend(&out, "# ", s.help, "\n# (", s.bounds, "; ",
                     s.runtime ? "runtime" : "restart", ")\n",
                     s.default_value.empty() ? "# " : "", s.name, " = ",
@@ -461,6 +521,7 @@ std::string SettingsMarkdown() {
       "| setting (flag `--name`, config `name = value`) | default | bounds "
       "| runtime | what it does |\n|---|---|---|---|---|\n";
   for (const SettingSpec& s : DaemonSettings()) {
+    if (!s.alias_of.empty()) continue;  // named in its setting's help
     absl::StrAppend(&out, "| `", s.name, "` | `", s.default_value, "` | ",
                     absl::StrReplaceAll(s.bounds, {{"|", "\\|"}}), " | ",
                     s.runtime ? "yes" : "no (restart)", " | ", s.help, " |\n");

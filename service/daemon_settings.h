@@ -52,26 +52,43 @@ struct SettingSpec {
   std::string bounds;         // for people: "1..65536", "lines|yahoo|..."
   bool runtime = false;       // SIGHUP applies it without a restart
   std::string help;
+  // Other names of this setting, accepted as a flag and as a config key: a
+  // name it had before (deprecated; the help says so) or one that gensim
+  // and Mallet users know ("num-topics"). Each also has a row of its own
+  // (below), so that a parser adding one flag per row accepts it.
+  std::vector<std::string> aliases;
+  // Set on an alias's own row: the setting it names. Such a row has no
+  // default, applies like that setting, and is left out of ExampleConfig()
+  // and SettingsMarkdown(); the values a reload compares use the real name.
+  std::string alias_of;
   // Parses and checks `value`, storing it; kInvalidArgument on a bad one.
   std::function<absl::Status(std::string_view value, DaemonConfig*)> apply;
 };
 
-// The table, in the order --help and the example config list it.
+// The table, in the order --help and the example config list it; the
+// aliases' rows come last.
 const std::vector<SettingSpec>& DaemonSettings();
 
+// The name of the setting `name` (itself or an alias) stands for, "" if none.
+std::string CanonicalSettingName(std::string_view name);
+
 // Applies every default, then `file_values`, then `flag_values` (name,
-// value pairs; a name not in the table is an error).
+// value pairs; a name not in the table is an error; an alias applies to
+// the setting it names).
 absl::StatusOr<DaemonConfig> ResolveConfig(
     const std::vector<std::pair<std::string, std::string>>& file_values,
     const std::vector<std::pair<std::string, std::string>>& flag_values);
 
 // The text value of every setting: its default, then `file_values`, then
-// `flag_values`. Two of these tell which settings a reload changes.
+// `flag_values`, keyed by the setting's name (an alias's value goes to the
+// setting it names; an alias row's own entry stays ""). Two of these tell
+// which settings a reload changes.
 std::map<std::string, std::string> SettingValues(
     const std::vector<std::pair<std::string, std::string>>& file_values,
     const std::vector<std::pair<std::string, std::string>>& flag_values);
 
-// Reads a config file into (name, value) pairs, checking names and syntax.
+// Reads a config file into (name, value) pairs, checking names and syntax;
+// a key that is an alias comes back as the name of its setting.
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ReadConfigFile(
     const std::string& path);
 

@@ -14,7 +14,7 @@ DIR=$(mktemp -d)
 trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$DIR"' EXIT
 "$BUILD/cli/latentd" --data-dir "$DIR/node" \
   --corpus "$DATA/blei-ap/ap.dat.zst" --format ldac \
-  --corpus-vocab "$DATA/blei-ap/vocab.txt.zst" --topics 100 \
+  --vocab "$DATA/blei-ap/vocab.txt.zst" --topics 100 \
   --http 127.0.0.1:0 --listen 127.0.0.1:0 --http-threads 48 \
   --rpc-threads "${RPC_THREADS:-8}" --rpc-io-threads "${RPC_IO_THREADS:-0}" \
   --checkpoint-every 100 ${LATENTD_FLAGS:-} \

@@ -18,7 +18,7 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; cat "$DIR/latentd.log" 2>/dev/null | tail -20; exit 1; }
 
 "$LATENTD" --data-dir "$DIR/node" --corpus "$DATA/blei-ap/ap.dat.zst" \
-  --format ldac --corpus-vocab "$DATA/blei-ap/vocab.txt.zst" --topics 10 \
+  --format ldac --vocab "$DATA/blei-ap/vocab.txt.zst" --topics 10 \
   --max-sweeps 10 --http 127.0.0.1:0 --listen 127.0.0.1:0 \
   >"$DIR/latentd.log" 2>&1 &
 PID=$!
