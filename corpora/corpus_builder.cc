@@ -232,7 +232,8 @@ absl::Status EmptyCorpusError(const CorpusBuildStats& s) {
       "empty corpus: no document left for training (", s.read.records,
       " records read, ", s.read.empty_documents, " empty, ", s.read.malformed,
       " malformed, ", s.pruned_documents, " emptied by pruning, ",
-      s.heldout_documents, " held out)"));
+      s.heldout_documents, " held out)", s.read.format_hint.empty() ? "" : "; ",
+      s.read.format_hint));
 }
 
 // Opens the writers of pass 2 and runs it; commits only a non-empty corpus.

@@ -67,6 +67,7 @@ std::string ReadStats::Summary() const {
   if (!messages.empty()) {
     absl::StrAppend(&out, " (first: ", absl::StrJoin(messages, "; "), ")");
   }
+  if (!format_hint.empty()) absl::StrAppend(&out, "; ", format_hint);
   return out;
 }
 

@@ -77,9 +77,14 @@ struct ReadStats {
   uint64_t empty_documents = 0;       // skipped: no words left
   uint64_t malformed = 0;             // skipped malformed records
   std::vector<std::string> messages;  // the first kMaxMessages of those
+  // Set when the first lines of a "lines" or "yahoo" file look like another
+  // format, e.g. "this looks like an LDA-C file: did you mean --format
+  // ldac?". Only a hint: the file is read as the format given.
+  std::string format_hint;
 
   // One line, e.g. "2246 documents, 435838 tokens, 0 empty, 3 malformed
-  // records skipped (first: ap.dat:7: ...; ...)".
+  // records skipped (first: ap.dat:7: ...; ...)", then "; " and the format
+  // hint, if any.
   std::string Summary() const;
 };
 

@@ -30,6 +30,41 @@ bool ReaderBase::Accept(const RawDocument& doc) {
   return true;
 }
 
+void FormatSniffer::Add(std::string_view line) {
+  if (decided()) return;
+  SplitWhitespace(line, &fields_);
+  if (fields_.empty()) return;
+  ++seen_;
+  uint64_t n;
+  auto is_uint = [&n](std::string_view f) {
+    return ParseUint(f, std::numeric_limits<uint64_t>::max(), &n);
+  };
+  // LDA-C: `N id:count ...` with at least one pair.
+  if (fields_.size() < 2 || !is_uint(fields_[0])) ldac_ = false;
+  for (size_t i = 1; ldac_ && i < fields_.size(); ++i) {
+    const size_t colon = fields_[i].find(':');
+    ldac_ = colon != std::string_view::npos &&
+            is_uint(fields_[i].substr(0, colon)) &&
+            is_uint(fields_[i].substr(colon + 1));
+  }
+  // UCI: D, W, NNZ on lines of their own, then `docID wordID count`.
+  const size_t want = seen_ <= 3 ? 1 : 3;
+  if (fields_.size() != want) uci_ = false;
+  for (size_t i = 0; uci_ && i < fields_.size(); ++i)
+    uci_ = is_uint(fields_[i]);
+}
+
+std::string FormatSniffer::Hint() const {
+  if (ldac_ && seen_ > 0) {
+    return "this looks like an LDA-C file: did you mean --format ldac?";
+  }
+  if (uci_ && seen_ >= 3) {
+    return "this looks like a UCI bag-of-words (docword) file: did you mean "
+           "--format uci?";
+  }
+  return "";
+}
+
 void SplitWhitespace(std::string_view line,
                      std::vector<std::string_view>* fields) {
   fields->clear();

@@ -34,6 +34,28 @@ class ReaderBase : public DocumentReader {
   bool skip_malformed_;
 };
 
+// Guesses, from the first non-empty lines of a file read as raw text,
+// whether it is in a bag-of-words format instead: every line `N id:count
+// ...` (LDA-C), or three lines of one integer each (a UCI docword header).
+// Only looks: it changes nothing that is read.
+class FormatSniffer {
+ public:
+  static constexpr int kLines = 5;  // non-empty lines looked at
+  // Looks at the next line; no-op once decided.
+  void Add(std::string_view line);
+  // True once enough lines are seen (or call Hint at the end of the file).
+  bool decided() const { return seen_ >= kLines || (!ldac_ && !uci_); }
+  // "this looks like an LDA-C file: did you mean --format ldac?", the UCI
+  // counterpart, or "".
+  std::string Hint() const;
+
+ private:
+  int seen_ = 0;
+  bool ldac_ = true;  // every line so far is `N id:count ...`
+  bool uci_ = true;   // lines so far fit D, W, NNZ, then `doc word count`
+  std::vector<std::string_view> fields_;
+};
+
 // Splits on ASCII whitespace, dropping empty fields. Views into `line`.
 void SplitWhitespace(std::string_view line,
                      std::vector<std::string_view>* fields);

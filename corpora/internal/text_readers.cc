@@ -31,8 +31,15 @@ class LineDocumentReader : public ReaderBase {
   absl::StatusOr<bool> Next(RawDocument* doc) override {
     while (true) {
       LATENTD_ASSIGN_OR_RETURN(bool more, file_->ReadLine(&line_));
-      if (!more) return false;
+      if (!more) {
+        stats_.format_hint = sniffer_.Hint();
+        return false;
+      }
       ++stats_.records;
+      if (!sniffer_.decided()) {
+        sniffer_.Add(line_);
+        if (sniffer_.decided()) stats_.format_hint = sniffer_.Hint();
+      }
       doc->words.clear();
       doc->user.clear();
       if (!yahoo_) {
@@ -75,6 +82,7 @@ class LineDocumentReader : public ReaderBase {
   std::unique_ptr<InputFile> file_;
   std::string line_;
   std::vector<std::string_view> fields_;
+  FormatSniffer sniffer_;  // first lines only
 };
 
 // "dir": every regular file under the root is a document.

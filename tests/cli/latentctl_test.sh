@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End to end through latentctl: train on AP, list topics, infer (text, and
 # JSON with --json), and bad input (unknown topic, unknown words, empty
-# lines, a malformed corpus, bad flags) each give a clear error while good
-# input still works.
+# lines, a malformed corpus, an LDA-C or UCI file read as lines, bad flags)
+# each give a clear error while good input still works.
 set -u
 CTL=$1
 DATA=${LATENTD_DATA_DIR:-../shared/data}
@@ -61,6 +61,20 @@ grep -q "bad.ldac:1" "$DIR/be" || fail "no file:line: $(cat "$DIR/be")"
 "$CTL" train --corpus "$DIR/empty.txt" --topics 2 --sweeps 1 --out "$DIR/c" 2>"$DIR/ce" && fail "empty corpus accepted"
 grep -qi "empty corpus" "$DIR/ce" || fail "empty corpus message: $(cat "$DIR/ce")"
 "$CTL" train --corpus x --topics 0 --out "$DIR/d" 2>/dev/null && fail "--topics 0 accepted"
+# A bag-of-words file read as lines (the default format): a hint names the
+# format it looks like.
+printf '3 0:1 1:2 5:1\n2 0:1 3:1\n' >"$DIR/x.ldac"
+"$CTL" train --corpus "$DIR/x.ldac" --topics 2 --sweeps 1 --out "$DIR/h1" 2>"$DIR/he" && fail "LDA-C as lines accepted"
+grep -q "this looks like an LDA-C file: did you mean --format ldac?" "$DIR/he" || fail "no LDA-C hint: $(cat "$DIR/he")"
+printf '3\n5\n4\n1 1 2\n1 2 1\n2 3 1\n3 5 1\n' >"$DIR/docword.txt"
+"$CTL" train --corpus "$DIR/docword.txt" --topics 2 --sweeps 1 --out "$DIR/h2" 2>"$DIR/he" && fail "UCI as lines accepted"
+grep -q "looks like a UCI bag-of-words (docword) file: did you mean --format uci?" "$DIR/he" || fail "no UCI hint: $(cat "$DIR/he")"
+# Text, even with numbers in it, gets no hint; the hint does not change what
+# is read (the LDA-C-looking line is an empty document of a lines corpus).
+printf 'oil 3 prices\n2 0:1 3:1\ngoal team 7\n' >"$DIR/text.txt"
+"$CTL" train --corpus "$DIR/text.txt" --topics 2 --sweeps 1 --out "$DIR/h3" >/dev/null 2>"$DIR/he" || fail "text: $(cat "$DIR/he")"
+grep -q "looks like" "$DIR/he" && fail "hint on a text file: $(cat "$DIR/he")"
+grep -q "input: 2 documents, 4 tokens, 1 empty" "$DIR/he" || fail "text corpus summary: $(cat "$DIR/he")"
 "$CTL" topics "$DIR/nowhere" 2>/dev/null && fail "missing model accepted"
 # A directory holding a model is not overwritten by mistake.
 printf 'oil prices crude\nfootball goal team\noil opec barrel\n' >"$DIR/small.txt"
