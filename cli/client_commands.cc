@@ -27,7 +27,8 @@ absl::StatusOr<std::unique_ptr<ApiClient>> Connect(const DaemonAddress& a) {
   if (addr.empty()) {
     addr = p == service::Protocol::kTcp ? "127.0.0.1:7071" : "127.0.0.1:7070";
   }
-  return ApiClient::Create(addr, p);
+  return ApiClient::Create(addr, p, absl::Seconds(30),
+                           /*explain_wrong_port=*/true);
 }
 
 // One scalar field's value (element `index` of a repeated one) as text.

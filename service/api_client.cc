@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -9,6 +10,43 @@
 
 namespace latentd::service {
 namespace {
+
+// A wrong-protocol mistake is common (the daemon listens on two ports), so
+// a transport failure that looks like one is checked with a short probe in
+// the other protocol and the error then says what to change.
+constexpr char kHttpPortHint[] =
+    "--addr points at an HTTP port: use --protocol http or json, or the "
+    "daemon's --listen address for tcp";
+constexpr char kTcpPortHint[] =
+    "--addr points at the framed protobuf/TCP port: use --protocol tcp, or "
+    "the daemon's --http address for http and json";
+
+absl::Status WithHint(const absl::Status& s, const char* hint) {
+  return absl::Status(s.code(), absl::StrCat(s.message(), ": ", hint));
+}
+
+// True if host:port answers an HTTP request (any status).
+bool AnswersHttp(const std::string& host, int port) {
+  httplib::Client probe(host, port);
+  probe.set_connection_timeout(1, 0);
+  probe.set_read_timeout(2, 0);
+  return static_cast<bool>(probe.Get("/healthz"));
+}
+
+// True if host:port answers a framed Status request.
+bool AnswersFramedTcp(const std::string& host, int port) {
+  sync::EventLoop loop(1);
+  sync::ClientOptions o;
+  o.host = host;
+  o.port = static_cast<uint16_t>(port);
+  o.connect_timeout = absl::Seconds(1);
+  o.log = [](std::string_view) {};
+  sync::Client probe(&loop, o);
+  return probe
+      .CallSync(static_cast<uint32_t>(Method::kStatus),
+                api::StatusRequest().SerializeAsString(), absl::Seconds(2))
+      .ok();
+}
 
 absl::StatusCode CodeFromName(const std::string& name) {
   for (int c = 0; c <= 16; ++c) {
@@ -20,10 +58,12 @@ absl::StatusCode CodeFromName(const std::string& name) {
 
 class HttpClient : public ApiClient {
  public:
-  HttpClient(std::string host, int port, bool json, absl::Duration timeout)
+  HttpClient(std::string host, int port, bool json, absl::Duration timeout,
+             bool explain)
       : host_(std::move(host)),
         port_(port),
         json_(json),
+        explain_(explain),
         timeout_(timeout),
         client_(host_, port_) {
     const auto secs = absl::ToInt64Seconds(timeout_);
@@ -44,9 +84,16 @@ class HttpClient : public ApiClient {
     absl::MutexLock lock(&mu_);
     httplib::Result res = client_.Post(path.c_str(), body, type);
     if (!res) {
-      return absl::UnavailableError(
+      absl::Status s = absl::UnavailableError(
           absl::StrCat("HTTP ", host_, ":", port_, path, ": ",
                        httplib::to_string(res.error())));
+      // Connected, but no HTTP answer: a framed port closes on "POST".
+      if (explain_ && res.error() != httplib::Error::Connection &&
+          res.error() != httplib::Error::ConnectionTimeout &&
+          AnswersFramedTcp(host_, port_)) {
+        return WithHint(s, kTcpPortHint);
+      }
+      return s;
     }
     if (res->status != 200) {
       api::Error error;
@@ -70,6 +117,7 @@ class HttpClient : public ApiClient {
   std::string host_;
   int port_;
   bool json_;
+  bool explain_;  // probe for a wrong port on a transport failure
   absl::Duration timeout_;
   absl::Mutex mu_;
   httplib::Client client_ ABSL_GUARDED_BY(mu_);
@@ -77,14 +125,19 @@ class HttpClient : public ApiClient {
 
 class TcpClient : public ApiClient {
  public:
-  TcpClient(std::string host, int port, absl::Duration timeout)
-      : loop_(1), client_(&loop_, Options(host, port)), timeout_(timeout) {}
+  TcpClient(std::string host, int port, absl::Duration timeout, bool explain)
+      : host_(host),
+        port_(port),
+        explain_(explain),
+        loop_(1),
+        client_(&loop_, Options(host, port)),
+        timeout_(timeout) {}
 
   absl::Status Call(Method method, const google::protobuf::Message& request,
                     google::protobuf::Message* response) override {
     absl::StatusOr<sync::Frame> reply = client_.CallSync(
         static_cast<uint32_t>(method), request.SerializeAsString(), timeout_);
-    if (!reply.ok()) return reply.status();
+    if (!reply.ok()) return WithProtocolHint(reply.status());
     if (!response->ParseFromString(reply->payload)) {
       return absl::DataLossError(
           absl::StrCat("answer of ", std::string(MethodName(method)),
@@ -94,12 +147,30 @@ class TcpClient : public ApiClient {
   }
 
  private:
+  // An HTTP server answers a frame with "HTTP/1.1 400 ..." (whose first
+  // bytes, read as a frame header, are the magic 0x48545450, "HTTP"), or
+  // waits for a request line and gives up. Either way the call fails as
+  // unavailable or late; the hint is given when an HTTP probe answers.
+  absl::Status WithProtocolHint(const absl::Status& s) {
+    const bool transport = s.code() == absl::StatusCode::kUnavailable ||
+                           s.code() == absl::StatusCode::kDeadlineExceeded;
+    if (!transport || !explain_) return s;
+    if (absl::StrContains(s.message(), "bad magic 0x48545450") ||
+        AnswersHttp(host_, port_)) {
+      return WithHint(s, kHttpPortHint);
+    }
+    return s;
+  }
+
   static sync::ClientOptions Options(const std::string& host, int port) {
     sync::ClientOptions o;
     o.host = host;
     o.port = static_cast<uint16_t>(port);
     return o;
   }
+  std::string host_;
+  int port_;
+  bool explain_;  // probe for a wrong port on a transport failure
   sync::EventLoop loop_;
   sync::Client client_;
   absl::Duration timeout_;
@@ -117,16 +188,19 @@ absl::StatusOr<Protocol> ParseProtocol(std::string_view name) {
 }
 
 absl::StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(
-    const std::string& address, Protocol protocol, absl::Duration timeout) {
+    const std::string& address, Protocol protocol, absl::Duration timeout,
+    bool explain_wrong_port) {
   std::string host;
   uint16_t port = 0;
   absl::Status s = SplitHostPort(address, &host, &port);
   if (!s.ok()) return s;
   if (protocol == Protocol::kTcp) {
-    return std::unique_ptr<ApiClient>(new TcpClient(host, port, timeout));
+    return std::unique_ptr<ApiClient>(
+        new TcpClient(host, port, timeout, explain_wrong_port));
   }
   return std::unique_ptr<ApiClient>(
-      new HttpClient(host, port, protocol == Protocol::kHttpJson, timeout));
+      new HttpClient(host, port, protocol == Protocol::kHttpJson, timeout,
+                     explain_wrong_port));
 }
 
 }  // namespace latentd::service

@@ -29,10 +29,15 @@ absl::StatusOr<Protocol> ParseProtocol(std::string_view name);
 
 class ApiClient {
  public:
-  // `address` is "host:port". Does not connect yet.
+  // `address` is "host:port". Does not connect yet. With
+  // `explain_wrong_port` (for people, as in latentctl), a call failing as
+  // unavailable or late probes the address in the other protocol (one short
+  // connection), and if that answers, the error says to change --protocol
+  // or --addr ("--addr points at an HTTP port: ...").
   static absl::StatusOr<std::unique_ptr<ApiClient>> Create(
       const std::string& address, Protocol protocol,
-      absl::Duration timeout = absl::Seconds(30));
+      absl::Duration timeout = absl::Seconds(30),
+      bool explain_wrong_port = false);
   virtual ~ApiClient() = default;
 
   // Sends `request` as `method` and parses the answer into *response.

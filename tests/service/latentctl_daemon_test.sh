@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # latentctl's client commands against a running latentd (127.0.0.1, ports
 # chosen by the daemon): status, topics, infer, ingest, profile, checkpoint,
-# over tcp and json, as text and with --json, plus an unreachable daemon and
-# an unknown topic.
+# over tcp and json, as text and with --json, plus an unreachable daemon, an
+# unknown topic, and --addr pointing at the other protocol's port.
 # Usage: latentctl_daemon_test.sh LATENTD LATENTCTL
 set -euo pipefail
 LATENTD=$1
@@ -70,6 +70,11 @@ grep -q "^user carol: 2 events, [0-9]* tokens" "$DIR/p" || fail "profile text: $
 grep -q "user 'nobody'" "$DIR/e" || fail "message: $(cat "$DIR/e")"
 "$CTL" checkpoint --addr "$TCP" | grep -q "^checkpoint written at sweep [0-9]*: .*model.bin$" || fail "checkpoint"
 "$CTL" checkpoint --addr "$TCP" --json | grep -q '"path":".*model.bin"' || fail "checkpoint --json"
+# The wrong port for the protocol: the error says what to change.
+"$CTL" status --addr "$HTTP" 2>"$DIR/e" && fail "tcp to the HTTP port accepted"
+grep -q -- "--addr points at an HTTP port: use --protocol http or json" "$DIR/e" || fail "tcp to HTTP: $(cat "$DIR/e")"
+"$CTL" status --addr "$TCP" --protocol json 2>"$DIR/e" && fail "json to the TCP port accepted"
+grep -q -- "--addr points at the framed protobuf/TCP port: use --protocol tcp" "$DIR/e" || fail "json to TCP: $(cat "$DIR/e")"
 "$CTL" status --addr 127.0.0.1:1 2>"$DIR/e" && fail "dead address accepted"
 grep -q "127.0.0.1:1" "$DIR/e" || fail "message: $(cat "$DIR/e")"
 kill -TERM "$PID"
