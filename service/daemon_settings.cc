@@ -211,9 +211,30 @@ void AddServingSettings(const AddFn& add) {
         }
       }));
   add("http-threads", "32", "1..1024",
-      "HTTP worker threads (each keep-alive connection holds one)",
+      "HTTP worker threads; a connection holds one only while one of its "
+      "requests is read, run and answered (idle ones hold none)",
       Int<int>("http-threads", 1, 1024,
                [](DaemonConfig* c) { return &c->http.threads; }));
+  add("http-max-connections", "512", "1..1000000",
+      "HTTP connections open at once, idle ones included; one more is "
+      "answered 503 and closed at once (keep it below ulimit -n)",
+      Int<int>("http-max-connections", 1, 1000000,
+               [](DaemonConfig* c) { return &c->http.max_connections; }));
+  add("http-idle-timeout", "5", "1..3600",
+      "Seconds an HTTP connection may wait for its next (or first) request "
+      "before it is closed",
+      Int<int>("http-idle-timeout", 1, 3600,
+               [](DaemonConfig* c) { return &c->http.idle_timeout_seconds; }));
+  add("http-read-timeout", "5", "1..3600",
+      "Seconds an HTTP request may stall (no byte arrives) before its "
+      "connection is dropped",
+      Int<int>("http-read-timeout", 1, 3600,
+               [](DaemonConfig* c) { return &c->http.read_timeout_seconds; }));
+  add("http-write-timeout", "5", "1..3600",
+      "Seconds an HTTP answer may wait for the client to read it before "
+      "the connection is dropped",
+      Int<int>("http-write-timeout", 1, 3600,
+               [](DaemonConfig* c) { return &c->http.write_timeout_seconds; }));
   add("rpc-threads", "8", "0..1024",
       "Threads running TCP calls that may block (Ingest, Checkpoint, "
       "GetUserProfile); the others run on the I/O threads (0: all do)",

@@ -1,37 +1,17 @@
 #include "service/http_gateway.h"
 
 #include <httplib.h>
-#include <sys/socket.h>
 
-#include <cerrno>
-#include <chrono>
-#include <cstring>
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "service/internal/http_server.h"
 
 namespace latentd::service {
 namespace {
 
 constexpr char kProtoType[] = "application/x-protobuf";
 constexpr char kJsonType[] = "application/json";
-
-// httplib::Server with its listening socket in reach. The library's listen
-// backlog is CPPHTTPLIB_LISTEN_BACKLOG (5), compiled into Debian's
-// libcpp-httplib, so defining the macro here would change nothing; listen(2)
-// again on a listening socket changes only its backlog.
-class Listener : public httplib::Server {
- public:
-  bool SetBacklog(int backlog) { return ::listen(svr_sock_, backlog) == 0; }
-};
-
-// httplib's default socket options also set SO_REUSEPORT, which lets a
-// second process bind the same port and take half of its connections.
-// SO_REUSEADDR alone only allows a restart while old connections linger in
-// TIME_WAIT.
-void ReuseAddressOnly(socket_t sock) {
-  const int yes = 1;
-  ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-}
 
 Encoding EncodingOf(const httplib::Request& req) {
   const std::string type = req.get_header_value("Content-Type");
@@ -55,27 +35,62 @@ void Answer(const absl::StatusOr<std::string>& out, Encoding enc,
 
 }  // namespace
 
+// httplib's request handling (parsing, routing, the response) without its
+// connection loop: internal::HttpServer calls Serve for each request.
+class HttpGateway::Router : public httplib::Server {
+ public:
+  bool Serve(httplib::Stream& stream, bool close_connection,
+             bool* connection_closed) {
+    return process_request(stream, close_connection, *connection_closed,
+                           nullptr);
+  }
+};
+
 HttpGateway::HttpGateway(LatentdService* service, MetricsRegistry* metrics)
     : dispatcher_(service, metrics, "http"),
       metrics_(metrics),
-      server_(std::make_unique<Listener>()) {}
+      router_(std::make_unique<Router>()) {}
 
 HttpGateway::~HttpGateway() { Stop(); }
+
+int HttpGateway::port() const { return server_ ? server_->port() : 0; }
 
 absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
     const HttpOptions& options, LatentdService* service,
     MetricsRegistry* metrics) {
   std::unique_ptr<HttpGateway> g(new HttpGateway(service, metrics));
-  httplib::Server& s = *g->server_;
-  const int threads = std::max(1, options.threads);
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  s.set_payload_max_length(options.max_body_bytes);
-  s.set_read_timeout(options.read_timeout_seconds, 0);
-  s.set_keep_alive_max_count(1000000);
-  s.set_tcp_nodelay(true);  // no Nagle/delayed-ACK stalls on small answers
-  s.set_socket_options(ReuseAddressOnly);
-  HttpGateway* self = g.get();
-  const size_t limit = options.max_body_bytes;
+  Router& r = *g->router_;
+  r.set_payload_max_length(options.max_body_bytes);
+  // Only for the Keep-Alive header of answers: HttpServer keeps the time.
+  r.set_keep_alive_timeout(options.idle_timeout_seconds);
+  r.set_keep_alive_max_count(1000000);
+  g->AddRoutes(service, options.max_body_bytes);
+  internal::HttpServerOptions so;
+  so.host = options.host;
+  so.port = options.port;
+  so.threads = std::max(1, options.threads);
+  so.max_connections = std::max(1, options.max_connections);
+  so.listen_backlog = options.listen_backlog;
+  so.idle_timeout = absl::Seconds(options.idle_timeout_seconds);
+  so.read_timeout = absl::Seconds(options.read_timeout_seconds);
+  so.write_timeout = absl::Seconds(options.write_timeout_seconds);
+  absl::StatusOr<std::unique_ptr<internal::HttpServer>> server =
+      internal::HttpServer::Start(
+          so,
+          [router = g->router_.get()](httplib::Stream& stream, bool close,
+                                      bool* closed) {
+            return router->Serve(stream, close, closed);
+          },
+          metrics);
+  if (!server.ok()) return server.status();
+  g->server_ = std::move(*server);
+  return g;
+}
+
+void HttpGateway::AddRoutes(LatentdService* service, size_t max_body_bytes) {
+  Router& s = *router_;
+  HttpGateway* self = this;
+  const size_t limit = max_body_bytes;
   s.Post(R"(/v1/(\w+))",
          [self](const httplib::Request& req, httplib::Response& res) {
            const Encoding enc = EncodingOf(req);
@@ -130,35 +145,10 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
                     msg);
     res.set_content(EncodeError(st, Encoding::kJson), kJsonType);
   });
-  if (options.port == 0) {
-    g->port_ = s.bind_to_any_port(options.host);
-    if (g->port_ < 0) g->port_ = 0;
-  } else {
-    g->port_ = s.bind_to_port(options.host, options.port) ? options.port : 0;
-  }
-  if (g->port_ <= 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot bind HTTP to ", options.host, ":", options.port,
-                     " (address in use, or not an address of this host)"));
-  }
-  if (!static_cast<Listener&>(s).SetBacklog(options.listen_backlog)) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on HTTP ",
-                                               options.host, ":", g->port_,
-                                               ": ", std::strerror(errno)));
-  }
-  g->thread_ = std::thread([self] { self->server_->listen_after_bind(); });
-  // httplib's stop() does nothing until the loop runs: wait for it, so that
-  // a Stop() right after Start() cannot hang.
-  while (!s.is_running())
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return g;
 }
 
 void HttpGateway::Stop() {
-  if (thread_.joinable()) {
-    server_->stop();
-    thread_.join();
-  }
+  if (server_) server_->Stop();
 }
 
 }  // namespace latentd::service

@@ -16,38 +16,53 @@
 //                     else 503 "not ready: <why>"
 // A body over max_body_bytes is refused with 413 before it is read whole.
 //
+// Connections (service/internal/http_server.h): an idle keep-alive
+// connection holds no thread, so idle or slow clients cannot keep a real
+// one waiting; a connection idle for idle_timeout_seconds (also a new one
+// that sends nothing) is closed, a request or answer stalled for
+// read/write_timeout_seconds drops its connection, and beyond
+// max_connections a new connection is answered 503 and closed at once.
+//
 // Thread-safety: Start/Stop from one thread; requests are served by the
-// gateway's own thread pool.
+// gateway's own worker threads.
 #ifndef LATENTD_SERVICE_HTTP_GATEWAY_H_
 #define LATENTD_SERVICE_HTTP_GATEWAY_H_
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "service/api_dispatch.h"
 #include "service/metrics.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace latentd::service {
+namespace internal {
+class HttpServer;  // service/internal/http_server.h
+}
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
   int port = 7070;  // 0 picks a free port (see port())
-  int threads = 8;  // worker threads
+  // Threads serving requests. A connection holds one only while one of its
+  // requests is read, run and answered.
+  int threads = 8;
   size_t max_body_bytes = 4 << 20;
-  int read_timeout_seconds = 10;
+  // Connections open at once (idle ones included); one more is answered
+  // 503 and closed at once.
+  int max_connections = 512;
+  // A connection without a request for this long is closed.
+  int idle_timeout_seconds = 5;
+  // A request that stalls (no byte) this long drops its connection; the
+  // same for an answer the client does not read.
+  int read_timeout_seconds = 5;
+  int write_timeout_seconds = 5;
   // Connections the kernel queues before the gateway accepts them.
   int listen_backlog = 1024;
 };
 
 class HttpGateway {
  public:
-  // Binds and starts serving on a background thread. kUnavailable naming
+  // Binds and starts serving on its own threads. kUnavailable naming
   // the address if it cannot be bound, also when another socket (another
   // latentd) listens on it already: the port is not shared (no
   // SO_REUSEPORT). `service` and `metrics` must outlive this.
@@ -56,17 +71,19 @@ class HttpGateway {
       MetricsRegistry* metrics);
   ~HttpGateway();  // Stop()
 
-  int port() const { return port_; }
-  // Stops accepting and waits for requests in progress. Idempotent.
+  int port() const;
+  // Stops accepting, waits for requests in progress and closes every
+  // connection. Idempotent.
   void Stop();
 
  private:
+  class Router;  // the routes: an httplib::Server that answers a request
   HttpGateway(LatentdService* service, MetricsRegistry* metrics);
+  void AddRoutes(LatentdService* service, size_t max_body_bytes);
   ApiDispatcher dispatcher_;
   MetricsRegistry* metrics_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  int port_ = 0;
+  std::unique_ptr<Router> router_;
+  std::unique_ptr<internal::HttpServer> server_;
 };
 
 }  // namespace latentd::service

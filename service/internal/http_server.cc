@@ -1,0 +1,382 @@
+#include "service/internal/http_server.h"
+
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "base/log.h"
+
+namespace latentd::service::internal {
+namespace {
+
+constexpr uint64_t kWakeId = 0;
+constexpr uint32_t kArmed = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+// How often the acceptor looks for connections past their idle timeout.
+constexpr int kTickMs = 100;
+constexpr char kRefused[] =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+    "Content-Length: 29\r\nConnection: close\r\n\r\n"
+    "too many connections to open\n";
+
+int Millis(absl::Duration d) {
+  return static_cast<int>(
+      std::clamp<int64_t>(absl::ToInt64Milliseconds(d), 0, int64_t{1} << 30));
+}
+
+void Address(const sockaddr_storage& a, std::string* ip, int* port) {
+  char buf[INET6_ADDRSTRLEN] = "";
+  if (a.ss_family == AF_INET) {
+    const auto& v4 = reinterpret_cast<const sockaddr_in&>(a);
+    ::inet_ntop(AF_INET, &v4.sin_addr, buf, sizeof(buf));
+    *port = ntohs(v4.sin_port);
+  } else if (a.ss_family == AF_INET6) {
+    const auto& v6 = reinterpret_cast<const sockaddr_in6&>(a);
+    ::inet_ntop(AF_INET6, &v6.sin6_addr, buf, sizeof(buf));
+    *port = ntohs(v6.sin6_port);
+  }
+  *ip = buf;
+}
+
+// Waits up to `ms` for `events` on `fd`; true if ready (or hung up / in
+// error, which the next recv or send reports).
+bool WaitFor(int fd, short events, int ms) {
+  pollfd p{fd, events, 0};
+  for (;;) {
+    const int n = ::poll(&p, 1, ms);
+    if (n > 0) return true;
+    if (n == 0 || errno != EINTR) return false;
+  }
+}
+
+}  // namespace
+
+// One accepted connection. The socket is non-blocking; the read buffer
+// lives as long as the connection, so bytes of a pipelined next request
+// read along with this one are not lost.
+struct HttpConnection {
+  HttpConnection(int fd, uint64_t id) : fd(fd), id(id) {}
+  ~HttpConnection() { ::close(fd); }
+  const int fd;
+  const uint64_t id;
+  std::string remote_ip, local_ip;
+  int remote_port = 0, local_port = 0;
+  // Guarded by the server's mu_: a worker is serving it (not in the epoll
+  // set), or since when it has been idle.
+  bool busy = false;
+  absl::Time idle_since;
+  // Only the worker serving the connection touches these.
+  char buf[4096];
+  size_t begin = 0, end = 0;
+};
+
+namespace {
+
+// httplib::Stream over a Conn, with the server's stall limits.
+class ConnStream final : public httplib::Stream {
+ public:
+  ConnStream(HttpConnection* c, int read_ms, int write_ms)
+      : c_(c), read_ms_(read_ms), write_ms_(write_ms) {}
+
+  bool is_readable() const override {
+    return c_->begin < c_->end || WaitFor(c_->fd, POLLIN, read_ms_);
+  }
+  bool is_writable() const override {
+    return WaitFor(c_->fd, POLLOUT, write_ms_);
+  }
+  ssize_t read(char* ptr, size_t size) override {
+    if (c_->begin == c_->end) {
+      // Large reads (bodies) go straight to the caller's buffer.
+      if (size >= sizeof(c_->buf)) return Recv(ptr, size);
+      const ssize_t n = Recv(c_->buf, sizeof(c_->buf));
+      if (n <= 0) return n;
+      c_->begin = 0;
+      c_->end = static_cast<size_t>(n);
+    }
+    const size_t n = std::min(size, c_->end - c_->begin);
+    std::memcpy(ptr, c_->buf + c_->begin, n);
+    c_->begin += n;
+    return static_cast<ssize_t>(n);
+  }
+  ssize_t write(const char* ptr, size_t size) override {
+    for (;;) {
+      const ssize_t n = ::send(c_->fd, ptr, size, MSG_NOSIGNAL);
+      if (n >= 0) return n;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN || !WaitFor(c_->fd, POLLOUT, write_ms_)) return -1;
+    }
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = c_->remote_ip;
+    port = c_->remote_port;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = c_->local_ip;
+    port = c_->local_port;
+  }
+  socket_t socket() const override { return c_->fd; }
+
+ private:
+  // recv with the read stall limit: -1 on a timeout or an error, 0 at EOF.
+  ssize_t Recv(char* ptr, size_t size) {
+    for (;;) {
+      const ssize_t n = ::recv(c_->fd, ptr, size, 0);
+      if (n >= 0) return n;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN || !WaitFor(c_->fd, POLLIN, read_ms_)) return -1;
+    }
+  }
+
+  HttpConnection* const c_;
+  const int read_ms_, write_ms_;
+};
+
+}  // namespace
+
+HttpServer::HttpServer(const HttpServerOptions& options, RequestFn serve,
+                       MetricsRegistry* metrics)
+    : options_(options),
+      serve_(std::move(serve)),
+      open_(metrics->AddGauge("latentd_http_connections",
+                              "Open HTTP connections")),
+      refused_(metrics->AddCounter(
+          "latentd_http_connections_refused_total",
+          "HTTP connections closed at once: max connections were open")),
+      timed_out_(metrics->AddCounter(
+          "latentd_http_connections_timed_out_total",
+          "HTTP connections closed after their idle timeout")) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(
+    const HttpServerOptions& options, RequestFn serve,
+    MetricsRegistry* metrics) {
+  std::unique_ptr<HttpServer> s(
+      new HttpServer(options, std::move(serve), metrics));
+  absl::Status listening = s->Listen();
+  if (!listening.ok()) {
+    s->stopped_ = true;  // no thread to stop
+    for (int fd : {s->listen_fd_, s->epoll_fd_, s->wake_fd_}) {
+      if (fd >= 0) ::close(fd);
+    }
+    return listening;
+  }
+  s->acceptor_ = std::thread([p = s.get()] { p->AcceptLoop(); });
+  for (int i = 0; i < std::max(1, options.threads); ++i) {
+    s->workers_.emplace_back([p = s.get()] { p->WorkerLoop(); });
+  }
+  return s;
+}
+
+absl::Status HttpServer::Listen() {
+  const std::string where = absl::StrCat(options_.host, ":", options_.port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(options_.port);
+  const int gai =
+      ::getaddrinfo(options_.host.c_str(), port.c_str(), &hints, &found);
+  if (gai != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot bind HTTP to ", where, ": ", ::gai_strerror(gai)));
+  }
+  int err = 0;
+  for (addrinfo* a = found; a != nullptr && listen_fd_ < 0; a = a->ai_next) {
+    const int fd =
+        ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                 a->ai_protocol);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    // SO_REUSEADDR only: a restart may bind while old connections linger
+    // in TIME_WAIT, but no second process can share a listening port
+    // (httplib's defaults also set SO_REUSEPORT).
+    const int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        ::listen(fd, options_.listen_backlog) == 0) {
+      listen_fd_ = fd;
+    } else {
+      err = errno;
+      ::close(fd);
+    }
+  }
+  ::freeaddrinfo(found);
+  if (listen_fd_ < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot bind HTTP to ", where, ": ", std::strerror(err)));
+  }
+  sockaddr_storage bound{};
+  socklen_t len = sizeof(bound);
+  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &len);
+  std::string ip;
+  Address(bound, &ip, &port_);
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  epoll_event wake{};
+  wake.events = EPOLLIN;  // level-triggered: wakes every worker
+  wake.data.u64 = kWakeId;
+  if (epoll_fd_ < 0 || wake_fd_ < 0 ||
+      ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &wake) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("HTTP on ", where, ": epoll: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+void HttpServer::AcceptLoop() {
+  pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  while (!stopping_.load(std::memory_order_acquire)) {
+    const int n = ::poll(fds, 2, kTickMs);
+    if (n > 0 && (fds[0].revents & POLLIN) != 0) AcceptAll();
+    CloseIdle();
+  }
+}
+
+void HttpServer::AcceptAll() {
+  for (;;) {
+    sockaddr_storage peer{};
+    socklen_t len = sizeof(peer);
+    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer),
+                             &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE) {
+        log::Warning("latentd http",
+                     absl::StrCat("accept: ", std::strerror(errno)));
+        ::usleep(kTickMs * 1000);  // the backlog keeps the rest
+      }
+      return;  // EAGAIN: all taken
+    }
+    uint64_t id = 0;  // none: over the cap (only this thread adds)
+    {
+      absl::MutexLock lock(&mu_);
+      if (conns_.size() < static_cast<size_t>(options_.max_connections)) {
+        id = next_id_++;
+      }
+    }
+    if (id == 0) {
+      refused_->Add();
+      (void)!::send(fd, kRefused, sizeof(kRefused) - 1,
+                    MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::close(fd);
+      continue;
+    }
+    auto c = std::make_shared<HttpConnection>(fd, id);
+    const int yes = 1;  // no Nagle/delayed-ACK stalls on small answers
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
+    Address(peer, &c->remote_ip, &c->remote_port);
+    sockaddr_storage local{};
+    len = sizeof(local);
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
+    Address(local, &c->local_ip, &c->local_port);
+    absl::MutexLock lock(&mu_);
+    c->idle_since = absl::Now();
+    epoll_event ev{};
+    ev.events = kArmed;
+    ev.data.u64 = c->id;
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) == 0) {
+      conns_.emplace(c->id, c);
+      open_->Set(static_cast<double>(conns_.size()));
+    }
+  }
+}
+
+void HttpServer::CloseIdle() {
+  std::vector<std::shared_ptr<Conn>> closing;  // closed outside the lock
+  const absl::Time cutoff = absl::Now() - options_.idle_timeout;
+  absl::MutexLock lock(&mu_);
+  for (const auto& [id, c] : conns_) {
+    if (!c->busy && c->idle_since < cutoff) closing.push_back(c);
+  }
+  for (const auto& c : closing) Drop(c->id);
+  timed_out_->Add(closing.size());
+}
+
+void HttpServer::WorkerLoop() {
+  for (;;) {
+    epoll_event ev{};
+    const int n = ::epoll_wait(epoll_fd_, &ev, 1, -1);
+    if (n < 0 && errno != EINTR) {
+      log::Error("latentd http",
+                 absl::StrCat("epoll_wait: ", std::strerror(errno)));
+      return;
+    }
+    if (n <= 0) continue;
+    if (ev.data.u64 == kWakeId) return;  // Stop()
+    std::shared_ptr<Conn> c;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = conns_.find(ev.data.u64);
+      // Gone: closed as idle just before its bytes came.
+      if (it == conns_.end() || it->second->busy) continue;
+      c = it->second;
+      c->busy = true;
+    }
+    Serve(c);
+  }
+}
+
+void HttpServer::Serve(const std::shared_ptr<Conn>& c) {
+  ConnStream stream(c.get(), Millis(options_.read_timeout),
+                    Millis(options_.write_timeout));
+  bool keep = true;
+  do {
+    const bool stopping = stopping_.load(std::memory_order_acquire);
+    bool closed = false;
+    keep = serve_(stream, stopping, &closed) && !closed && !stopping;
+  } while (keep && c->begin < c->end);  // a pipelined request, read already
+  absl::MutexLock lock(&mu_);
+  if (keep && !stopping_.load(std::memory_order_acquire)) {
+    // Idle again; re-armed under mu_ so that CloseIdle cannot close the
+    // socket in between.
+    c->busy = false;
+    c->idle_since = absl::Now();
+    epoll_event ev{};
+    ev.events = kArmed;
+    ev.data.u64 = c->id;
+    if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c->fd, &ev) == 0) return;
+  }
+  Drop(c->id);
+}
+
+void HttpServer::Drop(uint64_t id) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second->fd, nullptr);
+  conns_.erase(it);
+  open_->Set(static_cast<double>(conns_.size()));
+}
+
+void HttpServer::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  stopping_.store(true, std::memory_order_release);
+  const uint64_t one = 1;
+  (void)!::write(wake_fd_, &one, sizeof(one));
+  acceptor_.join();
+  ::close(listen_fd_);  // new connections are refused from here on
+  for (std::thread& t : workers_) t.join();
+  {
+    absl::MutexLock lock(&mu_);
+    while (!conns_.empty()) Drop(conns_.begin()->first);
+  }
+  ::close(epoll_fd_);
+  ::close(wake_fd_);
+}
+
+}  // namespace latentd::service::internal

@@ -1,0 +1,127 @@
+// HttpServer: the connection handling under the HTTP gateway — a listening
+// socket, an epoll set of the open connections, and worker threads that
+// serve one request at a time from whichever connection has bytes to read.
+// The request itself (parsing, routing, the response) is the gateway's
+// RequestFn; this class only decides which connection is served when, and
+// for how long it may stall.
+//
+// Why not httplib's own loop: it hands each accepted connection to a worker
+// thread that keeps it for the connection's whole life, so a few hundred
+// keep-alive connections that send nothing hold every worker for their
+// read timeout and a real client waits behind them (issue 16). Here an idle
+// connection holds no thread, only a slot in the epoll set:
+//   - a connection waiting for its (next) request is idle; after
+//     idle_timeout it is closed;
+//   - once it has bytes, one worker reads the request, runs the handler and
+//     writes the answer; a read or write that makes no progress for
+//     read_timeout / write_timeout drops the connection;
+//   - at most max_connections are open; a connection beyond that is
+//     answered 503 and closed at once, never queued.
+// The listening socket sets SO_REUSEADDR only (a port in use is an error,
+// never shared) and listens with listen_backlog.
+//
+// Thread-safety: Start/Stop from one thread; the RequestFn runs on the
+// worker threads, several at once (on different connections).
+#ifndef LATENTD_SERVICE_INTERNAL_HTTP_SERVER_H_
+#define LATENTD_SERVICE_INTERNAL_HTTP_SERVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "service/metrics.h"
+
+namespace httplib {
+class Stream;
+}
+
+namespace latentd::service::internal {
+
+struct HttpConnection;  // one accepted connection (http_server.cc)
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;     // 0 picks a free port (see port())
+  int threads = 8;  // workers serving requests; idle connections need none
+  int max_connections = 512;
+  int listen_backlog = 1024;
+  absl::Duration idle_timeout = absl::Seconds(5);   // between requests
+  absl::Duration read_timeout = absl::Seconds(5);   // no byte in a request
+  absl::Duration write_timeout = absl::Seconds(5);  // no byte of an answer
+};
+
+// Serves one request from `stream`: reads it, answers it, returns false if
+// the connection must close (unreadable request, failed write). Sets
+// *connection_closed when the client asked to close. `close_connection`
+// asks the answer to say "Connection: close" (the server is stopping).
+using RequestFn = std::function<bool(
+    httplib::Stream& stream, bool close_connection, bool* connection_closed)>;
+
+class HttpServer {
+ public:
+  // Binds options.host:port and starts the threads. kUnavailable naming the
+  // address if it cannot be bound (in use, not local) or listened on.
+  // Registers its metrics (latentd_http_*) in *metrics, which, like
+  // `serve`'s captures, must outlive the server.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
+      const HttpServerOptions& options, RequestFn serve,
+      MetricsRegistry* metrics);
+  ~HttpServer();  // Stop()
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  int port() const { return port_; }
+  // Stops accepting, lets requests in progress finish (their answers say
+  // "Connection: close"), closes every connection, joins the threads.
+  // Idempotent.
+  void Stop();
+
+ private:
+  using Conn = HttpConnection;
+  HttpServer(const HttpServerOptions& options, RequestFn serve,
+             MetricsRegistry* metrics);
+  absl::Status Listen();
+  void AcceptLoop();  // the acceptor thread: accepts, closes idle ones
+  void AcceptAll();
+  void CloseIdle();
+  void WorkerLoop();
+  // Serves `c`'s requests while it has bytes buffered, then makes it idle
+  // again or drops it.
+  void Serve(const std::shared_ptr<Conn>& c);
+  // Removes `id` from the epoll set and the table (its socket closes when
+  // the last reference goes).
+  void Drop(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const HttpServerOptions options_;
+  const RequestFn serve_;
+  Gauge* open_;         // latentd_http_connections
+  Counter* refused_;    // latentd_http_connections_refused_total
+  Counter* timed_out_;  // latentd_http_connections_timed_out_total
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;  // eventfd, readable once Stop() begins
+  int port_ = 0;
+  std::atomic<bool> stopping_{false};  // release by Stop, acquire by threads
+  bool stopped_ = false;               // Start/Stop thread only
+
+  absl::Mutex mu_;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<Conn>> conns_
+      ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;  // 0 is the wake fd
+
+  std::thread acceptor_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace latentd::service::internal
+
+#endif  // LATENTD_SERVICE_INTERNAL_HTTP_SERVER_H_
