@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "corpora/status_macros.h"
 #include "hashring/ring_config.h"
+#include "sync/cluster_admin.h"
 
 namespace latentd {
 
@@ -96,6 +97,10 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
         return;
       }
       absl::Status s = owner_->ImportKeys(h);
+      if (s.ok()) {
+        handoff_keys_in_.fetch_add(h.keys_size());
+        handoff_bytes_in_.fetch_add(request.payload.size());
+      }
       if (!s.ok()) {
         options_.log(absl::StrCat("refused key hand-off from ", h.from_node(),
                                   " (epoch ", h.epoch(), "): ", s.ToString()));
@@ -111,17 +116,78 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
   }
 }
 
+absl::StatusOr<hashring::RingConfig> ClusterLink::AwaitAdmission(
+    sync::RedisClient* redis) {
+  LATENTD_RETURN_IF_ERROR(
+      sync::RegisterPending(redis, options_.cluster, node_id_, address_));
+  options_.log(absl::StrCat("registered as pending in cluster ",
+                            options_.cluster,
+                            "; waiting to be admitted "
+                            "(latentctl cluster add-node ",
+                            node_id_, ")"));
+  const std::string key = sync::RingKey(options_.cluster);
+  const absl::Time deadline = absl::Now() + options_.join_timeout;
+  while (true) {
+    LATENTD_ASSIGN_OR_RETURN(sync::RedisReply reply,
+                             redis->Command({"GET", key}));
+    if (reply.type == sync::RedisReply::Type::kString) {
+      LATENTD_ASSIGN_OR_RETURN(hashring::RingConfig config,
+                               hashring::ParseRingConfig(reply.str));
+      for (const hashring::Member& m : config.members) {
+        if (m.id == node_id_) return config;
+      }
+    }
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "not admitted to cluster ", options_.cluster, " within ",
+          absl::FormatDuration(options_.join_timeout),
+          " (admit it with latentctl cluster add-node ", node_id_, ")"));
+    }
+    absl::SleepFor(std::min(options_.ring_poll, absl::Milliseconds(100)));
+  }
+}
+
+absl::Status ClusterLink::AwaitHandoffs(sync::RedisClient* redis,
+                                        const hashring::RingConfig& config) {
+  const std::string set =
+      absl::StrCat("latentd:", options_.cluster, ":handoff:", config.version);
+  const absl::Time deadline = absl::Now() + options_.join_timeout;
+  while (true) {
+    LATENTD_ASSIGN_OR_RETURN(sync::RedisReply done,
+                             redis->Command({"SMEMBERS", set}));
+    std::string waiting;
+    for (const hashring::Member& m : config.members) {
+      if (m.id == node_id_) continue;
+      bool in = false;
+      for (const sync::RedisReply& e : done.elements) in |= e.str == m.id;
+      if (!in) waiting = m.id;
+    }
+    if (waiting.empty()) return absl::OkStatus();
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("admitted at epoch ", config.version, ", but member ",
+                       waiting, " has not handed its keys off within ",
+                       absl::FormatDuration(options_.join_timeout)));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+}
+
 absl::Status ClusterLink::Join() {
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<sync::RedisClient> redis,
                            sync::RedisClient::Connect(options_.redis_url));
-  sync::MembershipOptions mo;
-  mo.cluster = options_.cluster;
-  mo.node_id = node_id_;
-  mo.address = address_;
-  mo.expected_members = options_.expected_members;
-  mo.wait_timeout = options_.join_timeout;
-  LATENTD_ASSIGN_OR_RETURN(hashring::RingConfig config,
-                           sync::JoinCluster(redis.get(), mo));
+  hashring::RingConfig config;
+  if (options_.join) {
+    LATENTD_ASSIGN_OR_RETURN(config, AwaitAdmission(redis.get()));
+  } else {
+    sync::MembershipOptions mo;
+    mo.cluster = options_.cluster;
+    mo.node_id = node_id_;
+    mo.address = address_;
+    mo.expected_members = options_.expected_members;
+    mo.wait_timeout = options_.join_timeout;
+    LATENTD_ASSIGN_OR_RETURN(config, sync::JoinCluster(redis.get(), mo));
+  }
   LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const hashring::Ring> ring,
                            hashring::Ring::Build(config));
   std::vector<std::unique_ptr<sync::OwnerChannel>> channels;
@@ -135,7 +201,14 @@ absl::Status ClusterLink::Join() {
     channels.push_back(
         sync::MakeRemoteChannel(peer->client.get(), options_.call_timeout));
   }
-  LATENTD_RETURN_IF_ERROR(RefuseRunningCluster());
+  if (options_.join) {
+    // Start at the cluster's clock, not at 0: SSP would otherwise hold
+    // everyone back until this node caught up.
+    sweep_.store(PeersClock());
+    clocks_->Update(node_id_, sweep_.load(), false);
+  } else {
+    LATENTD_RETURN_IF_ERROR(RefuseRunningCluster());
+  }
   std::vector<uint32_t> key_owner(table_->num_keys());
   for (size_t i = 0; i < key_owner.size(); ++i) {
     key_owner[i] = ring->Owner(table_->key(i));
@@ -157,8 +230,38 @@ absl::Status ClusterLink::Join() {
   so.log = options_.log;
   sync_ = std::make_unique<sync::Synchronizer>(so, table_, std::move(key_owner),
                                                std::move(channels));
-  sync_->Start();
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  if (options_.join) {
+    // The members hand this node the keys the new ring gives it; once all
+    // have (so that a key's changes reach it in order), push this node's
+    // counts and take the globals, as any holder.
+    LATENTD_RETURN_IF_ERROR(AwaitHandoffs(redis.get(), ring_config()));
+    sync_->Start();
+    sync_->FullPass();
+    ready_.store(true);
+    clocks_->MarkReady(node_id_);
+    KickHeartbeat();
+    sync_->FullPass();
+    LATENTD_RETURN_IF_ERROR(table_->ApplyPending());
+    if (options_.ring_poll > absl::ZeroDuration()) {
+      ring_watch_ = std::thread([this] { WatchRing(); });
+    }
+    sync::MoveCounters moved;
+    moved.keys = handoff_keys_in_.load();
+    moved.bytes = handoff_bytes_in_.load();
+    absl::StatusOr<sync::MoveRecord> done =
+        sync::FinishMove(redis.get(), options_.cluster, epoch(), moved);
+    if (!done.ok()) {
+      options_.log(absl::StrCat(
+          "joined at epoch ", epoch(),
+          ", but the move record was not closed: ", done.status().ToString()));
+    }
+    options_.log(absl::StrCat("joined cluster ", options_.cluster, " at epoch ",
+                              epoch(), " (sweep ", sweep(), "); took ",
+                              moved.keys, " keys"));
+    return absl::OkStatus();
+  }
+  sync_->Start();
   if (options_.ring_poll > absl::ZeroDuration()) {
     ring_watch_ = std::thread([this] { WatchRing(); });
   }
@@ -177,6 +280,22 @@ absl::Status ClusterLink::Join() {
   }
   sync_->FullPass();
   return table_->ApplyPending();
+}
+
+uint64_t ClusterLink::PeersClock() {
+  sync::Progress p;
+  p.set_node_id(node_id_);
+  const std::string payload = p.SerializeAsString();
+  uint64_t clock = 0;
+  for (Peer* peer : PeerList()) {
+    absl::StatusOr<sync::Frame> r = peer->client->CallSync(
+        sync::MESSAGE_TYPE_PROGRESS, payload, options_.call_timeout);
+    sync::ProgressReply reply;
+    if (r.ok() && reply.ParseFromString(r->payload)) {
+      clock = std::max(clock, reply.clock());
+    }
+  }
+  return clock;
 }
 
 absl::Status ClusterLink::RefuseRunningCluster() {

@@ -65,6 +65,14 @@ struct ClusterLinkOptions {
   std::string listen = "127.0.0.1:0";  // sync server; port 0: a free one
   std::string node_id;                 // "" = the address listened on
   uint32_t expected_members = 1;       // the ring is fixed with this many
+  // Join a running cluster instead (sync/cluster_admin.h): register as
+  // pending, wait until an operator admits this node (the ring lists it),
+  // take the keys the new ring gives it once every member has handed them
+  // off, then push this node's counts and take the globals. It starts at
+  // the cluster's sweep clock. expected_members is not used.
+  bool join = false;
+  // How long to wait for the ring (or, with `join`, for admission and the
+  // hand-offs).
   absl::Duration join_timeout = absl::Seconds(60);
 
   // ---- Sync ----
@@ -173,6 +181,15 @@ class ClusterLink {
   // that restarted alone). Members join only as a whole cluster until
   // membership hand-off exists.
   absl::Status RefuseRunningCluster();
+  // With `join`: registers as pending and returns the ring that admits
+  // this node.
+  absl::StatusOr<hashring::RingConfig> AwaitAdmission(sync::RedisClient* redis);
+  // With `join`: waits until every other member of `config` is in the
+  // epoch's hand-off set.
+  absl::Status AwaitHandoffs(sync::RedisClient* redis,
+                             const hashring::RingConfig& config);
+  // The highest sweep clock the peers report (0 if none answers).
+  uint64_t PeersClock();
   struct Peer;
   void HandleFrame(sync::Frame request, sync::Responder responder);
   // The ring watcher thread: polls Redis, follows new epochs, resends
@@ -224,6 +241,9 @@ class ClusterLink {
   };
   std::optional<RingChange> change_;
   std::atomic<bool> ring_changing_{false};
+  // Keys and bytes other owners handed to this one (move reports).
+  std::atomic<uint64_t> handoff_keys_in_{0};
+  std::atomic<uint64_t> handoff_bytes_in_{0};
   std::unique_ptr<sync::Synchronizer> sync_;
   std::atomic<uint64_t> sweep_{0};
   std::atomic<bool> finished_{false};

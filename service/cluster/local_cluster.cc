@@ -83,14 +83,15 @@ std::string RedisProcess::url() const {
 
 absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     const ClusterNodeOptions& base, int nodes,
-    std::vector<absl::Duration> slow_down) {
+    std::vector<absl::Duration> slow_down, int shards) {
   std::unique_ptr<LocalCluster> c(new LocalCluster());
+  if (shards < nodes) shards = nodes;
   std::vector<absl::StatusOr<std::unique_ptr<ClusterNode>>> made(nodes);
   std::vector<std::thread> threads;
   for (int i = 0; i < nodes; ++i) {
     ClusterNodeOptions o = base;
     o.shard = static_cast<uint32_t>(i);
-    o.num_shards = static_cast<uint32_t>(nodes);
+    o.num_shards = static_cast<uint32_t>(shards);
     o.expected_members = static_cast<uint32_t>(nodes);
     o.node_id = absl::StrCat("node", i);
     o.listen = "127.0.0.1:0";

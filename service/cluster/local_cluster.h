@@ -50,9 +50,16 @@ class LocalCluster {
   // Starts `nodes` nodes from `base` (node i gets shard i of `nodes`,
   // node id "node<i>", cluster `base.cluster`), all joined.
   // slow_down[i], if given, overrides base.slow_down for node i.
+  // With `shards` > nodes, node i gets shard i of `shards` and the other
+  // shards are left for nodes that join later (Add).
   static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(
       const ClusterNodeOptions& base, int nodes,
-      std::vector<absl::Duration> slow_down = {});
+      std::vector<absl::Duration> slow_down = {}, int shards = 0);
+  // Takes a node that joined the running cluster (options.join), so that
+  // Drain, total_tokens and the destructor count it.
+  void Add(std::unique_ptr<ClusterNode> node) {
+    nodes_.push_back(std::move(node));
+  }
   ~LocalCluster();
 
   // Every node runs `sweeps` sweeps on its own thread, then Finish().

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "hashring/ring_config.h"
 #include "service/cluster/local_cluster.h"
+#include "sync/cluster_admin.h"
 #include "sync/membership.h"
 #include "tests/cluster/cluster_test_util.h"
 
@@ -90,6 +91,95 @@ TEST_F(ClusterTest, ExactThroughARingEpochChangeSsp1) {
   o.slow_down = absl::Milliseconds(40);
   RunThroughEpochChange(o);
   EXPECT_EQ(log_.Count("ring epoch 1 -> 2"), 3);
+}
+
+// Grow (issue 12, must-show 1, with AP's third shard as the new node's
+// documents): two nodes train two thirds of AP; a third starts with --join,
+// registers as pending, is admitted mid-training (AdmitNode, what
+// `latentctl cluster add-node` runs), takes its keys from the two, pushes
+// its counts and samples. The model then covers all of AP exactly, and the
+// move is recorded as done.
+void RunGrow(ClusterNodeOptions base) {
+  auto cluster = LocalCluster::Start(base, 2, {}, /*shards=*/3);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto& nodes = (*cluster)->nodes();
+  ClusterNodeOptions joiner = base;
+  joiner.join = true;
+  joiner.node_id = "node2";
+  joiner.shard = 2;
+  joiner.num_shards = 3;
+  joiner.listen = "127.0.0.1:0";
+  absl::StatusOr<std::unique_ptr<ClusterNode>> third;
+  absl::Status admitted = absl::UnknownError("not run");
+  std::thread operator_thread([&] {
+    while (nodes[0]->sweep() < 2) absl::SleepFor(absl::Milliseconds(5));
+    auto redis = sync::RedisClient::Connect(base.redis_url);
+    if (!redis.ok()) {
+      admitted = redis.status();
+      return;
+    }
+    // Wait until the node has registered, then admit it.
+    for (int i = 0; i < 600; ++i) {
+      auto st = sync::ReadClusterStatus(redis->get(), base.cluster);
+      if (st.ok()) {
+        for (const auto& m : st->members) {
+          if (m.id == "node2" && m.state == sync::MemberState::kPending) {
+            admitted =
+                sync::AdmitNode(redis->get(), base.cluster, "node2").status();
+            return;
+          }
+        }
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    admitted = absl::DeadlineExceededError("node2 never registered");
+  });
+  // The new node samples while the others do (under SSP they wait for it).
+  absl::Status sampled;
+  uint64_t first_clock = 0;
+  std::thread joining([&] {
+    third = ClusterNode::Create(joiner);
+    if (!third.ok()) return;
+    first_clock = (*third)->sweep();
+    for (int s = 0; s < 6 && sampled.ok(); ++s) {
+      sampled = (*third)->Sweep(/*evaluate=*/false).status();
+    }
+    (*third)->Finish();
+  });
+  auto run = (*cluster)->RunSweeps(14);
+  joining.join();
+  operator_thread.join();
+  ASSERT_TRUE(admitted.ok()) << admitted;
+  ASSERT_TRUE(third.ok()) << third.status();
+  ASSERT_TRUE(run.ok()) << run.status();
+  ASSERT_TRUE(sampled.ok()) << sampled;
+  EXPECT_EQ((*third)->epoch(), 2u);
+  EXPECT_GE(first_clock, 2u) << "it starts at the cluster's clock";
+  (*cluster)->Add(std::move(*third));
+  for (auto& n : nodes) EXPECT_EQ(n->epoch(), 2u) << n->node_id();
+  auto rounds = (*cluster)->Drain();
+  ASSERT_TRUE(rounds.ok()) << rounds.status();
+  EXPECT_EQ((*cluster)->total_tokens(), 435838u);  // all of AP
+  ExpectExact(**cluster);
+  auto redis = sync::RedisClient::Connect(base.redis_url);
+  ASSERT_TRUE(redis.ok());
+  auto move =
+      sync::WaitForMove(redis->get(), base.cluster, 2, absl::Seconds(10));
+  ASSERT_TRUE(move.ok()) << move.status();
+  EXPECT_EQ(move->status, sync::MoveStatus::kDone);
+  EXPECT_GT(move->counters.keys, 0u);
+}
+
+TEST_F(ClusterTest, GrowAsync) {
+  ClusterNodeOptions o = Base("async");
+  o.slow_down = absl::Milliseconds(40);
+  RunGrow(o);
+}
+
+TEST_F(ClusterTest, GrowSsp1) {
+  ClusterNodeOptions o = Base("ssp:1");
+  o.slow_down = absl::Milliseconds(40);
+  RunGrow(o);
 }
 
 }  // namespace
