@@ -61,8 +61,7 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
   c->cluster_cmd = app->add_subcommand(
       "cluster",
       "The cluster's control plane in Redis: ring epoch, member states, "
-      "moves (read-only for now: adding and removing nodes comes with the "
-      "nodes' key hand-off)");
+      "moves; admitting a node that asked to join");
   c->cluster_cmd->require_subcommand(1);
   c->status = c->cluster_cmd->add_subcommand(
       "status",
@@ -76,22 +75,76 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
   c->status->add_option("--cluster", c->cluster, "Name of the cluster")
       ->capture_default_str();
   c->status->add_flag("--json", c->json, "Print JSON instead of text");
+  c->add_node = c->cluster_cmd->add_subcommand(
+      "add-node",
+      "Admit a pending node (started with --cluster-join; `cluster status` "
+      "lists it) and wait until it has its keys and has joined");
+  c->add_node->add_option("node", c->node, "The pending node's id")->required();
+  c->add_node
+      ->add_option("--cluster-redis", c->redis_url,
+                   "Redis holding the cluster, as the nodes' --cluster-redis")
+      ->required();
+  c->add_node->add_option("--cluster", c->cluster, "Name of the cluster")
+      ->capture_default_str();
+  c->add_node
+      ->add_option("--timeout", c->timeout_seconds,
+                   "Seconds to wait for the move to finish")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  c->add_node->add_flag("--json", c->json, "Print JSON instead of text");
 }
+
+namespace {
+
+absl::Status RunAddNode(const ClusterCommands& c, sync::RedisClient* redis,
+                        FILE* out) {
+  absl::StatusOr<hashring::RingConfig> ring =
+      sync::AdmitNode(redis, c.cluster, c.node);
+  if (!ring.ok()) return ring.status();
+  absl::StatusOr<sync::MoveRecord> move = sync::WaitForMove(
+      redis, c.cluster, ring->version, absl::Seconds(c.timeout_seconds));
+  if (!move.ok()) {
+    return absl::Status(
+        move.status().code(),
+        absl::StrCat("admitted ", c.node, " at epoch ", ring->version,
+                     ", but: ", move.status().message()));
+  }
+  const double seconds = (move->finished_ms - move->started_ms) / 1000.0;
+  if (c.json) {
+    absl::FPrintF(out,
+                  "{\"node\":%s,\"fromEpoch\":%d,\"toEpoch\":%d,\"keys\":%d,"
+                  "\"bytes\":%d,\"seconds\":%.3f}\n",
+                  JsonString(c.node), move->from_epoch, move->to_epoch,
+                  move->counters.keys, move->counters.bytes, seconds);
+  } else {
+    absl::FPrintF(out,
+                  "admitted %s: epoch %d -> %d; %d keys (%d bytes) moved to it "
+                  "in %.1f s\n",
+                  c.node, move->from_epoch, move->to_epoch, move->counters.keys,
+                  move->counters.bytes, seconds);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 std::optional<absl::Status> RunClusterCommands(const ClusterCommands& c,
                                                FILE* out) {
-  if (c.status == nullptr || !c.status->parsed()) return std::nullopt;
+  const bool status = c.status != nullptr && c.status->parsed();
+  const bool add = c.add_node != nullptr && c.add_node->parsed();
+  if (!status && !add) return std::nullopt;
   // hiredis writes with write(2): a Redis that goes away mid-command must
   // give an error, not kill latentctl with SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
   absl::StatusOr<std::unique_ptr<sync::RedisClient>> redis =
       sync::RedisClient::Connect(c.redis_url);
   if (!redis.ok()) return redis.status();
-  absl::StatusOr<sync::ClusterStatus> status =
+  if (add) return RunAddNode(c, redis->get(), out);
+  absl::StatusOr<sync::ClusterStatus> read =
       sync::ReadClusterStatus(redis->get(), c.cluster);
-  if (!status.ok()) return status.status();
-  const std::string text = c.json ? FormatClusterStatusJson(*status)
-                                  : FormatClusterStatusText(*status);
+  if (!read.ok()) return read.status();
+  const std::string text =
+      c.json ? FormatClusterStatusJson(*read) : FormatClusterStatusText(*read);
   std::fputs(text.c_str(), out);
   return absl::OkStatus();
 }

@@ -9,12 +9,18 @@
 // the Redis server's clock), and the latest move. Text by default; --json
 // prints one JSON object (lowerCamelCase names, as the API's JSON).
 //
-// Read-only on purpose: there is no add-node / remove-node yet. The
-// functions that change the ring exist (sync::AdmitNode, sync::RemoveNode),
-// but no node acts on a new epoch yet (the data plane: key hand-off,
-// re-routing, document shipping), so an operator command that wrote one
-// would report success while the cluster kept the old placement, and the
-// move would never finish. They come with the data plane.
+//   latentctl cluster add-node NODE_ID --cluster-redis URL [--cluster NAME]
+//                              [--timeout SECONDS] [--json]
+//
+// admits a pending node (one started with --cluster-join, listed by
+// status): a new ring epoch with the node (sync::AdmitNode), then waits
+// until the members have handed it its keys and it has joined, and prints
+// what moved (keys, bytes, seconds). Errors change nothing: an unknown or
+// not-pending node, a move already running, two operators racing.
+//
+// remove-node is not offered yet: a node does not yet leave a running
+// cluster (ship its documents, hand its keys off), so the command would
+// start a move no node could finish.
 //
 // Thread-safety: reentrant; each run opens its own Redis connection.
 #ifndef LATENTD_CLI_CLUSTER_COMMANDS_H_
@@ -34,17 +40,22 @@ struct ClusterCommands {
   std::string redis_url;            // --cluster-redis
   std::string cluster = "latentd";  // --cluster, the daemon's default
   bool json = false;
+  std::string node;              // add-node NODE_ID
+  double timeout_seconds = 120;  // add-node: wait this long for the move
   CLI::App* cluster_cmd = nullptr;
   CLI::App* status = nullptr;
+  CLI::App* add_node = nullptr;
 };
 
-// Adds `cluster` and its subcommand `status` to `app`.
+// Adds `cluster` and its subcommands `status` and `add-node` to `app`.
 void AddClusterCommands(CLI::App* app, ClusterCommands* commands);
 
 // Runs the cluster subcommand that was parsed; nullopt if none was.
 // kInvalidArgument for a malformed --cluster-redis, kUnavailable if Redis
 // cannot be reached, kDataLoss if what it holds is not the documented
-// layout (the message names the key).
+// layout (the message names the key); add-node as sync::AdmitNode says,
+// kDeadlineExceeded if the move is still running after --timeout (it goes
+// on; `cluster status` shows it), kAborted if it failed.
 std::optional<absl::Status> RunClusterCommands(const ClusterCommands& commands,
                                                FILE* out);
 

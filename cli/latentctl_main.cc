@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
     return Report(*s, app.get_subcommands().front()->get_name().c_str());
   }
   if (auto s = latentd::RunClusterCommands(cluster, stdout)) {
-    return Report(*s, "cluster status");
+    return Report(*s, "cluster");
   }
 
   if (t->parsed()) {

@@ -8,9 +8,12 @@
 #include <signal.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -209,6 +212,116 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
   infer.set_text(kEvents[0]);
   api::InferDocumentResponse mixture;
   EXPECT_TRUE(ca->Call(Method::kInferDocument, infer, &mixture).ok());
+  EXPECT_EQ(a->Stop(), 0) << a->Log();
+}
+
+// Runs latentctl (beside $LATENTD_BIN) with `args`; its exit status and
+// output (stdout and stderr).
+std::pair<int, std::string> Latentctl(const std::vector<std::string>& args) {
+  std::string bin = std::getenv("LATENTD_BIN");
+  bin = bin.substr(0, bin.rfind('/') + 1) + "latentctl";
+  std::string cmd = bin;
+  for (const std::string& a : args) absl::StrAppend(&cmd, " '", a, "'");
+  absl::StrAppend(&cmd, " 2>&1");
+  FILE* p = ::popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[512];
+  while (p != nullptr && std::fgets(buf, sizeof(buf), p) != nullptr) out += buf;
+  const int status = p != nullptr ? ::pclose(p) : -1;
+  return {status, out};
+}
+
+// Grow (issue 12): a third daemon started with --cluster-join waits as
+// pending (it serves its API only once joined), `latentctl cluster
+// add-node` admits it while the two train, the two hand it its keys, and
+// after training the three hold one model: the same topic totals, adding
+// up to the tokens of all three stores.
+TEST(DaemonCluster, ADaemonJoinsARunningClusterWhenAdmitted) {
+  TempDir tmp;
+  RedisServer redis(tmp.path());
+  ASSERT_TRUE(redis.ok());
+  std::vector<std::string> args = ApCorpusArgs();
+  for (const std::string& a : {std::string("--topics"), std::string("20"),
+                               std::string("--cluster-redis"), redis.address(),
+                               std::string("--cluster"), std::string("grow")}) {
+    args.push_back(a);
+  }
+  std::vector<std::string> first = args, joiner = args;
+  for (const char* a : {"--max-sweeps", "15", "--cluster-size", "2"}) {
+    first.push_back(a);
+  }
+  for (const char* a :
+       {"--max-sweeps", "6", "--cluster-join", "on", "--join-timeout", "120"}) {
+    joiner.push_back(a);
+  }
+  auto a = std::make_unique<Daemon>(tmp.path() + "/a", first, false);
+  auto b = std::make_unique<Daemon>(tmp.path() + "/b", first, false);
+  a->WaitForPorts();
+  b->WaitForPorts();
+  ASSERT_TRUE(a->ok()) << a->Log();
+  ASSERT_TRUE(b->ok()) << b->Log();
+  auto c = std::make_unique<Daemon>(tmp.path() + "/c", joiner, false);
+
+  // The operator finds the pending node in `cluster status` and admits it.
+  std::string pending;
+  for (int i = 0; i < 600 && pending.empty(); ++i) {
+    auto [rc, out] =
+        Latentctl({"cluster", "status", "--cluster-redis", redis.address(),
+                   "--cluster", "grow", "--json"});
+    ASSERT_EQ(rc, 0) << out;
+    const size_t at = out.find("\"state\":\"pending\"");
+    if (at != std::string::npos) {
+      const size_t id = out.rfind("\"id\":\"", at);
+      ASSERT_NE(id, std::string::npos) << out;
+      const size_t begin = id + 6;
+      pending = out.substr(begin, out.find('"', begin) - begin);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+  ASSERT_FALSE(pending.empty()) << c->Log();
+  auto [rc, out] = Latentctl({"cluster", "add-node", pending, "--cluster-redis",
+                              redis.address(), "--cluster", "grow"});
+  ASSERT_EQ(rc, 0) << out << c->Log();
+  EXPECT_NE(out.find("admitted " + pending + ": epoch 1 -> 2"),
+            std::string::npos)
+      << out;
+  // A second admission of the same node changes nothing.
+  auto [again, again_out] =
+      Latentctl({"cluster", "add-node", pending, "--cluster-redis",
+                 redis.address(), "--cluster", "grow"});
+  EXPECT_NE(again, 0) << again_out;
+  EXPECT_NE(again_out.find("not pending"), std::string::npos) << again_out;
+  ASSERT_TRUE(c->WaitForPorts()) << c->Log();
+  EXPECT_EQ(c->tcp(), pending);
+
+  auto ca = a->Client(Protocol::kTcp);
+  auto cb = b->Client(Protocol::kTcp);
+  auto cc = c->Client(Protocol::kTcp);
+  auto done = [](const api::StatusResponse& s) {
+    return !s.training() && s.pending() == 0;
+  };
+  std::vector<absl::StatusOr<api::StatusResponse>> finals;
+  for (auto* client : {ca.get(), cb.get(), cc.get()}) {
+    finals.push_back(WaitStatus(client, done, 180));
+    ASSERT_TRUE(finals.back().ok()) << finals.back().status();
+    EXPECT_EQ(finals.back()->cluster_members_size(), 3);
+  }
+  int64_t tokens = 0;
+  for (const auto& f : finals) tokens += static_cast<int64_t>(f->tokens());
+  std::vector<int64_t> na, nb, nc;
+  for (int i = 0; i < 300; ++i) {
+    na = TopicTotals(ca.get());
+    nb = TopicTotals(cb.get());
+    nc = TopicTotals(cc.get());
+    if (Sum(na) == tokens && na == nb && nb == nc) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(Sum(na), tokens);
+  EXPECT_EQ(na, nb);
+  EXPECT_EQ(nb, nc);
+  EXPECT_EQ(c->Stop(), 0) << c->Log();
+  EXPECT_EQ(b->Stop(), 0) << b->Log();
   EXPECT_EQ(a->Stop(), 0) << a->Log();
 }
 
