@@ -8,19 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "corpora/status_macros.h"
 #include "hashring/ring_config.h"
+#include "service/cluster/internal/cluster_peer.h"
 #include "sync/cluster_admin.h"
 
 namespace latentd {
-
-// A remote member: its transport client, heartbeat state.
-struct ClusterLink::Peer {
-  std::string id;
-  std::unique_ptr<sync::Client> client;
-  absl::Mutex mu;
-  absl::Time last_ok ABSL_GUARDED_BY(mu) = absl::Now();
-  bool reported_down ABSL_GUARDED_BY(mu) = false;
-  bool in_flight ABSL_GUARDED_BY(mu) = false;  // one heartbeat at a time
-};
 
 ClusterLink::ClusterLink(ClusterLinkOptions options, SyncedTopicTable* table)
     : options_(std::move(options)),
@@ -113,63 +104,6 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
     default:
       responder.Reply(absl::UnimplementedError(
           absl::StrCat("unknown message type ", request.type)));
-  }
-}
-
-absl::StatusOr<hashring::RingConfig> ClusterLink::AwaitAdmission(
-    sync::RedisClient* redis) {
-  LATENTD_RETURN_IF_ERROR(
-      sync::RegisterPending(redis, options_.cluster, node_id_, address_));
-  options_.log(absl::StrCat("registered as pending in cluster ",
-                            options_.cluster,
-                            "; waiting to be admitted "
-                            "(latentctl cluster add-node ",
-                            node_id_, ")"));
-  const std::string key = sync::RingKey(options_.cluster);
-  const absl::Time deadline = absl::Now() + options_.join_timeout;
-  while (true) {
-    LATENTD_ASSIGN_OR_RETURN(sync::RedisReply reply,
-                             redis->Command({"GET", key}));
-    if (reply.type == sync::RedisReply::Type::kString) {
-      LATENTD_ASSIGN_OR_RETURN(hashring::RingConfig config,
-                               hashring::ParseRingConfig(reply.str));
-      for (const hashring::Member& m : config.members) {
-        if (m.id == node_id_) return config;
-      }
-    }
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "not admitted to cluster ", options_.cluster, " within ",
-          absl::FormatDuration(options_.join_timeout),
-          " (admit it with latentctl cluster add-node ", node_id_, ")"));
-    }
-    absl::SleepFor(std::min(options_.ring_poll, absl::Milliseconds(100)));
-  }
-}
-
-absl::Status ClusterLink::AwaitHandoffs(sync::RedisClient* redis,
-                                        const hashring::RingConfig& config) {
-  const std::string set =
-      absl::StrCat("latentd:", options_.cluster, ":handoff:", config.version);
-  const absl::Time deadline = absl::Now() + options_.join_timeout;
-  while (true) {
-    LATENTD_ASSIGN_OR_RETURN(sync::RedisReply done,
-                             redis->Command({"SMEMBERS", set}));
-    std::string waiting;
-    for (const hashring::Member& m : config.members) {
-      if (m.id == node_id_) continue;
-      bool in = false;
-      for (const sync::RedisReply& e : done.elements) in |= e.str == m.id;
-      if (!in) waiting = m.id;
-    }
-    if (waiting.empty()) return absl::OkStatus();
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("admitted at epoch ", config.version, ", but member ",
-                       waiting, " has not handed its keys off within ",
-                       absl::FormatDuration(options_.join_timeout)));
-    }
-    absl::SleepFor(absl::Milliseconds(20));
   }
 }
 
@@ -280,22 +214,6 @@ absl::Status ClusterLink::Join() {
   }
   sync_->FullPass();
   return table_->ApplyPending();
-}
-
-uint64_t ClusterLink::PeersClock() {
-  sync::Progress p;
-  p.set_node_id(node_id_);
-  const std::string payload = p.SerializeAsString();
-  uint64_t clock = 0;
-  for (Peer* peer : PeerList()) {
-    absl::StatusOr<sync::Frame> r = peer->client->CallSync(
-        sync::MESSAGE_TYPE_PROGRESS, payload, options_.call_timeout);
-    sync::ProgressReply reply;
-    if (r.ok() && reply.ParseFromString(r->payload)) {
-      clock = std::max(clock, reply.clock());
-    }
-  }
-  return clock;
 }
 
 absl::Status ClusterLink::RefuseRunningCluster() {
@@ -513,182 +431,6 @@ absl::StatusOr<ClusterLink::Peer*> ClusterLink::FindOrAddPeer(
   peer->client = std::make_unique<sync::Client>(loop_.get(), co);
   peers_.push_back(std::move(peer));
   return peers_.back().get();
-}
-
-void ClusterLink::WatchRing() {
-  std::unique_ptr<sync::RedisClient> redis;
-  const std::string key = sync::RingKey(options_.cluster);
-  while (true) {
-    {
-      absl::MutexLock l(&hb_mu_);
-      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(hb_mu_) {
-        return hb_stop_;
-      };
-      hb_mu_.AwaitWithTimeout(absl::Condition(&stop), options_.ring_poll);
-      if (hb_stop_) return;
-    }
-    SendHandoffs();
-    if (redis == nullptr) {
-      // Redis away: training goes on with the ring this node has.
-      absl::StatusOr<std::unique_ptr<sync::RedisClient>> r =
-          sync::RedisClient::Connect(options_.redis_url);
-      if (!r.ok()) continue;
-      redis = std::move(*r);
-    }
-    if (change_.has_value()) {
-      absl::Status s = AdvanceRingChange(redis.get());
-      if (s.code() == absl::StatusCode::kUnavailable) redis.reset();
-      continue;
-    }
-    absl::StatusOr<sync::RedisReply> reply = redis->Command({"GET", key});
-    if (!reply.ok()) {
-      redis.reset();
-      continue;
-    }
-    if (reply->type != sync::RedisReply::Type::kString) continue;
-    absl::StatusOr<hashring::RingConfig> next =
-        hashring::ParseRingConfig(reply->str);
-    if (!next.ok() || next->version <= epoch() ||
-        next->version == refused_epoch_) {
-      continue;
-    }
-    absl::Status begun = BeginRingChange(*next);
-    if (!begun.ok()) {
-      refused_epoch_ = next->version;
-      options_.log(absl::StrCat("not following ring epoch ", next->version,
-                                ": ", begun.message()));
-      continue;
-    }
-    absl::Status s = AdvanceRingChange(redis.get());
-    if (s.code() == absl::StatusCode::kUnavailable) redis.reset();
-  }
-}
-
-absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next) {
-  LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const hashring::Ring> ring,
-                           hashring::Ring::Build(next));
-  bool listed = false;
-  for (const hashring::Member& m : next.members) listed |= m.id == node_id_;
-  if (!listed) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the ring no longer lists this node (", node_id_,
-        "); leaving a running cluster is not supported yet, so it stays at "
-        "epoch ",
-        epoch()));
-  }
-  for (const hashring::Member& m : next.members) {
-    if (m.id == node_id_) continue;
-    LATENTD_RETURN_IF_ERROR(FindOrAddPeer(m).status());
-    clocks_->Add(m.id);
-  }
-  // From here on, batches routed by the old ring are refused, and the keys
-  // that move leave this shard.
-  auto new_owner = [&](sync::Key k) {
-    const std::string& id = next.members[ring->Owner(k)].id;
-    return id == node_id_ ? std::string() : id;
-  };
-  std::vector<sync::KeyHandoff> handoffs = owner_->AdvanceEpoch(
-      next.version, new_owner, node_id_, options_.handoff_chunk_keys);
-  size_t keys = 0;
-  for (const sync::KeyHandoff& h : handoffs) keys += h.keys_size();
-  options_.log(absl::StrCat("ring epoch ", epoch(), " -> ", next.version, ": ",
-                            next.members.size(), " members; handing ", keys,
-                            " keys off in ", handoffs.size(), " chunk(s)"));
-  for (sync::KeyHandoff& h : handoffs) outgoing_.push_back(std::move(h));
-  outgoing_count_.store(outgoing_.size());
-  change_ = RingChange{.next = next, .ring = ring, .since = absl::Now()};
-  ring_changing_.store(true);
-  SendHandoffs();
-  return absl::OkStatus();
-}
-
-absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
-  RingChange& c = *change_;
-  const std::string set =
-      absl::StrCat("latentd:", options_.cluster, ":handoff:", c.next.version);
-  if (!c.marked) {
-    if (!outgoing_.empty()) return absl::OkStatus();  // still handing off
-    LATENTD_RETURN_IF_ERROR(redis->Command({"SADD", set, node_id_}).status());
-    LATENTD_RETURN_IF_ERROR(
-        redis->Command({"EXPIRE", set, "604800"}).status());  // a week
-    c.marked = true;
-  }
-  LATENTD_ASSIGN_OR_RETURN(sync::RedisReply done,
-                           redis->Command({"SMEMBERS", set}));
-  std::vector<std::string> waiting;
-  for (const hashring::Member& m : ring_config().members) {
-    bool in = false;
-    for (const sync::RedisReply& e : done.elements) in |= e.str == m.id;
-    if (!in) waiting.push_back(m.id);
-  }
-  if (!waiting.empty()) {
-    if (!c.warned && absl::Now() - c.since > absl::Seconds(30)) {
-      c.warned = true;
-      options_.log(absl::StrCat("ring epoch ", c.next.version,
-                                ": still waiting for ", waiting.size(),
-                                " member(s) to hand their keys off (",
-                                waiting.front(), " ...); rounds stay paused"));
-    }
-    return absl::OkStatus();
-  }
-  // Every key is at its new owner: re-route this node's rounds.
-  std::vector<std::unique_ptr<sync::OwnerChannel>> channels;
-  for (const hashring::Member& m : c.next.members) {
-    if (m.id == node_id_) {
-      channels.push_back(sync::MakeLocalChannel(owner_.get()));
-      continue;
-    }
-    LATENTD_ASSIGN_OR_RETURN(Peer * peer, FindOrAddPeer(m));
-    channels.push_back(
-        sync::MakeRemoteChannel(peer->client.get(), options_.call_timeout));
-  }
-  std::vector<uint32_t> key_owner(table_->num_keys());
-  for (size_t i = 0; i < key_owner.size(); ++i) {
-    key_owner[i] = c.ring->Owner(table_->key(i));
-  }
-  LATENTD_RETURN_IF_ERROR(sync_->Reroute(c.next.version, std::move(key_owner),
-                                         std::move(channels)));
-  hashring::RingConfig before;
-  {
-    absl::MutexLock l(&ring_mu_);
-    before = std::move(ring_config_);
-    ring_config_ = c.next;
-    ring_ = c.ring;
-  }
-  for (const hashring::Member& m : before.members) {
-    bool kept = false;
-    for (const hashring::Member& n : c.next.members) kept |= n.id == m.id;
-    if (!kept) clocks_->MarkDead(m.id);  // no longer holds back SSP
-  }
-  options_.log(absl::StrCat("ring epoch ", c.next.version, " in effect after ",
-                            absl::FormatDuration(absl::Now() - c.since)));
-  change_.reset();
-  ring_changing_.store(false);
-  return absl::OkStatus();
-}
-
-void ClusterLink::SendHandoffs() {
-  size_t kept = 0;
-  for (size_t j = 0; j < outgoing_.size(); ++j) {
-    sync::KeyHandoff& h = outgoing_[j];
-    Peer* to = nullptr;
-    for (Peer* p : PeerList()) {
-      if (p->id == h.to_node()) to = p;
-    }
-    absl::Status sent = absl::NotFoundError("no such peer");
-    if (to != nullptr) {
-      sent = to->client
-                 ->CallSync(sync::MESSAGE_TYPE_KEY_HANDOFF,
-                            h.SerializeAsString(), options_.call_timeout)
-                 .status();
-    }
-    if (!sent.ok()) {
-      if (kept != j) outgoing_[kept] = std::move(h);
-      ++kept;
-    }
-  }
-  outgoing_.resize(kept);
-  outgoing_count_.store(kept);
 }
 
 }  // namespace latentd
