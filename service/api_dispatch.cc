@@ -9,9 +9,11 @@
 namespace latentd::service {
 namespace {
 
+// Indexed by the method's number - 1.
 constexpr std::array<std::string_view, kNumMethods> kNames = {
     "ListTopics",     "GetTopic", "WordTopics", "InferDocument",
-    "GetUserProfile", "Ingest",   "Status",     "Checkpoint"};
+    "GetUserProfile", "Ingest",   "Status",     "Checkpoint",
+    "ExportModel"};
 
 }  // namespace
 
@@ -172,6 +174,10 @@ absl::StatusOr<std::string> ApiDispatcher::Call(Method method,
       return Run<api::CheckpointRequest, api::CheckpointResponse>(
           method, body, encoding,
           [s](const auto& r) { return s->Checkpoint(r); });
+    case Method::kExportModel:
+      return Run<api::ExportModelRequest, api::ExportModelResponse>(
+          method, body, encoding,
+          [s](const auto& r) { return s->ExportModel(r); });
   }
   return absl::InvalidArgumentError("unknown method");
 }

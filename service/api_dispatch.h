@@ -21,7 +21,8 @@ namespace latentd::service {
 
 enum class Encoding { kProto, kJson };
 
-// The API's calls; the value is the request type on the framed transport.
+// The API's calls; the value is the request type on the framed transport,
+// so a number, once given, never changes: a new call takes the next one.
 enum class Method : uint32_t {
   kListTopics = 1,
   kGetTopic = 2,
@@ -31,8 +32,9 @@ enum class Method : uint32_t {
   kIngest = 6,
   kStatus = 7,
   kCheckpoint = 8,
+  kExportModel = 9,
 };
-inline constexpr uint32_t kNumMethods = 8;
+inline constexpr uint32_t kNumMethods = 9;
 
 // "InferDocument" etc. <-> Method.
 std::optional<Method> MethodFromName(std::string_view name);

@@ -152,6 +152,11 @@ class LatentdService {
   // Waits for the current sweep to end, then writes model.bin.
   absl::StatusOr<api::CheckpointResponse> Checkpoint(
       const api::CheckpointRequest& request);
+  // A page of the published model's counts (api.proto ExportModelRequest
+  // says how pages are cut); kInvalidArgument if first_word is past the
+  // vocabulary. Reads one view, like the queries (service_export.cc).
+  absl::StatusOr<api::ExportModelResponse> ExportModel(
+      const api::ExportModelRequest& request) const;
 
   // ---- For the stream and directory ingesters. ----
   // Tokenizes `text` as the corpus was; kInvalidArgument if no word is left.
