@@ -7,6 +7,7 @@
 #include "CLI/CLI.hpp"
 #include "cli/client_commands.h"
 #include "cli/cluster_commands.h"
+#include "cli/export_command.h"
 #include "cli/query_commands.h"
 #include "cli/train_command.h"
 #include "sampler/fast_mutexes.h"
@@ -199,6 +200,10 @@ int main(int argc, char** argv) {
   latentd::ClusterCommands cluster;
   latentd::AddClusterCommands(&app, &cluster);
 
+  // ---- export: a running daemon's model into a directory ----
+  latentd::ExportCommandOptions export_cmd;
+  CLI::App* ex = latentd::AddExportCommand(&app, &export_cmd);
+
   CLI11_PARSE(app, argc, argv);
 
   if (auto s = latentd::RunDaemonCommands(daemon, stdin, stdout)) {
@@ -208,6 +213,9 @@ int main(int argc, char** argv) {
     return Report(*s, "cluster");
   }
 
+  if (ex->parsed()) {
+    return Report(latentd::RunExport(export_cmd, stdout, stderr), "export");
+  }
   if (t->parsed()) {
     if (!train.resume && train.input.path.empty()) {
       std::fprintf(stderr,

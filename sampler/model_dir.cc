@@ -9,6 +9,18 @@
 
 namespace latentd {
 
+std::vector<std::string> ModelPaths::all() const {
+  return {snapshot(),
+          vocab(),
+          settings(),
+          tokens(),
+          heldout(),
+          doc_topics(),
+          dir + "/topics.txt",
+          dir + "/alpha.txt",
+          dir + "/word_topic_counts.tsv"};
+}
+
 absl::Status SaveSettings(const ModelSettings& settings,
                           const std::string& path) {
   std::string out = "# latentd model settings (key=value)\n";

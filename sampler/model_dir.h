@@ -15,6 +15,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "corpora/tokenizer.h"
@@ -32,6 +33,10 @@ struct ModelPaths {
   std::string tokens() const { return dir + "/tokens.lts"; }
   std::string heldout() const { return dir + "/heldout.lts"; }
   std::string doc_topics() const { return dir + "/doc_topics.tsv"; }
+  // Every file a model directory may hold (the list at the top of this
+  // file): a directory holding any of them holds a model, which `latentctl
+  // train` and `latentctl export` replace only when told to (--overwrite).
+  std::vector<std::string> all() const;
 };
 
 // Ordered key=value settings.

@@ -1,0 +1,301 @@
+#include "cli/export_command.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <variant>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "corpora/status_macros.h"
+#include "google/protobuf/struct.pb.h"
+#include "sampler/model_dir.h"
+#include "sampler/model_export.h"
+#include "service/api_dispatch.h"
+
+namespace latentd {
+namespace {
+
+using service::ApiClient;
+using service::Method;
+
+// What a fetch that the model moved under says.
+struct Moved {
+  api::ModelVersion from;
+  api::ModelVersion to;
+};
+
+bool SameVersion(const api::ModelVersion& a, const api::ModelVersion& b) {
+  return a.sweep() == b.sweep() && a.view() == b.view();
+}
+
+std::string Describe(const api::ModelVersion& v) {
+  return absl::StrCat("sweep ", v.sweep(), ", view ", v.view());
+}
+
+// Takes the first page's model-wide fields into *m.
+absl::Status StartModel(const api::ExportModelResponse& page, FetchedModel* m) {
+  if (page.topics() < 1 || page.topics() > kMaxTopics ||
+      page.vocabulary() > Vocabulary::kMaxSize ||
+      page.alpha_size() != static_cast<int>(page.topics()) ||
+      page.topic_tokens_size() != static_cast<int>(page.topics())) {
+    return absl::DataLossError(absl::StrCat(
+        "first page: K = ", page.topics(), " with ", page.alpha_size(),
+        " alphas and ", page.topic_tokens_size(),
+        " topic totals, V = ", page.vocabulary()));
+  }
+  m->version = page.version();
+  ModelSnapshot& s = m->snapshot;
+  s.num_topics = page.topics();
+  s.vocab_size = page.vocabulary();
+  s.beta = page.beta();
+  s.sweep = page.version().sweep();
+  s.seed = 0;
+  s.alpha.assign(page.alpha().begin(), page.alpha().end());
+  s.word_offsets.push_back(0);
+  return absl::OkStatus();
+}
+
+// Appends the words of `page` (starting at WordId *next) to *m.
+absl::Status AddWords(const api::ExportModelResponse& page, uint32_t* next,
+                      FetchedModel* m) {
+  ModelSnapshot& s = m->snapshot;
+  if (page.topics() != s.num_topics || page.vocabulary() != s.vocab_size ||
+      page.first_word() != *next ||
+      static_cast<uint64_t>(page.words_size()) > s.vocab_size - *next ||
+      (page.words_size() == 0 && *next < s.vocab_size)) {
+    return absl::DataLossError(absl::StrCat(
+        "page at word ", *next, " does not fit the model: K = ", page.topics(),
+        ", V = ", page.vocabulary(), ", first_word ", page.first_word(), ", ",
+        page.words_size(), " words (model: K = ", s.num_topics,
+        ", V = ", s.vocab_size, ")"));
+  }
+  for (const api::WordTopicCounts& w : page.words()) {
+    const WordId id = *next;
+    // A word is one line of vocab.txt and a field of the .tsv.
+    if (w.word().empty() ||
+        w.word().find_first_of("\t\n") != std::string::npos ||
+        m->vocab.Add(w.word()) != id) {
+      return absl::DataLossError(
+          absl::StrCat("word ", id, " ('", w.word(),
+                       "') is empty, holds a tab or newline, or came before"));
+    }
+    if (w.topics_size() != w.counts_size()) {
+      return absl::DataLossError(
+          absl::StrCat("word '", w.word(), "': ", w.topics_size(),
+                       " topics for ", w.counts_size(), " counts"));
+    }
+    for (int i = 0; i < w.topics_size(); ++i) {
+      const TopicId k = w.topics(i);
+      if (k >= s.num_topics || w.counts(i) <= 0 ||
+          (i > 0 && k <= w.topics(i - 1))) {
+        return absl::DataLossError(absl::StrCat(
+            "word '", w.word(), "': topic ", k, " count ", w.counts(i),
+            " (topics must rise, below K = ", s.num_topics,
+            ", counts be positive)"));
+      }
+      s.entries.push_back({k, w.counts(i)});
+    }
+    s.word_offsets.push_back(s.entries.size());
+    ++*next;
+  }
+  return absl::OkStatus();
+}
+
+// The counts of each topic's column must add up to the n_k the node sent.
+absl::Status CheckTotals(const api::ExportModelResponse& first,
+                         FetchedModel* m) {
+  const std::vector<int64_t> totals = m->snapshot.TopicTotals();
+  uint64_t tokens = 0;
+  for (uint32_t k = 0; k < totals.size(); ++k) {
+    if (totals[k] != first.topic_tokens(static_cast<int>(k))) {
+      return absl::DataLossError(absl::StrCat(
+          "topic ", k, ": the words' counts add up to ", totals[k],
+          ", the node says n_k = ", first.topic_tokens(static_cast<int>(k))));
+    }
+    tokens += static_cast<uint64_t>(totals[k]);
+  }
+  m->snapshot.tokens = tokens;
+  return absl::OkStatus();
+}
+
+// One fetch from word 0 to the end: the model, or where it moved.
+absl::StatusOr<std::variant<FetchedModel, Moved>> FetchOnce(
+    ApiClient* api, const FetchOptions& o) {
+  FetchedModel m;
+  api::ExportModelResponse first;
+  api::ExportModelRequest request;
+  request.set_max_words(o.page_words);
+  uint32_t next = 0;
+  absl::Time reported = absl::Now();
+  do {
+    request.set_first_word(next);
+    api::ExportModelResponse page;
+    LATENTD_RETURN_IF_ERROR(api->Call(Method::kExportModel, request, &page));
+    if (next == 0) {
+      LATENTD_RETURN_IF_ERROR(StartModel(page, &m));
+    } else if (!SameVersion(page.version(), m.version)) {
+      return Moved{m.version, page.version()};
+    }
+    LATENTD_RETURN_IF_ERROR(AddWords(page, &next, &m));
+    if (m.pages++ == 0) first = std::move(page);
+    if (o.progress != nullptr && absl::Now() - reported >= absl::Seconds(1)) {
+      reported = absl::Now();
+      absl::FPrintF(o.progress, "export: %d/%d words (%d pages)\n", next,
+                    m.snapshot.vocab_size, m.pages);
+    }
+  } while (next < m.snapshot.vocab_size);
+  LATENTD_RETURN_IF_ERROR(CheckTotals(first, &m));
+  return m;
+}
+
+absl::Status MakeDirectory(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// The files of a model in `dir` (ModelPaths::all) that exist.
+std::vector<std::string> ModelFilesIn(const std::string& dir) {
+  std::vector<std::string> found;
+  for (const std::string& f : ModelPaths(dir).all()) {
+    struct stat st;
+    if (::stat(f.c_str(), &st) == 0) found.push_back(f);
+  }
+  return found;
+}
+
+// `addr` is in every message, so a failure says which node it was.
+absl::Status NameAddress(const absl::Status& s, const std::string& addr) {
+  if (s.ok() || absl::StrContains(s.message(), addr)) return s;
+  return absl::Status(s.code(), absl::StrCat(addr, ": ", s.message()));
+}
+
+// The --json summary: one line, keys as ExportCommandOptions::json lists.
+std::string SummaryJson(const ExportCommandOptions& o, const FetchedModel& m) {
+  google::protobuf::Struct s;
+  auto& f = *s.mutable_fields();
+  f["outDir"].set_string_value(o.out_dir);
+  f["addr"].set_string_value(o.address.addr);
+  f["sweep"].set_number_value(static_cast<double>(m.version.sweep()));
+  f["view"].set_number_value(static_cast<double>(m.version.view()));
+  f["topics"].set_number_value(m.snapshot.num_topics);
+  f["vocabulary"].set_number_value(m.snapshot.vocab_size);
+  f["tokens"].set_number_value(static_cast<double>(m.snapshot.tokens));
+  f["pages"].set_number_value(m.pages);
+  return service::ToJson(s);
+}
+
+}  // namespace
+
+absl::StatusOr<FetchedModel> FetchModel(ApiClient* api,
+                                        const FetchOptions& options) {
+  std::vector<Moved> moves;
+  for (int attempt = 1; attempt <= std::max(options.attempts, 1); ++attempt) {
+    LATENTD_ASSIGN_OR_RETURN(auto fetched, FetchOnce(api, options));
+    if (auto* m = std::get_if<FetchedModel>(&fetched)) return std::move(*m);
+    moves.push_back(std::get<Moved>(fetched));
+    if (options.progress != nullptr) {
+      absl::FPrintF(options.progress,
+                    "export: the model changed (%s -> %s); starting over\n",
+                    Describe(moves.back().from), Describe(moves.back().to));
+    }
+  }
+  return absl::AbortedError(absl::StrCat(
+      "the model changed while it was being fetched, ", moves.size(),
+      " times running (last from ", Describe(moves.back().from), " to ",
+      Describe(moves.back().to),
+      "): training is moving the model (or ingested documents are being "
+      "merged); export once the node has stopped sampling (start latentd "
+      "with --max-sweeps)"));
+}
+
+absl::Status WriteModelText(const FetchedModel& model, int top_words,
+                            const std::string& dir) {
+  LATENTD_RETURN_IF_ERROR(model.vocab.Save(ModelPaths(dir).vocab()));
+  return ExportModelText(model.snapshot, model.vocab, top_words, dir);
+}
+
+CLI::App* AddExportCommand(CLI::App* app, ExportCommandOptions* o) {
+  CLI::App* cmd = app->add_subcommand(
+      "export",
+      "Write the model a running latentd serves into --out in train's text "
+      "formats (vocab.txt, word_topic_counts.tsv, alpha.txt, topics.txt), "
+      "fetched page by page from one model version");
+  AddDaemonAddressOptions(cmd, &o->address);
+  cmd->get_option("--addr")->required();
+  cmd->add_option("--out", o->out_dir, "Directory to write (created)")
+      ->required();
+  cmd->add_flag("--overwrite", o->overwrite,
+                "Replace the model already in --out (without it a directory "
+                "holding a model is refused)");
+  cmd->add_option("--top", o->top_words, "Words per topic in topics.txt")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--attempts", o->fetch.attempts,
+                  "Fetches begun before a model that keeps changing (a "
+                  "node still training) is an error")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  AddJsonOption(cmd, &o->json);
+  // For tests: small pages without a big model.
+  cmd->add_option("--page-words", o->fetch.page_words,
+                  "Words per page (0: the node's default)")
+      ->group("");
+  return cmd;
+}
+
+absl::Status RunExport(const ExportCommandOptions& o, FILE* out, FILE* err) {
+  const std::string& addr = o.address.addr;
+  if (addr.empty()) {
+    return absl::InvalidArgumentError("--addr: the node's address is needed");
+  }
+  if (o.out_dir.empty()) {
+    return absl::InvalidArgumentError("--out: a directory is needed");
+  }
+  LATENTD_RETURN_IF_ERROR(MakeDirectory(o.out_dir));
+  std::vector<std::string> old = ModelFilesIn(o.out_dir);
+  if (!old.empty() && !o.overwrite) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(o.out_dir, " already holds a model (", old.front(),
+                     "): give --overwrite to replace it"));
+  }
+  LATENTD_ASSIGN_OR_RETURN(service::Protocol protocol,
+                           service::ParseProtocol(o.address.protocol));
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ApiClient> api,
+                           ApiClient::Create(addr, protocol, absl::Seconds(30),
+                                             /*explain_wrong_port=*/true));
+  FetchOptions fetch = o.fetch;
+  fetch.progress = err;
+  absl::StatusOr<FetchedModel> model = FetchModel(api.get(), fetch);
+  if (!model.ok()) return NameAddress(model.status(), addr);
+  // Only now is the old model removed, so a failed fetch leaves it whole;
+  // all of its files go, so none is mistaken for the new model's.
+  for (const std::string& f : ModelFilesIn(o.out_dir)) {
+    if (::unlink(f.c_str()) != 0) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "--overwrite: cannot remove ", f, ": ", std::strerror(errno)));
+    }
+  }
+  LATENTD_RETURN_IF_ERROR(WriteModelText(*model, o.top_words, o.out_dir));
+  const ModelSnapshot& m = model->snapshot;
+  absl::FPrintF(err,
+                "exported sweep %d (view %d) from %s: %d words, %d topics, "
+                "%d tokens in %d page%s to %s\n",
+                model->version.sweep(), model->version.view(), addr,
+                m.vocab_size, m.num_topics, m.tokens, model->pages,
+                model->pages == 1 ? "" : "s", o.out_dir);
+  if (o.json) absl::FPrintF(out, "%s\n", SummaryJson(o, *model));
+  return absl::OkStatus();
+}
+
+}  // namespace latentd

@@ -1,0 +1,93 @@
+// `latentctl export`: the model a running latentd serves (its published
+// view) written into a directory in the text formats `latentctl train`
+// writes — vocab.txt, word_topic_counts.tsv, alpha.txt, topics.txt — by the
+// same writers (sampler/model_export.h), so the files are byte-identical to
+// an offline export of the same counts, vocabulary, α and β. The model
+// comes through the paged ExportModel call (service/api.proto); pages of
+// different model versions are never mixed: the fetch starts over, a few
+// times at most, and then fails saying that training is moving the model.
+//
+// Example: latentctl export --addr 127.0.0.1:7071 --out /tmp/model
+//
+// Thread-safety: reentrant; one call at a time per output directory.
+#ifndef LATENTD_CLI_EXPORT_COMMAND_H_
+#define LATENTD_CLI_EXPORT_COMMAND_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
+#include "cli/client_commands.h"
+#include "corpora/vocabulary.h"
+#include "sampler/model_snapshot.h"
+#include "service/api.pb.h"
+#include "service/api_client.h"
+
+namespace latentd {
+
+// How FetchModel pages.
+struct FetchOptions {
+  // Words asked for per ExportModel page; 0 = the node's default (10000).
+  // The node may send fewer (it also cuts pages at about 1 MiB).
+  uint32_t page_words = 0;
+  // Fetches begun before a model that keeps changing is an error.
+  int attempts = 3;
+  // Progress lines ("export: 120000/250000 words"), at most one a second,
+  // for a model of several pages; nullptr = none.
+  FILE* progress = nullptr;
+};
+
+// The model as a node served it, assembled from pages of one view.
+struct FetchedModel {
+  api::ModelVersion version;
+  // K, V, α, β and the counts (by topic within a word); sweep is
+  // version.sweep, tokens Σ n_k; seed is not exported (0).
+  ModelSnapshot snapshot;
+  Vocabulary vocab;  // word i is WordId i; size() == snapshot.vocab_size
+  int pages = 0;     // pages of the fetch that was kept
+};
+
+// Fetches the whole model through `api` (which must outlive the call).
+// Errors: a failed call's own status; kDataLoss for a page that
+// contradicts itself or the other pages (a word twice, a topic >= K,
+// columns that do not sum to n_k, ...); kAborted if the model changed
+// between pages on each of options.attempts fetches.
+absl::StatusOr<FetchedModel> FetchModel(service::ApiClient* api,
+                                        const FetchOptions& options);
+
+// Writes vocab.txt, topics.txt (`top_words` words per topic),
+// word_topic_counts.tsv and alpha.txt into the existing directory `dir`,
+// each atomically. Fails with the first file's error.
+absl::Status WriteModelText(const FetchedModel& model, int top_words,
+                            const std::string& dir);
+
+struct ExportCommandOptions {
+  DaemonAddress address;  // the node; addr is required
+  std::string out_dir;    // created if missing (its parent must exist)
+  // Replace a model in out_dir (any file of sampler/model_dir.h's list,
+  // removed once the fetch has succeeded); without it such a directory is
+  // refused before anything is fetched.
+  bool overwrite = false;
+  int top_words = 20;  // words per topic in topics.txt, as train's --top
+  // Print, at the end, a JSON summary on `out`: outDir, addr, sweep, view,
+  // topics (K), vocabulary (V), tokens (Σ n_k), pages.
+  bool json = false;
+  FetchOptions fetch;  // progress is set by RunExport
+};
+
+// Adds the `export` subcommand with its flags into *options; returns it.
+CLI::App* AddExportCommand(CLI::App* app, ExportCommandOptions* options);
+
+// Runs the command: claims out_dir, fetches, writes. Progress and the
+// summary line ("exported sweep S (view V) from ADDR: ...") go to `err`,
+// the --json summary to `out`.
+// Errors name the address (kUnavailable: unreachable), or out_dir
+// (kFailedPrecondition: holds a model, no --overwrite).
+absl::Status RunExport(const ExportCommandOptions& options, FILE* out,
+                       FILE* err);
+
+}  // namespace latentd
+
+#endif  // LATENTD_CLI_EXPORT_COMMAND_H_
