@@ -61,7 +61,7 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
   c->cluster_cmd = app->add_subcommand(
       "cluster",
       "The cluster's control plane in Redis: ring epoch, member states, "
-      "moves; admitting a node that asked to join");
+      "moves; admitting a node that asked to join, removing one");
   c->cluster_cmd->require_subcommand(1);
   c->status = c->cluster_cmd->add_subcommand(
       "status",
@@ -92,6 +92,28 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   c->add_node->add_flag("--json", c->json, "Print JSON instead of text");
+  c->remove_node = c->cluster_cmd->add_subcommand(
+      "remove-node",
+      "Remove a ring member: with --drop its documents' counts leave the "
+      "model, its keys go to the others, and it exits; waits for the move");
+  c->remove_node->add_option("node", c->node, "The member's id")->required();
+  c->remove_node->add_flag("--drop", c->drop,
+                           "Take the node's documents out of the model");
+  c->remove_node->add_flag(
+      "--handoff", c->handoff,
+      "Ship the node's documents to the others (not built yet: refused)");
+  c->remove_node
+      ->add_option("--cluster-redis", c->redis_url,
+                   "Redis holding the cluster, as the nodes' --cluster-redis")
+      ->required();
+  c->remove_node->add_option("--cluster", c->cluster, "Name of the cluster")
+      ->capture_default_str();
+  c->remove_node
+      ->add_option("--timeout", c->timeout_seconds,
+                   "Seconds to wait for the move to finish")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  c->remove_node->add_flag("--json", c->json, "Print JSON instead of text");
 }
 
 namespace {
@@ -126,13 +148,50 @@ absl::Status RunAddNode(const ClusterCommands& c, sync::RedisClient* redis,
   return absl::OkStatus();
 }
 
+absl::Status RunRemoveNode(const ClusterCommands& c, sync::RedisClient* redis,
+                           FILE* out) {
+  if (c.handoff || !c.drop) {
+    return absl::UnimplementedError(
+        "remove-node --handoff (shipping the node's documents to the others) "
+        "is not built yet; give --drop to take its documents out of the "
+        "model");
+  }
+  absl::StatusOr<hashring::RingConfig> ring =
+      sync::RemoveNode(redis, c.cluster, c.node, sync::RemoveMode::kDrop);
+  if (!ring.ok()) return ring.status();
+  absl::StatusOr<sync::MoveRecord> move = sync::WaitForMove(
+      redis, c.cluster, ring->version, absl::Seconds(c.timeout_seconds));
+  if (!move.ok()) {
+    return absl::Status(
+        move.status().code(),
+        absl::StrCat("removing ", c.node, " (drain epoch ", ring->version,
+                     "): ", move.status().message()));
+  }
+  const double seconds = (move->finished_ms - move->started_ms) / 1000.0;
+  if (c.json) {
+    absl::FPrintF(out,
+                  "{\"node\":%s,\"fromEpoch\":%d,\"toEpoch\":%d,\"keys\":%d,"
+                  "\"documents\":%d,\"seconds\":%.3f}\n",
+                  JsonString(c.node), ring->version - 1, move->to_epoch,
+                  move->counters.keys, move->counters.documents, seconds);
+  } else {
+    absl::FPrintF(out,
+                  "removed %s (drop): epoch %d -> %d; %d documents taken out "
+                  "of the model, %d keys handed off, in %.1f s\n",
+                  c.node, ring->version - 1, move->to_epoch,
+                  move->counters.documents, move->counters.keys, seconds);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::optional<absl::Status> RunClusterCommands(const ClusterCommands& c,
                                                FILE* out) {
   const bool status = c.status != nullptr && c.status->parsed();
   const bool add = c.add_node != nullptr && c.add_node->parsed();
-  if (!status && !add) return std::nullopt;
+  const bool remove = c.remove_node != nullptr && c.remove_node->parsed();
+  if (!status && !add && !remove) return std::nullopt;
   // hiredis writes with write(2): a Redis that goes away mid-command must
   // give an error, not kill latentctl with SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
@@ -140,6 +199,7 @@ std::optional<absl::Status> RunClusterCommands(const ClusterCommands& c,
       sync::RedisClient::Connect(c.redis_url);
   if (!redis.ok()) return redis.status();
   if (add) return RunAddNode(c, redis->get(), out);
+  if (remove) return RunRemoveNode(c, redis->get(), out);
   absl::StatusOr<sync::ClusterStatus> read =
       sync::ReadClusterStatus(redis->get(), c.cluster);
   if (!read.ok()) return read.status();

@@ -18,9 +18,15 @@
 // what moved (keys, bytes, seconds). Errors change nothing: an unknown or
 // not-pending node, a move already running, two operators racing.
 //
-// remove-node is not offered yet: a node does not yet leave a running
-// cluster (ship its documents, hand its keys off), so the command would
-// start a move no node could finish.
+//   latentctl cluster remove-node NODE_ID --drop --cluster-redis URL
+//                                 [--cluster NAME] [--timeout SECONDS] [--json]
+//
+// removes a ring member: its documents' counts are taken out of the model
+// (--drop), its keys go to the others, and the node leaves (a latentd exits
+// 0); waits for the move and prints what moved. Errors change nothing: an
+// unknown or pending node, the last node, a move already running.
+// --handoff (ship the node's documents, with their topics, to the others)
+// is not built yet and is refused.
 //
 // Thread-safety: reentrant; each run opens its own Redis connection.
 #ifndef LATENTD_CLI_CLUSTER_COMMANDS_H_
@@ -40,14 +46,18 @@ struct ClusterCommands {
   std::string redis_url;            // --cluster-redis
   std::string cluster = "latentd";  // --cluster, the daemon's default
   bool json = false;
-  std::string node;              // add-node NODE_ID
+  std::string node;              // add-node / remove-node NODE_ID
+  bool drop = false;             // remove-node --drop
+  bool handoff = false;          // remove-node --handoff (not built)
   double timeout_seconds = 120;  // add-node: wait this long for the move
   CLI::App* cluster_cmd = nullptr;
   CLI::App* status = nullptr;
   CLI::App* add_node = nullptr;
+  CLI::App* remove_node = nullptr;
 };
 
-// Adds `cluster` and its subcommands `status` and `add-node` to `app`.
+// Adds `cluster` and its subcommands `status`, `add-node` and
+// `remove-node` to `app`.
 void AddClusterCommands(CLI::App* app, ClusterCommands* commands);
 
 // Runs the cluster subcommand that was parsed; nullopt if none was.

@@ -147,8 +147,11 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
   latentd::log::SetLevel(config.log_level);
 
   latentd::service::MetricsRegistry metrics;
+  latentd::service::ServiceOptions service_options = config.service;
+  // Removed from its cluster by an operator: shut down as on SIGTERM.
+  service_options.on_left_cluster = [] { ::kill(::getpid(), SIGTERM); };
   auto service =
-      latentd::service::LatentdService::Open(config.service, &metrics);
+      latentd::service::LatentdService::Open(service_options, &metrics);
   if (!service.ok()) return Fail(service.status());
 
   std::string ports;

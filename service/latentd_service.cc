@@ -298,8 +298,17 @@ void LatentdService::TrainLoop() {
             absl::StrCat("merge failed (will retry): ", merged.message()));
         backoff = true;
       }
+      if (link_ != nullptr && !cluster_left_ &&
+          link_->LeaveRequested().has_value()) {
+        // An operator removes this node: stop sampling and leave.
+        absl::Status left = LeaveCluster();
+        if (!left.ok()) {
+          LogWarning(
+              absl::StrCat("leaving the cluster failed: ", left.message()));
+        }
+      }
       training_ = !SamplingStopped();
-      if (!training_ && link_ != nullptr) {
+      if (!training_ && link_ != nullptr && !cluster_left_) {
         // Not sampling: stop holding back SSP peers, and keep the view in
         // step with the globals the background rounds bring.
         if (!cluster_finished_.exchange(true)) link_->Finish();
@@ -337,7 +346,7 @@ void LatentdService::TrainLoop() {
 bool LatentdService::SamplingStopped() const {
   return (options_.max_sweeps > 0 &&
           trainer_->sweep() >= options_.max_sweeps) ||
-         cluster_failed_;
+         cluster_failed_ || cluster_left_;
 }
 
 bool LatentdService::SweepOnce() {

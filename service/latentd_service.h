@@ -38,6 +38,7 @@
 #define LATENTD_SERVICE_LATENTD_SERVICE_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -106,6 +107,9 @@ struct ServiceOptions {
   // Ingest, IngestRecords and GetUserProfile answer kUnavailable: the
   // ring that says which node owns a user is not known yet.
   bool cluster_mode = false;
+  // Called (on the training thread) once this node has left the cluster
+  // because an operator removed it; the daemon then shuts down.
+  std::function<void()> on_left_cluster;
 };
 
 class LatentdService {
@@ -241,6 +245,10 @@ class LatentdService {
   // table also holds the other nodes' counts).
   absl::Status ClusterApplyMerge(const MergeResult& merged)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // The operator removes this node (ClusterLink::LeaveRequested): with
+  // drop, takes its documents' counts out of the model, leaves the ring,
+  // and calls options_.on_left_cluster.
+  absl::Status LeaveCluster() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // Drops words outside the frozen vocabulary; false if none is left.
   bool KeepKnownWords(std::vector<std::string>* words) const;
   // Forwards the records of users owned elsewhere (removing them from
@@ -316,6 +324,9 @@ class LatentdService {
   // Set when a sweep failed in cluster mode: this node samples no more.
   std::atomic<bool> cluster_failed_{false};
   std::atomic<bool> cluster_finished_{false};
+  // Set once an operator's removal of this node has begun here: it samples
+  // no more.
+  std::atomic<bool> cluster_left_{false};
   // API clients of the peers, for forwarding (created on first use).
   mutable absl::Mutex peers_mu_;
   mutable absl::flat_hash_map<std::string, std::unique_ptr<ApiClient>>

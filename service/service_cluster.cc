@@ -91,6 +91,54 @@ absl::Status LatentdService::ClusterBeforeSweep(uint64_t* t) {
   return link_->BeforeSweep(*t);
 }
 
+absl::Status LatentdService::LeaveCluster() {
+  // From here on this node samples no more, whatever happens below.
+  cluster_left_ = true;
+  if (*link_->LeaveRequested() != sync::RemoveMode::kDrop) {
+    return absl::UnimplementedError(
+        "removal with hand-off (shipping this node's documents) is not "
+        "built yet");
+  }
+  LATENTD_RETURN_IF_ERROR(synced_->ApplyPending());
+  // Minus every token of this node's store, through the table's writer,
+  // so the owners take this node's documents out of the global counts.
+  std::vector<std::pair<WordId, TopicId>> tokens;
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader,
+                           trainer_->store()->Read());
+  DocBatch batch;
+  sync::MoveCounters counters;
+  for (;;) {
+    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
+    if (!more) break;
+    for (size_t d = 0; d < batch.num_docs(); ++d) {
+      auto words = batch.doc_words(d);
+      auto topics = batch.doc_topics(d);
+      for (size_t i = 0; i < words.size(); ++i) {
+        tokens.emplace_back(words[i], topics[i]);
+      }
+      ++counters.documents;
+    }
+  }
+  std::sort(tokens.begin(), tokens.end());
+  std::vector<WordTopicDelta> minus;
+  for (const auto& [w, k] : tokens) {
+    if (!minus.empty() && minus.back().word == w && minus.back().topic == k) {
+      --minus.back().delta;
+    } else {
+      minus.push_back({w, k, -1});
+    }
+  }
+  LATENTD_RETURN_IF_ERROR(trainer_->mutable_table()->Apply(minus));
+  synced_->MarkApplied(minus);
+  cluster_finished_ = true;  // Leave() pushes what is left and finishes
+  Log(absl::StrCat("leaving the cluster (drop): ", counters.documents,
+                   " documents taken out of the model"));
+  LATENTD_RETURN_IF_ERROR(link_->Leave(counters));
+  Log("left the cluster");
+  if (options_.on_left_cluster) options_.on_left_cluster();
+  return absl::OkStatus();
+}
+
 absl::Status LatentdService::ClusterApplyMerge(const MergeResult& merged) {
   if (merged.added_counts.empty()) return absl::OkStatus();
   LATENTD_RETURN_IF_ERROR(

@@ -50,6 +50,7 @@
 #include "absl/time/time.h"
 #include "hashring/ring.h"
 #include "sampler/synced_table.h"
+#include "sync/cluster_admin.h"
 #include "sync/consistency.h"
 #include "sync/membership.h"
 #include "sync/owner_shard.h"
@@ -167,6 +168,22 @@ class ClusterLink {
   size_t pending_handoffs() const;
   // True between the two phases of a ring change (see above).
   bool ring_changing() const { return ring_changing_.load(); }
+
+  // ---- Leaving (an operator's `latentctl cluster remove-node`) ----
+  // Set once the ring has moved to the drain epoch of this node's removal
+  // (sync::RemoveNode): the mode asked for. The owner of the sampler must
+  // then stop sampling, take this node's documents out of the model as the
+  // mode says, and call Leave().
+  std::optional<sync::RemoveMode> LeaveRequested() const;
+  // Leaves the cluster. REQUIRES: LeaveRequested(), no sweep running and
+  // none to come, and (drop) this node's own counts already taken out of
+  // the table through its writer (negative deltas, SyncedTopicTable::
+  // MarkApplied). Pushes what is left and waits until the owners hold it;
+  // ends the drain phase (sync::FinishMove: the next epoch's ring lacks
+  // this node); hands every key this node owns to the remaining members;
+  // and closes the move. kDeadlineExceeded after join_timeout at any step.
+  // Call Stop() afterwards.
+  absl::Status Leave(const sync::MoveCounters& counters);
   const sync::SyncCounters& counters() const { return sync_->counters(); }
   const sync::OwnerShard& owner() const { return *owner_; }
   // Peers the heartbeats currently find unreachable.
@@ -195,8 +212,10 @@ class ClusterLink {
   // The ring watcher thread: polls Redis, follows new epochs, resends
   // hand-offs.
   void WatchRing();
-  // Phase 1 of the move to `next` (a newer epoch listing this node).
-  absl::Status BeginRingChange(const hashring::RingConfig& next);
+  // Phase 1 of the move to `next` (a newer epoch listing this node, or
+  // not once Leave() has begun).
+  absl::Status BeginRingChange(const hashring::RingConfig& next,
+                               sync::RedisClient* redis);
   // Marks this node's hand-off done in Redis once it is, and runs phase 2
   // once every old member's is. Watcher thread.
   absl::Status AdvanceRingChange(sync::RedisClient* redis);
@@ -238,12 +257,23 @@ class ClusterLink {
     bool marked = false;  // in the epoch's hand-off set
     absl::Time since;
     bool warned = false;
+    // The drain epoch of this node's removal: LeaveRequested() once it is
+    // in effect.
+    std::optional<sync::RemoveMode> leave;
   };
   std::optional<RingChange> change_;
   std::atomic<bool> ring_changing_{false};
   // Keys and bytes other owners handed to this one (move reports).
   std::atomic<uint64_t> handoff_keys_in_{0};
   std::atomic<uint64_t> handoff_bytes_in_{0};
+  std::atomic<uint64_t> handoff_keys_out_{0};  // by the latest change
+  // Leaving: the removal's mode once its drain epoch is seen (watcher
+  // thread writes, any reads); whether Leave() runs; set by the watcher
+  // once this node's keys are all at the remaining members.
+  mutable absl::Mutex leave_mu_;
+  std::optional<sync::RemoveMode> leave_mode_ ABSL_GUARDED_BY(leave_mu_);
+  std::atomic<bool> leaving_{false};
+  std::atomic<bool> left_{false};
   std::unique_ptr<sync::Synchronizer> sync_;
   std::atomic<uint64_t> sweep_{0};
   std::atomic<bool> finished_{false};

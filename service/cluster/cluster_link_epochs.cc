@@ -124,7 +124,7 @@ void ClusterLink::WatchRing() {
         next->version == refused_epoch_) {
       continue;
     }
-    absl::Status begun = BeginRingChange(*next);
+    absl::Status begun = BeginRingChange(*next, redis.get());
     if (!begun.ok()) {
       refused_epoch_ = next->version;
       options_.log(absl::StrCat("not following ring epoch ", next->version,
@@ -136,12 +136,26 @@ void ClusterLink::WatchRing() {
   }
 }
 
-absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next) {
+absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
+                                          sync::RedisClient* redis) {
   LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const hashring::Ring> ring,
                            hashring::Ring::Build(next));
   bool listed = false;
   for (const hashring::Member& m : next.members) listed |= m.id == node_id_;
-  if (!listed) {
+  std::optional<sync::RemoveMode> leave;
+  if (listed) {
+    // Is this the drain epoch of this node's removal?
+    absl::StatusOr<sync::ClusterStatus> st =
+        sync::ReadClusterStatus(redis, options_.cluster);
+    if (st.ok() && st->move && st->move->kind == sync::MoveKind::kRemove &&
+        st->move->node == node_id_ &&
+        st->move->phase == sync::MovePhase::kDrain &&
+        st->move->status == sync::MoveStatus::kRunning &&
+        st->move->to_epoch == next.version) {
+      leave = st->move->mode;
+    }
+  }
+  if (!listed && !leaving_.load()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the ring no longer lists this node (", node_id_,
         "); leaving a running cluster is not supported yet, so it stays at "
@@ -153,6 +167,7 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next) {
     LATENTD_RETURN_IF_ERROR(FindOrAddPeer(m).status());
     clocks_->Add(m.id);
   }
+  // (A leaving node owns nothing in `next`: every key it holds moves.)
   // From here on, batches routed by the old ring are refused, and the keys
   // that move leave this shard.
   auto new_owner = [&](sync::Key k) {
@@ -163,12 +178,14 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next) {
       next.version, new_owner, node_id_, options_.handoff_chunk_keys);
   size_t keys = 0;
   for (const sync::KeyHandoff& h : handoffs) keys += h.keys_size();
+  handoff_keys_out_.store(keys);
   options_.log(absl::StrCat("ring epoch ", epoch(), " -> ", next.version, ": ",
                             next.members.size(), " members; handing ", keys,
                             " keys off in ", handoffs.size(), " chunk(s)"));
   for (sync::KeyHandoff& h : handoffs) outgoing_.push_back(std::move(h));
   outgoing_count_.store(outgoing_.size());
-  change_ = RingChange{.next = next, .ring = ring, .since = absl::Now()};
+  change_ = RingChange{
+      .next = next, .ring = ring, .since = absl::Now(), .leave = leave};
   ring_changing_.store(true);
   SendHandoffs();
   return absl::OkStatus();
@@ -184,6 +201,23 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
     LATENTD_RETURN_IF_ERROR(
         redis->Command({"EXPIRE", set, "604800"}).status());  // a week
     c.marked = true;
+  }
+  bool listed = false;
+  for (const hashring::Member& m : c.next.members) listed |= m.id == node_id_;
+  if (!listed) {
+    // Leaving: its keys are all with the remaining members; nothing of
+    // this node's rounds goes on.
+    options_.log(absl::StrCat("ring epoch ", c.next.version,
+                              ": every key of this node handed off"));
+    {
+      absl::MutexLock l(&ring_mu_);
+      ring_config_ = c.next;  // followed (not to be begun again)
+      ring_ = c.ring;
+    }
+    change_.reset();
+    ring_changing_.store(false);
+    left_.store(true);
+    return absl::OkStatus();
   }
   LATENTD_ASSIGN_OR_RETURN(sync::RedisReply done,
                            redis->Command({"SMEMBERS", set}));
@@ -230,10 +264,33 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
   for (const hashring::Member& m : before.members) {
     bool kept = false;
     for (const hashring::Member& n : c.next.members) kept |= n.id == m.id;
-    if (!kept) clocks_->MarkDead(m.id);  // no longer holds back SSP
+    if (!kept) {
+      clocks_->MarkDead(m.id);     // no longer holds back SSP
+      owner_->ForgetSender(m.id);  // its unseen changes would pile up
+    }
   }
   options_.log(absl::StrCat("ring epoch ", c.next.version, " in effect after ",
                             absl::FormatDuration(absl::Now() - c.since)));
+  // A node leaving with this epoch serves (answers resent batches) until
+  // every member has re-routed: it waits for this set.
+  const std::string effect =
+      absl::StrCat("latentd:", options_.cluster, ":effect:", c.next.version);
+  absl::Status marked = redis->Command({"SADD", effect, node_id_}).status();
+  if (marked.ok()) {
+    marked = redis->Command({"EXPIRE", effect, "604800"}).status();
+  }
+  if (!marked.ok()) {
+    options_.log(absl::StrCat(
+        "ring epoch ", c.next.version,
+        ": could not record it in effect here: ", marked.ToString()));
+  }
+  if (c.leave.has_value()) {
+    absl::MutexLock l(&leave_mu_);
+    leave_mode_ = c.leave;
+    options_.log(absl::StrCat("this node is being removed (",
+                              sync::RemoveModeName(*c.leave),
+                              "): it stops sampling and leaves"));
+  }
   change_.reset();
   ring_changing_.store(false);
   return absl::OkStatus();
@@ -261,6 +318,93 @@ void ClusterLink::SendHandoffs() {
   }
   outgoing_.resize(kept);
   outgoing_count_.store(kept);
+}
+
+namespace {
+
+// The cluster's current ring, from Redis.
+absl::StatusOr<hashring::RingConfig> ReadRing(sync::RedisClient* redis,
+                                              const std::string& cluster) {
+  LATENTD_ASSIGN_OR_RETURN(sync::RedisReply reply,
+                           redis->Command({"GET", sync::RingKey(cluster)}));
+  if (reply.type != sync::RedisReply::Type::kString) {
+    return absl::DataLossError(
+        absl::StrCat(sync::RingKey(cluster), " holds no ring"));
+  }
+  return hashring::ParseRingConfig(reply.str);
+}
+
+}  // namespace
+
+std::optional<sync::RemoveMode> ClusterLink::LeaveRequested() const {
+  absl::MutexLock l(&leave_mu_);
+  return leave_mode_;
+}
+
+absl::Status ClusterLink::Leave(const sync::MoveCounters& counters) {
+  const uint64_t drain_epoch = epoch();
+  if (!LeaveRequested().has_value()) {
+    return absl::FailedPreconditionError(
+        "no removal of this node is running (latentctl cluster remove-node)");
+  }
+  const absl::Time deadline = absl::Now() + options_.join_timeout;
+  // Push every change of this node (with drop: the negation of its
+  // documents' counts) until one pass reaches every owner: its writer is
+  // idle, so nothing of its own is left after that. (Quiet passes are not
+  // the test: the others go on sampling.)
+  Finish();
+  while (!sync_->Flush().unavailable.empty()) {
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          "leaving: this node's changes did not reach every owner in time");
+    }
+  }
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<sync::RedisClient> redis,
+                           sync::RedisClient::Connect(options_.redis_url));
+  leaving_.store(true);
+  // The drain phase is over: the next epoch's ring lacks this node, and
+  // the watcher hands its keys off as it follows it.
+  LATENTD_ASSIGN_OR_RETURN(
+      sync::MoveRecord move,
+      sync::FinishMove(redis.get(), options_.cluster, drain_epoch, counters));
+  while (!left_.load()) {
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "leaving: keys not handed off by epoch ", move.to_epoch, " in time"));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  // Serve until every remaining member has re-routed: until then one may
+  // still resend a batch here, which must be answered (applied or not).
+  const std::string effect =
+      absl::StrCat("latentd:", options_.cluster, ":effect:", move.to_epoch);
+  for (;;) {
+    LATENTD_ASSIGN_OR_RETURN(hashring::RingConfig next,
+                             ReadRing(redis.get(), options_.cluster));
+    LATENTD_ASSIGN_OR_RETURN(sync::RedisReply done,
+                             redis->Command({"SMEMBERS", effect}));
+    bool all = true;
+    for (const hashring::Member& m : next.members) {
+      bool in = false;
+      for (const sync::RedisReply& e : done.elements) in |= e.str == m.id;
+      all &= in;
+    }
+    if (all) break;
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("leaving: not every member re-routed by epoch ",
+                       move.to_epoch, " in time"));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  sync::MoveCounters moved;
+  moved.keys = handoff_keys_out_.load();
+  LATENTD_RETURN_IF_ERROR(
+      sync::FinishMove(redis.get(), options_.cluster, move.to_epoch, moved)
+          .status());
+  options_.log(absl::StrCat("left cluster ", options_.cluster, " at epoch ",
+                            move.to_epoch));
+  return absl::OkStatus();
 }
 
 }  // namespace latentd

@@ -168,6 +168,53 @@ void ClusterNode::Stop() {
   if (link_) link_->Stop();
 }
 
+absl::Status ClusterNode::Leave() {
+  std::optional<sync::RemoveMode> mode = LeaveRequested();
+  if (!mode.has_value()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", node_id(), " is not being removed"));
+  }
+  if (*mode != sync::RemoveMode::kDrop) {
+    return absl::UnimplementedError(
+        "removal with hand-off (shipping the documents to the remaining "
+        "nodes) is not built yet; remove with --drop");
+  }
+  // The corrections queued so far first, then minus every token's count.
+  LATENTD_RETURN_IF_ERROR(synced_->ApplyPending());
+  std::vector<std::pair<WordId, TopicId>> tokens;
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store_->Read());
+  DocBatch batch;
+  uint64_t documents = 0;
+  for (;;) {
+    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
+    if (!more) break;
+    for (size_t d = 0; d < batch.num_docs(); ++d) {
+      auto words = batch.doc_words(d);
+      auto topics = batch.doc_topics(d);
+      for (size_t i = 0; i < words.size(); ++i) {
+        tokens.emplace_back(words[i], topics[i]);
+      }
+      ++documents;
+    }
+  }
+  std::sort(tokens.begin(), tokens.end());
+  std::vector<WordTopicDelta> minus;
+  for (const auto& [w, k] : tokens) {
+    if (!minus.empty() && minus.back().word == w && minus.back().topic == k) {
+      --minus.back().delta;
+    } else {
+      minus.push_back({w, k, -1});
+    }
+  }
+  LATENTD_RETURN_IF_ERROR(table_->Apply(minus));
+  synced_->MarkApplied(minus);
+  sync::MoveCounters counters;
+  counters.documents = documents;
+  LATENTD_RETURN_IF_ERROR(link_->Leave(counters));
+  Stop();
+  return absl::OkStatus();
+}
+
 double ClusterNode::OwnedWordLogLikelihood() const {
   const double beta = options_.beta;
   const double vbeta = beta * static_cast<double>(global_vocab_);

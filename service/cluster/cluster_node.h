@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -127,6 +128,19 @@ class ClusterNode {
 
   // Stops the synchronizer, heartbeats and server. Idempotent.
   void Stop();
+
+  // The removal an operator started for this node (`latentctl cluster
+  // remove-node`), once the ring has reached its drain epoch: its mode.
+  std::optional<sync::RemoveMode> LeaveRequested() const {
+    return link_->LeaveRequested();
+  }
+  // Leaves the cluster as the removal asks, then Stop(). With drop, this
+  // node's documents' counts are first taken out of the model (negative
+  // deltas through the table's writer, pushed like any change). Handoff
+  // (shipping the documents to the remaining nodes) is not built for
+  // ClusterNode: kUnimplemented, nothing changed. REQUIRES:
+  // LeaveRequested(), no sweep running and none to come.
+  absl::Status Leave();
 
   const std::string& node_id() const { return link_->node_id(); }
   const std::string& address() const { return link_->address(); }

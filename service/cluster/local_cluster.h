@@ -60,6 +60,12 @@ class LocalCluster {
   void Add(std::unique_ptr<ClusterNode> node) {
     nodes_.push_back(std::move(node));
   }
+  // Gives up node i (one that left the cluster).
+  std::unique_ptr<ClusterNode> Remove(size_t i) {
+    std::unique_ptr<ClusterNode> n = std::move(nodes_[i]);
+    nodes_.erase(nodes_.begin() + static_cast<std::ptrdiff_t>(i));
+    return n;
+  }
   ~LocalCluster();
 
   // Every node runs `sweeps` sweeps on its own thread, then Finish().

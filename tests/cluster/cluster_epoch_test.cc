@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -180,6 +181,76 @@ TEST_F(ClusterTest, GrowSsp1) {
   ClusterNodeOptions o = Base("ssp:1");
   o.slow_down = absl::Milliseconds(40);
   RunGrow(o);
+}
+
+// Shrink with drop (issue 12, must-show 2b): three nodes train AP's
+// thirds; the operator removes node2 with --drop mid-training
+// (RemoveNode: the drain epoch); node2 stops sampling, takes its
+// documents' counts out of the model, pushes that, ends the drain (the
+// next epoch's ring lacks it), hands every key it owns to the two left and
+// closes the move. The two then hold exactly their own documents' model.
+void RunShrinkDrop(ClusterNodeOptions base) {
+  auto cluster = LocalCluster::Start(base, 3);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto& nodes = (*cluster)->nodes();
+  std::vector<absl::Status> status(3);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      for (int s = 0; s < 14 && status[i].ok(); ++s) {
+        status[i] = nodes[i]->Sweep(/*evaluate=*/false).status();
+      }
+      nodes[i]->Finish();
+    });
+  }
+  threads.emplace_back([&] {
+    ClusterNode* leaver = nodes[2].get();
+    while (!leaver->LeaveRequested().has_value() && status[2].ok()) {
+      status[2] = leaver->Sweep(/*evaluate=*/false).status();
+    }
+    if (status[2].ok()) status[2] = leaver->Leave();
+  });
+  absl::StatusOr<sync::MoveRecord> move = absl::UnknownError("not run");
+  {
+    while (nodes[0]->sweep() < 2) absl::SleepFor(absl::Milliseconds(5));
+    auto redis = sync::RedisClient::Connect(base.redis_url);
+    ASSERT_TRUE(redis.ok()) << redis.status();
+    // Not the last node, not an unknown one: those are refused.
+    EXPECT_EQ(sync::RemoveNode(redis->get(), base.cluster, "nobody",
+                               sync::RemoveMode::kDrop)
+                  .status()
+                  .code(),
+              absl::StatusCode::kNotFound);
+    auto drain = sync::RemoveNode(redis->get(), base.cluster, "node2",
+                                  sync::RemoveMode::kDrop);
+    ASSERT_TRUE(drain.ok()) << drain.status();
+    move = sync::WaitForMove(redis->get(), base.cluster, drain->version,
+                             absl::Seconds(120));
+  }
+  for (auto& t : threads) t.join();
+  for (const absl::Status& st : status) ASSERT_TRUE(st.ok()) << st;
+  ASSERT_TRUE(move.ok()) << move.status();
+  EXPECT_EQ(move->status, sync::MoveStatus::kDone);
+  EXPECT_GT(move->counters.documents, 0u);
+  (*cluster)->Remove(2);
+  for (auto& n : nodes) EXPECT_EQ(n->epoch(), 3u) << n->node_id();
+  auto rounds = (*cluster)->Drain();
+  ASSERT_TRUE(rounds.ok()) << rounds.status();
+  EXPECT_LT((*cluster)->total_tokens(), 435838u);
+  ExpectExact(**cluster);  // Σ n_k = the two nodes' tokens
+  EXPECT_EQ(nodes[0]->ring_config().members.size(), 2u);
+}
+
+TEST_F(ClusterTest, ShrinkDropAsync) {
+  ClusterNodeOptions o = Base("async");
+  o.slow_down = absl::Milliseconds(40);
+  RunShrinkDrop(o);
+}
+
+TEST_F(ClusterTest, ShrinkDropSsp1) {
+  ClusterNodeOptions o = Base("ssp:1");
+  o.slow_down = absl::Milliseconds(40);
+  RunShrinkDrop(o);
 }
 
 }  // namespace

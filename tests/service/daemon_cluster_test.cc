@@ -325,5 +325,73 @@ TEST(DaemonCluster, ADaemonJoinsARunningClusterWhenAdmitted) {
   EXPECT_EQ(a->Stop(), 0) << a->Log();
 }
 
+// Shrink with drop (issue 12): of three daemons, `latentctl cluster
+// remove-node ID --drop` removes one while they train: it takes its
+// documents' counts out of the model, hands its keys to the two left and
+// exits 0 by itself; the two end with one model over their own documents.
+// Bad removals change nothing and say why.
+TEST(DaemonCluster, ARemovedDaemonTakesItsDocumentsOutAndExits) {
+  TempDir tmp;
+  RedisServer redis(tmp.path());
+  ASSERT_TRUE(redis.ok());
+  std::vector<std::string> args = ApCorpusArgs();
+  for (const char* a : {"--topics", "20", "--max-sweeps", "30",
+                        "--cluster-size", "3", "--cluster", "shrink"}) {
+    args.push_back(a);
+  }
+  args.push_back("--cluster-redis");
+  args.push_back(redis.address());
+  auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
+  auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
+  auto c = std::make_unique<Daemon>(tmp.path() + "/c", args, false);
+  a->WaitForPorts();
+  b->WaitForPorts();
+  c->WaitForPorts();
+  ASSERT_TRUE(a->ok() && b->ok() && c->ok()) << c->Log();
+  const std::vector<std::string> where = {"--cluster-redis", redis.address(),
+                                          "--cluster", "shrink"};
+  auto ctl = [&](std::vector<std::string> v) {
+    v.insert(v.end(), where.begin(), where.end());
+    return Latentctl(v);
+  };
+  auto [unknown, unknown_out] =
+      ctl({"cluster", "remove-node", "127.0.0.1:1", "--drop"});
+  EXPECT_NE(unknown, 0);
+  EXPECT_NE(unknown_out.find("127.0.0.1:1"), std::string::npos) << unknown_out;
+  auto [handoff, handoff_out] =
+      ctl({"cluster", "remove-node", c->tcp(), "--handoff"});
+  EXPECT_NE(handoff, 0);
+  EXPECT_NE(handoff_out.find("not built yet"), std::string::npos)
+      << handoff_out;
+  auto [rc, out] = ctl({"cluster", "remove-node", c->tcp(), "--drop"});
+  ASSERT_EQ(rc, 0) << out << c->Log();
+  EXPECT_NE(out.find("removed " + c->tcp() + " (drop)"), std::string::npos)
+      << out;
+  // The removed daemon has exited, cleanly, by itself.
+  EXPECT_EQ(c->Stop(/*sig=*/0, 30), 0) << c->Log();  // 0: just wait
+
+  auto ca = a->Client(Protocol::kTcp);
+  auto cb = b->Client(Protocol::kTcp);
+  auto done = [](const api::StatusResponse& s) {
+    return !s.training() && s.pending() == 0 && s.cluster_members_size() == 2;
+  };
+  auto fa = WaitStatus(ca.get(), done, 180);
+  auto fb = WaitStatus(cb.get(), done, 180);
+  ASSERT_TRUE(fa.ok()) << fa.status() << a->Log();
+  ASSERT_TRUE(fb.ok()) << fb.status() << b->Log();
+  const int64_t tokens = static_cast<int64_t>(fa->tokens() + fb->tokens());
+  std::vector<int64_t> na, nb;
+  for (int i = 0; i < 300; ++i) {
+    na = TopicTotals(ca.get());
+    nb = TopicTotals(cb.get());
+    if (Sum(na) == tokens && na == nb) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(Sum(na), tokens);
+  EXPECT_EQ(na, nb);
+  EXPECT_EQ(b->Stop(), 0) << b->Log();
+  EXPECT_EQ(a->Stop(), 0) << a->Log();
+}
+
 }  // namespace
 }  // namespace latentd::testing
