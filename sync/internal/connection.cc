@@ -1,6 +1,8 @@
 #include "sync/internal/connection.h"
 
 #include <chrono>
+#include <cstring>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -19,7 +21,33 @@ std::string PeerName(const asio::ip::tcp::socket& socket) {
   return absl::StrCat(ep.address().to_string(), ":", ep.port());
 }
 
+// The first bytes of an HTTP/1.x request (curl or a browser at this port).
+bool LooksLikeHttp(const char* bytes) {
+  for (const char* method :
+       {"GET ", "POST ", "PUT ", "HEAD ", "DELETE ", "OPTIONS ", "PATCH "}) {
+    const size_t n = std::strlen(method);
+    if (n <= kFrameHeaderSize && std::memcmp(bytes, method, n) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
+
+void Connection::AnswerHttpWithHint() {
+  static constexpr absl::string_view kBody =
+      "This port speaks latentd's framed protobuf protocol, not HTTP.\n"
+      "Send HTTP/JSON to the daemon's --http address (see DIR/ports).\n";
+  const std::string answer = absl::StrCat(
+      "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
+      "Connection: close\r\nContent-Length: ",
+      kBody.size(), "\r\n\r\n", kBody);
+  // A short blocking write on a connection about to close: the answer fits
+  // the socket buffer, and an error only means the client left.
+  asio::error_code ec;
+  asio::write(socket_, asio::buffer(answer), ec);
+}
 
 Connection::Connection(asio::ip::tcp::socket socket, ConnectionOptions options,
                        FrameFn on_frame, CloseFn on_close)
@@ -58,6 +86,13 @@ void Connection::ReadHeader() {
                      if (!header.ok()) {
                        options_.stats->connections_rejected.fetch_add(
                            1, std::memory_order_relaxed);
+                       if (LooksLikeHttp(header_.data())) {
+                         AnswerHttpWithHint();
+                         Fail(absl::InvalidArgumentError(
+                             "an HTTP request reached the framed protobuf "
+                             "port (answered 400 with a hint)"));
+                         return;
+                       }
                        Fail(header.status());
                        return;
                      }

@@ -66,6 +66,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void DoSend(std::string bytes);
   void WriteNext();
   void Fail(absl::Status why);  // on the strand
+  // An HTTP client reached this port: a plain 400 saying where HTTP goes.
+  void AnswerHttpWithHint();
 
   asio::ip::tcp::socket socket_;
   asio::steady_timer read_timer_;

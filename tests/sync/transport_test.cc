@@ -205,10 +205,26 @@ TEST_F(TransportTest, BadFramesCloseOnlyTheirConnection) {
 
   {  // garbage
     int fd = RawConnect();
-    const std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    const std::string junk = "\x01\x02garbage that is no frame at all....";
     ASSERT_EQ(::write(fd, junk.data(), junk.size()),
               static_cast<ssize_t>(junk.size()));
     EXPECT_TRUE(ClosedByPeer(fd));
+    ::close(fd);
+  }
+  {  // an HTTP request (curl at the wrong port): a 400 that says where to go
+    int fd = RawConnect();
+    const std::string get = "GET /v1/Status HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_EQ(::write(fd, get.data(), get.size()),
+              static_cast<ssize_t>(get.size()));
+    timeval tv{2, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    std::string answer;
+    char buf[512];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof(buf))) > 0;) {
+      answer.append(buf, static_cast<size_t>(n));
+    }
+    EXPECT_EQ(answer.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << answer;
+    EXPECT_NE(answer.find("--http address"), std::string::npos) << answer;
     ::close(fd);
   }
   {  // oversized: header announces 1 MiB against a 1 KiB limit
@@ -236,7 +252,8 @@ TEST_F(TransportTest, BadFramesCloseOnlyTheirConnection) {
   auto after = good.CallSync(kEcho, "after", absl::Seconds(2));
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(after->payload, "after");
-  EXPECT_GE(server_->stats().connections_rejected.load(), 4u);
+  EXPECT_GE(server_->stats().connections_rejected.load(), 5u);
+  EXPECT_TRUE(log_.Contains("HTTP request reached the framed protobuf port"));
   EXPECT_TRUE(log_.Contains("bad magic"));
   EXPECT_TRUE(log_.Contains("exceeds the limit"));
   EXPECT_TRUE(log_.Contains("truncated frame"));
