@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "corpora/status_macros.h"
+#include "base/status_macros.h"
 #include "google/protobuf/struct.pb.h"
 #include "sampler/model_dir.h"
 #include "sampler/model_export.h"

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "corpora/status_macros.h"
+#include "base/status_macros.h"
 #include "corpora/tokenizer.h"
 #include "google/protobuf/struct.pb.h"
 #include "sampler/model_dir.h"

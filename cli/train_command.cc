@@ -11,7 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "corpora/status_macros.h"
+#include "base/status_macros.h"
 #include "google/protobuf/struct.pb.h"
 #include "sampler/fold_in.h"
 #include "sampler/model_dir.h"

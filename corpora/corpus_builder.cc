@@ -10,8 +10,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "corpora/random.h"
-#include "corpora/status_macros.h"
 
 namespace latentd {
 namespace {

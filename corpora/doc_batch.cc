@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "corpora/check.h"
+#include "base/check.h"
 
 namespace latentd {
 

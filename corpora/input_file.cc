@@ -6,9 +6,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "corpora/internal/byte_source.h"
 #include "corpora/posix_file.h"
-#include "corpora/status_macros.h"
 
 namespace latentd {
 namespace {

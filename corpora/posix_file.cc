@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "corpora/internal/absl_compat.h"
-#include "corpora/status_macros.h"
 
 namespace latentd::internal {
 namespace {

@@ -5,8 +5,8 @@
 #include <span>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "corpora/random.h"
-#include "corpora/status_macros.h"
 
 namespace latentd {
 namespace {

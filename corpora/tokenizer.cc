@@ -1,5 +1,6 @@
 #include "corpora/tokenizer.h"
 
+#include "base/utf8.h"
 #include "corpora/internal/stopwords.h"
 #include "corpora/internal/utf8.h"
 
@@ -51,11 +52,11 @@ void Tokenizer::TokenizeSpan(std::string_view text,
       continue;
     }
     char32_t cp = 0;
-    size_t n = internal::DecodeUtf8(p, end, &cp);
+    size_t n = DecodeUtf8(p, end, &cp);
     char32_t lower = n == 0 ? 0 : internal::LowerWordChar(cp);
     p += n == 0 ? 1 : n;
     if (lower != 0) {
-      internal::AppendUtf8(lower, &word);
+      AppendUtf8(lower, &word);
       ++chars;
     } else if (chars > 0) {
       Emit(&word, chars, words);
@@ -82,13 +83,13 @@ std::string LowercaseWord(std::string_view text) {
   const auto* end = p + text.size();
   while (p < end) {
     char32_t cp = 0;
-    size_t n = internal::DecodeUtf8(p, end, &cp);
+    size_t n = DecodeUtf8(p, end, &cp);
     if (n == 0) {  // invalid byte: kept as is
       out.push_back(static_cast<char>(*p++));
       continue;
     }
     char32_t lower = internal::LowerWordChar(cp);
-    internal::AppendUtf8(lower != 0 ? lower : cp, &out);
+    AppendUtf8(lower != 0 ? lower : cp, &out);
     p += n;
   }
   return out;

@@ -4,10 +4,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "corpora/check.h"
+#include "base/check.h"
+#include "base/status_macros.h"
 #include "corpora/input_file.h"
 #include "corpora/posix_file.h"
-#include "corpora/status_macros.h"
 
 namespace latentd {
 

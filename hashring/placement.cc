@@ -6,13 +6,13 @@
 #include <string_view>
 #include <utility>
 
-#include "hashring/internal/check.h"
+#include "base/check.h"
 #include "hashring/ring_config.h"
 
 namespace latentd::hashring {
 
 Placement::Placement(RingConfig config) : config_(std::move(config)) {
-  HASHRING_CHECK(ValidateRingConfig(config_).ok());
+  LATENTD_CHECK(ValidateRingConfig(config_).ok());
   const size_t m = config_.members.size();
   by_id_.resize(m);
   for (size_t i = 0; i < m; ++i) by_id_[i] = static_cast<MemberIndex>(i);

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "hashring/internal/utf8.h"
+#include "base/utf8.h"
 #include "hashring/ring_config.pb.h"
 
 namespace latentd::hashring {
@@ -36,11 +36,11 @@ absl::Status ValidateMember(size_t index, const Member& member) {
                                 member.id.size(), " bytes, more than ",
                                 kMaxMemberIdBytes));
   }
-  if (!internal::IsValidUtf8(member.id)) {
+  if (!IsValidUtf8(member.id)) {
     return Invalid(absl::StrCat(DescribeMember(index, member.id),
                                 ": id is not valid UTF-8"));
   }
-  if (!internal::IsValidUtf8(member.address)) {
+  if (!IsValidUtf8(member.address)) {
     return Invalid(absl::StrCat(DescribeMember(index, member.id),
                                 ": address is not valid UTF-8"));
   }

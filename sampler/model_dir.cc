@@ -3,9 +3,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "corpora/input_file.h"
 #include "corpora/posix_file.h"
-#include "corpora/status_macros.h"
 
 namespace latentd {
 

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "corpora/posix_file.h"
-#include "corpora/status_macros.h"
 
 namespace latentd {
 

@@ -12,7 +12,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "corpora/status_macros.h"
+#include "base/status_macros.h"
 #include "oneapi/tbb/concurrent_queue.h"
 #include "oneapi/tbb/enumerable_thread_specific.h"
 #include "oneapi/tbb/parallel_pipeline.h"

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "corpora/check.h"
+#include "base/check.h"
 
 namespace latentd {
 

@@ -4,7 +4,7 @@
 #include <new>
 
 #include "absl/strings/str_cat.h"
-#include "corpora/check.h"
+#include "base/check.h"
 
 namespace latentd {
 

@@ -1,7 +1,7 @@
 #include "sampler/trainer.h"
 
 #include "absl/strings/str_cat.h"
-#include "corpora/status_macros.h"
+#include "base/status_macros.h"
 
 namespace latentd {
 

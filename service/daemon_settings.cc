@@ -7,8 +7,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "base/status_macros.h"
 #include "corpora/internal/absl_compat.h"
-#include "corpora/status_macros.h"
 #include "service/api_client.h"
 
 namespace latentd::service {

@@ -9,8 +9,8 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "corpora/posix_file.h"
-#include "corpora/status_macros.h"
 #include "xxhash.h"
 
 namespace latentd::service {

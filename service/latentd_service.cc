@@ -15,7 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "base/log.h"
-#include "corpora/status_macros.h"
+#include "base/status_macros.h"
 #include "sampler/model_dir.h"
 #include "service/api_client.h"
 

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "corpora/status_macros.h"
+#include "base/status_macros.h"
 #include "corpora/types.h"
 #include "service/api_client.h"
 #include "service/latentd_service.h"

@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "corpora/status_macros.h"
+#include "base/status_macros.h"
 #include "service/latentd_service.h"
 
 namespace latentd::service {

@@ -4,8 +4,8 @@
 #include <charconv>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "corpora/random.h"
-#include "corpora/status_macros.h"
 
 namespace latentd::service {
 namespace {

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "corpora/status_macros.h"
+#include "base/status_macros.h"
 #include "sync/internal/cluster_admin_scripts.h"
 #include "sync/transport.h"
 

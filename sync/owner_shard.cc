@@ -5,8 +5,8 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "corpora/check.h"
-#include "corpora/status_macros.h"
+#include "base/check.h"
+#include "base/status_macros.h"
 
 namespace latentd::sync {
 namespace {

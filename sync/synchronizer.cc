@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "corpora/check.h"
-#include "corpora/status_macros.h"
+#include "base/check.h"
+#include "base/status_macros.h"
 
 namespace latentd::sync {
 namespace {

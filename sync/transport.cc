@@ -9,8 +9,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "base/check.h"
 #include "base/log.h"
-#include "corpora/check.h"
 #include "sync/internal/connection.h"
 
 namespace latentd::sync {

@@ -9,9 +9,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "corpora/internal/token_store_format.h"
 #include "corpora/posix_file.h"
-#include "corpora/status_macros.h"
 #include "corpora/token_store.h"
 
 namespace latentd {

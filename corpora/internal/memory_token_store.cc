@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "corpora/internal/token_store_format.h"
-#include "corpora/status_macros.h"
 #include "corpora/token_store.h"
 
 namespace latentd {

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "corpora/input_file.h"
 #include "corpora/internal/absl_compat.h"
 #include "corpora/internal/reader_base.h"
-#include "corpora/status_macros.h"
 #include "corpora/tokenizer.h"
 
 namespace latentd::internal {

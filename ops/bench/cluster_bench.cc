@@ -44,8 +44,8 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "corpora/corpus_builder.h"
-#include "corpora/status_macros.h"
 #include "sampler/fast_mutexes.h"
 #include "sampler/trainer.h"
 #include "service/cluster/local_cluster.h"

@@ -6,7 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "corpora/status_macros.h"
+#include "base/status_macros.h"
 #include "hashring/ring_config.h"
 #include "service/cluster/internal/cluster_peer.h"
 #include "sync/cluster_admin.h"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "corpora/status_macros.h"
+#include "base/status_macros.h"
 #include "hashring/ring_config.h"
 #include "service/cluster/cluster_link.h"
 #include "service/cluster/internal/cluster_peer.h"

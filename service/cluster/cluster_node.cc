@@ -10,9 +10,9 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "corpora/check.h"
+#include "base/check.h"
+#include "base/status_macros.h"
 #include "corpora/corpus_builder.h"
-#include "corpora/status_macros.h"
 #include "hashring/ring.h"
 #include "sampler/doc_topic_stats.h"
 

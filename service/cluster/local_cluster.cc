@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "corpora/status_macros.h"
+#include "base/status_macros.h"
 #include "sync/membership.h"
 
 namespace latentd {

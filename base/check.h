@@ -1,8 +1,9 @@
 // LATENTD_CHECK: aborts with file and line when a programmer error (a broken
-// precondition, never bad input) is detected. Debian's Abseil ships no
-// absl/log, hence this small macro. Thread-safe.
-#ifndef LATENTD_CORPORA_CHECK_H_
-#define LATENTD_CORPORA_CHECK_H_
+// precondition or invariant, never bad input) is detected. Debian's Abseil
+// ships no absl/log, hence this small macro; every module uses this one.
+// Thread-safe.
+#ifndef LATENTD_BASE_CHECK_H_
+#define LATENTD_BASE_CHECK_H_
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,4 +19,4 @@
     }                                                                       \
   } while (0)
 
-#endif  // LATENTD_CORPORA_CHECK_H_
+#endif  // LATENTD_BASE_CHECK_H_

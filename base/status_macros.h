@@ -1,6 +1,6 @@
 // Status propagation helpers (Debian's Abseil ships no RETURN_IF_ERROR).
-#ifndef LATENTD_CORPORA_STATUS_MACROS_H_
-#define LATENTD_CORPORA_STATUS_MACROS_H_
+#ifndef LATENTD_BASE_STATUS_MACROS_H_
+#define LATENTD_BASE_STATUS_MACROS_H_
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,4 +24,4 @@
   if (!tmp.ok()) return tmp.status();                  \
   lhs = std::move(tmp).value()
 
-#endif  // LATENTD_CORPORA_STATUS_MACROS_H_
+#endif  // LATENTD_BASE_STATUS_MACROS_H_
