@@ -57,6 +57,39 @@ std::string MoveJson(const sync::MoveRecord& m) {
 
 }  // namespace
 
+namespace {
+
+// The options add-node and remove-node share.
+void AddMoveOptions(CLI::App* sub, ClusterCommands* c) {
+  sub->add_option("--cluster-redis", c->redis_url,
+                  "Redis holding the cluster, as the nodes' --cluster-redis")
+      ->required();
+  sub->add_option("--cluster", c->cluster, "Name of the cluster")
+      ->capture_default_str();
+  sub->add_option("--timeout", c->timeout_seconds,
+                  "Seconds to wait for the move to finish")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_flag("--json", c->json, "Print JSON instead of text");
+}
+
+// Waits for the move that wrote `epoch`; its error says what was done.
+absl::StatusOr<sync::MoveRecord> AwaitMove(const ClusterCommands& c,
+                                           sync::RedisClient* redis,
+                                           uint64_t epoch,
+                                           const std::string& what) {
+  absl::StatusOr<sync::MoveRecord> move = sync::WaitForMove(
+      redis, c.cluster, epoch, absl::Seconds(c.timeout_seconds));
+  if (!move.ok()) {
+    return absl::Status(move.status().code(),
+                        absl::StrCat(what, " (epoch ", epoch,
+                                     "), but: ", move.status().message()));
+  }
+  return move;
+}
+
+}  // namespace
+
 void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
   c->cluster_cmd = app->add_subcommand(
       "cluster",
@@ -80,18 +113,7 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
       "Admit a pending node (started with --cluster-join; `cluster status` "
       "lists it) and wait until it has its keys and has joined");
   c->add_node->add_option("node", c->node, "The pending node's id")->required();
-  c->add_node
-      ->add_option("--cluster-redis", c->redis_url,
-                   "Redis holding the cluster, as the nodes' --cluster-redis")
-      ->required();
-  c->add_node->add_option("--cluster", c->cluster, "Name of the cluster")
-      ->capture_default_str();
-  c->add_node
-      ->add_option("--timeout", c->timeout_seconds,
-                   "Seconds to wait for the move to finish")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  c->add_node->add_flag("--json", c->json, "Print JSON instead of text");
+  AddMoveOptions(c->add_node, c);
   c->remove_node = c->cluster_cmd->add_subcommand(
       "remove-node",
       "Remove a ring member: with --drop its documents' counts leave the "
@@ -102,18 +124,7 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
   c->remove_node->add_flag(
       "--handoff", c->handoff,
       "Ship the node's documents to the others (not built yet: refused)");
-  c->remove_node
-      ->add_option("--cluster-redis", c->redis_url,
-                   "Redis holding the cluster, as the nodes' --cluster-redis")
-      ->required();
-  c->remove_node->add_option("--cluster", c->cluster, "Name of the cluster")
-      ->capture_default_str();
-  c->remove_node
-      ->add_option("--timeout", c->timeout_seconds,
-                   "Seconds to wait for the move to finish")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  c->remove_node->add_flag("--json", c->json, "Print JSON instead of text");
+  AddMoveOptions(c->remove_node, c);
 }
 
 namespace {
@@ -123,14 +134,9 @@ absl::Status RunAddNode(const ClusterCommands& c, sync::RedisClient* redis,
   absl::StatusOr<hashring::RingConfig> ring =
       sync::AdmitNode(redis, c.cluster, c.node);
   if (!ring.ok()) return ring.status();
-  absl::StatusOr<sync::MoveRecord> move = sync::WaitForMove(
-      redis, c.cluster, ring->version, absl::Seconds(c.timeout_seconds));
-  if (!move.ok()) {
-    return absl::Status(
-        move.status().code(),
-        absl::StrCat("admitted ", c.node, " at epoch ", ring->version,
-                     ", but: ", move.status().message()));
-  }
+  absl::StatusOr<sync::MoveRecord> move =
+      AwaitMove(c, redis, ring->version, absl::StrCat("admitted ", c.node));
+  if (!move.ok()) return move.status();
   const double seconds = (move->finished_ms - move->started_ms) / 1000.0;
   if (c.json) {
     absl::FPrintF(out,
@@ -159,14 +165,9 @@ absl::Status RunRemoveNode(const ClusterCommands& c, sync::RedisClient* redis,
   absl::StatusOr<hashring::RingConfig> ring =
       sync::RemoveNode(redis, c.cluster, c.node, sync::RemoveMode::kDrop);
   if (!ring.ok()) return ring.status();
-  absl::StatusOr<sync::MoveRecord> move = sync::WaitForMove(
-      redis, c.cluster, ring->version, absl::Seconds(c.timeout_seconds));
-  if (!move.ok()) {
-    return absl::Status(
-        move.status().code(),
-        absl::StrCat("removing ", c.node, " (drain epoch ", ring->version,
-                     "): ", move.status().message()));
-  }
+  absl::StatusOr<sync::MoveRecord> move = AwaitMove(
+      c, redis, ring->version, absl::StrCat("started removing ", c.node));
+  if (!move.ok()) return move.status();
   const double seconds = (move->finished_ms - move->started_ms) / 1000.0;
   if (c.json) {
     absl::FPrintF(out,

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "corpora/types.h"
+#include "sampler/store_counts.h"
 #include "service/api_client.h"
 #include "service/latentd_service.h"
 
@@ -102,32 +103,10 @@ absl::Status LatentdService::LeaveCluster() {
   LATENTD_RETURN_IF_ERROR(synced_->ApplyPending());
   // Minus every token of this node's store, through the table's writer,
   // so the owners take this node's documents out of the global counts.
-  std::vector<std::pair<WordId, TopicId>> tokens;
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader,
-                           trainer_->store()->Read());
-  DocBatch batch;
   sync::MoveCounters counters;
-  for (;;) {
-    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
-    if (!more) break;
-    for (size_t d = 0; d < batch.num_docs(); ++d) {
-      auto words = batch.doc_words(d);
-      auto topics = batch.doc_topics(d);
-      for (size_t i = 0; i < words.size(); ++i) {
-        tokens.emplace_back(words[i], topics[i]);
-      }
-      ++counters.documents;
-    }
-  }
-  std::sort(tokens.begin(), tokens.end());
-  std::vector<WordTopicDelta> minus;
-  for (const auto& [w, k] : tokens) {
-    if (!minus.empty() && minus.back().word == w && minus.back().topic == k) {
-      --minus.back().delta;
-    } else {
-      minus.push_back({w, k, -1});
-    }
-  }
+  LATENTD_ASSIGN_OR_RETURN(
+      std::vector<WordTopicDelta> minus,
+      StoreCounts(trainer_->store(), -1, &counters.documents));
   LATENTD_RETURN_IF_ERROR(trainer_->mutable_table()->Apply(minus));
   synced_->MarkApplied(minus);
   cluster_finished_ = true;  // Leave() pushes what is left and finishes

@@ -15,6 +15,7 @@
 #include "corpora/corpus_builder.h"
 #include "hashring/ring.h"
 #include "sampler/doc_topic_stats.h"
+#include "sampler/store_counts.h"
 
 namespace latentd {
 
@@ -181,31 +182,9 @@ absl::Status ClusterNode::Leave() {
   }
   // The corrections queued so far first, then minus every token's count.
   LATENTD_RETURN_IF_ERROR(synced_->ApplyPending());
-  std::vector<std::pair<WordId, TopicId>> tokens;
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store_->Read());
-  DocBatch batch;
   uint64_t documents = 0;
-  for (;;) {
-    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
-    if (!more) break;
-    for (size_t d = 0; d < batch.num_docs(); ++d) {
-      auto words = batch.doc_words(d);
-      auto topics = batch.doc_topics(d);
-      for (size_t i = 0; i < words.size(); ++i) {
-        tokens.emplace_back(words[i], topics[i]);
-      }
-      ++documents;
-    }
-  }
-  std::sort(tokens.begin(), tokens.end());
-  std::vector<WordTopicDelta> minus;
-  for (const auto& [w, k] : tokens) {
-    if (!minus.empty() && minus.back().word == w && minus.back().topic == k) {
-      --minus.back().delta;
-    } else {
-      minus.push_back({w, k, -1});
-    }
-  }
+  LATENTD_ASSIGN_OR_RETURN(std::vector<WordTopicDelta> minus,
+                           StoreCounts(store_.get(), -1, &documents));
   LATENTD_RETURN_IF_ERROR(table_->Apply(minus));
   synced_->MarkApplied(minus);
   sync::MoveCounters counters;

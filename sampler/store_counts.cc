@@ -1,0 +1,42 @@
+#include "sampler/store_counts.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "base/status_macros.h"
+
+namespace latentd {
+
+absl::StatusOr<std::vector<WordTopicDelta>> StoreCounts(TokenStore* store,
+                                                        int sign,
+                                                        uint64_t* documents) {
+  std::vector<std::pair<WordId, TopicId>> tokens;
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
+  DocBatch batch;
+  uint64_t docs = 0;
+  for (;;) {
+    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
+    if (!more) break;
+    for (size_t d = 0; d < batch.num_docs(); ++d) {
+      auto words = batch.doc_words(d);
+      auto topics = batch.doc_topics(d);
+      for (size_t i = 0; i < words.size(); ++i) {
+        tokens.emplace_back(words[i], topics[i]);
+      }
+      ++docs;
+    }
+  }
+  std::sort(tokens.begin(), tokens.end());
+  std::vector<WordTopicDelta> out;
+  for (const auto& [w, k] : tokens) {
+    if (!out.empty() && out.back().word == w && out.back().topic == k) {
+      out.back().delta += sign;
+    } else {
+      out.push_back({w, k, sign});
+    }
+  }
+  if (documents != nullptr) *documents = docs;
+  return out;
+}
+
+}  // namespace latentd
