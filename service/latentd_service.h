@@ -28,9 +28,12 @@
 // a user's events and profile live on the user's owner by the ring, and
 // the other nodes forward them there over the API. Limits: the vocabulary
 // is frozen when the node joins (ingested words it does not hold are
-// dropped); the sampler's Vβ uses this node's vocabulary; membership is
-// fixed, so the cluster restarts as a whole (each node then resumes from
-// its own checkpoint and store, and the nodes exchange their counts anew).
+// dropped); the sampler's Vβ uses this node's vocabulary. Members join a
+// running cluster (ClusterLinkOptions::join, admitted by an operator) and
+// leave it when an operator removes them (drop: LeaveCluster); a node that
+// crashed cannot rejoin alone yet, so the cluster then restarts as a whole
+// (each node resumes from its own checkpoint and store, and the nodes
+// exchange their counts anew).
 //
 // Thread-safety: the API methods may be called from any number of threads
 // at once, also while training runs. Start() and Stop() from one thread.
