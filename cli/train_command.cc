@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "google/protobuf/struct.pb.h"
+#include "sampler/checkpoint_files.h"
 #include "sampler/fold_in.h"
 #include "sampler/model_dir.h"
 #include "sampler/model_export.h"
@@ -32,10 +33,11 @@ absl::Status MakeDirectory(const std::string& dir) {
 // The files a model directory holds (ModelPaths and the text exports).
 std::vector<std::string> ModelFiles(const std::string& dir) {
   ModelPaths paths(dir);
-  return {
-      paths.snapshot(),    paths.vocab(),      paths.settings(),
-      paths.tokens(),      paths.heldout(),    paths.doc_topics(),
-      dir + "/topics.txt", dir + "/alpha.txt", dir + "/word_topic_counts.tsv"};
+  return {paths.snapshot(),   paths.prev_snapshot(),
+          paths.vocab(),      paths.settings(),
+          paths.tokens(),     paths.heldout(),
+          paths.doc_topics(), dir + "/topics.txt",
+          dir + "/alpha.txt", dir + "/word_topic_counts.tsv"};
 }
 
 // Refuses to build over a model unless told to; with `overwrite`, removes
@@ -93,13 +95,18 @@ absl::StatusOr<std::unique_ptr<Trainer>> StartTrainer(
     const TrainCommandOptions& o, FILE* err) {
   ModelPaths paths(o.out_dir);
   if (o.resume) {
-    LATENTD_ASSIGN_OR_RETURN(ModelSnapshot snapshot,
-                             ModelSnapshot::Load(paths.snapshot()));
     LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<TokenStore> store,
                              OpenFileTokenStore(paths.tokens()));
-    absl::FPrintF(err, "resuming %s at sweep %d (store at sweep %d)\n",
-                  o.out_dir, snapshot.sweep, store->meta().sweep);
-    return Trainer::Resume(snapshot, o.trainer, std::move(store));
+    // The newest snapshot that verifies (sampler/checkpoint_files.h).
+    LATENTD_ASSIGN_OR_RETURN(ResumePoint resume,
+                             LoadNewestSnapshot(paths, store->meta()));
+    for (const std::string& line : resume.refused) {
+      absl::FPrintF(err, "%s\n", line);
+    }
+    absl::FPrintF(err, "resuming %s at sweep %d from %s (store at sweep %d)\n",
+                  o.out_dir, resume.snapshot.sweep, resume.path,
+                  store->meta().sweep);
+    return Trainer::Resume(resume.snapshot, o.trainer, std::move(store));
   }
   LATENTD_RETURN_IF_ERROR(MakeDirectory(o.out_dir));
   LATENTD_RETURN_IF_ERROR(ClaimModelDirectory(o));
@@ -122,8 +129,13 @@ absl::StatusOr<std::unique_ptr<Trainer>> StartTrainer(
   return Trainer::Create(o.trainer, std::move(store));
 }
 
-absl::Status Checkpoint(Trainer& trainer, const ModelPaths& paths) {
-  return trainer.Snapshot().Save(paths.snapshot());
+// model.bin, keeping the one it replaces as model.prev.bin.
+absl::Status Checkpoint(const ModelSnapshot& snapshot, const ModelPaths& paths,
+                        FILE* err) {
+  std::string warning;
+  LATENTD_RETURN_IF_ERROR(SaveCheckpoint(snapshot, paths, &warning));
+  if (!warning.empty()) absl::FPrintF(err, "warning: %s\n", warning);
+  return absl::OkStatus();
 }
 
 // What the sweeps of this invocation did, for the --json summary.
@@ -167,7 +179,7 @@ absl::Status Finish(const TrainCommandOptions& o, Trainer& trainer,
                     RunTotals run, FILE* out, FILE* err) {
   ModelPaths paths(o.out_dir);
   const ModelSnapshot snapshot = trainer.Snapshot();
-  LATENTD_RETURN_IF_ERROR(snapshot.Save(paths.snapshot()));
+  LATENTD_RETURN_IF_ERROR(Checkpoint(snapshot, paths, err));
   LATENTD_ASSIGN_OR_RETURN(Vocabulary vocab, Vocabulary::Load(paths.vocab()));
   LATENTD_RETURN_IF_ERROR(
       ExportModelText(snapshot, vocab, o.top_words, o.out_dir));
@@ -266,7 +278,7 @@ absl::Status RunTrain(const TrainCommandOptions& o, FILE* out, FILE* err) {
     if (s + 1 < o.sweeps) absl::StrAppend(&line, "  ETA ", Duration(eta));
     absl::FPrintF(err, "%s\n", line);
     if (o.checkpoint_every > 0 && r.sweep % o.checkpoint_every == 0) {
-      LATENTD_RETURN_IF_ERROR(Checkpoint(*trainer, paths));
+      LATENTD_RETURN_IF_ERROR(Checkpoint(trainer->Snapshot(), paths, err));
     }
   }
   absl::FPrintF(err, "%.2f s sampling\n", wall);

@@ -11,6 +11,7 @@ namespace latentd {
 
 std::vector<std::string> ModelPaths::all() const {
   return {snapshot(),
+          prev_snapshot(),
           vocab(),
           settings(),
           tokens(),

@@ -2,6 +2,7 @@
 // model (topics, infer, later the daemon) opens:
 //
 //   model.bin              ModelSnapshot (binary; what training resumes from)
+//   model.prev.bin         the snapshot before it (sampler/checkpoint_files.h)
 //   vocab.txt              Vocabulary, line i = WordId i
 //   settings.txt           key=value: how the corpus was read and tokenized
 //                          and the training settings (text, for people too)
@@ -28,6 +29,7 @@ struct ModelPaths {
   explicit ModelPaths(std::string dir) : dir(std::move(dir)) {}
   std::string dir;
   std::string snapshot() const { return dir + "/model.bin"; }
+  std::string prev_snapshot() const { return dir + "/model.prev.bin"; }
   std::string vocab() const { return dir + "/vocab.txt"; }
   std::string settings() const { return dir + "/settings.txt"; }
   std::string tokens() const { return dir + "/tokens.lts"; }

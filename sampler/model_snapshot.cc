@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "corpora/input_file.h"
 #include "corpora/posix_file.h"
 
@@ -40,6 +41,18 @@ class Cursor {
   size_t pos_ = 0;
 };
 
+// One whole-file checksum cannot say where the damage is, only how much
+// it covers.
+std::string ChecksumMismatch(uint64_t file_bytes) {
+  return absl::StrCat("checksum mismatch over its ", file_bytes,
+                      " bytes (truncated or corrupt file)");
+}
+
+absl::Status BadMagic(const std::string& path) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, " is not a latentd model snapshot (bad magic)"));
+}
+
 }  // namespace
 
 ModelSnapshot ModelSnapshot::Capture(const TopicTable& table,
@@ -67,7 +80,7 @@ ModelSnapshot ModelSnapshot::Capture(const TopicTable& table,
   return snap;
 }
 
-absl::Status ModelSnapshot::Save(const std::string& path) const {
+std::string ModelSnapshot::Serialize() const {
   std::string out;
   out.reserve(64 + alpha.size() * 8 + vocab_size * 4 + entries.size() * 8);
   out.append(kMagic, sizeof(kMagic));
@@ -88,7 +101,11 @@ absl::Status ModelSnapshot::Save(const std::string& path) const {
   }
   Put(&out,
       static_cast<uint64_t>(XXH64(out.data(), out.size(), kChecksumSeed)));
-  return internal::WriteFileAtomically(path, out);
+  return out;
+}
+
+absl::Status ModelSnapshot::Save(const std::string& path) const {
+  return internal::WriteFileAtomically(path, Serialize());
 }
 
 absl::StatusOr<ModelSnapshot> ModelSnapshot::Load(const std::string& path) {
@@ -100,14 +117,13 @@ absl::StatusOr<ModelSnapshot> ModelSnapshot::Load(const std::string& path) {
   };
   if (data->size() < sizeof(kMagic) + 8 ||
       std::memcmp(data->data(), kMagic, sizeof(kMagic)) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, " is not a latentd model snapshot (bad magic)"));
+    return BadMagic(path);
   }
   const size_t body = data->size() - 8;
   uint64_t stored_sum;
   std::memcpy(&stored_sum, data->data() + body, 8);
   if (XXH64(data->data(), body, kChecksumSeed) != stored_sum) {
-    return damaged("checksum mismatch (truncated or corrupt file)");
+    return damaged(ChecksumMismatch(data->size()));
   }
   Cursor in(
       std::string_view(*data).substr(sizeof(kMagic), body - sizeof(kMagic)));
@@ -155,6 +171,39 @@ absl::StatusOr<ModelSnapshot> ModelSnapshot::Load(const std::string& path) {
   }
   if (in.remaining() != 0) return damaged("trailing bytes");
   return snap;
+}
+
+absl::Status ModelSnapshot::VerifyFile(const std::string& path) {
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<internal::PosixReadFile> file,
+                           internal::PosixReadFile::Open(path));
+  const uint64_t size = file->size();
+  if (size < sizeof(kMagic) + 8) return BadMagic(path);
+  std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(
+      XXH64_createState(), &XXH64_freeState);
+  XXH64_reset(state.get(), kChecksumSeed);
+  std::string buf(1 << 20, '\0');
+  const uint64_t body = size - 8;
+  uint64_t done = 0;
+  while (done < body) {
+    const size_t want =
+        static_cast<size_t>(std::min<uint64_t>(buf.size(), body - done));
+    LATENTD_ASSIGN_OR_RETURN(size_t got, file->Read(buf.data(), want));
+    if (got == 0) break;  // shrank since it was opened
+    if (done == 0 && (got < sizeof(kMagic) ||
+                      std::memcmp(buf.data(), kMagic, sizeof(kMagic)) != 0)) {
+      return BadMagic(path);
+    }
+    XXH64_update(state.get(), buf.data(), got);
+    done += got;
+  }
+  uint64_t stored_sum = 0;
+  LATENTD_ASSIGN_OR_RETURN(size_t got,
+                           file->Read(reinterpret_cast<char*>(&stored_sum), 8));
+  if (done != body || got != 8 || XXH64_digest(state.get()) != stored_sum) {
+    return absl::DataLossError(
+        absl::StrCat("model snapshot ", path, ": ", ChecksumMismatch(size)));
+  }
+  return absl::OkStatus();
 }
 
 std::unique_ptr<TopicTable> ModelSnapshot::ToTable() const {

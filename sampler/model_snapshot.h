@@ -45,8 +45,14 @@ struct ModelSnapshot {
   static ModelSnapshot Capture(const TopicTable& table,
                                std::vector<double> alpha, double beta,
                                uint64_t sweep, uint64_t seed);
+  // The file's bytes (layout above), checksum included.
+  std::string Serialize() const;
   absl::Status Save(const std::string& path) const;
   static absl::StatusOr<ModelSnapshot> Load(const std::string& path);
+  // Checks magic and checksum of the file at `path` without decoding it,
+  // reading it in 1 MiB pieces (no copy of the file in memory). Errors as
+  // Load's. Cheap enough to run before every checkpoint.
+  static absl::Status VerifyFile(const std::string& path);
 
   // A table holding these counts.
   std::unique_ptr<TopicTable> ToTable() const;

@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "sampler/checkpoint_files.h"
 #include "sampler/model_dir.h"
 #include "service/api_client.h"
 
@@ -36,6 +37,21 @@ void PadSnapshot(ModelSnapshot* s, uint32_t vocab_size) {
     s->word_offsets.push_back(s->word_offsets.back());
     ++s->vocab_size;
   }
+}
+
+// A damaged token store stops the node: unlike model.bin it is kept once,
+// since a second copy would double the largest file (docs/latentd.md,
+// "Checkpoints and damaged files"). The error says what to do.
+template <typename T>
+absl::StatusOr<T> WithStoreAdvice(absl::StatusOr<T> result) {
+  if (result.ok() || result.status().code() != absl::StatusCode::kDataLoss) {
+    return result;
+  }
+  return absl::DataLossError(absl::StrCat(
+      result.status().message(),
+      " (latentd keeps one copy of the token store: restore the data "
+      "directory from a backup, or move it aside and rebuild it from the "
+      "corpus)"));
 }
 
 }  // namespace
@@ -133,6 +149,10 @@ void LatentdService::RegisterMetrics(MetricsRegistry* metrics) {
                    "Cluster mode: users' events forwarded to their owner node");
   m_.checkpoints =
       r.AddCounter("latentd_checkpoints_total", "Checkpoints written");
+  m_.snapshots_refused = r.AddCounter(
+      "latentd_snapshots_refused_total",
+      "Snapshot files passed over at start-up (damaged, or not fitting the "
+      "token store)");
 }
 
 absl::Status LatentdService::BuildStore() {
@@ -168,23 +188,28 @@ absl::Status LatentdService::OpenTrainer() {
   tokenizer_ = Tokenizer(tok);
   LATENTD_ASSIGN_OR_RETURN(vocab_, Vocabulary::Load(paths.vocab()));
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<TokenStore> store,
-                           OpenFileTokenStore(paths.tokens()));
+                           WithStoreAdvice(OpenFileTokenStore(paths.tokens())));
   if (vocab_.size() < store->meta().vocab_size) {
     return absl::DataLossError(
         absl::StrCat(paths.vocab(), " has ", vocab_.size(), " words but ",
                      paths.tokens(), " uses ", store->meta().vocab_size));
   }
-  LATENTD_ASSIGN_OR_RETURN(scan_, ScanStore(store.get()));
-  if (FileExists(paths.snapshot())) {
-    LATENTD_ASSIGN_OR_RETURN(ModelSnapshot snap,
-                             ModelSnapshot::Load(paths.snapshot()));
-    if (snap.vocab_size > store->meta().vocab_size) {
-      return absl::DataLossError(absl::StrCat(
-          paths.snapshot(), " has more words than ", paths.tokens()));
-    }
+  LATENTD_ASSIGN_OR_RETURN(scan_, WithStoreAdvice(ScanStore(store.get())));
+  if (HasSnapshot(paths)) {
+    // The newest snapshot that verifies; an older one only costs the α
+    // optimized since, as the counts and the sweep come from the store.
+    LATENTD_ASSIGN_OR_RETURN(ResumePoint resume,
+                             LoadNewestSnapshot(paths, store->meta()));
+    ModelSnapshot& snap = resume.snapshot;
     PadSnapshot(&snap, store->meta().vocab_size);
-    Log(absl::StrCat("resuming from checkpoint at sweep ", snap.sweep,
-                     " (token store at sweep ", store->meta().sweep, ")"));
+    const std::string line = absl::StrCat(
+        resume.Describe(), ", token store at sweep ", store->meta().sweep);
+    if (resume.refused.empty()) {
+      Log(line);
+    } else {
+      m_.snapshots_refused->Add(resume.refused.size());
+      log::Error("latentd", line);
+    }
     checkpoint_sweep_ = snap.sweep;
     LATENTD_ASSIGN_OR_RETURN(
         trainer_, Trainer::Resume(snap, options_.trainer, std::move(store)));
@@ -536,7 +561,10 @@ absl::Status LatentdService::Publish() {
 
 absl::Status LatentdService::WriteCheckpoint() {
   ModelPaths paths(options_.data_dir);
-  LATENTD_RETURN_IF_ERROR(trainer_->Snapshot().Save(paths.snapshot()));
+  std::string warning;
+  LATENTD_RETURN_IF_ERROR(
+      SaveCheckpoint(trainer_->Snapshot(), paths, &warning));
+  if (!warning.empty()) LogWarning(warning);
   checkpoint_sweep_ = trainer_->sweep();
   checkpoint_sweep_seen_ = checkpoint_sweep_;
   checkpoint_at_ = absl::Now();

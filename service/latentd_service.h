@@ -6,16 +6,19 @@
 //
 // Data directory (sampler/model_dir.h names, plus the service's own):
 //   model.bin     checkpoint: the ModelSnapshot training resumes from
+//   model.prev.bin  the checkpoint before it, the fallback if model.bin
+//                 does not verify (sampler/checkpoint_files.h)
 //   vocab.txt     the vocabulary; saved before any store version that uses
 //                 a new word commits, so it always covers the store
 //   settings.txt  tokenizer and training settings of the first start
 //   tokens.lts    the token store, committed after every sweep and merge
 //   ingest.log    acknowledged documents (service/ingest_log.h)
 //
-// Start-up: with model.bin, resume from it (the store may be ahead: its
-// assignments are the truth); else with tokens.lts, start from it; else
-// build the store from options.corpus (required then). Then the ingest log
-// is replayed: records after the store's merged sequence become pending.
+// Start-up: with a snapshot, resume from the newest that verifies (the
+// store may be ahead: its assignments are the truth); else with tokens.lts,
+// start from it; else build the store from options.corpus (required then).
+// Then the ingest log is replayed: records after the store's merged
+// sequence become pending.
 //
 // Merged documents start from a random assignment while the node samples;
 // once it has stopped (max_sweeps) they are folded in against the model
@@ -357,6 +360,7 @@ class LatentdService {
     Counter* dropped;
     Counter* forwarded;
     Counter* checkpoints;
+    Counter* snapshots_refused;
   } m_{};
 };
 

@@ -92,4 +92,16 @@ grep -q "already holds a model.*--resume.*--overwrite" "$DIR/se" || fail "overwr
 grep -q "^3$" <("$CTL" topics "$DIR/s" | grep -c '^topic') || fail "overwritten model is not K=3"
 "$CTL" train --out "$DIR/s" --resume --sweeps 1 2>"$DIR/se" >/dev/null || fail "--resume: $(cat "$DIR/se")"
 grep -q "model sweep 2" "$DIR/se" || fail "resume progress: $(cat "$DIR/se")"
+# A damaged model.bin: --resume takes model.prev.bin and says why; with both
+# damaged it names both.
+[ -s "$DIR/s/model.prev.bin" ] || fail "no model.prev.bin after a checkpoint"
+printf 'X' | dd of="$DIR/s/model.bin" bs=1 seek=40 conv=notrunc 2>/dev/null
+"$CTL" train --out "$DIR/s" --resume --sweeps 1 2>"$DIR/se" >/dev/null || fail "--resume, model.bin damaged: $(cat "$DIR/se")"
+grep -q "model.bin refused: checksum mismatch" "$DIR/se" || fail "refusal not said: $(cat "$DIR/se")"
+grep -q "from $DIR/s/model.prev.bin" "$DIR/se" || fail "not resumed from model.prev.bin: $(cat "$DIR/se")"
+grep -q "model sweep 3" "$DIR/se" || fail "resume from model.prev.bin lost the sweep: $(cat "$DIR/se")"
+printf 'X' | dd of="$DIR/s/model.bin" bs=1 seek=40 conv=notrunc 2>/dev/null
+printf 'X' | dd of="$DIR/s/model.prev.bin" bs=1 seek=40 conv=notrunc 2>/dev/null
+"$CTL" train --out "$DIR/s" --resume --sweeps 1 2>"$DIR/se" >/dev/null && fail "--resume with both snapshots damaged"
+grep -q "model.bin refused: .*model.prev.bin refused: " "$DIR/se" || fail "both refusals not said: $(cat "$DIR/se")"
 echo "latentctl end-to-end: all checks passed"
