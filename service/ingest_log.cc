@@ -4,11 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "base/status_macros.h"
 #include "corpora/posix_file.h"
 #include "xxhash.h"
@@ -105,7 +108,135 @@ absl::StatusOr<std::string> ReadAll(int fd, const std::string& path) {
   return data;
 }
 
+// The record at `pos` if it is intact (complete, its checksum matching, it
+// decodes) and its sequence is above `after`; *size is its length then.
+bool IntactAt(std::string_view all, size_t pos, uint64_t after, IngestRecord* r,
+              size_t* size) {
+  if (all.size() - pos < kHeaderBytes) return false;
+  uint32_t len;
+  uint64_t hash;
+  std::memcpy(&len, all.data() + pos, 4);
+  std::memcpy(&hash, all.data() + pos + 4, 8);
+  if (len > kMaxRecordBytes || all.size() - pos - kHeaderBytes < len) {
+    return false;
+  }
+  const std::string_view payload = all.substr(pos + kHeaderBytes, len);
+  if (len >= 8) {
+    // Cheap test first: the sequence must go up.
+    uint64_t seq;
+    std::memcpy(&seq, payload.data(), 8);
+    if (seq <= after) return false;
+  }
+  *r = IngestRecord();
+  if (XXH64(payload.data(), payload.size(), 0) != hash || !Decode(payload, r) ||
+      r->sequence <= after) {
+    return false;
+  }
+  *size = kHeaderBytes + len;
+  return true;
+}
+
+// The offset of the first intact record after `pos` with a sequence above
+// `after`, or npos. One offset at a time: a damaged length field tells
+// nothing about where the next record starts.
+size_t NextIntact(std::string_view all, size_t pos, uint64_t after,
+                  IngestRecord* r, size_t* size) {
+  for (size_t p = pos + 1; p < all.size(); ++p) {
+    if (IntactAt(all, p, after, r, size)) return p;
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
+
+std::string IngestLogDamage::Describe() const {
+  std::string out = absl::StrCat(bytes, " bytes at offset ", offset,
+                                 " (after sequence ", after_sequence);
+  if (before_sequence != 0) {
+    absl::StrAppend(&out, ", before ", before_sequence, ")");
+  } else {
+    absl::StrAppend(&out, ", at the end)");
+  }
+  if (lost() == 0) {
+    absl::StrAppend(&out, ": merged already, skipped");
+  } else if (first_lost == last_lost) {
+    absl::StrAppend(&out, ": sequence ", first_lost,
+                    " lost (acknowledged, not merged)");
+  } else {
+    absl::StrAppend(&out, ": sequences ", first_lost, "..", last_lost,
+                    " lost (acknowledged, not merged)");
+  }
+  return out;
+}
+
+uint64_t IngestLogRepair::lost() const {
+  uint64_t n = 0;
+  for (const IngestLogDamage& d : damage) n += d.lost();
+  return n;
+}
+
+IngestLog::Scan IngestLog::ScanLog(std::string_view all,
+                                   uint64_t merged_through) {
+  Scan scan;
+  size_t pos = 0;
+  uint64_t last = 0;
+  IngestRecord r;
+  size_t size = 0;
+  while (pos < all.size()) {
+    if (IntactAt(all, pos, last, &r, &size)) {
+      scan.spans.emplace_back(pos, pos + size);
+      last = r.sequence;
+      scan.records.push_back(std::move(r));
+      pos += size;
+      continue;
+    }
+    const size_t next = NextIntact(all, pos, last, &r, &size);
+    IngestLogDamage d;
+    d.offset = pos;
+    d.after_sequence = last;
+    if (next == std::string_view::npos) {
+      // The end: a torn append, unless the store merged past `last`.
+      if (last < merged_through) {
+        d.bytes = all.size() - pos;
+        scan.damage.push_back(d);
+      }
+      break;
+    }
+    d.bytes = next - pos;
+    d.before_sequence = r.sequence;
+    // Unmerged sequences are never compacted away, so exactly those
+    // between the intact neighbours above the merged one are lost.
+    const uint64_t first = std::max(last, merged_through) + 1;
+    if (first < r.sequence) {
+      d.first_lost = first;
+      d.last_lost = r.sequence - 1;
+    }
+    scan.damage.push_back(d);
+    pos = next;
+  }
+  scan.end = pos;
+  return scan;
+}
+
+absl::StatusOr<std::string> IngestLog::KeepAside(const std::string& path,
+                                                 std::string_view bytes) {
+  const std::string stem = absl::StrCat(
+      path, ".damaged-",
+      absl::FormatTime("%Y%m%dT%H%M%SZ", absl::Now(), absl::UTCTimeZone()));
+  std::string kept = stem;
+  for (int i = 1; ::access(kept.c_str(), F_OK) == 0; ++i) {
+    kept = absl::StrCat(stem, "-", i);
+  }
+  // A second name for the damaged file (a copy where there are no hard
+  // links); the rewrite then replaces only `path`.
+  if (::link(path.c_str(), kept.c_str()) == 0) {
+    LATENTD_RETURN_IF_ERROR(::latentd::internal::SyncDirectoryOf(kept));
+  } else {
+    LATENTD_RETURN_IF_ERROR(
+        ::latentd::internal::WriteFileAtomically(kept, bytes));
+  }
+  return kept;
+}
 
 IngestLog::IngestLog(std::string path, int fd, uint64_t size,
                      uint64_t last_sequence)
@@ -120,8 +251,10 @@ IngestLog::~IngestLog() {
 }
 
 absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Open(
-    const std::string& path, std::vector<IngestRecord>* records) {
+    const std::string& path, std::vector<IngestRecord>* records,
+    const IngestLogOpenOptions& options, IngestLogRepair* repair) {
   records->clear();
+  if (repair != nullptr) *repair = IngestLogRepair();
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0)
     return ::latentd::internal::ErrnoError(errno, "open ingest log", path);
@@ -130,33 +263,16 @@ absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Open(
     ::close(fd);
     return data.status();
   }
-  const std::string_view all(*data);
-  size_t pos = 0;
-  uint64_t last = 0;
-  while (all.size() - pos >= kHeaderBytes) {
-    uint32_t len;
-    uint64_t hash;
-    std::memcpy(&len, all.data() + pos, 4);
-    std::memcpy(&hash, all.data() + pos + 4, 8);
-    const bool complete =
-        len <= kMaxRecordBytes && all.size() - pos - kHeaderBytes >= len;
-    if (!complete) break;  // torn tail
-    const std::string_view payload = all.substr(pos + kHeaderBytes, len);
-    IngestRecord r;
-    const bool intact =
-        XXH64(payload.data(), payload.size(), 0) == hash && Decode(payload, &r);
-    if (!intact || r.sequence <= last) {
-      if (pos + kHeaderBytes + len == all.size()) break;  // damaged last one
-      ::close(fd);
-      return absl::DataLossError(
-          absl::StrCat("ingest log ", path, ": damaged record at byte ", pos,
-                       " (", all.size(), " bytes in the file)"));
-    }
-    last = r.sequence;
-    records->push_back(std::move(r));
-    pos += kHeaderBytes + len;
+  Scan scan = ScanLog(*data, options.merged_through);
+  if (!scan.damage.empty()) {
+    // Damage is repaired by a rewrite, never in place.
+    ::close(fd);
+    return Repair(path, *data, std::move(scan), options, records, repair);
   }
-  if (pos != all.size()) {
+  const size_t pos = scan.end;
+  *records = std::move(scan.records);
+  const uint64_t last = records->empty() ? 0 : records->back().sequence;
+  if (pos != data->size()) {
     // Never acknowledged: the append did not finish.
     if (::ftruncate(fd, static_cast<off_t>(pos)) != 0 || ::fsync(fd) != 0) {
       const int e = errno;
@@ -176,6 +292,57 @@ absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Open(
     return synced;
   }
   return std::unique_ptr<IngestLog>(new IngestLog(path, fd, pos, last));
+}
+
+absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Repair(
+    const std::string& path, std::string_view all, Scan scan,
+    const IngestLogOpenOptions& options, std::vector<IngestRecord>* records,
+    IngestLogRepair* repair) {
+  IngestLogRepair found;
+  found.damage = std::move(scan.damage);
+  if (!options.repair) {
+    return absl::DataLossError(absl::StrCat(
+        "ingest log ", path, ": damaged record at byte ",
+        found.damage.front().offset, " (", all.size(), " bytes in the file)"));
+  }
+  if (options.refuse_loss && found.lost() > 0) {
+    std::string what;
+    for (const IngestLogDamage& d : found.damage) {
+      if (d.lost() > 0) absl::StrAppend(&what, "; ", d.Describe());
+    }
+    return absl::DataLossError(
+        absl::StrCat("ingest log ", path, ": ", found.lost(),
+                     " acknowledged record(s) not yet merged are damaged", what,
+                     " (left as it is: refusing to start)"));
+  }
+  // The intact records, then (if the damage took the last merged ones) a
+  // tombstone at the merged sequence, so that sequences go on past it.
+  std::string out;
+  for (const auto& [begin, end] : scan.spans) {
+    out.append(all.substr(begin, end - begin));
+  }
+  uint64_t last = scan.records.empty() ? 0 : scan.records.back().sequence;
+  if (last < options.merged_through) {
+    IngestRecord& tomb = scan.records.emplace_back();
+    tomb.sequence = options.merged_through;
+    out += Encode(tomb);
+    last = tomb.sequence;
+  }
+  // Keep the evidence first: a crash before the rewrite leaves the damaged
+  // log in place (repaired again on the next start), one after it the
+  // repaired log; the damaged bytes are kept aside either way.
+  LATENTD_ASSIGN_OR_RETURN(found.kept_aside, KeepAside(path, all));
+  LATENTD_RETURN_IF_ERROR(::latentd::internal::WriteFileAtomically(path, out));
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return ::latentd::internal::ErrnoError(errno, "reopen", path);
+  if (::lseek(fd, 0, SEEK_END) < 0) {
+    const int e = errno;
+    ::close(fd);
+    return ::latentd::internal::ErrnoError(e, "seek", path);
+  }
+  *records = std::move(scan.records);
+  if (repair != nullptr) *repair = std::move(found);
+  return std::unique_ptr<IngestLog>(new IngestLog(path, fd, out.size(), last));
 }
 
 absl::Status IngestLog::Append(std::vector<IngestRecord>* records) {
@@ -225,10 +392,15 @@ absl::Status IngestLog::Compact(uint64_t merged_through, size_t keep_sources) {
   std::vector<IngestRecord> records;
   const std::string_view all(*data);
   for (size_t pos = 0; pos + kHeaderBytes <= all.size();) {
+    // Checked again: a record damaged since Open() would otherwise be
+    // rewritten with a fresh checksum, its damage made undetectable.
     uint32_t len;
+    uint64_t hash;
     std::memcpy(&len, all.data() + pos, 4);
+    std::memcpy(&hash, all.data() + pos + 4, 8);
     IngestRecord& r = records.emplace_back();
     if (len > all.size() - pos - kHeaderBytes ||
+        XXH64(all.data() + pos + kHeaderBytes, len, 0) != hash ||
         !Decode(all.substr(pos + kHeaderBytes, len), &r)) {
       return absl::DataLossError(
           absl::StrCat("ingest log ", path_, ": damaged record at byte ", pos));

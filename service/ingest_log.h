@@ -11,8 +11,10 @@
 // payload, then the payload: u64 sequence, strings (u32 length + bytes)
 // source, doc id, user, u32 word count, the words. A torn or corrupt tail
 // (a crash in the middle of an append, never acknowledged) is cut off by
-// Open(); corruption before the last record is kDataLoss. Compact() bounds
-// the file: merged records shrink to tombstones or go.
+// Open(); corruption before the last record is kDataLoss, or, when the
+// caller asks for a repair (IngestLogOpenOptions), is skipped and reported
+// (IngestLogRepair), the damaged file kept aside. Compact() bounds the file:
+// merged records shrink to tombstones or go.
 //
 // Thread-safety: Append and the accessors are safe from any thread (one
 // internal mutex serializes appends).
@@ -22,6 +24,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -41,13 +45,64 @@ struct IngestRecord {
   std::vector<std::string> words;
 };
 
+// How Open() treats damage before the end of the log.
+struct IngestLogOpenOptions {
+  // false: such damage is kDataLoss and the file is left as it is.
+  // true: the damaged stretch is skipped, the log rewritten without it
+  // (temp file, fsync, rename) and the old file kept aside as
+  // PATH.damaged-<UTC time>; IngestLogRepair says what was lost.
+  bool repair = false;
+  // The token store's merged sequence: a damaged record at or below it is
+  // in the store already, so skipping it loses only its source (a
+  // redelivery of that source would be ingested again). Damage that held
+  // records above it lost acknowledged documents. The repaired log keeps
+  // sequences increasing past it (a tombstone) if its last records were
+  // damaged.
+  uint64_t merged_through = 0;
+  // With `repair`: damage that lost acknowledged, unmerged records is
+  // still kDataLoss (naming the sequences), nothing changed.
+  bool refuse_loss = false;
+};
+
+// One stretch of the log that held no intact record.
+struct IngestLogDamage {
+  uint64_t offset = 0;  // in the damaged file
+  uint64_t bytes = 0;
+  uint64_t after_sequence = 0;   // the intact record before it (0: none)
+  uint64_t before_sequence = 0;  // the intact record after it (0: none)
+  // Acknowledged records it held that were not merged yet, now lost:
+  // sequences first_lost..last_lost (none if first_lost == 0).
+  uint64_t first_lost = 0;
+  uint64_t last_lost = 0;
+  uint64_t lost() const {
+    return first_lost == 0 ? 0 : last_lost - first_lost + 1;
+  }
+  // "45 bytes at offset 44 (after sequence 1, before 3): sequence 2 lost
+  // (acknowledged, not merged)" or "...: merged already, skipped".
+  std::string Describe() const;
+};
+
+// What Open() repaired.
+struct IngestLogRepair {
+  std::vector<IngestLogDamage> damage;  // in file order
+  std::string kept_aside;  // the damaged file's new name; "" if none
+  uint64_t lost() const;   // Σ damage[i].lost()
+};
+
 class IngestLog {
  public:
   // Opens (creating if missing) the log at `path`, fills *records with every
-  // intact record, in order, and cuts off a torn tail. Fails naming the path
-  // and offset if the file is damaged before its last record.
+  // intact record, in order, and cuts off a torn tail: a stretch at the end
+  // that holds no intact record (an append that did not finish, never
+  // acknowledged), unless the token store has merged past it (see
+  // IngestLogOpenOptions::merged_through: then it is damage). Damage before
+  // that is kDataLoss naming the path and offset, or, with options.repair,
+  // is skipped and reported in *repair (if given; cleared first). Fails
+  // naming the path on I/O errors.
   static absl::StatusOr<std::unique_ptr<IngestLog>> Open(
-      const std::string& path, std::vector<IngestRecord>* records);
+      const std::string& path, std::vector<IngestRecord>* records,
+      const IngestLogOpenOptions& options = {},
+      IngestLogRepair* repair = nullptr);
   ~IngestLog();
 
   // Assigns consecutive sequences to *records, appends them, and fdatasyncs.
@@ -66,11 +121,31 @@ class IngestLog {
   // if it is the last record or among the `keep_sources` most recent ones
   // with a source, so that sequences never restart and a redelivery is
   // still recognised; the others are dropped. Records above
-  // `merged_through` are kept whole. On failure the old log stays.
+  // `merged_through` are kept whole. On failure (kDataLoss if a record no
+  // longer matches its checksum) the old log stays.
   absl::Status Compact(uint64_t merged_through, size_t keep_sources);
 
  private:
   IngestLog(std::string path, int fd, uint64_t size, uint64_t last_sequence);
+
+  // What Open() read: the intact records with their byte spans, where the
+  // last one ends (a torn tail follows), and the damage found.
+  struct Scan {
+    std::vector<IngestRecord> records;
+    std::vector<std::pair<size_t, size_t>> spans;  // [begin, end) each
+    size_t end = 0;
+    std::vector<IngestLogDamage> damage;
+  };
+  static Scan ScanLog(std::string_view all, uint64_t merged_through);
+  // Open() on a damaged log: kDataLoss, or the rewrite (see Open()).
+  static absl::StatusOr<std::unique_ptr<IngestLog>> Repair(
+      const std::string& path, std::string_view all, Scan scan,
+      const IngestLogOpenOptions& options, std::vector<IngestRecord>* records,
+      IngestLogRepair* repair);
+  // Gives the damaged file at `path` (holding `bytes`) a second name,
+  // PATH.damaged-<UTC time>[-N], and returns it.
+  static absl::StatusOr<std::string> KeepAside(const std::string& path,
+                                               std::string_view bytes);
 
   const std::string path_;
   mutable absl::Mutex mu_;

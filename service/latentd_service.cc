@@ -149,6 +149,12 @@ void LatentdService::RegisterMetrics(MetricsRegistry* metrics) {
                    "Cluster mode: users' events forwarded to their owner node");
   m_.checkpoints =
       r.AddCounter("latentd_checkpoints_total", "Checkpoints written");
+  m_.log_damage =
+      r.AddCounter("latentd_ingest_log_damage_total",
+                   "Damaged stretches of the ingest log skipped at start-up");
+  m_.lost = r.AddCounter(
+      "latentd_ingest_lost_total",
+      "Acknowledged documents lost to ingest log damage before they merged");
   m_.snapshots_refused = r.AddCounter(
       "latentd_snapshots_refused_total",
       "Snapshot files passed over at start-up (damaged, or not fitting the "
@@ -226,7 +232,17 @@ absl::Status LatentdService::ReplayLog() {
   const std::string& dir = options_.data_dir;
   // Replay the ingest log: records after the store's merged sequence.
   std::vector<IngestRecord> records;
-  LATENTD_ASSIGN_OR_RETURN(log_, IngestLog::Open(LogPath(dir), &records));
+  // A damaged record does not stop the node: skipped if merged already,
+  // else lost and said so (docs/latentd.md, "Checkpoints and damaged
+  // files"), unless options_.refuse_ingest_loss.
+  IngestLogRepair repair;
+  LATENTD_ASSIGN_OR_RETURN(
+      log_, IngestLog::Open(LogPath(dir), &records,
+                            {.repair = true,
+                             .merged_through = scan_.merged_sequence,
+                             .refuse_loss = options_.refuse_ingest_loss},
+                            &repair));
+  ReportLogRepair(repair);
   uint64_t replayed = 0;
   {
     absl::MutexLock plock(&pending_mu_);
@@ -255,6 +271,26 @@ absl::Status LatentdService::ReplayLog() {
                    " to merge (merged up to sequence ", scan_.merged_sequence,
                    ")"));
   return absl::OkStatus();
+}
+
+void LatentdService::ReportLogRepair(const IngestLogRepair& repair) {
+  if (repair.damage.empty()) return;
+  const std::string log = LogPath(options_.data_dir);
+  for (const IngestLogDamage& d : repair.damage) {
+    if (d.lost() > 0) {
+      log::Error("latentd", absl::StrCat(log, ": damaged ", d.Describe()));
+    } else {
+      LogWarning(absl::StrCat(
+          log, ": damaged ", d.Describe(),
+          " (their sources are forgotten: a redelivery is ingested again)"));
+    }
+  }
+  m_.log_damage->Add(repair.damage.size());
+  m_.lost->Add(repair.lost());
+  LogWarning(absl::StrCat(log,
+                          " rewritten without the damage; the damaged "
+                          "file is kept as ",
+                          repair.kept_aside));
 }
 
 void LatentdService::Start() {

@@ -18,7 +18,8 @@
 // store may be ahead: its assignments are the truth); else with tokens.lts,
 // start from it; else build the store from options.corpus (required then).
 // Then the ingest log is replayed: records after the store's merged
-// sequence become pending.
+// sequence become pending; damaged records are skipped and reported
+// (options.refuse_ingest_loss).
 //
 // Merged documents start from a random assignment while the node samples;
 // once it has stopped (max_sweeps) they are folded in against the model
@@ -109,6 +110,12 @@ struct ServiceOptions {
   // records stay for deduplicating redeliveries.
   uint64_t compact_log_bytes = 64 << 20;
   size_t keep_sources = 100000;
+  // Start-up with acknowledged, unmerged documents damaged in the ingest
+  // log: false (default) starts without them, logging an error naming
+  // their sequences and counting them (latentd_ingest_lost_total); true
+  // refuses to start (kDataLoss), the log left as it is for an operator.
+  // Damaged records merged already are skipped either way.
+  bool refuse_ingest_loss = false;
   // JoinCluster will be called (cluster mode). Until it has succeeded,
   // Ingest, IngestRecords and GetUserProfile answer kUnavailable: the
   // ring that says which node owns a user is not known yet.
@@ -228,6 +235,8 @@ class LatentdService {
   absl::Status BuildStore() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status OpenTrainer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status ReplayLog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Logs what IngestLog::Open repaired and counts it.
+  void ReportLogRepair(const IngestLogRepair& repair);
   void TrainLoop();
   // Training thread: merge pending records; sweep; publish; checkpoint.
   absl::Status MergePending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
@@ -361,6 +370,8 @@ class LatentdService {
     Counter* forwarded;
     Counter* checkpoints;
     Counter* snapshots_refused;
+    Counter* log_damage;
+    Counter* lost;
   } m_{};
 };
 

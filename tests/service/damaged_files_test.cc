@@ -1,7 +1,8 @@
 // Damaged files in the data directory (issue 16, "Two good snapshots"):
-// a damaged model.bin falls back to model.prev.bin and says why, and a
-// crash between a checkpoint's steps still starts. In-process
-// LatentdService over a small corpus.
+// a damaged model.bin falls back to model.prev.bin and says why, a crash
+// between a checkpoint's steps still starts, and a damaged ingest log
+// record is skipped (merged) or reported lost (not merged) instead of
+// stopping the node. In-process LatentdService over a small corpus.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +20,7 @@
 #include "sampler/checkpoint_files.h"
 #include "sampler/model_dir.h"
 #include "sampler/model_snapshot.h"
+#include "service/ingest_log.h"
 #include "service/latentd_service.h"
 #include "service/metrics.h"
 
@@ -32,6 +35,11 @@ std::string TempDir(const std::string& name) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 void FlipByte(const std::string& path, uint64_t offset) {
@@ -221,6 +229,222 @@ TEST(SnapshotFallback, SnapshotNewerThanTheStoreIsRefused) {
                        "token store (sweep 3)"))
       << s.log;
   EXPECT_TRUE(Contains(s.log, "(model.prev.bin)")) << s.log;
+}
+
+// ---- The ingest log. ----
+
+IngestRecord Rec(std::string word) {
+  IngestRecord r;
+  r.doc_id.assign(1, 'd');
+  r.words = {std::move(word)};
+  return r;
+}
+
+// Offsets of the records of the log at `path` (walking the lengths).
+std::vector<uint64_t> RecordOffsets(const std::string& path) {
+  const std::string all = ReadFile(path);
+  std::vector<uint64_t> out;
+  for (size_t pos = 0; pos + 12 <= all.size();) {
+    out.push_back(pos);
+    uint32_t len;
+    std::memcpy(&len, all.data() + pos, 4);
+    pos += 12 + len;
+  }
+  return out;
+}
+
+// Five records, sequences 1..5, one append each.
+std::string WriteLog(const std::string& dir) {
+  const std::string path = dir + "/ingest.log";
+  std::vector<IngestRecord> existing;
+  auto log = IngestLog::Open(path, &existing);
+  EXPECT_TRUE(log.ok());
+  for (const char* w : {"alpha", "beta", "gamma", "delta", "epsilon"}) {
+    std::vector<IngestRecord> one = {Rec(w)};
+    EXPECT_TRUE((*log)->Append(&one).ok());
+  }
+  return path;
+}
+
+std::vector<std::string> DamagedCopies(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("ingest.log.damaged-", 0) == 0) out.push_back(e.path());
+  }
+  return out;
+}
+
+std::vector<uint64_t> Sequences(const std::vector<IngestRecord>& records) {
+  std::vector<uint64_t> out;
+  for (const IngestRecord& r : records) out.push_back(r.sequence);
+  return out;
+}
+
+TEST(IngestLogRepair, MergedDamagedRecordIsSkippedAndTheFileKeptAside) {
+  const std::string dir = TempDir("log-merged");
+  const std::string path = WriteLog(dir);
+  FlipByte(path, RecordOffsets(path)[1] + 20);  // inside record 2's payload
+  const std::string damaged = ReadFile(path);
+  std::vector<IngestRecord> records;
+  IngestLogRepair repair;
+  auto log = IngestLog::Open(path, &records,
+                             {.repair = true, .merged_through = 3}, &repair);
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(Sequences(records), (std::vector<uint64_t>{1, 3, 4, 5}));
+  ASSERT_EQ(repair.damage.size(), 1u);
+  EXPECT_EQ(repair.lost(), 0u);
+  EXPECT_EQ(repair.damage[0].after_sequence, 1u);
+  EXPECT_EQ(repair.damage[0].before_sequence, 3u);
+  EXPECT_TRUE(Contains(repair.damage[0].Describe(), "merged already"));
+  // The damaged bytes are kept; the log itself is clean now.
+  EXPECT_EQ(DamagedCopies(dir), std::vector<std::string>{repair.kept_aside});
+  EXPECT_EQ(ReadFile(repair.kept_aside), damaged);
+  std::vector<IngestRecord> next = {Rec("zeta")};
+  ASSERT_TRUE((*log)->Append(&next).ok());
+  EXPECT_EQ(next[0].sequence, 6u);
+  log->reset();
+  auto again = IngestLog::Open(path, &records);  // strict: no damage left
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(Sequences(records), (std::vector<uint64_t>{1, 3, 4, 5, 6}));
+}
+
+TEST(IngestLogRepair, UnmergedDamageIsReportedLostOrRefused) {
+  const std::string dir = TempDir("log-unmerged");
+  const std::string path = WriteLog(dir);
+  const std::vector<uint64_t> at = RecordOffsets(path);
+  // Records 3 and 4, their length fields too: found again by scanning.
+  for (uint64_t b = at[2]; b < at[4]; b += 7) FlipByte(path, b);
+  const std::string damaged = ReadFile(path);
+  std::vector<IngestRecord> records;
+  IngestLogRepair repair;
+  auto refused = IngestLog::Open(
+      path, &records,
+      {.repair = true, .merged_through = 2, .refuse_loss = true}, &repair);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(
+      Contains(std::string(refused.status().message()), "sequences 3..4 lost"))
+      << refused.status();
+  EXPECT_EQ(ReadFile(path), damaged) << "refusing changed the log";
+  EXPECT_TRUE(DamagedCopies(dir).empty());
+
+  auto log = IngestLog::Open(path, &records,
+                             {.repair = true, .merged_through = 2}, &repair);
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(Sequences(records), (std::vector<uint64_t>{1, 2, 5}));
+  EXPECT_EQ(repair.lost(), 2u);
+  ASSERT_EQ(repair.damage.size(), 1u);
+  EXPECT_EQ(repair.damage[0].first_lost, 3u);
+  EXPECT_EQ(repair.damage[0].last_lost, 4u);
+  EXPECT_EQ(ReadFile(repair.kept_aside), damaged);
+}
+
+// Before: the damaged last records were cut as a torn tail, and the log then
+// ended before the store's merged sequence, which stopped the node.
+TEST(IngestLogRepair, DamagedMergedTailKeepsTheSequenceGoing) {
+  const std::string dir = TempDir("log-tail");
+  const std::string path = WriteLog(dir);
+  FlipByte(path, RecordOffsets(path)[4] + 20);  // record 5, the last
+  std::vector<IngestRecord> records;
+  IngestLogRepair repair;
+  auto log = IngestLog::Open(path, &records,
+                             {.repair = true, .merged_through = 5}, &repair);
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ((*log)->last_sequence(), 5u);
+  EXPECT_EQ(repair.lost(), 0u);
+  ASSERT_EQ(repair.damage.size(), 1u);
+  EXPECT_EQ(repair.damage[0].before_sequence, 0u);
+  std::vector<IngestRecord> next = {Rec("zeta")};
+  ASSERT_TRUE((*log)->Append(&next).ok());
+  EXPECT_EQ(next[0].sequence, 6u);
+}
+
+// Before: a flipped length field made everything after it a "torn tail",
+// silently cut.
+TEST(IngestLogRepair, StrictOpenReportsADamagedLengthInsteadOfCutting) {
+  const std::string dir = TempDir("log-length");
+  const std::string path = WriteLog(dir);
+  FlipByte(path, RecordOffsets(path)[1] + 3);  // high byte of the length
+  const std::string damaged = ReadFile(path);
+  std::vector<IngestRecord> records;
+  auto log = IngestLog::Open(path, &records);
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(ReadFile(path), damaged);
+}
+
+TEST(IngestLogRepair, CompactDoesNotLaunderADamagedRecord) {
+  const std::string dir = TempDir("log-compact");
+  const std::string path = WriteLog(dir);
+  std::vector<IngestRecord> records;
+  auto log = IngestLog::Open(path, &records);
+  ASSERT_TRUE(log.ok());
+  // A letter of record 4's word: it still decodes, only the checksum
+  // tells.
+  FlipByte(path, RecordOffsets(path)[3] + 12 + 31);
+  EXPECT_EQ((*log)->Compact(2, 10).code(), absl::StatusCode::kDataLoss);
+}
+
+// The service: ingested documents, one of them damaged in the log.
+class ServiceLogDamage : public ::testing::Test {
+ protected:
+  // Ingests three documents (sequences 1..3), merging them if `merge`.
+  void Ingest(bool merge) {
+    o_ = SmallService(TempDir(merge ? "svc-merged" : "svc-unmerged"));
+    for (int i = 0; i < 2; ++i) {
+      MetricsRegistry metrics;
+      auto s = LatentdService::Open(o_, &metrics);  // merges what is logged
+      ASSERT_TRUE(s.ok()) << s.status();
+      if (i == 0) {
+        for (const char* w : {"oil", "goal", "coach"}) {
+          ASSERT_TRUE((*s)->IngestRecords({Rec(w)}).ok());
+        }
+      }
+      ASSERT_TRUE((*s)->Stop().ok());
+      if (!merge) break;
+    }
+    log_ = o_.data_dir + "/ingest.log";
+    FlipByte(log_, RecordOffsets(log_)[1] + 20);  // sequence 2
+  }
+
+  ServiceOptions o_;
+  std::string log_;
+};
+
+TEST_F(ServiceLogDamage, MergedRecordIsSkipped) {
+  Ingest(/*merge=*/true);
+  Opened s = OpenCapturing(o_);
+  ASSERT_TRUE(s.service.ok()) << s.service.status();
+  EXPECT_TRUE(Contains(s.log, "merged already, skipped")) << s.log;
+  EXPECT_TRUE(Contains(s.log, "ingest.log.damaged-")) << s.log;
+  EXPECT_TRUE(
+      Contains(s.metrics->RenderText(), "latentd_ingest_log_damage_total 1"));
+  EXPECT_TRUE(Contains(s.metrics->RenderText(), "latentd_ingest_lost_total 0"));
+  auto st = (*s.service)->Status({});
+  EXPECT_EQ(st->documents(), 63u);
+  EXPECT_EQ(st->merged_sequence(), 3u);
+}
+
+TEST_F(ServiceLogDamage, UnmergedRecordIsLostAndSaid) {
+  Ingest(/*merge=*/false);
+  ServiceOptions strict = o_;
+  strict.refuse_ingest_loss = true;
+  Opened refused = OpenCapturing(strict);
+  ASSERT_FALSE(refused.service.ok());
+  EXPECT_EQ(refused.service.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(Contains(std::string(refused.service.status().message()),
+                       "sequence 2 lost"))
+      << refused.service.status();
+
+  Opened s = OpenCapturing(o_);
+  ASSERT_TRUE(s.service.ok()) << s.service.status();
+  EXPECT_TRUE(Contains(s.log, "sequence 2 lost (acknowledged, not merged)"))
+      << s.log;
+  EXPECT_TRUE(Contains(s.metrics->RenderText(), "latentd_ingest_lost_total 1"));
+  auto st = (*s.service)->Status({});
+  EXPECT_EQ(st->documents(), 62u);  // 1 and 3
+  EXPECT_EQ(st->merged_sequence(), 3u);
 }
 
 }  // namespace
