@@ -280,6 +280,12 @@ void AddIngestSettings(const AddFn& add) {
       Int<uint64_t>(
           "ingest-log-compact-bytes", 0, int64_t{1} << 62,
           [](DaemonConfig* c) { return &c->service.compact_log_bytes; }));
+  add("refuse-ingest-loss", "off", "on|off",
+      "Refuse to start when damage in DIR/ingest.log lost acknowledged "
+      "documents not merged yet (off: start without them, log an error "
+      "naming their sequences, count them in latentd_ingest_lost_total)",
+      Bool("refuse-ingest-loss",
+           [](DaemonConfig* c) { return &c->service.refuse_ingest_loss; }));
   add("watch-dir", "", "a directory",
       "Ingest files dropped here, one document each (empty: none)",
       String([](DaemonConfig* c) { return &c->watch.dir; }));

@@ -20,6 +20,7 @@
 #include "sampler/checkpoint_files.h"
 #include "sampler/model_dir.h"
 #include "sampler/model_snapshot.h"
+#include "service/daemon_settings.h"
 #include "service/ingest_log.h"
 #include "service/latentd_service.h"
 #include "service/metrics.h"
@@ -445,6 +446,18 @@ TEST_F(ServiceLogDamage, UnmergedRecordIsLostAndSaid) {
   auto st = (*s.service)->Status({});
   EXPECT_EQ(st->documents(), 62u);  // 1 and 3
   EXPECT_EQ(st->merged_sequence(), 3u);
+}
+
+// latentd --refuse-ingest-loss (and its config line) sets the option.
+TEST(DaemonSettings, RefuseIngestLoss) {
+  auto config = ResolveConfig({}, {});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->service.refuse_ingest_loss);
+  config = ResolveConfig({{"refuse-ingest-loss", "on"}}, {});
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->service.refuse_ingest_loss);
+  config = ResolveConfig({}, {{"refuse-ingest-loss", "maybe"}});
+  EXPECT_FALSE(config.ok());
 }
 
 }  // namespace
