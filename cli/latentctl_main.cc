@@ -210,7 +210,10 @@ int main(int argc, char** argv) {
     return Report(*s, app.get_subcommands().front()->get_name().c_str());
   }
   if (auto s = latentd::RunClusterCommands(cluster, stdout)) {
-    return Report(*s, "cluster");
+    const char* which = cluster.add_node->parsed()      ? "cluster add-node"
+                        : cluster.remove_node->parsed() ? "cluster remove-node"
+                                                        : "cluster status";
+    return Report(*s, which);
   }
 
   if (ex->parsed()) {

@@ -100,6 +100,13 @@ class HttpClient : public ApiClient {
       const bool parsed = json_ ? ParseJson(res->body, &error).ok()
                                 : error.ParseFromString(res->body);
       if (!parsed) {
+        // The framed port answers an HTTP request with a plain 400 saying so.
+        if (res->status == 400 &&
+            res->body.rfind("This port speaks latentd's framed protobuf", 0) ==
+                0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "HTTP ", host_, ":", port_, path, ": ", kTcpPortHint));
+        }
         return absl::UnknownError(
             absl::StrCat("HTTP ", res->status, ": ", res->body.substr(0, 200)));
       }
