@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
 #include "base/status_macros.h"
@@ -98,6 +99,8 @@ struct Synchronizer::Channel {
   // Owns no key in the current epoch (Reroute) and has nothing to resend:
   // no rounds, and passes do not wait for it.
   bool retired = false;
+  // Its unavailability is an owner's refusal of another epoch's batch.
+  bool epoch_refused = false;
   // Owned by the round in progress (busy == true).
   uint64_t sequence = 0;
   std::optional<DeltaBatch> inflight;
@@ -584,12 +587,24 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
     refused_.push_back(std::move(*c->inflight));
     c->inflight.reset();
   }
+  // An owner that refused a batch as routed by another ring epoch is there
+  // (a ring change is in progress): nothing to report.
+  const bool epoch_refusal =
+      !ok && (reply.status().code() == absl::StatusCode::kFailedPrecondition ||
+              (reply.status().code() == absl::StatusCode::kUnavailable &&
+               absl::StrContains(reply.status().message(), "ring epoch")));
   if (!ok && c->retired && !c->inflight) {
     c->available = true;  // retired: not reported as unavailable
   } else if (ok != c->available) {
-    options_.log(ok ? absl::StrCat("owner ", c->owner->name(), " is back")
-                    : absl::StrCat("owner ", c->owner->name(), " unavailable: ",
-                                   reply.status().ToString()));
+    // Unavailable for now all the same (a pass through it is incomplete),
+    // but an expected part of a ring change: not logged, nor its end.
+    if (!ok) c->epoch_refused = epoch_refusal;
+    if (!c->epoch_refused) {
+      options_.log(
+          ok ? absl::StrCat("owner ", c->owner->name(), " is back")
+             : absl::StrCat("owner ", c->owner->name(),
+                            " unavailable: ", reply.status().ToString()));
+    }
     c->available = ok;
   }
   if (c->round_pass != 0 || !ok) {

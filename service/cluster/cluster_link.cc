@@ -4,6 +4,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -59,8 +60,14 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
       sync::DeltaReply reply;
       absl::Status s = owner_->Apply(batch, &reply);
       if (!s.ok()) {
-        options_.log(absl::StrCat("rejected delta batch from ", batch.node_id(),
-                                  ": ", s.ToString()));
+        // Refusals by ring epoch are an expected part of a ring change.
+        const bool epoch = absl::IsFailedPrecondition(s) ||
+                           (absl::IsUnavailable(s) &&
+                            absl::StrContains(s.message(), "ring epoch"));
+        if (!epoch) {
+          options_.log(absl::StrCat("rejected delta batch from ",
+                                    batch.node_id(), ": ", s.ToString()));
+        }
         responder.Reply(s);
         return;
       }
@@ -169,7 +176,8 @@ absl::Status ClusterLink::Join() {
     // The members hand this node the keys the new ring gives it; once all
     // have (so that a key's changes reach it in order), push this node's
     // counts and take the globals, as any holder.
-    LATENTD_RETURN_IF_ERROR(AwaitHandoffs(redis.get(), ring_config()));
+    LATENTD_RETURN_IF_ERROR(
+        AwaitHandoffs(redis.get(), ring_config(), "handoff"));
     sync_->Start();
     sync_->FullPass();
     ready_.store(true);
@@ -180,6 +188,9 @@ absl::Status ClusterLink::Join() {
     if (options_.ring_poll > absl::ZeroDuration()) {
       ring_watch_ = std::thread([this] { WatchRing(); });
     }
+    // The move is done once every member routes by the new ring.
+    LATENTD_RETURN_IF_ERROR(
+        AwaitHandoffs(redis.get(), ring_config(), "effect"));
     sync::MoveCounters moved;
     moved.keys = handoff_keys_in_.load();
     moved.bytes = handoff_bytes_in_.load();

@@ -202,9 +202,12 @@ class ClusterLink {
   // this node.
   absl::StatusOr<hashring::RingConfig> AwaitAdmission(sync::RedisClient* redis);
   // With `join`: waits until every other member of `config` is in the
-  // epoch's hand-off set.
+  // epoch's `phase` set.
+  // `phase` "handoff": every member has handed its keys off; "effect":
+  // every member has re-routed.
   absl::Status AwaitHandoffs(sync::RedisClient* redis,
-                             const hashring::RingConfig& config);
+                             const hashring::RingConfig& config,
+                             const char* phase);
   // The highest sweep clock the peers report (0 if none answers).
   uint64_t PeersClock();
   struct Peer;
@@ -267,6 +270,7 @@ class ClusterLink {
   std::atomic<uint64_t> handoff_keys_in_{0};
   std::atomic<uint64_t> handoff_bytes_in_{0};
   std::atomic<uint64_t> handoff_keys_out_{0};  // by the latest change
+  std::atomic<uint64_t> handoff_bytes_out_{0};
   // Leaving: the removal's mode once its drain epoch is seen (watcher
   // thread writes, any reads); whether Leave() runs; set by the watcher
   // once this node's keys are all at the remaining members.

@@ -46,9 +46,10 @@ absl::StatusOr<hashring::RingConfig> ClusterLink::AwaitAdmission(
 }
 
 absl::Status ClusterLink::AwaitHandoffs(sync::RedisClient* redis,
-                                        const hashring::RingConfig& config) {
-  const std::string set =
-      absl::StrCat("latentd:", options_.cluster, ":handoff:", config.version);
+                                        const hashring::RingConfig& config,
+                                        const char* phase) {
+  const std::string set = absl::StrCat("latentd:", options_.cluster, ":", phase,
+                                       ":", config.version);
   const absl::Time deadline = absl::Now() + options_.join_timeout;
   while (true) {
     LATENTD_ASSIGN_OR_RETURN(sync::RedisReply done,
@@ -64,7 +65,8 @@ absl::Status ClusterLink::AwaitHandoffs(sync::RedisClient* redis,
     if (absl::Now() > deadline) {
       return absl::DeadlineExceededError(
           absl::StrCat("admitted at epoch ", config.version, ", but member ",
-                       waiting, " has not handed its keys off within ",
+                       waiting, " is not in latentd:", options_.cluster, ":",
+                       phase, ":", config.version, " after ",
                        absl::FormatDuration(options_.join_timeout)));
     }
     absl::SleepFor(absl::Milliseconds(20));
@@ -176,9 +178,13 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
   };
   std::vector<sync::KeyHandoff> handoffs = owner_->AdvanceEpoch(
       next.version, new_owner, node_id_, options_.handoff_chunk_keys);
-  size_t keys = 0;
-  for (const sync::KeyHandoff& h : handoffs) keys += h.keys_size();
+  size_t keys = 0, bytes = 0;
+  for (const sync::KeyHandoff& h : handoffs) {
+    keys += h.keys_size();
+    bytes += h.ByteSizeLong();
+  }
   handoff_keys_out_.store(keys);
+  handoff_bytes_out_.store(bytes);
   options_.log(absl::StrCat("ring epoch ", epoch(), " -> ", next.version, ": ",
                             next.members.size(), " members; handing ", keys,
                             " keys off in ", handoffs.size(), " chunk(s)"));
@@ -399,6 +405,7 @@ absl::Status ClusterLink::Leave(const sync::MoveCounters& counters) {
   }
   sync::MoveCounters moved;
   moved.keys = handoff_keys_out_.load();
+  moved.bytes = handoff_bytes_out_.load();
   LATENTD_RETURN_IF_ERROR(
       sync::FinishMove(redis.get(), options_.cluster, move.to_epoch, moved)
           .status());
