@@ -11,9 +11,8 @@ namespace {
 
 // Indexed by the method's number - 1.
 constexpr std::array<std::string_view, kNumMethods> kNames = {
-    "ListTopics",     "GetTopic", "WordTopics", "InferDocument",
-    "GetUserProfile", "Ingest",   "Status",     "Checkpoint",
-    "ExportModel"};
+    "ListTopics", "GetTopic", "WordTopics", "InferDocument", "GetUserProfile",
+    "Ingest",     "Status",   "Checkpoint", "ExportModel"};
 
 }  // namespace
 

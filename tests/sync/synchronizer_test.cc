@@ -598,7 +598,7 @@ TEST_F(ThreeNodeSync, ChangeModeIsExactThroughAReroute) {
   for (KeyHandoff& h : shard1.AdvanceEpoch(2, moves, "o1")) {
     handoffs.push_back(std::move(h));
   }
-  EXPECT_EQ(handoffs.size(), 2u);  // one key from o0, two from o1
+  EXPECT_EQ(handoffs.size(), 2u);            // one key from o0, two from o1
   RandomUpdates(12, tables, syncs, &truth);  // n1, n2 still on epoch 1
   ASSERT_TRUE(syncs[1]->Reroute(2, owner2, channels(true)).ok());
   RandomUpdates(13, tables, syncs, &truth);
