@@ -37,7 +37,7 @@ void RunThroughEpochChange(ClusterNodeOptions o) {
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   auto& nodes = (*cluster)->nodes();
   ASSERT_EQ(nodes[0]->epoch(), 1u);
-  constexpr int kSweeps = 16;
+  constexpr int kSweeps = 30;
   absl::Status written;
   uint64_t slowest_at_switch = kSweeps;  // a node's sweep once all switched
   std::thread operator_thread([&] {
