@@ -570,6 +570,7 @@ absl::Status LatentdService::Publish() {
   }
   const TokenStoreMeta& meta = trainer_->store()->meta();
   m_.documents->Set(static_cast<double>(meta.num_docs));
+  if (link_ != nullptr) link_->set_documents(meta.num_docs);
   m_.tokens->Set(static_cast<double>(meta.num_tokens));
   m_.vocabulary->Set(static_cast<double>(meta.vocab_size));
   uint64_t version;

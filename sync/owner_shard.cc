@@ -718,6 +718,11 @@ std::vector<std::pair<Key, SparseVector>> OwnerShard::Snapshot() const {
   return out;
 }
 
+size_t OwnerShard::num_keys() const {
+  absl::MutexLock l(&mu_);
+  return globals_.size();
+}
+
 OwnerShardStats OwnerShard::stats() const {
   absl::MutexLock l(&mu_);
   return stats_;

@@ -107,6 +107,8 @@ class OwnerShard {
   // Every key with its global value, in no particular order.
   std::vector<std::pair<Key, SparseVector>> Snapshot() const;
   OwnerShardStats stats() const;
+  // The number of keys this shard holds a global for.
+  size_t num_keys() const;
   uint32_t dimension() const { return dimension_; }
 
  private:

@@ -166,6 +166,12 @@ class ClusterLink {
   uint64_t epoch() const;
   // Key hand-offs of past epochs not yet taken by their new owners.
   size_t pending_handoffs() const;
+  // The documents this node trains on, for its heartbeat in Redis (about
+  // once a second, with its sweep and the keys it owns; `latentctl cluster
+  // status` shows it). Any thread.
+  void set_documents(uint64_t n) {
+    documents_.store(n, std::memory_order_relaxed);
+  }
   // True between the two phases of a ring change (see above).
   bool ring_changing() const { return ring_changing_.load(); }
 
@@ -271,6 +277,7 @@ class ClusterLink {
   std::atomic<uint64_t> handoff_bytes_in_{0};
   std::atomic<uint64_t> handoff_keys_out_{0};  // by the latest change
   std::atomic<uint64_t> handoff_bytes_out_{0};
+  std::atomic<uint64_t> documents_{0};  // relaxed: a figure for operators
   // Leaving: the removal's mode once its drain epoch is seen (watcher
   // thread writes, any reads); whether Leave() runs; set by the watcher
   // once this node's keys are all at the remaining members.

@@ -92,6 +92,7 @@ uint64_t ClusterLink::PeersClock() {
 void ClusterLink::WatchRing() {
   std::unique_ptr<sync::RedisClient> redis;
   const std::string key = sync::RingKey(options_.cluster);
+  absl::Time heartbeat_at = absl::InfinitePast();
   while (true) {
     {
       absl::MutexLock l(&hb_mu_);
@@ -108,6 +109,20 @@ void ClusterLink::WatchRing() {
           sync::RedisClient::Connect(options_.redis_url);
       if (!r.ok()) continue;
       redis = std::move(*r);
+    }
+    if (absl::Now() - heartbeat_at >= absl::Seconds(1)) {
+      // For operators (`latentctl cluster status`), not for correctness.
+      heartbeat_at = absl::Now();
+      sync::Heartbeat beat;
+      beat.sweep = sweep();
+      beat.keys = owner_->num_keys();
+      beat.documents = documents_.load(std::memory_order_relaxed);
+      absl::Status s =
+          sync::WriteHeartbeat(redis.get(), options_.cluster, node_id_, beat);
+      if (s.code() == absl::StatusCode::kUnavailable) {
+        redis.reset();
+        continue;
+      }
     }
     if (change_.has_value()) {
       absl::Status s = AdvanceRingChange(redis.get());

@@ -53,6 +53,7 @@ absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Create(
   LATENTD_RETURN_IF_ERROR(node->Load());
   LATENTD_ASSIGN_OR_RETURN(
       node->link_, ClusterLink::Create(node->options_, node->synced_.get()));
+  node->link_->set_documents(node->store_->meta().num_docs);
   return node;
 }
 

@@ -320,6 +320,19 @@ TEST(DaemonCluster, ADaemonJoinsARunningClusterWhenAdmitted) {
   EXPECT_EQ(Sum(na), tokens);
   EXPECT_EQ(na, nb);
   EXPECT_EQ(nb, nc);
+  // Each member's heartbeat (about once a second) shows in cluster status.
+  std::string status_out;
+  for (int i = 0; i < 50; ++i) {
+    auto [src, sout] = Latentctl({"cluster", "status", "--cluster-redis",
+                                  redis.address(), "--cluster", "grow"});
+    status_out = sout;
+    if (src == 0 && sout.find(" ago (sweep ") != std::string::npos &&
+        sout.find(" 2246 documents)") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_NE(status_out.find("2246 documents"), std::string::npos) << status_out;
   EXPECT_EQ(c->Stop(), 0) << c->Log();
   EXPECT_EQ(b->Stop(), 0) << b->Log();
   EXPECT_EQ(a->Stop(), 0) << a->Log();
