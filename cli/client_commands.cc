@@ -1,5 +1,6 @@
 #include "cli/client_commands.h"
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,11 @@ absl::StatusOr<std::unique_ptr<ApiClient>> Connect(const DaemonAddress& a) {
   if (addr.empty()) {
     addr = p == service::Protocol::kTcp ? "127.0.0.1:7071" : "127.0.0.1:7070";
   }
-  return ApiClient::Create(addr, p, absl::Seconds(30),
-                           /*explain_wrong_port=*/true);
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ApiClient> client,
+                           ApiClient::Create(addr, p, absl::Seconds(30),
+                                             /*explain_wrong_port=*/true));
+  client->set_token(DaemonToken(a));
+  return client;
 }
 
 // One scalar field's value (element `index` of a repeated one) as text.
@@ -174,6 +178,15 @@ void AddDaemonAddressOptions(CLI::App* cmd, DaemonAddress* address) {
                   "HTTP/JSON")
       ->check(CLI::IsMember({"tcp", "http", "json"}))
       ->capture_default_str();
+  cmd->add_option("--token", address->token,
+                  "Bearer token for a daemon with api-tokens (default: "
+                  "$LATENTD_TOKEN)");
+}
+
+std::string DaemonToken(const DaemonAddress& address) {
+  if (!address.token.empty()) return address.token;
+  const char* env = std::getenv("LATENTD_TOKEN");
+  return env == nullptr ? "" : env;
 }
 
 void AddJsonOption(CLI::App* cmd, bool* json) {

@@ -25,10 +25,13 @@ namespace latentd {
 struct DaemonAddress {
   std::string addr;              // "" = the protocol's default
   std::string protocol = "tcp";  // tcp | http (protobuf) | json
+  std::string token;             // --token; "" = $LATENTD_TOKEN, if set
 };
 
-// Adds --addr and --protocol to `cmd`.
+// Adds --addr, --protocol and --token to `cmd`.
 void AddDaemonAddressOptions(CLI::App* cmd, DaemonAddress* address);
+// The bearer token to send: --token, else $LATENTD_TOKEN, else "".
+std::string DaemonToken(const DaemonAddress& address);
 // Adds --json (print JSON instead of text) to `cmd`; every latentctl
 // command with structured output has it, with this help.
 void AddJsonOption(CLI::App* cmd, bool* json);

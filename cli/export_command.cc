@@ -274,6 +274,7 @@ absl::Status RunExport(const ExportCommandOptions& o, FILE* out, FILE* err) {
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ApiClient> api,
                            ApiClient::Create(addr, protocol, absl::Seconds(30),
                                              /*explain_wrong_port=*/true));
+  api->set_token(DaemonToken(o.address));
   FetchOptions fetch = o.fetch;
   fetch.progress = err;
   absl::StatusOr<FetchedModel> model = FetchModel(api.get(), fetch);

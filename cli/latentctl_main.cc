@@ -19,8 +19,13 @@ void OnSignal(int) { g_stop.store(true); }
 
 int Report(const absl::Status& status, const char* command) {
   if (status.ok()) return 0;
-  std::fprintf(stderr, "latentctl %s: %s\n", command,
-               std::string(status.message()).c_str());
+  // The daemon's kUnauthenticated says "the daemon wants a token" or "knows
+  // no such token"; its kPermissionDenied names the token's role.
+  const char* hint = status.code() == absl::StatusCode::kUnauthenticated
+                         ? ": give --token or LATENTD_TOKEN"
+                         : "";
+  std::fprintf(stderr, "latentctl %s: %s%s\n", command,
+               std::string(status.message()).c_str(), hint);
   return status.code() == absl::StatusCode::kInvalidArgument ||
                  status.code() == absl::StatusCode::kOutOfRange
              ? 2

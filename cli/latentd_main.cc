@@ -27,6 +27,7 @@
 #include "base/log.h"
 #include "corpora/posix_file.h"
 #include "sampler/fast_mutexes.h"
+#include "service/api_auth.h"
 #include "service/daemon_settings.h"
 #include "service/dir_watcher.h"
 #include "service/http_gateway.h"
@@ -146,8 +147,26 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
   if (absl::Status s = OpenLogFile(log_file); !s.ok()) return Fail(s);
   latentd::log::SetLevel(config.log_level);
 
+  // API authentication: on with a tokens file, checked before anything
+  // starts so that a bad file is the start-up error.
+  std::unique_ptr<latentd::service::ApiTokens> tokens;
+  if (!config.api_tokens_file.empty()) {
+    auto t = latentd::service::ApiTokens::Load(config.api_tokens_file);
+    if (!t.ok()) return Fail(t.status());
+    tokens = std::make_unique<latentd::service::ApiTokens>(std::move(*t));
+    if (!config.cluster.redis_url.empty() && tokens->PeerToken().empty()) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat(
+          "api-tokens ", config.api_tokens_file,
+          ": cluster mode needs an admin token in it, which the node gives "
+          "its peers when it forwards a user's events or profile query")));
+    }
+    latentd::log::Info("latentd",
+                       absl::StrCat("API authentication on (tokens from ",
+                                    config.api_tokens_file, ")"));
+  }
   latentd::service::MetricsRegistry metrics;
   latentd::service::ServiceOptions service_options = config.service;
+  if (tokens != nullptr) service_options.peer_token = tokens->PeerToken();
   // Removed from its cluster by an operator: shut down as on SIGTERM.
   service_options.on_left_cluster = [] { ::kill(::getpid(), SIGTERM); };
   auto service =
@@ -157,7 +176,9 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
   std::string ports;
   std::unique_ptr<latentd::service::HttpGateway> http;
   if (config.http.port >= 0) {
-    auto g = latentd::service::HttpGateway::Start(config.http, service->get(),
+    latentd::service::HttpOptions http_options = config.http;
+    http_options.tokens = tokens.get();
+    auto g = latentd::service::HttpGateway::Start(http_options, service->get(),
                                                   &metrics);
     if (!g.ok()) return Fail(g.status());
     http = std::move(*g);
@@ -168,7 +189,9 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
   }
   std::unique_ptr<latentd::service::RpcServer> rpc;
   if (config.rpc_enabled) {
-    auto r = latentd::service::RpcServer::Start(config.rpc, service->get(),
+    latentd::service::RpcOptions rpc_options = config.rpc;
+    rpc_options.tokens = tokens.get();
+    auto r = latentd::service::RpcServer::Start(rpc_options, service->get(),
                                                 &metrics);
     if (!r.ok()) return Fail(r.status());
     rpc = std::move(*r);

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "service/api.pb.h"
 #include "sync/transport.h"
 
 namespace latentd::service {
@@ -33,7 +34,8 @@ bool AnswersHttp(const std::string& host, int port) {
   return static_cast<bool>(probe.Get("/healthz"));
 }
 
-// True if host:port answers a framed Status request.
+// True if host:port answers a framed Status request (any answer, also an
+// error such as a daemon with api-tokens refusing a call without a token).
 bool AnswersFramedTcp(const std::string& host, int port) {
   sync::EventLoop loop(1);
   sync::ClientOptions o;
@@ -42,10 +44,13 @@ bool AnswersFramedTcp(const std::string& host, int port) {
   o.connect_timeout = absl::Seconds(1);
   o.log = [](std::string_view) {};
   sync::Client probe(&loop, o);
-  return probe
-      .CallSync(static_cast<uint32_t>(Method::kStatus),
-                api::StatusRequest().SerializeAsString(), absl::Seconds(2))
-      .ok();
+  const absl::Status answer =
+      probe
+          .CallSync(static_cast<uint32_t>(Method::kStatus),
+                    api::StatusRequest().SerializeAsString(), absl::Seconds(2))
+          .status();
+  return answer.code() != absl::StatusCode::kUnavailable &&
+         answer.code() != absl::StatusCode::kDeadlineExceeded;
 }
 
 absl::StatusCode CodeFromName(const std::string& name) {
@@ -82,7 +87,11 @@ class HttpClient : public ApiClient {
         json_ ? ToJson(request) : request.SerializeAsString();
     const char* type = json_ ? "application/json" : "application/x-protobuf";
     absl::MutexLock lock(&mu_);
-    httplib::Result res = client_.Post(path.c_str(), body, type);
+    httplib::Headers headers;
+    if (!token().empty()) {
+      headers.emplace("Authorization", absl::StrCat("Bearer ", token()));
+    }
+    httplib::Result res = client_.Post(path.c_str(), headers, body, type);
     if (!res) {
       absl::Status s = absl::UnavailableError(
           absl::StrCat("HTTP ", host_, ":", port_, path, ": ",
@@ -142,8 +151,18 @@ class TcpClient : public ApiClient {
 
   absl::Status Call(Method method, const google::protobuf::Message& request,
                     google::protobuf::Message* response) override {
-    absl::StatusOr<sync::Frame> reply = client_.CallSync(
-        static_cast<uint32_t>(method), request.SerializeAsString(), timeout_);
+    uint32_t type = static_cast<uint32_t>(method);
+    std::string payload = request.SerializeAsString();
+    if (!token().empty()) {
+      api::AuthenticatedCall call;
+      call.set_token(token());
+      call.set_method(type);
+      call.set_request(std::move(payload));
+      type = kAuthenticatedCallType;
+      payload = call.SerializeAsString();
+    }
+    absl::StatusOr<sync::Frame> reply =
+        client_.CallSync(type, std::move(payload), timeout_);
     if (!reply.ok()) return WithProtocolHint(reply.status());
     if (!response->ParseFromString(reply->payload)) {
       return absl::DataLossError(

@@ -44,6 +44,20 @@ class ApiClient {
   virtual absl::Status Call(Method method,
                             const google::protobuf::Message& request,
                             google::protobuf::Message* response) = 0;
+
+  // The bearer token every later call carries ("" = none, the default):
+  // over HTTP as "Authorization: Bearer TOKEN", over TCP in an
+  // api.AuthenticatedCall envelope (service/rpc_server.h). A daemon with
+  // api-tokens refuses a call without one (kUnauthenticated) or with one
+  // whose role is too low (kPermissionDenied).
+  // REQUIRES: no Call() in progress (set it right after Create()).
+  void set_token(std::string token) { token_ = std::move(token); }
+
+ protected:
+  const std::string& token() const { return token_; }
+
+ private:
+  std::string token_;
 };
 
 // Splits "host:port" (kInvalidArgument naming the address otherwise).

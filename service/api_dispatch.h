@@ -35,6 +35,9 @@ enum class Method : uint32_t {
   kExportModel = 9,
 };
 inline constexpr uint32_t kNumMethods = 9;
+// The framed TCP API's frame type for an api.AuthenticatedCall envelope (a
+// call with a bearer token, service/api_auth.h): far above the calls'.
+inline constexpr uint32_t kAuthenticatedCallType = 65536;
 
 // "InferDocument" etc. <-> Method.
 std::optional<Method> MethodFromName(std::string_view name);
@@ -72,8 +75,8 @@ class ApiDispatcher {
 // Encodes an error as api.Error (binary or JSON).
 std::string EncodeError(const absl::Status& status, Encoding encoding);
 
-// HTTP status for an absl status code (400 for bad input, 404 not found,
-// 503 unavailable, ...).
+// HTTP status for an absl status code (400 for bad input, 401 no or an
+// unknown token, 403 a role too low, 404 not found, 503 unavailable, ...).
 int HttpStatusFor(absl::StatusCode code);
 
 // JSON <-> message with protobuf's mapping; errors are kInvalidArgument.

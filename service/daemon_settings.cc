@@ -235,6 +235,16 @@ void AddServingSettings(const AddFn& add) {
       "the connection is dropped",
       Int<int>("http-write-timeout", 1, 3600,
                [](DaemonConfig* c) { return &c->http.write_timeout_seconds; }));
+  add("api-tokens", "", "a file",
+      "Bearer tokens of the HTTP and TCP APIs, one \"ROLE TOKEN\" per line "
+      "(ROLE: read, write or admin; tokens of 16 or more characters); empty: "
+      "no authentication. A cluster's nodes share one file",
+      String([](DaemonConfig* c) { return &c->api_tokens_file; }));
+  add("open-health", "on", "on|off",
+      "With api-tokens: /healthz, /readyz and /metrics answer without a "
+      "token (off: they need a read token)",
+      Bool("open-health",
+           [](DaemonConfig* c) { return &c->http.open_health; }));
   add("rpc-threads", "8", "0..1024",
       "Threads running TCP calls that may block (Ingest, Checkpoint, "
       "GetUserProfile); the others run on the I/O threads (0: all do)",

@@ -41,6 +41,8 @@ struct DaemonConfig {
   // Cluster mode if cluster.redis_url is set (LatentdService::JoinCluster;
   // node_id is then the API TCP address, so --listen must be on).
   ClusterLinkOptions cluster;
+  // The API's tokens file (service/api_auth.h); "" = no authentication.
+  std::string api_tokens_file;
   // Where the log goes ("" = stderr); SIGHUP reopens it.
   std::string log_file;
   log::Level log_level = log::Level::kInfo;

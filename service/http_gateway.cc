@@ -4,7 +4,10 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "service/api_auth.h"
 #include "service/internal/http_server.h"
 
 namespace latentd::service {
@@ -33,6 +36,24 @@ void Answer(const absl::StatusOr<std::string>& out, Encoding enc,
   }
 }
 
+// The token of "Authorization: Bearer TOKEN" ("" if none).
+std::string BearerToken(const httplib::Request& req) {
+  const std::string value = req.get_header_value("Authorization");
+  constexpr absl::string_view kScheme = "Bearer ";
+  if (!absl::StartsWithIgnoreCase(value, kScheme)) return "";
+  return std::string(absl::StripLeadingAsciiWhitespace(
+      absl::string_view(value).substr(kScheme.size())));
+}
+
+// Answers an authentication failure: 401 with a Bearer challenge, or 403.
+void AnswerDenied(const absl::Status& denied, Encoding enc,
+                  httplib::Response& res) {
+  Answer(denied, enc, res);
+  if (denied.code() == absl::StatusCode::kUnauthenticated) {
+    res.set_header("WWW-Authenticate", "Bearer");
+  }
+}
+
 }  // namespace
 
 // httplib's request handling (parsing, routing, the response) without its
@@ -45,6 +66,21 @@ class HttpGateway::Router : public httplib::Server {
                            nullptr);
   }
 };
+
+absl::Status HttpGateway::Check(const httplib::Request& req, Method method,
+                                Encoding enc, httplib::Response& res) const {
+  if (tokens_ == nullptr) return absl::OkStatus();
+  absl::Status s = tokens_->Authorize(BearerToken(req), method);
+  if (!s.ok()) AnswerDenied(s, enc, res);
+  return s;
+}
+
+bool HttpGateway::CheckProbe(const httplib::Request& req,
+                             httplib::Response& res) const {
+  if (tokens_ == nullptr || open_health_) return true;
+  // The probes need what the least of the calls needs: a read token.
+  return Check(req, Method::kStatus, Encoding::kJson, res).ok();
+}
 
 HttpGateway::HttpGateway(LatentdService* service, MetricsRegistry* metrics)
     : dispatcher_(service, metrics, "http"),
@@ -59,6 +95,8 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
     const HttpOptions& options, LatentdService* service,
     MetricsRegistry* metrics) {
   std::unique_ptr<HttpGateway> g(new HttpGateway(service, metrics));
+  g->tokens_ = options.tokens;
+  g->open_health_ = options.open_health;
   Router& r = *g->router_;
   r.set_payload_max_length(options.max_body_bytes);
   // Only for the Keep-Alive header of answers: HttpServer keeps the time.
@@ -101,28 +139,36 @@ void HttpGateway::AddRoutes(LatentdService* service, size_t max_body_bytes) {
                     enc, res);
              return;
            }
+           if (!self->Check(req, *m, enc, res).ok()) return;
            Answer(self->dispatcher_.Call(*m, req.body, enc), enc, res);
          });
   s.Get(R"(/v1/(Status|ListTopics))",
         [self](const httplib::Request& req, httplib::Response& res) {
-          Answer(self->dispatcher_.Call(*MethodFromName(req.matches[1].str()),
-                                        "", Encoding::kJson),
+          const Method m = *MethodFromName(req.matches[1].str());
+          if (!self->Check(req, m, Encoding::kJson, res).ok()) return;
+          Answer(self->dispatcher_.Call(m, "", Encoding::kJson),
                  Encoding::kJson, res);
         });
-  s.Get("/metrics", [self](const httplib::Request&, httplib::Response& res) {
+  s.Get("/metrics", [self](const httplib::Request& req,
+                           httplib::Response& res) {
+    if (!self->CheckProbe(req, res)) return;
     res.set_content(self->metrics_->RenderText(), "text/plain; version=0.0.4");
   });
-  s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  s.Get("/readyz", [service](const httplib::Request&, httplib::Response& res) {
-    const absl::Status ready = service->Readiness();
-    res.status = ready.ok() ? 200 : 503;
-    res.set_content(ready.ok()
-                        ? std::string("ready\n")
-                        : absl::StrCat("not ready: ", ready.message(), "\n"),
-                    "text/plain");
-  });
+  s.Get("/healthz",
+        [self](const httplib::Request& req, httplib::Response& res) {
+          if (!self->CheckProbe(req, res)) return;
+          res.set_content("ok\n", "text/plain");
+        });
+  s.Get("/readyz",
+        [self, service](const httplib::Request& req, httplib::Response& res) {
+          if (!self->CheckProbe(req, res)) return;
+          const absl::Status ready = service->Readiness();
+          res.status = ready.ok() ? 200 : 503;
+          res.set_content(
+              ready.ok() ? std::string("ready\n")
+                         : absl::StrCat("not ready: ", ready.message(), "\n"),
+              "text/plain");
+        });
   // Errors httplib answers by itself (413 over-size body, 404 unknown
   // path, 400 unparsable request) get an api.Error body too.
   s.set_error_handler([limit](const httplib::Request& req,

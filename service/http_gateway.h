@@ -16,6 +16,12 @@
 //                     else 503 "not ready: <why>"
 // A body over max_body_bytes is refused with 413 before it is read whole.
 //
+// Authentication (HttpOptions::tokens set): every /v1/ call needs
+// "Authorization: Bearer TOKEN" whose role may make it (service/api_auth.h);
+// none or an unknown token is answered 401 with "WWW-Authenticate: Bearer",
+// a role too low 403, both with an api.Error body. /healthz, /readyz and
+// /metrics stay open unless open_health is off; then they need a read token.
+//
 // Connections (service/internal/http_server.h): an idle keep-alive
 // connection holds no thread, so idle or slow clients cannot keep a real
 // one waiting; a connection idle for idle_timeout_seconds (also a new one
@@ -35,7 +41,13 @@
 #include "service/api_dispatch.h"
 #include "service/metrics.h"
 
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
 namespace latentd::service {
+class ApiTokens;  // service/api_auth.h
 namespace internal {
 class HttpServer;  // service/internal/http_server.h
 }
@@ -58,6 +70,11 @@ struct HttpOptions {
   int write_timeout_seconds = 5;
   // Connections the kernel queues before the gateway accepts them.
   int listen_backlog = 1024;
+  // The API's bearer tokens; nullptr: no authentication. Not owned; must
+  // outlive the gateway.
+  const ApiTokens* tokens = nullptr;
+  // With tokens: whether /healthz, /readyz and /metrics answer without one.
+  bool open_health = true;
 };
 
 class HttpGateway {
@@ -80,8 +97,17 @@ class HttpGateway {
   class Router;  // the routes: an httplib::Server that answers a request
   HttpGateway(LatentdService* service, MetricsRegistry* metrics);
   void AddRoutes(LatentdService* service, size_t max_body_bytes);
+  // OK if the request may make `method` (always without tokens); else
+  // answers 401/403 into `res` and returns the error.
+  absl::Status Check(const httplib::Request& req, Method method, Encoding enc,
+                     httplib::Response& res) const;
+  // For the probes and /metrics: true if they may be answered; else
+  // answers 401/403 into `res`.
+  bool CheckProbe(const httplib::Request& req, httplib::Response& res) const;
   ApiDispatcher dispatcher_;
   MetricsRegistry* metrics_;
+  const ApiTokens* tokens_ = nullptr;  // nullptr: no authentication
+  bool open_health_ = true;
   std::unique_ptr<Router> router_;
   std::unique_ptr<internal::HttpServer> server_;
 };

@@ -123,6 +123,10 @@ struct ServiceOptions {
   // Called (on the training thread) once this node has left the cluster
   // because an operator removed it; the daemon then shuts down.
   std::function<void()> on_left_cluster;
+  // The bearer token this node's calls to its cluster peers carry (a
+  // user's events and profile queries forwarded to the owner); "" = none.
+  // With api-tokens it is an admin token of the file the nodes share.
+  std::string peer_token;
 };
 
 class LatentdService {

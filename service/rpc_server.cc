@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "service/api.pb.h"
+#include "service/api_auth.h"
 
 namespace latentd::service {
 
@@ -35,13 +37,32 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(
   so.max_frame_bytes = options.max_frame_bytes;
   RpcServer* self = s.get();
   absl::StatusOr<std::unique_ptr<sync::Server>> server = sync::Server::Start(
-      s->loop_.get(), so, [self](sync::Frame request, sync::Responder r) {
+      s->loop_.get(), so,
+      [self, tokens = options.tokens](sync::Frame request, sync::Responder r) {
+        std::string token;
+        if (request.type == kAuthenticatedCallType) {
+          api::AuthenticatedCall call;
+          if (!call.ParseFromString(request.payload)) {
+            r.Reply(absl::InvalidArgumentError(
+                "invalid protobuf: not an AuthenticatedCall"));
+            return;
+          }
+          request.type = call.method();
+          token = std::move(*call.mutable_token());
+          request.payload = std::move(*call.mutable_request());
+        }
         const std::optional<Method> m = MethodFromType(request.type);
         if (!m.has_value()) {
           r.Reply(absl::InvalidArgumentError(
               absl::StrCat("unknown request type ", request.type,
                            " (calls are 1..", kNumMethods, ")")));
           return;
+        }
+        if (tokens != nullptr) {
+          if (absl::Status s = tokens->Authorize(token, *m); !s.ok()) {
+            r.Reply(s);
+            return;
+          }
         }
         if (self->workers_ == nullptr || !MayBlock(*m)) {
           r.Reply(

@@ -8,6 +8,14 @@
 // which saves two thread hand-offs per call (at 32 concurrent
 // InferDocument calls on 2 cores, p99 8-9 ms instead of 12-13 ms).
 //
+// Authentication (RpcOptions::tokens set): a call comes in an
+// api.AuthenticatedCall envelope (frame type kAuthenticatedCallType) that
+// carries its bearer token, its Method and its request; each call is
+// checked on its own, so no connection state is kept and the client's
+// reconnects need nothing. A plain frame (no token) or an unknown token
+// fails with kUnauthenticated, a role too low with kPermissionDenied. The
+// envelope is accepted without tokens too (the token is then ignored).
+//
 // Thread-safety: Start/Stop from one thread.
 #ifndef LATENTD_SERVICE_RPC_SERVER_H_
 #define LATENTD_SERVICE_RPC_SERVER_H_
@@ -22,12 +30,17 @@
 
 namespace latentd::service {
 
+class ApiTokens;  // service/api_auth.h
+
 struct RpcOptions {
   std::string host = "127.0.0.1";
   int port = 7071;         // 0 picks a free port (see port())
   int io_threads = 0;      // event-loop threads; 0: one per core
   int worker_threads = 8;  // threads running calls that may block
   uint32_t max_frame_bytes = 4 << 20;
+  // The API's bearer tokens; nullptr: no authentication. Not owned; must
+  // outlive the server.
+  const ApiTokens* tokens = nullptr;
 };
 
 class RpcServer {

@@ -145,6 +145,7 @@ absl::StatusOr<ApiClient*> LatentdService::PeerClient(
       peer_clients_.erase(id);
       return c.status();
     }
+    (*c)->set_token(options_.peer_token);
     client = std::move(*c);
   }
   return client.get();

@@ -7,6 +7,7 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <signal.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -236,6 +237,81 @@ std::pair<int, std::string> Latentctl(const std::vector<std::string>& args) {
 // add-node` admits it while the two train, the two hand it its keys, and
 // after training the three hold one model: the same topic totals, adding
 // up to the tokens of all three stores.
+// With api-tokens (one file shared by both nodes), users' events and profile
+// queries still reach their owners: each node forwards with the file's
+// admin token. A call without a token is refused, one with a read token
+// cannot ingest.
+TEST(DaemonCluster, ForwardingCarriesTheAdminTokenWhenTokensAreOn) {
+  TempDir tmp;
+  RedisServer redis(tmp.path());
+  ASSERT_TRUE(redis.ok());
+  const std::string tokens = tmp.path() + "/tokens";
+  const std::string kRead = "read-token-0123456789abcdef";
+  const std::string kWrite = "write-token-0123456789abcdef";
+  {
+    FILE* f = std::fopen(tokens.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fprintf(f, "read %s\nwrite %s\nadmin admin-token-0123456789abcdef\n",
+                 kRead.c_str(), kWrite.c_str());
+    std::fclose(f);
+  }
+  std::vector<std::string> args = ApCorpusArgs();
+  for (const std::string& a :
+       {std::string("--topics"), std::string("10"), std::string("--max-sweeps"),
+        std::string("3"), std::string("--cluster-redis"), redis.address(),
+        std::string("--cluster"), std::string("auth"),
+        std::string("--cluster-size"), std::string("2"),
+        std::string("--api-tokens"), tokens}) {
+    args.push_back(a);
+  }
+  auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
+  auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
+  a->WaitForPorts();
+  b->WaitForPorts();
+  ASSERT_TRUE(a->ok()) << a->Log();
+  ASSERT_TRUE(b->ok()) << b->Log();
+  auto ca = a->Client(Protocol::kTcp);
+  auto cb = b->Client(Protocol::kHttpJson);
+
+  api::StatusResponse status;
+  EXPECT_EQ(ca->Call(Method::kStatus, api::StatusRequest(), &status).code(),
+            absl::StatusCode::kUnauthenticated);
+  ca->set_token(kRead);
+  cb->set_token(kRead);
+  ASSERT_TRUE(ca->Call(Method::kStatus, api::StatusRequest(), &status).ok());
+  ASSERT_EQ(status.cluster_members_size(), 2);
+
+  api::IngestRequest ingest;
+  for (int u = 0; u < kUsers; ++u) {
+    api::Document* d = ingest.add_documents();
+    d->set_user(absl::StrCat("user", u));
+    d->set_text(kEvents[u % 2]);
+  }
+  api::IngestResponse ack;
+  EXPECT_EQ(ca->Call(Method::kIngest, ingest, &ack).code(),
+            absl::StatusCode::kPermissionDenied);
+  ca->set_token(kWrite);
+  // Some users are B's: A forwards them, which B accepts only with a token.
+  const absl::Status ingested = ca->Call(Method::kIngest, ingest, &ack);
+  ASSERT_TRUE(ingested.ok()) << ingested << a->Log();
+  EXPECT_EQ(ack.accepted(), static_cast<uint64_t>(kUsers));
+  // Every profile answers from either node (forwarded to the owner).
+  for (int u = 0; u < kUsers; ++u) {
+    api::GetUserProfileRequest req;
+    req.set_user(absl::StrCat("user", u));
+    api::GetUserProfileResponse profile;
+    absl::Status got;
+    for (int i = 0; i < 100; ++i) {
+      got = cb->Call(Method::kGetUserProfile, req, &profile);
+      if (got.ok()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_TRUE(got.ok()) << req.user() << ": " << got << b->Log();
+  }
+  EXPECT_EQ(a->Stop(), 0);
+  EXPECT_EQ(b->Stop(), 0);
+}
+
 TEST(DaemonCluster, ADaemonJoinsARunningClusterWhenAdmitted) {
   TempDir tmp;
   RedisServer redis(tmp.path());

@@ -1,0 +1,154 @@
+#include "service/api_auth.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "corpora/internal/absl_compat.h"
+
+namespace latentd::service {
+namespace {
+
+using ::latentd::internal::ToAbsl;
+
+std::optional<Role> RoleFromName(std::string_view name) {
+  if (name == "read") return Role::kRead;
+  if (name == "write") return Role::kWrite;
+  if (name == "admin") return Role::kAdmin;
+  return std::nullopt;
+}
+
+// Equal in time that depends only on the lengths, never on where the first
+// differing byte is.
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+}  // namespace
+
+std::string_view RoleName(Role role) {
+  switch (role) {
+    case Role::kRead:
+      return "read";
+    case Role::kWrite:
+      return "write";
+    case Role::kAdmin:
+      return "admin";
+  }
+  return "?";
+}
+
+Role RequiredRole(Method method) {
+  switch (method) {
+    case Method::kListTopics:
+    case Method::kGetTopic:
+    case Method::kWordTopics:
+    case Method::kInferDocument:
+    case Method::kGetUserProfile:
+    case Method::kStatus:
+    case Method::kExportModel:
+      return Role::kRead;
+    case Method::kIngest:
+      return Role::kWrite;
+    case Method::kCheckpoint:
+      return Role::kAdmin;
+  }
+  return Role::kAdmin;  // a call added later is admin's until placed
+}
+
+absl::StatusOr<ApiTokens> ApiTokens::Load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("api-tokens: cannot read ", path));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return Parse(text.str(), path);
+}
+
+absl::StatusOr<ApiTokens> ApiTokens::Parse(std::string_view text,
+                                           const std::string& source) {
+  ApiTokens tokens;
+  int line_no = 0;
+  for (absl::string_view line : absl::StrSplit(ToAbsl(text), '\n')) {
+    ++line_no;
+    const size_t hash = line.find('#');
+    if (hash != absl::string_view::npos) line = line.substr(0, hash);
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty()) continue;
+    auto bad = [&](absl::string_view why) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(source, ":", line_no, ": ", why));
+    };
+    std::vector<absl::string_view> fields =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    if (fields.size() != 2) {
+      return bad("want \"ROLE TOKEN\" (ROLE: read, write or admin)");
+    }
+    const std::optional<Role> role =
+        RoleFromName(std::string_view(fields[0].data(), fields[0].size()));
+    if (!role.has_value()) {
+      return bad(absl::StrCat("unknown role '", fields[0],
+                              "' (read, write or admin)"));
+    }
+    if (fields[1].size() < kMinTokenChars) {
+      return bad(
+          absl::StrCat("token shorter than ", kMinTokenChars, " characters"));
+    }
+    const std::string_view token(fields[1].data(), fields[1].size());
+    if (tokens.Find(token).has_value()) {
+      return bad("token given twice");
+    }
+    tokens.entries_.push_back({*role, std::string(token)});
+  }
+  if (tokens.entries_.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": no token (want \"ROLE TOKEN\" lines)"));
+  }
+  return tokens;
+}
+
+std::optional<Role> ApiTokens::Find(std::string_view token) const {
+  std::optional<Role> found;
+  // Every entry is compared, so the time does not say which one matched.
+  for (const Entry& e : entries_) {
+    if (ConstantTimeEquals(e.token, token)) found = e.role;
+  }
+  return found;
+}
+
+absl::Status ApiTokens::Authorize(std::string_view token, Method method) const {
+  const std::string_view call = MethodName(method);
+  if (token.empty()) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("the daemon wants a token (", ToAbsl(call), " needs a ",
+                     ToAbsl(RoleName(RequiredRole(method))), " token)"));
+  }
+  const std::optional<Role> role = Find(token);
+  if (!role.has_value()) {
+    return absl::UnauthenticatedError("the daemon knows no such token");
+  }
+  const Role need = RequiredRole(method);
+  if (static_cast<int>(*role) < static_cast<int>(need)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the token's role (", ToAbsl(RoleName(*role)), ") cannot call ",
+        ToAbsl(call), ": it needs ", ToAbsl(RoleName(need))));
+  }
+  return absl::OkStatus();
+}
+
+std::string ApiTokens::PeerToken() const {
+  for (const Entry& e : entries_) {
+    if (e.role == Role::kAdmin) return e.token;
+  }
+  return "";
+}
+
+}  // namespace latentd::service

@@ -1,0 +1,74 @@
+// API authentication: bearer tokens with roles, read from the daemon's
+// tokens file (setting api-tokens), checked by both front ends (the HTTP
+// gateway's "Authorization: Bearer TOKEN" header, the framed TCP API's
+// AuthenticatedCall envelope; docs/latentd.md "Authentication").
+//
+// Tokens file: one "ROLE TOKEN" per line, ROLE one of read, write, admin;
+// '#' starts a comment; blank lines are skipped. A token has at least
+// kMinTokenChars characters and no white space; one token appears once.
+//
+// Roles nest: read may call the queries (ListTopics, GetTopic, WordTopics,
+// InferDocument, GetUserProfile, Status, ExportModel); write also Ingest;
+// admin every call (Checkpoint).
+//
+// Thread-safety: an ApiTokens is immutable once loaded; Authorize() is safe
+// from any number of threads.
+#ifndef LATENTD_SERVICE_API_AUTH_H_
+#define LATENTD_SERVICE_API_AUTH_H_
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "service/api_dispatch.h"
+
+namespace latentd::service {
+
+enum class Role { kRead = 1, kWrite = 2, kAdmin = 3 };
+
+inline constexpr size_t kMinTokenChars = 16;
+
+// "read" | "write" | "admin".
+std::string_view RoleName(Role role);
+// The least role that may call `method`.
+Role RequiredRole(Method method);
+
+class ApiTokens {
+ public:
+  // Reads and checks a tokens file. kInvalidArgument naming "FILE:LINE" for
+  // an unknown role, a malformed line, a token shorter than kMinTokenChars
+  // or one given twice, and for a file without any token; kNotFound if it
+  // cannot be read.
+  static absl::StatusOr<ApiTokens> Load(const std::string& path);
+  // The same for `text`, named `source` in errors (tests).
+  static absl::StatusOr<ApiTokens> Parse(std::string_view text,
+                                         const std::string& source);
+
+  // The role of `token`, nullopt if it is not known. Compares with every
+  // token in constant time (for tokens of one length), so the time taken
+  // tells nothing about which bytes matched.
+  std::optional<Role> Find(std::string_view token) const;
+
+  // OK if `token` may call `method`. kUnauthenticated when the token is
+  // empty (missing) or unknown; kPermissionDenied, naming the token's role
+  // and the one needed, when its role is too low.
+  absl::Status Authorize(std::string_view token, Method method) const;
+
+  // The first admin token in the file, "" if none: what the daemon sends
+  // its cluster peers when it forwards a user's events or profile query.
+  std::string PeerToken() const;
+
+ private:
+  struct Entry {
+    Role role;
+    std::string token;
+  };
+  std::vector<Entry> entries_;
+};
+
+}  // namespace latentd::service
+
+#endif  // LATENTD_SERVICE_API_AUTH_H_
