@@ -131,17 +131,9 @@ absl::Status ClusterLink::Join() {
   }
   LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const hashring::Ring> ring,
                            hashring::Ring::Build(config));
-  std::vector<std::unique_ptr<sync::OwnerChannel>> channels;
-  for (const hashring::Member& m : config.members) {
-    clocks_->Add(m.id);
-    if (m.id == node_id_) {
-      channels.push_back(sync::MakeLocalChannel(owner_.get()));
-      continue;
-    }
-    LATENTD_ASSIGN_OR_RETURN(Peer * peer, FindOrAddPeer(m));
-    channels.push_back(
-        sync::MakeRemoteChannel(peer->client.get(), options_.call_timeout));
-  }
+  LATENTD_ASSIGN_OR_RETURN(
+      std::vector<std::unique_ptr<sync::OwnerChannel>> channels,
+      ChannelsFor(config));
   if (options_.join) {
     // Start at the cluster's clock, not at 0: SSP would otherwise hold
     // everyone back until this node caught up.
@@ -176,8 +168,9 @@ absl::Status ClusterLink::Join() {
     // The members hand this node the keys the new ring gives it; once all
     // have (so that a key's changes reach it in order), push this node's
     // counts and take the globals, as any holder.
+    const absl::Time deadline = absl::Now() + options_.join_timeout;
     LATENTD_RETURN_IF_ERROR(
-        AwaitHandoffs(redis.get(), ring_config(), "handoff"));
+        AwaitPhase(redis.get(), ring_config(), "handoff", deadline));
     sync_->Start();
     sync_->FullPass();
     ready_.store(true);
@@ -190,7 +183,7 @@ absl::Status ClusterLink::Join() {
     }
     // The move is done once every member routes by the new ring.
     LATENTD_RETURN_IF_ERROR(
-        AwaitHandoffs(redis.get(), ring_config(), "effect"));
+        AwaitPhase(redis.get(), ring_config(), "effect", deadline));
     sync::MoveCounters moved;
     moved.keys = handoff_keys_in_.load();
     moved.bytes = handoff_bytes_in_.load();

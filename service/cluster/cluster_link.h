@@ -207,13 +207,24 @@ class ClusterLink {
   // With `join`: registers as pending and returns the ring that admits
   // this node.
   absl::StatusOr<hashring::RingConfig> AwaitAdmission(sync::RedisClient* redis);
-  // With `join`: waits until every other member of `config` is in the
-  // epoch's `phase` set.
-  // `phase` "handoff": every member has handed its keys off; "effect":
-  // every member has re-routed.
-  absl::Status AwaitHandoffs(sync::RedisClient* redis,
-                             const hashring::RingConfig& config,
-                             const char* phase);
+  // The Redis set of the members that finished `phase` ("handoff": handed
+  // their keys off; "effect": re-routed) of ring epoch `epoch`, marking
+  // this node in it, and the other members of `members` not in it.
+  std::string PhaseSet(const char* phase, uint64_t epoch) const;
+  absl::Status MarkPhase(sync::RedisClient* redis, const char* phase,
+                         uint64_t epoch);
+  absl::StatusOr<std::vector<std::string>> NotInPhase(
+      sync::RedisClient* redis, const char* phase, uint64_t epoch,
+      const hashring::RingConfig& members);
+  // Waits until every other member of `config` is in its epoch's `phase`
+  // set; kDeadlineExceeded naming one that is not, after `deadline`.
+  absl::Status AwaitPhase(sync::RedisClient* redis,
+                          const hashring::RingConfig& config, const char* phase,
+                          absl::Time deadline);
+  // A channel to each member of `config` (peers created as needed; each
+  // added to the clock table), in the order of its members.
+  absl::StatusOr<std::vector<std::unique_ptr<sync::OwnerChannel>>> ChannelsFor(
+      const hashring::RingConfig& config);
   // The highest sweep clock the peers report (0 if none answers).
   uint64_t PeersClock();
   struct Peer;

@@ -45,32 +45,63 @@ absl::StatusOr<hashring::RingConfig> ClusterLink::AwaitAdmission(
   }
 }
 
-absl::Status ClusterLink::AwaitHandoffs(sync::RedisClient* redis,
-                                        const hashring::RingConfig& config,
-                                        const char* phase) {
-  const std::string set = absl::StrCat("latentd:", options_.cluster, ":", phase,
-                                       ":", config.version);
-  const absl::Time deadline = absl::Now() + options_.join_timeout;
-  while (true) {
-    LATENTD_ASSIGN_OR_RETURN(sync::RedisReply done,
-                             redis->Command({"SMEMBERS", set}));
-    std::string waiting;
-    for (const hashring::Member& m : config.members) {
-      if (m.id == node_id_) continue;
-      bool in = false;
-      for (const sync::RedisReply& e : done.elements) in |= e.str == m.id;
-      if (!in) waiting = m.id;
-    }
-    if (waiting.empty()) return absl::OkStatus();
+std::string ClusterLink::PhaseSet(const char* phase, uint64_t epoch) const {
+  return absl::StrCat("latentd:", options_.cluster, ":", phase, ":", epoch);
+}
+
+absl::Status ClusterLink::MarkPhase(sync::RedisClient* redis, const char* phase,
+                                    uint64_t epoch) {
+  const std::string set = PhaseSet(phase, epoch);
+  LATENTD_RETURN_IF_ERROR(redis->Command({"SADD", set, node_id_}).status());
+  return redis->Command({"EXPIRE", set, "604800"}).status();  // a week
+}
+
+absl::StatusOr<std::vector<std::string>> ClusterLink::NotInPhase(
+    sync::RedisClient* redis, const char* phase, uint64_t epoch,
+    const hashring::RingConfig& members) {
+  LATENTD_ASSIGN_OR_RETURN(
+      sync::RedisReply done,
+      redis->Command({"SMEMBERS", PhaseSet(phase, epoch)}));
+  std::vector<std::string> missing;
+  for (const hashring::Member& m : members.members) {
+    if (m.id == node_id_) continue;
+    bool in = false;
+    for (const sync::RedisReply& e : done.elements) in |= e.str == m.id;
+    if (!in) missing.push_back(m.id);
+  }
+  return missing;
+}
+
+absl::Status ClusterLink::AwaitPhase(sync::RedisClient* redis,
+                                     const hashring::RingConfig& config,
+                                     const char* phase, absl::Time deadline) {
+  for (;;) {
+    LATENTD_ASSIGN_OR_RETURN(std::vector<std::string> missing,
+                             NotInPhase(redis, phase, config.version, config));
+    if (missing.empty()) return absl::OkStatus();
     if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("admitted at epoch ", config.version, ", but member ",
-                       waiting, " is not in latentd:", options_.cluster, ":",
-                       phase, ":", config.version, " after ",
-                       absl::FormatDuration(options_.join_timeout)));
+      return absl::DeadlineExceededError(absl::StrCat(
+          "epoch ", config.version, ": member ", missing.front(), " is not in ",
+          PhaseSet(phase, config.version), " in time"));
     }
     absl::SleepFor(absl::Milliseconds(20));
   }
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<sync::OwnerChannel>>>
+ClusterLink::ChannelsFor(const hashring::RingConfig& config) {
+  std::vector<std::unique_ptr<sync::OwnerChannel>> channels;
+  for (const hashring::Member& m : config.members) {
+    clocks_->Add(m.id);
+    if (m.id == node_id_) {
+      channels.push_back(sync::MakeLocalChannel(owner_.get()));
+      continue;
+    }
+    LATENTD_ASSIGN_OR_RETURN(Peer * peer, FindOrAddPeer(m));
+    channels.push_back(
+        sync::MakeRemoteChannel(peer->client.get(), options_.call_timeout));
+  }
+  return channels;
 }
 
 uint64_t ClusterLink::PeersClock() {
@@ -214,13 +245,9 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
 
 absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
   RingChange& c = *change_;
-  const std::string set =
-      absl::StrCat("latentd:", options_.cluster, ":handoff:", c.next.version);
   if (!c.marked) {
     if (!outgoing_.empty()) return absl::OkStatus();  // still handing off
-    LATENTD_RETURN_IF_ERROR(redis->Command({"SADD", set, node_id_}).status());
-    LATENTD_RETURN_IF_ERROR(
-        redis->Command({"EXPIRE", set, "604800"}).status());  // a week
+    LATENTD_RETURN_IF_ERROR(MarkPhase(redis, "handoff", c.next.version));
     c.marked = true;
   }
   bool listed = false;
@@ -240,14 +267,10 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
     left_.store(true);
     return absl::OkStatus();
   }
-  LATENTD_ASSIGN_OR_RETURN(sync::RedisReply done,
-                           redis->Command({"SMEMBERS", set}));
-  std::vector<std::string> waiting;
-  for (const hashring::Member& m : ring_config().members) {
-    bool in = false;
-    for (const sync::RedisReply& e : done.elements) in |= e.str == m.id;
-    if (!in) waiting.push_back(m.id);
-  }
+  // This node marked itself above; every other old member must have too.
+  LATENTD_ASSIGN_OR_RETURN(
+      std::vector<std::string> waiting,
+      NotInPhase(redis, "handoff", c.next.version, ring_config()));
   if (!waiting.empty()) {
     if (!c.warned && absl::Now() - c.since > absl::Seconds(30)) {
       c.warned = true;
@@ -259,16 +282,9 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
     return absl::OkStatus();
   }
   // Every key is at its new owner: re-route this node's rounds.
-  std::vector<std::unique_ptr<sync::OwnerChannel>> channels;
-  for (const hashring::Member& m : c.next.members) {
-    if (m.id == node_id_) {
-      channels.push_back(sync::MakeLocalChannel(owner_.get()));
-      continue;
-    }
-    LATENTD_ASSIGN_OR_RETURN(Peer * peer, FindOrAddPeer(m));
-    channels.push_back(
-        sync::MakeRemoteChannel(peer->client.get(), options_.call_timeout));
-  }
+  LATENTD_ASSIGN_OR_RETURN(
+      std::vector<std::unique_ptr<sync::OwnerChannel>> channels,
+      ChannelsFor(c.next));
   std::vector<uint32_t> key_owner(table_->num_keys());
   for (size_t i = 0; i < key_owner.size(); ++i) {
     key_owner[i] = c.ring->Owner(table_->key(i));
@@ -294,12 +310,7 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
                             absl::FormatDuration(absl::Now() - c.since)));
   // A node leaving with this epoch serves (answers resent batches) until
   // every member has re-routed: it waits for this set.
-  const std::string effect =
-      absl::StrCat("latentd:", options_.cluster, ":effect:", c.next.version);
-  absl::Status marked = redis->Command({"SADD", effect, node_id_}).status();
-  if (marked.ok()) {
-    marked = redis->Command({"EXPIRE", effect, "604800"}).status();
-  }
+  absl::Status marked = MarkPhase(redis, "effect", c.next.version);
   if (!marked.ok()) {
     options_.log(absl::StrCat(
         "ring epoch ", c.next.version,
@@ -397,27 +408,9 @@ absl::Status ClusterLink::Leave(const sync::MoveCounters& counters) {
   }
   // Serve until every remaining member has re-routed: until then one may
   // still resend a batch here, which must be answered (applied or not).
-  const std::string effect =
-      absl::StrCat("latentd:", options_.cluster, ":effect:", move.to_epoch);
-  for (;;) {
-    LATENTD_ASSIGN_OR_RETURN(hashring::RingConfig next,
-                             ReadRing(redis.get(), options_.cluster));
-    LATENTD_ASSIGN_OR_RETURN(sync::RedisReply done,
-                             redis->Command({"SMEMBERS", effect}));
-    bool all = true;
-    for (const hashring::Member& m : next.members) {
-      bool in = false;
-      for (const sync::RedisReply& e : done.elements) in |= e.str == m.id;
-      all &= in;
-    }
-    if (all) break;
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("leaving: not every member re-routed by epoch ",
-                       move.to_epoch, " in time"));
-    }
-    absl::SleepFor(absl::Milliseconds(20));
-  }
+  LATENTD_ASSIGN_OR_RETURN(hashring::RingConfig next,
+                           ReadRing(redis.get(), options_.cluster));
+  LATENTD_RETURN_IF_ERROR(AwaitPhase(redis.get(), next, "effect", deadline));
   sync::MoveCounters moved;
   moved.keys = handoff_keys_out_.load();
   moved.bytes = handoff_bytes_out_.load();
