@@ -156,7 +156,12 @@ absl::Status RunAddNode(const ClusterCommands& c, sync::RedisClient* redis,
 
 absl::Status RunRemoveNode(const ClusterCommands& c, sync::RedisClient* redis,
                            FILE* out) {
-  if (c.handoff || !c.drop) {
+  if (!c.handoff && !c.drop) {
+    return absl::InvalidArgumentError(
+        "say what becomes of the node's documents: --drop (take them out of "
+        "the model; --handoff is not built yet)");
+  }
+  if (c.handoff) {
     return absl::UnimplementedError(
         "remove-node --handoff (shipping the node's documents to the others) "
         "is not built yet; give --drop to take its documents out of the "

@@ -46,11 +46,21 @@ int Fail(const absl::Status& s) {
   return s.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
 }
 
-// Points stderr (the log) at `path`, appending; "" keeps it where it is.
-// dup2 swaps the descriptor at once, so threads logging meanwhile write to
-// the old file or the new one, never nowhere.
+// The stderr latentd started with, kept so that a reload to log-file ""
+// can go back to it.
+int original_stderr = -1;
+
+// Points stderr (the log) at `path`, appending; "" points it back at the
+// stderr the daemon started with. dup2 swaps the descriptor at once, so
+// threads logging meanwhile write to the old file or the new one, never
+// nowhere.
 absl::Status OpenLogFile(const std::string& path) {
-  if (path.empty()) return absl::OkStatus();
+  if (original_stderr < 0)
+    original_stderr = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 0);
+  if (path.empty()) {
+    if (original_stderr >= 0) ::dup2(original_stderr, STDERR_FILENO);
+    return absl::OkStatus();
+  }
   const int fd =
       ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
   if (fd < 0) {
