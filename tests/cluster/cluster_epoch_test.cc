@@ -6,6 +6,7 @@
 // node's value of every key equals its new owner's global, the totals add
 // up to the corpus, and no key is left at an old owner.
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +21,18 @@
 
 namespace latentd {
 namespace {
+
+// True once `done()` holds, polling for at most a minute: a node that
+// failed makes the test fail, not hang until ctest's timeout.
+template <typename Done>
+bool WaitFor(Done done) {
+  const absl::Time deadline = absl::Now() + absl::Minutes(1);
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
 
 // Writes `config` as the cluster's ring (what an operator's change does).
 absl::Status WriteRing(const std::string& redis_url, const std::string& name,
@@ -41,7 +54,10 @@ void RunThroughEpochChange(ClusterNodeOptions o) {
   absl::Status written;
   uint64_t slowest_at_switch = kSweeps;  // a node's sweep once all switched
   std::thread operator_thread([&] {
-    while (nodes[0]->sweep() < 2) absl::SleepFor(absl::Milliseconds(5));
+    if (!WaitFor([&] { return nodes[0]->sweep() >= 2; })) {
+      written = absl::DeadlineExceededError("node0 never reached sweep 2");
+      return;
+    }
     hashring::RingConfig next = nodes[0]->ring_config();
     for (size_t i = 0; i < next.members.size(); ++i) {
       next.members[i].weight = static_cast<uint32_t>(i + 1);
@@ -49,7 +65,11 @@ void RunThroughEpochChange(ClusterNodeOptions o) {
     next.version = 2;
     written = WriteRing(o.redis_url, o.cluster, next);
     for (auto& n : nodes) {
-      while (n->epoch() < 2) absl::SleepFor(absl::Milliseconds(5));
+      if (!WaitFor([&] { return n->epoch() >= 2; })) {
+        written = absl::DeadlineExceededError(
+            absl::StrCat(n->node_id(), " never reached epoch 2"));
+        return;
+      }
     }
     for (auto& n : nodes)
       slowest_at_switch = std::min(slowest_at_switch, n->sweep());
@@ -113,7 +133,10 @@ void RunGrow(ClusterNodeOptions base) {
   absl::StatusOr<std::unique_ptr<ClusterNode>> third;
   absl::Status admitted = absl::UnknownError("not run");
   std::thread operator_thread([&] {
-    while (nodes[0]->sweep() < 2) absl::SleepFor(absl::Milliseconds(5));
+    if (!WaitFor([&] { return nodes[0]->sweep() >= 2; })) {
+      admitted = absl::DeadlineExceededError("node0 never reached sweep 2");
+      return;
+    }
     auto redis = sync::RedisClient::Connect(base.redis_url);
     if (!redis.ok()) {
       admitted = redis.status();
@@ -203,31 +226,47 @@ void RunShrinkDrop(ClusterNodeOptions base) {
       nodes[i]->Finish();
     });
   }
+  // Set if the removal could not be started: the leaver then stops.
+  std::atomic<bool> give_up{false};
   threads.emplace_back([&] {
     ClusterNode* leaver = nodes[2].get();
-    while (!leaver->LeaveRequested().has_value() && status[2].ok()) {
+    while (!leaver->LeaveRequested().has_value() && status[2].ok() &&
+           !give_up.load()) {
       status[2] = leaver->Sweep(/*evaluate=*/false).status();
     }
-    if (status[2].ok()) status[2] = leaver->Leave();
+    if (status[2].ok() && !give_up.load()) status[2] = leaver->Leave();
   });
+  // No ASSERT until the threads are joined (an early return would destroy
+  // them unjoined).
   absl::StatusOr<sync::MoveRecord> move = absl::UnknownError("not run");
-  {
-    while (nodes[0]->sweep() < 2) absl::SleepFor(absl::Milliseconds(5));
+  absl::StatusCode unknown_node = absl::StatusCode::kOk;
+  [&] {
+    if (!WaitFor([&] { return nodes[0]->sweep() >= 2; })) {
+      move = absl::DeadlineExceededError("node0 never reached sweep 2");
+      return;
+    }
     auto redis = sync::RedisClient::Connect(base.redis_url);
-    ASSERT_TRUE(redis.ok()) << redis.status();
-    // Not the last node, not an unknown one: those are refused.
-    EXPECT_EQ(sync::RemoveNode(redis->get(), base.cluster, "nobody",
-                               sync::RemoveMode::kDrop)
-                  .status()
-                  .code(),
-              absl::StatusCode::kNotFound);
+    if (!redis.ok()) {
+      move = redis.status();
+      return;
+    }
+    // Not an unknown node: refused.
+    unknown_node = sync::RemoveNode(redis->get(), base.cluster, "nobody",
+                                    sync::RemoveMode::kDrop)
+                       .status()
+                       .code();
     auto drain = sync::RemoveNode(redis->get(), base.cluster, "node2",
                                   sync::RemoveMode::kDrop);
-    ASSERT_TRUE(drain.ok()) << drain.status();
+    if (!drain.ok()) {
+      move = drain.status();
+      return;
+    }
     move = sync::WaitForMove(redis->get(), base.cluster, drain->version,
                              absl::Seconds(120));
-  }
+  }();
+  if (!move.ok()) give_up.store(true);
   for (auto& t : threads) t.join();
+  EXPECT_EQ(unknown_node, absl::StatusCode::kNotFound);
   for (const absl::Status& st : status) ASSERT_TRUE(st.ok()) << st;
   ASSERT_TRUE(move.ok()) << move.status();
   EXPECT_EQ(move->status, sync::MoveStatus::kDone);

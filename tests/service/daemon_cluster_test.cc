@@ -219,7 +219,9 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
 // Runs latentctl (beside $LATENTD_BIN) with `args`; its exit status and
 // output (stdout and stderr).
 std::pair<int, std::string> Latentctl(const std::vector<std::string>& args) {
-  std::string bin = std::getenv("LATENTD_BIN");
+  const char* env = std::getenv("LATENTD_BIN");
+  if (env == nullptr) return {-1, "LATENTD_BIN is not set"};
+  std::string bin = env;
   bin = bin.substr(0, bin.rfind('/') + 1) + "latentctl";
   std::string cmd = bin;
   for (const std::string& a : args) absl::StrAppend(&cmd, " '", a, "'");

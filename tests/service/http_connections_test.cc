@@ -24,6 +24,10 @@
 namespace latentd::testing {
 namespace {
 
+// "At once" on a loaded 2-core CI machine: well below the 5 s idle and
+// read timeouts a broken gateway would wait out.
+constexpr double kPrompt = 3.0;
+
 using service::HttpGateway;
 using service::HttpOptions;
 using Clock = std::chrono::steady_clock;
@@ -124,7 +128,7 @@ TEST_F(ConnectionsTest, IdleConnectionsDoNotDelayARealClient) {
     const auto start = Clock::now();
     const HttpReply r = HttpGet(port_, "/healthz", 5);
     EXPECT_EQ(r.status, 200);
-    EXPECT_LT(SecondsSince(start), 1.0);
+    EXPECT_LT(SecondsSince(start), kPrompt);
   }
   // A keep-alive client too, many requests on one connection.
   httplib::Client c("127.0.0.1", port_);
@@ -153,7 +157,7 @@ TEST_F(ConnectionsTest, OverTheCapIsRefusedAtOnce) {
   const std::string answer = ReadAll(extra, 5, &eof);
   ::close(extra);
   EXPECT_TRUE(eof);
-  EXPECT_LT(SecondsSince(start), 1.0);
+  EXPECT_LT(SecondsSince(start), kPrompt);
   EXPECT_EQ(answer.rfind("HTTP/1.1 503 ", 0), 0u) << answer;
   EXPECT_EQ(Counter("latentd_http_connections_refused_total"), 1u);
   // A slot freed is a slot for the next client.
@@ -232,7 +236,7 @@ TEST_F(ConnectionsTest, StopClosesIdleConnectionsPromptly) {
   ASSERT_TRUE(WaitOpen(50));
   const auto start = Clock::now();
   gateway_->Stop();
-  EXPECT_LT(SecondsSince(start), 1.0);
+  EXPECT_LT(SecondsSince(start), kPrompt);
   bool eof = false;
   ReadAll(idle.fds[0], 5, &eof);
   EXPECT_TRUE(eof);
