@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <variant>
 #include <vector>
@@ -279,15 +280,35 @@ absl::Status RunExport(const ExportCommandOptions& o, FILE* out, FILE* err) {
   fetch.progress = err;
   absl::StatusOr<FetchedModel> model = FetchModel(api.get(), fetch);
   if (!model.ok()) return NameAddress(model.status(), addr);
-  // Only now is the old model removed, so a failed fetch leaves it whole;
-  // all of its files go, so none is mistaken for the new model's.
+  // Written beside the old model first, so that neither a failed fetch
+  // nor a failed write (a full disk) costs it; then the old model's files
+  // all go (none is mistaken for the new model's) and the new ones move in.
+  namespace fs = std::filesystem;
+  const fs::path staging =
+      fs::path(o.out_dir) / absl::StrCat(".export-", ::getpid());
+  std::error_code ec;
+  fs::remove_all(staging, ec);
+  LATENTD_RETURN_IF_ERROR(MakeDirectory(staging.string()));
+  absl::Status written = WriteModelText(*model, o.top_words, staging.string());
+  if (!written.ok()) {
+    fs::remove_all(staging, ec);
+    return written;
+  }
   for (const std::string& f : ModelFilesIn(o.out_dir)) {
     if (::unlink(f.c_str()) != 0) {
       return absl::PermissionDeniedError(absl::StrCat(
           "--overwrite: cannot remove ", f, ": ", std::strerror(errno)));
     }
   }
-  LATENTD_RETURN_IF_ERROR(WriteModelText(*model, o.top_words, o.out_dir));
+  for (const fs::directory_entry& e : fs::directory_iterator(staging, ec)) {
+    fs::rename(e.path(), fs::path(o.out_dir) / e.path().filename(), ec);
+    if (ec) {
+      return absl::InternalError(absl::StrCat("cannot move ", e.path().string(),
+                                              " into ", o.out_dir, ": ",
+                                              ec.message()));
+    }
+  }
+  fs::remove(staging, ec);
   const ModelSnapshot& m = model->snapshot;
   absl::FPrintF(err,
                 "exported sweep %d (view %d) from %s: %d words, %d topics, "
