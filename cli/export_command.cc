@@ -157,24 +157,6 @@ absl::StatusOr<std::variant<FetchedModel, Moved>> FetchOnce(
   return m;
 }
 
-absl::Status MakeDirectory(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
-// The files of a model in `dir` (ModelPaths::all) that exist.
-std::vector<std::string> ModelFilesIn(const std::string& dir) {
-  std::vector<std::string> found;
-  for (const std::string& f : ModelPaths(dir).all()) {
-    struct stat st;
-    if (::stat(f.c_str(), &st) == 0) found.push_back(f);
-  }
-  return found;
-}
-
 // `addr` is in every message, so a failure says which node it was.
 absl::Status NameAddress(const absl::Status& s, const std::string& addr) {
   if (s.ok() || absl::StrContains(s.message(), addr)) return s;
@@ -263,8 +245,8 @@ absl::Status RunExport(const ExportCommandOptions& o, FILE* out, FILE* err) {
   if (o.out_dir.empty()) {
     return absl::InvalidArgumentError("--out: a directory is needed");
   }
-  LATENTD_RETURN_IF_ERROR(MakeDirectory(o.out_dir));
-  std::vector<std::string> old = ModelFilesIn(o.out_dir);
+  LATENTD_RETURN_IF_ERROR(MakeModelDirectory(o.out_dir));
+  std::vector<std::string> old = ModelPaths(o.out_dir).existing();
   if (!old.empty() && !o.overwrite) {
     return absl::FailedPreconditionError(
         absl::StrCat(o.out_dir, " already holds a model (", old.front(),
@@ -288,18 +270,13 @@ absl::Status RunExport(const ExportCommandOptions& o, FILE* out, FILE* err) {
       fs::path(o.out_dir) / absl::StrCat(".export-", ::getpid());
   std::error_code ec;
   fs::remove_all(staging, ec);
-  LATENTD_RETURN_IF_ERROR(MakeDirectory(staging.string()));
+  LATENTD_RETURN_IF_ERROR(MakeModelDirectory(staging.string()));
   absl::Status written = WriteModelText(*model, o.top_words, staging.string());
   if (!written.ok()) {
     fs::remove_all(staging, ec);
     return written;
   }
-  for (const std::string& f : ModelFilesIn(o.out_dir)) {
-    if (::unlink(f.c_str()) != 0) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "--overwrite: cannot remove ", f, ": ", std::strerror(errno)));
-    }
-  }
+  LATENTD_RETURN_IF_ERROR(RemoveModelFiles(ModelPaths(o.out_dir).existing()));
   for (const fs::directory_entry& e : fs::directory_iterator(staging, ec)) {
     fs::rename(e.path(), fs::path(o.out_dir) / e.path().filename(), ec);
     if (ec) {

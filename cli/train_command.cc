@@ -22,46 +22,18 @@
 namespace latentd {
 namespace {
 
-absl::Status MakeDirectory(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
-// The files a model directory holds (ModelPaths and the text exports).
-std::vector<std::string> ModelFiles(const std::string& dir) {
-  ModelPaths paths(dir);
-  return {paths.snapshot(),   paths.prev_snapshot(),
-          paths.vocab(),      paths.settings(),
-          paths.tokens(),     paths.heldout(),
-          paths.doc_topics(), dir + "/topics.txt",
-          dir + "/alpha.txt", dir + "/word_topic_counts.tsv"};
-}
-
 // Refuses to build over a model unless told to; with `overwrite`, removes
 // the old model's files first (and nothing else in the directory), so no
 // stale file (a held-out store, say) is mistaken for the new model's.
 absl::Status ClaimModelDirectory(const TrainCommandOptions& o) {
-  std::vector<std::string> found;
-  for (const std::string& f : ModelFiles(o.out_dir)) {
-    struct stat st;
-    if (::stat(f.c_str(), &st) == 0) found.push_back(f);
-  }
+  const std::vector<std::string> found = ModelPaths(o.out_dir).existing();
   if (found.empty()) return absl::OkStatus();
   if (!o.overwrite) {
     return absl::FailedPreconditionError(absl::StrCat(
         o.out_dir, " already holds a model (", found.front(),
         "): give --resume to continue it or --overwrite to replace it"));
   }
-  for (const std::string& f : found) {
-    if (::unlink(f.c_str()) != 0) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "--overwrite: cannot remove ", f, ": ", std::strerror(errno)));
-    }
-  }
-  return absl::OkStatus();
+  return RemoveModelFiles(found);
 }
 
 // "1h02m", "3m05s", "42s".
@@ -108,7 +80,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> StartTrainer(
                   store->meta().sweep);
     return Trainer::Resume(resume.snapshot, o.trainer, std::move(store));
   }
-  LATENTD_RETURN_IF_ERROR(MakeDirectory(o.out_dir));
+  LATENTD_RETURN_IF_ERROR(MakeModelDirectory(o.out_dir));
   LATENTD_RETURN_IF_ERROR(ClaimModelDirectory(o));
   CorpusBuilderOptions build = o.build;
   build.num_topics = o.trainer.num_topics;

@@ -1,5 +1,11 @@
 #include "sampler/model_dir.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -8,6 +14,33 @@
 #include "corpora/posix_file.h"
 
 namespace latentd {
+
+std::vector<std::string> ModelPaths::existing() const {
+  std::vector<std::string> found;
+  for (const std::string& f : all()) {
+    struct stat st;
+    if (::stat(f.c_str(), &st) == 0) found.push_back(f);
+  }
+  return found;
+}
+
+absl::Status MakeModelDirectory(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RemoveModelFiles(const std::vector<std::string>& files) {
+  for (const std::string& f : files) {
+    if (::unlink(f.c_str()) != 0) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "--overwrite: cannot remove ", f, ": ", std::strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
 
 std::vector<std::string> ModelPaths::all() const {
   return {snapshot(),

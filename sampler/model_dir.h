@@ -39,7 +39,16 @@ struct ModelPaths {
   // file): a directory holding any of them holds a model, which `latentctl
   // train` and `latentctl export` replace only when told to (--overwrite).
   std::vector<std::string> all() const;
+  // The files of all() that exist.
+  std::vector<std::string> existing() const;
 };
+
+// Creates `dir` if it does not exist (not its parents); kInvalidArgument
+// naming it and the reason otherwise.
+absl::Status MakeModelDirectory(const std::string& dir);
+// Removes `files` (a model's, ModelPaths::existing); kPermissionDenied
+// naming the first that cannot go (the ones before it are gone).
+absl::Status RemoveModelFiles(const std::vector<std::string>& files);
 
 // Ordered key=value settings.
 using ModelSettings = std::map<std::string, std::string>;
