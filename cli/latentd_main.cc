@@ -289,10 +289,14 @@ int main(int argc, char** argv) {
                "Print the settings table as Markdown and exit");
   std::map<std::string, std::string> flag_values;
   for (const auto& s : latentd::service::DaemonSettings()) {
+    // An alias's row has no default of its own: its setting's help says it.
     app.add_option(
         "--" + s.name, flag_values[s.name],
-        absl::StrCat(s.help, " [", s.bounds, "; default '", s.default_value,
-                     "'", s.runtime ? "" : "; restart to change", "]"));
+        s.alias_of.empty()
+            ? absl::StrCat(s.help, " [", s.bounds, "; default '",
+                           s.default_value, "'",
+                           s.runtime ? "" : "; restart to change", "]")
+            : s.help);
   }
   CLI11_PARSE(app, argc, argv);
   if (print_config || print_docs) {
