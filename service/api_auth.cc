@@ -1,11 +1,9 @@
 #include "service/api_auth.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "corpora/input_file.h"
 #include "corpora/internal/absl_compat.h"
 
 namespace latentd::service {
@@ -64,13 +62,12 @@ Role RequiredRole(Method method) {
 }
 
 absl::StatusOr<ApiTokens> ApiTokens::Load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("api-tokens: cannot read ", path));
+  absl::StatusOr<std::string> text = ReadWholeFile(path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("api-tokens: ", text.status().message()));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return Parse(text.str(), path);
+  return Parse(*text, path);
 }
 
 absl::StatusOr<ApiTokens> ApiTokens::Parse(std::string_view text,

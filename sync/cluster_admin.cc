@@ -242,8 +242,10 @@ std::vector<std::string> KeyArgs(const ClusterKeys& k) {
           k.epochs, k.members, k.heartbeats};
 }
 
-// Runs `script` (after the prelude) over the cluster's keys. Redis error
-// replies become kUnavailable: the scripts themselves never raise one.
+// Runs `script` (after the prelude) over the cluster's keys. A connection
+// failure stays kUnavailable; a Redis error reply (the scripts raise none
+// themselves: READONLY, OOM, a script error) is kInternal with Redis's
+// words, since retrying does not help.
 absl::StatusOr<RedisReply> Eval(RedisClient* redis, const ClusterKeys& keys,
                                 const char* script,
                                 const std::vector<std::string>& args) {
@@ -253,7 +255,11 @@ absl::StatusOr<RedisReply> Eval(RedisClient* redis, const ClusterKeys& keys,
   cmd.insert(cmd.end(), k.begin(), k.end());
   cmd.insert(cmd.end(), args.begin(), args.end());
   absl::StatusOr<RedisReply> r = redis->Command(cmd);
-  if (!r.ok()) return absl::UnavailableError(r.status().message());
+  if (!r.ok()) {
+    if (absl::IsUnavailable(r.status())) return r.status();
+    return absl::InternalError(absl::StrCat(
+        "Redis refused a cluster admin script: ", r.status().message()));
+  }
   if (r->type != RedisReply::Type::kArray || r->elements.empty()) {
     return absl::InternalError("a cluster admin script replied unexpectedly");
   }

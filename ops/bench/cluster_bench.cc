@@ -46,6 +46,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "corpora/corpus_builder.h"
+#include "ops/bench/elastic_timeline.h"
 #include "sampler/fast_mutexes.h"
 #include "sampler/trainer.h"
 #include "service/cluster/local_cluster.h"
@@ -59,13 +60,7 @@ struct Figures {
   double cpu_seconds_per_token = 0;
 };
 
-// CPU seconds of every thread of this process so far.
-double ProcessCpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
+using bench::ProcessCpuSeconds;
 
 // A Trainer over `reader`'s documents in memory: K = k, α = 50/K fixed,
 // evaluated on the last of `sweeps` sweeps only.
