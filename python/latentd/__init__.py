@@ -1,8 +1,9 @@
 """latentd: a Python client of the latentd topic-model daemon.
 
 Standard library only (HTTP/JSON through urllib); pandas, when installed,
-turns topic and document-topic tables into DataFrames. See client.py for
-the calls, messages.py for the answers, errors.py for the exceptions, and
+turns topic, document-topic and topic-word tables into DataFrames. See
+client.py for the calls, messages.py for the answers, model_export.py for
+the whole model (export_model), errors.py for the exceptions, and
 docs/latentd.md "Python client" for the whole API.
 """
 
@@ -15,15 +16,16 @@ from latentd.messages import (Checkpoint, Document, DocumentTopics, Inference,
                               IngestResult, ModelVersion, Status, Topic,
                               TopicList, TopicWeight, UserProfile, WordTopics,
                               WordWeight)
+from latentd.model_export import Model
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AuthenticationError", "Checkpoint", "Client", "DEFAULT_ADDRESS",
-    "DEFAULT_TIMEOUT_SECONDS",
-    "DeadlineExceededError", "Document", "DocumentTopics", "Inference",
-    "IngestResult", "InvalidArgumentError", "LatentdError", "ModelVersion",
-    "NotFoundError", "PermissionDeniedError", "ResourceExhaustedError",
-    "Status", "Topic", "TopicList", "TopicWeight", "UnavailableError",
-    "UserProfile", "WordTopics", "WordWeight",
+    "DEFAULT_TIMEOUT_SECONDS", "DeadlineExceededError", "Document",
+    "DocumentTopics", "Inference", "IngestResult", "InvalidArgumentError",
+    "LatentdError", "Model", "ModelVersion", "NotFoundError",
+    "PermissionDeniedError", "ResourceExhaustedError", "Status", "Topic",
+    "TopicList", "TopicWeight", "UnavailableError", "UserProfile",
+    "WordTopics", "WordWeight",
 ]

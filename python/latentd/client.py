@@ -37,6 +37,7 @@ from latentd.errors import (LatentdError, code_for_http_status, error_for)
 from latentd.messages import (Checkpoint, Document, DocumentTopics, Inference,
                               IngestResult, Status, Topic, TopicList,
                               UserProfile, WordTopics)
+from latentd.model_export import Model, fetch_model
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 # latentd's default --http.
@@ -216,6 +217,17 @@ class Client:
     def checkpoint(self) -> Checkpoint:
         """Writes a checkpoint now (Checkpoint; admin role)."""
         return Checkpoint.from_json(self.call("Checkpoint"))
+
+    def export_model(self, *, page_words: int = 10000,
+                     attempts: int = 3) -> Model:
+        """The whole model, counts n_wk of every word with α, β and n_k,
+        fetched `page_words` words per ExportModel call (read role) and
+        checked (latentd.model_export). Starts over when the model moves
+        between pages, at most `attempts` times, then raises ABORTED:
+        export once the node has stopped sampling (--max-sweeps). Model
+        gives φ (topic_word(), to_frame()), the term frequencies and the
+        vocabulary."""
+        return fetch_model(self.call, page_words, attempts)
 
     # The transport.
 

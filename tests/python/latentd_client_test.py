@@ -7,15 +7,18 @@ on three themes, 3 topics, 20 sweeps, after which sampling stops and the
 model only moves by merged ingests. Every client call is exercised, with
 its errors (unknown topic, word and user, empty document, bad and missing
 token, a role too low, an unreachable daemon, a timeout, a non-JSON
-answer); the pandas DataFrames when pandas is installed (else that test is
-skipped, saying so).
+answer); export_model's paging, restarts and checks also against a fake
+daemon serving a moving or damaged model; the pandas DataFrames when
+pandas is installed (else that test is skipped, saying so).
 
 Usage: LATENTD_BIN=build/cli/latentd PYTHONPATH=python \
            python3 tests/python/latentd_client_test.py
 """
 
+import dataclasses
 import http.server
 import importlib.util
+import json
 import math
 import os
 import shutil
@@ -445,25 +448,13 @@ class Transport(unittest.TestCase):
 
     def test_answers_that_are_not_the_api(self):
         # What a proxy in front of the daemon may answer.
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers["Content-Length"]))
-                bad_gateway = self.path.endswith("Status")
-                body = (b"<html>upstream down</html>" if bad_gateway
-                        else b"not json")
-                self.send_response(502 if bad_gateway else 200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        def answer(method, _):
+            if method == "Status":
+                return 502, b"<html>upstream down</html>"
+            return 200, b"not json"
 
-            def log_message(self, *args):
-                pass
-
-        server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            c = latentd.Client(f"127.0.0.1:{server.server_port}")
+        with FakeDaemon(answer) as address:
+            c = latentd.Client(address)
             with self.assertRaises(latentd.UnavailableError) as e:
                 c.status()
             self.assertEqual(e.exception.http_status, 502)
@@ -473,10 +464,135 @@ class Transport(unittest.TestCase):
                 c.list_topics()
             self.assertEqual(e.exception.code, "UNKNOWN")
             self.assertIn("is not JSON", e.exception.message)
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join()
+
+
+class FakeDaemon:
+    """An HTTP server on 127.0.0.1 answering POST /v1/METHOD with
+    answer(METHOD, request dict) -> (HTTP status, body bytes or a dict);
+    `with` gives its address."""
+
+    def __init__(self, answer):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                request = json.loads(
+                    self.rfile.read(int(self.headers["Content-Length"])))
+                status, body = answer(self.path[len("/v1/"):], request)
+                if isinstance(body, dict):
+                    body = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self._server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+            daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return f"127.0.0.1:{self._server.server_port}"
+
+    def __exit__(self, *exc):
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+
+class ExportModel(unittest.TestCase):
+    """export_model(): the whole model, paged and checked."""
+
+    def test_export(self):
+        c = client()
+        status = c.status()
+        model = c.export_model()
+        self.assertIsInstance(model, latentd.Model)
+        self.assertEqual(model.version, status.version)
+        self.assertEqual(model.num_topics, TOPICS)
+        self.assertEqual(model.vocabulary, status.vocabulary)
+        self.assertEqual(sorted(model.words), VOCABULARY)
+        self.assertEqual(model.pages, 1)
+        self.assertEqual(sum(model.topic_tokens), status.tokens)
+        self.assertEqual(sum(model.word_counts()), status.tokens)
+        frequency = dict(zip(model.words, model.word_counts()))
+        self.assertEqual(frequency["goal"], c.word_topics("goal").count)
+        # φ is the model's: the daemon's top words and probabilities.
+        phi = model.topic_word()
+        self.assertEqual(len(phi), TOPICS)
+        for k, topic in enumerate(c.list_topics(top_words=5)):
+            self.assertEqual(model.alpha[k], topic.alpha)
+            self.assertEqual(model.topic_tokens[k], topic.tokens)
+            self.assertAlmostEqual(sum(phi[k]), 1.0, places=9)
+            for w in topic.top_words:
+                self.assertAlmostEqual(phi[k][model.words.index(w.word)],
+                                       w.probability, places=12)
+        # Small pages give the same model.
+        paged = c.export_model(page_words=3)
+        self.assertEqual(paged.pages, math.ceil(model.vocabulary / 3))
+        self.assertEqual(dataclasses.replace(paged, pages=1), model)
+        with self.assertRaises(ValueError):
+            c.export_model(page_words=0)
+
+    def _pages(self, words, version=lambda first_word: 1, topic_tokens=None):
+        """An ExportModel answer over `words` [(word, topics, counts)],
+        one word per page, K = 2."""
+        if topic_tokens is None:
+            topic_tokens = [sum(n for _, ts, ns in words
+                                for t, n in zip(ts, ns) if t == k)
+                            for k in range(2)]
+
+        def answer(method, request):
+            self.assertEqual(method, "ExportModel")
+            first = request.get("firstWord", 0)
+            page = {"version": {"sweep": "5", "view": str(version(first))},
+                    "topics": 2, "beta": 0.1, "vocabulary": len(words),
+                    "firstWord": first,
+                    "words": [{"word": w, "topics": ts, "counts": ns}
+                              for w, ts, ns in words[first:first + 1]]}
+            if first == 0:
+                page["alpha"] = [0.5, 0.5]
+                page["topicTokens"] = [str(n) for n in topic_tokens]
+            return 200, page
+        return answer
+
+    def test_model_that_keeps_moving(self):
+        words = [("a", [0], [2]), ("b", [0, 1], [1, 3])]
+        views = iter(range(1, 100))
+        with FakeDaemon(self._pages(words, lambda _: next(views))) as address:
+            with self.assertRaises(latentd.LatentdError) as e:
+                latentd.Client(address).export_model(attempts=2)
+        self.assertEqual(e.exception.code, "ABORTED")
+        self.assertIn("changed while it was being fetched, 2 times",
+                      e.exception.message)
+        self.assertIn("--max-sweeps", e.exception.message)
+        # Moving once, then still: the second attempt gets it.
+        views = iter([1, 2] + [3] * 10)
+        with FakeDaemon(self._pages(words, lambda _: next(views))) as address:
+            model = latentd.Client(address).export_model(attempts=2)
+        self.assertEqual(model.version.view, 3)
+        self.assertEqual(model.counts, (((0, 2),), ((0, 1), (1, 3))))
+        self.assertEqual(model.word_counts(), [2, 4])
+        phi = model.topic_word()
+        self.assertAlmostEqual(phi[1][0], 0.1 / (3 + 2 * 0.1))
+        self.assertAlmostEqual(phi[1][1], 3.1 / (3 + 2 * 0.1))
+
+    def test_pages_that_do_not_fit(self):
+        cases = [
+            ([("a", [0], [2]), ("b", [0, 1], [1, 3])], [3, 4],
+             "topic 1: the words' counts add up to 3, the node says n_k = 4"),
+            ([("a", [1, 0], [2, 1])], None, "topics [1, 0]"),
+            ([("a", [2], [2])], None, "topics rising below K = 2"),
+            ([("a", [0], [0])], None, "one positive count each"),
+        ]
+        for words, totals, message in cases:
+            with FakeDaemon(self._pages(words, topic_tokens=totals)) as address:
+                with self.assertRaises(latentd.LatentdError, msg=message) as e:
+                    latentd.Client(address).export_model()
+            self.assertEqual(e.exception.code, "DATA_LOSS")
+            self.assertIn(message, e.exception.message)
 
 
 def _has_pandas():
@@ -488,8 +604,8 @@ class DataFrames(unittest.TestCase):
 
     @unittest.skipUnless(
         _has_pandas(), f"pandas is not installed for {sys.executable}: "
-        "the DataFrame path (TopicList/DocumentTopics.to_frame) is untested "
-        "here (Debian: apt-get install python3-pandas)")
+        "the DataFrame path (to_frame of TopicList, DocumentTopics, Model) "
+        "is untested here (Debian: apt-get install python3-pandas)")
     def test_frames(self):
         c = client()
         topics = c.list_topics(top_words=4)
@@ -513,6 +629,15 @@ class DataFrames(unittest.TestCase):
             self.assertAlmostEqual(total, 1.0, places=9)
         self.assertEqual(list(c.infer_documents(["oil"]).to_frame().index),
                          [0])
+        model = c.export_model()
+        phi = model.to_frame()
+        self.assertEqual(phi.shape, (TOPICS, len(VOCABULARY)))
+        self.assertEqual(list(phi.columns), list(model.words))
+        self.assertEqual(phi.values.tolist(), model.topic_word())
+        for t in topics:
+            for w in t.top_words:
+                self.assertAlmostEqual(phi.loc[t.id, w.word], w.probability,
+                                       places=12)
 
     def test_without_pandas(self):
         topics = client().list_topics(top_words=2)
