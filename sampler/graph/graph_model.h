@@ -1,0 +1,72 @@
+// GraphModel: a trained graph factorization, the file `latentctl graph
+// train` writes (DIR/graph.bin) and that `graph score`, `graph neighbors`
+// and a resumed training read.
+//
+// File layout (little-endian): magic "LTDGRAPH", u32 format version, u32
+// dim, u64 vertices n, u64 epoch, u64 seed, i32 negatives, f64 λ, n × u64
+// vertex keys, n × dim f32 vectors, then the XXH64 of everything before
+// it. Save writes atomically (temp file, fsync, rename). Load checks the
+// sizes before it allocates, and reports a truncated, corrupt or foreign
+// file, a repeated vertex key or a non-finite value as an error naming the
+// path.
+//
+// Thread-safety: a plain value; const methods may be called concurrently.
+#ifndef LATENTD_SAMPLER_GRAPH_GRAPH_MODEL_H_
+#define LATENTD_SAMPLER_GRAPH_GRAPH_MODEL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "corpora/edge_list.h"
+
+namespace latentd {
+
+class GraphModel {
+ public:
+  struct Header {
+    uint32_t dim = 0;
+    uint64_t epoch = 0;
+    uint64_t seed = 1;
+    int32_t negatives = 0;
+    double lambda = 0;
+  };
+  // REQUIRES: vectors.size() == keys.size() × header.dim, keys distinct.
+  GraphModel(Header header, std::vector<VertexKey> keys,
+             std::vector<float> vectors);
+
+  std::string Serialize() const;
+  absl::Status Save(const std::string& path) const;
+  static absl::StatusOr<GraphModel> Load(const std::string& path);
+
+  const Header& header() const { return header_; }
+  uint32_t dim() const { return header_.dim; }
+  size_t num_vertices() const { return keys_.size(); }
+  const std::vector<VertexKey>& keys() const { return keys_; }
+  const std::vector<float>& vectors() const { return vectors_; }
+  // The dense index of a vertex key, if the model has it.
+  std::optional<uint32_t> Find(VertexKey key) const;
+
+  // ⟨z_a, z_b⟩: the predicted link score. kNotFound naming the key the
+  // model does not know.
+  absl::StatusOr<double> Score(VertexKey a, VertexKey b) const;
+  // The `top` vertices u != v with the highest ⟨z_v, z_u⟩, best first
+  // (ties by key). kNotFound if v is unknown.
+  absl::StatusOr<std::vector<std::pair<VertexKey, double>>> Nearest(
+      VertexKey v, size_t top) const;
+
+ private:
+  Header header_;
+  std::vector<VertexKey> keys_;
+  std::vector<float> vectors_;
+  absl::flat_hash_map<VertexKey, uint32_t> index_;
+};
+
+}  // namespace latentd
+
+#endif  // LATENTD_SAMPLER_GRAPH_GRAPH_MODEL_H_

@@ -1,0 +1,40 @@
+// Shared by the graph tests: a planted-partition random graph and the
+// shared data directory.
+#ifndef LATENTD_TESTS_SAMPLER_GRAPH_GRAPH_TEST_UTIL_H_
+#define LATENTD_TESTS_SAMPLER_GRAPH_GRAPH_TEST_UTIL_H_
+
+#include <cstdlib>
+#include <string>
+
+#include "corpora/edge_list.h"
+#include "corpora/random.h"
+
+namespace latentd::testing {
+
+// `groups` communities of `size` vertices; each pair is an edge with
+// probability p_in inside a community, p_out across. Vertex keys are
+// spread over the 64-bit range.
+inline EdgeList PlantedPartition(int groups, int size, double p_in,
+                                 double p_out, uint64_t seed) {
+  Rng rng(seed);
+  EdgeList list;
+  const int n = groups * size;
+  for (int i = 0; i < n; ++i) {
+    for (int j = i + 1; j < n; ++j) {
+      const double p = (i / size == j / size) ? p_in : p_out;
+      if (rng.Uniform() < p) {
+        list.edges.push_back({Mix64(i), Mix64(j), 1.0f});
+      }
+    }
+  }
+  return list;
+}
+
+inline std::string GraphDataDir() {
+  const char* dir = std::getenv("LATENTD_DATA_DIR");
+  return dir != nullptr ? dir : "../shared/data";
+}
+
+}  // namespace latentd::testing
+
+#endif  // LATENTD_TESTS_SAMPLER_GRAPH_GRAPH_TEST_UTIL_H_
