@@ -14,11 +14,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "google/protobuf/struct.pb.h"
 #include "sampler/model_dir.h"
 #include "sampler/model_export.h"
+#include "sampler/tool_exports.h"
 #include "service/api_dispatch.h"
 
 namespace latentd {
@@ -178,6 +180,61 @@ std::string SummaryJson(const ExportCommandOptions& o, const FetchedModel& m) {
   return service::ToJson(s);
 }
 
+// `export DIR --format F`: the model directory's files for another tool.
+absl::Status RunToolExport(const ExportCommandOptions& o, FILE* out,
+                           FILE* err) {
+  if (!o.address.addr.empty()) {
+    return absl::InvalidArgumentError(
+        "give a model directory or --addr, not both");
+  }
+  if (o.format.empty()) {
+    return absl::InvalidArgumentError(
+        "--format: pyldavis, mallet or csv is needed with a model directory");
+  }
+  LATENTD_ASSIGN_OR_RETURN(ToolFormat format, ParseToolFormat(o.format));
+  LATENTD_ASSIGN_OR_RETURN(LoadedModel model, LoadModelDir(o.model_dir));
+  const ModelPaths paths(o.model_dir);
+  struct stat st;
+  if (::stat(paths.tokens().c_str(), &st) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        o.model_dir, " holds no token store (", paths.tokens(),
+        "): the document-topic part of --format ", o.format,
+        " comes from the training documents, which only a directory "
+        "written by `latentctl train` has"));
+  }
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<TokenStore> store,
+                           OpenFileTokenStore(paths.tokens()));
+  const std::string out_dir = o.out_dir.empty() ? o.model_dir : o.out_dir;
+  LATENTD_RETURN_IF_ERROR(MakeModelDirectory(out_dir));
+  ToolExportOptions options;
+  options.top_words = o.top_words;
+  LATENTD_RETURN_IF_ERROR(ExportForTool(model.snapshot, model.vocab,
+                                        store.get(), format, options, out_dir));
+  const std::vector<std::string> files = ToolExportFiles(format);
+  const ModelSnapshot& m = model.snapshot;
+  absl::FPrintF(err,
+                "wrote %s files (%s) for %d topics, %d words, %d documents "
+                "(sweep %d) to %s\n",
+                o.format, absl::StrJoin(files, ", "), m.num_topics,
+                m.vocab_size, store->meta().num_docs, m.sweep, out_dir);
+  if (o.json) {
+    google::protobuf::Struct s;
+    auto& f = *s.mutable_fields();
+    f["dir"].set_string_value(o.model_dir);
+    f["outDir"].set_string_value(out_dir);
+    f["format"].set_string_value(o.format);
+    for (const std::string& file : files) {
+      f["files"].mutable_list_value()->add_values()->set_string_value(file);
+    }
+    f["topics"].set_number_value(m.num_topics);
+    f["vocabulary"].set_number_value(m.vocab_size);
+    f["documents"].set_number_value(
+        static_cast<double>(store->meta().num_docs));
+    absl::FPrintF(out, "%s\n", service::ToJson(s));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<FetchedModel> FetchModel(ApiClient* api,
@@ -211,17 +268,28 @@ absl::Status WriteModelText(const FetchedModel& model, int top_words,
 CLI::App* AddExportCommand(CLI::App* app, ExportCommandOptions* o) {
   CLI::App* cmd = app->add_subcommand(
       "export",
-      "Write the model a running latentd serves into --out in train's text "
-      "formats (vocab.txt, word_topic_counts.tsv, alpha.txt, topics.txt), "
-      "fetched page by page from one model version");
+      "Write the model a running latentd serves (--addr) into --out in "
+      "train's text formats (vocab.txt, word_topic_counts.tsv, alpha.txt, "
+      "topics.txt), fetched page by page from one model version; or write "
+      "a trained model directory DIR in the files another tool reads "
+      "(--format pyldavis: pyldavis.json, the arguments of pyLDAvis.prepare "
+      "| mallet: mallet_topic_keys.txt, mallet_doc_topics.txt, "
+      "mallet_state.gz in Mallet's layouts | csv: doc_topic.csv, "
+      "topic_word.csv), into --out or DIR");
+  cmd->add_option("dir", o->model_dir,
+                  "Model directory written by `latentctl train` (with "
+                  "--format); without it, fetch from --addr");
   AddDaemonAddressOptions(cmd, &o->address);
-  cmd->get_option("--addr")->required();
-  cmd->add_option("--out", o->out_dir, "Directory to write (created)")
-      ->required();
+  cmd->add_option("--format", o->format, "With DIR: pyldavis | mallet | csv")
+      ->check(CLI::IsMember({"pyldavis", "mallet", "csv"}));
+  cmd->add_option("--out", o->out_dir,
+                  "Directory to write (created); with DIR, default DIR");
   cmd->add_flag("--overwrite", o->overwrite,
                 "Replace the model already in --out (without it a directory "
                 "holding a model is refused)");
-  cmd->add_option("--top", o->top_words, "Words per topic in topics.txt")
+  cmd->add_option("--top", o->top_words,
+                  "Words per topic in topics.txt (mallet: in "
+                  "mallet_topic_keys.txt)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--attempts", o->fetch.attempts,
@@ -238,9 +306,17 @@ CLI::App* AddExportCommand(CLI::App* app, ExportCommandOptions* o) {
 }
 
 absl::Status RunExport(const ExportCommandOptions& o, FILE* out, FILE* err) {
+  if (!o.model_dir.empty()) return RunToolExport(o, out, err);
   const std::string& addr = o.address.addr;
   if (addr.empty()) {
-    return absl::InvalidArgumentError("--addr: the node's address is needed");
+    return absl::InvalidArgumentError(
+        "--addr: the node's address is needed (or a model directory and "
+        "--format)");
+  }
+  if (!o.format.empty()) {
+    return absl::InvalidArgumentError(
+        "--format is for a model directory (export DIR --format F); --addr "
+        "exports train's text formats");
   }
   if (o.out_dir.empty()) {
     return absl::InvalidArgumentError("--out: a directory is needed");

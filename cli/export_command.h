@@ -9,6 +9,12 @@
 //
 // Example: latentctl export --addr 127.0.0.1:7071 --out /tmp/model
 //
+// Given a model directory instead (`latentctl export DIR --format F`), it
+// writes that model in the files another tool reads — F is pyldavis, mallet
+// or csv (sampler/tool_exports.h) — into --out (default: DIR itself). The
+// directory must hold the training token store (tokens.lts, as `latentctl
+// train` writes it): the document–topic part comes from there.
+//
 // Thread-safety: reentrant; one call at a time per output directory.
 #ifndef LATENTD_CLI_EXPORT_COMMAND_H_
 #define LATENTD_CLI_EXPORT_COMMAND_H_
@@ -64,13 +70,22 @@ absl::Status WriteModelText(const FetchedModel& model, int top_words,
                             const std::string& dir);
 
 struct ExportCommandOptions {
-  DaemonAddress address;  // the node; addr is required
-  std::string out_dir;    // created if missing (its parent must exist)
+  DaemonAddress address;  // the node; addr or model_dir is required
+  // A model directory to export for another tool (with `format`); "" =
+  // fetch from the node at address.addr.
+  std::string model_dir;
+  // With model_dir: "pyldavis", "mallet" or "csv" (required).
+  std::string format;
+  // Created if missing (its parent must exist); required with address,
+  // default model_dir with model_dir.
+  std::string out_dir;
   // Replace a model in out_dir (any file of sampler/model_dir.h's list,
   // removed once the fetch has succeeded); without it such a directory is
   // refused before anything is fetched.
   bool overwrite = false;
-  int top_words = 20;  // words per topic in topics.txt, as train's --top
+  // Words per topic in topics.txt (as train's --top), or in
+  // mallet_topic_keys.txt (Mallet's --num-top-words).
+  int top_words = 20;
   // Print, at the end, a JSON summary on `out`: outDir, addr, sweep, view,
   // topics (K), vocabulary (V), tokens (Σ n_k), pages.
   bool json = false;
@@ -85,6 +100,12 @@ CLI::App* AddExportCommand(CLI::App* app, ExportCommandOptions* options);
 // the --json summary to `out`.
 // Errors name the address (kUnavailable: unreachable), or out_dir
 // (kFailedPrecondition: holds a model, no --overwrite).
+// With model_dir: loads the model and its token store and writes the
+// format's files into out_dir (replacing those files, nothing else), then
+// prints "wrote F files (...) to OUT" on `err` (--json: a summary on
+// `out`: dir, outDir, format, files, topics, vocabulary, documents).
+// Errors: kInvalidArgument for a missing or unknown format or both DIR and
+// --addr; kFailedPrecondition if DIR has no tokens.lts; ExportForTool's.
 absl::Status RunExport(const ExportCommandOptions& options, FILE* out,
                        FILE* err);
 

@@ -12,6 +12,7 @@
 #include "base/status_macros.h"
 #include "corpora/input_file.h"
 #include "corpora/posix_file.h"
+#include "sampler/tool_exports.h"
 
 namespace latentd {
 
@@ -43,16 +44,24 @@ absl::Status RemoveModelFiles(const std::vector<std::string>& files) {
 }
 
 std::vector<std::string> ModelPaths::all() const {
-  return {snapshot(),
-          prev_snapshot(),
-          vocab(),
-          settings(),
-          tokens(),
-          heldout(),
-          doc_topics(),
-          dir + "/topics.txt",
-          dir + "/alpha.txt",
-          dir + "/word_topic_counts.tsv"};
+  std::vector<std::string> files = {snapshot(),
+                                    prev_snapshot(),
+                                    vocab(),
+                                    settings(),
+                                    tokens(),
+                                    heldout(),
+                                    doc_topics(),
+                                    dir + "/topics.txt",
+                                    dir + "/alpha.txt",
+                                    dir + "/word_topic_counts.tsv"};
+  // The exports for other tools (`latentctl export DIR --format ...`).
+  for (ToolFormat f :
+       {ToolFormat::kPyldavis, ToolFormat::kMallet, ToolFormat::kCsv}) {
+    for (const std::string& name : ToolExportFiles(f)) {
+      files.push_back(dir + "/" + name);
+    }
+  }
+  return files;
 }
 
 absl::Status SaveSettings(const ModelSettings& settings,

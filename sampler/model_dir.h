@@ -9,6 +9,8 @@
 //   tokens.lts             the training token store with current topics
 //   heldout.lts            the held-out token store (if any)
 //   topics.txt, word_topic_counts.tsv, alpha.txt, doc_topics.tsv  exports
+//   pyldavis.json, mallet_*, doc_topic.csv, topic_word.csv  exports for
+//                          other tools (sampler/tool_exports.h), if written
 //
 // Thread-safety: pure functions; a loaded model is a plain value.
 #ifndef LATENTD_SAMPLER_MODEL_DIR_H_
