@@ -7,6 +7,7 @@
 #include "CLI/CLI.hpp"
 #include "cli/client_commands.h"
 #include "cli/cluster_commands.h"
+#include "cli/coherence_command.h"
 #include "cli/export_command.h"
 #include "cli/query_commands.h"
 #include "cli/train_command.h"
@@ -197,6 +198,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   latentd::AddJsonOption(in, &infer.json);
 
+  // ---- coherence ----
+  latentd::CoherenceCommandOptions coherence;
+  CLI::App* co = latentd::AddCoherenceCommand(&app, &coherence);
+
   // ---- status, profile, ingest, checkpoint: a running daemon ----
   latentd::DaemonCommands daemon;
   latentd::AddDaemonCommands(&app, &daemon);
@@ -221,6 +226,9 @@ int main(int argc, char** argv) {
     return Report(*s, which);
   }
 
+  if (co->parsed()) {
+    return Report(latentd::RunCoherence(coherence, stdout), "coherence");
+  }
   if (ex->parsed()) {
     return Report(latentd::RunExport(export_cmd, stdout, stderr), "export");
   }

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "cli/coherence_command.h"
 #include "google/protobuf/struct.pb.h"
 #include "sampler/checkpoint_files.h"
 #include "sampler/fold_in.h"
@@ -117,6 +118,8 @@ struct RunTotals {
   uint64_t tokens = 0;                             // sampled, all sweeps
   std::optional<double> log_likelihood_per_token;  // last evaluated sweep
   std::optional<double> heldout_perplexity;
+  std::optional<double> coherence_umass;  // means over topics, top 10 words
+  std::optional<double> coherence_npmi;
 };
 
 // The --json summary: one line, keys as TrainCommandOptions::json lists.
@@ -143,6 +146,15 @@ std::string SummaryJson(const TrainCommandOptions& o, Trainer& trainer,
     f["heldoutPerplexity"].set_number_value(*run.heldout_perplexity);
   } else {
     f["heldoutPerplexity"].set_null_value({});
+  }
+  for (const auto& [key, value] :
+       {std::pair{"coherenceUmass", run.coherence_umass},
+        std::pair{"coherenceNpmi", run.coherence_npmi}}) {
+    if (value.has_value()) {
+      f[key].set_number_value(*value);
+    } else {
+      f[key].set_null_value({});
+    }
   }
   return service::ToJson(s);
 }
@@ -172,6 +184,12 @@ absl::Status Finish(const TrainCommandOptions& o, Trainer& trainer,
       run.heldout_perplexity = p.perplexity;
     }
   }
+  LATENTD_ASSIGN_OR_RETURN(
+      CoherenceReport coherence,
+      StoreCoherence(snapshot, trainer.store(), CoherenceOptions{}));
+  absl::FPrintF(err, "%s\n", CoherenceSummaryLine(coherence));
+  run.coherence_umass = coherence.mean_umass;
+  run.coherence_npmi = coherence.mean_npmi;
   absl::FPrintF(err, "model written to %s (sweep %d)\n", o.out_dir,
                 snapshot.sweep);
   if (o.json) {

@@ -36,7 +36,10 @@ struct TrainCommandOptions {
   // Print, at the end, a JSON summary of the run on `out` instead of the
   // topics: modelDir, sweep, sweepsRun, topics (K), documents, tokens,
   // samplingSeconds, tokensPerSecond, logLikelihoodPerToken (last
-  // evaluated sweep, if any), heldoutPerplexity (if computed).
+  // evaluated sweep, if any), heldoutPerplexity (if computed),
+  // coherenceUmass and coherenceNpmi (means over the topics of the top 10
+  // words' coherence over the training documents, sampler/coherence.h;
+  // null if undefined).
   bool json = false;
   InferOptions heldout_infer;  // fold-in for held-out perplexity
   // Set (e.g. by a signal handler) to stop after the current sweep; the
@@ -44,7 +47,8 @@ struct TrainCommandOptions {
   const std::atomic<bool>* stop = nullptr;
 };
 
-// Runs the command. Progress goes to `err`, the topics to `out`.
+// Runs the command. Progress goes to `err` — ending with the held-out
+// perplexity (if any) and CoherenceSummaryLine — the topics to `out`.
 absl::Status RunTrain(const TrainCommandOptions& options, FILE* out, FILE* err);
 
 }  // namespace latentd

@@ -1,0 +1,158 @@
+#include "sampler/coherence.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "sampler/model_export.h"
+
+namespace latentd {
+namespace {
+
+// Bouma's NPMI from document counts, with his limits for the undefined
+// cases (header comment).
+double Npmi(uint64_t joint, uint64_t a, uint64_t b, uint64_t n) {
+  if (joint == 0) return -1.0;
+  if (joint == n) return 1.0;
+  const double p_joint = static_cast<double>(joint) / n;
+  const double pmi = std::log(
+      p_joint / ((static_cast<double>(a) / n) * (static_cast<double>(b) / n)));
+  return pmi / -std::log(p_joint);
+}
+
+std::optional<double> MeanOf(const std::vector<TopicCoherence>& topics,
+                             std::optional<double> TopicCoherence::*field) {
+  double sum = 0;
+  int n = 0;
+  for (const TopicCoherence& t : topics) {
+    if ((t.*field).has_value()) {
+      sum += *(t.*field);
+      ++n;
+    }
+  }
+  if (n == 0) return std::nullopt;
+  return sum / n;
+}
+
+}  // namespace
+
+CoherenceCounter::CoherenceCounter(std::vector<std::vector<WordId>> words,
+                                   uint32_t vocab_size, int top_words)
+    : words_(std::move(words)), top_words_(top_words), slot_(vocab_size, -1) {
+  pair_counts_.resize(words_.size());
+  for (TopicId k = 0; k < words_.size(); ++k) {
+    const size_t m = words_[k].size();
+    pair_counts_[k].assign(m * m, 0);
+    for (size_t r = 0; r < m; ++r) {
+      const WordId w = words_[k][r];
+      if (slot_[w] < 0) {
+        slot_[w] = static_cast<int32_t>(places_.size());
+        places_.emplace_back();
+      }
+      places_[slot_[w]].emplace_back(k, static_cast<int>(r));
+    }
+  }
+  doc_freq_.assign(places_.size(), 0);
+  seen_in_doc_.assign(places_.size(), 0);
+}
+
+void CoherenceCounter::AddDocument(std::span<const WordId> document) {
+  ++documents_;
+  if (++stamp_ == 0) {  // wrapped: forget every old stamp
+    std::fill(seen_in_doc_.begin(), seen_in_doc_.end(), 0);
+    stamp_ = 1;
+  }
+  present_.clear();
+  for (WordId w : document) {
+    if (w >= slot_.size() || slot_[w] < 0) continue;
+    const int32_t s = slot_[w];
+    if (seen_in_doc_[s] == stamp_) continue;
+    seen_in_doc_[s] = stamp_;
+    ++doc_freq_[s];
+    present_.push_back(s);
+  }
+  // Every pair of present words that share a topic: for each topic a
+  // present word ranks in, each other present word of that topic.
+  for (size_t i = 0; i < present_.size(); ++i) {
+    for (size_t j = i + 1; j < present_.size(); ++j) {
+      const auto& a = places_[present_[i]];
+      const auto& b = places_[present_[j]];
+      for (const auto& [ka, ra] : a) {
+        for (const auto& [kb, rb] : b) {
+          if (ka != kb) continue;
+          const size_t m = words_[ka].size();
+          pair_counts_[ka][std::min(ra, rb) * m + std::max(ra, rb)]++;
+        }
+      }
+    }
+  }
+}
+
+CoherenceReport CoherenceCounter::Report() const {
+  CoherenceReport report;
+  report.documents = documents_;
+  report.top_words = top_words_;
+  const uint64_t n = documents_;
+  for (TopicId k = 0; k < words_.size(); ++k) {
+    TopicCoherence t;
+    t.topic = k;
+    t.words = words_[k];
+    const size_t m = t.words.size();
+    double umass = 0, npmi = 0;
+    int umass_pairs = 0, npmi_pairs = 0;
+    for (size_t later = 1; later < m; ++later) {
+      for (size_t earlier = 0; earlier < later; ++earlier) {
+        const uint64_t joint = pair_counts_[k][earlier * m + later];
+        const uint64_t d_earlier = doc_freq_[slot_[t.words[earlier]]];
+        const uint64_t d_later = doc_freq_[slot_[t.words[later]]];
+        if (d_earlier > 0) {
+          umass += std::log((joint + 1.0) / static_cast<double>(d_earlier));
+          ++umass_pairs;
+        }
+        npmi += Npmi(joint, d_earlier, d_later, n);
+        ++npmi_pairs;
+      }
+    }
+    if (umass_pairs > 0) t.umass = umass / umass_pairs;
+    if (npmi_pairs > 0) t.npmi = npmi / npmi_pairs;
+    report.topics.push_back(std::move(t));
+  }
+  report.mean_umass = MeanOf(report.topics, &TopicCoherence::umass);
+  report.mean_npmi = MeanOf(report.topics, &TopicCoherence::npmi);
+  return report;
+}
+
+std::vector<std::vector<WordId>> TopicTopWords(const ModelSnapshot& model,
+                                               int top_words) {
+  std::vector<std::vector<WordId>> out;
+  for (const TopicSummary& t : SummarizeTopics(model, top_words)) {
+    out.emplace_back();
+    for (const auto& [w, p] : t.top_words) out.back().push_back(w);
+  }
+  return out;
+}
+
+absl::StatusOr<CoherenceReport> StoreCoherence(
+    const ModelSnapshot& model, TokenStore* store,
+    const CoherenceOptions& options) {
+  if (options.top_words < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("coherence needs at least 2 top words per topic, got ",
+                     options.top_words));
+  }
+  CoherenceCounter counter(TopicTopWords(model, options.top_words),
+                           model.vocab_size, options.top_words);
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
+  DocBatch batch;
+  while (true) {
+    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
+    if (!more) break;
+    for (size_t d = 0; d < batch.num_docs(); ++d) {
+      counter.AddDocument(batch.doc_words(d));
+    }
+  }
+  return counter.Report();
+}
+
+}  // namespace latentd
