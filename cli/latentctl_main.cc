@@ -9,6 +9,7 @@
 #include "cli/cluster_commands.h"
 #include "cli/coherence_command.h"
 #include "cli/export_command.h"
+#include "cli/graph_commands.h"
 #include "cli/query_commands.h"
 #include "cli/train_command.h"
 #include "sampler/fast_mutexes.h"
@@ -40,7 +41,8 @@ bool OnOff(const std::string& value) { return value == "on"; }
 int main(int argc, char** argv) {
   latentd::DisableMutexDeadlockDetection();
   CLI::App app{
-      "latentctl: train LDA topic models and query them.\n"
+      "latentctl: train LDA topic models and query them; graph factorization\n"
+      "(latentctl graph train|score|neighbors).\n"
       "train works on a model directory; topics and infer read one given as\n"
       "DIR, or else ask a running latentd (--addr), as status, profile,\n"
       "ingest and checkpoint do. Every command prints text; --json prints\n"
@@ -214,6 +216,11 @@ int main(int argc, char** argv) {
   latentd::ExportCommandOptions export_cmd;
   CLI::App* ex = latentd::AddExportCommand(&app, &export_cmd);
 
+  // ---- graph train / score / neighbors: graph factorization ----
+  latentd::GraphCommands graph;
+  latentd::AddGraphCommands(&app, &graph);
+  graph.train.stop = &g_stop;
+
   CLI11_PARSE(app, argc, argv);
 
   if (auto s = latentd::RunDaemonCommands(daemon, stdin, stdout)) {
@@ -228,6 +235,15 @@ int main(int argc, char** argv) {
 
   if (co->parsed()) {
     return Report(latentd::RunCoherence(coherence, stdout), "coherence");
+  }
+  std::string graph_which;
+  if (graph.train_cmd->parsed()) {
+    std::signal(SIGINT, OnSignal);
+    std::signal(SIGTERM, OnSignal);
+  }
+  if (auto s = latentd::RunGraphCommands(graph, stdin, stdout, stderr,
+                                         &graph_which)) {
+    return Report(*s, graph_which.c_str());
   }
   if (ex->parsed()) {
     return Report(latentd::RunExport(export_cmd, stdout, stderr), "export");

@@ -1,5 +1,6 @@
 #include "sampler/graph/graph_model.h"
 
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -161,6 +162,34 @@ absl::StatusOr<std::vector<std::pair<VertexKey, double>>> GraphModel::Nearest(
   std::partial_sort(all.begin(), all.begin() + top, all.end(), better);
   all.resize(top);
   return all;
+}
+
+absl::Status SaveGraphCheckpoint(const GraphModel& model,
+                                 const std::string& dir) {
+  const std::string path = GraphModelPath(dir);
+  if (::access(path.c_str(), F_OK) == 0 && GraphModel::Load(path).ok()) {
+    LATENTD_RETURN_IF_ERROR(
+        internal::RenameDurably(path, GraphPrevModelPath(dir)));
+  }
+  return model.Save(path);
+}
+
+absl::StatusOr<GraphModel> LoadNewestGraphModel(
+    const std::string& dir, std::vector<std::string>* refused) {
+  absl::Status last = absl::NotFoundError(
+      absl::StrCat(dir, " holds no graph model (graph.bin)"));
+  for (const std::string& path :
+       {GraphModelPath(dir), GraphPrevModelPath(dir)}) {
+    if (::access(path.c_str(), F_OK) != 0) continue;
+    absl::StatusOr<GraphModel> m = GraphModel::Load(path);
+    if (m.ok()) return m;
+    if (refused != nullptr) {
+      refused->push_back(
+          absl::StrCat(path, " refused: ", m.status().message()));
+    }
+    last = m.status();
+  }
+  return last;
 }
 
 }  // namespace latentd

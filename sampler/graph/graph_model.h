@@ -67,6 +67,29 @@ class GraphModel {
   absl::flat_hash_map<VertexKey, uint32_t> index_;
 };
 
+// A graph model directory: DIR/graph.bin, the newest, and DIR/graph.prev.bin,
+// the one before it.
+inline std::string GraphModelPath(const std::string& dir) {
+  return dir + "/graph.bin";
+}
+inline std::string GraphPrevModelPath(const std::string& dir) {
+  return dir + "/graph.prev.bin";
+}
+
+// Writes `model` as DIR/graph.bin; the graph.bin it replaces becomes
+// graph.prev.bin if it still loads (else graph.prev.bin is left as is).
+// Either name always holds a complete model: a crash between the steps
+// leaves graph.prev.bin only. Fails with the file system's error naming the
+// path.
+absl::Status SaveGraphCheckpoint(const GraphModel& model,
+                                 const std::string& dir);
+
+// Loads the newest of graph.bin and graph.prev.bin that loads; for each one
+// passed over, a line "PATH refused: why" is appended to *refused (if
+// given). kNotFound if neither exists, else the last error.
+absl::StatusOr<GraphModel> LoadNewestGraphModel(
+    const std::string& dir, std::vector<std::string>* refused = nullptr);
+
 }  // namespace latentd
 
 #endif  // LATENTD_SAMPLER_GRAPH_GRAPH_MODEL_H_

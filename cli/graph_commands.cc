@@ -1,0 +1,325 @@
+#include "cli/graph_commands.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "base/status_macros.h"
+#include "sampler/graph/graph_model.h"
+#include "sampler/graph/link_eval.h"
+
+namespace latentd {
+namespace {
+
+absl::Status MakeDirectory(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) {
+    struct stat st;
+    if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      return absl::OkStatus();
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "cannot create the model directory ", dir, ": ", std::strerror(errno)));
+}
+
+bool Exists(const std::string& path) {
+  return ::access(path.c_str(), F_OK) == 0;
+}
+
+GraphModel ToModel(const GraphTrainer& t) {
+  GraphModel::Header h;
+  h.dim = t.options().dim;
+  h.epoch = t.epoch();
+  h.seed = t.options().seed;
+  h.negatives = t.options().negatives;
+  h.lambda = t.options().lambda;
+  std::span<const float> z = t.embeddings();
+  return GraphModel(h, t.graph().keys(),
+                    std::vector<float>(z.begin(), z.end()));
+}
+
+// The vectors of `model` in the order of `graph`'s vertices.
+absl::StatusOr<std::vector<float>> VectorsFor(const GraphModel& model,
+                                              const GraphData& graph,
+                                              uint32_t dim) {
+  if (model.dim() != dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has dim ", model.dim(), ", --dim says ", dim));
+  }
+  std::vector<float> z(graph.num_vertices() * dim);
+  for (size_t v = 0; v < graph.num_vertices(); ++v) {
+    std::optional<uint32_t> i = model.Find(graph.keys()[v]);
+    if (!i) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "vertex ", graph.keys()[v],
+          " of the edge list is not in the model: resume with the edges it "
+          "was trained on"));
+    }
+    std::copy_n(&model.vectors()[size_t{*i} * dim], dim, &z[v * dim]);
+  }
+  return z;
+}
+
+}  // namespace
+
+absl::Status RunGraphTrain(const GraphTrainCommand& c, FILE* out, FILE* err) {
+  if (c.epochs < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--epochs ", c.epochs, " < 0"));
+  }
+  LATENTD_RETURN_IF_ERROR(c.trainer.Validate());
+  if (c.out_dir.empty()) return absl::InvalidArgumentError("--out is required");
+  const bool has_model = Exists(GraphModelPath(c.out_dir)) ||
+                         Exists(GraphPrevModelPath(c.out_dir));
+  if (has_model && !c.resume && !c.overwrite) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        c.out_dir,
+        " already holds a graph model: give --resume to continue it "
+        "or --overwrite to replace it"));
+  }
+  EdgeListOptions read = c.read;
+  if (c.on_malformed != "fail" && c.on_malformed != "skip") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--on-malformed ", c.on_malformed, " is not skip or fail"));
+  }
+  read.skip_malformed = c.on_malformed == "skip";
+  LATENTD_ASSIGN_OR_RETURN(EdgeList list, ReadEdgeList(c.edges, read));
+  std::fprintf(err, "%s: %s\n", c.edges.c_str(), list.stats.Summary().c_str());
+  for (const std::string& m : list.stats.messages) {
+    std::fprintf(err, "  skipped %s\n", m.c_str());
+  }
+  absl::StatusOr<GraphData> graph = GraphData::FromEdgeList(list);
+  if (!graph.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(c.edges, ": ", graph.status().message()));
+  }
+  std::optional<LinkSplit> split;
+  GraphData train = *graph;
+  if (c.holdout > 0) {
+    LATENTD_ASSIGN_OR_RETURN(LinkSplit s,
+                             SplitHeldout(*graph, c.holdout, c.trainer.seed));
+    train = s.train;
+    split = std::move(s);
+    std::fprintf(err, "held out %zu edges and %zu non-edges\n",
+                 split->positives.size(), split->negatives.size());
+  }
+  std::vector<float> initial;
+  uint64_t start_epoch = 0;
+  if (c.resume && has_model) {
+    std::vector<std::string> refused;
+    LATENTD_ASSIGN_OR_RETURN(GraphModel model,
+                             LoadNewestGraphModel(c.out_dir, &refused));
+    for (const std::string& r : refused) std::fprintf(err, "%s\n", r.c_str());
+    LATENTD_ASSIGN_OR_RETURN(initial, VectorsFor(model, train, c.trainer.dim));
+    start_epoch = model.header().epoch;
+    std::fprintf(err, "resuming at epoch %llu\n",
+                 static_cast<unsigned long long>(start_epoch));
+  }
+  LATENTD_RETURN_IF_ERROR(MakeDirectory(c.out_dir));
+  LATENTD_ASSIGN_OR_RETURN(
+      std::unique_ptr<GraphTrainer> trainer,
+      GraphTrainer::Create(std::move(train), c.trainer, std::move(initial),
+                           start_epoch));
+  std::fprintf(err, "%zu vertices, %zu training edges, dim %u, %d negatives\n",
+               trainer->graph().num_vertices(), trainer->graph().num_edges(),
+               c.trainer.dim, c.trainer.negatives);
+  auto score = [&](VertexId a, VertexId b) { return trainer->Score(a, b); };
+  LinkScores last_scores;
+  double seconds = 0;
+  ObjectiveEvaluator::Value objective = trainer->Objective();
+  for (int e = 0; e < c.epochs; ++e) {
+    LATENTD_ASSIGN_OR_RETURN(EpochResult r, trainer->RunEpoch());
+    seconds += r.seconds;
+    objective = trainer->Objective();
+    std::string line = absl::StrFormat(
+        "epoch %d (%d/%d): objective %.6g (loss %.6g + reg %.6g), lr %.4g, "
+        "%.0f "
+        "edges/s",
+        r.epoch, e + 1, c.epochs, objective.total(), objective.loss,
+        objective.regularization, r.learning_rate,
+        r.seconds > 0 ? r.edges / r.seconds : 0.0);
+    if (split) {
+      last_scores = EvaluateLinks(*split, score);
+      absl::StrAppendFormat(&line, ", held-out AUC %.4f AP %.4f",
+                            last_scores.auc, last_scores.average_precision);
+    }
+    std::fprintf(err, "%s\n", line.c_str());
+    const bool stopping = c.stop != nullptr && c.stop->load();
+    if (c.checkpoint_every > 0 && (e + 1) % c.checkpoint_every == 0 &&
+        e + 1 < c.epochs && !stopping) {
+      LATENTD_RETURN_IF_ERROR(
+          SaveGraphCheckpoint(ToModel(*trainer), c.out_dir));
+    }
+    if (stopping) {
+      std::fprintf(err, "stopping after epoch %d\n", e + 1);
+      break;
+    }
+  }
+  LATENTD_RETURN_IF_ERROR(SaveGraphCheckpoint(ToModel(*trainer), c.out_dir));
+  std::fprintf(err, "wrote %s (epoch %llu)\n",
+               GraphModelPath(c.out_dir).c_str(),
+               static_cast<unsigned long long>(trainer->epoch()));
+  if (c.json) {
+    std::string json = absl::StrFormat(
+        "{\"modelDir\":\"%s\",\"epoch\":%d,\"vertices\":%d,\"edges\":%d,"
+        "\"dim\":%d,\"objective\":%.9g,\"trainingSeconds\":%.6g",
+        c.out_dir, trainer->epoch(), trainer->graph().num_vertices(),
+        trainer->graph().num_edges(), c.trainer.dim, objective.total(),
+        seconds);
+    if (split) {
+      absl::StrAppendFormat(&json, ",\"heldoutAuc\":%.6f,\"heldoutAp\":%.6f",
+                            last_scores.auc, last_scores.average_precision);
+    }
+    std::fprintf(out, "%s}\n", json.c_str());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunGraphScore(const std::string& dir, FILE* in, FILE* out,
+                           FILE* err) {
+  LATENTD_ASSIGN_OR_RETURN(GraphModel model, LoadNewestGraphModel(dir));
+  char* buf = nullptr;
+  size_t cap = 0;
+  uint64_t line_number = 0, failed = 0;
+  std::vector<std::string_view> fields;
+  while (::getline(&buf, &cap, in) >= 0) {
+    ++line_number;
+    absl::string_view line = absl::StripAsciiWhitespace(buf);
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<absl::string_view> f =
+        absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
+    uint64_t a = 0, b = 0;
+    absl::Status s = absl::OkStatus();
+    if (f.size() != 2 || !absl::SimpleAtoi(f[0], &a) ||
+        !absl::SimpleAtoi(f[1], &b) || f[0][0] == '-' || f[1][0] == '-' ||
+        f[0][0] == '+' || f[1][0] == '+') {
+      s = absl::InvalidArgumentError("expected two vertex ids 'i j'");
+    }
+    absl::StatusOr<double> score = s.ok() ? model.Score(a, b) : s;
+    if (score.ok()) {
+      std::fprintf(out, "%.6g\n", *score);
+    } else {
+      ++failed;
+      std::fprintf(out, "nan\n");
+      std::fprintf(err, "stdin:%llu: %s\n",
+                   static_cast<unsigned long long>(line_number),
+                   std::string(score.status().message()).c_str());
+    }
+  }
+  std::free(buf);
+  if (failed > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        failed, " of the input lines could not be scored (see above)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunGraphNeighbors(const std::string& dir, uint64_t vertex,
+                               size_t top, FILE* out) {
+  LATENTD_ASSIGN_OR_RETURN(GraphModel model, LoadNewestGraphModel(dir));
+  LATENTD_ASSIGN_OR_RETURN(auto nearest, model.Nearest(vertex, top));
+  for (const auto& [key, score] : nearest) {
+    std::fprintf(out, "%llu\t%.6g\n", static_cast<unsigned long long>(key),
+                 score);
+  }
+  return absl::OkStatus();
+}
+
+void AddGraphCommands(CLI::App* app, GraphCommands* c) {
+  c->graph = app->add_subcommand(
+      "graph",
+      "Graph factorization: vertex vectors from an edge list (Ahmed et al. "
+      "2013) for link prediction and similar-vertex queries");
+  c->graph->require_subcommand(1);
+  GraphTrainCommand& t = c->train;
+  CLI::App* tr = c->train_cmd = c->graph->add_subcommand(
+      "train",
+      "Train vertex vectors on an edge list (SGD over the edges on the TBB "
+      "pipeline); prints the objective (and held-out AUC) per epoch");
+  tr->add_option("--edges", t.edges,
+                 "Edge list: 'FromId ToId [weight]' per line, # comments, "
+                 ".zst/.gz decompressed; undirected")
+      ->required();
+  tr->add_option("--out", t.out_dir, "Model directory (created)")->required();
+  tr->add_option("--dim", t.trainer.dim, "Vector dimension d")
+      ->capture_default_str();
+  tr->add_option("--epochs", t.epochs, "Passes over the edges")
+      ->capture_default_str();
+  tr->add_option("--threads", t.trainer.threads, "Pipeline worker threads")
+      ->capture_default_str();
+  tr->add_option("--negatives", t.trainer.negatives,
+                 "Sampled non-edges (y = 0) per edge; 0 = edges only")
+      ->capture_default_str();
+  tr->add_option("--lambda", t.trainer.lambda, "L2 regularization λ")
+      ->capture_default_str();
+  tr->add_option("--learning-rate", t.trainer.learning_rate,
+                 "SGD step η at epoch 0")
+      ->capture_default_str();
+  tr->add_option("--learning-rate-decay", t.trainer.learning_rate_decay,
+                 "η_t = η / (1 + decay · t) at epoch t")
+      ->capture_default_str();
+  tr->add_option("--batch-edges", t.trainer.batch_edges,
+                 "Edges per pipeline batch")
+      ->capture_default_str();
+  tr->add_option("--seed", t.trainer.seed,
+                 "Random seed (start, order, "
+                 "negatives, held-out split)")
+      ->capture_default_str();
+  tr->add_option("--holdout", t.holdout,
+                 "Fraction of edges held out (with as many non-edges) to "
+                 "report ROC AUC and average precision per epoch; 0 = none")
+      ->capture_default_str();
+  tr->add_option("--checkpoint-every", t.checkpoint_every,
+                 "Write DIR/graph.bin every N epochs (and at the end); 0 = "
+                 "only at the end")
+      ->capture_default_str();
+  tr->add_flag("--resume", t.resume, "Continue the model in --out");
+  tr->add_flag("--overwrite", t.overwrite, "Replace a model already in --out");
+  tr->add_option("--on-malformed", t.on_malformed,
+                 "fail: stop at the first malformed edge line | skip: count "
+                 "and summarise them")
+      ->check(CLI::IsMember({"skip", "fail"}))
+      ->capture_default_str();
+  tr->add_flag("--json", t.json, "Print a JSON summary on stdout at the end");
+
+  c->score = c->graph->add_subcommand(
+      "score",
+      "Print <z_i, z_j> for each line 'i j' of stdin (nan and an error on "
+      "stderr for a bad line or unknown vertex; exit status 2 then)");
+  c->score->add_option("DIR", c->model_dir, "Graph model directory")
+      ->required();
+  c->neighbors = c->graph->add_subcommand(
+      "neighbors",
+      "Print the vertices with the highest <z_VERTEX, z_u> (likeliest new "
+      "neighbours), 'id<TAB>score' per line");
+  c->neighbors->add_option("DIR", c->model_dir, "Graph model directory")
+      ->required();
+  c->neighbors->add_option("VERTEX", c->vertex, "Vertex id")->required();
+  c->neighbors->add_option("--top", c->top, "How many")->capture_default_str();
+}
+
+std::optional<absl::Status> RunGraphCommands(const GraphCommands& c, FILE* in,
+                                             FILE* out, FILE* err,
+                                             std::string* which) {
+  if (c.graph == nullptr || !c.graph->parsed()) return std::nullopt;
+  if (c.train_cmd->parsed()) {
+    *which = "graph train";
+    return RunGraphTrain(c.train, out, err);
+  }
+  if (c.score->parsed()) {
+    *which = "graph score";
+    return RunGraphScore(c.model_dir, in, out, err);
+  }
+  *which = "graph neighbors";
+  return RunGraphNeighbors(c.model_dir, c.vertex, c.top, out);
+}
+
+}  // namespace latentd
