@@ -82,11 +82,13 @@ struct GraphTrainer::Impl {
   GraphData graph;
   GraphTrainerOptions options;
   ObjectiveEvaluator evaluator;
-  std::vector<VertexId> pool;   // negatives are drawn from these
-  std::vector<float> share;     // 1 / expected touches per epoch
-  std::vector<float> z;         // num_vertices × dim
-  std::vector<float> target;    // consensus target, or empty
-  std::vector<uint32_t> order;  // the epoch's edge order
+  std::vector<VertexId> pool;       // negatives are drawn from these
+  std::vector<float> share;         // 1 / expected touches per epoch
+  std::vector<float> lambda_scale;  // per vertex, or empty (1)
+  std::vector<float> mu_scale;      // per vertex, or empty (1)
+  std::vector<float> z;             // num_vertices × dim
+  std::vector<float> target;        // consensus target, or empty
+  std::vector<uint32_t> order;      // the epoch's edge order
   uint64_t epoch = 0;
   UpdaterHook hook;
   tbb::task_arena arena;
@@ -140,8 +142,10 @@ void GraphTrainer::Impl::Work(EdgeBatch* b, float lambda, float mu) const {
     const VertexId v = b->vertices[s];
     const float times = static_cast<float>(b->touches[s]) * share[v];
     const float* t = target.empty() ? nullptr : &target[size_t{v} * d];
-    internal::VertexTermGradient(&b->values[s * d], t, d, lambda * times,
-                                 mu * times, &b->grad[s * d]);
+    const float l = lambda_scale.empty() ? lambda : lambda * lambda_scale[v];
+    const float u = mu_scale.empty() ? mu : mu * mu_scale[v];
+    internal::VertexTermGradient(&b->values[s * d], t, d, l * times, u * times,
+                                 &b->grad[s * d]);
   }
 }
 
@@ -321,6 +325,18 @@ uint64_t GraphTrainer::epoch() const { return impl_->epoch; }
 
 void GraphTrainer::SetConsensusTarget(std::span<const float> target) {
   impl_->target.assign(target.begin(), target.end());
+}
+
+void GraphTrainer::SetVertexScales(std::span<const float> lambda_scale,
+                                   std::span<const float> mu_scale) {
+  impl_->lambda_scale.assign(lambda_scale.begin(), lambda_scale.end());
+  impl_->mu_scale.assign(mu_scale.begin(), mu_scale.end());
+}
+
+void GraphTrainer::ReadRow(VertexId v, float* out) const {
+  const uint32_t d = impl_->options.dim;
+  const float* row = &impl_->z[size_t{v} * d];
+  for (uint32_t k = 0; k < d; ++k) out[k] = LoadRelaxed(row + k);
 }
 
 void GraphTrainer::SetUpdaterHook(UpdaterHook hook) {

@@ -102,6 +102,17 @@ class GraphTrainer {
   // REQUIRES: empty or num_vertices × dim values.
   void SetConsensusTarget(std::span<const float> target);
 
+  // Scales λ and μ per vertex: vertex v's terms become lambda_scale[v] · λ
+  // and mu_scale[v] · μ (a node of a cluster that holds a share of a
+  // vertex's edges takes that share of its λ term, and a copy is pulled in
+  // proportion to the edges it fits). Copied; empty = 1 for all.
+  // REQUIRES: each empty or num_vertices values; no epoch running.
+  void SetVertexScales(std::span<const float> lambda_scale,
+                       std::span<const float> mu_scale);
+  // Copies row v into out[0..dim) with relaxed loads: safe from any thread
+  // while an epoch runs (a row being updated may be seen in part).
+  void ReadRow(VertexId v, float* out) const;
+
   // Called by the updater stage, after each batch's steps are applied, with
   // the batch's vertices and steps (|vertices| × dim). It runs as the
   // vectors' single writer: it may call ApplyCorrection. A non-OK status

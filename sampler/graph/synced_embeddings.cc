@@ -1,0 +1,217 @@
+#include "sampler/graph/synced_embeddings.h"
+
+#include <cmath>
+
+#include "corpora/random.h"
+
+namespace latentd {
+namespace {
+
+constexpr uint64_t kVertexKeySpace = 0x7665727465780000;  // "vertex"
+
+void AppendCanonical(const std::vector<int64_t>& dense,
+                     sync::SparseVector* out) {
+  out->clear();
+  for (size_t k = 0; k < dense.size(); ++k) {
+    if (dense[k] != 0) out->push_back({static_cast<uint32_t>(k), dense[k]});
+  }
+}
+
+}  // namespace
+
+sync::Key VertexSyncKey(VertexKey vertex) {
+  sync::Key k = Mix64(vertex ^ kVertexKeySpace);
+  return k == sync::kTopicTotalsKey ? k - 1 : k;
+}
+
+SyncedEmbeddings::SyncedEmbeddings(GraphTrainer* trainer, ConsensusMode mode)
+    : trainer_(trainer), mode_(mode), dim_(trainer->options().dim) {
+  const GraphData& g = trainer->graph();
+  const std::vector<uint32_t> degree = g.Degrees();
+  index_of_.assign(g.num_vertices(), -1);
+  for (size_t v = 0; v < degree.size(); ++v) {
+    if (degree[v] == 0) continue;
+    index_of_[v] = static_cast<int32_t>(held_.size());
+    held_.push_back(static_cast<VertexId>(v));
+    keys_.push_back(VertexSyncKey(g.keys()[v]));
+    degree_.push_back(degree[v]);
+  }
+  absl::MutexLock l(&mu_);
+  taken_.assign(held_.size() * (dim_ + 2), 0);
+  others_.assign(held_.size() * (dim_ + 2), 0);
+  if (mode_ == ConsensusMode::kNaive) unsent_.assign(held_.size() * dim_, 0.0);
+  // Every key starts changed (kDual: its whole copy is to be sent).
+  is_dirty_.assign(held_.size(), mode_ == ConsensusMode::kDual);
+  if (mode_ == ConsensusMode::kDual) {
+    for (uint32_t i = 0; i < held_.size(); ++i) dirty_.push_back(i);
+  }
+}
+
+void SyncedEmbeddings::Contribution(size_t index,
+                                    std::vector<int64_t>* row) const {
+  std::vector<float> x(dim_);
+  trainer_->ReadRow(held_[index], x.data());
+  row->assign(dim_ + 2, 0);
+  const double w = degree_[index];
+  for (uint32_t k = 0; k < dim_; ++k) {
+    (*row)[k] = std::llround(static_cast<double>(x[k]) * w * kScale);
+  }
+  (*row)[dim_] = 1;
+  (*row)[dim_ + 1] = degree_[index];
+}
+
+void SyncedEmbeddings::Read(size_t index, sync::SparseVector* out) const {
+  absl::MutexLock l(&mu_);
+  std::vector<int64_t> sum(dim_ + 2);
+  for (uint32_t k = 0; k < dim_ + 2; ++k) {
+    sum[k] = taken_[index * (dim_ + 2) + k] + others_[index * (dim_ + 2) + k];
+  }
+  AppendCanonical(sum, out);
+}
+
+void SyncedEmbeddings::EnqueueCorrection(size_t index,
+                                         const sync::SparseVector& correction) {
+  absl::MutexLock l(&mu_);
+  std::vector<float> step;
+  if (mode_ == ConsensusMode::kNaive) step.assign(dim_, 0.0f);
+  bool any = false;
+  for (const sync::SparseEntry& e : correction) {
+    if (e.topic >= dim_ + 2) continue;  // the synchronizer checked sizes
+    others_[index * (dim_ + 2) + e.topic] += e.count;
+    if (mode_ == ConsensusMode::kNaive && e.topic < dim_) {
+      step[e.topic] = static_cast<float>(e.count / kScale);
+      any = true;
+    }
+  }
+  if (any) pending_.push_back({static_cast<uint32_t>(index), std::move(step)});
+}
+
+bool SyncedEmbeddings::TakeDirtyList(std::vector<uint32_t>* out) {
+  absl::MutexLock l(&mu_);
+  out->insert(out->end(), dirty_.begin(), dirty_.end());
+  dirty_.clear();
+  return true;
+}
+
+void SyncedEmbeddings::TakeChange(size_t index, sync::SparseVector* out) {
+  std::vector<int64_t> delta(dim_ + 2, 0);
+  if (mode_ == ConsensusMode::kDual) {
+    std::vector<int64_t> now;
+    Contribution(index, &now);
+    absl::MutexLock l(&mu_);
+    is_dirty_[index] = false;
+    for (uint32_t k = 0; k < dim_ + 2; ++k) {
+      int64_t& taken = taken_[index * (dim_ + 2) + k];
+      delta[k] = now[k] - taken;
+      taken = now[k];
+    }
+  } else {
+    absl::MutexLock l(&mu_);
+    is_dirty_[index] = false;
+    for (uint32_t k = 0; k < dim_; ++k) {
+      double& unsent = unsent_[index * dim_ + k];
+      delta[k] = std::llround(unsent * kScale);
+      unsent -= delta[k] / kScale;
+      taken_[index * (dim_ + 2) + k] += delta[k];
+    }
+  }
+  AppendCanonical(delta, out);
+}
+
+void SyncedEmbeddings::MarkApplied(std::span<const VertexId> vertices,
+                                   std::span<const float> steps) {
+  absl::MutexLock l(&mu_);
+  for (size_t s = 0; s < vertices.size(); ++s) {
+    const int32_t i = index_of_[vertices[s]];
+    if (i < 0) continue;
+    if (mode_ == ConsensusMode::kNaive) {
+      for (uint32_t k = 0; k < dim_; ++k) {
+        unsent_[size_t(i) * dim_ + k] += steps[s * dim_ + k];
+      }
+    }
+    if (!is_dirty_[i]) {
+      is_dirty_[i] = true;
+      dirty_.push_back(static_cast<uint32_t>(i));
+    }
+  }
+}
+
+void SyncedEmbeddings::ApplyPending() {
+  std::vector<std::pair<uint32_t, std::vector<float>>> pending;
+  {
+    absl::MutexLock l(&mu_);
+    if (pending_.empty()) return;
+    pending.swap(pending_);
+  }
+  for (const auto& [index, step] : pending) {
+    trainer_->ApplyCorrection(held_[index], step);
+  }
+}
+
+GraphTrainer::UpdaterHook SyncedEmbeddings::Hook() {
+  return
+      [this](std::span<const VertexId> vertices, std::span<const float> steps) {
+        MarkApplied(vertices, steps);
+        ApplyPending();
+        return absl::OkStatus();
+      };
+}
+
+std::vector<float> SyncedEmbeddings::Consensus() const {
+  std::span<const float> z = trainer_->embeddings();
+  std::vector<float> out(z.size());
+  for (size_t v = 0; v < index_of_.size(); ++v) {
+    trainer_->ReadRow(static_cast<VertexId>(v), &out[v * dim_]);
+  }
+  absl::MutexLock l(&mu_);
+  for (size_t i = 0; i < held_.size(); ++i) {
+    const int64_t* t = &taken_[i * (dim_ + 2)];
+    const int64_t* o = &others_[i * (dim_ + 2)];
+    const int64_t weight = t[dim_ + 1] + o[dim_ + 1];
+    if (weight <= 0) continue;
+    for (uint32_t k = 0; k < dim_; ++k) {
+      out[size_t{held_[i]} * dim_ + k] =
+          static_cast<float>((t[k] + o[k]) / kScale / weight);
+    }
+  }
+  return out;
+}
+
+std::vector<float> SyncedEmbeddings::LambdaScale() const {
+  std::vector<float> out(index_of_.size(), 1.0f);
+  absl::MutexLock l(&mu_);
+  for (size_t i = 0; i < held_.size(); ++i) {
+    const int64_t total =
+        taken_[i * (dim_ + 2) + dim_ + 1] + others_[i * (dim_ + 2) + dim_ + 1];
+    if (total > 0) {
+      out[held_[i]] =
+          static_cast<float>(degree_[i]) / static_cast<float>(total);
+    }
+  }
+  return out;
+}
+
+std::vector<float> SyncedEmbeddings::MuScale() const {
+  std::vector<float> out(index_of_.size(), 0.0f);
+  for (size_t i = 0; i < held_.size(); ++i) out[held_[i]] = degree_[i];
+  return out;
+}
+
+double SyncedEmbeddings::ConsensusDistance() const {
+  if (held_.empty()) return 0;
+  const std::vector<float> zbar = Consensus();
+  std::vector<float> x(dim_);
+  double sum = 0;
+  for (VertexId v : held_) {
+    trainer_->ReadRow(v, x.data());
+    double d2 = 0;
+    for (uint32_t k = 0; k < dim_; ++k) {
+      const double diff = double{x[k]} - zbar[size_t{v} * dim_ + k];
+      d2 += diff * diff;
+    }
+    sum += std::sqrt(d2);
+  }
+  return sum / held_.size();
+}
+
+}  // namespace latentd
