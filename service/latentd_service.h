@@ -35,9 +35,8 @@
 // dropped); the sampler's Vβ uses this node's vocabulary. Members join a
 // running cluster (ClusterLinkOptions::join, admitted by an operator) and
 // leave it when an operator removes them (drop: LeaveCluster); a node that
-// crashed cannot rejoin alone yet, so the cluster then restarts as a whole
-// (each node resumes from its own checkpoint and store, and the nodes
-// exchange their counts anew).
+// crashed or stopped rejoins when started again from its data directory
+// (the owners replace its previous counts with its store's: ClusterLink).
 //
 // Thread-safety: the API methods may be called from any number of threads
 // at once, also while training runs. Start() and Stop() from one thread.

@@ -147,6 +147,24 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     }
   }
   absl::MutexLock l(&mu_);
+  if (batch.changes_only()) {
+    if (batch.owner_incarnation() != 0 &&
+        batch.owner_incarnation() != incarnation_) {
+      ++stats_.batches_reseed_refused;
+      return absl::AbortedError(
+          absl::StrCat("owner restarted: batch addressed to owner incarnation ",
+                       batch.owner_incarnation(), ", this is ", incarnation_,
+                       "; nothing was applied (re-seed this owner)"));
+    }
+    for (const Tracked& t : tracked_) {
+      if (t.node_id == batch.node_id() && t.incarnation > batch.incarnation()) {
+        return absl::AbortedError(absl::StrCat(
+            "sender ", batch.node_id(), " incarnation ", batch.incarnation(),
+            " is superseded by its later incarnation ", t.incarnation,
+            "; nothing was applied"));
+      }
+    }
+  }
   const int slot =
       TrackedSlot(batch.node_id(), batch.incarnation(), batch.changes_only());
   if (slot < 0 && batch.changes_only()) {
@@ -270,6 +288,45 @@ SparseVector& OwnerShard::UnseenOf(GlobalValue* g, int slot) {
   return g->unseen[slot];
 }
 
+SparseVector& OwnerShard::ContributedOf(GlobalValue* g, int slot) {
+  if (g->contributed.size() <= static_cast<size_t>(slot)) {
+    g->contributed.resize(slot + 1);
+  }
+  return g->contributed[slot];
+}
+
+void OwnerShard::Retract(Key key, GlobalValue* g, const SparseVector& v) {
+  SparseVector neg(v);
+  for (SparseEntry& e : neg) e.count = -e.count;
+  AddToGlobal(g, neg);
+  ++g->version;
+  NotifyHolders(key, g, neg, /*sender_bit=*/0);
+  ++stats_.keys_retracted;
+  stats_.counts_retracted += static_cast<uint64_t>(L1Norm(v));
+}
+
+void OwnerShard::RetractSlot(int s) {
+  const uint64_t bit = uint64_t{1} << s;
+  SparseVector neg;
+  bool any = false;
+  for (auto& [key, g] : globals_) {  // rare: O(keys)
+    if (g.contributed.size() <= static_cast<size_t>(s)) continue;
+    SparseVector& c = g.contributed[s];
+    if (c.empty()) continue;
+    neg.assign(c.begin(), c.end());
+    for (SparseEntry& e : neg) e.count = -e.count;
+    AddToGlobal(&g, neg);
+    ++g.version;
+    // Not the slot itself: it is reset by the caller.
+    NotifyHolders(key, &g, neg, bit);
+    ++stats_.keys_retracted;
+    stats_.counts_retracted += static_cast<uint64_t>(L1Norm(c));
+    c.clear();
+    any = true;
+  }
+  if (any) ++stats_.senders_retracted;
+}
+
 void OwnerShard::AddTo(SparseVector* u, const SparseVector& d) {
   if (u->empty()) {
     u->assign(d.begin(), d.end());  // keeps u's buffer
@@ -381,6 +438,7 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
       ++g.version;
       ++stats_.keys_applied;
       NotifyHolders(key, &g, v, bit);
+      AddTo(&ContributedOf(&g, slot), v);
     }
   }
   SparseBlock* out = reply->mutable_changes();
@@ -443,7 +501,10 @@ int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation,
     // A restarted sender: forget what was pending for the old one (it
     // polls every key at its start); keys it still holds stay marked,
     // unless it is in change mode: it then holds nothing yet, and gets
-    // each key's global with its first delta.
+    // each key's global with its first delta. In change mode the old
+    // incarnation's contributions come out of the globals first: the new
+    // one pushes its store's counts anew.
+    if (t.changes) RetractSlot(slot);
     const uint64_t bit = uint64_t{1} << slot;
     for (Key k : t.changed) {
       auto it = globals_.find(k);
@@ -527,11 +588,15 @@ std::vector<KeyHandoff> OwnerShard::AdvanceEpoch(
       if (t.changes) {
         const bool has = static_cast<size_t>(slot) < g.unseen.size();
         AppendToBlock(has ? g.unseen[slot] : none, h.mutable_unseen());
+        const bool gave = static_cast<size_t>(slot) < g.contributed.size();
+        AppendToBlock(gave ? g.contributed[slot] : none,
+                      h.mutable_contributed());
       } else {
         // A holder in global mode has no unseen change: a non-empty
         // vector (its global) says it must be sent the global.
         AppendToBlock((g.pending >> slot) & 1 ? global_ : none,
                       h.mutable_unseen());
+        AppendToBlock(none, h.mutable_contributed());
       }
       ++entries;
     }
@@ -571,6 +636,12 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
   }
   BlockReader unseen(h.unseen(), dimension_);
   LATENTD_RETURN_IF_ERROR(unseen.Validate(entries));
+  // Absent (no vector at all) from a sender that keeps no contributions.
+  const bool has_contributed = h.contributed().sizes_size() > 0;
+  BlockReader contributed(h.contributed(), dimension_);
+  if (has_contributed) {
+    LATENTD_RETURN_IF_ERROR(contributed.Validate(entries));
+  }
   {
     absl::flat_hash_set<Key> seen;
     for (Key k : h.keys()) {
@@ -586,9 +657,12 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
           std::make_tuple(h.from_node(), h.epoch(), h.chunk()))) {
     return absl::OkStatus();
   }
-  // The holders' slots here: found by id (-1: a different incarnation, not
-  // carried over), else new. Planned before anything changes.
+  // The holders' slots here: found by id (-1: an earlier incarnation than
+  // the one tracked here, not carried over, and its contributions taken
+  // out; a later one takes the slot over, taking the earlier one's
+  // contributions here out), else new. Planned before anything changes.
   std::vector<int> slot_of(h.holders_size(), -1);
+  std::vector<bool> superseded(h.holders_size(), false);
   int free_slots = kMaxTrackedSenders - static_cast<int>(tracked_.size());
   for (const Tracked& t : tracked_) free_slots += t.node_id.empty();
   int needed = 0;
@@ -611,9 +685,15 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
         existing = static_cast<int>(s);
     }
     if (existing >= 0) {
-      if (tracked_[existing].incarnation == holder.incarnation() &&
-          tracked_[existing].changes == holder.changes_only()) {
+      const Tracked& t = tracked_[existing];
+      if (t.incarnation == holder.incarnation() &&
+          t.changes == holder.changes_only()) {
         slot_of[i] = existing;
+      } else if (holder.incarnation() > t.incarnation &&
+                 holder.changes_only()) {
+        slot_of[i] = TrackedSlot(holder.node_id(), holder.incarnation(), true);
+      } else {
+        superseded[i] = holder.incarnation() < t.incarnation;
       }
       continue;
     }
@@ -628,7 +708,7 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
       tracked_[slot].changed.push_back(key);
     }
   };
-  SparseVector theirs, before, u;
+  SparseVector theirs, before, u, c, retract, sum;
   int entry = 0;
   for (int i = 0; i < n; ++i) {
     const Key key = h.keys(i);
@@ -636,10 +716,19 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
     GlobalValue& g = globals_[key];
     ReadGlobal(g, &before);
     uint64_t imported_bits = 0;
+    retract.clear();
     for (uint32_t e = 0; e < h.holder_counts(i); ++e, ++entry) {
       unseen.Next(&u);
+      c.clear();
+      if (has_contributed) contributed.Next(&c);
       const int slot = slot_of[h.holder_of(entry)];
-      if (slot < 0) continue;
+      if (slot < 0) {
+        if (superseded[h.holder_of(entry)] && !c.empty()) {
+          AddSparse(retract, c, +1, &sum);
+          retract.swap(sum);
+        }
+        continue;
+      }
       const uint64_t bit = uint64_t{1} << slot;
       imported_bits |= bit;
       if (!tracked_[slot].changes) {
@@ -647,6 +736,7 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
         if (!u.empty()) list(key, &g, slot);
         continue;
       }
+      if (!c.empty()) AddTo(&ContributedOf(&g, slot), c);
       SparseVector& mine = UnseenOf(&g, slot);
       // What it lacks of their side, plus (if it held nothing here) all of
       // this side so far.
@@ -668,6 +758,8 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
       AddToGlobal(&g, theirs);
     }
     g.version += h.versions(i) + 1;
+    // What a superseded incarnation had given comes out, as any change.
+    if (!retract.empty()) Retract(key, &g, retract);
   }
   imported_.insert(std::make_tuple(h.from_node(), h.epoch(), h.chunk()));
   return absl::OkStatus();
@@ -679,6 +771,9 @@ void OwnerShard::ClearSlot(int s) {
     g.holders &= ~bit;
     g.pending &= ~bit;
     if (g.unseen.size() > static_cast<size_t>(s)) g.unseen[s].clear();
+    if (g.contributed.size() > static_cast<size_t>(s)) {
+      g.contributed[s].clear();
+    }
   }
   Tracked& t = tracked_[s];
   t.changed.clear();

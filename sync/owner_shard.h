@@ -28,6 +28,22 @@
 // owner that got it first, which answers it (for keys it handed off, with
 // the changes its last reply carried) without applying it again.
 //
+// Restarts (docs/latentd.md, "Restart and rejoin"). In change mode the
+// shard also keeps, per key and tracked sender, what that sender's
+// incarnation has contributed (the sum of the deltas applied from it; it
+// moves with the key in a hand-off). Incarnations are drawn increasing
+// over time (ClusterLink: the start time in µs, then random bits), so a
+// larger one is a later process of the same node id. When a later
+// incarnation of a sender first reaches the shard, the earlier one's
+// contributions are taken out of the globals (and the other holders told,
+// as for any delta) before its first batch applies: a restarted node
+// pushes its whole store's counts again without counting them twice. A
+// batch from an earlier incarnation than the one tracked is refused
+// (kAborted). A change-mode batch addressed to another incarnation of this
+// owner (DeltaBatch.owner_incarnation: this shard restarted and lost what
+// it held) is refused with kAborted and applies nothing; its sender
+// re-seeds the shard with its contributions (sync/synchronizer.h).
+//
 // Thread-safety: thread-safe (one mutex; a batch is applied atomically).
 #ifndef LATENTD_SYNC_OWNER_SHARD_H_
 #define LATENTD_SYNC_OWNER_SHARD_H_
@@ -53,6 +69,14 @@ struct OwnerShardStats {
   uint64_t batches_applied = 0;
   uint64_t batches_duplicate = 0;
   uint64_t keys_applied = 0;
+  // Restarted senders whose earlier incarnation's contributions were taken
+  // out, and the keys (and Σ|count|) that took.
+  uint64_t senders_retracted = 0;
+  uint64_t keys_retracted = 0;
+  uint64_t counts_retracted = 0;
+  // Change-mode batches refused as addressed to an earlier incarnation of
+  // this owner (each makes its sender re-seed).
+  uint64_t batches_reseed_refused = 0;
 };
 
 class OwnerShard {
@@ -133,6 +157,9 @@ class OwnerShard {
     // Change mode, per tracked slot: the change not yet sent to it (its
     // holder bit set; empty if none, or if the slot is in global mode).
     std::vector<SparseVector> unseen;
+    // Change mode, per tracked slot: the sum of the deltas its incarnation
+    // applied to this key (taken out again if it restarts).
+    std::vector<SparseVector> contributed;
   };
   absl::flat_hash_map<Key, GlobalValue> globals_ ABSL_GUARDED_BY(mu_);
   // Highest sequence applied per (node id, incarnation).
@@ -166,6 +193,15 @@ class OwnerShard {
   static void PrefetchUnseen(const GlobalValue& g, uint64_t slots);
   // The slot's unseen change of a key (grows g->unseen as needed).
   static SparseVector& UnseenOf(GlobalValue* g, int slot);
+  // The slot's contribution to a key (grows g->contributed as needed).
+  static SparseVector& ContributedOf(GlobalValue* g, int slot);
+  // Takes slot s's contributions out of every global (telling the other
+  // holders) and clears them. O(keys).
+  void RetractSlot(int s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes `v` out of key's global g as a change from no sender (every
+  // holder is told).
+  void Retract(Key key, GlobalValue* g, const SparseVector& v)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // *u += d, reusing u's buffer where it can.
   void AddTo(SparseVector* u, const SparseVector& d)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

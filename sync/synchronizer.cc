@@ -111,6 +111,9 @@ struct Synchronizer::Channel {
   // Whether the owner pushes changes to us (from its last reply).
   std::atomic<bool> tracked{false};
   uint64_t owner_incarnation = 0;  // touched by the round only
+  // Change mode: the owner restarted; the next round re-seeds it (round
+  // only).
+  bool reseed = false;
   bool inflight_all_keys = false;  // the batch lists every key
   bool round_quiet = true;
   size_t cursor = 0;
@@ -129,6 +132,8 @@ Synchronizer::Synchronizer(SynchronizerOptions options, AbelianTable* table,
       unsent_(changes_ ? 0 : table->num_keys(), 0),
       key_owner_(std::move(key_owner)),
       carry_(changes_ ? table->num_keys() : 0),
+      contributed_(changes_ ? table->num_keys() : 0),
+      received_(changes_ ? table->num_keys() : 0),
       epoch_(options_.epoch),
       queued_(table->num_keys(), 0) {
   LATENTD_CHECK(key_owner_.size() == table->num_keys());
@@ -397,6 +402,33 @@ void Synchronizer::BuildChangeBatch(Channel* c, uint64_t clock,
   c->candidates.resize(kept);
 }
 
+void Synchronizer::BuildReseedBatch(Channel* c, uint64_t clock,
+                                    DeltaBatch* batch) {
+  for (uint32_t i : c->candidates) queued_[i] = 0;
+  c->candidates.clear();
+  SparseVector delta, sum, back;
+  absl::MutexLock l(&track_mu_);
+  for (uint32_t i : c->keys) {
+    table_->TakeChange(i, &delta);
+    AddSparse(delta, carry_[i], +1, &sum);
+    carry_[i].clear();
+    AddSparse(sum, contributed_[i], +1, &delta);
+    const bool held =
+        !delta.empty() || !contributed_[i].empty() || !received_[i].empty();
+    contributed_[i].clear();
+    if (!received_[i].empty()) {
+      back.assign(received_[i].begin(), received_[i].end());
+      for (SparseEntry& e : back) e.count = -e.count;
+      table_->EnqueueCorrection(i, back);
+      received_[i].clear();
+    }
+    // An empty delta still registers the key: the owner answers with its
+    // global.
+    if (held) AddKey(c, i, delta, clock, batch);
+  }
+  c->round_quiet = false;
+}
+
 void Synchronizer::SendRound(Channel* c) {
   if (!c->inflight) {
     // Each round looks at the dirty keys afresh (with a change-tracking
@@ -422,8 +454,14 @@ void Synchronizer::SendRound(Channel* c) {
     c->inflight_all_keys = full;
     if (changes_) {
       batch.set_changes_only(true);
+      batch.set_owner_incarnation(c->owner_incarnation);
       c->inflight_all_keys = false;
-      BuildChangeBatch(c, clock, &batch);
+      if (c->reseed) {
+        c->reseed = false;
+        BuildReseedBatch(c, clock, &batch);
+      } else {
+        BuildChangeBatch(c, clock, &batch);
+      }
     } else if (full) {
       BuildFullBatch(c, clock, &batch);
     } else if (incremental &&
@@ -513,9 +551,18 @@ void Synchronizer::ApplyGlobals(Channel* c, const DeltaReply& reply,
   }
 }
 
-void Synchronizer::ApplyChanges(Channel* /*c*/, const DeltaReply& reply,
+void Synchronizer::ApplyChanges(Channel* c, const DeltaReply& reply,
                                 bool* quiet) {
-  SparseVector change;
+  SparseVector change, sum;
+  absl::MutexLock l(&track_mu_);
+  // The deltas sent are now the owner's: contributed.
+  BlockReader sent(c->inflight->deltas(), table_->dimension());
+  for (uint32_t i : c->inflight_keys) {
+    sent.Next(&change);
+    if (change.empty()) continue;
+    AddSparse(contributed_[i], change, +1, &sum);
+    contributed_[i].swap(sum);
+  }
   BlockReader changes(reply.changes(), table_->dimension());
   const int n = reply.changed_keys_size();
   for (int j = 0; j < n; ++j) {
@@ -532,6 +579,8 @@ void Synchronizer::ApplyChanges(Channel* /*c*/, const DeltaReply& reply,
     if (change.empty()) continue;
     *quiet = false;
     table_->EnqueueCorrection(it->second, change);
+    AddSparse(received_[it->second], change, +1, &sum);
+    received_[it->second].swap(sum);
   }
 }
 
@@ -561,11 +610,6 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
     const bool same_owner =
         reply->owner_incarnation() == c->owner_incarnation ||
         c->inflight_all_keys;
-    if (changes_ && c->owner_incarnation != 0 &&
-        reply->owner_incarnation() != c->owner_incarnation) {
-      options_.log(absl::StrCat("owner ", c->owner->name(),
-                                " restarted: the changes it held are lost"));
-    }
     c->owner_incarnation = reply->owner_incarnation();
     c->tracked.store(reply->tracking() && same_owner,
                      std::memory_order_relaxed);
@@ -587,10 +631,27 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
     refused_.push_back(std::move(*c->inflight));
     c->inflight.reset();
   }
+  const bool owner_restarted =
+      !ok && changes_ && c->inflight &&
+      reply.status().code() == absl::StatusCode::kAborted &&
+      absl::StrContains(reply.status().message(), "owner restarted");
+  if (owner_restarted) {
+    // Nothing of it was applied there, and what the owner's previous
+    // process held is lost: its changes go out again with everything this
+    // node contributed to the owner's keys (BuildReseedBatch).
+    options_.log(absl::StrCat("owner ", c->owner->name(),
+                              " restarted: re-seeding it with this node's "
+                              "contributions to its keys"));
+    refused_.push_back(std::move(*c->inflight));
+    c->inflight.reset();
+    c->reseed = true;
+    c->owner_incarnation = 0;
+  }
   // An owner that refused a batch as routed by another ring epoch is there
   // (a ring change is in progress): nothing to report.
   const bool epoch_refusal =
-      !ok && (reply.status().code() == absl::StatusCode::kFailedPrecondition ||
+      !ok && (owner_restarted ||
+              reply.status().code() == absl::StatusCode::kFailedPrecondition ||
               (reply.status().code() == absl::StatusCode::kUnavailable &&
                absl::StrContains(reply.status().message(), "ring epoch")));
   if (!ok && c->retired && !c->inflight) {

@@ -32,8 +32,24 @@
 // as they are. Every node's value equals the global once all deltas are in
 // and all changes delivered, as in the x_old protocol, but a round costs
 // O(changes), not O(row length), both ways. FullPass is then the same as
-// Flush. An owner that restarts (new owner incarnation) has lost what it
-// held; change mode does not rebuild it (it is logged).
+// Flush.
+//
+// Restarts, change mode (docs/latentd.md, "Restart and rejoin"). Per key
+// the synchronizer keeps what this incarnation has contributed (the deltas
+// owners acknowledged) and what it has received (the corrections replies
+// brought), so that the table's value is contributed + received + the
+// changes not yet acknowledged. Every batch names the owner incarnation
+// the channel last heard (DeltaBatch.owner_incarnation). An owner that
+// restarted has lost its keys' globals, and refuses such a batch
+// (kAborted, nothing applied); the channel then re-seeds it: for each of
+// its keys the table takes back what it had received (a correction), and
+// one batch sends everything contributed plus the changes not yet sent,
+// as a new holder does, so the owner's global is again the sum of every
+// node's contributions and it sends each holder the global back. A
+// restarted sender needs nothing here: its table starts from its store's
+// counts, and each owner takes the previous incarnation's contributions
+// out when the new one first reaches it (sync/owner_shard.h). Costs one
+// more sparse vector per key for each (about the table's own size).
 //
 // Thread-safety: all public methods are thread-safe.
 #ifndef LATENTD_SYNC_SYNCHRONIZER_H_
@@ -195,6 +211,10 @@ class Synchronizer {
   void BuildIncrementalBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
   // Change mode: takes the changes of the channel's candidates.
   void BuildChangeBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
+  // Change mode, for an owner that restarted: every key of the channel
+  // this node holds, with all it has contributed and not yet sent; the
+  // table gives back what it had received ("Restarts" above).
+  void BuildReseedBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
   void AddKey(Channel* c, uint32_t i, const SparseVector& delta, uint64_t clock,
               DeltaBatch* batch);
   void OnReply(Channel* c, absl::StatusOr<DeltaReply> reply);
@@ -227,6 +247,12 @@ class Synchronizer {
   // Change mode, loop thread only: per key, the changes of refused
   // batches, sent with the key's next change.
   std::vector<SparseVector> carry_;
+  // Change mode, per key: this incarnation's acknowledged deltas, and the
+  // corrections it received (see "Restarts" above). Guarded by track_mu_
+  // (replies of different channels may carry the same key).
+  absl::Mutex track_mu_;
+  std::vector<SparseVector> contributed_ ABSL_GUARDED_BY(track_mu_);
+  std::vector<SparseVector> received_ ABSL_GUARDED_BY(track_mu_);
   std::atomic<uint64_t> epoch_{0};
   absl::flat_hash_map<Key, uint32_t> key_index_;
   // Loop thread only: whether the table lists dirty keys; per key, whether

@@ -139,8 +139,18 @@ absl::Status ClusterLink::Join() {
     // everyone back until this node caught up.
     sweep_.store(PeersClock());
     clocks_->Update(node_id_, sweep_.load(), false);
-  } else {
-    LATENTD_RETURN_IF_ERROR(RefuseRunningCluster());
+  } else if (const uint64_t clock = PeersClock(); clock > 0) {
+    // Restarting into a running cluster (docs/latentd.md, "Restart and
+    // rejoin"): the owners take this node's previous incarnation's counts
+    // out as this one pushes its store's, and the owner shard here, new
+    // and empty, is re-seeded by every member. Start at the cluster's
+    // clock, as a joiner does.
+    sweep_.store(clock);
+    clocks_->Update(node_id_, clock, false);
+    options_.log(absl::StrCat("rejoining cluster ", options_.cluster,
+                              " at epoch ", config.version, ", sweep ", clock,
+                              ": the owners replace this node's previous "
+                              "counts with its store's"));
   }
   std::vector<uint32_t> key_owner(table_->num_keys());
   for (size_t i = 0; i < key_owner.size(); ++i) {
@@ -154,8 +164,12 @@ absl::Status ClusterLink::Join() {
   }
   sync::SynchronizerOptions so;
   so.node_id = node_id_;
+  // Increasing over time (a later process of this node supersedes an
+  // earlier one, sync/owner_shard.h): µs since 1970 (51 bits until 2041),
+  // then 12 random bits.
   so.incarnation =
-      std::random_device{}() ^ (uint64_t{std::random_device{}()} << 32);
+      (static_cast<uint64_t>(absl::ToUnixMicros(absl::Now())) << 12) |
+      (std::random_device{}() & 0xfff);
   so.round_byte_budget = options_.round_byte_budget;
   so.round_interval = options_.round_interval;
   so.min_key_weight = options_.min_key_weight;
@@ -218,29 +232,6 @@ absl::Status ClusterLink::Join() {
   }
   sync_->FullPass();
   return table_->ApplyPending();
-}
-
-absl::Status ClusterLink::RefuseRunningCluster() {
-  sync::Progress p;
-  p.set_node_id(node_id_);
-  const std::string payload = p.SerializeAsString();
-  for (Peer* peer : PeerList()) {
-    absl::StatusOr<sync::Frame> r = peer->client->CallSync(
-        sync::MESSAGE_TYPE_PROGRESS, payload, options_.call_timeout);
-    // Unreachable: not started yet (or dead), so not sampling with us.
-    if (!r.ok()) continue;
-    sync::ProgressReply reply;
-    if (reply.ParseFromString(r->payload) &&
-        (reply.clock() > 0 || reply.finished())) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "cluster ", options_.cluster, " is already training (member ",
-          peer->id, " has completed ", reply.clock(),
-          " sweeps): a member cannot join or rejoin a running cluster yet, "
-          "since its counts would be counted twice; stop every member and "
-          "start them all again"));
-    }
-  }
-  return absl::OkStatus();
 }
 
 void ClusterLink::KickHeartbeat() {

@@ -120,9 +120,12 @@ class ClusterLink {
   // fixed), starts the synchronizer over `table` and exchanges the initial
   // counts with every member (push ours, wait until all have, pull theirs),
   // applying the corrections: on return the table holds the global counts.
-  // kFailedPrecondition, before anything is pushed, if a member has
-  // already sampled (a node restarting alone would count its tokens twice).
-  // `table` must outlive the link, and no sweep may run during Create.
+  // A member restarting into a running cluster (same id and address, the
+  // ring still lists it) rejoins at the cluster's sweep clock: the owners
+  // replace its previous incarnation's counts with the table's, and the
+  // members re-seed its new, empty owner shard (docs/latentd.md, "Restart
+  // and rejoin"). `table` must outlive the link, and no sweep may run
+  // during Create.
   static absl::StatusOr<std::unique_ptr<ClusterLink>> Create(
       ClusterLinkOptions options, SyncedTopicTable* table);
   ~ClusterLink();  // Stop()
@@ -199,11 +202,6 @@ class ClusterLink {
   ClusterLink(ClusterLinkOptions options, SyncedTopicTable* table);
   absl::Status StartServer();
   absl::Status Join();
-  // Fails if a peer has already sampled: this node would push its counts
-  // into globals that may still hold its previous incarnation's (a member
-  // that restarted alone). Members join only as a whole cluster until
-  // membership hand-off exists.
-  absl::Status RefuseRunningCluster();
   // With `join`: registers as pending and returns the ring that admits
   // this node.
   absl::StatusOr<hashring::RingConfig> AwaitAdmission(sync::RedisClient* redis);

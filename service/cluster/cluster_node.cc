@@ -195,6 +195,26 @@ absl::Status ClusterNode::Leave() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<std::pair<sync::Key, sync::SparseVector>>>
+ClusterNode::OwnCounts() const {
+  LATENTD_ASSIGN_OR_RETURN(std::vector<WordTopicDelta> counts,
+                           StoreCounts(store_.get(), +1));
+  std::vector<std::pair<sync::Key, sync::SparseVector>> out;
+  std::vector<int64_t> totals(options_.num_topics, 0);
+  for (const WordTopicDelta& d : counts) {  // sorted by word, then topic
+    const sync::Key key = word_keys_[d.word];
+    if (out.empty() || out.back().first != key) out.push_back({key, {}});
+    out.back().second.push_back({d.topic, d.delta});
+    totals[d.topic] += d.delta;
+  }
+  sync::SparseVector t;
+  for (uint32_t k = 0; k < totals.size(); ++k) {
+    if (totals[k] != 0) t.push_back({k, totals[k]});
+  }
+  out.push_back({sync::kTopicTotalsKey, std::move(t)});
+  return out;
+}
+
 double ClusterNode::OwnedWordLogLikelihood() const {
   const double beta = options_.beta;
   const double vbeta = beta * static_cast<double>(global_vocab_);

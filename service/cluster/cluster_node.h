@@ -162,6 +162,11 @@ class ClusterNode {
   // Key hand-offs of past ring epochs not yet taken by their new owners.
   size_t pending_handoffs() const { return link_->pending_handoffs(); }
   bool ring_changing() const { return link_->ring_changing(); }
+  // This node's own documents' counts (its store's assignments), keyed by
+  // word key (and sync::kTopicTotalsKey for the totals): what the node
+  // contributes to the global model. REQUIRES: no sweep running.
+  absl::StatusOr<std::vector<std::pair<sync::Key, sync::SparseVector>>>
+  OwnCounts() const;
   // Owner-side part of the joint log-likelihood over the keys this node
   // owns: Σ_w Σ_k [lnΓ(g_wk+β) − lnΓ(β)], plus, if it owns the topic
   // totals, Σ_k [lnΓ(Vβ) − lnΓ(n_k+Vβ)] with V = global_vocab_size().

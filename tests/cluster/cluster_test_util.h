@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
@@ -125,6 +126,47 @@ inline void ExpectExact(LocalCluster& cluster) {
     }
   }
   for (const auto& e : totals) EXPECT_EQ(by_topic[e.topic], e.count);
+}
+
+// At quiescence: every key's global, at whichever node owns it, equals the
+// sum of every node's own documents' counts of that key (a from-scratch
+// count of all stores), and no owner holds a key no store has.
+inline void ExpectGlobalsEqualStores(LocalCluster& cluster) {
+  absl::flat_hash_map<sync::Key, std::vector<int64_t>> want;
+  for (auto& n : cluster.nodes()) {
+    auto own = n->OwnCounts();
+    ASSERT_TRUE(own.ok()) << own.status();
+    for (const auto& [key, v] : *own) {
+      std::vector<int64_t>& d = want[key];
+      d.resize(n->table().num_topics(), 0);
+      for (const auto& e : v) d[e.topic] += e.count;
+    }
+  }
+  size_t wrong = 0, held = 0;
+  std::string first;
+  for (auto& n : cluster.nodes()) {
+    for (const auto& [key, g] : n->owner().Snapshot()) {
+      ++held;
+      sync::SparseVector expected;
+      auto it = want.find(key);
+      if (it != want.end()) {
+        for (uint32_t k = 0; k < it->second.size(); ++k) {
+          if (it->second[k] != 0) expected.push_back({k, it->second[k]});
+        }
+        it->second.clear();  // seen
+      }
+      if (g != expected) {
+        if (wrong++ == 0)
+          first = absl::StrCat("key ", key, " at ", n->node_id());
+      }
+    }
+  }
+  size_t missing = 0;
+  for (const auto& [key, d] : want) {
+    for (int64_t c : d) missing += c != 0;
+  }
+  EXPECT_EQ(wrong, 0u) << "of " << held << " owned keys; first: " << first;
+  EXPECT_EQ(missing, 0u) << "store counts no owner holds";
 }
 
 }  // namespace latentd

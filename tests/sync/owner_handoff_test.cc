@@ -315,5 +315,118 @@ TEST(OwnerShardEpoch, ForgetSenderFreesItsSlot) {
   EXPECT_EQ(reply.changes().counts(0), 7);
 }
 
+// Restarts (OwnerShard header, "Restarts"): a change-mode batch of one key.
+DeltaBatch OneKey(const std::string& id, uint64_t incarnation, uint64_t seq,
+                  Key key, SparseVector delta) {
+  DeltaBatch b;
+  b.set_node_id(id);
+  b.set_incarnation(incarnation);
+  b.set_sequence(seq);
+  b.set_dimension(kK);
+  b.set_changes_only(true);
+  b.add_keys(key);
+  AppendToBlock(delta, b.mutable_deltas());
+  return b;
+}
+
+// The changes a reply carries for `key` (empty if none).
+SparseVector ChangeOf(const DeltaReply& reply, Key key) {
+  BlockReader r(reply.changes(), kK);
+  EXPECT_TRUE(r.Validate(reply.changed_keys_size()).ok());
+  SparseVector v;
+  for (Key k : reply.changed_keys()) {
+    r.Next(&v);
+    if (k == key) return v;
+  }
+  return {};
+}
+
+// A later incarnation of a sender replaces what the earlier one gave: its
+// contributions come out before its first batch applies, the other holders
+// are told, and the earlier incarnation is refused from then on.
+TEST(OwnerShardRestart, ALaterIncarnationReplacesTheEarliersCounts) {
+  OwnerShard shard(kK);
+  DeltaReply reply;
+  ASSERT_TRUE(shard.Apply(OneKey("a", 100, 1, 5, {{1, 4}}), &reply).ok());
+  ASSERT_TRUE(
+      shard.Apply(OneKey("a", 100, 2, 5, {{1, -1}, {2, 2}}), &reply).ok());
+  ASSERT_TRUE(shard.Apply(OneKey("b", 50, 1, 5, {{0, 3}}), &reply).ok());
+  EXPECT_EQ(ChangeOf(reply, 5), (SparseVector{{1, 3}, {2, 2}}));
+  EXPECT_EQ(shard.Global(5), (SparseVector{{0, 3}, {1, 3}, {2, 2}}));
+  // "a" restarts from its store: 6 tokens of key 5, all in topic 4.
+  ASSERT_TRUE(shard.Apply(OneKey("a", 200, 1, 5, {{4, 6}}), &reply).ok());
+  EXPECT_EQ(shard.Global(5), (SparseVector{{0, 3}, {4, 6}}));
+  // The new "a" gets the global as it was before its delta: b's part.
+  EXPECT_EQ(ChangeOf(reply, 5), (SparseVector{{0, 3}}));
+  // "b" hears that a's old part left and a's new part came.
+  ASSERT_TRUE(shard.Apply(OneKey("b", 50, 2, 5, {}), &reply).ok());
+  EXPECT_EQ(ChangeOf(reply, 5), (SparseVector{{1, -3}, {2, -2}, {4, 6}}));
+  const OwnerShardStats st = shard.stats();
+  EXPECT_EQ(st.senders_retracted, 1u);
+  EXPECT_EQ(st.counts_retracted, 5u);
+  // A late batch of the earlier process applies nothing.
+  absl::Status late = shard.Apply(OneKey("a", 100, 3, 5, {{1, 1}}), &reply);
+  EXPECT_EQ(late.code(), absl::StatusCode::kAborted) << late;
+  EXPECT_EQ(shard.Global(5), (SparseVector{{0, 3}, {4, 6}}));
+}
+
+// A batch addressed to an earlier process of the owner (it restarted and
+// lost what it held) applies nothing: its sender must re-seed it.
+TEST(OwnerShardRestart, ABatchForAnEarlierOwnerProcessIsRefused) {
+  OwnerShard shard(kK);
+  DeltaReply reply;
+  ASSERT_TRUE(shard.Apply(OneKey("a", 1, 1, 5, {{1, 4}}), &reply).ok());
+  const uint64_t me = reply.owner_incarnation();
+  DeltaBatch ok = OneKey("a", 1, 2, 5, {{1, 1}});
+  ok.set_owner_incarnation(me);
+  ASSERT_TRUE(shard.Apply(ok, &reply).ok());
+  DeltaBatch stale = OneKey("a", 1, 3, 5, {{1, 1}});
+  stale.set_owner_incarnation(me + 2);
+  absl::Status s = shard.Apply(stale, &reply);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_NE(s.message().find("owner restarted"), std::string::npos) << s;
+  EXPECT_EQ(shard.Global(5), (SparseVector{{1, 5}}));
+  EXPECT_EQ(shard.stats().batches_reseed_refused, 1u);
+}
+
+// Contributions move with the keys: the new owner takes a restarted
+// sender's earlier counts out, whether the restart reaches it after the
+// hand-off or before (then the hand-off's part of the earlier incarnation
+// comes out as it is imported).
+TEST(OwnerShardRestart, ContributionsMoveWithAHandoff) {
+  for (bool restart_first : {false, true}) {
+    SCOPED_TRACE(restart_first ? "restart before the import"
+                               : "restart after the import");
+    OwnerShard from(kK), to(kK);
+    from.SetEpoch(1);
+    to.SetEpoch(2);
+    DeltaReply reply;
+    DeltaBatch a1 = OneKey("a", 100, 1, 30, {{1, 4}});
+    a1.set_epoch(1);
+    ASSERT_TRUE(from.Apply(a1, &reply).ok());
+    DeltaBatch b1 = OneKey("b", 50, 1, 30, {{0, 2}});
+    b1.set_epoch(1);
+    ASSERT_TRUE(from.Apply(b1, &reply).ok());
+    std::vector<KeyHandoff> h = from.AdvanceEpoch(2, NewOwner, "owner-0");
+    ASSERT_EQ(h.size(), 1u);
+    DeltaBatch again = OneKey("a", 200, 1, 30, {{3, 7}});
+    again.set_epoch(2);
+    if (restart_first) {
+      ASSERT_TRUE(to.Apply(again, &reply).ok());
+      ASSERT_TRUE(to.ImportKeys(h[0]).ok());
+    } else {
+      ASSERT_TRUE(to.ImportKeys(h[0]).ok());
+      ASSERT_TRUE(to.Apply(again, &reply).ok());
+    }
+    EXPECT_EQ(to.Global(30), (SparseVector{{0, 2}, {3, 7}}));
+    // b's view: it had {0:2, 1:4}; it hears a's old part leave and a's
+    // new part come.
+    DeltaBatch b2 = OneKey("b", 50, 1, 30, {});
+    b2.set_epoch(2);
+    ASSERT_TRUE(to.Apply(b2, &reply).ok());
+    EXPECT_EQ(ChangeOf(reply, 30), (SparseVector{{1, -4}, {3, 7}}));
+  }
+}
+
 }  // namespace
 }  // namespace latentd::sync
