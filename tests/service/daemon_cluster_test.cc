@@ -11,7 +11,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -19,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "service/cluster/local_cluster.h"
 #include "tests/service/daemon_harness.h"
 
 namespace latentd::testing {
@@ -480,6 +483,89 @@ TEST(DaemonCluster, ARemovedDaemonTakesItsDocumentsOutAndExits) {
   }
   EXPECT_EQ(Sum(na), tokens);
   EXPECT_EQ(na, nb);
+  EXPECT_EQ(b->Stop(), 0) << b->Log();
+  EXPECT_EQ(a->Stop(), 0) << a->Log();
+}
+
+// Restart and rejoin (issue 12): B is killed with SIGKILL mid-training
+// and started again from its data directory with the same addresses. It
+// rejoins the running cluster; the owners replace what B's dead process
+// had pushed with its store's counts, and A re-seeds B's new owner shard.
+// At the end both nodes hold the same topic totals, adding up to the
+// tokens of both stores, and export the same model.
+TEST(DaemonCluster, AKilledDaemonRestartsFromItsDirectoryAndStaysExact) {
+  TempDir tmp;
+  RedisServer redis(tmp.path());
+  ASSERT_TRUE(redis.ok());
+  auto api_port = PickFreePort();
+  auto sync_port = PickFreePort();
+  ASSERT_TRUE(api_port.ok() && sync_port.ok());
+  std::vector<std::string> args = ApCorpusArgs();
+  for (const char* a : {"--topics", "20", "--max-sweeps", "30",
+                        "--cluster-size", "2", "--cluster", "rejoin"}) {
+    args.push_back(a);
+  }
+  args.push_back("--cluster-redis");
+  args.push_back(redis.address());
+  std::vector<std::string> b_args = args;
+  for (const std::string& a :
+       {std::string("--listen"), absl::StrCat("127.0.0.1:", *api_port),
+        std::string("--cluster-listen"),
+        absl::StrCat("127.0.0.1:", *sync_port)}) {
+    b_args.push_back(a);
+  }
+  auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
+  auto b = std::make_unique<Daemon>(tmp.path() + "/b", b_args, false);
+  a->WaitForPorts();
+  b->WaitForPorts();
+  ASSERT_TRUE(a->ok()) << a->Log() << b->Log();
+  ASSERT_TRUE(b->ok()) << b->Log();
+  {
+    auto cb = b->Client(Protocol::kTcp);
+    auto trained = WaitStatus(
+        cb.get(),
+        [](const api::StatusResponse& s) { return s.version().sweep() >= 3; },
+        120);
+    ASSERT_TRUE(trained.ok()) << trained.status() << b->Log();
+    ASSERT_LT(trained->version().sweep(), 25u) << "killed mid-training";
+  }
+  ASSERT_EQ(b->Stop(SIGKILL, 10), SIGKILL) << b->Log();
+  b = std::make_unique<Daemon>(tmp.path() + "/b", b_args, true);
+  ASSERT_TRUE(b->ok()) << b->Log();
+
+  auto ca = a->Client(Protocol::kTcp);
+  auto cb = b->Client(Protocol::kTcp);
+  auto done = [](const api::StatusResponse& s) {
+    return !s.training() && s.pending() == 0;
+  };
+  auto fa = WaitStatus(ca.get(), done, 180);
+  auto fb = WaitStatus(cb.get(), done, 180);
+  ASSERT_TRUE(fa.ok()) << fa.status() << a->Log();
+  ASSERT_TRUE(fb.ok()) << fb.status() << b->Log();
+  const int64_t tokens = static_cast<int64_t>(fa->tokens() + fb->tokens());
+  std::vector<int64_t> na, nb;
+  for (int i = 0; i < 300; ++i) {
+    na = TopicTotals(ca.get());
+    nb = TopicTotals(cb.get());
+    if (Sum(na) == tokens && na == nb) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(Sum(na), tokens) << b->Log();
+  EXPECT_EQ(na, nb);
+  // Word by word, too: both export the same counts.
+  std::string counts[2];
+  for (int n = 0; n < 2; ++n) {
+    const std::string out = absl::StrCat(tmp.path(), "/export", n);
+    auto [rc, text] =
+        Latentctl({"export", "--addr", (n == 0 ? a : b)->tcp(), "--out", out});
+    ASSERT_EQ(rc, 0) << text;
+    std::ifstream in(out + "/word_topic_counts.tsv");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    counts[n] = ss.str();
+  }
+  EXPECT_FALSE(counts[0].empty());
+  EXPECT_TRUE(counts[0] == counts[1]) << "the two nodes export other counts";
   EXPECT_EQ(b->Stop(), 0) << b->Log();
   EXPECT_EQ(a->Stop(), 0) << a->Log();
 }

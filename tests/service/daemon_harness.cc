@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -115,9 +116,14 @@ Daemon::Daemon(const std::string& data_dir,
                const std::vector<std::string>& args, bool wait)
     : dir_(data_dir), log_(data_dir + ".log") {
   const char* bin = std::getenv("LATENTD_BIN");
-  std::vector<std::string> argv = {
-      bin ? bin : "latentd", "--data-dir", dir_,         "--http",
-      "127.0.0.1:0",         "--listen",   "127.0.0.1:0"};
+  std::vector<std::string> argv = {bin ? bin : "latentd", "--data-dir", dir_};
+  // --http and --listen on free ports, unless `args` gives them.
+  for (const char* flag : {"--http", "--listen"}) {
+    if (std::find(args.begin(), args.end(), flag) == args.end()) {
+      argv.push_back(flag);
+      argv.push_back("127.0.0.1:0");
+    }
+  }
   argv.insert(argv.end(), args.begin(), args.end());
   ::unlink((dir_ + "/ports").c_str());
   pid_ = Spawn(argv, log_);

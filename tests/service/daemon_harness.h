@@ -53,7 +53,8 @@ class RedisServer {
 class Daemon {
  public:
   // Starts $LATENTD_BIN --data-dir dir --http 127.0.0.1:0 --listen
-  // 127.0.0.1:0 plus `args`, and (if `wait`) waits for dir/ports. The
+  // 127.0.0.1:0 (each unless `args` has it) plus `args`, and (if `wait`)
+  // waits for dir/ports. The
   // daemon is killed when the thread that started it exits
   // (PR_SET_PDEATHSIG), so start daemons from the test's main thread and
   // wait for several at once with WaitForPorts().
