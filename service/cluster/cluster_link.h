@@ -230,6 +230,9 @@ class ClusterLink {
   // The ring watcher thread: polls Redis, follows new epochs, resends
   // hand-offs.
   void WatchRing();
+  // Writes this node's ring (and its members' addresses) back to a Redis
+  // that lost it (SET NX: the first member to do so wins). Watcher thread.
+  absl::Status RegisterRingAgain(sync::RedisClient* redis);
   // Phase 1 of the move to `next` (a newer epoch listing this node, or
   // not once Leave() has begun).
   absl::Status BeginRingChange(const hashring::RingConfig& next,

@@ -165,7 +165,16 @@ void ClusterLink::WatchRing() {
       redis.reset();
       continue;
     }
-    if (reply->type != sync::RedisReply::Type::kString) continue;
+    if (reply->type != sync::RedisReply::Type::kString) {
+      // Redis came back empty (restarted without persistence): the members
+      // write back the ring they train with, so that operators can change
+      // membership again. The first write wins; an older epoch written
+      // back is never followed by a node at a newer one.
+      if (absl::Status s = RegisterRingAgain(redis.get()); !s.ok()) {
+        redis.reset();
+      }
+      continue;
+    }
     absl::StatusOr<hashring::RingConfig> next =
         hashring::ParseRingConfig(reply->str);
     if (!next.ok() || next->version <= epoch() ||
@@ -182,6 +191,28 @@ void ClusterLink::WatchRing() {
     absl::Status s = AdvanceRingChange(redis.get());
     if (s.code() == absl::StatusCode::kUnavailable) redis.reset();
   }
+}
+
+absl::Status ClusterLink::RegisterRingAgain(sync::RedisClient* redis) {
+  const hashring::RingConfig config = ring_config();
+  if (config.version == 0) return absl::OkStatus();
+  LATENTD_ASSIGN_OR_RETURN(
+      sync::RedisReply set,
+      redis->Command({"SET", sync::RingKey(options_.cluster),
+                      hashring::SerializeRingConfig(config), "NX"}));
+  std::vector<std::string> members = {"HSET",
+                                      sync::MembersKey(options_.cluster)};
+  for (const hashring::Member& m : config.members) {
+    members.push_back(m.id);
+    members.push_back(m.address);
+  }
+  LATENTD_RETURN_IF_ERROR(redis->Command(members).status());
+  if (set.type == sync::RedisReply::Type::kStatus) {
+    options_.log(absl::StrCat("Redis had lost cluster ", options_.cluster,
+                              "'s ring: wrote epoch ", config.version,
+                              " back"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,

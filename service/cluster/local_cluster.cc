@@ -37,8 +37,27 @@ absl::StatusOr<int> PickFreePort() {
 absl::StatusOr<std::unique_ptr<RedisProcess>> RedisProcess::Start(
     const std::string& binary) {
   std::unique_ptr<RedisProcess> r(new RedisProcess());
+  r->binary_ = binary;
   LATENTD_ASSIGN_OR_RETURN(r->port_, PickFreePort());
-  const std::string port = std::to_string(r->port_);
+  LATENTD_RETURN_IF_ERROR(r->Launch());
+  return r;
+}
+
+void RedisProcess::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+absl::Status RedisProcess::Restart() {
+  Kill();
+  return Launch();
+}
+
+absl::Status RedisProcess::Launch() {
+  const std::string port = std::to_string(port_);
   const pid_t pid = ::fork();
   if (pid < 0) return absl::UnavailableError("fork failed");
   if (pid == 0) {
@@ -47,23 +66,23 @@ absl::StatusOr<std::unique_ptr<RedisProcess>> RedisProcess::Start(
       ::dup2(devnull, STDOUT_FILENO);
       ::dup2(devnull, STDERR_FILENO);
     }
-    ::execlp(binary.c_str(), binary.c_str(), "--port", port.c_str(), "--bind",
+    ::execlp(binary_.c_str(), binary_.c_str(), "--port", port.c_str(), "--bind",
              "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel",
              "warning", static_cast<char*>(nullptr));
     ::_exit(127);
   }
-  r->pid_ = pid;
+  pid_ = pid;
   for (int i = 0; i < 250; ++i) {
-    auto c = sync::RedisClient::Connect(r->url(), absl::Milliseconds(200));
+    auto c = sync::RedisClient::Connect(url(), absl::Milliseconds(200));
     if (c.ok()) {
       auto pong = (*c)->Command({"PING"});
-      if (pong.ok()) return r;
+      if (pong.ok()) return absl::OkStatus();
     }
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
-      r->pid_ = -1;
+      pid_ = -1;
       return absl::UnavailableError(
-          absl::StrCat(binary, " exited at start (status ", status, ")"));
+          absl::StrCat(binary_, " exited at start (status ", status, ")"));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

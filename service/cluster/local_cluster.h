@@ -29,9 +29,17 @@ class RedisProcess {
   ~RedisProcess();
   std::string url() const;
   int port() const { return port_; }
+  // Stops the server (SIGKILL: everything it held is gone) and reaps it.
+  void Kill();
+  // Starts it again, empty, on the same port (after Kill). Same errors as
+  // Start.
+  absl::Status Restart();
 
  private:
   RedisProcess() = default;
+  // Runs redis-server on port_ and waits until it answers.
+  absl::Status Launch();
+  std::string binary_;
   pid_t pid_ = -1;
   int port_ = 0;
 };
