@@ -38,7 +38,9 @@ struct EdgeBatch {
   std::vector<uint32_t> touches;   // slot -> pair ends
   std::vector<float> values;       // slot × dim: the rows as read
   std::vector<float> grad;         // slot × dim: gradient, then step
-  absl::flat_hash_map<VertexId, uint32_t> slot;
+  // vertex -> slot + 1 (0: not in the batch); sized num_vertices on first
+  // use and reset entry by entry, so a batch costs what it touches.
+  std::vector<uint32_t> slot;
   std::vector<PairTerm> pairs;  // scratch
   double loss = 0;
   uint64_t num_pairs = 0;
@@ -101,17 +103,20 @@ struct GraphTrainer::Impl {
 // vertex's share of the λ and μ terms.
 void GraphTrainer::Impl::Work(EdgeBatch* b, float lambda, float mu) const {
   const uint32_t d = options.dim;
+  if (b->slot.size() != graph.num_vertices()) {
+    b->slot.assign(graph.num_vertices(), 0);
+  }
+  for (VertexId v : b->vertices) b->slot[v] = 0;
   b->vertices.clear();
   b->touches.clear();
   b->values.clear();
   b->grad.clear();
-  b->slot.clear();
   b->loss = 0;
   b->num_pairs = 0;
   auto slot_of = [&](VertexId v) -> uint32_t {
-    auto [it, added] = b->slot.try_emplace(v, 0);
-    if (added) {
-      it->second = static_cast<uint32_t>(b->vertices.size());
+    uint32_t& slot = b->slot[v];
+    if (slot == 0) {
+      slot = static_cast<uint32_t>(b->vertices.size()) + 1;
       b->vertices.push_back(v);
       b->touches.push_back(0);
       const float* row = &z[size_t{v} * d];
@@ -119,7 +124,7 @@ void GraphTrainer::Impl::Work(EdgeBatch* b, float lambda, float mu) const {
         b->values.push_back(LoadRelaxed(row + k));
       b->grad.resize(b->grad.size() + d, 0.0f);
     }
-    return it->second;
+    return slot - 1;
   };
   for (size_t i = b->begin; i < b->end; ++i) {
     const uint32_t e = order[i];

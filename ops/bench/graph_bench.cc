@@ -1,0 +1,238 @@
+// graph_bench: graph factorization (issue 14), each workload against a
+// baseline measured in the same run, ratios printed.
+//
+// Workloads (--sections, comma separated):
+//   throughput  soc-Epinions1 (405,740 edges), d=32, 5 negatives: edges/s of
+//               the pipeline with 1 thread and with 2 threads over
+//               --throughput-epochs epochs; prints the 2/1 ratio.
+//   quality     ca-HepTh and ca-GrQc, the held-out protocol of
+//               docs/latentd.md (10% of edges, as many non-edges): seconds
+//               of training until the held-out AUC first reaches --target-auc
+//               (checked after each epoch; evaluation not timed), and the
+//               AUC / average precision after --epochs, beside common
+//               neighbours, Adamic-Adar and a truncated SVD (d=32, subspace
+//               iteration, sampler/graph/link_eval.h) of the same split,
+//               with their seconds.
+//   consensus   ca-HepTh training split on --nodes in-process nodes: the
+//               whole-graph objective per epoch of dual-sync against
+//               naive-sync and naive-async (service/cluster/graph_cluster.h),
+//               and the single-node objective as the reference.
+//
+// Usage: graph_bench [--sections throughput,quality,consensus]
+//        [--epochs 20] [--threads 2] [--nodes 4] [--target-auc 0.9]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_split.h"
+#include "sampler/graph/graph_trainer.h"
+#include "sampler/graph/link_eval.h"
+#include "service/cluster/graph_cluster.h"
+
+namespace {
+
+using latentd::EdgeList;
+using latentd::GraphData;
+using latentd::GraphTrainer;
+using latentd::GraphTrainerOptions;
+using latentd::LinkScores;
+using latentd::LinkSplit;
+using latentd::VertexId;
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string DataDir() {
+  const char* d = std::getenv("LATENTD_DATA_DIR");
+  return d != nullptr ? d : "../shared/data";
+}
+
+GraphData Load(const std::string& file) {
+  absl::StatusOr<EdgeList> list = latentd::ReadEdgeList(DataDir() + "/" + file);
+  if (!list.ok()) {
+    std::fprintf(stderr, "graph_bench: %s\n",
+                 std::string(list.status().message()).c_str());
+    std::exit(1);
+  }
+  absl::StatusOr<GraphData> g = GraphData::FromEdgeList(*list);
+  if (!g.ok()) std::exit(1);
+  return *std::move(g);
+}
+
+std::unique_ptr<GraphTrainer> MakeTrainer(const GraphData& g, int threads) {
+  GraphTrainerOptions o;
+  o.threads = threads;
+  absl::StatusOr<std::unique_ptr<GraphTrainer>> t = GraphTrainer::Create(g, o);
+  if (!t.ok()) std::exit(1);
+  return *std::move(t);
+}
+
+void Throughput(int epochs) {
+  const GraphData g = Load("snap-soc-Epinions1/soc-Epinions1.txt.zst");
+  std::printf(
+      "\n== throughput: soc-Epinions1, %zu vertices, %zu edges, d=32, "
+      "5 negatives, %d epochs\n",
+      g.num_vertices(), g.num_edges(), epochs);
+  double eps[3] = {0, 0, 0};
+  for (int threads : {1, 2}) {
+    std::unique_ptr<GraphTrainer> t = MakeTrainer(g, threads);
+    double seconds = 0;
+    uint64_t edges = 0, pairs = 0;
+    for (int e = 0; e < epochs; ++e) {
+      absl::StatusOr<latentd::EpochResult> r = t->RunEpoch();
+      if (!r.ok()) std::exit(1);
+      seconds += r->seconds;
+      edges += r->edges;
+      pairs += r->pairs;
+    }
+    eps[threads] = edges / seconds;
+    std::printf(
+        "threads %d: %.0f edges/s (%.0f pair terms/s), objective %.1f\n",
+        threads, edges / seconds, pairs / seconds, t->Objective().total());
+  }
+  std::printf("ratio 2 threads / 1 thread: %.2f\n", eps[2] / eps[1]);
+}
+
+void Quality(const std::string& name, const std::string& file, int epochs,
+             double target) {
+  const GraphData g = Load(file);
+  absl::StatusOr<LinkSplit> split = latentd::SplitHeldout(g, 0.1, 1);
+  if (!split.ok()) std::exit(1);
+  std::printf(
+      "\n== quality: %s, %zu held-out positives, d=32, 5 negatives, "
+      "1 thread\n",
+      name.c_str(), split->positives.size());
+  std::unique_ptr<GraphTrainer> t = MakeTrainer(split->train, 1);
+  auto score = [&](VertexId a, VertexId b) { return t->Score(a, b); };
+  double train_seconds = 0, to_target = -1;
+  for (int e = 1; e <= epochs; ++e) {
+    absl::StatusOr<latentd::EpochResult> r = t->RunEpoch();
+    if (!r.ok()) std::exit(1);
+    train_seconds += r->seconds;
+    if (to_target < 0 && latentd::EvaluateLinks(*split, score).auc >= target) {
+      to_target = train_seconds;
+      std::printf("factorization reaches AUC %.2f after epoch %d, %.3f s\n",
+                  target, e, to_target);
+    }
+  }
+  const LinkScores mf = latentd::EvaluateLinks(*split, score);
+  auto start = Clock::now();
+  absl::StatusOr<latentd::SpectralEmbedding> svd =
+      latentd::TruncatedSvd(split->train, 32, 40, 1);
+  if (!svd.ok()) std::exit(1);
+  const double svd_seconds = Since(start);
+  const LinkScores sv = latentd::EvaluateLinks(
+      *split, [&](VertexId a, VertexId b) { return svd->Score(a, b); });
+  start = Clock::now();
+  latentd::NeighborIndex index(split->train);
+  const LinkScores cn = latentd::EvaluateLinks(
+      *split,
+      [&](VertexId a, VertexId b) { return index.CommonNeighbors(a, b); });
+  const LinkScores aa = latentd::EvaluateLinks(
+      *split, [&](VertexId a, VertexId b) { return index.AdamicAdar(a, b); });
+  const double heuristic_seconds = Since(start);
+  std::printf("%-26s %8s %8s %10s\n", "method", "AUC", "AP", "seconds");
+  std::printf("%-26s %8.4f %8.4f %10.3f\n",
+              ("factorization " + std::to_string(epochs) + " epochs").c_str(),
+              mf.auc, mf.average_precision, train_seconds);
+  std::printf("%-26s %8.4f %8.4f %10.3f\n", "truncated SVD d=32", sv.auc,
+              sv.average_precision, svd_seconds);
+  std::printf("%-26s %8.4f %8.4f %10.3f\n", "common neighbours", cn.auc,
+              cn.average_precision, heuristic_seconds);
+  std::printf("%-26s %8.4f %8.4f %10.3f\n", "Adamic-Adar", aa.auc,
+              aa.average_precision, heuristic_seconds);
+  std::printf(
+      "ratio AUC factorization / SVD: %.3f; / Adamic-Adar: %.3f; "
+      "seconds to AUC %.2f: %.3f\n",
+      mf.auc / sv.auc, mf.auc / aa.auc, target, to_target);
+}
+
+void Consensus(int nodes, int epochs) {
+  const GraphData g = Load("snap-ca-HepTh/CA-HepTh.txt.zst");
+  absl::StatusOr<LinkSplit> split = latentd::SplitHeldout(g, 0.1, 1);
+  if (!split.ok()) std::exit(1);
+  std::printf(
+      "\n== consensus: ca-HepTh training split, %d in-process nodes, "
+      "whole-graph objective per epoch\n",
+      nodes);
+  std::unique_ptr<GraphTrainer> single = MakeTrainer(split->train, 1);
+  std::vector<std::vector<double>> rows(epochs);
+  std::vector<std::string> names = {"single"};
+  for (int e = 0; e < epochs; ++e) {
+    if (!single->RunEpoch().ok()) std::exit(1);
+    rows[e].push_back(single->Objective().total());
+  }
+  for (latentd::GraphConsensusVariant v :
+       {latentd::GraphConsensusVariant::kDualSync,
+        latentd::GraphConsensusVariant::kDualAsync,
+        latentd::GraphConsensusVariant::kNaiveSync,
+        latentd::GraphConsensusVariant::kNaiveAsync}) {
+    latentd::GraphClusterOptions o;
+    o.nodes = nodes;
+    o.variant = v;
+    o.trainer.mu = 0.01;
+    o.reset_to_consensus = true;
+    auto cluster = latentd::GraphCluster::Start(split->train, o);
+    if (!cluster.ok()) std::exit(1);
+    names.push_back(latentd::GraphConsensusVariantName(v));
+    for (int e = 0; e < epochs; ++e) {
+      absl::StatusOr<latentd::GraphClusterEpoch> r = (*cluster)->RunEpoch();
+      rows[e].push_back(r.ok() ? r->objective : -1);
+    }
+  }
+  std::printf("%5s", "epoch");
+  for (const std::string& n : names) std::printf(" %12s", n.c_str());
+  std::printf("\n");
+  for (int e = 0; e < epochs; ++e) {
+    std::printf("%5d", e + 1);
+    for (double x : rows[e]) std::printf(" %12.1f", x);
+    std::printf("\n");
+  }
+  std::printf("ratio to single at epoch %d:", epochs);
+  for (size_t i = 1; i < names.size(); ++i) {
+    std::printf(" %s %.3f", names[i].c_str(),
+                rows[epochs - 1][i] / rows[epochs - 1][0]);
+  }
+  std::printf("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"graph_bench: graph factorization against same-run baselines"};
+  std::string sections = "throughput,quality,consensus";
+  int epochs = 20, throughput_epochs = 3, nodes = 4;
+  double target = 0.9;
+  app.add_option("--sections", sections, "throughput,quality,consensus")
+      ->capture_default_str();
+  app.add_option("--epochs", epochs, "Epochs (quality, consensus)")
+      ->capture_default_str();
+  app.add_option("--throughput-epochs", throughput_epochs,
+                 "Epochs (throughput)")
+      ->capture_default_str();
+  app.add_option("--nodes", nodes, "Nodes (consensus)")->capture_default_str();
+  app.add_option("--target-auc", target, "Held-out AUC to time (quality)")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  for (const std::string& s :
+       std::vector<std::string>(absl::StrSplit(sections, ','))) {
+    if (s == "throughput") {
+      Throughput(throughput_epochs);
+    } else if (s == "quality") {
+      Quality("ca-HepTh", "snap-ca-HepTh/CA-HepTh.txt.zst", epochs, target);
+      Quality("ca-GrQc", "snap-ca-GrQc/CA-GrQc.txt.zst", epochs, target);
+    } else if (s == "consensus") {
+      Consensus(nodes, epochs);
+    } else {
+      std::fprintf(stderr, "graph_bench: unknown section '%s'\n", s.c_str());
+      return 2;
+    }
+  }
+  return 0;
+}
