@@ -163,15 +163,18 @@ std::vector<float> SyncedEmbeddings::Consensus() const {
   for (size_t v = 0; v < index_of_.size(); ++v) {
     trainer_->ReadRow(static_cast<VertexId>(v), &out[v * dim_]);
   }
-  absl::MutexLock l(&mu_);
+  if (mode_ != ConsensusMode::kDual) return out;
+  // This node's part as its copy is now (fresher than what was last sent,
+  // and the same once a round has taken it), plus the others' as heard.
+  std::vector<int64_t> mine;
   for (size_t i = 0; i < held_.size(); ++i) {
-    const int64_t* t = &taken_[i * (dim_ + 2)];
+    Contribution(i, &mine);
+    absl::MutexLock l(&mu_);
     const int64_t* o = &others_[i * (dim_ + 2)];
-    const int64_t weight = t[dim_ + 1] + o[dim_ + 1];
-    if (weight <= 0) continue;
+    const int64_t weight = mine[dim_ + 1] + o[dim_ + 1];
     for (uint32_t k = 0; k < dim_; ++k) {
       out[size_t{held_[i]} * dim_ + k] =
-          static_cast<float>((t[k] + o[k]) / kScale / weight);
+          static_cast<float>((mine[k] + o[k]) / kScale / weight);
     }
   }
   return out;

@@ -85,8 +85,9 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   // ApplyPending.
   GraphTrainer::UpdaterHook Hook();
 
-  // kDual: the consensus z̄ as this node knows it (num_vertices × dim; a
-  // vertex not held here, or not yet heard of, keeps its own value).
+  // kDual: the consensus z̄ as this node knows it: its own copies as they
+  // are now with the others' as last heard (num_vertices × dim; a vertex
+  // not held here keeps its own value). kNaive: the vectors.
   std::vector<float> Consensus() const;
   // kDual: per vertex, degree here / degree in the cluster (1 where the
   // cluster's degree is not known yet), for GraphTrainer::SetVertexScales.

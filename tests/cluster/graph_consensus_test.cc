@@ -2,7 +2,7 @@
 // graph_cluster.h) on SNAP ca-HepTh, edges split by the ring owner of their
 // first endpoint: synchronous dual decomposition ends within 6% of the
 // single-node objective after 30 epochs (the issue asks for 1%: not
-// reached) and within 0.01 of its held-out AUC (asynchronous: 15%, 0.03),
+// reached) and within 0.01 of its held-out AUC (asynchronous: 10%, 0.02),
 // the copies'
 // disagreement before each consensus shrinks, and on 8 nodes the naive
 // shared-Z variant with the same one exchange per epoch is measurably worse
@@ -126,8 +126,8 @@ TEST_F(GraphConsensus, DualAsyncConverges) {
   const Run r = Train(2, GraphConsensusVariant::kDualAsync);
   // The copies are reset to a z̄ that lags (what the background rounds
   // have brought so far): further behind than dual-sync.
-  EXPECT_LT(std::abs(r.objective / single_objective_ - 1), 0.15);
-  EXPECT_LT(std::abs(r.auc - single_auc_), 0.03);
+  EXPECT_LT(std::abs(r.objective / single_objective_ - 1), 0.10);
+  EXPECT_LT(std::abs(r.auc - single_auc_), 0.02);
   EXPECT_LT(r.last_distance, 0.7 * r.first_distance);
 }
 

@@ -1,0 +1,127 @@
+// SyncedEmbeddings through the real Synchronizer and OwnerShards (direct
+// channels): after a consensus round every node's z̄ is the edge-weighted
+// mean of the copies, exactly up to the fixed-point rounding, with the
+// holder count and degree at the owner; in naive mode every node ends with
+// the start plus the sum of all nodes' steps.
+#include <cmath>
+#include <memory>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "sampler/graph/synced_embeddings.h"
+#include "sync/owner_shard.h"
+#include "sync/synchronizer.h"
+
+namespace latentd {
+namespace {
+
+// Two nodes sharing vertex 1: node 0 has edges 0-1, 1-2 (vertex 1 degree
+// 2 there), node 1 has edge 1-3 (degree 1).
+GraphData Whole() {
+  EdgeList list;
+  list.edges = {{0, 1, 1.0f}, {1, 2, 1.0f}, {1, 3, 1.0f}};
+  return *GraphData::FromEdgeList(list);
+}
+
+const std::string kIds[2] = {"n0", "n1"};
+
+struct Pair {
+  std::unique_ptr<GraphTrainer> trainer[2];
+  std::unique_ptr<SyncedEmbeddings> table[2];
+  std::unique_ptr<sync::OwnerShard> shard[2];
+  std::unique_ptr<sync::Synchronizer> sync[2];
+
+  explicit Pair(ConsensusMode mode) {
+    const GraphData g = Whole();
+    GraphTrainerOptions o;
+    o.dim = 3;
+    o.negatives = 0;
+    trainer[0] =
+        *GraphTrainer::Create(g.WithEdges({g.edges()[0], g.edges()[1]}), o);
+    trainer[1] = *GraphTrainer::Create(g.WithEdges({g.edges()[2]}), o);
+    for (int i = 0; i < 2; ++i) {
+      table[i] = std::make_unique<SyncedEmbeddings>(trainer[i].get(), mode);
+      trainer[i]->SetUpdaterHook(table[i]->Hook());
+      shard[i] = std::make_unique<sync::OwnerShard>(table[i]->dimension());
+    }
+    for (int i = 0; i < 2; ++i) {
+      std::vector<std::unique_ptr<sync::OwnerChannel>> ch;
+      ch.push_back(sync::MakeLocalChannel(shard[0].get(), kIds[0]));
+      ch.push_back(sync::MakeLocalChannel(shard[1].get(), kIds[1]));
+      std::vector<uint32_t> owner(table[i]->num_keys());
+      for (size_t k = 0; k < owner.size(); ++k) owner[k] = table[i]->key(k) % 2;
+      sync::SynchronizerOptions so;
+      so.node_id = kIds[i];
+      so.incarnation = 100 + i;
+      so.round_interval = absl::Hours(1);
+      so.log = [](std::string_view) {};
+      sync[i] = std::make_unique<sync::Synchronizer>(
+          so, table[i].get(), std::move(owner), std::move(ch));
+      sync[i]->Start();
+    }
+  }
+  void Round() {
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int i = 0; i < 2; ++i) sync[i]->Flush();
+    }
+    for (int i = 0; i < 2; ++i) table[i]->ApplyPending();
+  }
+  std::vector<float> Row(int node, VertexId v) {
+    std::vector<float> r(3);
+    trainer[node]->ReadRow(v, r.data());
+    return r;
+  }
+};
+
+TEST(SyncedEmbeddings, DualConsensusIsTheEdgeWeightedMeanOfTheCopies) {
+  Pair p(ConsensusMode::kDual);
+  // Make the copies of vertex 1 differ: train node 0 alone.
+  ASSERT_TRUE(p.trainer[0]->RunEpoch().ok());
+  p.Round();
+  const VertexId v1 = *p.trainer[0]->graph().Find(1);
+  const std::vector<float> a = p.Row(0, v1), b = p.Row(1, v1);
+  ASSERT_NE(a, b);
+  for (int node = 0; node < 2; ++node) {
+    const std::vector<float> zbar = p.table[node]->Consensus();
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_NEAR(zbar[v1 * 3 + k], (2 * a[k] + 1 * b[k]) / 3, 1e-6) << node;
+    }
+    const std::vector<float> ls = p.table[node]->LambdaScale();
+    EXPECT_FLOAT_EQ(ls[v1], node == 0 ? 2.0f / 3 : 1.0f / 3);
+  }
+  // Vertex 0 is node 0's alone: its consensus is its copy.
+  const VertexId v0 = *p.trainer[0]->graph().Find(0);
+  EXPECT_NEAR(p.table[0]->Consensus()[v0 * 3], p.Row(0, v0)[0], 1e-6);
+  // The owner holds Σ w x, 2 holders, degree 3.
+  const sync::Key key = VertexSyncKey(1);
+  const sync::SparseVector g = p.shard[key % 2]->Global(key);
+  int64_t holders = 0, degree = 0;
+  for (const sync::SparseEntry& e : g) {
+    if (e.topic == 3) holders = e.count;
+    if (e.topic == 4) degree = e.count;
+  }
+  EXPECT_EQ(holders, 2);
+  EXPECT_EQ(degree, 3);
+  EXPECT_GT(p.table[0]->ConsensusDistance(), 0.0);
+}
+
+TEST(SyncedEmbeddings, NaiveNodesEndWithTheSumOfEveryNodesSteps) {
+  Pair p(ConsensusMode::kNaive);
+  const VertexId v1 = *p.trainer[0]->graph().Find(1);
+  const std::vector<float> start = p.Row(0, v1);
+  ASSERT_EQ(start, p.Row(1, v1));  // the same seeded start on both
+  ASSERT_TRUE(p.trainer[0]->RunEpoch().ok());
+  const std::vector<float> after0 = p.Row(0, v1);
+  ASSERT_TRUE(p.trainer[1]->RunEpoch().ok());
+  const std::vector<float> after1 = p.Row(1, v1);
+  p.Round();
+  for (int k = 0; k < 3; ++k) {
+    const float expected =
+        start[k] + (after0[k] - start[k]) + (after1[k] - start[k]);
+    EXPECT_NEAR(p.Row(0, v1)[k], expected, 1e-5);
+    EXPECT_NEAR(p.Row(1, v1)[k], expected, 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace latentd
