@@ -178,6 +178,17 @@ void AddModelSettings(const AddFn& add) {
       Int<int>("publish-ms", 0, 60000, [](DaemonConfig* c) {
         return &c->service.publish_interval_ms;
       }));
+  add("coherence-seconds", "60", "0..86400",
+      "Compute topic coherence (UMass, NPMI; one read of the token store) "
+      "for ListTopics, Status and /metrics at most this often, and when "
+      "sampling stops (0: never)",
+      Double("coherence-seconds", 0, 86400,
+             [](DaemonConfig* c) { return &c->service.coherence_seconds; }));
+  add("coherence-top", "10", "2..100",
+      "Top words per topic that coherence scores",
+      Int<int>("coherence-top", 2, 100, [](DaemonConfig* c) {
+        return &c->service.coherence_top_words;
+      }));
   add("infer-iterations", "30", "1..1000",
       "Default fold-in Gibbs sweeps per InferDocument",
       Int<int>("infer-iterations", 1, 1000,
@@ -352,9 +363,10 @@ void AddClusterSettings(const AddFn& add) {
 // the log file); every other setting needs a restart.
 bool IsRuntimeSetting(std::string_view name) {
   static constexpr std::string_view kRuntime[] = {
-      "max-sweeps", "checkpoint-every",         "checkpoint-seconds",
-      "publish-ms", "ingest-log-compact-bytes", "log-file",
-      "log-level",  "progress-seconds"};
+      "max-sweeps",   "checkpoint-every",         "checkpoint-seconds",
+      "publish-ms",   "ingest-log-compact-bytes", "log-file",
+      "log-level",    "progress-seconds",         "coherence-seconds",
+      "coherence-top"};
   return std::find(std::begin(kRuntime), std::end(kRuntime), name) !=
          std::end(kRuntime);
 }

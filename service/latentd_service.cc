@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -117,6 +118,7 @@ absl::Status LatentdService::Init(MetricsRegistry* metrics) {
 }
 
 void LatentdService::RegisterMetrics(MetricsRegistry* metrics) {
+  metrics_ = metrics;
   MetricsRegistry& r = *metrics;
   m_.sweeps = r.AddCounter("latentd_sweeps_total", "Gibbs sweeps completed");
   m_.sweep_errors =
@@ -152,6 +154,19 @@ void LatentdService::RegisterMetrics(MetricsRegistry* metrics) {
   m_.log_damage =
       r.AddCounter("latentd_ingest_log_damage_total",
                    "Damaged stretches of the ingest log skipped at start-up");
+  m_.coherence_umass =
+      r.AddGauge("latentd_topic_coherence_mean",
+                 "Mean over topics of the topic coherence (NaN until computed)",
+                 "measure=\"umass\"");
+  m_.coherence_npmi =
+      r.AddGauge("latentd_topic_coherence_mean", "", "measure=\"npmi\"");
+  m_.coherence_umass->Set(std::numeric_limits<double>::quiet_NaN());
+  m_.coherence_npmi->Set(std::numeric_limits<double>::quiet_NaN());
+  m_.coherence_sweep = r.AddGauge("latentd_topic_coherence_sweep",
+                                  "Model sweep the coherence was computed at");
+  m_.coherence_seconds =
+      r.AddGauge("latentd_topic_coherence_seconds",
+                 "Time the last coherence computation took (a store read)");
   m_.lost = r.AddCounter(
       "latentd_ingest_lost_total",
       "Acknowledged documents lost to ingest log damage before they merged");
@@ -331,6 +346,8 @@ absl::Status LatentdService::Reconfigure(const ServiceOptions& next) {
   options_.checkpoint_seconds = next.checkpoint_seconds;
   options_.publish_interval_ms = next.publish_interval_ms;
   options_.progress_seconds = next.progress_seconds;
+  options_.coherence_seconds = next.coherence_seconds;
+  options_.coherence_top_words = next.coherence_top_words;
   options_.compact_log_bytes = next.compact_log_bytes;
   if (next.max_sweeps != options_.max_sweeps && cluster_finished_.load()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -389,6 +406,7 @@ void LatentdService::TrainLoop() {
         LogWarning(absl::StrCat("publish failed: ", published.message()));
         backoff = true;
       }
+      MaybeComputeCoherence();
     }
     if (backoff) {
       absl::SleepFor(absl::Milliseconds(500));
@@ -764,6 +782,7 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
   resp.set_training(training_.load());
   resp.set_uptime_seconds(
       absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()) - start_time_);
+  AddCoherence(&resp);
   if (const ClusterLink* link = JoinedLink(); link != nullptr) {
     resp.set_node_id(link->node_id());
     const hashring::RingConfig config = link->ring_config();

@@ -59,6 +59,7 @@
 #include "corpora/corpus_builder.h"
 #include "corpora/document_reader.h"
 #include "corpora/tokenizer.h"
+#include "sampler/coherence.h"
 #include "sampler/fold_in.h"
 #include "sampler/synced_table.h"
 #include "sampler/trainer.h"
@@ -95,6 +96,13 @@ struct ServiceOptions {
   // A progress line (sweep, tokens/s, log-likelihood) is logged at info at
   // most this often; 0 = after every sweep.
   double progress_seconds = 10;
+  // Topic coherence (UMass, NPMI of the top `coherence_top_words` words;
+  // sampler/coherence.h) over this node's token store, for ListTopics,
+  // Status and /metrics: computed on the training thread between sweeps,
+  // one read of the store (no sampling), at most every `coherence_seconds`
+  // and once more when sampling stops; 0 = never.
+  double coherence_seconds = 60;
+  int coherence_top_words = 10;
   InferOptions infer{.iterations = 30, .burn_in = 10, .seed = 1};
   uint32_t max_infer_iterations = 1000;
   // InferDocument calls folding in at once (service/internal/cpu_gate.h);
@@ -145,7 +153,8 @@ class LatentdService {
   absl::Status Stop();
   // Applies the settings that may change at runtime (the daemon's SIGHUP):
   // max_sweeps, checkpoint_every, checkpoint_seconds, publish_interval_ms,
-  // progress_seconds and compact_log_bytes of `next`; the other fields are
+  // progress_seconds, coherence_seconds, coherence_top_words and
+  // compact_log_bytes of `next`; the other fields are
   // ignored. Waits for the current sweep to end. A new max_sweeps past the
   // current sweep resumes sampling, except on a cluster node that has already
   // finished (its peers no longer wait for it): then max_sweeps is kept and the
@@ -252,6 +261,15 @@ class LatentdService {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status WriteCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Topic coherence (service_coherence.cc): computes it over the store for
+  // the published view when ServiceOptions::coherence_seconds says it is
+  // due, and publishes it to the API and the metrics.
+  void MaybeComputeCoherence() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // The published coherence's values into a response (nothing before the
+  // first computation). API threads.
+  void AddCoherence(api::ListTopicsResponse* response) const;
+  void AddCoherence(api::Topic* topic) const;
+  void AddCoherence(api::StatusResponse* response) const;
   api::ModelVersion Version(const ModelView& v) const;
   // Info and warning lines of component "latentd" (base/log.h).
   static void Log(const std::string& line);
@@ -310,6 +328,24 @@ class LatentdService {
   bool stopping_ ABSL_GUARDED_BY(pending_mu_) = false;
 
   mutable internal::CpuGate infer_gate_;
+
+  // Topic coherence: the last computed, for API threads; when (train_mu_),
+  // and its per-topic gauges (training thread; registered as topics appear).
+  struct CoherenceState {
+    CoherenceReport report;
+    uint64_t sweep = 0;
+    uint64_t view = 0;
+  };
+  std::shared_ptr<const CoherenceState> coherence() const;
+  mutable absl::Mutex coherence_mu_;
+  std::shared_ptr<const CoherenceState> coherence_
+      ABSL_GUARDED_BY(coherence_mu_);
+  absl::Time coherence_at_ ABSL_GUARDED_BY(train_mu_) = absl::InfinitePast();
+  uint64_t coherence_view_ ABSL_GUARDED_BY(train_mu_) = 0;
+  uint64_t coherence_sweep_ ABSL_GUARDED_BY(train_mu_) = ~uint64_t{0};
+  MetricsRegistry* metrics_ = nullptr;  // outlives the service
+  std::vector<std::pair<Gauge*, Gauge*>> topic_coherence_gauges_
+      ABSL_GUARDED_BY(train_mu_);  // (umass, npmi) of topic k
 
   mutable absl::Mutex view_mu_;
   std::shared_ptr<const ModelView> view_ ABSL_GUARDED_BY(view_mu_);
@@ -375,6 +411,10 @@ class LatentdService {
     Counter* snapshots_refused;
     Counter* log_damage;
     Counter* lost;
+    Gauge* coherence_umass;
+    Gauge* coherence_npmi;
+    Gauge* coherence_sweep;
+    Gauge* coherence_seconds;
   } m_{};
 };
 

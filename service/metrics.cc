@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -127,8 +128,13 @@ void MetricsRegistry::RenderEntry(const Entry& e, std::string* out) {
                       "\n");
       break;
     case Kind::kGauge:
-      absl::StrAppendFormat(out, "%s%s %.17g\n", e.name, braces(e.labels),
-                            e.gauge->value());
+      // Prometheus spells not-a-number "NaN" (printf: "nan").
+      if (std::isnan(e.gauge->value())) {
+        absl::StrAppend(out, e.name, braces(e.labels), " NaN\n");
+      } else {
+        absl::StrAppendFormat(out, "%s%s %.17g\n", e.name, braces(e.labels),
+                              e.gauge->value());
+      }
       break;
     case Kind::kHistogram: {
       std::vector<uint64_t> cum;

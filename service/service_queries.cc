@@ -71,6 +71,7 @@ absl::StatusOr<api::ListTopicsResponse> LatentdService::ListTopics(
     FillTopic(*v, t, OrDefault(request.top_words(), kDefaultTopWords),
               resp.add_topics());
   }
+  AddCoherence(&resp);
   return resp;
 }
 
@@ -88,6 +89,7 @@ absl::StatusOr<api::GetTopicResponse> LatentdService::GetTopic(
   FillTopic(*v, v->topics[request.topic()],
             OrDefault(request.top_words(), kDefaultTopWords),
             resp.mutable_topic());
+  AddCoherence(resp.mutable_topic());
   return resp;
 }
 

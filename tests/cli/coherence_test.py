@@ -8,11 +8,13 @@ give the same numbers; train prints the means and puts them in --json.
 Usage: coherence_test.py LATENTCTL
 """
 import json
-import math
 import os
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from coherence_ref import Reference, close  # noqa: E402
 
 CTL = sys.argv[1]
 
@@ -27,31 +29,6 @@ def run(*args, ok=True):
     if ok and p.returncode != 0:
         fail(f"{' '.join(args)}: {p.returncode}: {p.stderr}")
     return p
-
-
-def umass(words, D, D2):
-    terms = [math.log((D2(words[m], words[l]) + 1) / D(words[l]))
-             for m in range(1, len(words)) for l in range(m) if D(words[l]) > 0]
-    return sum(terms) / len(terms) if terms else None
-
-
-def npmi(words, D, D2, n):
-    vals = []
-    for i in range(len(words)):
-        for j in range(i + 1, len(words)):
-            joint = D2(words[i], words[j])
-            if joint == 0:
-                vals.append(-1.0)
-            elif joint == n:
-                vals.append(1.0)
-            else:
-                p = joint / n
-                vals.append(math.log(p / (D(words[i]) / n * D(words[j]) / n)) / -math.log(p))
-    return sum(vals) / len(vals) if vals else None
-
-
-def close(a, b):
-    return (a is None and b is None) or (a is not None and b is not None and abs(a - b) < 1e-9)
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -74,10 +51,8 @@ with tempfile.TemporaryDirectory() as tmp:
     if "coherence (top 10 words, 60 documents): UMass " not in p.stderr:
         fail(f"train did not print the coherence line: {p.stderr}")
 
-    docs = [set(l.split()) for l in lines]
-    n = len(docs)
-    D = lambda w: sum(w in d for d in docs)
-    D2 = lambda u, v: sum(u in d and v in d for d in docs)
+    ref = Reference(l.split() for l in lines)
+    n = ref.n
 
     for args in ([], ["--corpus", corpus, "--format", "lines"]):
         for top in ("5", "10"):
@@ -89,7 +64,7 @@ with tempfile.TemporaryDirectory() as tmp:
                 words = t["words"]
                 if not 2 <= len(words) <= int(top):
                     fail(f"topic {t['topic']} has {len(words)} words")
-                want_u, want_n = umass(words, D, D2), npmi(words, D, D2, n)
+                want_u, want_n = ref.umass(words), ref.npmi(words)
                 if not close(t.get("umass"), want_u) or not close(t.get("npmi"), want_n):
                     fail(f"{args} topic {t['topic']} {words}: umass {t.get('umass')} "
                          f"npmi {t.get('npmi')}, by hand {want_u} {want_n}")
