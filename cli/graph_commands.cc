@@ -1,6 +1,5 @@
 #include "cli/graph_commands.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -15,20 +14,10 @@
 #include "base/status_macros.h"
 #include "sampler/graph/graph_model.h"
 #include "sampler/graph/link_eval.h"
+#include "sampler/model_dir.h"
 
 namespace latentd {
 namespace {
-
-absl::Status MakeDirectory(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) {
-    struct stat st;
-    if (::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      return absl::OkStatus();
-    }
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "cannot create the model directory ", dir, ": ", std::strerror(errno)));
-}
 
 bool Exists(const std::string& path) {
   return ::access(path.c_str(), F_OK) == 0;
@@ -123,7 +112,7 @@ absl::Status RunGraphTrain(const GraphTrainCommand& c, FILE* out, FILE* err) {
     std::fprintf(err, "resuming at epoch %llu\n",
                  static_cast<unsigned long long>(start_epoch));
   }
-  LATENTD_RETURN_IF_ERROR(MakeDirectory(c.out_dir));
+  LATENTD_RETURN_IF_ERROR(MakeModelDirectory(c.out_dir));
   LATENTD_ASSIGN_OR_RETURN(
       std::unique_ptr<GraphTrainer> trainer,
       GraphTrainer::Create(std::move(train), c.trainer, std::move(initial),
