@@ -17,6 +17,9 @@
 #   tests:   libgtest-dev libgmock-dev (GoogleTest), libbenchmark-dev,
 #            systemd (systemd-analyze verify/security on the installed unit
 #            in tests/cli/install_test.sh; nothing is started)
+#            chromium (headless: tests/service/status_page_test.sh loads the
+#            daemon's status page in a real browser and checks the DOM after
+#            its scripts ran; without it that test is skipped)
 #   python:  python3 (the Python client, python/latentd, and its tests in
 #            tests/python), python3-pandas (only so those tests also cover
 #            its DataFrame path; the client itself does not need pandas)
@@ -31,7 +34,7 @@ PACKAGES=(
   libcli11-dev libspdlog-dev bc
   libasio-dev libprotobuf-dev protobuf-compiler libhiredis-dev redis-server
   libcpp-httplib-dev libsystemd-dev
-  libgtest-dev libgmock-dev libbenchmark-dev systemd dpkg-dev
+  libgtest-dev libgmock-dev libbenchmark-dev systemd dpkg-dev chromium
   python3 python3-pandas
 )
 # The quickstart fetches its corpus with npm; a machine whose Node.js came from

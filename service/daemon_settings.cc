@@ -207,7 +207,8 @@ void AddModelSettings(const AddFn& add) {
 // The API front ends.
 void AddServingSettings(const AddFn& add) {
   add("http", "127.0.0.1:7070", "host:port|off",
-      "HTTP/JSON gateway address (port 0 picks one; see DIR/ports)",
+      "HTTP/JSON gateway address, also serving the status page at / (port 0 "
+      "picks one; see DIR/ports)",
       Address("http", true, [](DaemonConfig* c, std::string h, int p) {
         c->http.host = h.empty() ? c->http.host : h;
         c->http.port = p;

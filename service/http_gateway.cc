@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "service/api_auth.h"
 #include "service/internal/http_server.h"
+#include "service/internal/status_page.h"
 
 namespace latentd::service {
 namespace {
@@ -169,6 +170,25 @@ void HttpGateway::AddRoutes(LatentdService* service, size_t max_body_bytes) {
                          : absl::StrCat("not ready: ", ready.message(), "\n"),
               "text/plain");
         });
+  // The status page: static files that hold no data (the page reads the
+  // API with the token the browser holds), so they need no token.
+  for (const internal::StaticAsset& asset : internal::StatusPageAssets()) {
+    s.Get(std::string(asset.path), [&asset](const httplib::Request&,
+                                            httplib::Response& res) {
+      res.set_content(asset.body.data(), asset.body.size(),
+                      std::string(asset.content_type));
+      // The browser may load nothing but the page's own files and call
+      // nothing but this daemon.
+      res.set_header("Content-Security-Policy",
+                     "default-src 'none'; script-src 'self'; "
+                     "style-src 'self'; connect-src 'self'; img-src 'self'; "
+                     "base-uri 'none'; form-action 'none'; "
+                     "frame-ancestors 'none'");
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_header("Referrer-Policy", "no-referrer");
+      res.set_header("Cache-Control", "no-cache");
+    });
+  }
   // Errors httplib answers by itself (413 over-size body, 404 unknown
   // path, 400 unparsable request) get an api.Error body too.
   s.set_error_handler([limit](const httplib::Request& req,

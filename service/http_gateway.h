@@ -8,6 +8,11 @@
 //                     comes in the same encoding. Errors: 4xx/5xx with an
 //                     api.Error body (code, message).
 //   GET  /v1/Status, /v1/ListTopics   the same with an empty request
+//   GET  /            the status page (service/status_page/, embedded at
+//                     build time), and its files under /status_page/:
+//                     topics, the log-likelihood plot, throughput, ingest
+//                     and cluster members, refreshed from the API by the
+//                     page's script every few seconds
 //   GET  /metrics     Prometheus text
 //   GET  /healthz     liveness: "ok" whenever the process answers
 //   GET  /readyz      readiness: 200 "ready" when the node should get
@@ -21,6 +26,9 @@
 // none or an unknown token is answered 401 with "WWW-Authenticate: Bearer",
 // a role too low 403, both with an api.Error body. /healthz, /readyz and
 // /metrics stay open unless open_health is off; then they need a read token.
+// The status page's files are always served (they hold no data); the page
+// sends the read token it is given in its URL fragment (#token=...) with
+// its API calls, and asks for one when an API call answers 401.
 //
 // Connections (service/internal/http_server.h): an idle keep-alive
 // connection holds no thread, so idle or slow clients cannot keep a real

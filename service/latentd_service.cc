@@ -463,6 +463,9 @@ bool LatentdService::SweepOnce() {
   if (r->evaluated) {
     loglik_per_token_ = r->log_likelihood_per_token;
     m_.loglik->Set(r->log_likelihood_per_token);
+    history_.Add({.sweep = r->sweep,
+                  .log_likelihood_per_token = r->log_likelihood_per_token,
+                  .tokens_per_second = r->tokens_per_second()});
   }
   LogProgress(*r);
   const bool by_sweeps = options_.checkpoint_every > 0 &&
@@ -761,7 +764,7 @@ api::ModelVersion LatentdService::Version(const ModelView& v) const {
 }
 
 absl::StatusOr<api::StatusResponse> LatentdService::Status(
-    const api::StatusRequest&) const {
+    const api::StatusRequest& request) const {
   std::shared_ptr<const ModelView> v = view();
   api::StatusResponse resp;
   *resp.mutable_version() = Version(*v);
@@ -783,8 +786,15 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
   resp.set_uptime_seconds(
       absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()) - start_time_);
   AddCoherence(&resp);
+  for (const SweepPoint& p : history_.Points(request.history())) {
+    api::SweepPoint* out = resp.add_history();
+    out->set_sweep(p.sweep);
+    out->set_log_likelihood_per_token(p.log_likelihood_per_token);
+    out->set_tokens_per_second(p.tokens_per_second);
+  }
   if (const ClusterLink* link = JoinedLink(); link != nullptr) {
     resp.set_node_id(link->node_id());
+    resp.set_ring_epoch(link->epoch());
     const hashring::RingConfig config = link->ring_config();
     for (const hashring::Member& m : config.members) {
       resp.add_cluster_members(m.id);

@@ -70,6 +70,7 @@
 #include "service/metrics.h"
 #include "service/model_view.h"
 #include "service/store_merge.h"
+#include "service/sweep_history.h"
 
 namespace latentd::service {
 
@@ -359,6 +360,8 @@ class LatentdService {
   std::atomic<bool> training_{false};
   std::atomic<uint64_t> ingested_{0};
   const double start_time_;
+  // The evaluated sweeps since start-up (StatusResponse.history).
+  SweepHistory history_;
 
   // Cluster mode: set by JoinCluster before Start(), then only read. The
   // API may already be serving meanwhile (a node's id is its bound API

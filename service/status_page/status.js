@@ -1,0 +1,332 @@
+// latentd status page: reads the daemon's API every POLL_MS and draws it.
+//
+// Authentication: with api-tokens set, the API calls need a bearer token.
+// The page takes one from its URL fragment (/#token=TOKEN; a fragment is
+// never sent to the server, so it stays out of logs), keeps it in this
+// tab's sessionStorage, drops it from the address bar, and sends it as
+// "Authorization: Bearer". A call answered 401 shows a form asking for one.
+//
+// Everything shown is built with textContent / DOM calls, never innerHTML:
+// words come from the corpus.
+'use strict';
+
+(function () {
+  const POLL_MS = 3000;
+  const HISTORY_POINTS = 500;  // sweeps of the plots (StatusRequest.history)
+  const TOP_WORDS = 10;
+  const TOKEN_KEY = 'latentd.token';
+  const SVG_NS = 'http://www.w3.org/2000/svg';
+
+  const $ = (id) => document.getElementById(id);
+
+  // ---- The token ----
+  function storedToken() {
+    try {
+      return sessionStorage.getItem(TOKEN_KEY) || '';
+    } catch (e) {
+      return '';  // storage disabled: no token kept
+    }
+  }
+  function storeToken(token) {
+    try {
+      sessionStorage.setItem(TOKEN_KEY, token);
+    } catch (e) {
+      memoryToken = token;
+    }
+  }
+  let memoryToken = '';
+  function token() {
+    return storedToken() || memoryToken;
+  }
+  function takeTokenFromFragment() {
+    const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
+    if (!m) return;
+    storeToken(decodeURIComponent(m[1]));
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+
+  // ---- The API ----
+  class ApiError extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  }
+  async function call(method, request) {
+    const headers = {'Content-Type': 'application/json'};
+    const t = token();
+    if (t) headers['Authorization'] = 'Bearer ' + t;
+    const res = await fetch('/v1/' + method, {
+      method: 'POST',
+      headers: headers,
+      body: JSON.stringify(request),
+      cache: 'no-store',
+    });
+    const text = await res.text();
+    let body = null;
+    try {
+      body = JSON.parse(text);
+    } catch (e) {
+      body = null;
+    }
+    if (!res.ok) {
+      const why = body && body.message ? body.message : text;
+      throw new ApiError(res.status, method + ': HTTP ' + res.status + ': ' + why);
+    }
+    return body;
+  }
+
+  // ---- Formatting (the JSON mapping writes 64-bit integers as strings) ----
+  const num = (v) => (v === undefined || v === null ? 0 : Number(v));
+  const has = (v) => typeof v === 'number' && isFinite(v);
+  function fmtInt(v) {
+    return num(v).toLocaleString('en-US');
+  }
+  function fmtFixed(v, digits) {
+    return num(v).toFixed(digits);
+  }
+  function fmtRate(v) {
+    v = num(v);
+    if (v >= 1e6) return (v / 1e6).toFixed(2) + ' M';
+    if (v >= 1e3) return (v / 1e3).toFixed(1) + ' k';
+    return v.toFixed(v < 10 ? 2 : 0);
+  }
+  function fmtDuration(seconds) {
+    let s = Math.floor(num(seconds));
+    const d = Math.floor(s / 86400);
+    s -= d * 86400;
+    const h = Math.floor(s / 3600);
+    s -= h * 3600;
+    const m = Math.floor(s / 60);
+    s -= m * 60;
+    if (d > 0) return d + 'd ' + h + 'h';
+    if (h > 0) return h + 'h ' + m + 'm';
+    if (m > 0) return m + 'm ' + s + 's';
+    return s + 's';
+  }
+
+  function el(tag, attrs, text) {
+    const e = document.createElement(tag);
+    for (const k in attrs || {}) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function svg(tag, attrs, text) {
+    const e = document.createElementNS(SVG_NS, tag);
+    for (const k in attrs || {}) e.setAttribute(k, attrs[k]);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  // Fills a <dl> with [name, value, key] cards; key names the card for
+  // tests (data-key).
+  function fillCards(dl, cards) {
+    dl.replaceChildren();
+    for (const [name, value, key] of cards) {
+      const card = el('div', {'class': 'card', 'data-key': key});
+      card.append(el('dt', {}, name), el('dd', {}, value));
+      dl.append(card);
+    }
+  }
+
+  // ---- Plots: a polyline of (x, y) with min/max ticks on both axes ----
+  function drawPlot(plot, points, yFormat) {
+    plot.replaceChildren();
+    plot.setAttribute('data-points', String(points.length));
+    const W = 640, H = 240, L = 80, R = 16, T = 12, B = 36;
+    plot.append(svg('rect', {'class': 'frame', x: L, y: T, width: W - L - R,
+                             height: H - T - B}));
+    if (points.length === 0) return;
+    let x0 = points[0][0], x1 = points[points.length - 1][0];
+    let y0 = Infinity, y1 = -Infinity;
+    for (const [, y] of points) {
+      y0 = Math.min(y0, y);
+      y1 = Math.max(y1, y);
+    }
+    if (x1 === x0) x1 = x0 + 1;
+    if (y1 === y0) {
+      const pad = Math.abs(y0) * 0.01 || 1;
+      y0 -= pad;
+      y1 += pad;
+    }
+    const sx = (x) => L + ((x - x0) / (x1 - x0)) * (W - L - R);
+    const sy = (y) => T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
+    const coords = points.map(([x, y]) => sx(x).toFixed(1) + ',' + sy(y).toFixed(1));
+    plot.append(svg('polyline', {'class': 'line', points: coords.join(' ')}));
+    const [lx, ly] = points[points.length - 1];
+    plot.append(svg('circle', {'class': 'last', cx: sx(lx), cy: sy(ly), r: 3.5}));
+    // Ticks: y max/min on the left, x first/last below.
+    plot.append(svg('text', {'class': 'tick', x: L - 6, y: T + 10, 'text-anchor': 'end'},
+                    yFormat(y1)));
+    plot.append(svg('text', {'class': 'tick', x: L - 6, y: H - B, 'text-anchor': 'end'},
+                    yFormat(y0)));
+    plot.append(svg('text', {'class': 'tick', x: L, y: H - B + 16}, 'sweep ' + x0));
+    plot.append(svg('text', {'class': 'tick', x: W - R, y: H - B + 16, 'text-anchor': 'end'},
+                    'sweep ' + points[points.length - 1][0]));
+  }
+
+  // ---- The sections ----
+  let lastIngest = null;  // {ingested, at}: for the ingest rate
+
+  function showStatus(st) {
+    $('node-id').textContent = st.nodeId ? st.nodeId : 'single node';
+    const training = $('training-state');
+    training.textContent = st.training ? 'training' : 'idle';
+    training.className = 'badge ' + (st.training ? 'on' : 'off');
+
+    const history = st.history || [];
+    const model = [
+      ['sweep', fmtInt(st.version && st.version.sweep), 'sweep'],
+      ['log-likelihood / token', history.length || num(st.logLikelihoodPerToken) !== 0
+          ? fmtFixed(st.logLikelihoodPerToken, 4) : '–', 'loglik'],
+      ['tokens / s (last sweep)', fmtRate(st.tokensPerSecond), 'tokens-per-second'],
+      ['topics', fmtInt(st.topics), 'topics'],
+      ['documents', fmtInt(st.documents), 'documents'],
+      ['tokens', fmtInt(st.tokens), 'tokens'],
+      ['vocabulary', fmtInt(st.vocabulary), 'vocabulary'],
+      ['users', fmtInt(st.users), 'users'],
+      ['last checkpoint', 'sweep ' + fmtInt(st.checkpointSweep), 'checkpoint'],
+      ['uptime', fmtDuration(st.uptimeSeconds), 'uptime'],
+    ];
+    // Topic coherence, where the daemon computes it.
+    const at = ' (sweep ' + fmtInt(st.coherenceSweep) + ')';
+    if (has(st.meanCoherenceUmass)) {
+      model.push(['mean coherence, UMass' + at, fmtFixed(st.meanCoherenceUmass, 3),
+                  'coherence-umass']);
+    }
+    if (has(st.meanCoherenceNpmi)) {
+      model.push(['mean coherence, NPMI' + at, fmtFixed(st.meanCoherenceNpmi, 3),
+                  'coherence-npmi']);
+    }
+    fillCards($('model-figures'), model);
+
+    const now = Date.now();
+    let rate = '–';
+    if (lastIngest !== null && now > lastIngest.at) {
+      const per = (num(st.ingested) - lastIngest.ingested) / ((now - lastIngest.at) / 1000);
+      if (per >= 0) rate = fmtRate(per);
+    }
+    lastIngest = {ingested: num(st.ingested), at: now};
+    fillCards($('ingest-figures'), [
+      ['acknowledged since start', fmtInt(st.ingested), 'ingested'],
+      ['queue (not yet merged)', fmtInt(st.pending), 'pending'],
+      ['documents / s (now)', rate, 'ingest-rate'],
+      ['merged through log sequence', fmtInt(st.mergedSequence), 'merged-sequence'],
+    ]);
+
+    const ll = history.map((p) => [num(p.sweep), num(p.logLikelihoodPerToken)]);
+    drawPlot($('ll-plot'), ll, (v) => v.toFixed(3));
+    $('ll-empty').hidden = ll.length > 0;
+    drawPlot($('tps-plot'), history.map((p) => [num(p.sweep), num(p.tokensPerSecond)]),
+             fmtRate);
+
+    showCluster(st);
+  }
+
+  function showCluster(st) {
+    const members = st.clusterMembers || [];
+    $('cluster').hidden = members.length === 0;
+    if (members.length === 0) return;
+    $('ring-epoch').textContent = 'ring epoch ' + fmtInt(st.ringEpoch);
+    const down = new Set(st.unavailablePeers || []);
+    const body = $('members').tBodies[0];
+    body.replaceChildren();
+    for (const id of members) {
+      const state = id === st.nodeId ? 'this node'
+                  : down.has(id) ? 'unreachable' : 'reachable';
+      const row = el('tr', {'class': 'member', 'data-state': state});
+      row.append(el('td', {}, id),
+                 el('td', {'class': 'state ' + state.replace(' ', '-')}, state));
+      body.append(row);
+    }
+  }
+
+  function showTopics(lt, totalTokens) {
+    const topics = lt.topics || [];
+    $('topics-version').textContent = topics.length + ' topics at sweep ' +
+        fmtInt(lt.version && lt.version.sweep);
+    const withCoherence = topics.some((t) => has(t.coherenceUmass) || has(t.coherenceNpmi));
+    for (const th of document.querySelectorAll('#topics th.coherence')) {
+      th.hidden = !withCoherence;
+    }
+    const body = $('topics').tBodies[0];
+    body.replaceChildren();
+    for (const t of topics) {
+      const row = el('tr', {'class': 'topic', 'data-topic': String(num(t.id))});
+      const share = totalTokens > 0 ? (100 * num(t.tokens)) / totalTokens : 0;
+      row.append(el('td', {'class': 'id'}, String(num(t.id))),
+                 el('td', {'class': 'share'}, share.toFixed(1) + '%'),
+                 el('td', {'class': 'alpha'}, fmtFixed(t.alpha, 3)));
+      if (withCoherence) {
+        row.append(el('td', {'class': 'coherence umass'},
+                      has(t.coherenceUmass) ? fmtFixed(t.coherenceUmass, 2) : '–'),
+                   el('td', {'class': 'coherence npmi'},
+                      has(t.coherenceNpmi) ? fmtFixed(t.coherenceNpmi, 3) : '–'));
+      }
+      const words = el('td', {'class': 'words'});
+      const top = t.topWords || [];
+      const max = top.length ? num(top[0].probability) : 1;
+      for (const w of top) {
+        const p = num(w.probability);
+        const word = el('span', {'class': 'word', 'data-weight': String(p),
+                                 title: p.toFixed(4)});
+        const bar = el('span', {'class': 'bar'});
+        bar.style.width = Math.max(2, Math.round((40 * p) / (max || 1))) + 'px';
+        word.append(el('span', {'class': 'w'}, w.word), bar,
+                    el('span', {'class': 'p'}, p.toFixed(3)));
+        words.append(word);
+      }
+      row.append(words);
+      body.append(row);
+    }
+  }
+
+  // ---- The loop ----
+  function showError(message) {
+    const e = $('error');
+    e.textContent = message;
+    e.hidden = !message;
+  }
+
+  async function refresh() {
+    try {
+      const st = await call('Status', {history: HISTORY_POINTS});
+      const lt = await call('ListTopics', {topWords: TOP_WORDS});
+      $('token-form').hidden = true;
+      showError('');
+      showStatus(st);
+      showTopics(lt, num(st.tokens));
+      $('content').hidden = false;
+      $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
+      document.body.setAttribute('data-state', 'ok');
+    } catch (e) {
+      if (e instanceof ApiError && (e.status === 401 || e.status === 403)) {
+        $('token-form').hidden = false;
+        $('updated').textContent = 'waiting for a token';
+        document.body.setAttribute('data-state', 'needs-token');
+      } else {
+        document.body.setAttribute('data-state', 'error');
+      }
+      // The last figures stay, marked stale by the banner.
+      showError(e.message + ' (retrying every ' + POLL_MS / 1000 + ' s)');
+    }
+  }
+
+  let timer = null;
+  async function loop() {
+    await refresh();
+    timer = setTimeout(loop, POLL_MS);
+  }
+
+  document.addEventListener('DOMContentLoaded', () => {
+    takeTokenFromFragment();
+    $('token-form').addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      storeToken($('token-input').value.trim());
+      $('token-input').value = '';
+      clearTimeout(timer);
+      loop();
+    });
+    loop();
+  });
+})();

@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# The status page (GET /) in a real browser: Debian's headless Chromium loads
+# it from latentd processes this test starts (127.0.0.1, ports chosen by the
+# daemon, so runs cannot collide), and the test checks the DOM after the
+# page's scripts ran (--dump-dom with a virtual time budget) and saves
+# screenshots. The browser may resolve no name but 127.0.0.1, so a page that
+# fetched anything from elsewhere would fail to render.
+#
+#   single   1. a node trained 20 sweeps (log-likelihood every 2): every
+#               topic's row with the words ListTopics gives, the sweep, a
+#               log-likelihood plot of 10 points, the topic coherence (per
+#               topic and the means Status gives), no cluster section;
+#            2. the same node restarted with api-tokens and open-health off:
+#               the page is served, asks for a token without one or with a
+#               wrong one, and renders with a read token from /#token=...
+#   cluster  two nodes over a private redis-server (Unix socket): the member
+#            table lists both (this node, reachable); once the other is
+#            killed, it is shown unreachable.
+#
+# Artifacts (kept after the run): OUTDIR/<case>.png and OUTDIR/<case>.html
+# (the DOM), OUTDIR being the build directory's test-output/status_page.
+# Exit 77 (ctest: skipped) only if no chromium is installed.
+# Usage: status_page_test.sh single|cluster LATENTD LATENTCTL OUTDIR
+set -euo pipefail
+MODE=$1
+LATENTD=$2
+CTL=$3
+OUT=$4
+DATA=${LATENTD_DATA_DIR:-../shared/data}/blei-ap
+
+CHROME=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$CHROME" ]; then
+  echo "SKIP: no chromium on PATH (ops/install-deps.sh installs Debian's chromium)"
+  exit 77
+fi
+
+mkdir -p "$OUT"
+DIR=$(mktemp -d)
+PIDS=()
+REDIS_PID=
+cleanup() {
+  for p in "${PIDS[@]}"; do
+    kill "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  if [ -n "$REDIS_PID" ]; then
+    kill "$REDIS_PID" 2>/dev/null || true
+    wait "$REDIS_PID" 2>/dev/null || true
+  fi
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*"
+  for f in "$DIR"/*.log; do
+    [ -f "$f" ] && { echo "== $f"; tail -15 "$f"; }
+  done
+  exit 1
+}
+
+# start_daemon NAME ARGS...: starts latentd with data dir DIR/NAME and its
+# log in DIR/NAME.log; LAST_PID is its pid.
+start_daemon() {
+  local name=$1
+  shift
+  "$LATENTD" --data-dir "$DIR/$name" --http 127.0.0.1:0 --listen 127.0.0.1:0 \
+    "$@" >"$DIR/$name.log" 2>&1 &
+  LAST_PID=$!
+  PIDS+=("$LAST_PID")
+}
+# wait_ports NAME: waits (60 s at most) for DIR/NAME/ports; sets HTTP, TCP.
+wait_ports() {
+  for _ in $(seq 600); do
+    [ -s "$DIR/$1/ports" ] && break
+    sleep 0.1
+  done
+  [ -s "$DIR/$1/ports" ] || fail "$1 did not start"
+  HTTP=$(sed -n 's/^http=//p' "$DIR/$1/ports")
+  TCP=$(sed -n 's/^tcp=//p' "$DIR/$1/ports")
+}
+# wait_idle TCP: waits (120 s at most) until the node samples no more.
+wait_idle() {
+  for _ in $(seq 1200); do
+    "$CTL" status --addr "$1" 2>/dev/null | grep -q '^training: no$' && return
+    sleep 0.1
+  done
+  fail "node at $1 still training after 120 s"
+}
+
+# browse URL CASE: renders URL in headless Chromium; the DOM after the
+# scripts ran goes to OUT/CASE.html, a screenshot to OUT/CASE.png. The page
+# polls every 3 s: 7 s of virtual time see it draw at least twice. Bounded
+# by `timeout` in real time.
+browse() {
+  local url=$1 case=$2
+  local flags=(--headless --no-sandbox --disable-gpu --no-first-run
+    --user-data-dir="$DIR/chrome" --hide-scrollbars
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
+    --virtual-time-budget=7000)
+  rm -f "$OUT/$case.html" "$OUT/$case.png"
+  timeout 90 "$CHROME" "${flags[@]}" --dump-dom "$url" >"$OUT/$case.html" \
+    2>"$DIR/chrome.err" || fail "$case: chromium --dump-dom exited $?: $(tail -3 "$DIR/chrome.err")"
+  timeout 90 "$CHROME" "${flags[@]}" --window-size=1280,1400 \
+    --screenshot="$OUT/$case.png" "$url" >/dev/null 2>>"$DIR/chrome.err" ||
+    fail "$case: chromium --screenshot exited $?"
+  # A PNG (its signature) of a real page, not an empty one.
+  [ "$(head -c 8 "$OUT/$case.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
+    fail "$case: $OUT/$case.png is not a PNG"
+  [ "$(stat -c %s "$OUT/$case.png")" -gt 20000 ] || fail "$case: screenshot under 20 kB"
+  DOM=$(tr "\n" " " <"$OUT/$case.html")  # one line, for grep
+}
+# The body's data-state: ok, needs-token or error (status.js sets it).
+page_state() { grep -oP '<body data-state="\K[^"]+' <<<"$DOM" || echo "none"; }
+# The element with id $1 as one string (from its opening tag to the first
+# closing tag of its kind).
+element() { grep -oP "<$2 id=\"$1\"[^>]*>.*?</$2>" <<<"$DOM" || true; }
+
+single() {
+  # 1. A trained node, no tokens.
+  start_daemon node --corpus "$DATA/ap.dat.zst" --format ldac \
+    --corpus-vocab "$DATA/vocab.txt.zst" --topics 10 --max-sweeps 20 \
+    --eval-every 2
+  wait_ports node
+  wait_idle "$TCP"
+  # Coherence is scored once sampling stops (docs/latentd.md).
+  for _ in $(seq 600); do
+    "$CTL" status --addr "$TCP" --json | grep -q '"meanCoherenceUmass":' && break
+    sleep 0.1
+  done
+  "$CTL" status --addr "$TCP" --json >"$DIR/status.json"
+  grep -q '"meanCoherenceUmass":' "$DIR/status.json" || fail "no coherence after 60 s"
+  browse "http://$HTTP/" single
+  [ "$(page_state)" = ok ] || fail "single: page state $(page_state): $(element error div)"
+  [ "$(grep -oP '<div class="card" data-key="sweep"><dt>sweep</dt><dd>\K[0-9]+' <<<"$DOM")" = 20 ] ||
+    fail "single: no sweep card saying 20"
+  # Every topic's row holds the words ListTopics gives, in its order.
+  "$CTL" topics --addr "$TCP" --top 10 >"$DIR/topics.txt" || fail "latentctl topics"
+  [ "$(grep -o '<tr class="topic" data-topic=' <<<"$DOM" | wc -l)" = 10 ] ||
+    fail "single: not 10 topic rows"
+  for k in $(seq 0 9); do
+    want=$(awk -v k="$k" '/^topic /{t=($2==k)} t && /^  /{printf "%s ", $1}' "$DIR/topics.txt")
+    row=$(grep -oP "<tr class=\"topic\" data-topic=\"$k\">.*?</tr>" <<<"$DOM" || true)
+    got=$(grep -oP '<span class="w">\K[^<]+' <<<"$row" | tr '\n' ' ')
+    [ -n "$want" ] && [ "$got" = "$want" ] || fail "single: topic $k shows '$got', ListTopics '$want'"
+  done
+  # The log-likelihood plot: sweeps 2, 4, ..., 20, each a vertex of the line.
+  plot=$(element ll-plot svg)
+  grep -q 'data-points="10"' <<<"$plot" || fail "single: ll-plot: $plot"
+  line=$(grep -oP '<polyline class="line" points="\K[^"]+' <<<"$plot" || true)
+  [ "$(wc -w <<<"$line")" = 10 ] || fail "single: ll-plot line has not 10 points: $line"
+  grep -q '>sweep 20<' <<<"$plot" || fail "single: ll-plot axis does not end at sweep 20"
+  grep -q 'data-points="10"' <<<"$(element tps-plot svg)" || fail "single: tokens/s plot"
+  grep -q '<section id="cluster" hidden' <<<"$DOM" || fail "single: cluster section shown"
+  # Coherence: the means as Status gives them (3 decimals), a value per topic.
+  for m in umass npmi; do
+    key=$([ $m = umass ] && echo meanCoherenceUmass || echo meanCoherenceNpmi)
+    want=$(grep -oP "\"$key\":\K-?[0-9.e+-]+" "$DIR/status.json")
+    want=$(printf '%.3f' "$want")
+    grep -q "<div class=\"card\" data-key=\"coherence-$m\"><dt>[^<]*</dt><dd>$want</dd>" <<<"$DOM" ||
+      fail "single: no coherence-$m card saying $want"
+    [ "$(grep -oP "<td class=\"coherence $m\">-?[0-9]+\.[0-9]+</td>" <<<"$DOM" | wc -l)" = 10 ] ||
+      fail "single: not 10 topics with a $m coherence"
+  done
+  echo "single: 10 topics as ListTopics gives them, sweep 20, log-likelihood plot of 10 points, coherence"
+
+  # 2. The same node with API tokens, open-health off.
+  kill "$LAST_PID"
+  wait "$LAST_PID" || fail "node did not stop cleanly"
+  READ=read-token-0123456789abcdef
+  printf 'read %s\nadmin admin-token-0123456789abcdef\n' "$READ" >"$DIR/tokens"
+  rm -f "$DIR/node/ports"
+  start_daemon node --api-tokens "$DIR/tokens" --open-health off
+  wait_ports node
+  browse "http://$HTTP/" tokens_none
+  [ "$(page_state)" = needs-token ] || fail "tokens: no token: page state $(page_state)"
+  grep -q '<form id="token-form" class="banner">' <<<"$DOM" || fail "tokens: no token form shown"
+  grep -q 'HTTP 401' <<<"$(element error div)" || fail "tokens: no 401 in $(element error div)"
+  browse "http://$HTTP/#token=not-a-token-0123456789" tokens_wrong
+  [ "$(page_state)" = needs-token ] || fail "tokens: wrong token: page state $(page_state)"
+  browse "http://$HTTP/#token=$READ" tokens_read
+  [ "$(page_state)" = ok ] || fail "tokens: read token: page state $(page_state): $(element error div)"
+  [ "$(grep -o '<tr class="topic" data-topic=' <<<"$DOM" | wc -l)" = 10 ] ||
+    fail "tokens: read token: not 10 topic rows"
+  grep -q '<form id="token-form" class="banner" hidden' <<<"$DOM" || fail "tokens: token form still shown"
+  echo "tokens: page served without a token, asks for one (none, wrong), renders with a read token from the fragment"
+}
+
+cluster() {
+  local sock=$DIR/redis.sock
+  redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --save "" \
+    --appendonly no --dir "$DIR" >"$DIR/redis.log" 2>&1 &
+  REDIS_PID=$!
+  for _ in $(seq 200); do
+    redis-cli -s "$sock" ping >/dev/null 2>&1 && break
+    sleep 0.05
+  done
+  redis-cli -s "$sock" ping >/dev/null 2>&1 || fail "redis-server did not start"
+  local args=(--corpus "$DATA/ap.dat.zst" --format ldac
+    --corpus-vocab "$DATA/vocab.txt.zst" --topics 10 --max-sweeps 6
+    --eval-every 1 --cluster-redis "unix:$sock" --cluster page
+    --cluster-size 2)
+  start_daemon a "${args[@]}"
+  start_daemon b "${args[@]}"
+  local b_pid=$LAST_PID
+  wait_ports b
+  local b_tcp=$TCP
+  wait_ports a
+  wait_idle "$TCP"
+  browse "http://$HTTP/" cluster
+  [ "$(page_state)" = ok ] || fail "cluster: page state $(page_state): $(element error div)"
+  grep -q '<section id="cluster">' <<<"$DOM" || fail "cluster: no cluster section"
+  members=$(element members table)
+  [ "$(grep -o '<tr class="member"' <<<"$members" | wc -l)" = 2 ] || fail "cluster: members: $members"
+  grep -q "<tr class=\"member\" data-state=\"this node\"><td>$TCP</td>" <<<"$members" ||
+    fail "cluster: this node ($TCP) not in $members"
+  grep -q "<tr class=\"member\" data-state=\"reachable\"><td>$b_tcp</td>" <<<"$members" ||
+    fail "cluster: the peer ($b_tcp) not reachable in $members"
+  grep -q '<span id="ring-epoch" class="muted">ring epoch [0-9]' <<<"$DOM" || fail "cluster: no ring epoch"
+
+  # The peer dies: once node a's heartbeats miss it, the page says so.
+  kill -9 "$b_pid"
+  for _ in $(seq 300); do
+    "$CTL" status --addr "$TCP" --json | grep -q "\"unavailablePeers\":\[\"$b_tcp\"\]" && break
+    sleep 0.1
+  done
+  browse "http://$HTTP/" cluster_peer_down
+  grep -q "<tr class=\"member\" data-state=\"unreachable\"><td>$b_tcp</td>" <<<"$(element members table)" ||
+    fail "cluster: the killed peer is not shown unreachable: $(element members table)"
+  echo "cluster: both members listed (this node, reachable); the killed one shown unreachable"
+}
+
+case "$MODE" in
+  single) single ;;
+  cluster) cluster ;;
+  *) fail "unknown mode $MODE" ;;
+esac
+echo "screenshots and DOM dumps in $OUT"
