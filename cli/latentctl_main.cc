@@ -40,6 +40,10 @@ bool OnOff(const std::string& value) { return value == "on"; }
 
 int main(int argc, char** argv) {
   latentd::DisableMutexDeadlockDetection();
+  // A peer that closes the connection while a request is being written (a
+  // daemon going away, or --protocol json against the framed TCP port)
+  // must give an error, not kill latentctl with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{
       "latentctl: train LDA topic models and query them; graph factorization\n"
       "(latentctl graph train|score|neighbors).\n"
