@@ -280,13 +280,18 @@ CLI::App* AddExportCommand(CLI::App* app, ExportCommandOptions* o) {
                   "Model directory written by `latentctl train` (with "
                   "--format); without it, fetch from --addr");
   AddDaemonAddressOptions(cmd, &o->address);
+  // Export has no default node: without DIR, --addr must name one.
+  cmd->get_option("--addr")->description(
+      "The node to fetch from: its --listen address for tcp, its --http "
+      "address for http/json (needed without DIR)");
   cmd->add_option("--format", o->format, "With DIR: pyldavis | mallet | csv")
       ->check(CLI::IsMember({"pyldavis", "mallet", "csv"}));
   cmd->add_option("--out", o->out_dir,
                   "Directory to write (created); with DIR, default DIR");
   cmd->add_flag("--overwrite", o->overwrite,
-                "Replace the model already in --out (without it a directory "
-                "holding a model is refused)");
+                "With --addr: replace the model already in --out (without "
+                "it a directory holding a model is refused; with DIR the "
+                "format's files are always replaced)");
   cmd->add_option("--top", o->top_words,
                   "Words per topic in topics.txt (mallet: in "
                   "mallet_topic_keys.txt)")
