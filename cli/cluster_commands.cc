@@ -117,13 +117,19 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
   c->remove_node = c->cluster_cmd->add_subcommand(
       "remove-node",
       "Remove a ring member: with --drop its documents' counts leave the "
-      "model, its keys go to the others, and it exits; waits for the move");
+      "model, its keys go to the others, and it exits; with --lost (a node "
+      "gone for good) the others take its counts out and rebuild the keys it "
+      "owned; waits for the move");
   c->remove_node->add_option("node", c->node, "The member's id")->required();
   c->remove_node->add_flag("--drop", c->drop,
                            "Take the node's documents out of the model");
   c->remove_node->add_flag(
       "--handoff", c->handoff,
       "Ship the node's documents to the others (not built yet: refused)");
+  c->remove_node->add_flag(
+      "--lost", c->lost,
+      "The node is gone for good (dead, its disk lost): take its documents' "
+      "counts out of the model without it");
   AddMoveOptions(c->remove_node, c);
 }
 
@@ -156,10 +162,15 @@ absl::Status RunAddNode(const ClusterCommands& c, sync::RedisClient* redis,
 
 absl::Status RunRemoveNode(const ClusterCommands& c, sync::RedisClient* redis,
                            FILE* out) {
-  if (!c.handoff && !c.drop) {
+  if (c.handoff + c.drop + c.lost > 1) {
+    return absl::InvalidArgumentError(
+        "give one of --drop, --lost and --handoff");
+  }
+  if (!c.handoff && !c.drop && !c.lost) {
     return absl::InvalidArgumentError(
         "say what becomes of the node's documents: --drop (take them out of "
-        "the model; --handoff is not built yet)");
+        "the model), --lost (the node is gone for good; --handoff is not "
+        "built yet)");
   }
   if (c.handoff) {
     return absl::UnimplementedError(
@@ -167,9 +178,18 @@ absl::Status RunRemoveNode(const ClusterCommands& c, sync::RedisClient* redis,
         "is not built yet; give --drop to take its documents out of the "
         "model");
   }
+  const sync::RemoveMode mode =
+      c.lost ? sync::RemoveMode::kLost : sync::RemoveMode::kDrop;
   absl::StatusOr<hashring::RingConfig> ring =
-      sync::RemoveNode(redis, c.cluster, c.node, sync::RemoveMode::kDrop);
+      sync::RemoveNode(redis, c.cluster, c.node, mode);
   if (!ring.ok()) return ring.status();
+  if (c.lost) {
+    // Nobody drains a lost node: end the drain now (the next epoch's ring
+    // lacks it); the members end the move once they follow it.
+    absl::StatusOr<sync::MoveRecord> next =
+        sync::FinishMove(redis, c.cluster, ring->version, {});
+    if (!next.ok()) return next.status();
+  }
   absl::StatusOr<sync::MoveRecord> move = AwaitMove(
       c, redis, ring->version, absl::StrCat("started removing ", c.node));
   if (!move.ok()) return move.status();
@@ -181,11 +201,18 @@ absl::Status RunRemoveNode(const ClusterCommands& c, sync::RedisClient* redis,
                   JsonString(c.node), ring->version - 1, move->to_epoch,
                   move->counters.keys, move->counters.documents, seconds);
   } else {
-    absl::FPrintF(out,
-                  "removed %s (drop): epoch %d -> %d; %d documents taken out "
-                  "of the model, %d keys handed off, in %.1f s\n",
-                  c.node, ring->version - 1, move->to_epoch,
-                  move->counters.documents, move->counters.keys, seconds);
+    if (c.lost) {
+      absl::FPrintF(out,
+                    "removed %s (lost): epoch %d -> %d; its counts taken out "
+                    "of the model, the keys it owned rebuilt, in %.1f s\n",
+                    c.node, ring->version - 1, move->to_epoch, seconds);
+    } else {
+      absl::FPrintF(out,
+                    "removed %s (drop): epoch %d -> %d; %d documents taken "
+                    "out of the model, %d keys handed off, in %.1f s\n",
+                    c.node, ring->version - 1, move->to_epoch,
+                    move->counters.documents, move->counters.keys, seconds);
+    }
   }
   return absl::OkStatus();
 }

@@ -49,6 +49,7 @@ struct ClusterCommands {
   std::string node;              // add-node / remove-node NODE_ID
   bool drop = false;             // remove-node --drop
   bool handoff = false;          // remove-node --handoff (not built)
+  bool lost = false;             // remove-node --lost
   double timeout_seconds = 120;  // add-node: wait this long for the move
   CLI::App* cluster_cmd = nullptr;
   CLI::App* status = nullptr;

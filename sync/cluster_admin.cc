@@ -156,7 +156,7 @@ absl::Status FieldEnum(const FlatHash& h, const std::string& key,
 }
 
 constexpr const char* kStateNames[] = {"pending", "active", "leaving"};
-constexpr const char* kModeNames[] = {"handoff", "drop"};
+constexpr const char* kModeNames[] = {"handoff", "drop", "lost"};
 constexpr const char* kKindNames[] = {"add", "remove"};
 constexpr const char* kPhaseNames[] = {"drain", "keys"};
 constexpr const char* kStatusNames[] = {"running", "done", "failed"};
@@ -483,7 +483,8 @@ absl::StatusOr<hashring::RingConfig> RemoveNode(
     RemoveMode mode, const ClusterAdminOptions& options) {
   LATENTD_RETURN_IF_ERROR(ValidateCluster(cluster));
   LATENTD_RETURN_IF_ERROR(ValidateId(id));
-  if (mode != RemoveMode::kHandoff && mode != RemoveMode::kDrop) {
+  if (mode != RemoveMode::kHandoff && mode != RemoveMode::kDrop &&
+      mode != RemoveMode::kLost) {
     return absl::InvalidArgumentError("unknown remove mode");
   }
   const ClusterKeys keys(cluster);

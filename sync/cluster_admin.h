@@ -18,10 +18,10 @@
 //                                   with no entry is active (rings written by
 //                                   JoinCluster have none)
 //   latentd:NAME:move        hash   the latest move: kind add|remove, node,
-//                                   mode handoff|drop (remove; "" for add),
-//                                   phase drain|keys, from_epoch, to_epoch,
-//                                   started_ms, updated_ms, finished_ms
-//                                   (0 while running), status
+//                                   mode handoff|drop|lost (remove; "" for
+//                                   add), phase drain|keys, from_epoch,
+//                                   to_epoch, started_ms, updated_ms,
+//                                   finished_ms (0 while running), status
 //                                   running|done|failed, error, and the
 //                                   counters keys, bytes, documents moved
 //   latentd:NAME:epochs      stream the history, one entry per event: fields
@@ -132,7 +132,12 @@ struct ClusterKeys {
 };
 
 enum class MemberState { kPending, kActive, kLeaving };
-enum class RemoveMode { kHandoff, kDrop };
+// kLost: the node is gone for good (issue 13). Nobody drives its drain:
+// the operator's tool ends it at once (FinishMove), the remaining members
+// take what the lost node contributed out of their globals, rebuild the
+// globals of the keys it owned from their own contributions, and the last
+// of them to put the ring without it in effect ends the move.
+enum class RemoveMode { kHandoff, kDrop, kLost };
 enum class MoveKind { kAdd, kRemove };
 enum class MovePhase { kDrain, kKeys };
 enum class MoveStatus { kRunning, kDone, kFailed };

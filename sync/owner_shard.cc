@@ -782,6 +782,18 @@ void OwnerShard::ClearSlot(int s) {
   t.last_changes.Clear();
 }
 
+void OwnerShard::RetractSender(const std::string& node_id) {
+  {
+    absl::MutexLock l(&mu_);
+    for (size_t s = 0; s < tracked_.size(); ++s) {
+      if (tracked_[s].node_id == node_id && !node_id.empty()) {
+        RetractSlot(static_cast<int>(s));
+      }
+    }
+  }
+  ForgetSender(node_id);
+}
+
 void OwnerShard::ForgetSender(const std::string& node_id) {
   absl::MutexLock l(&mu_);
   for (size_t s = 0; s < tracked_.size(); ++s) {

@@ -125,6 +125,11 @@ class OwnerShard {
   // changes, pending pushes) is freed for another sender. Its deltas stay
   // in the globals. O(keys).
   void ForgetSender(const std::string& node_id);
+  // Forgets a sender that is lost for good and takes what it contributed
+  // out of the globals (the other holders are told, as for any delta):
+  // the globals then hold only the others' documents. Change mode only
+  // (a global-mode sender's contributions are not kept). O(keys).
+  void RetractSender(const std::string& node_id);
 
   // The global value of `key` (empty if never seen).
   SparseVector Global(Key key) const;

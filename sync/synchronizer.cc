@@ -134,6 +134,7 @@ Synchronizer::Synchronizer(SynchronizerOptions options, AbelianTable* table,
       carry_(changes_ ? table->num_keys() : 0),
       contributed_(changes_ ? table->num_keys() : 0),
       received_(changes_ ? table->num_keys() : 0),
+      reseed_(changes_ ? table->num_keys() : 0, 0),
       epoch_(options_.epoch),
       queued_(table->num_keys(), 0) {
   LATENTD_CHECK(key_owner_.size() == table->num_keys());
@@ -379,6 +380,16 @@ void Synchronizer::BuildChangeBatch(Channel* c, uint64_t clock,
   SparseVector delta;
   size_t kept = 0, spent = 0;
   for (uint32_t i : c->candidates) {
+    if (reseed_[i]) {  // its previous owner was lost (Reroute)
+      queued_[i] = 0;
+      absl::MutexLock l(&track_mu_);
+      if (TakeReseed(i, &delta)) {
+        spent += 9 + SparseBytes(delta);
+        AddKey(c, i, delta, clock, batch);
+        c->round_quiet = false;
+      }
+      continue;
+    }
     const bool over = budget != 0 && spent >= budget;
     if (over || min_weight != 0) {
       const uint32_t w = table_->DirtyWeight(i);
@@ -402,29 +413,35 @@ void Synchronizer::BuildChangeBatch(Channel* c, uint64_t clock,
   c->candidates.resize(kept);
 }
 
+bool Synchronizer::TakeReseed(uint32_t i, SparseVector* delta) {
+  SparseVector change, sum;
+  reseed_[i] = 0;
+  table_->TakeChange(i, &change);
+  AddSparse(change, carry_[i], +1, &sum);
+  carry_[i].clear();
+  AddSparse(sum, contributed_[i], +1, delta);
+  const bool held =
+      !delta->empty() || !contributed_[i].empty() || !received_[i].empty();
+  contributed_[i].clear();
+  if (!received_[i].empty()) {
+    SparseVector& back = received_[i];
+    for (SparseEntry& e : back) e.count = -e.count;
+    table_->EnqueueCorrection(i, back);
+    back.clear();
+  }
+  return held;
+}
+
 void Synchronizer::BuildReseedBatch(Channel* c, uint64_t clock,
                                     DeltaBatch* batch) {
   for (uint32_t i : c->candidates) queued_[i] = 0;
   c->candidates.clear();
-  SparseVector delta, sum, back;
+  SparseVector delta;
   absl::MutexLock l(&track_mu_);
   for (uint32_t i : c->keys) {
-    table_->TakeChange(i, &delta);
-    AddSparse(delta, carry_[i], +1, &sum);
-    carry_[i].clear();
-    AddSparse(sum, contributed_[i], +1, &delta);
-    const bool held =
-        !delta.empty() || !contributed_[i].empty() || !received_[i].empty();
-    contributed_[i].clear();
-    if (!received_[i].empty()) {
-      back.assign(received_[i].begin(), received_[i].end());
-      for (SparseEntry& e : back) e.count = -e.count;
-      table_->EnqueueCorrection(i, back);
-      received_[i].clear();
-    }
     // An empty delta still registers the key: the owner answers with its
     // global.
-    if (held) AddKey(c, i, delta, clock, batch);
+    if (TakeReseed(i, &delta)) AddKey(c, i, delta, clock, batch);
   }
   c->round_quiet = false;
 }
@@ -746,7 +763,8 @@ void Synchronizer::RequeueRefused() {
 
 absl::Status Synchronizer::Reroute(
     uint64_t epoch, std::vector<uint32_t> key_owner,
-    std::vector<std::unique_ptr<OwnerChannel>> channels) {
+    std::vector<std::unique_ptr<OwnerChannel>> channels,
+    const std::vector<std::string>& lost) {
   if (!changes_) {
     return absl::FailedPreconditionError(
         "re-routing keys needs a table that tracks changes (change mode)");
@@ -759,9 +777,12 @@ absl::Status Synchronizer::Reroute(
   // owners will send, and a key's changes must arrive in order (a count
   // could otherwise go below zero for a while). Bounded: an owner that
   // never answers is left behind (logged).
-  auto resolved = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+  auto is_lost = [&lost](const Channel& c) {
+    return std::find(lost.begin(), lost.end(), c.owner->name()) != lost.end();
+  };
+  auto resolved = [this, &is_lost]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const auto& c : channels_) {
-      if (c->busy || c->inflight) return false;
+      if ((c->busy || c->inflight) && !is_lost(*c)) return false;
     }
     return true;
   };
@@ -795,6 +816,7 @@ absl::Status Synchronizer::Reroute(
     }
     internal[n] = found;
   }
+  const std::vector<uint32_t> old_owner = key_owner_;
   std::vector<uint32_t> candidates;
   for (auto& c : channels_) {
     c->keys.clear();
@@ -812,6 +834,25 @@ absl::Status Synchronizer::Reroute(
   }
   for (uint32_t i : candidates) {
     channels_[key_owner_[i]]->candidates.push_back(i);
+  }
+  // A lost owner left with no key: what it was sent and did not answer
+  // goes out by the new ring, and its keys are re-seeded at their new
+  // owners, which hold nothing of them.
+  for (auto& c : channels_) {
+    if (!c->retired || !is_lost(*c)) continue;
+    if (c->inflight) {
+      refused_.push_back(std::move(*c->inflight));
+      c->inflight.reset();
+    }
+    for (size_t i = 0; i < key_owner_.size(); ++i) {
+      if (old_owner[i] != c->index || key_owner_[i] == c->index) continue;
+      reseed_[i] = 1;
+      if (!queued_[i]) {
+        queued_[i] = 1;
+        channels_[key_owner_[i]]->candidates.push_back(
+            static_cast<uint32_t>(i));
+      }
+    }
   }
   epoch_.store(epoch, std::memory_order_relaxed);
   rerouting_ = false;

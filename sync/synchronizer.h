@@ -185,8 +185,16 @@ class Synchronizer {
   // the table tracks changes (change mode). REQUIRES: key_owner.size() ==
   // table->num_keys(), every entry < channels.size(), channel names
   // distinct.
+  //
+  // `lost`: names of owners that are gone for good (remove-node --lost).
+  // Their batches awaiting a resend are not waited for; once such an owner
+  // has no key left, its unanswered batch goes out again by the new ring,
+  // and each key it owned is re-seeded at its new owner (everything this
+  // node contributed to it, the table giving back what it had received, as
+  // for a restarted owner: "Restarts" above).
   absl::Status Reroute(uint64_t epoch, std::vector<uint32_t> key_owner,
-                       std::vector<std::unique_ptr<OwnerChannel>> channels);
+                       std::vector<std::unique_ptr<OwnerChannel>> channels,
+                       const std::vector<std::string>& lost = {});
   uint64_t epoch() const { return epoch_.load(std::memory_order_relaxed); }
 
   // The node's sweep clock, stamped on batches and used for staleness.
@@ -215,6 +223,11 @@ class Synchronizer {
   // this node holds, with all it has contributed and not yet sent; the
   // table gives back what it had received ("Restarts" above).
   void BuildReseedBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
+  // Key i's re-seed: *delta = all it contributed plus its changes not yet
+  // sent; queues the correction that gives back what it received. False
+  // if this node holds nothing of the key (nothing to send).
+  bool TakeReseed(uint32_t i, SparseVector* delta)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(track_mu_);
   void AddKey(Channel* c, uint32_t i, const SparseVector& delta, uint64_t clock,
               DeltaBatch* batch);
   void OnReply(Channel* c, absl::StatusOr<DeltaReply> reply);
@@ -253,6 +266,9 @@ class Synchronizer {
   absl::Mutex track_mu_;
   std::vector<SparseVector> contributed_ ABSL_GUARDED_BY(track_mu_);
   std::vector<SparseVector> received_ ABSL_GUARDED_BY(track_mu_);
+  // Change mode, per key: its next round re-seeds it at its owner (its
+  // previous owner was lost). Loop thread, and Reroute while no round runs.
+  std::vector<uint8_t> reseed_;
   std::atomic<uint64_t> epoch_{0};
   absl::flat_hash_map<Key, uint32_t> key_index_;
   // Loop thread only: whether the table lists dirty keys; per key, whether

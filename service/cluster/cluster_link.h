@@ -29,6 +29,11 @@
 // ring that no longer lists this node is not followed yet (leaving is the
 // remove-node flow's, not built yet): logged, and the node stays at its
 // epoch. One change at a time: a newer epoch seen during a change waits.
+// A member removed as lost (remove-node --lost) is never waited for: once
+// the ring lacks it, each member takes what it contributed out of its
+// owner shard (OwnerShard::RetractSender), re-seeds the keys it owned at
+// their new owners (Synchronizer::Reroute), and the last member to put
+// that ring in effect ends the move.
 //
 // Thread-safety: BeforeSweep, EndSweep, AnnounceSweep, Finish and DrainPass
 // are called by the node's one training thread; AfterBatch by the
@@ -211,9 +216,11 @@ class ClusterLink {
   std::string PhaseSet(const char* phase, uint64_t epoch) const;
   absl::Status MarkPhase(sync::RedisClient* redis, const char* phase,
                          uint64_t epoch);
+  // (Members in `skip`, lost ones, are not waited for.)
   absl::StatusOr<std::vector<std::string>> NotInPhase(
       sync::RedisClient* redis, const char* phase, uint64_t epoch,
-      const hashring::RingConfig& members);
+      const hashring::RingConfig& members,
+      const std::vector<std::string>& skip = {});
   // Waits until every other member of `config` is in its epoch's `phase`
   // set; kDeadlineExceeded naming one that is not, after `deadline`.
   absl::Status AwaitPhase(sync::RedisClient* redis,
@@ -281,6 +288,11 @@ class ClusterLink {
     // The drain epoch of this node's removal: LeaveRequested() once it is
     // in effect.
     std::optional<sync::RemoveMode> leave;
+    // Members being removed as lost (remove-node --lost): never waited
+    // for; once out of the ring, what they contributed is taken out of this
+    // owner's globals and the keys they owned are re-seeded at their new
+    // owners (Synchronizer::Reroute).
+    std::vector<std::string> lost;
   };
   std::optional<RingChange> change_;
   std::atomic<bool> ring_changing_{false};

@@ -58,13 +58,14 @@ absl::Status ClusterLink::MarkPhase(sync::RedisClient* redis, const char* phase,
 
 absl::StatusOr<std::vector<std::string>> ClusterLink::NotInPhase(
     sync::RedisClient* redis, const char* phase, uint64_t epoch,
-    const hashring::RingConfig& members) {
+    const hashring::RingConfig& members, const std::vector<std::string>& skip) {
   LATENTD_ASSIGN_OR_RETURN(
       sync::RedisReply done,
       redis->Command({"SMEMBERS", PhaseSet(phase, epoch)}));
   std::vector<std::string> missing;
   for (const hashring::Member& m : members.members) {
     if (m.id == node_id_) continue;
+    if (std::find(skip.begin(), skip.end(), m.id) != skip.end()) continue;
     bool in = false;
     for (const sync::RedisReply& e : done.elements) in |= e.str == m.id;
     if (!in) missing.push_back(m.id);
@@ -222,16 +223,18 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
   bool listed = false;
   for (const hashring::Member& m : next.members) listed |= m.id == node_id_;
   std::optional<sync::RemoveMode> leave;
-  if (listed) {
-    // Is this the drain epoch of this node's removal?
-    absl::StatusOr<sync::ClusterStatus> st =
-        sync::ReadClusterStatus(redis, options_.cluster);
-    if (st.ok() && st->move && st->move->kind == sync::MoveKind::kRemove &&
-        st->move->node == node_id_ &&
-        st->move->phase == sync::MovePhase::kDrain &&
-        st->move->status == sync::MoveStatus::kRunning &&
-        st->move->to_epoch == next.version) {
-      leave = st->move->mode;
+  std::vector<std::string> lost;
+  absl::StatusOr<sync::ClusterStatus> st =
+      sync::ReadClusterStatus(redis, options_.cluster);
+  if (st.ok() && st->move && st->move->kind == sync::MoveKind::kRemove &&
+      st->move->status == sync::MoveStatus::kRunning) {
+    const sync::MoveRecord& move = *st->move;
+    if (move.mode == sync::RemoveMode::kLost && move.node != node_id_) {
+      lost.push_back(move.node);
+    } else if (listed && move.node == node_id_ &&
+               move.phase == sync::MovePhase::kDrain &&
+               move.to_epoch == next.version) {
+      leave = move.mode;  // the drain epoch of this node's removal
     }
   }
   if (!listed && !leaving_.load()) {
@@ -267,8 +270,11 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
                             " keys off in ", handoffs.size(), " chunk(s)"));
   for (sync::KeyHandoff& h : handoffs) outgoing_.push_back(std::move(h));
   outgoing_count_.store(outgoing_.size());
-  change_ = RingChange{
-      .next = next, .ring = ring, .since = absl::Now(), .leave = leave};
+  change_ = RingChange{.next = next,
+                       .ring = ring,
+                       .since = absl::Now(),
+                       .leave = leave,
+                       .lost = std::move(lost)};
   ring_changing_.store(true);
   SendHandoffs();
   return absl::OkStatus();
@@ -301,7 +307,7 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
   // This node marked itself above; every other old member must have too.
   LATENTD_ASSIGN_OR_RETURN(
       std::vector<std::string> waiting,
-      NotInPhase(redis, "handoff", c.next.version, ring_config()));
+      NotInPhase(redis, "handoff", c.next.version, ring_config(), c.lost));
   if (!waiting.empty()) {
     if (!c.warned && absl::Now() - c.since > absl::Seconds(30)) {
       c.warned = true;
@@ -320,8 +326,15 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
   for (size_t i = 0; i < key_owner.size(); ++i) {
     key_owner[i] = c.ring->Owner(table_->key(i));
   }
+  std::vector<std::string> lost_channels;
+  for (const hashring::Member& m : ring_config().members) {
+    if (std::find(c.lost.begin(), c.lost.end(), m.id) != c.lost.end()) {
+      absl::StatusOr<Peer*> peer = FindOrAddPeer(m);
+      if (peer.ok()) lost_channels.push_back((*peer)->client->peer());
+    }
+  }
   LATENTD_RETURN_IF_ERROR(sync_->Reroute(c.next.version, std::move(key_owner),
-                                         std::move(channels)));
+                                         std::move(channels), lost_channels));
   hashring::RingConfig before;
   {
     absl::MutexLock l(&ring_mu_);
@@ -333,8 +346,15 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
     bool kept = false;
     for (const hashring::Member& n : c.next.members) kept |= n.id == m.id;
     if (!kept) {
-      clocks_->MarkDead(m.id);     // no longer holds back SSP
-      owner_->ForgetSender(m.id);  // its unseen changes would pile up
+      clocks_->MarkDead(m.id);  // no longer holds back SSP
+      if (std::find(c.lost.begin(), c.lost.end(), m.id) != c.lost.end()) {
+        // Lost: its documents are gone, so are its counts.
+        owner_->RetractSender(m.id);
+        options_.log(absl::StrCat("ring epoch ", c.next.version, ": ", m.id,
+                                  " lost; its counts taken out here"));
+      } else {
+        owner_->ForgetSender(m.id);  // its unseen changes would pile up
+      }
     }
   }
   options_.log(absl::StrCat("ring epoch ", c.next.version, " in effect after ",
@@ -346,6 +366,25 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
     options_.log(absl::StrCat(
         "ring epoch ", c.next.version,
         ": could not record it in effect here: ", marked.ToString()));
+  }
+  bool lost_out = !c.lost.empty();
+  for (const hashring::Member& m : c.next.members) {
+    lost_out &= std::find(c.lost.begin(), c.lost.end(), m.id) == c.lost.end();
+  }
+  if (lost_out && marked.ok()) {
+    // Nobody drives a lost node's removal: the last member to put the ring
+    // without it in effect ends the move (of several, one wins).
+    absl::StatusOr<std::vector<std::string>> waiting =
+        NotInPhase(redis, "effect", c.next.version, c.next);
+    if (waiting.ok() && waiting->empty()) {
+      absl::StatusOr<sync::MoveRecord> done = sync::FinishMove(
+          redis, options_.cluster, c.next.version, sync::MoveCounters{});
+      if (done.ok()) {
+        options_.log(absl::StrCat("ring epoch ", c.next.version,
+                                  ": removal of lost ", c.lost.front(),
+                                  " done"));
+      }
+    }
   }
   if (c.leave.has_value()) {
     absl::MutexLock l(&leave_mu_);

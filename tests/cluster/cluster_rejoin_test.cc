@@ -9,6 +9,7 @@
 #include <memory>
 #include <thread>
 
+#include "sync/cluster_admin.h"
 #include "tests/cluster/cluster_test_util.h"
 
 namespace latentd {
@@ -87,6 +88,64 @@ TEST_F(ClusterRejoinTest, AKilledMemberRestartsAndTheGlobalStaysExactAsync) {
 
 TEST_F(ClusterRejoinTest, AKilledMemberRestartsAndTheGlobalStaysExactSsp1) {
   RestartMidTraining("ssp:1");
+}
+
+// A member lost for good (issue 13, remove-node --lost): it dies mid-
+// training and never comes back. The operator's removal takes it out of
+// the ring without it driving anything; the two left take its counts out,
+// rebuild the keys it owned from their own contributions, and end the
+// move. Every global then equals the count of the two stores left.
+TEST_F(ClusterRejoinTest, AMemberLostForGoodIsTakenOutOfTheModel) {
+  ClusterNodeOptions base = Base("async");
+  base.max_docs = 600;
+  base.dead_after = absl::Seconds(1);
+  base.slow_down = absl::Milliseconds(10);
+  auto cluster = LocalCluster::Start(base, 3);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  auto& nodes = (*cluster)->nodes();
+  std::atomic<bool> stop{false};
+  std::atomic<int> errors{0};
+  std::thread samplers[2];
+  for (int i = 0; i < 2; ++i) {
+    samplers[i] = std::thread([&, i] {
+      const absl::Time deadline = absl::Now() + absl::Seconds(90);
+      while (!stop.load() && absl::Now() < deadline) {
+        if (!nodes[i]->Sweep(/*evaluate=*/false).ok()) ++errors;
+      }
+    });
+  }
+  for (int s = 0; s < 3; ++s) {
+    EXPECT_TRUE(nodes[2]->Sweep(false).ok());
+  }
+  const std::string id = nodes[2]->node_id();
+  (*cluster)->Remove(2).reset();  // gone, and never back
+
+  auto redis = sync::RedisClient::Connect(redis_->url());
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  auto ring =
+      sync::RemoveNode(redis->get(), base.cluster, id, sync::RemoveMode::kLost);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  auto next = sync::FinishMove(redis->get(), base.cluster, ring->version, {});
+  ASSERT_TRUE(next.ok()) << next.status();
+  auto done = sync::WaitForMove(redis->get(), base.cluster, ring->version,
+                                absl::Seconds(60));
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->to_epoch, ring->version + 1);
+  stop.store(true);
+  for (std::thread& t : samplers) t.join();
+  EXPECT_EQ(errors.load(), 0);
+  for (auto& n : nodes) {
+    EXPECT_EQ(n->epoch(), ring->version + 1);
+    EXPECT_EQ(n->ring_config().members.size(), 2u);
+  }
+  EXPECT_EQ(log_.Count("lost; its counts taken out here"), 2);
+
+  for (auto& n : nodes) n->Finish();
+  for (auto& n : nodes) EXPECT_TRUE(n->WaitAllFinished(absl::Seconds(30)));
+  auto rounds = (*cluster)->Drain();
+  ASSERT_TRUE(rounds.ok()) << rounds.status();
+  ExpectExact(**cluster);
+  ExpectGlobalsEqualStores(**cluster);
 }
 
 }  // namespace

@@ -570,5 +570,66 @@ TEST(DaemonCluster, AKilledDaemonRestartsFromItsDirectoryAndStaysExact) {
   EXPECT_EQ(a->Stop(), 0) << a->Log();
 }
 
+// Lost for good (issue 13): C is killed with SIGKILL mid-training and never
+// comes back; `latentctl cluster remove-node C --lost` takes it out of the
+// ring. A and B take C's counts out and rebuild the keys C owned: they end
+// with the same topic totals, adding up to their own two stores' tokens.
+TEST(DaemonCluster, ADaemonLostForGoodIsRemovedAndTheModelIsTheRest) {
+  TempDir tmp;
+  RedisServer redis(tmp.path());
+  ASSERT_TRUE(redis.ok());
+  std::vector<std::string> args = ApCorpusArgs();
+  for (const char* a : {"--topics", "20", "--max-sweeps", "30",
+                        "--cluster-size", "3", "--cluster", "lost"}) {
+    args.push_back(a);
+  }
+  args.push_back("--cluster-redis");
+  args.push_back(redis.address());
+  auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
+  auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
+  auto c = std::make_unique<Daemon>(tmp.path() + "/c", args, false);
+  a->WaitForPorts();
+  b->WaitForPorts();
+  c->WaitForPorts();
+  ASSERT_TRUE(a->ok() && b->ok() && c->ok()) << c->Log();
+  {
+    auto cc = c->Client(Protocol::kTcp);
+    auto trained = WaitStatus(
+        cc.get(),
+        [](const api::StatusResponse& s) { return s.version().sweep() >= 2; },
+        120);
+    ASSERT_TRUE(trained.ok()) << trained.status() << c->Log();
+  }
+  const std::string lost = c->tcp();
+  ASSERT_EQ(c->Stop(SIGKILL, 10), SIGKILL) << c->Log();
+  auto [rc, out] =
+      Latentctl({"cluster", "remove-node", lost, "--lost", "--cluster-redis",
+                 redis.address(), "--cluster", "lost"});
+  ASSERT_EQ(rc, 0) << out << a->Log();
+  EXPECT_NE(out.find("removed " + lost + " (lost)"), std::string::npos) << out;
+
+  auto ca = a->Client(Protocol::kTcp);
+  auto cb = b->Client(Protocol::kTcp);
+  auto done = [](const api::StatusResponse& s) {
+    return !s.training() && s.pending() == 0 && s.cluster_members_size() == 2;
+  };
+  auto fa = WaitStatus(ca.get(), done, 180);
+  auto fb = WaitStatus(cb.get(), done, 180);
+  ASSERT_TRUE(fa.ok()) << fa.status() << a->Log();
+  ASSERT_TRUE(fb.ok()) << fb.status() << b->Log();
+  const int64_t tokens = static_cast<int64_t>(fa->tokens() + fb->tokens());
+  std::vector<int64_t> na, nb;
+  for (int i = 0; i < 300; ++i) {
+    na = TopicTotals(ca.get());
+    nb = TopicTotals(cb.get());
+    if (Sum(na) == tokens && na == nb) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(Sum(na), tokens) << a->Log();
+  EXPECT_EQ(na, nb);
+  EXPECT_EQ(b->Stop(), 0) << b->Log();
+  EXPECT_EQ(a->Stop(), 0) << a->Log();
+}
+
 }  // namespace
 }  // namespace latentd::testing
