@@ -20,17 +20,7 @@ TEST_F(ClusterTest, TrainingGoesOnWhileRedisIsAwayAndTheRingIsWrittenBack) {
   auto cluster = LocalCluster::Start(base, 3);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   auto& nodes = (*cluster)->nodes();
-  std::atomic<bool> stop{false};
-  std::atomic<int> errors{0};
-  std::vector<std::thread> samplers;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    samplers.emplace_back([&, i] {
-      const absl::Time deadline = absl::Now() + absl::Seconds(90);
-      while (!stop.load() && absl::Now() < deadline) {
-        if (!nodes[i]->Sweep(/*evaluate=*/false).ok()) ++errors;
-      }
-    });
-  }
+  BackgroundSweeps sampling(nodes, nodes.size());
   auto wait_sweeps = [&](uint64_t past) {
     const absl::Time deadline = absl::Now() + absl::Seconds(30);
     for (auto& n : nodes) {
@@ -71,9 +61,7 @@ TEST_F(ClusterTest, TrainingGoesOnWhileRedisIsAwayAndTheRingIsWrittenBack) {
   }
   EXPECT_EQ(log_.Count("wrote epoch"), 1) << "one member wins the write";
 
-  stop.store(true);
-  for (std::thread& t : samplers) t.join();
-  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(sampling.Stop(), 0);
   for (auto& n : nodes) n->Finish();
   for (auto& n : nodes) EXPECT_TRUE(n->WaitAllFinished(absl::Seconds(30)));
   auto drained = (*cluster)->Drain();

@@ -31,17 +31,7 @@ void ClusterRejoinTest::RestartMidTraining(const std::string& consistency) {
 
   // Nodes 0 and 1 sample until told to stop; node 2 samples 3 sweeps and
   // "dies": it stops at once, without pushing what it has not sent.
-  std::atomic<bool> stop{false};
-  std::atomic<int> errors{0};
-  std::thread samplers[2];
-  for (int i = 0; i < 2; ++i) {
-    samplers[i] = std::thread([&, i] {
-      const absl::Time deadline = absl::Now() + absl::Seconds(90);
-      while (!stop.load() && absl::Now() < deadline) {
-        if (!nodes[i]->Sweep(/*evaluate=*/false).ok()) ++errors;
-      }
-    });
-  }
+  BackgroundSweeps sampling(nodes, 2);
   for (int s = 0; s < 3; ++s) {
     EXPECT_TRUE(nodes[2]->Sweep(false).ok());
   }
@@ -66,9 +56,7 @@ void ClusterRejoinTest::RestartMidTraining(const std::string& consistency) {
     EXPECT_TRUE((*restarted)->Sweep(false).ok());
   }
   (*cluster)->Add(std::move(*restarted));
-  stop.store(true);
-  for (std::thread& t : samplers) t.join();
-  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(sampling.Stop(), 0);
   EXPECT_GE(log_.Count("re-seeding it"), 2) << "both others re-seeded node2";
 
   for (auto& n : nodes) n->Finish();
@@ -103,17 +91,7 @@ TEST_F(ClusterRejoinTest, AMemberLostForGoodIsTakenOutOfTheModel) {
   auto cluster = LocalCluster::Start(base, 3);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   auto& nodes = (*cluster)->nodes();
-  std::atomic<bool> stop{false};
-  std::atomic<int> errors{0};
-  std::thread samplers[2];
-  for (int i = 0; i < 2; ++i) {
-    samplers[i] = std::thread([&, i] {
-      const absl::Time deadline = absl::Now() + absl::Seconds(90);
-      while (!stop.load() && absl::Now() < deadline) {
-        if (!nodes[i]->Sweep(/*evaluate=*/false).ok()) ++errors;
-      }
-    });
-  }
+  BackgroundSweeps sampling(nodes, 2);
   for (int s = 0; s < 3; ++s) {
     EXPECT_TRUE(nodes[2]->Sweep(false).ok());
   }
@@ -131,9 +109,7 @@ TEST_F(ClusterRejoinTest, AMemberLostForGoodIsTakenOutOfTheModel) {
                                 absl::Seconds(60));
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_EQ(done->to_epoch, ring->version + 1);
-  stop.store(true);
-  for (std::thread& t : samplers) t.join();
-  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(sampling.Stop(), 0);
   for (auto& n : nodes) {
     EXPECT_EQ(n->epoch(), ring->version + 1);
     EXPECT_EQ(n->ring_config().members.size(), 2u);

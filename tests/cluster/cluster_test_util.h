@@ -5,9 +5,11 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -75,6 +77,37 @@ class ClusterTest : public ::testing::Test {
   LogSink log_;
   std::unique_ptr<RedisProcess> redis_;
   int clusters_ = 0;
+};
+
+// Nodes 0..n-1 of `nodes` sample, each on its own thread, until Stop()
+// (at most 90 s). The nodes must outlive it (Stop or destruction).
+class BackgroundSweeps {
+ public:
+  BackgroundSweeps(std::vector<std::unique_ptr<ClusterNode>>& nodes, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      ClusterNode* node = nodes[i].get();
+      threads_.emplace_back([this, node] {
+        const absl::Time deadline = absl::Now() + absl::Seconds(90);
+        while (!stop_.load() && absl::Now() < deadline) {
+          if (!node->Sweep(/*evaluate=*/false).ok()) ++errors_;
+        }
+      });
+    }
+  }
+  ~BackgroundSweeps() { Stop(); }
+  // Stops and joins the threads; the number of sweeps that failed.
+  int Stop() {
+    stop_.store(true);
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+    return errors_.load();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int> errors_{0};
+  std::vector<std::thread> threads_;
 };
 
 // At quiescence: every node's local value of every key equals the owner's

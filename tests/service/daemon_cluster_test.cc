@@ -55,6 +55,45 @@ int64_t Sum(const std::vector<int64_t>& v) {
   return s;
 }
 
+// Once the two daemons have stopped training (the ring holding just them)
+// and drained: both see the same topic totals, adding up to the tokens of
+// their two stores.
+void ExpectOneModelOverTheirTokens(Daemon* a, Daemon* b) {
+  auto ca = a->Client(Protocol::kTcp);
+  auto cb = b->Client(Protocol::kTcp);
+  auto done = [](const api::StatusResponse& s) {
+    return !s.training() && s.pending() == 0 && s.cluster_members_size() == 2;
+  };
+  auto fa = WaitStatus(ca.get(), done, 180);
+  auto fb = WaitStatus(cb.get(), done, 180);
+  ASSERT_TRUE(fa.ok()) << fa.status() << a->Log();
+  ASSERT_TRUE(fb.ok()) << fb.status() << b->Log();
+  const int64_t tokens = static_cast<int64_t>(fa->tokens() + fb->tokens());
+  std::vector<int64_t> na, nb;
+  for (int i = 0; i < 300; ++i) {
+    na = TopicTotals(ca.get());
+    nb = TopicTotals(cb.get());
+    if (Sum(na) == tokens && na == nb) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(Sum(na), tokens) << a->Log() << b->Log();
+  EXPECT_EQ(na, nb);
+}
+
+// The arguments of a daemon of cluster `name` of `size` nodes training
+// blei-ap for 30 sweeps, with Redis at `redis`.
+std::vector<std::string> ClusterArgs(const std::string& redis, const char* name,
+                                     const char* size) {
+  std::vector<std::string> args = ApCorpusArgs();
+  for (const char* a : {"--topics", "20", "--max-sweeps", "30",
+                        "--cluster-size", size, "--cluster", name}) {
+    args.push_back(a);
+  }
+  args.push_back("--cluster-redis");
+  args.push_back(redis);
+  return args;
+}
+
 TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
   TempDir tmp;
   RedisServer redis(tmp.path());
@@ -428,13 +467,7 @@ TEST(DaemonCluster, ARemovedDaemonTakesItsDocumentsOutAndExits) {
   TempDir tmp;
   RedisServer redis(tmp.path());
   ASSERT_TRUE(redis.ok());
-  std::vector<std::string> args = ApCorpusArgs();
-  for (const char* a : {"--topics", "20", "--max-sweeps", "30",
-                        "--cluster-size", "3", "--cluster", "shrink"}) {
-    args.push_back(a);
-  }
-  args.push_back("--cluster-redis");
-  args.push_back(redis.address());
+  std::vector<std::string> args = ClusterArgs(redis.address(), "shrink", "3");
   auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
   auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
   auto c = std::make_unique<Daemon>(tmp.path() + "/c", args, false);
@@ -464,25 +497,7 @@ TEST(DaemonCluster, ARemovedDaemonTakesItsDocumentsOutAndExits) {
   // The removed daemon has exited, cleanly, by itself.
   EXPECT_EQ(c->Stop(/*sig=*/0, 30), 0) << c->Log();  // 0: just wait
 
-  auto ca = a->Client(Protocol::kTcp);
-  auto cb = b->Client(Protocol::kTcp);
-  auto done = [](const api::StatusResponse& s) {
-    return !s.training() && s.pending() == 0 && s.cluster_members_size() == 2;
-  };
-  auto fa = WaitStatus(ca.get(), done, 180);
-  auto fb = WaitStatus(cb.get(), done, 180);
-  ASSERT_TRUE(fa.ok()) << fa.status() << a->Log();
-  ASSERT_TRUE(fb.ok()) << fb.status() << b->Log();
-  const int64_t tokens = static_cast<int64_t>(fa->tokens() + fb->tokens());
-  std::vector<int64_t> na, nb;
-  for (int i = 0; i < 300; ++i) {
-    na = TopicTotals(ca.get());
-    nb = TopicTotals(cb.get());
-    if (Sum(na) == tokens && na == nb) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_EQ(Sum(na), tokens);
-  EXPECT_EQ(na, nb);
+  ExpectOneModelOverTheirTokens(a.get(), b.get());
   EXPECT_EQ(b->Stop(), 0) << b->Log();
   EXPECT_EQ(a->Stop(), 0) << a->Log();
 }
@@ -500,13 +515,7 @@ TEST(DaemonCluster, AKilledDaemonRestartsFromItsDirectoryAndStaysExact) {
   auto api_port = PickFreePort();
   auto sync_port = PickFreePort();
   ASSERT_TRUE(api_port.ok() && sync_port.ok());
-  std::vector<std::string> args = ApCorpusArgs();
-  for (const char* a : {"--topics", "20", "--max-sweeps", "30",
-                        "--cluster-size", "2", "--cluster", "rejoin"}) {
-    args.push_back(a);
-  }
-  args.push_back("--cluster-redis");
-  args.push_back(redis.address());
+  std::vector<std::string> args = ClusterArgs(redis.address(), "rejoin", "2");
   std::vector<std::string> b_args = args;
   for (const std::string& a :
        {std::string("--listen"), absl::StrCat("127.0.0.1:", *api_port),
@@ -533,25 +542,7 @@ TEST(DaemonCluster, AKilledDaemonRestartsFromItsDirectoryAndStaysExact) {
   b = std::make_unique<Daemon>(tmp.path() + "/b", b_args, true);
   ASSERT_TRUE(b->ok()) << b->Log();
 
-  auto ca = a->Client(Protocol::kTcp);
-  auto cb = b->Client(Protocol::kTcp);
-  auto done = [](const api::StatusResponse& s) {
-    return !s.training() && s.pending() == 0;
-  };
-  auto fa = WaitStatus(ca.get(), done, 180);
-  auto fb = WaitStatus(cb.get(), done, 180);
-  ASSERT_TRUE(fa.ok()) << fa.status() << a->Log();
-  ASSERT_TRUE(fb.ok()) << fb.status() << b->Log();
-  const int64_t tokens = static_cast<int64_t>(fa->tokens() + fb->tokens());
-  std::vector<int64_t> na, nb;
-  for (int i = 0; i < 300; ++i) {
-    na = TopicTotals(ca.get());
-    nb = TopicTotals(cb.get());
-    if (Sum(na) == tokens && na == nb) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_EQ(Sum(na), tokens) << b->Log();
-  EXPECT_EQ(na, nb);
+  ExpectOneModelOverTheirTokens(a.get(), b.get());
   // Word by word, too: both export the same counts.
   std::string counts[2];
   for (int n = 0; n < 2; ++n) {
@@ -578,13 +569,7 @@ TEST(DaemonCluster, ADaemonLostForGoodIsRemovedAndTheModelIsTheRest) {
   TempDir tmp;
   RedisServer redis(tmp.path());
   ASSERT_TRUE(redis.ok());
-  std::vector<std::string> args = ApCorpusArgs();
-  for (const char* a : {"--topics", "20", "--max-sweeps", "30",
-                        "--cluster-size", "3", "--cluster", "lost"}) {
-    args.push_back(a);
-  }
-  args.push_back("--cluster-redis");
-  args.push_back(redis.address());
+  std::vector<std::string> args = ClusterArgs(redis.address(), "lost", "3");
   auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
   auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
   auto c = std::make_unique<Daemon>(tmp.path() + "/c", args, false);
@@ -608,25 +593,7 @@ TEST(DaemonCluster, ADaemonLostForGoodIsRemovedAndTheModelIsTheRest) {
   ASSERT_EQ(rc, 0) << out << a->Log();
   EXPECT_NE(out.find("removed " + lost + " (lost)"), std::string::npos) << out;
 
-  auto ca = a->Client(Protocol::kTcp);
-  auto cb = b->Client(Protocol::kTcp);
-  auto done = [](const api::StatusResponse& s) {
-    return !s.training() && s.pending() == 0 && s.cluster_members_size() == 2;
-  };
-  auto fa = WaitStatus(ca.get(), done, 180);
-  auto fb = WaitStatus(cb.get(), done, 180);
-  ASSERT_TRUE(fa.ok()) << fa.status() << a->Log();
-  ASSERT_TRUE(fb.ok()) << fb.status() << b->Log();
-  const int64_t tokens = static_cast<int64_t>(fa->tokens() + fb->tokens());
-  std::vector<int64_t> na, nb;
-  for (int i = 0; i < 300; ++i) {
-    na = TopicTotals(ca.get());
-    nb = TopicTotals(cb.get());
-    if (Sum(na) == tokens && na == nb) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_EQ(Sum(na), tokens) << a->Log();
-  EXPECT_EQ(na, nb);
+  ExpectOneModelOverTheirTokens(a.get(), b.get());
   EXPECT_EQ(b->Stop(), 0) << b->Log();
   EXPECT_EQ(a->Stop(), 0) << a->Log();
 }
