@@ -28,6 +28,11 @@ def _float(msg: Mapping[str, Any], name: str) -> float:
     return float(msg.get(name, 0.0))
 
 
+def _optional_float(msg: Mapping[str, Any], name: str) -> Optional[float]:
+    # proto3 `optional`: absent means "not known yet", not 0.0.
+    return float(msg[name]) if name in msg else None
+
+
 def _pandas(what: str) -> Any:
     try:
         import pandas  # pylint: disable=import-outside-toplevel
@@ -89,16 +94,22 @@ def _topic_weights(msg: Mapping[str, Any]) -> Tuple[TopicWeight, ...]:
 
 @dataclass(frozen=True)
 class Topic:
-    """A topic: its id, α_k, n_k (tokens) and its top words, best first."""
+    """A topic: its id, α_k, n_k (tokens) and its top words, best first;
+    its coherence (UMass, NPMI over the daemon's documents) once the daemon
+    has computed it, else None."""
     id: int
     alpha: float
     tokens: int
     top_words: Tuple[WordWeight, ...] = ()
+    coherence_umass: Optional[float] = None
+    coherence_npmi: Optional[float] = None
 
     @classmethod
     def from_json(cls, msg: Mapping[str, Any]) -> "Topic":
         return cls(id=_int(msg, "id"), alpha=_float(msg, "alpha"),
-                   tokens=_int(msg, "tokens"), top_words=_words(msg))
+                   tokens=_int(msg, "tokens"), top_words=_words(msg),
+                   coherence_umass=_optional_float(msg, "coherenceUmass"),
+                   coherence_npmi=_optional_float(msg, "coherenceNpmi"))
 
 
 @dataclass(frozen=True)
@@ -286,6 +297,11 @@ class Status:
     node_id: str = ""
     cluster_members: Tuple[str, ...] = field(default=())
     unavailable_peers: Tuple[str, ...] = field(default=())
+    # The means of the topics' coherence (None until computed) and the model
+    # sweep it was computed at.
+    mean_coherence_umass: Optional[float] = None
+    mean_coherence_npmi: Optional[float] = None
+    coherence_sweep: int = 0
 
     @classmethod
     def from_json(cls, msg: Mapping[str, Any]) -> "Status":
@@ -307,6 +323,9 @@ class Status:
             node_id=msg.get("nodeId", ""),
             cluster_members=tuple(msg.get("clusterMembers", ())),
             unavailable_peers=tuple(msg.get("unavailablePeers", ())),
+            mean_coherence_umass=_optional_float(msg, "meanCoherenceUmass"),
+            mean_coherence_npmi=_optional_float(msg, "meanCoherenceNpmi"),
+            coherence_sweep=_int(msg, "coherenceSweep"),
         )
 
 

@@ -181,6 +181,31 @@ class ModelQueries(unittest.TestCase):
                 self.assertTrue(0 < w.probability < 1)
         self.assertEqual(len(c.list_topics()[0].top_words), 10)  # default
 
+    def test_coherence(self):
+        # The daemon scores coherence once more when sampling stops; wait for
+        # that score, then the topics' values must average to the means.
+        c = client()
+        deadline = time.monotonic() + 30
+        status = c.status()
+        while status.coherence_sweep < SWEEPS:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no coherence at sweep {SWEEPS}: {status}")
+            time.sleep(0.05)
+            status = c.status()
+        topics = c.list_topics(top_words=2)
+        umass = [t.coherence_umass for t in topics]
+        npmi = [t.coherence_npmi for t in topics]
+        self.assertNotIn(None, umass)
+        self.assertNotIn(None, npmi)
+        for u, n in zip(umass, npmi):
+            # log((D(a,b)+1)/D(b)) is at most log 2 (when D(a,b) = D(b)).
+            self.assertLessEqual(u, math.log(2) + 1e-9)
+            self.assertTrue(-1.0 <= n <= 1.0, n)
+        self.assertAlmostEqual(status.mean_coherence_umass,
+                               sum(umass) / len(umass), places=9)
+        self.assertAlmostEqual(status.mean_coherence_npmi,
+                               sum(npmi) / len(npmi), places=9)
+
     def test_topic(self):
         c = client()
         topics = c.list_topics(top_words=4)
