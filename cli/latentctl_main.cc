@@ -57,14 +57,15 @@ int main(int argc, char** argv) {
   // ---- train ----
   latentd::TrainCommandOptions train;
   std::string format = "lines", optimize_alpha = "on", stopwords = "on",
-              kernel = "sparse", on_malformed = "skip";
+              kernel = "auto", on_malformed = "skip";
   int threads = 1;
   uint32_t topics = 100;
   CLI::App* t = app.add_subcommand(
       "train",
       "Build a corpus into a model directory and train LDA on it "
-      "(collapsed Gibbs sampling, SparseLDA kernel, oneTBB "
-      "pipeline). Prints a line per sweep to stderr and the "
+      "(collapsed Gibbs sampling: a sparse start, then SparseLDA, or MH "
+      "with alias tables where rows are dense; oneTBB pipeline). Prints a line "
+      "per sweep to stderr and the "
       "topics to stdout (--json: a summary of the run instead).");
   t->add_option("--corpus", train.input.path,
                 "Corpus file or directory (.zst and .gz are read directly)");
@@ -155,8 +156,23 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   t->add_option("--kernel", kernel,
-                "sparse: SparseLDA | dense: plain O(K) (reference)")
-      ->check(CLI::IsMember({"sparse", "dense"}))
+                "auto: MH while word rows are dense, then SparseLDA for good "
+                "(ends exact) | sparse: SparseLDA (exact) | dense: plain "
+                "O(K) (reference) | mh: O(1) Metropolis-Hastings with alias "
+                "tables")
+      ->check(CLI::IsMember({"auto", "sparse", "dense", "mh"}))
+      ->capture_default_str();
+  t->add_option("--mh-steps", train.trainer.pipeline.kernel_options.mh.steps,
+                "MH cycles (a word and a document proposal) per token "
+                "(kernel mh, auto)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  train.trainer.init_row_topics = 1;
+  t->add_option("--sparse-start", train.trainer.init_row_topics,
+                "Before the first sweep, give each word's tokens one of this "
+                "many topics fixed per word, so rows start sparse and the "
+                "first sweeps are cheap (0: the uniform random start)")
+      ->check(CLI::Range(0u, latentd::kMaxTopics))
       ->capture_default_str();
   latentd::AddJsonOption(t, &train.json);
   t->add_option("--batches-in-flight",

@@ -59,6 +59,7 @@ ModelSettings TrainSettings(const TrainCommandOptions& o, size_t vocab) {
   s["train.seed"] = absl::StrCat(o.trainer.seed);
   s["train.optimize_alpha"] = o.trainer.optimize_alpha ? "true" : "false";
   s["train.kernel"] = std::string(KernelKindName(o.trainer.pipeline.kernel));
+  s["train.sparse_start"] = absl::StrCat(o.trainer.init_row_topics);
   PutTokenizerSettings(o.input.tokenizer, &s);
   return s;
 }
@@ -262,6 +263,10 @@ absl::Status RunTrain(const TrainCommandOptions& o, FILE* out, FILE* err) {
     if (r.evaluated) {
       absl::StrAppendFormat(&line, "  loglik/token %.4f",
                             r.log_likelihood_per_token);
+    }
+    absl::StrAppend(&line, "  ", std::string(KernelKindName(r.kernel)));
+    if (r.sparse_start) {
+      absl::StrAppendFormat(&line, " (sparse start %.3f s)", r.init_seconds);
     }
     if (r.alpha_updated) absl::StrAppend(&line, "  (alpha updated)");
     if (o.resume) absl::StrAppend(&line, "  (model sweep ", r.sweep, ")");

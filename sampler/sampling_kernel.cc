@@ -1,6 +1,7 @@
 #include "sampler/sampling_kernel.h"
 
 #include "absl/strings/str_cat.h"
+#include "sampler/internal/mh_kernel.h"
 #include "sampler/internal/sparse_lda_kernel.h"
 
 namespace latentd {
@@ -8,8 +9,11 @@ namespace latentd {
 absl::StatusOr<KernelKind> ParseKernelKind(std::string_view name) {
   if (name == "sparse") return KernelKind::kSparseLda;
   if (name == "dense") return KernelKind::kDense;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown kernel '", std::string(name), "' (expected sparse or dense)"));
+  if (name == "mh") return KernelKind::kMh;
+  if (name == "auto") return KernelKind::kAuto;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown kernel '", std::string(name),
+                   "' (expected auto, sparse, dense or mh)"));
 }
 
 std::string_view KernelKindName(KernelKind kind) {
@@ -18,17 +22,29 @@ std::string_view KernelKindName(KernelKind kind) {
       return "sparse";
     case KernelKind::kDense:
       return "dense";
+    case KernelKind::kMh:
+      return "mh";
+    case KernelKind::kAuto:
+      return "auto";
+    case KernelKind::kSparseInit:
+      return "sparse-init";
   }
   return "?";
 }
 
-std::unique_ptr<SamplingKernel> MakeKernel(KernelKind kind,
-                                           TopicId num_topics) {
+std::unique_ptr<SamplingKernel> MakeKernel(KernelKind kind, TopicId num_topics,
+                                           const KernelOptions& options) {
   switch (kind) {
     case KernelKind::kSparseLda:
+    case KernelKind::kAuto:
       return std::make_unique<internal::SparseLdaKernel>(num_topics);
     case KernelKind::kDense:
       return std::make_unique<internal::DenseKernel>(num_topics);
+    case KernelKind::kMh:
+      return std::make_unique<internal::MhKernel>(num_topics, options.mh);
+    case KernelKind::kSparseInit:
+      return std::make_unique<internal::SparseInitKernel>(
+          num_topics, options.init_row_topics);
   }
   return nullptr;
 }

@@ -1,7 +1,7 @@
 // The sampling kernel interface: how one thread resamples the topics of a
 // batch of documents against the shared TopicTable. The pipeline only knows
-// this interface, so an O(1) Metropolis–Hastings alias kernel can replace
-// SparseLDA without touching it.
+// this interface: SparseLDA (exact), the dense reference, and an O(1)
+// Metropolis–Hastings alias kernel plug in behind it.
 //
 // Thread-safety: a kernel object holds per-thread scratch and is used by one
 // thread at a time; many kernels read the same TopicTable concurrently.
@@ -30,6 +30,10 @@ struct SweepParams {
   double beta_sum = 0.0;      // V·β
   uint64_t seed = 1;          // with sweep and batch index, seeds each batch
   uint64_t sweep = 0;
+  // Distinct for every SweepPipeline::Run (the pipeline sets it): kernels
+  // that keep snapshots of the table across batches drop them when it
+  // changes, since the table may have been rebuilt in between.
+  uint64_t run = 0;
 };
 
 // One token whose topic changed.
@@ -54,15 +58,44 @@ class SamplingKernel {
 };
 
 enum class KernelKind {
-  kSparseLda,  // Yao, Mimno & McCallum 2009: s + r + q buckets
+  kSparseLda,  // Yao, Mimno & McCallum 2009: s + r + q buckets; exact
   kDense,      // plain O(K) conditional; the reference and baseline
+  kMh,         // O(1) Metropolis–Hastings with alias tables (mh_kernel.h)
+  // Not a kernel but a Trainer policy: MH while word rows are dense, then
+  // SparseLDA for good (sampler/kernel_policy.h). A SweepPipeline given
+  // kAuto runs SparseLDA.
+  kAuto,
+  // Not a sampler: the pass of a sparse start (TrainerOptions::
+  // init_row_topics). Each token of word w gets one of `init_row_topics`
+  // topics fixed per word by a hash of (seed, w), uniformly, ignoring the
+  // counts; so every word row starts with at most that many topics and the
+  // first exact sweep is cheap. Not accepted by ParseKernelKind.
+  kSparseInit,
 };
 
+// "sparse", "dense", "mh", "auto"; anything else is kInvalidArgument.
 absl::StatusOr<KernelKind> ParseKernelKind(std::string_view name);
 std::string_view KernelKindName(KernelKind kind);
 
+// Settings of the MH kernel.
+struct MhOptions {
+  // MH cycles per token, each a word-proposal and a document-proposal move.
+  // More steps: a draw closer to the exact conditional, at O(steps) cost.
+  int steps = 2;
+  // A word's proposal snapshot is rebuilt after serving refresh × (its
+  // slots) draws: smaller is fresher and costlier. REQUIRES: > 0.
+  double refresh = 1.0;
+};
+
+// Settings of every kernel kind, one struct so the pipeline passes them on.
+struct KernelOptions {
+  MhOptions mh;
+  uint32_t init_row_topics = 8;  // kSparseInit's topics per word, >= 1
+};
+
 // A new kernel with scratch for `num_topics` topics.
-std::unique_ptr<SamplingKernel> MakeKernel(KernelKind kind, TopicId num_topics);
+std::unique_ptr<SamplingKernel> MakeKernel(KernelKind kind, TopicId num_topics,
+                                           const KernelOptions& options = {});
 
 }  // namespace latentd
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -83,12 +84,27 @@ struct SweepPipeline::Impl {
       : options(o),
         arena(o.threads),
         nice_observer(arena, o.nice),
-        kernels([o, k] { return MakeKernel(o.kernel, k); }) {}
+        num_topics(k) {}
+
+  // The calling thread's kernel of `kind`, made on first use.
+  SamplingKernel& LocalKernel(KernelKind kind) {
+    std::unique_ptr<SamplingKernel>& kernel =
+        kernels.local()[static_cast<size_t>(kind)];
+    if (kernel == nullptr)
+      kernel = MakeKernel(kind, num_topics, options.kernel_options);
+    return *kernel;
+  }
 
   PipelineOptions options;
   tbb::task_arena arena;
   NiceObserver nice_observer;
-  tbb::enumerable_thread_specific<std::unique_ptr<SamplingKernel>> kernels;
+  const TopicId num_topics;
+  static constexpr size_t kKinds =
+      static_cast<size_t>(KernelKind::kSparseInit) + 1;
+  tbb::enumerable_thread_specific<
+      std::array<std::unique_ptr<SamplingKernel>, kKinds>>
+      kernels;
+  uint64_t runs = 0;  // Run() calls so far; stamps SweepParams::run
   tbb::concurrent_queue<WorkPtr> pool;   // reused BatchWork objects
   internal::DeltaCombiner combiner;      // the serial combiner stage's
   CountUpdaterHook count_updater_hook;   // runs in the count updater
@@ -104,15 +120,22 @@ void SweepPipeline::SetCountUpdaterHook(CountUpdaterHook hook) {
   impl_->count_updater_hook = std::move(hook);
 }
 
+void SweepPipeline::SetKernel(KernelKind kind) { impl_->options.kernel = kind; }
+
+KernelKind SweepPipeline::kernel() const { return impl_->options.kernel; }
+
 void SweepPipeline::SetQuiesceMutex(absl::Mutex* mu) {
   impl_->quiesce_mutex = mu;
 }
 
 absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
                                                TopicTable* table,
-                                               const SweepParams& params,
+                                               const SweepParams& run_params,
                                                DocTopicStats* stats) {
   const auto start = std::chrono::steady_clock::now();
+  SweepParams params = run_params;
+  params.run = impl_->runs++;
+  const KernelKind kind = impl_->options.kernel;
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
   TokenStoreMeta next_meta = store->meta();
   next_meta.sweep = params.sweep + 1;
@@ -145,8 +168,8 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
   auto sample = [&](WorkPtr work) -> WorkPtr {
     work->changes.clear();
     if (!error.failed()) {
-      std::unique_ptr<SamplingKernel>& kernel = impl_->kernels.local();
-      kernel->SampleBatch(params, &work->batch, &work->changes);
+      impl_->LocalKernel(kind).SampleBatch(params, &work->batch,
+                                           &work->changes);
     }
     return work;
   };

@@ -37,7 +37,10 @@ struct PipelineOptions {
   // Batches alive at once across all stages; 0 picks 2·threads + 1 (1 when
   // threads == 1, which makes single-thread sweeps reproducible).
   int max_batches_in_flight = 0;
+  // The kernel of the samplers (kAuto runs SparseLDA here: choosing is the
+  // Trainer's job). SetKernel changes it between runs.
   KernelKind kernel = KernelKind::kSparseLda;
+  KernelOptions kernel_options;
   // If > 0, every thread that samples in this pipeline (the caller of Run
   // and the arena's workers) lowers its scheduling priority to this nice
   // value (Linux, per thread; never raises it). A daemon uses it so that
@@ -82,6 +85,10 @@ class SweepPipeline {
   using CountUpdaterHook = std::function<absl::Status(
       TopicTable* table, std::span<const WordTopicDelta> applied)>;
   void SetCountUpdaterHook(CountUpdaterHook hook);
+  // The kernel of the next Run()s; call only while no Run() is in
+  // progress. Each thread keeps one kernel object of each kind it ran.
+  void SetKernel(KernelKind kind);
+  KernelKind kernel() const;
   // If set, Run() holds `mu` while it re-lays the table out after a sweep
   // (TopicTable::Quiesce), so a reader outside the pipeline that holds `mu`
   // never sees a row mid-move. `mu` must outlive the pipeline; set it only

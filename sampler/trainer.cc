@@ -1,9 +1,21 @@
 #include "sampler/trainer.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 
 namespace latentd {
+
+namespace {
+
+PipelineOptions WithInit(const TrainerOptions& o) {
+  PipelineOptions p = o.pipeline;
+  p.kernel_options.init_row_topics = std::max<uint32_t>(o.init_row_topics, 1);
+  return p;
+}
+
+}  // namespace
 
 Trainer::Trainer(const TrainerOptions& options,
                  std::unique_ptr<TokenStore> store)
@@ -11,7 +23,7 @@ Trainer::Trainer(const TrainerOptions& options,
       store_(std::move(store)),
       table_(std::make_unique<TopicTable>(store_->meta().vocab_size,
                                           options.num_topics)),
-      pipeline_(options.pipeline, options.num_topics) {}
+      pipeline_(WithInit(options), options.num_topics) {}
 
 namespace {
 
@@ -31,6 +43,13 @@ absl::Status CheckOptions(const TrainerOptions& o, const TokenStoreMeta& m) {
   if (o.pipeline.threads < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("threads must be at least 1, got ", o.pipeline.threads));
+  }
+  if (o.pipeline.kernel_options.mh.steps < 1 ||
+      !(o.pipeline.kernel_options.mh.refresh > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("MH steps must be at least 1 and refresh positive, got ",
+                     o.pipeline.kernel_options.mh.steps, " and ",
+                     o.pipeline.kernel_options.mh.refresh));
   }
   if (m.num_tokens == 0) {
     return absl::InvalidArgumentError("the token store holds no tokens");
@@ -84,6 +103,52 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Resume(
   return t;
 }
 
+namespace {
+
+// The token-weighted mean number of non-zero topics of the word rows: the
+// expected row length SparseLDA's word bucket walks per token.
+double MeanRowTopics(const TopicTable& table) {
+  double weighted = 0, tokens = 0;
+  for (WordId w = 0; w < table.vocab_size(); ++w) {
+    double n_w = 0, nnz = 0;
+    table.ForEachNonZero(w, [&](TopicId, Count c) {
+      n_w += c;
+      ++nnz;
+    });
+    weighted += n_w * nnz;
+    tokens += n_w;
+  }
+  return tokens > 0 ? weighted / tokens : 0;
+}
+
+}  // namespace
+
+KernelKind Trainer::ChooseKernel(double* mean_row_topics) {
+  if (options_.pipeline.kernel != KernelKind::kAuto) {
+    return options_.pipeline.kernel;
+  }
+  if (auto_exact_) return KernelKind::kSparseLda;
+  if (mh_sweeps_ < options_.auto_kernel.max_mh_sweeps) {
+    *mean_row_topics = MeanRowTopics(*table_);
+    if (*mean_row_topics >= options_.auto_kernel.mh_min_row_topics) {
+      ++mh_sweeps_;
+      return KernelKind::kMh;
+    }
+  }
+  auto_exact_ = true;
+  return KernelKind::kSparseLda;
+}
+
+absl::Status Trainer::Failed(uint64_t sweep, const absl::Status& failure) {
+  absl::Status rebuilt = RebuildTable(store_.get(), table_.get());
+  if (!rebuilt.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        "sweep ", sweep, " failed (", failure.message(),
+        ") and the table could not be rebuilt: ", rebuilt.message()));
+  }
+  return failure;
+}
+
 absl::StatusOr<SweepReport> Trainer::Sweep() {
   SweepParams params;
   params.table = table_.get();
@@ -95,6 +160,17 @@ absl::StatusOr<SweepReport> Trainer::Sweep() {
 
   const uint64_t done = sweep_ + 1;
   SweepReport report;
+  if (sweep_ == 0 && options_.init_row_topics > 0) {
+    // The sparse start: one cheap pass before the first sweep.
+    pipeline_.SetKernel(KernelKind::kSparseInit);
+    absl::StatusOr<SweepResult> init =
+        pipeline_.Run(store_.get(), table_.get(), params, nullptr);
+    if (!init.ok()) return Failed(done, init.status());
+    report.sparse_start = true;
+    report.init_seconds = init->seconds;
+  }
+  report.kernel = ChooseKernel(&report.mean_row_topics);
+  pipeline_.SetKernel(report.kernel);
   report.evaluated = options_.eval_every > 0 && done % options_.eval_every == 0;
   const bool alpha_due =
       options_.optimize_alpha &&
@@ -107,18 +183,11 @@ absl::StatusOr<SweepReport> Trainer::Sweep() {
 
   absl::StatusOr<SweepResult> result = pipeline_.Run(
       store_.get(), table_.get(), params, stats ? &*stats : nullptr);
-  if (!result.ok()) {
-    absl::Status rebuilt = RebuildTable(store_.get(), table_.get());
-    if (!rebuilt.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          "sweep ", done, " failed (", result.status().message(),
-          ") and the table could not be rebuilt: ", rebuilt.message()));
-    }
-    return result.status();
-  }
+  if (!result.ok()) return Failed(done, result.status());
   sweep_ = done;
   report.sweep = done;
   report.result = *result;
+  report.result.seconds += report.init_seconds;
   if (report.evaluated) {
     report.log_likelihood =
         WordLogLikelihood(*table_, options_.beta) + stats->log_likelihood();

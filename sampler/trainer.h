@@ -25,6 +25,24 @@
 
 namespace latentd {
 
+// How KernelKind::kAuto picks each sweep's kernel. MH runs while word rows
+// are dense — the token-weighted mean of the rows' non-zero topics,
+// measured from the table before each sweep, is at least
+// `mh_min_row_topics` — and for at most `max_mh_sweeps` sweeps; from the
+// first sweep that fails either test on, SparseLDA (exact) runs for good, so
+// training always ends exact.
+//
+// The threshold is measured (README, "Sampler kernels"): on news20 the
+// uniform random start has 81, 422 and 801 mean row topics at K=100, 1000
+// and 4000, and at each of them an MH sweep was no faster than a SparseLDA
+// sweep (3.4x slower at K=4000) and gained less log-likelihood. So the
+// default sits above every state measured: auto runs MH only for rows
+// denser than that, and after the sparse start (rows of one topic) never.
+struct AutoKernelOptions {
+  double mh_min_row_topics = 1024;
+  int max_mh_sweeps = 20;
+};
+
 struct TrainerOptions {
   TopicId num_topics = 100;
   // Symmetric per-topic α; 0 picks 50/K. The starting point when α is
@@ -38,7 +56,15 @@ struct TrainerOptions {
   uint64_t seed = 1;
   // Compute the exact log-likelihood every this many sweeps (0: never).
   int eval_every = 1;
+  // If > 0, a sparse start: training from a store at sweep 0 runs, before
+  // its first sweep, one KernelKind::kSparseInit pass with this many topics
+  // per word, so every word row starts with at most that many topics and
+  // the first sweeps cost what later ones do (the uniform start makes every
+  // row of a frequent word dense). 0: start from the store's topics.
+  uint32_t init_row_topics = 0;
+  // pipeline.kernel may be kAuto: then auto_kernel decides per sweep.
   PipelineOptions pipeline;
+  AutoKernelOptions auto_kernel;
 };
 
 struct SweepReport {
@@ -48,6 +74,13 @@ struct SweepReport {
   double log_likelihood = 0;            // joint log p(w, z), if evaluated
   double log_likelihood_per_token = 0;  // if evaluated
   bool alpha_updated = false;
+  KernelKind kernel = KernelKind::kSparseLda;  // the kernel this sweep ran
+  // The sweep began with the sparse start's pass, which took init_seconds
+  // (included in result.seconds).
+  bool sparse_start = false;
+  double init_seconds = 0;
+  // With kAuto: the statistic the choice was made on (else 0).
+  double mean_row_topics = 0;
   double tokens_per_second() const {
     return result.seconds > 0 ? result.tokens / result.seconds : 0;
   }
@@ -105,8 +138,17 @@ class Trainer {
   std::unique_ptr<TokenStore> store_;
   std::unique_ptr<TopicTable> table_;
   SweepPipeline pipeline_;
+  // Rebuilds the table after a failed pass of sweep `sweep`; returns the
+  // failure, or kDataLoss if the table could not be rebuilt.
+  absl::Status Failed(uint64_t sweep, const absl::Status& failure);
+  // The kernel of the next sweep (kAuto resolved); sets *mean_row_topics
+  // if it measured it.
+  KernelKind ChooseKernel(double* mean_row_topics);
+
   std::vector<double> alpha_;
   uint64_t sweep_ = 0;
+  int mh_sweeps_ = 0;        // MH sweeps run by kAuto so far
+  bool auto_exact_ = false;  // kAuto has switched to SparseLDA for good
 };
 
 }  // namespace latentd

@@ -151,6 +151,30 @@ void AddModelSettings(const AddFn& add) {
       Int<int>("train-nice", 0, 19, [](DaemonConfig* c) {
         return &c->service.trainer.pipeline.nice;
       }));
+  add("kernel", "auto", "auto|sparse|dense|mh",
+      "Sampling kernel: auto (MH while word rows are dense, then SparseLDA "
+      "for good, so training ends exact); sparse (SparseLDA, exact); dense "
+      "(plain O(K), the reference); mh (O(1) Metropolis-Hastings with alias "
+      "tables)",
+      [](std::string_view v, DaemonConfig* c) -> absl::Status {
+        absl::StatusOr<KernelKind> k = ParseKernelKind(v);
+        if (!k.ok()) return Bad("kernel", v, "auto|sparse|dense|mh");
+        c->service.trainer.pipeline.kernel = *k;
+        return absl::OkStatus();
+      });
+  add("mh-steps", "2", "1..64",
+      "MH cycles (a word and a document proposal) per token (kernel mh, "
+      "auto)",
+      Int<int>("mh-steps", 1, 64, [](DaemonConfig* c) {
+        return &c->service.trainer.pipeline.kernel_options.mh.steps;
+      }));
+  add("sparse-start", "1", "0..65536",
+      "Sparse start (first start): before the first sweep, give each word's "
+      "tokens one of this many topics fixed per word, so rows start sparse "
+      "and the first sweeps are cheap (0: the uniform random start)",
+      Int<uint32_t>("sparse-start", 0, kMaxTopics, [](DaemonConfig* c) {
+        return &c->service.trainer.init_row_topics;
+      }));
   add("optimize-alpha", "on", "on|off", "Learn an asymmetric alpha",
       Bool("optimize-alpha",
            [](DaemonConfig* c) { return &c->service.trainer.optimize_alpha; }));

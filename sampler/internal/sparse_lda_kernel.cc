@@ -314,4 +314,21 @@ void DenseKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
   }
 }
 
+void SparseInitKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
+                                   std::vector<TopicChange>* changes) {
+  // Streams apart from the sweep's that follows (same seed and sweep).
+  const uint64_t word_seed = Mix64(params.seed ^ 0x5eed5eedULL);
+  Rng rng = Rng::ForStream(word_seed, params.sweep, batch->index);
+  for (size_t i = 0; i < batch->num_tokens(); ++i) {
+    const WordId w = batch->words[i];
+    const uint64_t j = rng.UniformInt(row_topics_);
+    const TopicId t = static_cast<TopicId>(
+        Mix64(word_seed ^ (uint64_t{w} << 20 | j)) % num_topics_);
+    if (t != batch->topics[i]) {
+      changes->push_back({w, batch->topics[i], t});
+      batch->topics[i] = t;
+    }
+  }
+}
+
 }  // namespace latentd::internal

@@ -89,6 +89,20 @@ class DenseKernel final : public SamplingKernel {
   std::vector<double> cumulative_;
 };
 
+// KernelKind::kSparseInit: token of word w -> topic
+// Mix64(seed, w, j) mod K for j uniform in [0, row_topics).
+class SparseInitKernel final : public SamplingKernel {
+ public:
+  SparseInitKernel(TopicId num_topics, uint32_t row_topics)
+      : num_topics_(num_topics), row_topics_(row_topics) {}
+  void SampleBatch(const SweepParams& params, DocBatch* batch,
+                   std::vector<TopicChange>* changes) override;
+
+ private:
+  const TopicId num_topics_;
+  const uint32_t row_topics_;
+};
+
 }  // namespace latentd::internal
 
 #endif  // LATENTD_SAMPLER_INTERNAL_SPARSE_LDA_KERNEL_H_

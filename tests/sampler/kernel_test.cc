@@ -1,8 +1,10 @@
 // The kernels draw from the exact collapsed conditional: for fixed counts,
 // the empirical distribution of a token's new topic matches p(z | rest).
 #include <cmath>
+#include <string>
 #include <vector>
 
+#include "corpora/random.h"
 #include "gtest/gtest.h"
 #include "sampler/sampling_kernel.h"
 
@@ -21,7 +23,52 @@ absl::Status FillTable(const std::vector<std::vector<Count>>& counts,
   return table->Apply(deltas);
 }
 
-class KernelExactness : public ::testing::TestWithParam<KernelKind> {};
+// A kernel under test: its kind and, for MH, enough steps per token that
+// the chain's draw is the conditional up to far less than the tests'
+// sampling error.
+struct KernelUnderTest {
+  KernelKind kind;
+  MhOptions mh;
+};
+std::string Name(const KernelUnderTest& k) {
+  return std::string(KernelKindName(k.kind));
+}
+std::unique_ptr<SamplingKernel> Make(const KernelUnderTest& k, TopicId K) {
+  return MakeKernel(k.kind, K, {.mh = k.mh});
+}
+
+// Chi-square statistic of `observed` counts against probabilities `p`
+// (summing to 1), cells expected fewer than 5 times pooled into one;
+// *cells gets the number of cells.
+double ChiSquare(const std::vector<int>& observed, const std::vector<double>& p,
+                 int draws, int* cells) {
+  double chi2 = 0, pooled_expected = 0, pooled_observed = 0;
+  *cells = 0;
+  for (size_t o = 0; o < p.size(); ++o) {
+    const double expected = p[o] * draws;
+    if (expected < 5) {
+      pooled_expected += expected;
+      pooled_observed += observed[o];
+      continue;
+    }
+    chi2 += (observed[o] - expected) * (observed[o] - expected) / expected;
+    ++*cells;
+  }
+  if (pooled_expected > 0) {
+    chi2 += (pooled_observed - pooled_expected) *
+            (pooled_observed - pooled_expected) / pooled_expected;
+    ++*cells;
+  }
+  return chi2;
+}
+
+// P(chi2 > dof + 4.3·sqrt(2·dof)) < 0.001 for the degrees of freedom here.
+double ChiSquareBound(int cells) {
+  const double dof = cells - 1;
+  return dof + 4.3 * std::sqrt(2 * dof);
+}
+
+class KernelExactness : public ::testing::TestWithParam<KernelUnderTest> {};
 
 TEST_P(KernelExactness, FirstTokenMatchesConditionalChiSquare) {
   const TopicId K = 6;
@@ -60,7 +107,7 @@ TEST_P(KernelExactness, FirstTokenMatchesConditionalChiSquare) {
   }
   for (double& x : p) x /= total;
 
-  std::unique_ptr<SamplingKernel> kernel = MakeKernel(GetParam(), K);
+  std::unique_ptr<SamplingKernel> kernel = Make(GetParam(), K);
   const int draws = 200000;
   std::vector<int> observed(K, 0);
   std::vector<TopicChange> changes;
@@ -78,7 +125,7 @@ TEST_P(KernelExactness, FirstTokenMatchesConditionalChiSquare) {
     chi2 += (observed[k] - expected) * (observed[k] - expected) / expected;
   }
   // 5 degrees of freedom: P(chi2 > 20.5) = 0.001.
-  EXPECT_LT(chi2, 20.5) << "kernel " << KernelKindName(GetParam());
+  EXPECT_LT(chi2, 20.5) << "kernel " << Name(GetParam());
 }
 
 // One document against a fixed table: the background counts of every word
@@ -96,7 +143,8 @@ struct JointCase {
 // new topics with the exact one, enumerated from the sequential
 // conditionals — the table fixed for the batch, the document's counts and
 // n_k following each draw — by a chi-square test.
-void ExpectJointLawMatches(KernelKind kind, const JointCase& c, int draws) {
+void ExpectJointLawMatches(const KernelUnderTest& kind, const JointCase& c,
+                           int draws) {
   const TopicId K = c.K;
   const WordId V = static_cast<WordId>(c.background.size());
   std::vector<std::vector<Count>> n = c.background;
@@ -146,7 +194,7 @@ void ExpectJointLawMatches(KernelKind kind, const JointCase& c, int draws) {
     exact[o] = p;
   }
 
-  std::unique_ptr<SamplingKernel> kernel = MakeKernel(kind, K);
+  std::unique_ptr<SamplingKernel> kernel = Make(kind, K);
   std::vector<int> observed(outcomes, 0);
   std::vector<TopicChange> changes;
   for (int d = 0; d < draws; ++d) {
@@ -159,28 +207,10 @@ void ExpectJointLawMatches(KernelKind kind, const JointCase& c, int draws) {
     for (size_t i = tokens; i-- > 0;) code = code * K + batch.topics[i];
     ++observed[code];
   }
-  // Chi-square over the outcomes expected at least 5 times; the rest pooled.
-  double chi2 = 0, pooled_expected = 0, pooled_observed = 0;
   int cells = 0;
-  for (size_t o = 0; o < outcomes; ++o) {
-    const double expected = exact[o] * draws;
-    if (expected < 5) {
-      pooled_expected += expected;
-      pooled_observed += observed[o];
-      continue;
-    }
-    chi2 += (observed[o] - expected) * (observed[o] - expected) / expected;
-    ++cells;
-  }
-  if (pooled_expected > 0) {
-    chi2 += (pooled_observed - pooled_expected) *
-            (pooled_observed - pooled_expected) / pooled_expected;
-    ++cells;
-  }
-  // P(chi2 > dof + 4.3·sqrt(2·dof)) < 0.001 for these degrees of freedom.
-  const double dof = cells - 1;
-  EXPECT_LT(chi2, dof + 4.3 * std::sqrt(2 * dof))
-      << "kernel " << KernelKindName(kind) << ", " << cells << " cells";
+  const double chi2 = ChiSquare(observed, exact, draws, &cells);
+  EXPECT_LT(chi2, ChiSquareBound(cells))
+      << "kernel " << Name(kind) << ", " << cells << " cells";
 }
 
 // A document whose word repeats (as bag-of-words corpora store it): word
@@ -214,14 +244,131 @@ TEST_P(KernelExactness, LongRowsJointMatchesSequentialConditionals) {
   ExpectJointLawMatches(GetParam(), c, 400000);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, KernelExactness,
-                         ::testing::Values(KernelKind::kSparseLda,
-                                           KernelKind::kDense));
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, KernelExactness,
+    ::testing::Values(KernelUnderTest{KernelKind::kSparseLda, {}},
+                      KernelUnderTest{KernelKind::kDense, {}},
+                      KernelUnderTest{KernelKind::kMh, {.steps = 48}}),
+    [](const auto& info) { return Name(info.param); });
+
+// The MH kernel's moves leave the exact conditional invariant: if the
+// token's topic before the draw is distributed as p(z | rest), so is its
+// topic after ONE cycle (a word and a document move), whatever the
+// proposals — no mixing error, so a wrong acceptance ratio shows at once.
+// The token's current topic s0 is drawn from p; the table holds the
+// background plus the document with the token at s0 (one table per s0, so
+// the excluded conditional is the same for every s0). Word 0 is dense,
+// word 1 sparse (3 of K topics: the smoothing proposal reaches the others);
+// the token under test is the document's first.
+void ExpectMhStationary(const JointCase& c, int draws) {
+  const TopicId K = c.K;
+  const WordId V = static_cast<WordId>(c.background.size());
+  const WordId w0 = c.words[0];
+  std::vector<double> n_k(K, 0);
+  for (WordId w = 0; w < V; ++w) {
+    for (TopicId k = 0; k < K; ++k) n_k[k] += c.background[w][k];
+  }
+  // The document's other tokens count in n_dk, n_k and (same word) n_wk.
+  std::vector<double> n_d(K, 0),
+      n_w(c.background[w0].begin(), c.background[w0].end());
+  for (size_t i = 1; i < c.words.size(); ++i) {
+    ++n_d[c.topics[i]];
+    ++n_k[c.topics[i]];
+    if (c.words[i] == w0) ++n_w[c.topics[i]];
+  }
+  std::vector<double> p(K);
+  double total = 0;
+  for (TopicId k = 0; k < K; ++k) {
+    p[k] = (n_d[k] + c.alpha[k]) * (n_w[k] + c.beta) / (n_k[k] + c.beta * V);
+    total += p[k];
+  }
+  for (double& x : p) x /= total;
+
+  std::vector<std::unique_ptr<TopicTable>> tables;
+  std::vector<std::unique_ptr<SamplingKernel>> kernels;
+  for (TopicId s0 = 0; s0 < K; ++s0) {
+    std::vector<std::vector<Count>> n = c.background;
+    for (size_t i = 0; i < c.words.size(); ++i) {
+      ++n[c.words[i]][i == 0 ? s0 : c.topics[i]];
+    }
+    tables.push_back(std::make_unique<TopicTable>(V, K));
+    ASSERT_TRUE(FillTable(n, tables.back().get()).ok());
+    kernels.push_back(MakeKernel(KernelKind::kMh, K, {.mh = {.steps = 1}}));
+  }
+  SweepParams params;
+  params.alpha = c.alpha;
+  params.beta = c.beta;
+  params.beta_sum = c.beta * V;
+  params.seed = 5;
+  Rng start(77);
+  std::vector<double> cumulative(K);
+  double run = 0;
+  for (TopicId k = 0; k < K; ++k) cumulative[k] = (run += p[k]);
+  std::vector<int> observed(K, 0);
+  std::vector<TopicChange> changes;
+  std::vector<TopicId> topics = c.topics;
+  int moved = 0;
+  for (int d = 0; d < draws; ++d) {
+    const double u = start.Uniform();
+    TopicId s0 = 0;
+    while (s0 + 1 < K && cumulative[s0] <= u) ++s0;
+    topics[0] = s0;
+    params.table = tables[s0].get();
+    DocBatch batch;
+    batch.index = d;
+    batch.AddDocument("d", "", c.words, topics);
+    changes.clear();
+    kernels[s0]->SampleBatch(params, &batch, &changes);
+    ++observed[batch.topics[0]];
+    moved += batch.topics[0] != s0;
+  }
+  int cells = 0;
+  const double chi2 = ChiSquare(observed, p, draws, &cells);
+  EXPECT_LT(chi2, ChiSquareBound(cells)) << cells << " cells";
+  // A chain that never leaves s0 keeps p too: the moves must move.
+  EXPECT_GT(moved, draws / 10);
+}
+
+TEST(MhKernel, OneCycleKeepsConditionalDenseRow) {
+  ExpectMhStationary({.K = 6,
+                      .words = {0, 1, 0, 2, 0},
+                      .topics = {0, 2, 1, 4, 3},
+                      .background = {{7, 2, 0, 5, 0, 1},
+                                     {0, 3, 4, 0, 9, 0},
+                                     {2, 0, 0, 1, 6, 3}},
+                      .alpha = {0.5, 0.1, 0.2, 0.05, 0.3, 0.4},
+                      .beta = 0.1},
+                     300000);
+}
+
+TEST(MhKernel, OneCycleKeepsConditionalSparseRow) {
+  JointCase c;
+  c.K = 24;
+  c.words = {1, 0, 1, 0, 0};
+  c.topics = {0, 5, 9, 5, 20};
+  c.background = {std::vector<Count>(24), std::vector<Count>(24, 0)};
+  for (TopicId k = 0; k < 24; ++k) {
+    c.background[0][k] = 1 + (k * 5) % 7;
+    c.alpha.push_back(0.02 + 0.05 * (k % 3));
+  }
+  // Word 1: 3 topics of 24 (sparse), plus the token itself.
+  c.background[1][2] = 6;
+  c.background[1][9] = 3;
+  c.background[1][17] = 1;
+  c.beta = 0.05;
+  ExpectMhStationary(c, 300000);
+}
 
 TEST(KernelKind, ParsesNames) {
   EXPECT_EQ(*ParseKernelKind("sparse"), KernelKind::kSparseLda);
   EXPECT_EQ(*ParseKernelKind("dense"), KernelKind::kDense);
+  EXPECT_EQ(*ParseKernelKind("mh"), KernelKind::kMh);
+  EXPECT_EQ(*ParseKernelKind("auto"), KernelKind::kAuto);
   EXPECT_FALSE(ParseKernelKind("alias").ok());
+  for (KernelKind k : {KernelKind::kSparseLda, KernelKind::kDense,
+                       KernelKind::kMh, KernelKind::kAuto}) {
+    EXPECT_EQ(*ParseKernelKind(KernelKindName(k)), k);
+  }
 }
 
 }  // namespace

@@ -122,6 +122,109 @@ TEST_P(TrainerThreads, CountsAreConservedAfterEverySweep) {
 
 INSTANTIATE_TEST_SUITE_P(Threads, TrainerThreads, ::testing::Values(1, 2, 4));
 
+// --kernel mh and auto keep the counts exact (conservation after every
+// sweep, also with the MH kernel's snapshots and two threads), and auto
+// runs MH while the rows are dense enough, for at most max_mh_sweeps, then
+// SparseLDA for good: the last sweeps are exact whatever the rows do.
+TEST(Trainer, AutoKernelRunsMhThenEndsExact) {
+  TrainerOptions options;
+  options.num_topics = 40;
+  options.pipeline.threads = 2;
+  options.pipeline.kernel = KernelKind::kAuto;
+  options.auto_kernel.mh_min_row_topics = 1;  // rows always dense enough
+  options.auto_kernel.max_mh_sweeps = 4;
+  auto trainer = Trainer::Create(options, MemoryStore(600, 500, 40, 3));
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  std::vector<KernelKind> ran;
+  double first_ll = 0, last_ll = 0;
+  for (int s = 0; s < 8; ++s) {
+    auto report = (*trainer)->Sweep();
+    ASSERT_TRUE(report.ok()) << report.status();
+    ran.push_back(report->kernel);
+    if (s == 0) first_ll = report->log_likelihood_per_token;
+    last_ll = report->log_likelihood_per_token;
+    ExpectConserved(**trainer);
+  }
+  const std::vector<KernelKind> expected = {
+      KernelKind::kMh,        KernelKind::kMh,        KernelKind::kMh,
+      KernelKind::kMh,        KernelKind::kSparseLda, KernelKind::kSparseLda,
+      KernelKind::kSparseLda, KernelKind::kSparseLda};
+  EXPECT_EQ(ran, expected);
+  EXPECT_GT(last_ll, first_ll);
+
+  // Rows thinner than the threshold: SparseLDA from the first sweep on,
+  // and a later dense spell does not bring MH back.
+  options.auto_kernel.mh_min_row_topics = 1e9;
+  auto exact = Trainer::Create(options, MemoryStore(300, 200, 40, 4));
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  for (int s = 0; s < 3; ++s) {
+    auto report = (*exact)->Sweep();
+    ASSERT_TRUE(report.ok()) << report.status();
+    EXPECT_EQ(report->kernel, KernelKind::kSparseLda);
+    // Measured once, on the sweep that switched.
+    EXPECT_EQ(report->mean_row_topics > 0, s == 0);
+  }
+}
+
+// The sparse start: the trainer runs the pass once, before the first sweep
+// only, counts its time in that sweep's, and keeps the counts exact (the
+// pass's kernel is checked on its own below).
+TEST(Trainer, SparseStartRunsOncePassBeforeTheFirstSweep) {
+  TrainerOptions options;
+  options.num_topics = 40;
+  options.init_row_topics = 1;
+  auto trainer = Trainer::Create(options, MemoryStore(600, 500, 40, 3));
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  auto first = (*trainer)->Sweep();
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_TRUE(first->sparse_start);
+  EXPECT_GT(first->init_seconds, 0);
+  EXPECT_GE(first->result.seconds, first->init_seconds);
+  EXPECT_EQ(first->sweep, 1u);
+  ExpectConserved(**trainer);
+  auto second = (*trainer)->Sweep();
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_FALSE(second->sparse_start);
+  ExpectConserved(**trainer);
+}
+
+// kSparseInit gives each word at most row_topics topics, each of them used.
+TEST(SparseInitKernel, EachWordGetsAtMostRowTopics) {
+  const TopicId K = 50;
+  TopicTable table(20, K);
+  SweepParams params;
+  params.table = &table;
+  params.alpha.assign(K, 0.1);
+  params.seed = 3;
+  std::unique_ptr<SamplingKernel> kernel =
+      MakeKernel(KernelKind::kSparseInit, K, {.mh = {}, .init_row_topics = 3});
+  DocBatch batch;
+  Rng rng(1);
+  for (int d = 0; d < 200; ++d) {
+    std::vector<WordId> words(30);
+    std::vector<TopicId> topics(30);
+    for (int i = 0; i < 30; ++i) {
+      words[i] = static_cast<WordId>(rng.UniformInt(20));
+      topics[i] = static_cast<TopicId>(rng.UniformInt(K));
+    }
+    batch.AddDocument("", "", words, topics);
+  }
+  std::vector<TopicChange> changes;
+  kernel->SampleBatch(params, &batch, &changes);
+  std::vector<std::vector<int>> seen(20, std::vector<int>(K, 0));
+  for (size_t i = 0; i < batch.num_tokens(); ++i) {
+    ++seen[batch.words[i]][batch.topics[i]];
+  }
+  for (WordId w = 0; w < 20; ++w) {
+    int topics = 0;
+    for (TopicId k = 0; k < K; ++k) topics += seen[w][k] > 0;
+    // 300 tokens a word: three hashed topics (fewer only if two collide).
+    EXPECT_GE(topics, 2) << "word " << w;
+    EXPECT_LE(topics, 3) << "word " << w;
+  }
+  EXPECT_GT(changes.size(), batch.num_tokens() / 2);
+}
+
 std::string TempDir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() /
              ("latentd_trainer_" + name + "_" + std::to_string(::getpid()));
