@@ -179,7 +179,12 @@ class ModelQueries(unittest.TestCase):
             for w in t.top_words:
                 self.assertIn(w.word, VOCABULARY)
                 self.assertTrue(0 < w.probability < 1)
-        self.assertEqual(len(c.list_topics()[0].top_words), 10)  # default
+        # The default is 10 words (fewer when the topic holds fewer: the
+        # sparse start separates the three themes' 6-7 words cleanly).
+        default = c.list_topics()[0].top_words
+        self.assertEqual(default, c.list_topics(top_words=10)[0].top_words)
+        self.assertEqual(len(default),
+                         min(10, len(c.list_topics(top_words=50)[0].top_words)))
 
     def test_coherence(self):
         # The daemon scores coherence once more when sampling stops; wait for
