@@ -9,7 +9,7 @@
 //     --cluster demo --cluster-listen 127.0.0.1:7001 --cluster-size 3
 //     --shard 0 --shards 3 --corpus ../shared/data/blei-ap/ap.dat.zst
 //     --format ldac --vocab ../shared/data/blei-ap/vocab.txt.zst
-//     --consistency ssp:1
+//     --consistency ssp:1 --cluster-key /etc/latentd/cluster.key
 //
 // A setting latentd also has keeps latentd's flag name (--cluster-redis,
 // --cluster-size, --cluster-listen, --topics, ...). The names this program
@@ -26,6 +26,7 @@
 #include "sampler/fast_mutexes.h"
 #include "service/cluster/cluster_node.h"
 #include "sync/membership.h"
+#include "sync/peer_auth.h"
 
 namespace {
 
@@ -145,6 +146,15 @@ int main(int argc, char** argv) {
       ->required()
       ->default_str("");
   app.add_option("--node-id", o.node_id, "member id (default: address)");
+  std::string key_file;
+  app.add_option("--cluster-key", key_file,
+                 "the cluster's shared key file (as latentd's --cluster-key; "
+                 "the same file on every node): sync connections prove it "
+                 "and every frame carries a MAC");
+  app.add_option("--insecure", o.insecure,
+                 "on: run without a cluster key; the sync port accepts "
+                 "frames from anyone (loopback development only)")
+      ->default_str("off");
   app.add_option("--cluster-size,--members", o.expected_members,
                  "nodes the cluster is fixed with (--members: old name, "
                  "deprecated)")
@@ -187,6 +197,15 @@ int main(int argc, char** argv) {
                    std::string(s.message()).c_str());
       return 2;
     }
+  }
+  if (!key_file.empty()) {
+    absl::StatusOr<std::string> key = latentd::sync::LoadClusterKey(key_file);
+    if (!key.ok()) {
+      std::fprintf(stderr, "latentd-cluster-node: %s\n",
+                   std::string(key.status().message()).c_str());
+      return 2;
+    }
+    o.cluster_key = *std::move(key);
   }
   o.corpus.format = *f;
   o.shard_by = *by;

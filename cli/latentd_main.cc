@@ -34,6 +34,7 @@
 #include "service/redis_ingest.h"
 #include "service/rpc_server.h"
 #include "service/systemd_notify.h"
+#include "sync/peer_auth.h"
 
 namespace {
 
@@ -219,6 +220,12 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
     }
     latentd::ClusterLinkOptions cluster = config.cluster;
     cluster.node_id = absl::StrCat(config.rpc.host, ":", rpc->port());
+    if (!config.cluster_key_file.empty()) {
+      absl::StatusOr<std::string> key =
+          latentd::sync::LoadClusterKey(config.cluster_key_file);
+      if (!key.ok()) return Fail(key.status());
+      cluster.cluster_key = *std::move(key);
+    }
     absl::Status joined = (*service)->JoinCluster(std::move(cluster));
     if (!joined.ok()) return Fail(joined);
   }

@@ -10,7 +10,9 @@
 #            libspdlog-dev (base/log.h: timestamped, levelled log lines)
 #   cluster: libasio-dev (transport), libprotobuf-dev + protobuf-compiler
 #            (wire and config messages), libhiredis-dev + redis-server
-#            (membership, streams; the cluster tests start their own server)
+#            (membership, streams; the cluster tests start their own server),
+#            libssl-dev (OpenSSL's libcrypto: HMAC-SHA256 of the sync port's
+#            cluster-key handshake and frame MACs, sync/peer_auth.h)
 #   service: libcpp-httplib-dev (the daemon's HTTP/JSON gateway and the
 #            HTTP client of latentctl and the benchmark), libsystemd-dev
 #            (sd_notify: latentd tells a Type=notify unit it is ready)
@@ -33,6 +35,7 @@ PACKAGES=(
   libtbb-dev libabsl-dev libxxhash-dev libzstd-dev zlib1g-dev zstd
   libcli11-dev libspdlog-dev bc
   libasio-dev libprotobuf-dev protobuf-compiler libhiredis-dev redis-server
+  libssl-dev
   libcpp-httplib-dev libsystemd-dev
   libgtest-dev libgmock-dev libbenchmark-dev systemd dpkg-dev chromium
   python3 python3-pandas

@@ -378,6 +378,17 @@ void AddClusterSettings(const AddFn& add) {
         c->cluster.consistency = *parsed;
         return absl::OkStatus();
       });
+  add("cluster-key", "", "a file|empty",
+      "The cluster's shared secret key file (the same on every node; make "
+      "one with `openssl rand -hex 32 > FILE; chmod 600 FILE`): sync "
+      "connections prove it both ways and every frame carries a MAC. "
+      "Cluster mode needs it, or --insecure",
+      String([](DaemonConfig* c) { return &c->cluster_key_file; }));
+  add("insecure", "off", "on|off",
+      "Cluster mode without a cluster key: the sync port accepts frames "
+      "from anyone who can reach it (loopback development only; logged as "
+      "a warning)",
+      Bool("insecure", [](DaemonConfig* c) { return &c->cluster.insecure; }));
   add("join-timeout", "60", "1..86400",
       "Seconds to wait for every member to join and push its counts",
       Seconds("join-timeout", 1, 86400,

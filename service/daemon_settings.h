@@ -41,6 +41,9 @@ struct DaemonConfig {
   // Cluster mode if cluster.redis_url is set (LatentdService::JoinCluster;
   // node_id is then the API TCP address, so --listen must be on).
   ClusterLinkOptions cluster;
+  // The cluster key file (sync::LoadClusterKey); read into
+  // cluster.cluster_key at startup. "" = none (then cluster.insecure).
+  std::string cluster_key_file;
   // The API's tokens file (service/api_auth.h); "" = no authentication.
   std::string api_tokens_file;
   // Where the log goes ("" = stderr); SIGHUP reopens it.

@@ -3,29 +3,25 @@
 #include "absl/strings/str_cat.h"
 
 namespace latentd::sync {
-namespace {
-
-void PutU32(uint32_t v, char* out) {
+void PutBigEndian32(uint32_t v, char* out) {
   for (int i = 3; i >= 0; --i) {
     out[i] = static_cast<char>(v & 0xff);
     v >>= 8;
   }
 }
 
-uint32_t GetU32(const char* in) {
+uint32_t GetBigEndian32(const char* in) {
   uint32_t v = 0;
   for (int i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
   return v;
 }
 
-}  // namespace
-
 void EncodeFrameHeader(const FrameHeader& header, char* out) {
-  PutU32(kFrameMagic, out);
-  PutU32(header.payload_size, out + 4);
-  PutU32(header.type, out + 8);
-  PutU32(static_cast<uint32_t>(header.request_id >> 32), out + 12);
-  PutU32(static_cast<uint32_t>(header.request_id), out + 16);
+  PutBigEndian32(kFrameMagic, out);
+  PutBigEndian32(header.payload_size, out + 4);
+  PutBigEndian32(header.type, out + 8);
+  PutBigEndian32(static_cast<uint32_t>(header.request_id >> 32), out + 12);
+  PutBigEndian32(static_cast<uint32_t>(header.request_id), out + 16);
 }
 
 std::string EncodeFrame(uint32_t type, uint64_t request_id,
@@ -42,16 +38,16 @@ std::string EncodeFrame(uint32_t type, uint64_t request_id,
 
 absl::StatusOr<FrameHeader> DecodeFrameHeader(const char* data,
                                               uint32_t max_payload_bytes) {
-  const uint32_t magic = GetU32(data);
+  const uint32_t magic = GetBigEndian32(data);
   if (magic != kFrameMagic) {
     return absl::InvalidArgumentError(
         absl::StrCat("frame: bad magic 0x", absl::Hex(magic)));
   }
   FrameHeader header;
-  header.payload_size = GetU32(data + 4);
-  header.type = GetU32(data + 8);
-  header.request_id =
-      (static_cast<uint64_t>(GetU32(data + 12)) << 32) | GetU32(data + 16);
+  header.payload_size = GetBigEndian32(data + 4);
+  header.type = GetBigEndian32(data + 8);
+  header.request_id = (static_cast<uint64_t>(GetBigEndian32(data + 12)) << 32) |
+                      GetBigEndian32(data + 16);
   if (header.type == 0) {
     return absl::InvalidArgumentError("frame: message type 0");
   }
@@ -65,7 +61,7 @@ absl::StatusOr<FrameHeader> DecodeFrameHeader(const char* data,
 
 std::string EncodeStatus(const absl::Status& status) {
   std::string out(4, '\0');
-  PutU32(static_cast<uint32_t>(status.code()), out.data());
+  PutBigEndian32(static_cast<uint32_t>(status.code()), out.data());
   const absl::string_view msg = status.message();
   out.append(msg.data(), msg.size());
   return out;
@@ -73,7 +69,7 @@ std::string EncodeStatus(const absl::Status& status) {
 
 absl::Status DecodeStatus(std::string_view payload) {
   if (payload.size() < 4) return absl::InternalError("malformed error reply");
-  const uint32_t code = GetU32(payload.data());
+  const uint32_t code = GetBigEndian32(payload.data());
   absl::StatusCode c = static_cast<absl::StatusCode>(code);
   if (code == 0 || code > 16) c = absl::StatusCode::kUnknown;
   payload.remove_prefix(4);

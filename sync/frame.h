@@ -45,7 +45,15 @@ struct Frame {
   uint32_t type = 0;
   uint64_t request_id = 0;
   std::string payload;
+  // Set by a receiving connection that runs the cluster-key handshake
+  // (sync/peer_auth.h): the node id the sender proved the key with. Empty
+  // on a connection without authentication. Not on the wire per frame.
+  std::string peer_id;
 };
+
+// Big-endian u32 to and from 4 bytes (the wire formats' integers).
+void PutBigEndian32(uint32_t v, char* out);
+uint32_t GetBigEndian32(const char* in);
 
 // Writes the 20-byte header for `header` into `out`.
 void EncodeFrameHeader(const FrameHeader& header, char* out);

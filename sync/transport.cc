@@ -62,9 +62,12 @@ std::chrono::steady_clock::duration Chrono(absl::Duration d) {
 // *stats alive as long as the connection.
 template <typename EndpointOptions>
 ConnectionOptions MakeConnectionOptions(const EndpointOptions& options,
+                                        PeerHandshake::Role role,
                                         TransportStats* stats,
                                         std::shared_ptr<void> owner) {
   ConnectionOptions co;
+  co.auth = options.auth;
+  co.role = role;
   co.max_frame_bytes = options.max_frame_bytes;
   co.frame_timeout = options.frame_timeout;
   co.write_timeout = options.write_timeout;
@@ -219,10 +222,11 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
       return;
     }
     state = State::kConnected;
-    backoff = options.initial_backoff;
+    // With a handshake, success is known only at the first reply.
+    if (!options.auth) backoff = options.initial_backoff;
     stats.connections_opened.fetch_add(1, std::memory_order_relaxed);
-    ConnectionOptions co =
-        MakeConnectionOptions(options, &stats, shared_from_this());
+    ConnectionOptions co = MakeConnectionOptions(
+        options, PeerHandshake::Role::kClient, &stats, shared_from_this());
     std::weak_ptr<ClientImpl> weak = weak_from_this();
     conn = std::make_shared<Connection>(
         std::move(socket), std::move(co),
@@ -240,6 +244,7 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
   }
 
   void OnReply(Frame frame) {
+    backoff = options.initial_backoff;
     if (frame.type == kErrorReplyType) {
       Finish(frame.request_id, DecodeStatus(frame.payload));
     } else if ((frame.type & kReplyBit) == 0) {
@@ -252,11 +257,17 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
   }
 
   void OnClosed(const absl::Status& status) {
+    const bool established = conn == nullptr || conn->established();
     conn.reset();
     if (state == State::kClosed) return;
     state = State::kIdle;
     last_error = status.ok() ? "connection closed by peer"
                              : std::string(status.message());
+    if (!established) {
+      // The handshake failed: retrying at once would only fail again.
+      retry_at = std::chrono::steady_clock::now() + Chrono(backoff);
+      backoff = std::min(backoff * 2, options.max_backoff);
+    }
     FailAll(absl::UnavailableError(
         absl::StrCat("connection to ", peer(), " lost: ", last_error)));
   }
@@ -385,8 +396,8 @@ struct ServerImpl : std::enable_shared_from_this<ServerImpl> {
 
   void OnAccepted(asio::ip::tcp::socket socket) {
     stats.connections_opened.fetch_add(1, std::memory_order_relaxed);
-    ConnectionOptions co =
-        MakeConnectionOptions(options, &stats, shared_from_this());
+    ConnectionOptions co = MakeConnectionOptions(
+        options, PeerHandshake::Role::kServer, &stats, shared_from_this());
     std::weak_ptr<ServerImpl> weak = weak_from_this();
     // The frame callback needs the connection it belongs to: a cell filled
     // in right after construction (before Start, so before any frame).

@@ -7,6 +7,12 @@
 //   Server     accepts connections, hands each request frame to a Handler,
 //              which replies through a Responder (now or later, any thread).
 //
+// Authentication (sync/peer_auth.h): with `auth` set on both ends, every
+// connection starts with the cluster-key handshake and every frame carries
+// a MAC; a peer that fails the handshake, or a frame whose MAC does not
+// verify, closes the connection before any frame is delivered. A client
+// whose handshake failed backs off as after a failed connect.
+//
 // Failure model. A frame with a bad magic, type 0, a payload over the
 // receiver's max_frame_bytes, or a connection that ends mid-frame, or that
 // stalls mid-frame longer than frame_timeout, closes that one connection and
@@ -39,6 +45,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "sync/frame.h"
+#include "sync/peer_auth.h"
 
 namespace latentd::sync {
 
@@ -104,6 +111,9 @@ struct ClientOptions {
   absl::Duration write_timeout = absl::Seconds(10);
   // Unsent request bytes above this close the connection.
   size_t max_pending_write_bytes = size_t{256} << 20;
+  // Non-null: prove the cluster key to the server and require its proof.
+  // Null: no authentication (the server must have none either).
+  std::shared_ptr<const PeerAuth> auth = nullptr;
   LogFn log = LogToStderr;
 };
 
@@ -174,6 +184,10 @@ struct ServerOptions {
   absl::Duration frame_timeout = absl::Seconds(10);
   absl::Duration write_timeout = absl::Seconds(10);
   size_t max_pending_write_bytes = size_t{256} << 20;
+  // Non-null: every connection must pass the cluster-key handshake before
+  // any of its frames reach the handler; each Frame then names its
+  // peer_id. Null: no authentication.
+  std::shared_ptr<const PeerAuth> auth = nullptr;
   LogFn log = LogToStderr;
 };
 

@@ -312,6 +312,8 @@ int Main(int argc, char** argv) {
   base.flush_each_sweep = flush;
   base.min_key_weight = min_key_weight;
   base.log = [](std::string_view) {};
+  // The sync path as deployed: authenticated, every frame MACed.
+  base.cluster_key = "cluster-bench-cluster-key-0001";
   int run_index = 0;  // a cluster name is never reused (rejoin guard)
   for (int m : nodes) {
     // Each repetition runs the three back to back. Reported: each one's

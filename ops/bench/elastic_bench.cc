@@ -589,6 +589,8 @@ int Run(const Flags& flags, const sync::Consistency& consistency) {
   cfg.base.consistency = consistency;
   cfg.base.join_timeout = absl::Seconds(120);
   cfg.base.log = log.fn();
+  // The sync path as deployed: authenticated, every frame MACed.
+  cfg.base.cluster_key = "elastic-bench-cluster-key-0001";
   const unsigned cores = std::thread::hardware_concurrency();
   std::printf(
       "# %s K=%u sweeps=%d move_at=%d max_docs=%llu consistency=%s; "

@@ -31,6 +31,13 @@ absl::StatusOr<std::unique_ptr<ClusterLink>> ClusterLink::Create(
 ClusterLink::~ClusterLink() { Stop(); }
 
 absl::Status ClusterLink::StartServer() {
+  if (options_.cluster_key.empty() && !options_.insecure) {
+    return absl::FailedPreconditionError(
+        "cluster mode needs the cluster key: --cluster-key FILE (the same "
+        "file on every node; make one with `openssl rand -hex 32 > FILE; "
+        "chmod 600 FILE`), or --insecure to run the sync port without "
+        "authentication (loopback development only)");
+  }
   std::string host;
   uint16_t port = 0;
   LATENTD_RETURN_IF_ERROR(sync::SplitHostPort(options_.listen, &host, &port));
@@ -39,6 +46,10 @@ absl::Status ClusterLink::StartServer() {
   so.host = host;
   so.port = port;
   so.log = options_.log;
+  if (!options_.cluster_key.empty()) {
+    so.auth = std::make_shared<sync::PeerAuth>(
+        sync::PeerAuth{options_.cluster_key, options_.node_id});
+  }
   LATENTD_ASSIGN_OR_RETURN(
       server_, sync::Server::Start(loop_.get(), so,
                                    [this](sync::Frame f, sync::Responder r) {
@@ -46,7 +57,31 @@ absl::Status ClusterLink::StartServer() {
                                    }));
   address_ = absl::StrCat(host, ":", server_->port());
   node_id_ = options_.node_id.empty() ? address_ : options_.node_id;
+  if (so.auth != nullptr) {
+    client_auth_ = std::make_shared<sync::PeerAuth>(
+        sync::PeerAuth{options_.cluster_key, node_id_});
+  } else {
+    options_.log(absl::StrCat(
+        "INSECURE: the sync port ", address_,
+        " runs without authentication (--insecure): any process that can "
+        "reach it can change this cluster's model. Use --cluster-key FILE "
+        "outside loopback development"));
+  }
   return absl::OkStatus();
+}
+
+// A frame on an authenticated connection speaks only for the node that
+// proved the cluster key on it.
+absl::Status ClusterLink::CheckSender(const sync::Frame& request,
+                                      const std::string& claimed) {
+  if (request.peer_id.empty() || request.peer_id == claimed) {
+    return absl::OkStatus();
+  }
+  const absl::Status refused = absl::PermissionDeniedError(absl::StrCat(
+      "a frame claiming to come from node '", claimed,
+      "' arrived on the connection of node '", request.peer_id, "'; refused"));
+  options_.log(std::string(refused.message()));
+  return refused;
 }
 
 void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
@@ -55,6 +90,10 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
       sync::DeltaBatch batch;
       if (!batch.ParseFromString(request.payload)) {
         responder.Reply(absl::InvalidArgumentError("unparsable DeltaBatch"));
+        return;
+      }
+      if (absl::Status s = CheckSender(request, batch.node_id()); !s.ok()) {
+        responder.Reply(s);
         return;
       }
       sync::DeltaReply reply;
@@ -80,6 +119,10 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
         responder.Reply(absl::InvalidArgumentError("unparsable Progress"));
         return;
       }
+      if (absl::Status s = CheckSender(request, p.node_id()); !s.ok()) {
+        responder.Reply(s);
+        return;
+      }
       clocks_->Update(p.node_id(), p.clock(), p.finished());
       if (p.ready()) clocks_->MarkReady(p.node_id());
       sync::ProgressReply reply;
@@ -92,6 +135,10 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
       sync::KeyHandoff h;
       if (!h.ParseFromString(request.payload)) {
         responder.Reply(absl::InvalidArgumentError("unparsable KeyHandoff"));
+        return;
+      }
+      if (absl::Status s = CheckSender(request, h.from_node()); !s.ok()) {
+        responder.Reply(s);
         return;
       }
       absl::Status s = owner_->ImportKeys(h);
@@ -423,6 +470,7 @@ absl::StatusOr<ClusterLink::Peer*> ClusterLink::FindOrAddPeer(
   sync::ClientOptions co;
   LATENTD_RETURN_IF_ERROR(sync::SplitHostPort(m.address, &co.host, &co.port));
   co.log = options_.log;
+  co.auth = client_auth_;
   peer->client = std::make_unique<sync::Client>(loop_.get(), co);
   peers_.push_back(std::move(peer));
   return peers_.back().get();

@@ -81,6 +81,16 @@ struct ClusterLinkOptions {
   // hand-offs).
   absl::Duration join_timeout = absl::Seconds(60);
 
+  // ---- Security (docs/latentd.md, "Security") ----
+  // The shared cluster key (sync::LoadClusterKey reads a key file): every
+  // sync connection, both ways, proves it in a handshake and every frame
+  // carries a MAC (sync/peer_auth.h); a peer without it gets nothing
+  // applied. Create() refuses an empty key unless `insecure` is set: then
+  // the sync port takes frames from anyone who can reach it (loopback
+  // development only; logged as a warning).
+  std::string cluster_key;
+  bool insecure = false;
+
   // ---- Sync ----
   sync::Consistency consistency;
   size_t round_byte_budget = 0;  // see SynchronizerOptions
@@ -206,6 +216,10 @@ class ClusterLink {
  private:
   ClusterLink(ClusterLinkOptions options, SyncedTopicTable* table);
   absl::Status StartServer();
+  // OK unless `request` came on an authenticated connection of a node
+  // other than `claimed` (then logged, kPermissionDenied).
+  absl::Status CheckSender(const sync::Frame& request,
+                           const std::string& claimed);
   absl::Status Join();
   // With `join`: registers as pending and returns the ring that admits
   // this node.
@@ -257,6 +271,8 @@ class ClusterLink {
   void OnHeartbeatReply(Peer* peer, const absl::Status& status);
 
   const ClusterLinkOptions options_;
+  // This node's proof for its outgoing sync connections (null: insecure).
+  std::shared_ptr<const sync::PeerAuth> client_auth_;
   SyncedTopicTable* const table_;
   std::string node_id_;
   std::string address_;

@@ -62,7 +62,124 @@ Connection::Connection(asio::ip::tcp::socket socket, ConnectionOptions options,
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
 }
 
-void Connection::Start() { ReadHeader(); }
+void Connection::Start() {
+  if (!options_.auth) {
+    established_ = true;
+    ReadHeader();
+    return;
+  }
+  handshake_ =
+      std::make_unique<PeerHandshake>(options_.role, options_.auth.get());
+  auto self = shared_from_this();
+  read_timer_.expires_after(ToChrono(options_.frame_timeout));
+  read_timer_.async_wait([this, self](const asio::error_code& ec) {
+    if (ec || closed_ || established_) return;
+    options_.stats->connections_rejected.fetch_add(1,
+                                                   std::memory_order_relaxed);
+    Fail(absl::DeadlineExceededError(
+        "cluster-key handshake not finished within frame_timeout"));
+  });
+  std::string hello = handshake_->Start();
+  if (!hello.empty()) WriteHandshake(std::move(hello), nullptr);
+  ReadHandshakeHeader();
+}
+
+absl::Status Connection::HandshakeReadError(const asio::error_code& ec) {
+  if (ec != asio::error::eof) return absl::UnavailableError(ec.message());
+  return absl::UnauthenticatedError(
+      options_.role == PeerHandshake::Role::kClient
+          ? "the peer closed the connection during the cluster-key "
+            "handshake (it refused this node's key, or runs without one)"
+          : "the peer closed the connection during the cluster-key "
+            "handshake");
+}
+
+void Connection::ReadHandshakeHeader() {
+  auto self = shared_from_this();
+  asio::async_read(socket_, asio::buffer(hs_header_),
+                   [this, self](const asio::error_code& ec, size_t n) {
+                     if (closed_) return;
+                     if (ec) {
+                       Fail(HandshakeReadError(ec));
+                       return;
+                     }
+                     options_.stats->bytes_received.fetch_add(
+                         n, std::memory_order_relaxed);
+                     absl::StatusOr<HandshakeHeader> header =
+                         DecodeHandshakeHeader(hs_header_.data());
+                     if (!header.ok()) {
+                       options_.stats->connections_rejected.fetch_add(
+                           1, std::memory_order_relaxed);
+                       Fail(header.status());
+                       return;
+                     }
+                     ReadHandshakeBody(*header);
+                   });
+}
+
+void Connection::ReadHandshakeBody(HandshakeHeader header) {
+  payload_.assign(header.body_size, '\0');
+  auto self = shared_from_this();
+  asio::async_read(
+      socket_, asio::buffer(payload_.data(), payload_.size()),
+      [this, self, header](const asio::error_code& ec, size_t n) {
+        if (closed_) return;
+        if (ec) {
+          Fail(HandshakeReadError(ec));
+          return;
+        }
+        options_.stats->bytes_received.fetch_add(n, std::memory_order_relaxed);
+        absl::StatusOr<std::string> reply =
+            handshake_->OnMessage(header.kind, payload_);
+        payload_.clear();
+        if (!reply.ok()) {
+          options_.stats->connections_rejected.fetch_add(
+              1, std::memory_order_relaxed);
+          Fail(reply.status());
+          return;
+        }
+        if (!handshake_->done()) {
+          if (!reply->empty()) WriteHandshake(std::move(*reply), nullptr);
+          ReadHandshakeHeader();
+        } else if (reply->empty()) {
+          Established();  // client: the server accepted us
+        } else {
+          // Server: frames flow once the client has its kAccept.
+          WriteHandshake(std::move(*reply), [this] { Established(); });
+        }
+      });
+}
+
+void Connection::WriteHandshake(std::string bytes, std::function<void()> then) {
+  auto buf = std::make_shared<std::string>(std::move(bytes));
+  auto self = shared_from_this();
+  asio::async_write(socket_, asio::buffer(*buf),
+                    [this, self, buf, then = std::move(then)](
+                        const asio::error_code& ec, size_t n) {
+                      if (closed_) return;
+                      if (ec) {
+                        Fail(absl::UnavailableError(ec.message()));
+                        return;
+                      }
+                      options_.stats->bytes_sent.fetch_add(
+                          n, std::memory_order_relaxed);
+                      if (then) then();
+                    });
+}
+
+void Connection::Established() {
+  established_ = true;
+  read_timer_.cancel();
+  mac_ = std::make_unique<FrameMac>(handshake_->session_key(), options_.role);
+  // Frames queued during the handshake get their MACs now, in order.
+  for (std::string& frame : out_) {
+    const std::string mac = mac_->Seal(frame);
+    out_bytes_ += mac.size();
+    frame += mac;
+  }
+  ReadHeader();
+  if (!writing_) WriteNext();
+}
 
 void Connection::ReadHeader() {
   auto self = shared_from_this();
@@ -103,9 +220,10 @@ void Connection::ReadHeader() {
 }
 
 void Connection::ReadPayload(FrameHeader header) {
-  payload_.assign(header.payload_size, '\0');
+  const size_t mac_bytes = mac_ ? kMacBytes : 0;
+  payload_.assign(header.payload_size + mac_bytes, '\0');
   auto self = shared_from_this();
-  if (header.payload_size > 0) {
+  if (!payload_.empty()) {
     read_timer_.expires_after(ToChrono(options_.frame_timeout));
     read_timer_.async_wait([this, self](const asio::error_code& ec) {
       if (ec || closed_) return;
@@ -125,15 +243,30 @@ void Connection::ReadPayload(FrameHeader header) {
                 1, std::memory_order_relaxed);
             Fail(absl::DataLossError(
                 absl::StrCat("truncated frame: connection ended after ", n,
-                             " of ", header.payload_size, " payload bytes")));
+                             " of ", payload_.size(), " payload bytes")));
           } else {
             Fail(absl::UnavailableError(ec.message()));
           }
           return;
         }
         options_.stats->bytes_received.fetch_add(n, std::memory_order_relaxed);
-        options_.stats->frames_received.fetch_add(1, std::memory_order_relaxed);
         Frame frame;
+        if (mac_) {
+          const std::string_view all(payload_);
+          absl::Status verified =
+              mac_->Verify(std::string_view(header_.data(), header_.size()),
+                           all.substr(0, header.payload_size),
+                           all.substr(header.payload_size));
+          if (!verified.ok()) {
+            options_.stats->connections_rejected.fetch_add(
+                1, std::memory_order_relaxed);
+            Fail(verified);
+            return;
+          }
+          payload_.resize(header.payload_size);
+          frame.peer_id = handshake_->peer_id();
+        }
+        options_.stats->frames_received.fetch_add(1, std::memory_order_relaxed);
         frame.type = header.type;
         frame.request_id = header.request_id;
         frame.payload = std::move(payload_);
@@ -152,6 +285,7 @@ void Connection::Send(std::string bytes) {
 
 void Connection::DoSend(std::string bytes) {
   if (closed_) return;
+  if (mac_) bytes += mac_->Seal(bytes);
   out_bytes_ += bytes.size();
   out_.push_back(std::move(bytes));
   if (out_bytes_ > options_.max_pending_write_bytes) {
@@ -161,7 +295,7 @@ void Connection::DoSend(std::string bytes) {
         "peer is not reading: ", out_bytes_, " bytes queued for it")));
     return;
   }
-  if (!writing_) WriteNext();
+  if (!writing_ && established_) WriteNext();
 }
 
 void Connection::WriteNext() {

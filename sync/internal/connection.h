@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "asio.hpp"
 #include "sync/frame.h"
+#include "sync/peer_auth.h"
 #include "sync/transport.h"
 
 namespace latentd::sync::internal {
@@ -37,6 +38,10 @@ struct ConnectionOptions {
   absl::Duration write_timeout = absl::Seconds(10);
   size_t max_pending_write_bytes = size_t{256} << 20;
   LogFn log;
+  // Non-null: run the cluster-key handshake first (as `role`) and MAC every
+  // frame (sync/peer_auth.h); frames flow only once it has succeeded.
+  std::shared_ptr<const PeerAuth> auth;
+  PeerHandshake::Role role = PeerHandshake::Role::kServer;
   TransportStats* stats = nullptr;    // not owned; outlives the connection
   std::shared_ptr<void> stats_owner;  // keeps *stats alive
 };
@@ -59,8 +64,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   asio::any_io_executor executor() { return socket_.get_executor(); }
   const std::string& peer() const { return peer_; }
+  // True once frames may flow: no handshake is configured, or it succeeded.
+  // On the strand only.
+  bool established() const { return established_; }
 
  private:
+  void ReadHandshakeHeader();
+  absl::Status HandshakeReadError(const asio::error_code& ec);
+  void ReadHandshakeBody(HandshakeHeader header);
+  // Sends one handshake message; `then` runs on the strand once written.
+  void WriteHandshake(std::string bytes, std::function<void()> then);
+  void Established();
   void ReadHeader();
   void ReadPayload(FrameHeader header);
   void DoSend(std::string bytes);
@@ -77,11 +91,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   CloseFn on_close_;
   std::string peer_;
   std::array<char, kFrameHeaderSize> header_{};
-  std::string payload_;
+  std::array<char, kHandshakeHeaderSize> hs_header_{};
+  std::unique_ptr<PeerHandshake> handshake_;  // with options_.auth
+  std::unique_ptr<FrameMac> mac_;             // once the handshake is done
+  std::string payload_;  // payload, then its MAC when authenticated
   std::deque<std::string> out_;
   size_t out_bytes_ = 0;
   bool writing_ = false;
   bool closed_ = false;
+  bool established_ = false;
 };
 
 }  // namespace latentd::sync::internal

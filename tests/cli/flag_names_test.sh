@@ -60,6 +60,8 @@ cluster-redis||latentd node ctl-cluster-status
 cluster||latentd node ctl-cluster-status
 cluster-size||latentd node
 cluster-listen||latentd node
+cluster-key||latentd node
+insecure||latentd node
 consistency||latentd node
 listen||latentd
 http||latentd

@@ -9,6 +9,10 @@
 //   BadFrames...      garbage, truncated and oversized frames to a node's
 //                     port close those connections and are logged; the
 //                     cluster trains on and ends exact
+//   WrongKeyPeers...  a delta batch from a peer with a wrong key, no key,
+//                     or the key but another node's name, is refused and
+//                     the owner's counts are unchanged; the same batch from
+//                     a key holder in its own name is applied
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -160,6 +164,10 @@ bool ClosedByPeer(int fd) {
 TEST_F(ClusterTest, BadFramesAreRejectedAndTheNodeServesOn) {
   ClusterNodeOptions base = Base("async");
   base.max_docs = 600;
+  // The frame decoder itself, as an --insecure cluster runs it (with a key,
+  // none of these bytes gets past the handshake: WrongKeyPeers... below).
+  base.cluster_key.clear();
+  base.insecure = true;
   auto cluster = LocalCluster::Start(base, 3);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::string target = (*cluster)->nodes()[0]->address();
@@ -220,6 +228,89 @@ TEST_F(ClusterTest, BadFramesAreRejectedAndTheNodeServesOn) {
   EXPECT_EQ(log_.Count("truncated frame"), 1);
   EXPECT_EQ(log_.Count("exceeds the limit"), 1);
   EXPECT_GE((*cluster)->nodes()[0]->counters().rounds.load(), 1u);
+}
+
+// The owner of the topic totals key in `cluster` (the key every node
+// sends in every round).
+ClusterNode* TotalsOwner(LocalCluster& cluster) {
+  const hashring::RingConfig config = cluster.nodes()[0]->ring_config();
+  auto ring = hashring::Ring::Build(config);
+  EXPECT_TRUE(ring.ok());
+  const std::string& id =
+      config.members[(*ring)->Owner(sync::kTopicTotalsKey)].id;
+  for (auto& n : cluster.nodes()) {
+    if (n->node_id() == id) return n.get();
+  }
+  return nullptr;
+}
+
+TEST_F(ClusterTest, WrongKeyPeersAreRefusedAndTheModelIsUnchanged) {
+  ClusterNodeOptions base = Base("async");
+  base.max_docs = 300;
+  auto cluster = LocalCluster::Start(base, 3);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ClusterNode* owner = TotalsOwner(**cluster);
+  ASSERT_NE(owner, nullptr);
+  std::string host;
+  uint16_t port = 0;
+  ASSERT_TRUE(sync::SplitHostPort(owner->address(), &host, &port).ok());
+  // +5 tokens of topic 0 on the topic totals: applied, it would break the
+  // invariant that the totals add up to the cluster's tokens.
+  auto batch = [](const std::string& node_id) {
+    sync::DeltaBatch b;
+    b.set_node_id(node_id);
+    b.set_incarnation(77);
+    b.set_sequence(1);
+    b.set_dimension(20);
+    b.add_keys(sync::kTopicTotalsKey);
+    b.mutable_deltas()->add_sizes(1);
+    b.mutable_deltas()->add_topics(0);
+    b.mutable_deltas()->add_counts(5);
+    return b.SerializeAsString();
+  };
+  sync::EventLoop loop(1);
+  auto send = [&](std::shared_ptr<const sync::PeerAuth> auth,
+                  const std::string& node_id) {
+    sync::ClientOptions co;
+    co.host = host;
+    co.port = port;
+    co.auth = std::move(auth);
+    co.log = log_.fn();
+    sync::Client client(&loop, co);
+    return client.CallSync(sync::MESSAGE_TYPE_DELTA_BATCH, batch(node_id),
+                           absl::Seconds(5));
+  };
+  const sync::SparseVector before =
+      owner->owner().Global(sync::kTopicTotalsKey);
+
+  auto wrong = send(std::make_shared<sync::PeerAuth>(sync::PeerAuth{
+                        "not-this-cluster's-key-000", "intruder"}),
+                    "intruder");
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kUnavailable)
+      << wrong.status();
+  EXPECT_NE(wrong.status().message().find("did not prove the cluster key"),
+            std::string::npos)
+      << wrong.status();
+  auto none = send(nullptr, "intruder");
+  EXPECT_FALSE(none.ok());
+  // A key holder may speak only in the name it proved.
+  auto forged = send(std::make_shared<sync::PeerAuth>(
+                         sync::PeerAuth{kTestClusterKey, "intruder"}),
+                     "node1");
+  EXPECT_EQ(forged.status().code(), absl::StatusCode::kPermissionDenied)
+      << forged.status();
+  EXPECT_EQ(owner->owner().Global(sync::kTopicTotalsKey), before);
+  EXPECT_GE(log_.Count("did not prove the cluster key"), 1);
+  EXPECT_GE(log_.Count("did not start the cluster-key handshake"), 1);
+  EXPECT_EQ(log_.Count("arrived on the connection of node 'intruder'"), 1);
+
+  // Control: the same batch, from a key holder in its own name, is applied
+  // (so the refusals above are what kept it out).
+  auto member = send(std::make_shared<sync::PeerAuth>(
+                         sync::PeerAuth{kTestClusterKey, "intruder"}),
+                     "intruder");
+  ASSERT_TRUE(member.ok()) << member.status();
+  EXPECT_NE(owner->owner().Global(sync::kTopicTotalsKey), before);
 }
 
 }  // namespace

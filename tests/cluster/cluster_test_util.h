@@ -51,6 +51,8 @@ struct LogSink {
   }
 };
 
+inline constexpr char kTestClusterKey[] = "cluster-test-key-8d2f61c0b94e";
+
 class ClusterTest : public ::testing::Test {
  public:
   void SetUp() override {
@@ -68,6 +70,7 @@ class ClusterTest : public ::testing::Test {
     o.threads = 1;
     o.join_timeout = absl::Seconds(30);
     o.log = log_.fn();
+    o.cluster_key = kTestClusterKey;  // every sync connection authenticated
     auto c = sync::Consistency::Parse(consistency);
     EXPECT_TRUE(c.ok());
     o.consistency = *c;

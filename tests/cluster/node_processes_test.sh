@@ -29,8 +29,13 @@ for _ in $(seq 100); do
   sleep 0.05
 done
 
+# Every node proves the same cluster key on its sync connections.
+KEY="$WORK/cluster.key"
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$KEY"
+chmod 600 "$KEY"
+
 start_node() {  # cluster shard sweeps [extra flags]
-  "$NODE" ${4:-} --redis "redis://127.0.0.1:$PORT" --cluster "$1" \
+  "$NODE" ${4:-} --cluster-key "$KEY" --redis "redis://127.0.0.1:$PORT" --cluster "$1" \
     --listen 127.0.0.1:0 --node-id "node$2" --members 3 --shard "$2" \
     --shards 3 --corpus "$DATA/ap.dat.zst" --vocab "$DATA/vocab.txt.zst" \
     --max-docs 600 --topics 20 --consistency ssp:1 --sweeps "$3" \

@@ -6,6 +6,7 @@
 // stopped at the end.
 #include <google/protobuf/util/message_differencer.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdint>
@@ -81,9 +82,11 @@ void ExpectOneModelOverTheirTokens(Daemon* a, Daemon* b) {
 }
 
 // The arguments of a daemon of cluster `name` of `size` nodes training
-// blei-ap for 30 sweeps, with Redis at `redis`.
+// blei-ap for 30 sweeps, with Redis at `redis` and the cluster key written
+// into `key_dir` (the same directory for every node; "": --insecure on).
 std::vector<std::string> ClusterArgs(const std::string& redis, const char* name,
-                                     const char* size) {
+                                     const char* size,
+                                     const std::string& key_dir) {
   std::vector<std::string> args = ApCorpusArgs();
   for (const char* a : {"--topics", "20", "--max-sweeps", "30",
                         "--cluster-size", size, "--cluster", name}) {
@@ -91,7 +94,36 @@ std::vector<std::string> ClusterArgs(const std::string& redis, const char* name,
   }
   args.push_back("--cluster-redis");
   args.push_back(redis);
+  if (key_dir.empty()) {
+    args.push_back("--insecure");
+    args.push_back("on");
+  } else {
+    for (const std::string& a : ClusterKeyArgs(key_dir)) args.push_back(a);
+  }
   return args;
+}
+
+// Cluster mode needs the cluster key or an explicit --insecure; a key file
+// others can read is refused. Each refusal says what to do.
+TEST(DaemonCluster, ClusterModeWithoutAKeyRefusesToStart) {
+  TempDir tmp;
+  RedisServer redis(tmp.path());
+  ASSERT_TRUE(redis.ok());
+  std::vector<std::string> args = {"--topics",        "5",
+                                   "--cluster-redis", redis.address(),
+                                   "--cluster",       "nokey"};
+  for (const std::string& a : ApCorpusArgs()) args.push_back(a);
+  Daemon none(tmp.path() + "/none", args, false);
+  EXPECT_FALSE(none.WaitForPorts());
+  EXPECT_NE(none.Log().find("needs the cluster key: --cluster-key FILE"),
+            std::string::npos)
+      << none.Log();
+  std::vector<std::string> exposed = args;
+  for (const std::string& a : ClusterKeyArgs(tmp.path())) exposed.push_back(a);
+  ::chmod(exposed.back().c_str(), 0644);
+  Daemon open(tmp.path() + "/open", exposed, false);
+  EXPECT_FALSE(open.WaitForPorts());
+  EXPECT_NE(open.Log().find("chmod 600"), std::string::npos) << open.Log();
 }
 
 TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
@@ -106,6 +138,7 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
         std::string("--cluster-size"), std::string("2")}) {
     args.push_back(a);
   }
+  for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
   // A also consumes a Redis stream of users' events.
   std::vector<std::string> a_args = args;
   for (const std::string& f :
@@ -308,6 +341,7 @@ TEST(DaemonCluster, ForwardingCarriesTheAdminTokenWhenTokensAreOn) {
         std::string("--api-tokens"), tokens}) {
     args.push_back(a);
   }
+  for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
   auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
   auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
   a->WaitForPorts();
@@ -366,6 +400,7 @@ TEST(DaemonCluster, ADaemonJoinsARunningClusterWhenAdmitted) {
                                std::string("--cluster"), std::string("grow")}) {
     args.push_back(a);
   }
+  for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
   std::vector<std::string> first = args, joiner = args;
   for (const char* a : {"--max-sweeps", "15", "--cluster-size", "2"}) {
     first.push_back(a);
@@ -467,7 +502,9 @@ TEST(DaemonCluster, ARemovedDaemonTakesItsDocumentsOutAndExits) {
   TempDir tmp;
   RedisServer redis(tmp.path());
   ASSERT_TRUE(redis.ok());
-  std::vector<std::string> args = ClusterArgs(redis.address(), "shrink", "3");
+  // Loopback development without a cluster key: allowed, and said loudly.
+  std::vector<std::string> args =
+      ClusterArgs(redis.address(), "shrink", "3", "");
   auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
   auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
   auto c = std::make_unique<Daemon>(tmp.path() + "/c", args, false);
@@ -475,6 +512,11 @@ TEST(DaemonCluster, ARemovedDaemonTakesItsDocumentsOutAndExits) {
   b->WaitForPorts();
   c->WaitForPorts();
   ASSERT_TRUE(a->ok() && b->ok() && c->ok()) << c->Log();
+  EXPECT_NE(a->Log().find("INSECURE: the sync port"), std::string::npos)
+      << a->Log();
+  EXPECT_NE(a->Log().find("runs without authentication (--insecure)"),
+            std::string::npos)
+      << a->Log();
   const std::vector<std::string> where = {"--cluster-redis", redis.address(),
                                           "--cluster", "shrink"};
   auto ctl = [&](std::vector<std::string> v) {
@@ -515,7 +557,8 @@ TEST(DaemonCluster, AKilledDaemonRestartsFromItsDirectoryAndStaysExact) {
   auto api_port = PickFreePort();
   auto sync_port = PickFreePort();
   ASSERT_TRUE(api_port.ok() && sync_port.ok());
-  std::vector<std::string> args = ClusterArgs(redis.address(), "rejoin", "2");
+  std::vector<std::string> args =
+      ClusterArgs(redis.address(), "rejoin", "2", tmp.path());
   std::vector<std::string> b_args = args;
   for (const std::string& a :
        {std::string("--listen"), absl::StrCat("127.0.0.1:", *api_port),
@@ -569,7 +612,8 @@ TEST(DaemonCluster, ADaemonLostForGoodIsRemovedAndTheModelIsTheRest) {
   TempDir tmp;
   RedisServer redis(tmp.path());
   ASSERT_TRUE(redis.ok());
-  std::vector<std::string> args = ClusterArgs(redis.address(), "lost", "3");
+  std::vector<std::string> args =
+      ClusterArgs(redis.address(), "lost", "3", tmp.path());
   auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
   auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
   auto c = std::make_unique<Daemon>(tmp.path() + "/c", args, false);

@@ -200,4 +200,16 @@ std::vector<std::string> ApCorpusArgs() {
           "ldac",     "--corpus-vocab",    dir + "/vocab.txt.zst"};
 }
 
+std::vector<std::string> ClusterKeyArgs(const std::string& dir) {
+  const std::string path = dir + "/cluster.key";
+  FILE* f = std::fopen(path.c_str(), "w");
+  EXPECT_NE(f, nullptr) << path;
+  if (f != nullptr) {
+    std::fputs("test-cluster-key-5f0c2a9e41d37b68\n", f);
+    std::fclose(f);
+  }
+  ::chmod(path.c_str(), 0600);
+  return {"--cluster-key", path};
+}
+
 }  // namespace latentd::testing

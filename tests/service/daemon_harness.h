@@ -90,6 +90,11 @@ long long RedisPending(redisContext* c, const std::string& stream);
 // The corpus the tests train on: blei-ap (LDA-C) under $LATENTD_DATA_DIR.
 std::vector<std::string> ApCorpusArgs();
 
+// Writes a cluster key file (mode 600) into `dir` and returns the flags
+// that give it to a daemon: {"--cluster-key", FILE}. Every node of one
+// cluster gets the same file.
+std::vector<std::string> ClusterKeyArgs(const std::string& dir);
+
 // Polls Status until `pred` holds (up to timeout_s). Returns the last one.
 template <typename Pred>
 absl::StatusOr<api::StatusResponse> WaitStatus(service::ApiClient* c, Pred pred,

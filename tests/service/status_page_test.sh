@@ -195,10 +195,13 @@ cluster() {
     sleep 0.05
   done
   redis-cli -s "$sock" ping >/dev/null 2>&1 || fail "redis-server did not start"
+  # Both nodes prove the same cluster key on their sync connections.
+  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$DIR/cluster.key"
+  chmod 600 "$DIR/cluster.key"
   local args=(--corpus "$DATA/ap.dat.zst" --format ldac
     --corpus-vocab "$DATA/vocab.txt.zst" --topics 10 --max-sweeps 6
     --eval-every 1 --cluster-redis "unix:$sock" --cluster page
-    --cluster-size 2)
+    --cluster-size 2 --cluster-key "$DIR/cluster.key")
   start_daemon a "${args[@]}"
   start_daemon b "${args[@]}"
   local b_pid=$LAST_PID

@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "sync/frame.h"
+#include "tests/sync/transport_test_util.h"
 
 namespace latentd::sync {
 namespace {
@@ -26,23 +27,8 @@ constexpr uint32_t kLater = 8;  // replied from another thread after 50 ms
 constexpr uint32_t kNever = 9;  // never replied
 constexpr uint32_t kFail = 10;  // replied with an error
 
-struct LogSink {
-  absl::Mutex mu;
-  std::vector<std::string> lines;
-  LogFn fn() {
-    return [this](std::string_view l) {
-      absl::MutexLock lock(&mu);
-      lines.emplace_back(l);
-    };
-  }
-  bool Contains(std::string_view s) {
-    absl::MutexLock lock(&mu);
-    for (const auto& l : lines) {
-      if (l.find(s) != std::string::npos) return true;
-    }
-    return false;
-  }
-};
+using testing::ClosedByPeer;
+using testing::LogSink;
 
 class TransportTest : public ::testing::Test {
  protected:
@@ -84,26 +70,7 @@ class TransportTest : public ::testing::Test {
   }
 
   // A raw socket to the server, for sending bytes the Client never would.
-  int RawConnect() {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(server_->port());
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    return fd;
-  }
-  // True if the server closed `fd` within 2 s (read returns 0 or error).
-  static bool ClosedByPeer(int fd) {
-    timeval tv{2, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    char buf[64];
-    for (;;) {
-      ssize_t n = ::read(fd, buf, sizeof(buf));
-      if (n == 0) return true;
-      if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
-    }
-  }
+  int RawConnect() { return testing::RawConnect(server_->port()); }
 
   LogSink log_;
   EventLoop loop_{1};
