@@ -126,6 +126,18 @@ void AddModelSettings(const AddFn& add) {
   add("vocab", "", "a file",
       "Vocabulary of a uci/ldac corpus (line i = word i)",
       String([](DaemonConfig* c) { return &c->service.corpus.vocab_path; }));
+  add("holdout", "0", "0..0.5",
+      "Share of the corpus's documents held out of training (first start: "
+      "DIR/heldout.lts) to score the held-out perplexity by document "
+      "completion (Status, the status page, latentd_heldout_perplexity)",
+      Double("holdout", 0, 0.5, [](DaemonConfig* c) {
+        return &c->service.build.holdout_fraction;
+      }));
+  add("heldout-every", "10", "0..1000000",
+      "With a held-out set: score it every N sweeps and when sampling stops "
+      "(0: only when sampling stops)",
+      Int<int>("heldout-every", 0, 1000000,
+               [](DaemonConfig* c) { return &c->service.heldout_every; }));
   add("stopwords", "on", "on|off",
       "Drop English stop words (first start; raw-text formats)",
       Bool("stopwords", [](DaemonConfig* c) {

@@ -129,6 +129,9 @@ void LatentdService::RegisterMetrics(MetricsRegistry* metrics) {
                                     "Sampling throughput of the last sweep");
   m_.loglik = r.AddGauge("latentd_log_likelihood_per_token",
                          "Joint log p(w, z) per token, last evaluated sweep");
+  m_.heldout_perplexity = r.AddGauge(
+      "latentd_heldout_perplexity",
+      "Held-out perplexity by document completion, last scored (0: none)");
   m_.sweep = r.AddGauge("latentd_sweep", "Sweeps completed (model version)");
   m_.documents = r.AddGauge("latentd_documents", "Documents in the store");
   m_.tokens = r.AddGauge("latentd_tokens", "Tokens in the store");
@@ -181,11 +184,11 @@ absl::Status LatentdService::BuildStore() {
   CorpusBuilderOptions build = options_.build;
   build.num_topics = options_.trainer.num_topics;
   build.seed = options_.trainer.seed;
-  build.holdout_fraction = 0;
   Log(absl::StrCat("building the token store from ", options_.corpus.path));
   LATENTD_ASSIGN_OR_RETURN(
       BuiltCorpus corpus,
-      BuildCorpusFiles(options_.corpus, build, paths.tokens()));
+      BuildCorpusFiles(options_.corpus, build, paths.tokens(),
+                       build.holdout_fraction > 0 ? paths.heldout() : ""));
   Log(absl::StrCat("corpus: ", corpus.stats.Summary()));
   LATENTD_RETURN_IF_ERROR(corpus.vocab.Save(paths.vocab()));
   ModelSettings settings;
@@ -195,6 +198,7 @@ absl::Status LatentdService::BuildStore() {
   settings["model.topics"] = absl::StrCat(options_.trainer.num_topics);
   settings["model.beta"] = absl::StrCat(options_.trainer.beta);
   settings["train.seed"] = absl::StrCat(options_.trainer.seed);
+  settings["corpus.holdout"] = absl::StrCat(build.holdout_fraction);
   PutTokenizerSettings(options_.corpus.tokenizer, &settings);
   LATENTD_RETURN_IF_ERROR(SaveSettings(settings, paths.settings()));
   return absl::OkStatus();
@@ -240,6 +244,12 @@ absl::Status LatentdService::OpenTrainer() {
     LATENTD_RETURN_IF_ERROR(WriteCheckpoint());
   }
   checkpoint_sweep_seen_ = checkpoint_sweep_;
+  if (access(paths.heldout().c_str(), F_OK) == 0) {
+    LATENTD_ASSIGN_OR_RETURN(
+        heldout_, WithStoreAdvice(OpenFileTokenStore(paths.heldout())));
+    Log(absl::StrCat("held-out set: ", heldout_->meta().num_docs,
+                     " documents, ", heldout_->meta().num_tokens, " tokens"));
+  }
   return absl::OkStatus();
 }
 
@@ -406,6 +416,7 @@ void LatentdService::TrainLoop() {
         LogWarning(absl::StrCat("publish failed: ", published.message()));
         backoff = true;
       }
+      MaybeScoreHeldOut();
       MaybeComputeCoherence();
     }
     if (backoff) {
@@ -786,6 +797,10 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
   resp.set_uptime_seconds(
       absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()) - start_time_);
   AddCoherence(&resp);
+  {
+    absl::MutexLock lock(&heldout_mu_);
+    if (heldout_score_.has_value()) *resp.mutable_heldout() = *heldout_score_;
+  }
   for (const SweepPoint& p : history_.Points(request.history())) {
     api::SweepPoint* out = resp.add_history();
     out->set_sweep(p.sweep);

@@ -46,6 +46,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -85,6 +86,12 @@ struct ServiceOptions {
   // checkpoint.
   TrainerOptions trainer;
   uint64_t max_sweeps = 0;  // stop sampling after this sweep; 0 = never
+  // With a held-out store (DIR/heldout.lts, built on the first start when
+  // build.holdout_fraction > 0): score its perplexity by document
+  // completion (fold-in with `infer`) every `heldout_every` sweeps (0:
+  // never by sweeps) and once sampling stops. Scoring runs on the training
+  // thread between sweeps.
+  int heldout_every = 10;
   // A checkpoint is written every `checkpoint_every` sweeps and whenever
   // `checkpoint_seconds` have passed since the last (0 disables either),
   // on Checkpoint() and at Stop().
@@ -258,6 +265,9 @@ class LatentdService {
   bool SamplingStopped() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // One sweep; false if it failed (logged and counted; the caller backs off).
   bool SweepOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Scores the held-out store if it is due (see heldout_every); a failure
+  // is logged and not retried for this sweep.
+  void MaybeScoreHeldOut() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status MaybePublish(bool swept)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
@@ -308,6 +318,9 @@ class LatentdService {
   StoreScan scan_ ABSL_GUARDED_BY(train_mu_);
   bool has_users_ ABSL_GUARDED_BY(train_mu_) = false;
   uint64_t checkpoint_sweep_ ABSL_GUARDED_BY(train_mu_) = 0;
+  // DIR/heldout.lts if the node has one, and the sweep last scored.
+  std::unique_ptr<TokenStore> heldout_ ABSL_GUARDED_BY(train_mu_);
+  std::optional<uint64_t> heldout_scored_sweep_ ABSL_GUARDED_BY(train_mu_);
   bool pending_merged_ ABSL_GUARDED_BY(train_mu_) = false;  // to publish
   uint64_t published_sweep_ ABSL_GUARDED_BY(train_mu_) = 0;
   absl::Time published_at_ ABSL_GUARDED_BY(train_mu_);
@@ -362,6 +375,9 @@ class LatentdService {
   const double start_time_;
   // The evaluated sweeps since start-up (StatusResponse.history).
   SweepHistory history_;
+  // The latest held-out score (StatusResponse.heldout), if any.
+  mutable absl::Mutex heldout_mu_;
+  std::optional<api::HeldOut> heldout_score_ ABSL_GUARDED_BY(heldout_mu_);
 
   // Cluster mode: set by JoinCluster before Start(), then only read. The
   // API may already be serving meanwhile (a node's id is its bound API
@@ -399,6 +415,7 @@ class LatentdService {
     Counter* tokens_sampled;
     Gauge* tokens_per_second;
     Gauge* loglik;
+    Gauge* heldout_perplexity;
     Gauge* sweep;
     Gauge* documents;
     Gauge* tokens;

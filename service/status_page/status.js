@@ -189,6 +189,15 @@
       ['uptime', fmtDuration(st.uptimeSeconds), 'uptime'],
     ];
     // Topic coherence, where the daemon computes it.
+    // The held-out score, where the node holds documents out (--holdout).
+    if (st.heldout) {
+      const h = st.heldout;
+      model.push(['held-out perplexity (sweep ' + fmtInt(h.sweep) + ')',
+                  fmtFixed(h.perplexity, 1), 'heldout-perplexity']);
+      model.push(['held-out log-likelihood / token',
+                  fmtFixed(h.logLikelihoodPerToken, 4) + ' (' + fmtInt(h.documents) +
+                      ' docs)', 'heldout-loglik']);
+    }
     const at = ' (sweep ' + fmtInt(st.coherenceSweep) + ')';
     if (has(st.meanCoherenceUmass)) {
       model.push(['mean coherence, UMass' + at, fmtFixed(st.meanCoherenceUmass, 3),

@@ -9,7 +9,8 @@
 #   single   1. a node trained 20 sweeps (log-likelihood every 2): every
 #               topic's row with the words ListTopics gives, the sweep, a
 #               log-likelihood plot of 10 points, the topic coherence (per
-#               topic and the means Status gives), no cluster section;
+#               topic and the means Status gives), the held-out perplexity
+#               (--holdout) Status gives, no cluster section;
 #            2. the same node restarted with api-tokens and open-health off:
 #               the page is served, asks for a token without one or with a
 #               wrong one, and renders with a read token from /#token=...
@@ -119,7 +120,7 @@ single() {
   # 1. A trained node, no tokens.
   start_daemon node --corpus "$DATA/ap.dat.zst" --format ldac \
     --corpus-vocab "$DATA/vocab.txt.zst" --topics 10 --max-sweeps 20 \
-    --eval-every 2
+    --eval-every 2 --holdout 0.05 --heldout-every 5
   wait_ports node
   wait_idle "$TCP"
   # Coherence is scored once sampling stops (docs/latentd.md).
@@ -161,7 +162,15 @@ single() {
     [ "$(grep -oP "<td class=\"coherence $m\">-?[0-9]+\.[0-9]+</td>" <<<"$DOM" | wc -l)" = 10 ] ||
       fail "single: not 10 topics with a $m coherence"
   done
-  echo "single: 10 topics as ListTopics gives them, sweep 20, log-likelihood plot of 10 points, coherence"
+  # Held-out: scored at sweep 20 (when sampling stopped); the page shows
+  # Status's perplexity.
+  heldout=$(grep -oP '"heldout":\{\K[^}]*' "$DIR/status.json" || true)
+  grep -q '"sweep":"20"' <<<"$heldout" || fail "single: held-out not scored at sweep 20: $heldout"
+  ppl=$(grep -oP '"perplexity":\K[0-9.e+]+' <<<"$heldout")
+  awk -v p="$ppl" 'BEGIN { exit !(p > 1 && p < 10473) }' || fail "single: held-out perplexity $ppl"
+  grep -q "<div class=\"card\" data-key=\"heldout-perplexity\"><dt>held-out perplexity (sweep 20)</dt><dd>$(printf '%.1f' "$ppl")</dd>" <<<"$DOM" ||
+    fail "single: no held-out card saying $(printf '%.1f' "$ppl")"
+  echo "single: 10 topics as ListTopics gives them, sweep 20, log-likelihood plot of 10 points, coherence, held-out perplexity $ppl"
 
   # 2. The same node with API tokens, open-health off.
   kill "$LAST_PID"
