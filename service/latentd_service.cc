@@ -177,6 +177,7 @@ void LatentdService::RegisterMetrics(MetricsRegistry* metrics) {
       "latentd_snapshots_refused_total",
       "Snapshot files passed over at start-up (damaged, or not fitting the "
       "token store)");
+  if (options_.cluster_mode) RegisterClusterMetrics(metrics);
 }
 
 absl::Status LatentdService::BuildStore() {

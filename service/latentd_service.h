@@ -251,6 +251,9 @@ class LatentdService {
   explicit LatentdService(const ServiceOptions& options);
   absl::Status Init(MetricsRegistry* metrics);
   void RegisterMetrics(MetricsRegistry* metrics);
+  // Cluster mode: the ring and failover metrics, read from the link at
+  // every scrape (service_cluster.cc).
+  void RegisterClusterMetrics(MetricsRegistry* metrics);
   // Start-up steps of Init(), in order.
   absl::Status BuildStore() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status OpenTrainer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
@@ -436,6 +439,18 @@ class LatentdService {
     Gauge* coherence_sweep;
     Gauge* coherence_seconds;
   } m_{};
+  struct ClusterMetrics {
+    Gauge* epoch;
+    Gauge* members;
+    Gauge* unreachable;
+    Gauge* owned_keys;
+    Counter* senders_retracted;
+    Counter* keys_retracted;
+    Counter* counts_retracted;
+    Counter* reseed_refused;
+    Counter* stale_refused;
+    Counter* rounds_failed;
+  } cm_{};
 };
 
 }  // namespace latentd::service

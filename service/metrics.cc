@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -103,7 +104,16 @@ Histogram* MetricsRegistry::AddHistogram(const std::string& name,
   return e.histogram.get();
 }
 
+void MetricsRegistry::AddCollector(std::function<void()> collect) {
+  absl::MutexLock lock(&collect_mu_);
+  collectors_.push_back(std::move(collect));
+}
+
 std::string MetricsRegistry::RenderText() const {
+  {
+    absl::MutexLock lock(&collect_mu_);
+    for (const auto& collect : collectors_) collect();
+  }
   absl::MutexLock lock(&mu_);
   std::string out;
   for (const Family& f : families_) {

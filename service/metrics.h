@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ namespace latentd::service {
 class Counter {
  public:
   void Add(uint64_t n = 1) { v_.fetch_add(n, std::memory_order_relaxed); }
+  // For a counter that mirrors a total kept elsewhere (from a collector,
+  // see MetricsRegistry::AddCollector): the total, never less than before.
+  void SetTotal(uint64_t n) { v_.store(n, std::memory_order_relaxed); }
   uint64_t value() const { return v_.load(std::memory_order_relaxed); }
 
  private:
@@ -68,6 +72,11 @@ class MetricsRegistry {
                   const std::string& labels = "");
   Histogram* AddHistogram(const std::string& name, const std::string& help,
                           const std::string& labels = "");
+  // `collect` runs at the start of every RenderText (outside the
+  // registry's lock, one RenderText's collectors after another's), to set
+  // metrics that mirror state kept elsewhere. What it uses must outlive the
+  // last RenderText. It must not register collectors itself.
+  void AddCollector(std::function<void()> collect);
   // The Prometheus text: families in the order their names were first
   // registered, each as HELP, TYPE, then its samples in registration order.
   std::string RenderText() const;
@@ -94,6 +103,8 @@ class MetricsRegistry {
     std::vector<const Entry*> entries;  // into entries_
   };
   static void RenderEntry(const Entry& e, std::string* out);
+  mutable absl::Mutex collect_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::vector<std::function<void()>> collectors_ ABSL_GUARDED_BY(collect_mu_);
   mutable absl::Mutex mu_;
   std::deque<Entry> entries_ ABSL_GUARDED_BY(mu_);  // stable addresses
   std::vector<Family> families_ ABSL_GUARDED_BY(mu_);

@@ -22,6 +22,56 @@ sync::Key UserKey(std::string_view user) {
 
 }  // namespace
 
+void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
+  MetricsRegistry& r = *metrics;
+  cm_.epoch = r.AddGauge("latentd_cluster_epoch",
+                         "Ring epoch this node routes by (0 until joined)");
+  cm_.members =
+      r.AddGauge("latentd_cluster_members", "Members of the current ring");
+  cm_.unreachable =
+      r.AddGauge("latentd_cluster_peers_unreachable",
+                 "Ring members this node's heartbeats find unreachable");
+  cm_.owned_keys =
+      r.AddGauge("latentd_cluster_owned_keys",
+                 "Keys whose global this node's owner shard holds");
+  cm_.senders_retracted = r.AddCounter(
+      "latentd_cluster_senders_retracted_total",
+      "Senders (a restarted node's earlier process, or a node removed as "
+      "lost) whose contributions this owner took out of the globals");
+  cm_.keys_retracted =
+      r.AddCounter("latentd_cluster_keys_retracted_total",
+                   "Keys whose contributions from such senders were taken out");
+  cm_.counts_retracted = r.AddCounter(
+      "latentd_cluster_counts_retracted_total",
+      "Counts (sum of |count|) taken out of the globals with them");
+  cm_.reseed_refused = r.AddCounter(
+      "latentd_cluster_reseed_refused_total",
+      "Batches refused as addressed to an earlier process of this owner "
+      "(each makes its sender re-seed this owner)");
+  cm_.stale_refused = r.AddCounter(
+      "latentd_cluster_stale_refused_total",
+      "Batches refused as stale: from a superseded process of their sender, "
+      "or routed by an earlier ring epoch");
+  cm_.rounds_failed = r.AddCounter(
+      "latentd_cluster_sync_rounds_failed_total",
+      "Sync batches this node sent that failed (and were sent again)");
+  r.AddCollector([this] {
+    const ClusterLink* link = JoinedLink();
+    if (link == nullptr) return;
+    cm_.epoch->Set(static_cast<double>(link->epoch()));
+    cm_.members->Set(static_cast<double>(link->ring_config().members.size()));
+    cm_.unreachable->Set(static_cast<double>(link->UnavailablePeers().size()));
+    cm_.owned_keys->Set(static_cast<double>(link->owner().num_keys()));
+    const sync::OwnerShardStats st = link->owner().stats();
+    cm_.senders_retracted->SetTotal(st.senders_retracted);
+    cm_.keys_retracted->SetTotal(st.keys_retracted);
+    cm_.counts_retracted->SetTotal(st.counts_retracted);
+    cm_.reseed_refused->SetTotal(st.batches_reseed_refused);
+    cm_.stale_refused->SetTotal(st.batches_stale_refused);
+    cm_.rounds_failed->SetTotal(link->counters().failed_rounds.load());
+  });
+}
+
 absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
   if (started_ || link_ != nullptr || !options_.cluster_mode) {
     return absl::FailedPreconditionError(

@@ -158,6 +158,7 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     }
     for (const Tracked& t : tracked_) {
       if (t.node_id == batch.node_id() && t.incarnation > batch.incarnation()) {
+        ++stats_.batches_stale_refused;
         return absl::AbortedError(absl::StrCat(
             "sender ", batch.node_id(), " incarnation ", batch.incarnation(),
             " is superseded by its later incarnation ", t.incarnation,
@@ -183,6 +184,7 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
   if (!duplicate && epoch_ != 0 && batch.epoch() != 0 &&
       batch.epoch() != epoch_) {
     if (batch.epoch() < epoch_) {
+      ++stats_.batches_stale_refused;
       return absl::FailedPreconditionError(absl::StrCat(
           "stale epoch: batch routed by ring epoch ", batch.epoch(),
           ", this owner serves epoch ", epoch_, "; nothing was applied"));

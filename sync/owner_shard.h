@@ -77,6 +77,9 @@ struct OwnerShardStats {
   // Change-mode batches refused as addressed to an earlier incarnation of
   // this owner (each makes its sender re-seed).
   uint64_t batches_reseed_refused = 0;
+  // New batches refused as stale: from a sender incarnation superseded by a
+  // later one, or routed by an earlier ring epoch (nothing applied).
+  uint64_t batches_stale_refused = 0;
 };
 
 class OwnerShard {

@@ -20,10 +20,13 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "service/cluster/local_cluster.h"
 #include "tests/service/daemon_harness.h"
+#include "tests/service/gateway_test_util.h"
 
 namespace latentd::testing {
 namespace {
@@ -54,6 +57,23 @@ int64_t Sum(const std::vector<int64_t>& v) {
   int64_t s = 0;
   for (int64_t x : v) s += x;
   return s;
+}
+
+// The value of the unlabelled sample `name` in `daemon`'s /metrics; -1 if
+// it is missing or the scrape failed.
+double Metric(Daemon* daemon, const std::string& name) {
+  const std::string& http = daemon->http();
+  const HttpReply r =
+      HttpGet(std::stoi(http.substr(http.rfind(':') + 1)), "/metrics");
+  EXPECT_EQ(r.status, 200) << r.body;
+  for (absl::string_view line : absl::StrSplit(r.body, '\n')) {
+    std::pair<absl::string_view, absl::string_view> kv =
+        absl::StrSplit(line, absl::MaxSplits(' ', 1));
+    double v;
+    if (kv.first == name && absl::SimpleAtod(kv.second, &v)) return v;
+  }
+  ADD_FAILURE() << "no " << name << " in: " << r.body;
+  return -1;
 }
 
 // Once the two daemons have stopped training (the ring holding just them)
@@ -600,6 +620,22 @@ TEST(DaemonCluster, AKilledDaemonRestartsFromItsDirectoryAndStaysExact) {
   }
   EXPECT_FALSE(counts[0].empty());
   EXPECT_TRUE(counts[0] == counts[1]) << "the two nodes export other counts";
+  // /metrics: A took B's dead process's contributions out of the keys it
+  // owns; B's new owner shard refused A's batches for the dead one (A then
+  // re-seeded it). Both route by the same epoch of a 2-member ring.
+  EXPECT_GE(Metric(a.get(), "latentd_cluster_senders_retracted_total"), 1);
+  EXPECT_GE(Metric(a.get(), "latentd_cluster_counts_retracted_total"), 1);
+  EXPECT_EQ(Metric(a.get(), "latentd_cluster_reseed_refused_total"), 0);
+  EXPECT_GE(Metric(b.get(), "latentd_cluster_reseed_refused_total"), 1);
+  EXPECT_EQ(Metric(b.get(), "latentd_cluster_senders_retracted_total"), 0);
+  EXPECT_GE(Metric(a.get(), "latentd_cluster_epoch"), 1);
+  EXPECT_EQ(Metric(a.get(), "latentd_cluster_epoch"),
+            Metric(b.get(), "latentd_cluster_epoch"));
+  EXPECT_EQ(Metric(a.get(), "latentd_cluster_members"), 2);
+  EXPECT_EQ(Metric(a.get(), "latentd_cluster_peers_unreachable"), 0);
+  EXPECT_GT(Metric(a.get(), "latentd_cluster_owned_keys") +
+                Metric(b.get(), "latentd_cluster_owned_keys"),
+            100);
   EXPECT_EQ(b->Stop(), 0) << b->Log();
   EXPECT_EQ(a->Stop(), 0) << a->Log();
 }
@@ -638,6 +674,20 @@ TEST(DaemonCluster, ADaemonLostForGoodIsRemovedAndTheModelIsTheRest) {
   EXPECT_NE(out.find("removed " + lost + " (lost)"), std::string::npos) << out;
 
   ExpectOneModelOverTheirTokens(a.get(), b.get());
+  // /metrics: both survivors route by the epoch after the removal (the
+  // drain epoch, then the one without C: at least 3), in a 2-member ring,
+  // and between them took C's contributions out of the keys they own.
+  const double epoch = Metric(a.get(), "latentd_cluster_epoch");
+  EXPECT_GE(epoch, 3);
+  EXPECT_EQ(Metric(b.get(), "latentd_cluster_epoch"), epoch);
+  EXPECT_EQ(Metric(a.get(), "latentd_cluster_members"), 2);
+  EXPECT_EQ(Metric(b.get(), "latentd_cluster_members"), 2);
+  EXPECT_GE(Metric(a.get(), "latentd_cluster_senders_retracted_total") +
+                Metric(b.get(), "latentd_cluster_senders_retracted_total"),
+            1);
+  EXPECT_GE(Metric(a.get(), "latentd_cluster_counts_retracted_total") +
+                Metric(b.get(), "latentd_cluster_counts_retracted_total"),
+            1);
   EXPECT_EQ(b->Stop(), 0) << b->Log();
   EXPECT_EQ(a->Stop(), 0) << a->Log();
 }

@@ -153,6 +153,31 @@ TEST(Metrics, OneHeaderPerFamilyWithItsSamplesTogether) {
       << text;
 }
 
+// Collectors run before every rendering: a counter mirroring a total kept
+// elsewhere shows that total as it is at the scrape.
+TEST(Metrics, CollectorsSetMirroredValuesAtEachScrape) {
+  service::MetricsRegistry m;
+  service::Counter* total = m.AddCounter("mirrored_total", "Mirrored");
+  service::Gauge* level = m.AddGauge("level", "Level");
+  uint64_t source = 5;
+  int runs = 0;
+  m.AddCollector([&] {
+    ++runs;
+    total->SetTotal(source);
+    level->Set(static_cast<double>(source) / 2);
+  });
+  EXPECT_EQ(runs, 0);
+  std::string text = m.RenderText();
+  EXPECT_NE(text.find("mirrored_total 5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("level 2.5\n"), std::string::npos) << text;
+  source = 9;
+  text = m.RenderText();
+  EXPECT_EQ(runs, 2);
+  EXPECT_NE(text.find("mirrored_total 9\n"), std::string::npos) << text;
+  EXPECT_TRUE(ExpositionProblems(text).empty())
+      << Join(ExpositionProblems(text));
+}
+
 // A running latentd's whole /metrics, both front ends serving.
 TEST(Metrics, DaemonMetricsAreValidExposition) {
   TempDir tmp;

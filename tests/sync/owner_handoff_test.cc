@@ -244,8 +244,10 @@ TEST(OwnerShardEpoch, RefusesOtherEpochsAndAppliesNothing) {
   b.set_epoch(2);
   EXPECT_EQ(shard.Apply(b, &reply).code(),
             absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(shard.stats().batches_stale_refused, 1u);
   b.set_epoch(4);
   EXPECT_EQ(shard.Apply(b, &reply).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(shard.stats().batches_stale_refused, 1u) << "not stale: early";
   EXPECT_TRUE(shard.Global(7).empty());
   b.set_epoch(3);
   ASSERT_TRUE(shard.Apply(b, &reply).ok());
@@ -368,6 +370,7 @@ TEST(OwnerShardRestart, ALaterIncarnationReplacesTheEarliersCounts) {
   absl::Status late = shard.Apply(OneKey("a", 100, 3, 5, {{1, 1}}), &reply);
   EXPECT_EQ(late.code(), absl::StatusCode::kAborted) << late;
   EXPECT_EQ(shard.Global(5), (SparseVector{{0, 3}, {4, 6}}));
+  EXPECT_EQ(shard.stats().batches_stale_refused, 1u);
 }
 
 // A batch addressed to an earlier process of the owner (it restarted and
