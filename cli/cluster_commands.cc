@@ -35,10 +35,17 @@ std::string HeartbeatText(const sync::ClusterStatus& status,
                           const sync::MemberStatus& m) {
   if (!m.heartbeat) return "-";
   const sync::Heartbeat& h = *m.heartbeat;
-  return absl::StrFormat(
-      "%.1f s ago (sweep %d, %d keys, %d documents)",
-      std::max<int64_t>(0, status.now_ms - h.unix_ms) / 1000.0, h.sweep, h.keys,
-      h.documents);
+  std::string out =
+      absl::StrFormat("%.1f s ago (sweep %d, %d keys, %d documents",
+                      std::max<int64_t>(0, status.now_ms - h.unix_ms) / 1000.0,
+                      h.sweep, h.keys, h.documents);
+  if (h.has_counters) {
+    absl::StrAppendFormat(
+        &out, "; epoch %d, %d retracted, %d re-seeds, %d stale", h.epoch,
+        h.senders_retracted, h.reseed_refused, h.stale_refused);
+  }
+  out.push_back(')');
+  return out;
 }
 
 std::string MoveJson(const sync::MoveRecord& m) {
@@ -98,8 +105,9 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
   c->cluster_cmd->require_subcommand(1);
   c->status = c->cluster_cmd->add_subcommand(
       "status",
-      "Epoch, members (id, address, state, last heartbeat) and the latest "
-      "move, read from the cluster's Redis");
+      "Epoch, members (id, address, state, last heartbeat with the epoch "
+      "the node routes by and its failover counters) and the latest move, "
+      "read from the cluster's Redis");
   c->status
       ->add_option("--cluster-redis", c->redis_url,
                    "Redis holding the cluster (redis://host:port or "
@@ -297,7 +305,14 @@ std::string FormatClusterStatusJson(const sync::ClusterStatus& s) {
       absl::StrAppend(&out, ",\"heartbeat\":{\"unixMs\":", h.unix_ms,
                       ",\"ageMs\":", std::max<int64_t>(0, s.now_ms - h.unix_ms),
                       ",\"sweep\":", h.sweep, ",\"keys\":", h.keys,
-                      ",\"documents\":", h.documents, "}");
+                      ",\"documents\":", h.documents);
+      if (h.has_counters) {
+        absl::StrAppend(&out, ",\"epoch\":", h.epoch,
+                        ",\"sendersRetracted\":", h.senders_retracted,
+                        ",\"reseedRefused\":", h.reseed_refused,
+                        ",\"staleRefused\":", h.stale_refused);
+      }
+      absl::StrAppend(&out, "}");
     }
     absl::StrAppend(&out, "}");
   }

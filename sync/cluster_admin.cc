@@ -200,12 +200,19 @@ absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
                                          const std::string& value) {
   const std::vector<std::string> parts = absl::StrSplit(value, ' ');
   Heartbeat hb;
-  if (parts.size() != 4 || !absl::SimpleAtoi(parts[0], &hb.unix_ms) ||
+  hb.has_counters = parts.size() == 8;
+  if ((parts.size() != 4 && !hb.has_counters) ||
+      !absl::SimpleAtoi(parts[0], &hb.unix_ms) ||
       !absl::SimpleAtoi(parts[1], &hb.sweep) ||
       !absl::SimpleAtoi(parts[2], &hb.keys) ||
-      !absl::SimpleAtoi(parts[3], &hb.documents)) {
+      !absl::SimpleAtoi(parts[3], &hb.documents) ||
+      (hb.has_counters && (!absl::SimpleAtoi(parts[4], &hb.epoch) ||
+                           !absl::SimpleAtoi(parts[5], &hb.senders_retracted) ||
+                           !absl::SimpleAtoi(parts[6], &hb.reseed_refused) ||
+                           !absl::SimpleAtoi(parts[7], &hb.stale_refused)))) {
     return Corrupt(key, absl::StrCat("field ", Quote(id), " is ", Quote(value),
-                                     ", not 'unix_ms sweep keys documents'"));
+                                     ", not 'unix_ms sweep keys documents "
+                                     "[epoch retracted reseeds stale]'"));
   }
   return hb;
 }
@@ -694,10 +701,14 @@ absl::Status WriteHeartbeat(RedisClient* redis, std::string_view cluster,
   LATENTD_RETURN_IF_ERROR(ValidateId(id));
   const ClusterKeys keys(cluster);
   LATENTD_ASSIGN_OR_RETURN(
-      RedisReply r, Eval(redis, keys, kHeartbeatScript,
-                         {std::string(id), std::to_string(heartbeat.sweep),
-                          std::to_string(heartbeat.keys),
-                          std::to_string(heartbeat.documents)}));
+      RedisReply r,
+      Eval(redis, keys, kHeartbeatScript,
+           {std::string(id), std::to_string(heartbeat.sweep),
+            std::to_string(heartbeat.keys), std::to_string(heartbeat.documents),
+            std::to_string(heartbeat.epoch),
+            std::to_string(heartbeat.senders_retracted),
+            std::to_string(heartbeat.reseed_refused),
+            std::to_string(heartbeat.stale_refused)}));
   return r.elements[0].str == "ok" ? absl::OkStatus() : Refused(r, keys, id);
 }
 

@@ -29,8 +29,10 @@
 //                                   epoch; done | failed: the end of the move
 //                                   to that epoch), node, mode, time_ms;
 //                                   capped at about 10000 entries
-//   latentd:NAME:heartbeats  hash   id -> "unix_ms sweep keys documents",
-//                                   written by WriteHeartbeat
+//   latentd:NAME:heartbeats  hash   id -> "unix_ms sweep keys documents
+//                                   epoch senders_retracted reseed_refused
+//                                   stale_refused" (the last four may be
+//                                   absent), written by WriteHeartbeat
 //
 // Every time is Redis server time (TIME, unix milliseconds), read inside the
 // script that writes it, so ages computed against ClusterStatus::now_ms
@@ -178,6 +180,15 @@ struct Heartbeat {
   uint64_t sweep = 0;
   uint64_t keys = 0;       // keys the node owns
   uint64_t documents = 0;  // documents in its token store
+  // The ring epoch the node routes by and its owner shard's failover
+  // counters since it started (sync::OwnerShardStats: senders retracted,
+  // re-seed refusals, stale refusals). Written by every node of this
+  // version; a 4-field line (an older node) reads with has_counters false.
+  uint64_t epoch = 0;
+  uint64_t senders_retracted = 0;
+  uint64_t reseed_refused = 0;
+  uint64_t stale_refused = 0;
+  bool has_counters = false;  // read side: the four fields above were there
 };
 
 struct MemberStatus {

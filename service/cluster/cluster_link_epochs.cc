@@ -149,6 +149,11 @@ void ClusterLink::WatchRing() {
       beat.sweep = sweep();
       beat.keys = owner_->num_keys();
       beat.documents = documents_.load(std::memory_order_relaxed);
+      beat.epoch = epoch();
+      const sync::OwnerShardStats st = owner_->stats();
+      beat.senders_retracted = st.senders_retracted;
+      beat.reseed_refused = st.batches_reseed_refused;
+      beat.stale_refused = st.batches_stale_refused;
       absl::Status s =
           sync::WriteHeartbeat(redis.get(), options_.cluster, node_id_, beat);
       if (s.code() == absl::StatusCode::kUnavailable) {

@@ -179,7 +179,7 @@ inline constexpr char kHeartbeatScript[] = R"lua(
 local err = wrong_type()
 if err then return err end
 redis.call('HSET', KEYS[7], ARGV[1],
-           now_ms() .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4])
+           now_ms() .. ' ' .. table.concat(ARGV, ' ', 2))
 return {'ok'}
 )lua";
 

@@ -5,7 +5,8 @@
 # this also checks that the layout is what the header says:
 #   1. an empty cluster: no epoch, no members, no move;
 #   2. a ring at epoch 3 (node0 active with a heartbeat 1.5 s old, node1
-#      leaving), node2 pending, a remove of node1 running: text and --json;
+#      leaving with one that carries its epoch and failover counters), node2
+#      pending, a remove of node1 running: text and --json;
 #   3. the command writes nothing (every key DUMPs the same before and after);
 #   4. a garbage ring and a key of the wrong type: exit 1 naming the key; an
 #      unreachable Redis: exit 1; a malformed URL: exit 2.
@@ -52,7 +53,10 @@ mapfile -t T < <(cli TIME)
 NOW=$((T[0] * 1000 + T[1] / 1000))
 cli HSET "$P:states" node0 active node1 leaving >/dev/null
 cli HSET "$P:pending" node2 10.0.0.3:7070 >/dev/null
-cli HSET "$P:heartbeats" node0 "$((NOW - 1500)) 12 3456 100" >/dev/null
+# node0's heartbeat is an older node's (4 fields); node1's carries the
+# epoch it routes by and its failover counters (retracted, re-seeds, stale).
+cli HSET "$P:heartbeats" node0 "$((NOW - 1500)) 12 3456 100" \
+  node1 "$((NOW - 3000)) 13 2000 90 3 1 2 4" >/dev/null
 cli HSET "$P:move" kind remove node node1 mode handoff phase drain \
   from_epoch 2 to_epoch 3 started_ms "$((NOW - 4000))" updated_ms "$NOW" \
   finished_ms 0 status running error "" keys 10 bytes 2048 documents 7 >/dev/null
@@ -74,7 +78,7 @@ grep -qxF "members: 3" <<<"$OUT" || fail "not 3 members"
 grep -qE '^  node0  127\.0\.0\.1:7000  active   yes   ([1-9]|[1-5][0-9])\.[0-9] s ago \(sweep 12, 3456 keys, 100 documents\)$' <<<"$OUT" &&
   ! grep -qE ' 1\.[0-4] s ago ' <<<"$OUT" ||
   fail "node0's line"
-grep -qE '^  node1  127\.0\.0\.1:7001  leaving  yes   -$' <<<"$OUT" ||
+grep -qE '^  node1  127\.0\.0\.1:7001  leaving  yes   ([3-9]|[1-5][0-9])\.[0-9] s ago \(sweep 13, 2000 keys, 90 documents; epoch 3, 1 retracted, 2 re-seeds, 4 stale\)$' <<<"$OUT" ||
   fail "node1's line"
 grep -qE '^  node2  10\.0\.0\.3:7070   pending  no    -$' <<<"$OUT" ||
   fail "node2's line"
@@ -93,7 +97,10 @@ assert states == {"node0": ("active", True), "node1": ("leaving", True),
 hb = s["members"][0]["heartbeat"]
 assert hb["sweep"] == 12 and hb["keys"] == 3456 and hb["documents"] == 100, hb
 assert 1500 <= hb["ageMs"] < 60000, hb
-assert "heartbeat" not in s["members"][1]
+assert "epoch" not in hb, hb
+hb1 = s["members"][1]["heartbeat"]
+assert (hb1["sweep"], hb1["epoch"], hb1["sendersRetracted"],
+        hb1["reseedRefused"], hb1["staleRefused"]) == (13, 3, 1, 2, 4), hb1
 m = s["move"]
 assert (m["kind"], m["node"], m["mode"], m["phase"], m["status"]) == \
     ("remove", "node1", "handoff", "drain", "running"), m

@@ -688,6 +688,26 @@ TEST(DaemonCluster, ADaemonLostForGoodIsRemovedAndTheModelIsTheRest) {
   EXPECT_GE(Metric(a.get(), "latentd_cluster_counts_retracted_total") +
                 Metric(b.get(), "latentd_cluster_counts_retracted_total"),
             1);
+  // `cluster status`: both survivors' heartbeats (about once a second)
+  // carry that epoch (C, dead before the removal, never wrote it).
+  std::string status;
+  const std::string at_epoch =
+      absl::StrCat("; epoch ", static_cast<uint64_t>(epoch), ", ");
+  size_t carrying = 0;  // heartbeats at that epoch
+  for (int i = 0; i < 50 && carrying != 2; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto [src, sout] = Latentctl({"cluster", "status", "--cluster-redis",
+                                  redis.address(), "--cluster", "lost"});
+    ASSERT_EQ(src, 0) << sout;
+    status = sout;
+    carrying = 0;
+    for (size_t at = status.find(at_epoch); at != std::string::npos;
+         at = status.find(at_epoch, at + 1)) {
+      ++carrying;
+    }
+  }
+  EXPECT_EQ(carrying, 2u) << status;
+  EXPECT_NE(status.find(" retracted, "), std::string::npos) << status;
   EXPECT_EQ(b->Stop(), 0) << b->Log();
   EXPECT_EQ(a->Stop(), 0) << a->Log();
 }

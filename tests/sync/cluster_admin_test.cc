@@ -467,8 +467,9 @@ TEST_F(ClusterAdminTest, StatusShowsStatesAndHeartbeats) {
   WriteRing({"a", "b"});
   ASSERT_TRUE(RegisterPending(redis_.get(), cluster_, "c", "10.0.0.3:7").ok());
   ASSERT_TRUE(RemoveNode(redis_.get(), cluster_, "b", RemoveMode::kDrop).ok());
-  ASSERT_TRUE(
-      WriteHeartbeat(redis_.get(), cluster_, "a", {0, 12, 3456, 100}).ok());
+  ASSERT_TRUE(WriteHeartbeat(redis_.get(), cluster_, "a",
+                             {0, 12, 3456, 100, 7, 1, 2, 3})
+                  .ok());
   auto s = ReadClusterStatus(redis_.get(), cluster_);
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_EQ(s->members.size(), 3u);
@@ -479,6 +480,11 @@ TEST_F(ClusterAdminTest, StatusShowsStatesAndHeartbeats) {
   EXPECT_EQ(s->members[0].heartbeat->sweep, 12u);
   EXPECT_EQ(s->members[0].heartbeat->keys, 3456u);
   EXPECT_EQ(s->members[0].heartbeat->documents, 100u);
+  EXPECT_TRUE(s->members[0].heartbeat->has_counters);
+  EXPECT_EQ(s->members[0].heartbeat->epoch, 7u);
+  EXPECT_EQ(s->members[0].heartbeat->senders_retracted, 1u);
+  EXPECT_EQ(s->members[0].heartbeat->reseed_refused, 2u);
+  EXPECT_EQ(s->members[0].heartbeat->stale_refused, 3u);
   EXPECT_LE(s->members[0].heartbeat->unix_ms, s->now_ms);
   EXPECT_GT(s->members[0].heartbeat->unix_ms, s->now_ms - 5000);
   EXPECT_EQ(s->members[1].state, MemberState::kLeaving);
