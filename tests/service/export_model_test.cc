@@ -65,10 +65,11 @@ std::unique_ptr<LatentdService> OpenStopped(
     auto st = (*s)->Status(api::StatusRequest());
     if (st.ok() && st->version().sweep() >= sweeps && !st->training() &&
         st->pending() == 0) {
-      break;
+      return std::move(*s);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  ADD_FAILURE() << "the service did not stop after " << sweeps << " sweeps";
   return std::move(*s);
 }
 
