@@ -32,14 +32,15 @@ write $WRITE
 admin $ADMIN
 TOKENS
 
-# A bad tokens file stops the start, naming file:line.
+# A bad tokens file stops the start, naming file:line (timeout: a daemon
+# that accepted it would otherwise serve forever and hang the test).
 printf 'read %s\nowner %s-x\n' "$READ" "$READ" >"$DIR/bad"
-"$LATENTD" --data-dir "$DIR/bad-node" --api-tokens "$DIR/bad" \
+timeout 30 "$LATENTD" --data-dir "$DIR/bad-node" --api-tokens "$DIR/bad" \
   --http 127.0.0.1:0 --listen 127.0.0.1:0 >"$DIR/bad.log" 2>&1 &&
   fail "a bad tokens file was accepted"
 grep -q "$DIR/bad:2: unknown role 'owner'" "$DIR/bad.log" || fail "bad role: $(cat "$DIR/bad.log")"
 printf '# short\nadmin short-token\n' >"$DIR/bad"
-"$LATENTD" --data-dir "$DIR/bad-node" --api-tokens "$DIR/bad" \
+timeout 30 "$LATENTD" --data-dir "$DIR/bad-node" --api-tokens "$DIR/bad" \
   --http 127.0.0.1:0 --listen 127.0.0.1:0 >"$DIR/bad.log" 2>&1 &&
   fail "a short token was accepted"
 grep -q "$DIR/bad:2: token shorter than 16" "$DIR/bad.log" || fail "short token: $(cat "$DIR/bad.log")"
