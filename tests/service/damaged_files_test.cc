@@ -80,10 +80,14 @@ void TrainAndStop(const ServiceOptions& o) {
   auto s = LatentdService::Open(o, &metrics);
   ASSERT_TRUE(s.ok()) << s.status();
   (*s)->Start();
-  for (int i = 0; i < 500; ++i) {
-    if ((*s)->Status({})->version().sweep() >= o.max_sweeps) break;
-    ::usleep(10000);
+  uint64_t sweep = 0;
+  for (int i = 0; i < 500 && sweep < o.max_sweeps; ++i) {
+    auto st = (*s)->Status({});
+    ASSERT_TRUE(st.ok()) << st.status();
+    sweep = st->version().sweep();
+    if (sweep < o.max_sweeps) ::usleep(10000);
   }
+  EXPECT_GE(sweep, o.max_sweeps) << "the service did not finish sampling";
   ASSERT_TRUE((*s)->Stop().ok());
 }
 
