@@ -5,6 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "corpora/input_file.h"
 #include "corpora/internal/absl_compat.h"
+#include "sync/peer_auth.h"
 
 namespace latentd::service {
 namespace {
@@ -16,17 +17,6 @@ std::optional<Role> RoleFromName(std::string_view name) {
   if (name == "write") return Role::kWrite;
   if (name == "admin") return Role::kAdmin;
   return std::nullopt;
-}
-
-// Equal in time that depends only on the lengths, never on where the first
-// differing byte is.
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  }
-  return diff == 0;
 }
 
 }  // namespace
@@ -116,7 +106,7 @@ std::optional<Role> ApiTokens::Find(std::string_view token) const {
   std::optional<Role> found;
   // Every entry is compared, so the time does not say which one matched.
   for (const Entry& e : entries_) {
-    if (ConstantTimeEquals(e.token, token)) found = e.role;
+    if (sync::ConstantTimeEqual(e.token, token)) found = e.role;
   }
   return found;
 }

@@ -36,11 +36,6 @@ std::string RandomNonce() {
   return nonce;
 }
 
-bool ConstantTimeEqual(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
-
 const char* KindName(uint32_t kind) {
   switch (kind) {
     case kHello:
@@ -269,6 +264,11 @@ absl::Status FrameMac::Verify(std::string_view header, std::string_view payload,
         "frame ", seq, " failed its MAC (forged, altered or replayed)"));
   }
   return absl::OkStatus();
+}
+
+bool ConstantTimeEqual(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 }  // namespace latentd::sync

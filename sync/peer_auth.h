@@ -67,6 +67,11 @@ absl::StatusOr<std::string> LoadClusterKey(const std::string& path);
 std::string HmacSha256(std::string_view key,
                        std::initializer_list<std::string_view> parts);
 
+// True if `a` and `b` are equal, in time that depends only on their lengths
+// (never on where they first differ): for comparing secrets (MACs, tokens).
+// Thread-safe.
+bool ConstantTimeEqual(std::string_view a, std::string_view b);
+
 enum HandshakeKind : uint32_t {
   kHello = 1,
   kChallenge = 2,
