@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
 #include "base/status_macros.h"
+#include "sync/synchronizer_channel.h"
 
 namespace latentd::sync {
 namespace {
@@ -82,43 +83,6 @@ std::unique_ptr<OwnerChannel> MakeRemoteChannel(Client* client,
                                                 absl::Duration timeout) {
   return std::make_unique<RemoteChannel>(client, timeout);
 }
-
-struct Synchronizer::Channel {
-  std::unique_ptr<OwnerChannel> owner;
-  uint32_t index = 0;
-  std::vector<uint32_t> keys;
-  // Loop thread only: keys that may be dirty (see queued_).
-  std::vector<uint32_t> candidates;
-  // Guarded by Synchronizer::mu_.
-  bool busy = false;
-  uint64_t served_kick = 0;
-  absl::Time next_due = absl::InfinitePast();
-  uint64_t served_pass = 0;
-  bool pass_quiet = true;
-  bool available = true;
-  // Owns no key in the current epoch (Reroute) and has nothing to resend:
-  // no rounds, and passes do not wait for it.
-  bool retired = false;
-  // Its unavailability is an owner's refusal of another epoch's batch.
-  bool epoch_refused = false;
-  // Owned by the round in progress (busy == true).
-  uint64_t sequence = 0;
-  std::optional<DeltaBatch> inflight;
-  std::vector<uint32_t> inflight_keys;
-  uint64_t round_pass = 0;  // FullPass generation served, 0 = none
-  bool round_all_keys = false;
-  bool round_complete = false;  // ignores min_key_weight
-  // Whether the owner pushes changes to us (from its last reply).
-  std::atomic<bool> tracked{false};
-  uint64_t owner_incarnation = 0;  // touched by the round only
-  // Change mode: the owner restarted; the next round re-seeds it (round
-  // only).
-  bool reseed = false;
-  bool inflight_all_keys = false;  // the batch lists every key
-  bool round_quiet = true;
-  size_t cursor = 0;
-  std::chrono::steady_clock::time_point sent_at;
-};
 
 Synchronizer::Synchronizer(SynchronizerOptions options, AbelianTable* table,
                            std::vector<uint32_t> key_owner,
@@ -735,129 +699,6 @@ std::vector<std::string> Synchronizer::UnavailableOwners() const {
     if (!c->available && !c->retired) out.push_back(c->owner->name());
   }
   return out;
-}
-
-void Synchronizer::RequeueRefused() {
-  std::vector<DeltaBatch> refused;
-  {
-    absl::MutexLock l(&mu_);
-    refused.swap(refused_);
-  }
-  SparseVector v, sum;
-  for (const DeltaBatch& b : refused) {
-    BlockReader deltas(b.deltas(), table_->dimension());  // built here
-    for (int j = 0; j < b.keys_size(); ++j) {
-      deltas.Next(&v);
-      auto it = key_index_.find(b.keys(j));
-      if (it == key_index_.end()) continue;
-      const uint32_t i = it->second;
-      AddSparse(carry_[i], v, +1, &sum);
-      carry_[i].swap(sum);
-      if (!queued_[i]) {
-        queued_[i] = 1;
-        channels_[key_owner_[i]]->candidates.push_back(i);
-      }
-    }
-  }
-}
-
-absl::Status Synchronizer::Reroute(
-    uint64_t epoch, std::vector<uint32_t> key_owner,
-    std::vector<std::unique_ptr<OwnerChannel>> channels,
-    const std::vector<std::string>& lost) {
-  if (!changes_) {
-    return absl::FailedPreconditionError(
-        "re-routing keys needs a table that tracks changes (change mode)");
-  }
-  LATENTD_CHECK(key_owner.size() == key_owner_.size());
-  absl::MutexLock l(&mu_);
-  rerouting_ = true;
-  // Batches awaiting a resend are answered first (or refused): an old
-  // owner's answer to one may carry changes older than those the new
-  // owners will send, and a key's changes must arrive in order (a count
-  // could otherwise go below zero for a while). Bounded: an owner that
-  // never answers is left behind (logged).
-  auto is_lost = [&lost](const Channel& c) {
-    return std::find(lost.begin(), lost.end(), c.owner->name()) != lost.end();
-  };
-  auto resolved = [this, &is_lost]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (const auto& c : channels_) {
-      if ((c->busy || c->inflight) && !is_lost(*c)) return false;
-    }
-    return true;
-  };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&resolved),
-                            options_.reroute_resend_timeout)) {
-    options_.log(absl::StrCat(
-        "ring epoch ", epoch, ": a batch to resend was not answered within ",
-        absl::FormatDuration(options_.reroute_resend_timeout),
-        "; re-routing anyway"));
-  }
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (const auto& c : channels_) {
-      if (c->busy) return false;
-    }
-    return true;
-  };
-  mu_.Await(absl::Condition(&idle));
-  // The new epoch's channels, by name: an owner seen before keeps its
-  // channel (sequence, a batch to resend); a new one gets a new channel.
-  std::vector<uint32_t> internal(channels.size());
-  for (size_t n = 0; n < channels.size(); ++n) {
-    const std::string name = channels[n]->name();
-    uint32_t found = static_cast<uint32_t>(channels_.size());
-    for (const auto& c : channels_) {
-      if (c->owner->name() == name) found = c->index;
-    }
-    if (found == channels_.size()) {
-      channels_.push_back(std::make_unique<Channel>());
-      channels_.back()->owner = std::move(channels[n]);
-      channels_.back()->index = found;
-    }
-    internal[n] = found;
-  }
-  const std::vector<uint32_t> old_owner = key_owner_;
-  std::vector<uint32_t> candidates;
-  for (auto& c : channels_) {
-    c->keys.clear();
-    candidates.insert(candidates.end(), c->candidates.begin(),
-                      c->candidates.end());
-    c->candidates.clear();
-    c->retired = true;
-  }
-  for (size_t i = 0; i < key_owner.size(); ++i) {
-    LATENTD_CHECK(key_owner[i] < channels.size());
-    key_owner_[i] = internal[key_owner[i]];
-    Channel* c = channels_[key_owner_[i]].get();
-    c->keys.push_back(static_cast<uint32_t>(i));
-    c->retired = false;
-  }
-  for (uint32_t i : candidates) {
-    channels_[key_owner_[i]]->candidates.push_back(i);
-  }
-  // A lost owner left with no key: what it was sent and did not answer
-  // goes out by the new ring, and its keys are re-seeded at their new
-  // owners, which hold nothing of them.
-  for (auto& c : channels_) {
-    if (!c->retired || !is_lost(*c)) continue;
-    if (c->inflight) {
-      refused_.push_back(std::move(*c->inflight));
-      c->inflight.reset();
-    }
-    for (size_t i = 0; i < key_owner_.size(); ++i) {
-      if (old_owner[i] != c->index || key_owner_[i] == c->index) continue;
-      reseed_[i] = 1;
-      if (!queued_[i]) {
-        queued_[i] = 1;
-        channels_[key_owner_[i]]->candidates.push_back(
-            static_cast<uint32_t>(i));
-      }
-    }
-  }
-  epoch_.store(epoch, std::memory_order_relaxed);
-  rerouting_ = false;
-  ++kicks_;  // a round to every owner now
-  return absl::OkStatus();
 }
 
 }  // namespace latentd::sync

@@ -1,0 +1,56 @@
+// Internal to the synchronizer (included by synchronizer*.cc only): the
+// state Synchronizer keeps per owner it sends to. Not a public header.
+#ifndef LATENTD_SYNC_SYNCHRONIZER_CHANNEL_H_
+#define LATENTD_SYNC_SYNCHRONIZER_CHANNEL_H_
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "sync/synchronizer.h"
+
+namespace latentd::sync {
+
+struct Synchronizer::Channel {
+  std::unique_ptr<OwnerChannel> owner;
+  uint32_t index = 0;
+  std::vector<uint32_t> keys;
+  // Loop thread only: keys that may be dirty (see queued_).
+  std::vector<uint32_t> candidates;
+  // Guarded by Synchronizer::mu_.
+  bool busy = false;
+  uint64_t served_kick = 0;
+  absl::Time next_due = absl::InfinitePast();
+  uint64_t served_pass = 0;
+  bool pass_quiet = true;
+  bool available = true;
+  // Owns no key in the current epoch (Reroute) and has nothing to resend:
+  // no rounds, and passes do not wait for it.
+  bool retired = false;
+  // Its unavailability is an owner's refusal of another epoch's batch.
+  bool epoch_refused = false;
+  // Owned by the round in progress (busy == true).
+  uint64_t sequence = 0;
+  std::optional<DeltaBatch> inflight;
+  std::vector<uint32_t> inflight_keys;
+  uint64_t round_pass = 0;  // FullPass generation served, 0 = none
+  bool round_all_keys = false;
+  bool round_complete = false;  // ignores min_key_weight
+  // Whether the owner pushes changes to us (from its last reply).
+  std::atomic<bool> tracked{false};
+  uint64_t owner_incarnation = 0;  // touched by the round only
+  // Change mode: the owner restarted; the next round re-seeds it (round
+  // only).
+  bool reseed = false;
+  bool inflight_all_keys = false;  // the batch lists every key
+  bool round_quiet = true;
+  size_t cursor = 0;
+  std::chrono::steady_clock::time_point sent_at;
+};
+
+}  // namespace latentd::sync
+
+#endif  // LATENTD_SYNC_SYNCHRONIZER_CHANNEL_H_
