@@ -1,0 +1,126 @@
+// LatentdService's ingestion: checking and tokenizing documents, dropping
+// repeats, forwarding in cluster mode, appending to the ingest log and
+// queueing them to merge (Ingest, IngestRecords). Merging is in
+// latentd_service.cc.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "service/latentd_service.h"
+
+namespace latentd::service {
+
+absl::StatusOr<std::vector<std::string>> LatentdService::TokenizeDocument(
+    std::string_view text, bool forwarded) const {
+  if (text.size() > options_.max_text_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("text of ", text.size(), " bytes is over the limit of ",
+                     options_.max_text_bytes));
+  }
+  std::vector<std::string> words = tokenizer_.Tokenize(text);
+  if (words.empty()) {
+    return absl::InvalidArgumentError(
+        "empty document: no words left after tokenization");
+  }
+  if (!forwarded && !KeepKnownWords(&words)) {
+    return absl::InvalidArgumentError(
+        "no word of the document is in this cluster node's vocabulary (it "
+        "is fixed when the node joins a cluster)");
+  }
+  return words;
+}
+
+bool LatentdService::SourceIngested(const std::string& source) const {
+  absl::MutexLock lock(&pending_mu_);
+  return sources_.contains(source);
+}
+
+absl::StatusOr<uint64_t> LatentdService::IngestRecords(
+    std::vector<IngestRecord> records, LogRange* appended, bool route) {
+  LATENTD_RETURN_IF_ERROR(CheckJoined());
+  uint64_t forwarded = 0;
+  if (JoinedLink() != nullptr) {
+    if (route) {
+      // Tokenized here (TokenizeDocument): only words this node holds.
+      LATENTD_RETURN_IF_ERROR(ForwardToOwners(&records, &forwarded));
+    } else {
+      // Forwarded here, checked against the sender's vocabulary.
+      std::erase_if(records, [this](IngestRecord& r) {
+        if (KeepKnownWords(&r.words)) return false;
+        m_.dropped->Add();
+        LogWarning(
+            absl::StrCat("dropped document '", r.doc_id, "' of user '", r.user,
+                         "': none of its words is in this node's vocabulary"));
+        return true;
+      });
+    }
+  }
+  {
+    absl::MutexLock lock(&pending_mu_);
+    std::erase_if(records, [&](const IngestRecord& r)
+                               ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending_mu_) {
+                                 const bool dup = !r.source.empty() &&
+                                                  sources_.contains(r.source);
+                                 if (dup) m_.duplicates->Add();
+                                 return dup;
+                               });
+  }
+  if (records.empty()) return forwarded;
+  // Appends are serialized by the log; the pending queue keeps log order
+  // because both happen under pending_mu_'s successor ordering below.
+  absl::MutexLock lock(&pending_mu_);
+  LATENTD_RETURN_IF_ERROR(log_->Append(&records));
+  const uint64_t n = records.size();
+  if (appended != nullptr) {
+    *appended = {records.front().sequence, records.back().sequence};
+  }
+  for (IngestRecord& r : records) {
+    if (!r.source.empty()) sources_.insert(r.source);
+    pending_.push_back(std::move(r));
+  }
+  ingested_ += n;
+  m_.ingested->Add(n);
+  m_.pending->Set(static_cast<double>(pending_.size()));
+  return n + forwarded;
+}
+
+absl::StatusOr<api::IngestResponse> LatentdService::Ingest(
+    const api::IngestRequest& request) {
+  if (request.documents_size() == 0) {
+    return absl::InvalidArgumentError("ingest request holds no documents");
+  }
+  if (static_cast<size_t>(request.documents_size()) >
+      options_.max_documents_per_ingest) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ingest request holds ", request.documents_size(),
+        " documents; at most ", options_.max_documents_per_ingest));
+  }
+  std::vector<IngestRecord> records;
+  for (int i = 0; i < request.documents_size(); ++i) {
+    const api::Document& d = request.documents(i);
+    absl::StatusOr<std::vector<std::string>> words =
+        TokenizeDocument(d.text(), /*forwarded=*/request.local());
+    if (!words.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "document ", i, " (id '", d.id(), "'): ", words.status().message()));
+    }
+    IngestRecord& r = records.emplace_back();
+    r.doc_id = d.id();
+    r.user = d.user();
+    r.source = d.source();
+    r.words = std::move(*words);
+  }
+  LogRange appended;
+  LATENTD_ASSIGN_OR_RETURN(
+      uint64_t n,
+      IngestRecords(std::move(records), &appended, !request.local()));
+  api::IngestResponse resp;
+  resp.set_accepted(n);
+  resp.set_first_sequence(appended.first);
+  resp.set_last_sequence(appended.last);
+  return resp;
+}
+
+}  // namespace latentd::service
