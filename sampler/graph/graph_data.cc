@@ -89,10 +89,15 @@ absl::StatusOr<LinkSplit> SplitHeldout(const GraphData& graph, double fraction,
   const size_t want = static_cast<size_t>(fraction * edges.size());
   const uint64_t n = graph.num_vertices();
   const uint64_t possible = n * (n - 1) / 2;
-  if (possible - edges.size() < want) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the graph has too few non-edges (", possible - edges.size(), ") for ",
-        want, " held-out negatives"));
+  // Negatives are unordered pairs, so subtract the distinct pairs, not the
+  // edges: a directed list with both (a, b) and (b, a) has more edges than
+  // pairs, and possible - edges wrapped around (then the draw below never
+  // ended on a graph without non-edges).
+  const uint64_t non_edges = possible - graph.num_pairs();
+  if (non_edges < want) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the graph has too few non-edges (", non_edges, ") for ",
+                     want, " held-out negatives"));
   }
   std::vector<uint32_t> order(edges.size());
   std::iota(order.begin(), order.end(), 0);

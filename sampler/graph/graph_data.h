@@ -42,6 +42,9 @@ class GraphData {
 
   size_t num_vertices() const { return keys_.size(); }
   size_t num_edges() const { return edges_.size(); }
+  // Distinct unordered pairs {a, b} among the edges: num_edges() for an
+  // undirected list, fewer when a directed one has both (a, b) and (b, a).
+  size_t num_pairs() const { return edge_set_.size(); }
   const std::vector<GraphEdge>& edges() const { return edges_; }
   // keys()[v] is the id vertex v had in the file.
   const std::vector<VertexKey>& keys() const { return keys_; }
@@ -63,7 +66,8 @@ class GraphData {
 // training edge (edges are visited in a seeded random order; one that would
 // is kept for training, so fewer may be held out on a tree-like graph), and
 // as many negatives: distinct uniformly drawn pairs {a, b}, a != b, that
-// are not edges of the whole graph.
+// are not edges of the whole graph (in either direction: a directed list's
+// (a, b) and (b, a) are one pair here).
 struct LinkSplit {
   GraphData train;  // every vertex, the training edges
   std::vector<VertexPair> positives;

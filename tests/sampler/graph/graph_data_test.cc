@@ -79,6 +79,42 @@ TEST(GraphData, SplitNeverStrandsAVertex) {
   EXPECT_EQ(split->train.num_edges(), 30u);
 }
 
+// Regression: with a directed list that has both (a, b) and (b, a), the
+// count of non-edges subtracted edges instead of distinct pairs and wrapped
+// around, so a graph with no non-edge left passed the check and the
+// negatives' draw never ended.
+TEST(GraphData, SplitCountsDirectedPairsOnceRegression) {
+  EdgeList list;  // the complete directed graph on 4 vertices: 12 edges
+  for (uint64_t a = 0; a < 4; ++a) {
+    for (uint64_t b = 0; b < 4; ++b) {
+      if (a != b) list.edges.push_back({a, b, 1.0f});
+    }
+  }
+  absl::StatusOr<GraphData> g = GraphData::FromEdgeList(list);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->num_edges(), 12u);
+  EXPECT_EQ(g->num_pairs(), 6u);
+  absl::StatusOr<LinkSplit> split = SplitHeldout(*g, 0.25, 1);
+  ASSERT_FALSE(split.ok());
+  EXPECT_EQ(split.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(split.status().message().find("too few non-edges (0)"),
+            std::string::npos)
+      << split.status();
+
+  // With non-edges left, the negatives are drawn from them only.
+  list.edges.push_back({4, 5, 1.0f});
+  list.edges.push_back({5, 4, 1.0f});
+  list.edges.push_back({0, 4, 1.0f});
+  g = GraphData::FromEdgeList(list);
+  ASSERT_TRUE(g.ok());
+  split = SplitHeldout(*g, 0.2, 2);
+  ASSERT_TRUE(split.ok()) << split.status();
+  EXPECT_EQ(split->negatives.size(), split->positives.size());
+  for (const VertexPair& p : split->negatives) {
+    EXPECT_FALSE(g->HasEdge(p.first, p.second));
+  }
+}
+
 TEST(GraphData, SplitRejectsBadFractions) {
   const GraphData g = Ring(20, 3);
   for (double f : {0.0, 1.0, -0.1, 2.0}) {
