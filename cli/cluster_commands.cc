@@ -127,7 +127,8 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
       "Remove a ring member: with --drop its documents' counts leave the "
       "model, its keys go to the others, and it exits; with --lost (a node "
       "gone for good) the others take its counts out and rebuild the keys it "
-      "owned; waits for the move");
+      "owned (a node failure detection declared down: only --lost, and it "
+      "then never returns); waits for the move");
   c->remove_node->add_option("node", c->node, "The member's id")->required();
   c->remove_node->add_flag("--drop", c->drop,
                            "Take the node's documents out of the model");
@@ -193,10 +194,14 @@ absl::Status RunRemoveNode(const ClusterCommands& c, sync::RedisClient* redis,
   if (!ring.ok()) return ring.status();
   if (c.lost) {
     // Nobody drains a lost node: end the drain now (the next epoch's ring
-    // lacks it); the members end the move once they follow it.
+    // lacks it); the members end the move once they follow it. (A node
+    // already down is out of the ring: this ends its removal; a member may
+    // have ended it first, which the wait below tells.)
     absl::StatusOr<sync::MoveRecord> next =
         sync::FinishMove(redis, c.cluster, ring->version, {});
-    if (!next.ok()) return next.status();
+    if (!next.ok() && !absl::IsFailedPrecondition(next.status())) {
+      return next.status();
+    }
   }
   absl::StatusOr<sync::MoveRecord> move = AwaitMove(
       c, redis, ring->version, absl::StrCat("started removing ", c.node));

@@ -405,6 +405,22 @@ void AddClusterSettings(const AddFn& add) {
       "Seconds to wait for every member to join and push its counts",
       Seconds("join-timeout", 1, 86400,
               [](DaemonConfig* c) { return &c->cluster.join_timeout; }));
+  add("failure-timeout", "1.5", "0 or 0.1..3600",
+      "Seconds without a heartbeat in Redis after which a ring member is "
+      "declared down and failed over: the others take its counts out of the "
+      "model and its keys over until it returns (restarted from its data "
+      "directory, it is re-admitted by itself). Heartbeats go out every "
+      "fifth of it. 0: never (a dead node's keys wait for it, or for "
+      "`latentctl cluster remove-node --lost`)",
+      [](std::string_view v, DaemonConfig* c) -> absl::Status {
+        double x;
+        if (!absl::SimpleAtod(ToAbsl(v), &x) || !(x >= 0) || !(x <= 3600) ||
+            (x > 0 && x < 0.1)) {
+          return Bad("failure-timeout", v, "0, or seconds in 0.1..3600");
+        }
+        c->cluster.failure_timeout = absl::Seconds(x);
+        return absl::OkStatus();
+      });
 }
 
 // What SIGHUP applies to a running daemon (LatentdService::Reconfigure and

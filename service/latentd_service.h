@@ -450,6 +450,8 @@ class LatentdService {
     Counter* reseed_refused;
     Counter* stale_refused;
     Counter* rounds_failed;
+    Counter* failovers;
+    Gauge* last_failover_seconds;
   } cm_{};
 };
 

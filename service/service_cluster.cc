@@ -55,6 +55,16 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
   cm_.rounds_failed = r.AddCounter(
       "latentd_cluster_sync_rounds_failed_total",
       "Sync batches this node sent that failed (and were sent again)");
+  cm_.failovers = r.AddCounter(
+      "latentd_cluster_failovers_total",
+      "Failovers this node took part in as a survivor: epochs marking "
+      "another member down (its heartbeat older than --failure-timeout) "
+      "that it put in effect");
+  cm_.last_failover_seconds = r.AddGauge(
+      "latentd_cluster_last_failover_seconds",
+      "How long the latest of those took: from the detection (Redis time) "
+      "to the first sync round this node completed with the new owners; -1 "
+      "if none yet");
   r.AddCollector([this] {
     const ClusterLink* link = JoinedLink();
     if (link == nullptr) return;
@@ -69,6 +79,9 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
     cm_.reseed_refused->SetTotal(st.batches_reseed_refused);
     cm_.stale_refused->SetTotal(st.batches_stale_refused);
     cm_.rounds_failed->SetTotal(link->counters().failed_rounds.load());
+    cm_.failovers->SetTotal(link->failovers());
+    cm_.last_failover_seconds->Set(
+        link->failovers() == 0 ? -1.0 : link->last_failover_seconds());
   });
 }
 
@@ -134,6 +147,15 @@ absl::Status LatentdService::CheckJoined() const {
 }
 
 absl::Status LatentdService::ClusterBeforeSweep(uint64_t* t) {
+  if (link_->declared_down() && !cluster_failed_.exchange(true)) {
+    // Failed over while alive (its heartbeats were late): the others took
+    // this node's counts out and its keys over; sampling here would feed
+    // owners that no longer count it. A restart re-admits it.
+    LogWarning(
+        "cluster: this node was declared down and failed over; it stops "
+        "sampling and goes on serving queries (restart it from its data "
+        "directory to return to the cluster)");
+  }
   if (cluster_failed_) {
     return absl::FailedPreconditionError(
         "this cluster node stopped sampling after a failed sweep");

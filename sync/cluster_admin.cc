@@ -13,20 +13,11 @@
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "sync/internal/cluster_admin_scripts.h"
+#include "sync/internal/cluster_admin_snapshot.h"
 #include "sync/transport.h"
 
 namespace latentd::sync {
-namespace {
-
-using internal::kAdmitScript;
-using internal::kFailScript;
-using internal::kFinishScript;
-using internal::kHeartbeatScript;
-using internal::kLeaveScript;
-using internal::kPrelude;
-using internal::kProgressScript;
-using internal::kReadScript;
-using internal::kRegisterScript;
+namespace internal {
 
 absl::string_view Sv(std::string_view s) { return {s.data(), s.size()}; }
 
@@ -110,8 +101,6 @@ absl::Status ValidateCounters(const MoveCounters& c) {
 
 // ---- Reading what Redis holds ----
 
-using FlatHash = std::map<std::string, std::string>;
-
 FlatHash ToMap(const RedisReply& flat) {
   FlatHash out;
   for (size_t i = 0; i + 1 < flat.elements.size(); i += 2) {
@@ -155,9 +144,9 @@ absl::Status FieldEnum(const FlatHash& h, const std::string& key,
   return Corrupt(key, absl::StrCat("field '", field, "' is ", Quote(value)));
 }
 
-constexpr const char* kStateNames[] = {"pending", "active", "leaving"};
+constexpr const char* kStateNames[] = {"pending", "active", "leaving", "down"};
 constexpr const char* kModeNames[] = {"handoff", "drop", "lost"};
-constexpr const char* kKindNames[] = {"add", "remove"};
+constexpr const char* kKindNames[] = {"add", "remove", "failover"};
 constexpr const char* kPhaseNames[] = {"drain", "keys"};
 constexpr const char* kStatusNames[] = {"running", "done", "failed"};
 
@@ -217,47 +206,22 @@ absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
   return hb;
 }
 
-// Everything the read script returns, parsed and checked.
-struct Snapshot {
-  std::string ring_bytes;  // "" without a ring
-  std::optional<hashring::RingConfig> ring;
-  std::map<std::string, MemberState> states;  // active | leaving
-  FlatHash pending;                           // id -> address
-  FlatHash members;                           // id -> address
-  std::map<std::string, Heartbeat> heartbeats;
-  std::optional<MoveRecord> move;
-  int64_t now_ms = 0;
-
-  const hashring::Member* InRing(const std::string& id) const {
-    if (!ring) return nullptr;
-    for (const auto& m : ring->members) {
-      if (m.id == id) return &m;
-    }
-    return nullptr;
-  }
-  MemberState StateOf(const std::string& id) const {
-    auto it = states.find(id);
-    return it == states.end() ? MemberState::kActive : it->second;
-  }
-  bool MoveRunning() const {
-    return move && move->status == MoveStatus::kRunning;
-  }
-};
-
 std::vector<std::string> KeyArgs(const ClusterKeys& k) {
   return {k.ring,   k.states,  k.pending,   k.move,
           k.epochs, k.members, k.heartbeats};
 }
 
-// Runs `script` (after the prelude) over the cluster's keys. A connection
-// failure stays kUnavailable; a Redis error reply (the scripts raise none
-// themselves: READONLY, OOM, a script error) is kInternal with Redis's
-// words, since retrying does not help.
+// Runs `script` (after the prelude) over the cluster's keys (and `extra`
+// after them). A connection failure stays kUnavailable; a Redis error reply
+// (the scripts raise none themselves: READONLY, OOM, a script error) is
+// kInternal with Redis's words, since retrying does not help.
 absl::StatusOr<RedisReply> Eval(RedisClient* redis, const ClusterKeys& keys,
                                 const char* script,
-                                const std::vector<std::string>& args) {
+                                const std::vector<std::string>& args,
+                                const std::string& extra) {
   std::vector<std::string> cmd = {"EVAL", absl::StrCat(kPrelude, script)};
-  const std::vector<std::string> k = KeyArgs(keys);
+  std::vector<std::string> k = KeyArgs(keys);
+  if (!extra.empty()) k.push_back(extra);
   cmd.push_back(std::to_string(k.size()));
   cmd.insert(cmd.end(), k.begin(), k.end());
   cmd.insert(cmd.end(), args.begin(), args.end());
@@ -305,6 +269,17 @@ absl::Status Refused(const RedisReply& r, const ClusterKeys& keys,
             ? absl::StrCat("a move is already running: ", desc)
             : absl::StrCat("no such move is running (latest: ", desc, ")"));
   }
+  if (tag == "alive") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", Quote(id), " is alive: its heartbeat is recent (",
+                     arg(1).str.empty() ? "none yet" : Quote(arg(1).str),
+                     "); nothing was changed"));
+  }
+  if (tag == "not_state") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("node ", Quote(id), " is ", arg(1).str,
+                     ", not what this change needs; nothing was changed"));
+  }
   if (tag == "registration_changed") {
     return absl::AbortedError(absl::StrCat(
         "node ", Quote(id),
@@ -348,6 +323,8 @@ absl::StatusOr<Snapshot> ReadSnapshot(RedisClient* redis,
       s.states[id] = MemberState::kActive;
     } else if (value == "leaving") {
       s.states[id] = MemberState::kLeaving;
+    } else if (value == "down") {
+      s.states[id] = MemberState::kDown;
     } else {
       return Corrupt(keys.states,
                      absl::StrCat("field ", Quote(id), " is ", Quote(value)));
@@ -382,16 +359,48 @@ absl::Status RequireNoMove(const Snapshot& s) {
       "a move is already running: ", DescribeMove(*s.move, s.now_ms)));
 }
 
-}  // namespace
+}  // namespace internal
+
+using internal::Corrupt;
+using internal::Eval;
+using internal::kAdmitScript;
+using internal::kFailScript;
+using internal::kFinishScript;
+using internal::kHeartbeatScript;
+using internal::kKindNames;
+using internal::kLeaveScript;
+using internal::kModeNames;
+using internal::kPhaseNames;
+using internal::kProgressScript;
+using internal::kRegisterScript;
+using internal::kStateNames;
+using internal::kStatusNames;
+using internal::ParseMove;
+using internal::Quote;
+using internal::ReadSnapshot;
+using internal::Refused;
+using internal::RequireNoMove;
+using internal::RequireRing;
+using internal::Snapshot;
+using internal::Sv;
+using internal::ValidateAddress;
+using internal::ValidateCluster;
+using internal::ValidateCounters;
+using internal::ValidateEpoch;
+using internal::ValidateId;
 
 ClusterKeys::ClusterKeys(std::string_view cluster)
     : members(MembersKey(cluster)), ring(RingKey(cluster)) {
-  const std::string prefix = absl::StrCat("latentd:", Sv(cluster), ":");
-  pending = prefix + "pending";
-  states = prefix + "states";
-  move = prefix + "move";
-  epochs = prefix + "epochs";
-  heartbeats = prefix + "heartbeats";
+  prefix_ = absl::StrCat("latentd:", Sv(cluster), ":");
+  pending = prefix_ + "pending";
+  states = prefix_ + "states";
+  move = prefix_ + "move";
+  epochs = prefix_ + "epochs";
+  heartbeats = prefix_ + "heartbeats";
+}
+
+std::string ClusterKeys::Alive(std::string_view id) const {
+  return absl::StrCat(prefix_, "alive:", Sv(id));
 }
 
 const char* MemberStateName(MemberState s) {
@@ -498,6 +507,16 @@ absl::StatusOr<hashring::RingConfig> RemoveNode(
   LATENTD_ASSIGN_OR_RETURN(Snapshot s, ReadSnapshot(redis, keys));
   LATENTD_RETURN_IF_ERROR(RequireRing(s, cluster));
   const std::string sid(id);
+  if (s.InRing(sid) == nullptr && s.StateOf(sid) == MemberState::kDown &&
+      s.states.count(sid) != 0) {
+    if (mode != RemoveMode::kLost) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "node ", Quote(id),
+          " is down (failed over): it comes back by itself when restarted "
+          "from its data directory; --lost removes it for good"));
+    }
+    return internal::ForgetDown(redis, keys, s, sid, options);
+  }
   if (s.InRing(sid) == nullptr) {
     if (s.pending.count(sid) != 0) {
       return absl::FailedPreconditionError(
@@ -679,7 +698,10 @@ absl::StatusOr<ClusterStatus> ReadClusterStatus(RedisClient* redis,
     }
   }
   for (const auto& [id, state] : s.states) {
-    if (state != MemberState::kLeaving || s.InRing(id) != nullptr) continue;
+    if ((state != MemberState::kLeaving && state != MemberState::kDown) ||
+        s.InRing(id) != nullptr) {
+      continue;
+    }
     auto addr = s.members.find(id);
     out.members.push_back({id, addr == s.members.end() ? "" : addr->second,
                            state, false, 0, heartbeat(id)});
@@ -696,7 +718,8 @@ absl::StatusOr<ClusterStatus> ReadClusterStatus(RedisClient* redis,
 }
 
 absl::Status WriteHeartbeat(RedisClient* redis, std::string_view cluster,
-                            std::string_view id, const Heartbeat& heartbeat) {
+                            std::string_view id, const Heartbeat& heartbeat,
+                            absl::Duration alive_for) {
   LATENTD_RETURN_IF_ERROR(ValidateCluster(cluster));
   LATENTD_RETURN_IF_ERROR(ValidateId(id));
   const ClusterKeys keys(cluster);
@@ -708,7 +731,10 @@ absl::Status WriteHeartbeat(RedisClient* redis, std::string_view cluster,
             std::to_string(heartbeat.epoch),
             std::to_string(heartbeat.senders_retracted),
             std::to_string(heartbeat.reseed_refused),
-            std::to_string(heartbeat.stale_refused)}));
+            std::to_string(heartbeat.stale_refused),
+            std::to_string(
+                std::max<int64_t>(0, absl::ToInt64Milliseconds(alive_for)))},
+           keys.Alive(id)));
   return r.elements[0].str == "ok" ? absl::OkStatus() : Refused(r, keys, id);
 }
 

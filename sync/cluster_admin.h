@@ -14,10 +14,11 @@
 //                                   +1 on every change (JoinCluster writes 1)
 //   latentd:NAME:pending     hash   id -> "host:port", nodes registered with
 //                                   --join and not yet admitted
-//   latentd:NAME:states      hash   id -> "active" | "leaving"; a ring member
-//                                   with no entry is active (rings written by
-//                                   JoinCluster have none)
-//   latentd:NAME:move        hash   the latest move: kind add|remove, node,
+//   latentd:NAME:states      hash   id -> "active" | "leaving" | "down"; a
+//                                   ring member with no entry is active
+//                                   (rings written by JoinCluster have none)
+//   latentd:NAME:move        hash   the latest move: kind add|remove|failover,
+//                                   node,
 //                                   mode handoff|drop|lost (remove; "" for
 //                                   add), phase drain|keys, from_epoch,
 //                                   to_epoch, started_ms, updated_ms,
@@ -25,14 +26,19 @@
 //                                   running|done|failed, error, and the
 //                                   counters keys, bytes, documents moved
 //   latentd:NAME:epochs      stream the history, one entry per event: fields
-//                                   epoch, change (add | leave | remove: a new
-//                                   epoch; done | failed: the end of the move
-//                                   to that epoch), node, mode, time_ms;
-//                                   capped at about 10000 entries
+//                                   epoch, change (add | leave | remove |
+//                                   down | return: a new epoch; done |
+//                                   failed: the end of the move to that
+//                                   epoch), node, mode, time_ms; capped at
+//                                   about 10000 entries
 //   latentd:NAME:heartbeats  hash   id -> "unix_ms sweep keys documents
 //                                   epoch senders_retracted reseed_refused
 //                                   stale_refused" (the last four may be
 //                                   absent), written by WriteHeartbeat
+//   latentd:NAME:alive:ID    string the node's liveness record: written with
+//                                   each heartbeat, with a TTL of the
+//                                   failure timeout (PX), so it exists only
+//                                   while the node beats
 //
 // Every time is Redis server time (TIME, unix milliseconds), read inside the
 // script that writes it, so ages computed against ClusterStatus::now_ms
@@ -55,6 +61,19 @@
 //                                   ... --------------------> gone (its
 //                                   members, states, heartbeats entries
 //                                   are deleted)
+//
+// Failover (docs/latentd.md, "Failure detection and failover"):
+//
+//            DeclareDown (heartbeat older           ReturnNode (the node
+//            than the failure timeout)              restarted from its data
+//   active ---------------------------> down -----------------------> active
+//          epoch E+1: ring - node;           epoch E+1: ring + node
+//          move {failover, phase keys,       (weight 1); move {add, phase
+//          E -> E+1}; the members end it     keys, E -> E+1}, ended by the
+//          (FinishMove) once in effect       node as a joiner does
+//
+//   down --- RemoveNode(kLost) ---> gone: epoch E+1, the same ring; move
+//            {remove, lost, phase keys}; FinishMove deletes its entries
 //
 // Why removal takes two epochs: in the drain phase the leaving node is still
 // an owner under an unchanged placement, so it can stop sampling, finish its
@@ -131,16 +150,24 @@ inline constexpr uint64_t kMaxCounterIncrement = uint64_t{1} << 48;
 struct ClusterKeys {
   explicit ClusterKeys(std::string_view cluster);
   std::string members, ring, pending, states, move, epochs, heartbeats;
+  // latentd:NAME:alive:ID for node `id`.
+  std::string Alive(std::string_view id) const;
+
+ private:
+  std::string prefix_;
 };
 
-enum class MemberState { kPending, kActive, kLeaving };
+// kDown: declared dead by failure detection (DeclareDown): out of the ring,
+// its counts out of the model, until it returns (ReturnNode) or is removed
+// for good (RemoveNode with kLost).
+enum class MemberState { kPending, kActive, kLeaving, kDown };
 // kLost: the node is gone for good (issue 13). Nobody drives its drain:
 // the operator's tool ends it at once (FinishMove), the remaining members
 // take what the lost node contributed out of their globals, rebuild the
 // globals of the keys it owned from their own contributions, and the last
 // of them to put the ring without it in effect ends the move.
 enum class RemoveMode { kHandoff, kDrop, kLost };
-enum class MoveKind { kAdd, kRemove };
+enum class MoveKind { kAdd, kRemove, kFailover };
 enum class MovePhase { kDrain, kKeys };
 enum class MoveStatus { kRunning, kDone, kFailed };
 
@@ -195,8 +222,8 @@ struct MemberStatus {
   std::string id;
   std::string address;
   MemberState state = MemberState::kActive;
-  bool in_ring = false;  // false for pending nodes and for a leaving node
-                         // past its drain phase
+  bool in_ring = false;  // false for pending and down nodes and for a
+                         // leaving node past its drain phase
   uint32_t weight = 0;   // in the ring; 0 if not in it
   std::optional<Heartbeat> heartbeat;
 };
@@ -251,12 +278,41 @@ absl::StatusOr<hashring::RingConfig> AdmitNode(
 // it leaving and starts move {remove, mode, phase drain, E -> E+1}; the node
 // leaves the ring at FinishMove (see the state machine above). Also retries
 // the drain of a leaving node whose move failed. Returns the new ring.
+// A down node (out of the ring already) is removed with kLost only: epoch
+// E+1 keeps the ring and starts move {remove, lost, phase keys, E -> E+1},
+// which FinishMove ends (deleting its entries; its counts left the model
+// when it went down).
 // kNotFound if nobody knows `id`; kFailedPrecondition if it is pending (not
-// in the ring), if it left the ring already, if it is the last active
-// member, or if a move is running; kAborted on a concurrent change.
+// in the ring), if it left the ring already, if it is down and `mode` is
+// not kLost, if it is the last active member, or if a move is running;
+// kAborted on a concurrent change.
 absl::StatusOr<hashring::RingConfig> RemoveNode(
     RedisClient* redis, std::string_view cluster, std::string_view id,
     RemoveMode mode, const ClusterAdminOptions& options = {});
+
+// Failure detection, for nodes: declares ring member `id` down, if its
+// alive key has expired and its last heartbeat is older than
+// `failure_timeout` by Redis's clock: writes epoch E+1, the ring without
+// `id` (k capped at the members left), marks it down and starts move
+// {failover, phase keys, E -> E+1}, which the members end once they route
+// by it (FinishMove). Returns the new ring. kFailedPrecondition if the node
+// beats (it is alive), is not an active ring member, is the last one, or a
+// move is running; kAborted on a concurrent change (another member won:
+// of several racing, one does).
+absl::StatusOr<hashring::RingConfig> DeclareDown(
+    RedisClient* redis, std::string_view cluster, std::string_view id,
+    absl::Duration failure_timeout, const ClusterAdminOptions& options = {});
+
+// For a down node restarted from its data directory: puts it back in the
+// ring at `address` (weight 1): epoch E+1, state active, move {add, phase
+// keys, E -> E+1}, which the node ends as a joiner does (FinishMove).
+// Returns the new ring. kFailedPrecondition if it is not down, if
+// `address` is not the one it had (peers reach a member by the address it
+// had: remove it with kLost and join it as a new node instead), or if a
+// move is running; kAborted on a concurrent change.
+absl::StatusOr<hashring::RingConfig> ReturnNode(
+    RedisClient* redis, std::string_view cluster, std::string_view id,
+    std::string_view address, const ClusterAdminOptions& options = {});
 
 // For nodes: adds `counters` (increments, each at most
 // kMaxCounterIncrement) to the running move whose current phase moves to
@@ -303,9 +359,11 @@ absl::StatusOr<ClusterStatus> ReadClusterStatus(RedisClient* redis,
                                                 std::string_view cluster);
 
 // For nodes: records node `id`'s heartbeat, stamped with the Redis time
-// (heartbeat.unix_ms is ignored).
+// (heartbeat.unix_ms is ignored), and, if `alive_for` > 0, sets its alive
+// key to expire after `alive_for` (what DeclareDown checks).
 absl::Status WriteHeartbeat(RedisClient* redis, std::string_view cluster,
-                            std::string_view id, const Heartbeat& heartbeat);
+                            std::string_view id, const Heartbeat& heartbeat,
+                            absl::Duration alive_for = absl::ZeroDuration());
 
 }  // namespace latentd::sync
 

@@ -80,6 +80,11 @@ void ClockTable::MarkDead(const std::string& node) {
   if (it != entries_.end()) it->second.dead = true;
 }
 
+void ClockTable::Revive(const std::string& node) {
+  absl::MutexLock l(&mu_);
+  entries_[node].dead = false;
+}
+
 bool ClockTable::IsDead(const std::string& node) const {
   absl::MutexLock l(&mu_);
   auto it = entries_.find(node);

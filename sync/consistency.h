@@ -52,6 +52,9 @@ class ClockTable {
   bool WaitAllFinished(absl::Time deadline) const;
   // Marks `node` dead: it no longer counts in MinClock.
   void MarkDead(const std::string& node);
+  // Counts `node` again (a failed-over member back in the ring); adds it
+  // if unknown.
+  void Revive(const std::string& node);
   bool IsDead(const std::string& node) const;
 
   // The smallest clock among live, unfinished nodes (UINT64_MAX if none).

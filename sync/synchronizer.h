@@ -191,7 +191,10 @@ class Synchronizer {
   // has no key left, its unanswered batch goes out again by the new ring,
   // and each key it owned is re-seeded at its new owner (everything this
   // node contributed to it, the table giving back what it had received, as
-  // for a restarted owner: "Restarts" above).
+  // for a restarted owner: "Restarts" above). A lost owner's channel is
+  // never used again: an owner of the same name in a later epoch (a node
+  // failed over that came back, its new owner shard filled by hand-offs)
+  // gets a new channel, so nothing is re-seeded there twice.
   absl::Status Reroute(uint64_t epoch, std::vector<uint32_t> key_owner,
                        std::vector<std::unique_ptr<OwnerChannel>> channels,
                        const std::vector<std::string>& lost = {});

@@ -30,6 +30,11 @@ struct Synchronizer::Channel {
   // Owns no key in the current epoch (Reroute) and has nothing to resend:
   // no rounds, and passes do not wait for it.
   bool retired = false;
+  // Its owner was lost (Reroute's `lost`) and it has been retired: a later
+  // epoch's channel of the same name (the node returned, with a new owner
+  // shard filled by hand-offs) gets a new Channel, not this one's sequence
+  // and owner incarnation (which would make it re-seed, counting twice).
+  bool gone = false;
   // Its unavailability is an owner's refusal of another epoch's batch.
   bool epoch_refused = false;
   // Owned by the round in progress (busy == true).

@@ -82,7 +82,7 @@ absl::Status Synchronizer::Reroute(
     const std::string name = channels[n]->name();
     uint32_t found = static_cast<uint32_t>(channels_.size());
     for (const auto& c : channels_) {
-      if (c->owner->name() == name) found = c->index;
+      if (c->owner->name() == name && !c->gone) found = c->index;
     }
     if (found == channels_.size()) {
       channels_.push_back(std::make_unique<Channel>());
@@ -115,6 +115,7 @@ absl::Status Synchronizer::Reroute(
   // owners, which hold nothing of them.
   for (auto& c : channels_) {
     if (!c->retired || !is_lost(*c)) continue;
+    c->gone = true;
     if (c->inflight) {
       refused_.push_back(std::move(*c->inflight));
       c->inflight.reset();

@@ -164,9 +164,19 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
 absl::Status ClusterLink::Join() {
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<sync::RedisClient> redis,
                            sync::RedisClient::Connect(options_.redis_url));
+  // Heartbeats first: a node restarting must beat before the others look
+  // at its heartbeat again (so that a quick restart is not failed over).
+  liveness_ = std::thread([this] { LivenessLoop(); });
+  // A node failed over and restarted from its data directory returns as an
+  // admitted node joins (docs/latentd.md, "Failure detection and
+  // failover"): the members hand its keys back, then it pushes its counts.
+  const bool returning = !options_.join && IsDown(redis.get());
+  const bool joining = options_.join || returning;
   hashring::RingConfig config;
   if (options_.join) {
     LATENTD_ASSIGN_OR_RETURN(config, AwaitAdmission(redis.get()));
+  } else if (returning) {
+    LATENTD_ASSIGN_OR_RETURN(config, AwaitReturn(redis.get()));
   } else {
     sync::MembershipOptions mo;
     mo.cluster = options_.cluster;
@@ -181,7 +191,7 @@ absl::Status ClusterLink::Join() {
   LATENTD_ASSIGN_OR_RETURN(
       std::vector<std::unique_ptr<sync::OwnerChannel>> channels,
       ChannelsFor(config));
-  if (options_.join) {
+  if (joining) {
     // Start at the cluster's clock, not at 0: SSP would otherwise hold
     // everyone back until this node caught up.
     sweep_.store(PeersClock());
@@ -225,7 +235,7 @@ absl::Status ClusterLink::Join() {
   sync_ = std::make_unique<sync::Synchronizer>(so, table_, std::move(key_owner),
                                                std::move(channels));
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
-  if (options_.join) {
+  if (joining) {
     // The members hand this node the keys the new ring gives it; once all
     // have (so that a key's changes reach it in order), push this node's
     // counts and take the globals, as any holder.
@@ -255,9 +265,10 @@ absl::Status ClusterLink::Join() {
           "joined at epoch ", epoch(),
           ", but the move record was not closed: ", done.status().ToString()));
     }
-    options_.log(absl::StrCat("joined cluster ", options_.cluster, " at epoch ",
-                              epoch(), " (sweep ", sweep(), "); took ",
-                              moved.keys, " keys"));
+    options_.log(absl::StrCat(returning ? "returned to" : "joined", " cluster ",
+                              options_.cluster, " at epoch ", epoch(),
+                              " (sweep ", sweep(), "); took ", moved.keys,
+                              " keys"));
     return absl::OkStatus();
   }
   sync_->Start();
@@ -424,6 +435,7 @@ void ClusterLink::Stop() {
   }
   if (heartbeat_.joinable()) heartbeat_.join();
   if (ring_watch_.joinable()) ring_watch_.join();
+  if (liveness_.joinable()) liveness_.join();
   if (!outgoing_.empty()) {
     options_.log(absl::StrCat(
         "stopping with ", outgoing_.size(),

@@ -33,7 +33,24 @@
 // the ring lacks it, each member takes what it contributed out of its
 // owner shard (OwnerShard::RetractSender), re-seeds the keys it owned at
 // their new owners (Synchronizer::Reroute), and the last member to put
-// that ring in effect ends the move.
+// that ring in effect ends the move. A node that skips an epoch (two were
+// written before it polled) marks the skipped ones' phase sets too, so
+// that members waiting at the skipped epoch are not held forever.
+//
+// Failure detection and failover (docs/latentd.md, "Failure detection and
+// failover"), with failure_timeout > 0: a liveness thread writes this
+// node's heartbeat and alive key (TTL failure_timeout) to Redis every
+// failure_timeout / 5, and looks for ring members whose heartbeat is older
+// than failure_timeout; the first member to see one declares it down
+// (sync::DeclareDown, compare-and-set: one wins). The epoch that marks it
+// down is followed as a lost member's removal is: its counts leave the
+// globals and the keys it owned are re-seeded at their new owners. A down
+// node restarted from its data directory puts itself back in the ring
+// (sync::ReturnNode) and joins as an admitted node does: the members hand
+// its keys back, then it pushes its store's counts. A node that finds
+// itself declared down while alive (its heartbeats were late) stops
+// following the ring (declared_down()): its owner must stop sampling; a
+// restart re-admits it.
 //
 // Thread-safety: BeforeSweep, EndSweep, AnnounceSweep, Finish and DrainPass
 // are called by the node's one training thread; AfterBatch by the
@@ -126,6 +143,11 @@ struct ClusterLinkOptions {
   absl::Duration ring_poll = absl::Milliseconds(250);
   // Keys per KeyHandoff frame.
   size_t handoff_chunk_keys = 5000;
+  // A ring member whose heartbeat in Redis is older than this is declared
+  // down and failed over (see above). 0: never (this library's default;
+  // latentd's --failure-timeout defaults to 1.5 s). Heartbeats go out
+  // every failure_timeout / 5 (at least every 20 ms, at most every second).
+  absl::Duration failure_timeout = absl::ZeroDuration();
   sync::LogFn log = sync::LogToStderr;
 };
 
@@ -213,6 +235,19 @@ class ClusterLink {
   // Peers the heartbeats currently find unreachable.
   std::vector<std::string> UnavailablePeers() const;
 
+  // ---- Failover ----
+  // True once the ring marks this (live) node down: it no longer follows
+  // the ring, and its owner must stop sampling (a restart re-admits it).
+  bool declared_down() const { return declared_down_.load(); }
+  // Failovers this node took part in as a survivor (epochs marking another
+  // member down that it put in effect), and how long the latest took: from
+  // its detection (Redis time) to the first sync round this node completed
+  // with the new owners. Negative if none yet.
+  uint64_t failovers() const { return failovers_.load(); }
+  double last_failover_seconds() const {
+    return static_cast<double>(last_failover_us_.load()) / 1e6;
+  }
+
  private:
   ClusterLink(ClusterLinkOptions options, SyncedTopicTable* table);
   absl::Status StartServer();
@@ -224,6 +259,20 @@ class ClusterLink {
   // With `join`: registers as pending and returns the ring that admits
   // this node.
   absl::StatusOr<hashring::RingConfig> AwaitAdmission(sync::RedisClient* redis);
+  // Whether the cluster holds this node as down (restarted after a
+  // failover).
+  bool IsDown(sync::RedisClient* redis) const;
+  // A down node back: puts it in the ring again once no move runs
+  // (sync::ReturnNode) and returns that ring.
+  absl::StatusOr<hashring::RingConfig> AwaitReturn(sync::RedisClient* redis);
+  // The liveness thread: heartbeats and failure detection (see above).
+  void LivenessLoop();
+  // Declares down the first ring member whose heartbeat is older than
+  // failure_timeout, if any and if no move runs.
+  absl::Status DetectFailure(sync::RedisClient* redis);
+  // Marks `phase` of every epoch in (from, to] (at most the last 1000).
+  absl::Status MarkPhases(sync::RedisClient* redis, const char* phase,
+                          uint64_t from, uint64_t to);
   // The Redis set of the members that finished `phase` ("handoff": handed
   // their keys off; "effect": re-routed) of ring epoch `epoch`, marking
   // this node in it, and the other members of `members` not in it.
@@ -267,6 +316,8 @@ class ClusterLink {
   absl::StatusOr<Peer*> FindOrAddPeer(const hashring::Member& m);
   std::vector<Peer*> PeerList() const;
   void HeartbeatLoop();
+  // Waits up to `d` unless stopping; false once stopping.
+  bool SleepUnlessStopping(absl::Duration d);
   void KickHeartbeat();
   void OnHeartbeatReply(Peer* peer, const absl::Status& status);
 
@@ -304,11 +355,15 @@ class ClusterLink {
     // The drain epoch of this node's removal: LeaveRequested() once it is
     // in effect.
     std::optional<sync::RemoveMode> leave;
-    // Members being removed as lost (remove-node --lost): never waited
-    // for; once out of the ring, what they contributed is taken out of this
-    // owner's globals and the keys they owned are re-seeded at their new
-    // owners (Synchronizer::Reroute).
+    // Members being removed as lost (remove-node --lost) or failed over:
+    // never waited for; once out of the ring, what they contributed is
+    // taken out of this owner's globals and the keys they owned are
+    // re-seeded at their new owners (Synchronizer::Reroute).
     std::vector<std::string> lost;
+    // A failover epoch: how old its detection was (Redis time) when this
+    // node began following it (at `since`).
+    bool failover = false;
+    int64_t detected_age_ms = 0;
   };
   std::optional<RingChange> change_;
   std::atomic<bool> ring_changing_{false};
@@ -325,6 +380,9 @@ class ClusterLink {
   std::optional<sync::RemoveMode> leave_mode_ ABSL_GUARDED_BY(leave_mu_);
   std::atomic<bool> leaving_{false};
   std::atomic<bool> left_{false};
+  std::atomic<bool> declared_down_{false};
+  std::atomic<uint64_t> failovers_{0};
+  std::atomic<int64_t> last_failover_us_{-1000000};
   std::unique_ptr<sync::Synchronizer> sync_;
   std::atomic<uint64_t> sweep_{0};
   std::atomic<bool> finished_{false};
@@ -338,6 +396,7 @@ class ClusterLink {
   uint64_t hb_kick_ ABSL_GUARDED_BY(hb_mu_) = 0;
   std::thread heartbeat_;
   std::thread ring_watch_;
+  std::thread liveness_;
   bool stopped_ = false;
 };
 

@@ -124,7 +124,6 @@ uint64_t ClusterLink::PeersClock() {
 void ClusterLink::WatchRing() {
   std::unique_ptr<sync::RedisClient> redis;
   const std::string key = sync::RingKey(options_.cluster);
-  absl::Time heartbeat_at = absl::InfinitePast();
   while (true) {
     {
       absl::MutexLock l(&hb_mu_);
@@ -141,25 +140,6 @@ void ClusterLink::WatchRing() {
           sync::RedisClient::Connect(options_.redis_url);
       if (!r.ok()) continue;
       redis = std::move(*r);
-    }
-    if (absl::Now() - heartbeat_at >= absl::Seconds(1)) {
-      // For operators (`latentctl cluster status`), not for correctness.
-      heartbeat_at = absl::Now();
-      sync::Heartbeat beat;
-      beat.sweep = sweep();
-      beat.keys = owner_->num_keys();
-      beat.documents = documents_.load(std::memory_order_relaxed);
-      beat.epoch = epoch();
-      const sync::OwnerShardStats st = owner_->stats();
-      beat.senders_retracted = st.senders_retracted;
-      beat.reseed_refused = st.batches_reseed_refused;
-      beat.stale_refused = st.batches_stale_refused;
-      absl::Status s =
-          sync::WriteHeartbeat(redis.get(), options_.cluster, node_id_, beat);
-      if (s.code() == absl::StatusCode::kUnavailable) {
-        redis.reset();
-        continue;
-      }
     }
     if (change_.has_value()) {
       absl::Status s = AdvanceRingChange(redis.get());
@@ -229,17 +209,43 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
   for (const hashring::Member& m : next.members) listed |= m.id == node_id_;
   std::optional<sync::RemoveMode> leave;
   std::vector<std::string> lost;
+  bool failover = false;
+  int64_t detected_age_ms = 0;
   absl::StatusOr<sync::ClusterStatus> st =
       sync::ReadClusterStatus(redis, options_.cluster);
-  if (st.ok() && st->move && st->move->kind == sync::MoveKind::kRemove &&
-      st->move->status == sync::MoveStatus::kRunning) {
+  if (st.ok() && st->move && st->move->status == sync::MoveStatus::kRunning) {
     const sync::MoveRecord& move = *st->move;
-    if (move.mode == sync::RemoveMode::kLost && move.node != node_id_) {
+    if (move.kind == sync::MoveKind::kFailover && move.node != node_id_) {
+      // Failed over: followed as a lost member's removal.
+      lost.push_back(move.node);
+      failover = true;
+      detected_age_ms = std::max<int64_t>(0, st->now_ms - move.started_ms);
+    } else if (move.kind == sync::MoveKind::kAdd) {
+      clocks_->Revive(move.node);  // (a failed-over member returning)
+    } else if (move.kind != sync::MoveKind::kRemove) {
+      // (this node's own failover: see below)
+    } else if (move.mode == sync::RemoveMode::kLost && move.node != node_id_) {
       lost.push_back(move.node);
     } else if (listed && move.node == node_id_ &&
                move.phase == sync::MovePhase::kDrain &&
                move.to_epoch == next.version) {
       leave = move.mode;  // the drain epoch of this node's removal
+    }
+  }
+  if (!listed && !leaving_.load() && st.ok()) {
+    for (const sync::MemberStatus& m : st->members) {
+      if (m.id != node_id_ || m.state != sync::MemberState::kDown) continue;
+      if (!declared_down_.exchange(true)) {
+        options_.log(absl::StrCat(
+            "this node was declared down (its heartbeats in Redis came later "
+            "than the failure timeout) and failed over at epoch ",
+            next.version,
+            ": it stops sampling; restart it from its data directory to "
+            "return"));
+      }
+      return absl::FailedPreconditionError(
+          absl::StrCat("this node (", node_id_, ") is down in epoch ",
+                       next.version, "; restart it to return"));
     }
   }
   if (!listed && !leaving_.load()) {
@@ -279,7 +285,9 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
                        .ring = ring,
                        .since = absl::Now(),
                        .leave = leave,
-                       .lost = std::move(lost)};
+                       .lost = std::move(lost),
+                       .failover = failover,
+                       .detected_age_ms = detected_age_ms};
   ring_changing_.store(true);
   SendHandoffs();
   return absl::OkStatus();
@@ -289,7 +297,9 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
   RingChange& c = *change_;
   if (!c.marked) {
     if (!outgoing_.empty()) return absl::OkStatus();  // still handing off
-    LATENTD_RETURN_IF_ERROR(MarkPhase(redis, "handoff", c.next.version));
+    // (Epochs this node skipped too: members may wait at one of them.)
+    LATENTD_RETURN_IF_ERROR(
+        MarkPhases(redis, "handoff", epoch(), c.next.version));
     c.marked = true;
   }
   bool listed = false;
@@ -364,9 +374,26 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
   }
   options_.log(absl::StrCat("ring epoch ", c.next.version, " in effect after ",
                             absl::FormatDuration(absl::Now() - c.since)));
+  if (c.failover) {
+    // The failover ends here, as far as this node goes, with its first
+    // round to the new owners of the failed member's keys.
+    const sync::Synchronizer::PassResult pass = sync_->Flush();
+    const absl::Duration took =
+        absl::Milliseconds(c.detected_age_ms) + (absl::Now() - c.since);
+    last_failover_us_.store(absl::ToInt64Microseconds(took));
+    failovers_.fetch_add(1);
+    options_.log(absl::StrCat(
+        "failover of ", c.lost.front(), " (epoch ", c.next.version,
+        "): first sync round with the new owners done ",
+        absl::FormatDuration(took), " after its detection",
+        pass.unavailable.empty()
+            ? std::string()
+            : absl::StrCat("; unreachable: ", pass.unavailable.front())));
+  }
   // A node leaving with this epoch serves (answers resent batches) until
   // every member has re-routed: it waits for this set.
-  absl::Status marked = MarkPhase(redis, "effect", c.next.version);
+  absl::Status marked =
+      MarkPhases(redis, "effect", before.version, c.next.version);
   if (!marked.ok()) {
     options_.log(absl::StrCat(
         "ring epoch ", c.next.version,

@@ -2,9 +2,11 @@
 // kPrelude (its helpers). Private to cluster_admin.cc.
 //
 // KEYS, in this order for every script: ring, states, pending, move, epochs,
-// members, heartbeats. A script first checks every key's type and what it
-// compares, and returns {tag, ...} without writing if a check fails; its
-// writes come last and cannot fail, so a change is all or nothing.
+// members, heartbeats; then, for the scripts that say so, the node's alive
+// key (latentd:NAME:alive:ID, a string with a TTL; SET replaces whatever it
+// held). A script first checks every key's type and what it compares, and
+// returns {tag, ...} without writing if a check fails; its writes come last
+// and cannot fail, so a change is all or nothing.
 #ifndef LATENTD_SYNC_INTERNAL_CLUSTER_ADMIN_SCRIPTS_H_
 #define LATENTD_SYNC_INTERNAL_CLUSTER_ADMIN_SCRIPTS_H_
 
@@ -13,7 +15,7 @@ namespace latentd::sync::internal {
 inline constexpr char kPrelude[] = R"lua(
 local WANT = {'string', 'hash', 'hash', 'hash', 'stream', 'hash', 'hash'}
 local function wrong_type()
-  for i = 1, #KEYS do
+  for i = 1, #WANT do
     local t = redis.call('TYPE', KEYS[i])['ok']
     if t ~= 'none' and t ~= WANT[i] then
       return {'wrongtype', KEYS[i], t, WANT[i]}
@@ -34,6 +36,11 @@ local function running_move()
   if redis.call('HGET', KEYS[4], 'status') == 'running' then
     return {'move', redis.call('HGETALL', KEYS[4]), now_ms()}
   end
+  return nil
+end
+local function state_is_not(id, want)
+  local state = redis.call('HGET', KEYS[2], id)
+  if state ~= want then return {'not_state', state or 'none'} end
   return nil
 end
 local function check_move(to)
@@ -174,12 +181,71 @@ history(ARGV[1], 'failed', redis.call('HGET', KEYS[4], 'node') or '',
 return {'ok'}
 )lua";
 
-// ARGV: id, sweep, keys, documents.
+// ARGV: id, sweep, keys, documents, epoch, retracted, reseeds, stale, the
+// alive key's TTL in ms (0: not written). KEYS[8]: the node's alive key.
 inline constexpr char kHeartbeatScript[] = R"lua(
 local err = wrong_type()
 if err then return err end
-redis.call('HSET', KEYS[7], ARGV[1],
-           now_ms() .. ' ' .. table.concat(ARGV, ' ', 2))
+local now = now_ms()
+redis.call('HSET', KEYS[7], ARGV[1], now .. ' ' .. table.concat(ARGV, ' ', 2, 8))
+if tonumber(ARGV[9]) > 0 then
+  redis.call('SET', KEYS[8], now, 'PX', ARGV[9])
+end
+return {'ok'}
+)lua";
+
+// Failover. ARGV: expected ring, new ring (without the node), from epoch,
+// to epoch, id, failure timeout in ms, its address (the members hash keeps
+// it once out of the ring). KEYS[8]: the node's alive key. The
+// node must be active, its alive key expired and its last heartbeat older
+// than the timeout (by this Redis's clock).
+inline constexpr char kDownScript[] = R"lua(
+local err = wrong_type() or ring_changed(ARGV[1]) or running_move()
+if err then return err end
+local state = redis.call('HGET', KEYS[2], ARGV[5])
+if state and state ~= 'active' then return {'not_state', state} end
+local now = now_ms()
+local beat = redis.call('HGET', KEYS[7], ARGV[5])
+local ms = beat and tonumber(string.match(beat, '^(%d+)'))
+if redis.call('EXISTS', KEYS[8]) == 1 or not ms or
+   tonumber(now) - ms < tonumber(ARGV[6]) then
+  return {'alive', beat or ''}
+end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[5], 'down')
+redis.call('HSET', KEYS[6], ARGV[5], ARGV[7])
+start_move('failover', ARGV[5], '', 'keys', ARGV[3], ARGV[4], now)
+history(ARGV[4], 'down', ARGV[5], '', now)
+return {'ok', tostring(tonumber(now) - ms)}
+)lua";
+
+// A down node back. ARGV: expected ring, new ring (with the node), from
+// epoch, to epoch, id, address.
+inline constexpr char kReturnScript[] = R"lua(
+local err = wrong_type() or ring_changed(ARGV[1]) or running_move() or
+            state_is_not(ARGV[5], 'down')
+if err then return err end
+local now = now_ms()
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[5], 'active')
+redis.call('HSET', KEYS[6], ARGV[5], ARGV[6])
+start_move('add', ARGV[5], '', 'keys', ARGV[3], ARGV[4], now)
+history(ARGV[4], 'return', ARGV[5], '', now)
+return {'ok'}
+)lua";
+
+// Removing a down node for good (remove-node --lost): an epoch with the
+// same ring and a move {remove, lost, phase keys}; FinishMove then deletes
+// the node's entries. ARGV: expected ring, new ring, from epoch, to epoch,
+// id.
+inline constexpr char kForgetDownScript[] = R"lua(
+local err = wrong_type() or ring_changed(ARGV[1]) or running_move() or
+            state_is_not(ARGV[5], 'down')
+if err then return err end
+local now = now_ms()
+redis.call('SET', KEYS[1], ARGV[2])
+start_move('remove', ARGV[5], 'lost', 'keys', ARGV[3], ARGV[4], now)
+history(ARGV[4], 'remove', ARGV[5], 'lost', now)
 return {'ok'}
 )lua";
 

@@ -12,9 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -25,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "service/cluster/local_cluster.h"
+#include "tests/service/daemon_cluster_util.h"
 #include "tests/service/daemon_harness.h"
 #include "tests/service/gateway_test_util.h"
 
@@ -57,23 +56,6 @@ int64_t Sum(const std::vector<int64_t>& v) {
   int64_t s = 0;
   for (int64_t x : v) s += x;
   return s;
-}
-
-// The value of the unlabelled sample `name` in `daemon`'s /metrics; -1 if
-// it is missing or the scrape failed.
-double Metric(Daemon* daemon, const std::string& name) {
-  const std::string& http = daemon->http();
-  const HttpReply r =
-      HttpGet(std::stoi(http.substr(http.rfind(':') + 1)), "/metrics");
-  EXPECT_EQ(r.status, 200) << r.body;
-  for (absl::string_view line : absl::StrSplit(r.body, '\n')) {
-    std::pair<absl::string_view, absl::string_view> kv =
-        absl::StrSplit(line, absl::MaxSplits(' ', 1));
-    double v;
-    if (kv.first == name && absl::SimpleAtod(kv.second, &v)) return v;
-  }
-  ADD_FAILURE() << "no " << name << " in: " << r.body;
-  return -1;
 }
 
 // Once the two daemons have stopped training (the ring holding just them)
@@ -155,7 +137,10 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
        {std::string("--topics"), std::string("20"), std::string("--max-sweeps"),
         std::string("12"), std::string("--cluster-redis"), redis.address(),
         std::string("--cluster"), std::string("test"),
-        std::string("--cluster-size"), std::string("2")}) {
+        std::string("--cluster-size"), std::string("2"),
+        // B's death below is about the survivor's view of a dead peer,
+        // without failover (daemon_failover_test has that).
+        std::string("--failure-timeout"), std::string("0")}) {
     args.push_back(a);
   }
   for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
@@ -309,24 +294,6 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
   api::InferDocumentResponse mixture;
   EXPECT_TRUE(ca->Call(Method::kInferDocument, infer, &mixture).ok());
   EXPECT_EQ(a->Stop(), 0) << a->Log();
-}
-
-// Runs latentctl (beside $LATENTD_BIN) with `args`; its exit status and
-// output (stdout and stderr).
-std::pair<int, std::string> Latentctl(const std::vector<std::string>& args) {
-  const char* env = std::getenv("LATENTD_BIN");
-  if (env == nullptr) return {-1, "LATENTD_BIN is not set"};
-  std::string bin = env;
-  bin = bin.substr(0, bin.rfind('/') + 1) + "latentctl";
-  std::string cmd = bin;
-  for (const std::string& a : args) absl::StrAppend(&cmd, " '", a, "'");
-  absl::StrAppend(&cmd, " 2>&1");
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[512];
-  while (p != nullptr && std::fgets(buf, sizeof(buf), p) != nullptr) out += buf;
-  const int status = p != nullptr ? ::pclose(p) : -1;
-  return {status, out};
 }
 
 // Grow (issue 12): a third daemon started with --cluster-join waits as
@@ -579,6 +546,10 @@ TEST(DaemonCluster, AKilledDaemonRestartsFromItsDirectoryAndStaysExact) {
   ASSERT_TRUE(api_port.ok() && sync_port.ok());
   std::vector<std::string> args =
       ClusterArgs(redis.address(), "rejoin", "2", tmp.path());
+  // A restart within the ring it left (no failover meanwhile: that path,
+  // a down node's return, is daemon_failover_test's).
+  args.push_back("--failure-timeout");
+  args.push_back("0");
   std::vector<std::string> b_args = args;
   for (const std::string& a :
        {std::string("--listen"), absl::StrCat("127.0.0.1:", *api_port),
@@ -609,14 +580,8 @@ TEST(DaemonCluster, AKilledDaemonRestartsFromItsDirectoryAndStaysExact) {
   // Word by word, too: both export the same counts.
   std::string counts[2];
   for (int n = 0; n < 2; ++n) {
-    const std::string out = absl::StrCat(tmp.path(), "/export", n);
-    auto [rc, text] =
-        Latentctl({"export", "--addr", (n == 0 ? a : b)->tcp(), "--out", out});
-    ASSERT_EQ(rc, 0) << text;
-    std::ifstream in(out + "/word_topic_counts.tsv");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    counts[n] = ss.str();
+    counts[n] = ExportCounts((n == 0 ? a : b).get(),
+                             absl::StrCat(tmp.path(), "/export", n));
   }
   EXPECT_FALSE(counts[0].empty());
   EXPECT_TRUE(counts[0] == counts[1]) << "the two nodes export other counts";
@@ -650,6 +615,9 @@ TEST(DaemonCluster, ADaemonLostForGoodIsRemovedAndTheModelIsTheRest) {
   ASSERT_TRUE(redis.ok());
   std::vector<std::string> args =
       ClusterArgs(redis.address(), "lost", "3", tmp.path());
+  // The operator removes C while the ring still lists it (no failover).
+  args.push_back("--failure-timeout");
+  args.push_back("0");
   auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
   auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
   auto c = std::make_unique<Daemon>(tmp.path() + "/c", args, false);

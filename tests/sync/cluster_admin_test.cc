@@ -609,3 +609,107 @@ TEST_F(ClusterAdminTest, RedisDownIsUnavailable) {
 
 }  // namespace
 }  // namespace latentd::sync
+
+namespace latentd::sync {
+namespace {
+
+// Failure detection (issue 13): a member whose alive key has expired and
+// whose heartbeat is old is declared down by exactly one of the members
+// racing to; it returns at the address it had.
+TEST_F(ClusterAdminTest, ASilentMemberIsDeclaredDownOnceAndReturns) {
+  WriteRing({"a", "b", "c"});
+  const absl::Duration timeout = absl::Milliseconds(300);
+  for (const char* id : {"a", "b", "c"}) {
+    ASSERT_TRUE(WriteHeartbeat(redis_.get(), cluster_, id, {}, timeout).ok());
+  }
+  const std::vector<std::string> before = Dump();
+  auto alive = DeclareDown(redis_.get(), cluster_, "c", timeout);
+  EXPECT_EQ(alive.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(alive.status().message(), HasSubstr("is alive"));
+  EXPECT_EQ(Dump(), before);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  ASSERT_TRUE(WriteHeartbeat(redis_.get(), cluster_, "a", {}, timeout).ok());
+  ASSERT_TRUE(WriteHeartbeat(redis_.get(), cluster_, "b", {}, timeout).ok());
+  std::barrier start(2);
+  absl::StatusOr<hashring::RingConfig> result[2] = {absl::UnknownError(""),
+                                                    absl::UnknownError("")};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      auto conn = redis_server_->Connect();
+      start.arrive_and_wait();
+      if (conn != nullptr)
+        result[i] = DeclareDown(conn.get(), cluster_, "c", timeout);
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_NE(result[0].ok(), result[1].ok())
+      << result[0].status() << " / " << result[1].status();
+  EXPECT_EQ(RingIds(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(StoredRing().version, 2u);
+  auto st = ReadClusterStatus(redis_.get(), cluster_);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(Member(*st, "c").state, MemberState::kDown);
+  EXPECT_FALSE(Member(*st, "c").in_ring);
+  ASSERT_TRUE(st->move.has_value());
+  EXPECT_EQ(st->move->kind, MoveKind::kFailover);
+  // One change at a time: b is not judged while the failover runs.
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(DeclareDown(redis_.get(), cluster_, "b", timeout).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto done = FinishMove(redis_.get(), cluster_, 2, {});
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->status, MoveStatus::kDone);
+  // Still down once the failover is done; back only at its own address.
+  const std::vector<std::string> down = Dump();
+  auto moved = ReturnNode(redis_.get(), cluster_, "c", "127.0.0.1:9999");
+  EXPECT_EQ(moved.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(moved.status().message(), HasSubstr("was at"));
+  EXPECT_EQ(Dump(), down);
+  auto back = ReturnNode(redis_.get(), cluster_, "c", "127.0.0.1:7002");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->version, 3u);
+  EXPECT_EQ(RingIds(), (std::vector<std::string>{"a", "b", "c"}));
+  st = ReadClusterStatus(redis_.get(), cluster_);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(Member(*st, "c").state, MemberState::kActive);
+  EXPECT_EQ(st->move->kind, MoveKind::kAdd);
+  EXPECT_EQ(History(),
+            (std::vector<std::string>{"2 down c", "2 done c", "3 return c"}));
+  // Not down any more: a second return changes nothing.
+  EXPECT_EQ(
+      ReturnNode(redis_.get(), cluster_, "c", "127.0.0.1:7002").status().code(),
+      absl::StatusCode::kFailedPrecondition);
+}
+
+// A down node that will not return: only --lost removes it, and then it
+// cannot return.
+TEST_F(ClusterAdminTest, ADownMemberIsRemovedForGoodOnlyAsLost) {
+  WriteRing({"a", "b", "c"});
+  const absl::Duration timeout = absl::Milliseconds(100);
+  ASSERT_TRUE(WriteHeartbeat(redis_.get(), cluster_, "c", {}, timeout).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(DeclareDown(redis_.get(), cluster_, "c", timeout).ok());
+  ASSERT_TRUE(FinishMove(redis_.get(), cluster_, 2, {}).ok());
+  const std::vector<std::string> down = Dump();
+  auto drop = RemoveNode(redis_.get(), cluster_, "c", RemoveMode::kDrop);
+  EXPECT_EQ(drop.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(drop.status().message(), HasSubstr("is down"));
+  EXPECT_EQ(Dump(), down);
+  auto lost = RemoveNode(redis_.get(), cluster_, "c", RemoveMode::kLost);
+  ASSERT_TRUE(lost.ok()) << lost.status();
+  EXPECT_EQ(lost->version, 3u);
+  EXPECT_EQ(RingIds(), (std::vector<std::string>{"a", "b"}));
+  auto done = FinishMove(redis_.get(), cluster_, 3, {});
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->status, MoveStatus::kDone);
+  auto st = ReadClusterStatus(redis_.get(), cluster_);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->members.size(), 2u);
+  EXPECT_EQ(
+      ReturnNode(redis_.get(), cluster_, "c", "127.0.0.1:7002").status().code(),
+      absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace latentd::sync

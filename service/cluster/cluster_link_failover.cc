@@ -1,0 +1,165 @@
+// ClusterLink's failure detection and failover (cluster_link.h): the
+// liveness thread (heartbeats, alive key, detection) and a down node's
+// return.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "service/cluster/cluster_link.h"
+#include "sync/cluster_admin.h"
+
+namespace latentd {
+
+bool ClusterLink::SleepUnlessStopping(absl::Duration d) {
+  absl::MutexLock l(&hb_mu_);
+  auto stop = [this]()
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(hb_mu_) { return hb_stop_; };
+  hb_mu_.AwaitWithTimeout(absl::Condition(&stop), d);
+  return !hb_stop_;
+}
+
+void ClusterLink::LivenessLoop() {
+  const absl::Duration timeout = options_.failure_timeout;
+  const absl::Duration every =
+      timeout > absl::ZeroDuration()
+          ? std::clamp(timeout / 5, absl::Milliseconds(20), absl::Seconds(1))
+          : absl::Seconds(1);
+  std::unique_ptr<sync::RedisClient> redis;
+  absl::Time detect_from = absl::InfinitePast();
+  // The first beat at once: a restarted node must beat before anyone
+  // looks at its heartbeat again.
+  for (bool first = true; first || SleepUnlessStopping(every); first = false) {
+    if (redis == nullptr) {
+      // Redis away: training goes on with the ring this node has; nobody
+      // is declared down meanwhile (nobody can write an epoch).
+      absl::StatusOr<std::unique_ptr<sync::RedisClient>> r =
+          sync::RedisClient::Connect(options_.redis_url);
+      if (!r.ok()) continue;
+      redis = std::move(*r);
+      // Back after an outage every heartbeat in Redis is old: give the
+      // others a failure timeout to beat again before judging them.
+      detect_from = absl::Now() + timeout;
+    }
+    sync::Heartbeat beat;
+    beat.sweep = sweep();
+    beat.keys = owner_->num_keys();
+    beat.documents = documents_.load(std::memory_order_relaxed);
+    beat.epoch = epoch();
+    const sync::OwnerShardStats st = owner_->stats();
+    beat.senders_retracted = st.senders_retracted;
+    beat.reseed_refused = st.batches_reseed_refused;
+    beat.stale_refused = st.batches_stale_refused;
+    absl::Status s = sync::WriteHeartbeat(redis.get(), options_.cluster,
+                                          node_id_, beat, timeout);
+    if (s.ok() && timeout > absl::ZeroDuration() && ready_.load() &&
+        !leaving_.load() && !declared_down_.load() &&
+        absl::Now() >= detect_from) {
+      s = DetectFailure(redis.get());
+    }
+    if (absl::IsUnavailable(s)) redis.reset();
+  }
+}
+
+absl::Status ClusterLink::DetectFailure(sync::RedisClient* redis) {
+  LATENTD_ASSIGN_OR_RETURN(sync::ClusterStatus st,
+                           sync::ReadClusterStatus(redis, options_.cluster));
+  if (!st.ring || (st.move && st.move->status == sync::MoveStatus::kRunning)) {
+    return absl::OkStatus();  // one change at a time
+  }
+  const int64_t timeout_ms =
+      absl::ToInt64Milliseconds(options_.failure_timeout);
+  for (const sync::MemberStatus& m : st.members) {
+    if (!m.in_ring || m.id == node_id_ ||
+        m.state != sync::MemberState::kActive || !m.heartbeat ||
+        st.now_ms - m.heartbeat->unix_ms <= timeout_ms) {
+      continue;
+    }
+    absl::StatusOr<hashring::RingConfig> next = sync::DeclareDown(
+        redis, options_.cluster, m.id, options_.failure_timeout);
+    if (next.ok()) {
+      options_.log(absl::StrFormat(
+          "declared %s down (no heartbeat for %.2f s, more than the failure "
+          "timeout %s): ring epoch %d -> %d without it; its counts leave the "
+          "model until it returns",
+          m.id, (st.now_ms - m.heartbeat->unix_ms) / 1000.0,
+          absl::FormatDuration(options_.failure_timeout), st.epoch,
+          next->version));
+    } else if (absl::IsUnavailable(next.status())) {
+      return next.status();
+    } else if (!absl::IsFailedPrecondition(next.status()) &&
+               !absl::IsAborted(next.status())) {
+      // (Another member won the race, or the node beat meanwhile.)
+      options_.log(absl::StrCat("declaring ", m.id,
+                                " down failed: ", next.status().ToString()));
+    }
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+bool ClusterLink::IsDown(sync::RedisClient* redis) const {
+  absl::StatusOr<sync::ClusterStatus> st =
+      sync::ReadClusterStatus(redis, options_.cluster);
+  if (!st.ok()) return false;
+  for (const sync::MemberStatus& m : st->members) {
+    if (m.id == node_id_) return m.state == sync::MemberState::kDown;
+  }
+  return false;
+}
+
+absl::StatusOr<hashring::RingConfig> ClusterLink::AwaitReturn(
+    sync::RedisClient* redis) {
+  const absl::Time deadline = absl::Now() + options_.join_timeout;
+  for (;;) {
+    LATENTD_ASSIGN_OR_RETURN(sync::ClusterStatus st,
+                             sync::ReadClusterStatus(redis, options_.cluster));
+    absl::Status s;
+    if (st.move && st.move->status == sync::MoveStatus::kRunning) {
+      // The failover that marked it down may still run (or another move).
+      s = absl::FailedPreconditionError(absl::StrCat(
+          "a move is running: ", sync::DescribeMove(*st.move, st.now_ms)));
+    } else {
+      absl::StatusOr<hashring::RingConfig> ring =
+          sync::ReturnNode(redis, options_.cluster, node_id_, address_);
+      if (ring.ok()) {
+        options_.log(absl::StrCat(
+            "this node was down (failed over): back in cluster ",
+            options_.cluster, " at epoch ", ring->version,
+            "; the members hand its keys back, then it pushes its store's "
+            "counts"));
+        return ring;
+      }
+      // A concurrent change (kAborted) or a move started meanwhile: try
+      // again; anything else (it is no longer down, another address) is
+      // final.
+      if (!absl::IsAborted(ring.status()) &&
+          !absl::StrContains(ring.status().message(), "a move is")) {
+        return ring.status();
+      }
+      s = ring.status();
+    }
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "could not return to cluster ", options_.cluster, " within ",
+          absl::FormatDuration(options_.join_timeout), ": ", s.message()));
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+}
+
+absl::Status ClusterLink::MarkPhases(sync::RedisClient* redis,
+                                     const char* phase, uint64_t from,
+                                     uint64_t to) {
+  for (uint64_t e = std::max(from + 1, to > 1000 ? to - 999 : 1); e <= to;
+       ++e) {
+    LATENTD_RETURN_IF_ERROR(MarkPhase(redis, phase, e));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace latentd

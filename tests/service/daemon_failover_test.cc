@@ -1,0 +1,328 @@
+// Failure detection and failover (issue 13; docs/latentd.md, "Failure
+// detection and failover"): three daemons train thirds of blei-ap under
+// async with a private redis-server (Unix socket). One is killed with
+// SIGKILL mid-sweep. The other two keep sampling; a survivor declares it
+// down once its heartbeat is older than --failure-timeout, the ring moves
+// to an epoch without it, and the survivors take its counts out and its
+// keys over. Restarted from its data directory, it is re-admitted by
+// itself; once all have stopped (--max-sweeps) and drained, every node
+// exports the same counts, and each word's row sums to its frequency in the
+// three thirds. Every process runs on 127.0.0.1 and is stopped at the end.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "corpora/input_file.h"
+#include "gtest/gtest.h"
+#include "service/cluster/local_cluster.h"
+#include "sync/cluster_admin.h"
+#include "tests/service/daemon_cluster_util.h"
+#include "tests/service/daemon_harness.h"
+
+namespace latentd::testing {
+namespace {
+
+using service::Protocol;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kNodes = 3;
+constexpr const char* kMaxSweeps = "60";
+
+std::string ApFile(const char* name) {
+  const char* data = std::getenv("LATENTD_DATA_DIR");
+  return std::string(data ? data : "../shared/data") + "/blei-ap/" + name;
+}
+
+// Writes the documents of blei-ap (LDA-C) into `kNodes` files dir/part<i>
+// (document d into part d % kNodes) and returns each word's frequency in
+// them all.
+std::map<std::string, long long> WriteThirds(const std::string& dir) {
+  std::vector<std::string> vocab;
+  std::map<std::string, long long> freq;
+  auto words = InputFile::Open(ApFile("vocab.txt.zst"));
+  EXPECT_TRUE(words.ok()) << words.status();
+  if (!words.ok()) return freq;
+  std::string line;
+  while ((*words)->ReadLine(&line).value_or(false)) vocab.push_back(line);
+  auto docs = InputFile::Open(ApFile("ap.dat.zst"));
+  EXPECT_TRUE(docs.ok()) << docs.status();
+  if (!docs.ok()) return freq;
+  std::vector<std::ofstream> parts;
+  for (int i = 0; i < kNodes; ++i) {
+    parts.emplace_back(absl::StrCat(dir, "/part", i));
+  }
+  for (size_t d = 0; (*docs)->ReadLine(&line).value_or(false);) {
+    if (line.empty()) continue;
+    parts[d++ % kNodes] << line << "\n";
+    std::vector<absl::string_view> cells =
+        absl::StrSplit(line, ' ', absl::SkipWhitespace());
+    for (size_t j = 1; j < cells.size(); ++j) {
+      std::pair<absl::string_view, absl::string_view> ic =
+          absl::StrSplit(cells[j], ':');
+      size_t id = 0;
+      long long count = 0;
+      if (absl::SimpleAtoi(ic.first, &id) &&
+          absl::SimpleAtoi(ic.second, &count) && id < vocab.size()) {
+        freq[vocab[id]] += count;
+      } else {
+        ADD_FAILURE() << "blei-ap document " << d << ": " << cells[j];
+      }
+    }
+  }
+  return freq;
+}
+
+// The cluster as Redis holds it.
+sync::ClusterStatus ReadStatus(const RedisServer& redis) {
+  auto client = sync::RedisClient::Connect(redis.address());
+  EXPECT_TRUE(client.ok()) << client.status();
+  if (!client.ok()) return {};
+  auto st = sync::ReadClusterStatus(client->get(), "failover");
+  EXPECT_TRUE(st.ok()) << st.status();
+  return st.ok() ? *st : sync::ClusterStatus{};
+}
+
+const sync::MemberStatus* FindMember(const sync::ClusterStatus& st,
+                                     const std::string& id) {
+  for (const sync::MemberStatus& m : st.members) {
+    if (m.id == id) return &m;
+  }
+  return nullptr;
+}
+
+// The sweeps `d` has completed (its counter, not the published model's).
+uint64_t Sweep(Daemon* d) {
+  return static_cast<uint64_t>(Metric(d, "latentd_sweeps_total"));
+}
+
+TEST(DaemonFailover, AKilledDaemonIsFailedOverThenReturnsAndTheModelIsExact) {
+  const Clock::time_point began = Clock::now();
+  auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  TempDir tmp;
+  RedisServer redis(tmp.path());
+  ASSERT_TRUE(redis.ok());
+  const std::map<std::string, long long> freq = WriteThirds(tmp.path());
+  ASSERT_FALSE(freq.empty());
+  // C restarts at the same addresses (its id is its API address).
+  auto api_port = PickFreePort();
+  auto sync_port = PickFreePort();
+  ASSERT_TRUE(api_port.ok() && sync_port.ok());
+  std::vector<std::vector<std::string>> args(kNodes);
+  for (int i = 0; i < kNodes; ++i) {
+    args[i] = {"--corpus",          absl::StrCat(tmp.path(), "/part", i),
+               "--format",          "ldac",
+               "--vocab",           ApFile("vocab.txt.zst"),
+               "--topics",          "10",
+               "--max-sweeps",      kMaxSweeps,
+               "--cluster-size",    "3",
+               "--cluster",         "failover",
+               "--cluster-redis",   redis.address(),
+               "--failure-timeout", "1"};
+    for (const std::string& a : ClusterKeyArgs(tmp.path())) {
+      args[i].push_back(a);
+    }
+  }
+  for (const std::string& a :
+       {std::string("--listen"), absl::StrCat("127.0.0.1:", *api_port),
+        std::string("--cluster-listen"),
+        absl::StrCat("127.0.0.1:", *sync_port)}) {
+    args[2].push_back(a);
+  }
+  std::vector<std::unique_ptr<Daemon>> d;
+  for (int i = 0; i < kNodes; ++i) {
+    d.push_back(std::make_unique<Daemon>(absl::StrCat(tmp.path(), "/node", i),
+                                         args[i], false));
+  }
+  for (auto& n : d) n->WaitForPorts();
+  for (auto& n : d) ASSERT_TRUE(n->ok()) << n->Log();
+  Daemon* a = d[0].get();
+  Daemon* b = d[1].get();
+  for (int i = 0; i < 1200 && Sweep(d[2].get()) < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(Sweep(d[2].get()), 3u) << d[2]->Log();
+  const uint64_t epoch_before = ReadStatus(redis).epoch;
+  ASSERT_GE(epoch_before, 1u);
+  const std::string c_id = d[2]->tcp();
+  const uint64_t a_at_kill = Sweep(a), b_at_kill = Sweep(b);
+  ASSERT_LT(a_at_kill + 10, 60u) << "the survivors must still be training";
+  const Clock::time_point killed = Clock::now();
+  std::printf("killed C at sweep %d of A, %d of B, %.1f s into the test\n",
+              static_cast<int>(a_at_kill), static_cast<int>(b_at_kill),
+              since(began));
+  ASSERT_EQ(d[2]->Stop(SIGKILL, 10), SIGKILL);
+
+  // Sampling never stops on the survivors: both sweep on within 2 s.
+  bool advanced = false;
+  while (!advanced && Clock::now() - killed < std::chrono::seconds(2)) {
+    advanced = Sweep(a) > a_at_kill && Sweep(b) > b_at_kill;
+    if (!advanced) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(advanced) << "a survivor did not complete a sweep within 2 s "
+                           "of the kill"
+                        << a->Log() << b->Log();
+
+  // A survivor declares C down: a new epoch without C, C marked down.
+  sync::ClusterStatus down;
+  for (int i = 0; i < 300; ++i) {
+    down = ReadStatus(redis);
+    const sync::MemberStatus* m = FindMember(down, c_id);
+    if (m != nullptr && m->state == sync::MemberState::kDown &&
+        down.move.has_value() && down.move->status == sync::MoveStatus::kDone) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const double to_down =
+      std::chrono::duration<double>(Clock::now() - killed).count();
+  const sync::MemberStatus* c_down = FindMember(down, c_id);
+  ASSERT_NE(c_down, nullptr) << a->Log() << b->Log();
+  ASSERT_EQ(c_down->state, sync::MemberState::kDown) << a->Log() << b->Log();
+  EXPECT_FALSE(c_down->in_ring);
+  EXPECT_EQ(down.epoch, epoch_before + 1);
+  ASSERT_TRUE(down.ring.has_value());
+  EXPECT_EQ(down.ring->members.size(), 2u);
+  ASSERT_TRUE(down.move.has_value());
+  EXPECT_EQ(down.move->kind, sync::MoveKind::kFailover);
+  EXPECT_EQ(down.move->status, sync::MoveStatus::kDone)
+      << sync::DescribeMove(*down.move, down.now_ms);
+  {
+    auto [rc, text] = Latentctl({"cluster", "status", "--cluster-redis",
+                                 redis.address(), "--cluster", "failover"});
+    EXPECT_EQ(rc, 0) << text;
+    EXPECT_NE(text.find("down     no"), std::string::npos) << text;
+    auto [jrc, json] =
+        Latentctl({"cluster", "status", "--cluster-redis", redis.address(),
+                   "--cluster", "failover", "--json"});
+    EXPECT_EQ(jrc, 0) << json;
+    EXPECT_NE(json.find("\"state\":\"down\",\"inRing\":false"),
+              std::string::npos)
+        << json;
+  }
+  // Each survivor's failover, from the detection to its first sync round
+  // with the new owners.
+  double slowest = 0;
+  for (Daemon* s : {a, b}) {
+    EXPECT_EQ(Metric(s, "latentd_cluster_failovers_total"), 1) << s->Log();
+    const double took = Metric(s, "latentd_cluster_last_failover_seconds");
+    EXPECT_GT(took, 0) << s->Log();
+    slowest = std::max(slowest, took);
+    EXPECT_EQ(Metric(s, "latentd_cluster_members"), 2);
+    EXPECT_EQ(Metric(s, "latentd_cluster_epoch"),
+              static_cast<double>(down.epoch));
+  }
+  std::printf(
+      "failover: C declared down and the move done %.2f s after the kill "
+      "(failure timeout 1 s); detection to the first sync round with the "
+      "new owners: %.3f s (slowest survivor)\n",
+      to_down, slowest);
+  EXPECT_LT(slowest, 2.0);
+
+  // C starts again from its data directory and is re-admitted by itself.
+  const Clock::time_point restarted = Clock::now();
+  d[2] = std::make_unique<Daemon>(tmp.path() + "/node2", args[2], true);
+  ASSERT_TRUE(d[2]->ok()) << d[2]->Log();
+  EXPECT_NE(d[2]->Log().find("back in cluster failover"), std::string::npos)
+      << d[2]->Log();
+
+  // Everything drains: the same counts everywhere, each word's row summing
+  // to its frequency in the three thirds.
+  auto done = [](const api::StatusResponse& s) {
+    return !s.training() && s.pending() == 0 && s.cluster_members_size() == 3;
+  };
+  for (auto& n : d) {
+    auto c = n->Client(Protocol::kTcp);
+    auto f = WaitStatus(c.get(), done, 150);
+    ASSERT_TRUE(f.ok()) << f.status() << n->Log();
+  }
+  // Each node exports the words of its own vocabulary (its third's: the
+  // vocabulary is per node, docs/latentd.md "Cluster mode"), so the three
+  // exports differ in which rows they hold, not in any row: every row a
+  // node exports is the same on every node exporting that word, and sums to
+  // the word's frequency in the three thirds; together they hold every word.
+  std::printf("restart to drained: %.1f s\n", since(restarted));
+  std::map<std::string, std::string> lines[kNodes];
+  auto agree = [&]() {
+    std::map<std::string, std::string> all;
+    for (int i = 0; i < kNodes; ++i) {
+      for (const auto& [word, line] : lines[i]) {
+        auto [it, fresh] = all.emplace(word, line);
+        if (!fresh && it->second != line) return false;
+      }
+    }
+    if (all.size() != freq.size()) return false;
+    for (const auto& [word, line] : all) {
+      auto sum = RowSums(line);
+      if (sum.size() != 1 || sum.begin()->second != freq.at(word)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    for (int i = 0; i < kNodes; ++i) {
+      lines[i].clear();
+      const std::string counts =
+          ExportCounts(d[i].get(), absl::StrCat(tmp.path(), "/x", i));
+      for (absl::string_view line : absl::StrSplit(counts, '\n')) {
+        if (line.empty()) continue;
+        lines[i][std::string(line.substr(0, line.find('\t')))] =
+            std::string(line);
+      }
+    }
+    if (agree()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  size_t wrong = 0, differ = 0, shared = 0;
+  std::map<std::string, long long> covered;
+  for (int i = 0; i < kNodes; ++i) {
+    EXPECT_GT(lines[i].size(), freq.size() / 2) << "node " << i;
+    for (const auto& [word, line] : lines[i]) {
+      const long long sum = RowSums(line).begin()->second;
+      covered[word] = sum;
+      auto f = freq.find(word);
+      if (f == freq.end() || f->second != sum) {
+        if (++wrong <= 5) {
+          ADD_FAILURE() << "node " << i << ", " << word << ": frequency "
+                        << (f == freq.end() ? -1 : f->second) << ", row sum "
+                        << sum;
+        }
+      }
+      for (int j = i + 1; j < kNodes; ++j) {
+        auto other = lines[j].find(word);
+        if (other == lines[j].end()) continue;
+        ++shared;
+        if (other->second != line && ++differ <= 5) {
+          ADD_FAILURE() << word << ": node " << i << " exports " << line
+                        << ", node " << j << " " << other->second;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(differ, 0u) << "of " << shared << " rows exported by two nodes";
+  EXPECT_GT(shared, freq.size() / 2);
+  EXPECT_EQ(covered.size(), freq.size()) << "words no node exports";
+  const sync::ClusterStatus back = ReadStatus(redis);
+  EXPECT_EQ(back.epoch, down.epoch + 1);
+  const sync::MemberStatus* c_back = FindMember(back, c_id);
+  ASSERT_NE(c_back, nullptr);
+  EXPECT_EQ(c_back->state, sync::MemberState::kActive);
+  EXPECT_TRUE(c_back->in_ring);
+  for (auto& n : d) EXPECT_EQ(n->Stop(), 0) << n->Log();
+}
+
+}  // namespace
+}  // namespace latentd::testing
