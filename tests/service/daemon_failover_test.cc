@@ -105,7 +105,9 @@ uint64_t Sweep(Daemon* d) {
   return static_cast<uint64_t>(Metric(d, "latentd_sweeps_total"));
 }
 
-TEST(DaemonFailover, AKilledDaemonIsFailedOverThenReturnsAndTheModelIsExact) {
+// The whole story under `consistency` (async, or ssp:1: the survivors are
+// held back by the dead node's clock until it is failed over).
+void KillFailOverAndReturn(const char* consistency) {
   const Clock::time_point began = Clock::now();
   auto since = [](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
@@ -129,7 +131,8 @@ TEST(DaemonFailover, AKilledDaemonIsFailedOverThenReturnsAndTheModelIsExact) {
                "--cluster-size",    "3",
                "--cluster",         "failover",
                "--cluster-redis",   redis.address(),
-               "--failure-timeout", "1"};
+               "--failure-timeout", "1",
+               "--consistency",     consistency};
     for (const std::string& a : ClusterKeyArgs(tmp.path())) {
       args[i].push_back(a);
     }
@@ -157,11 +160,12 @@ TEST(DaemonFailover, AKilledDaemonIsFailedOverThenReturnsAndTheModelIsExact) {
   ASSERT_GE(epoch_before, 1u);
   const std::string c_id = d[2]->tcp();
   const uint64_t a_at_kill = Sweep(a), b_at_kill = Sweep(b);
+  const uint64_t c_at_kill = Sweep(d[2].get());
   ASSERT_LT(a_at_kill + 10, 60u) << "the survivors must still be training";
   const Clock::time_point killed = Clock::now();
-  std::printf("killed C at sweep %d of A, %d of B, %.1f s into the test\n",
-              static_cast<int>(a_at_kill), static_cast<int>(b_at_kill),
-              since(began));
+  std::printf("%s: killed C at sweep %d of A, %d of B, %.1f s into the test\n",
+              consistency, static_cast<int>(a_at_kill),
+              static_cast<int>(b_at_kill), since(began));
   ASSERT_EQ(d[2]->Stop(SIGKILL, 10), SIGKILL);
 
   // Sampling never stops on the survivors: both sweep on within 2 s.
@@ -173,6 +177,22 @@ TEST(DaemonFailover, AKilledDaemonIsFailedOverThenReturnsAndTheModelIsExact) {
   EXPECT_TRUE(advanced) << "a survivor did not complete a sweep within 2 s "
                            "of the kill"
                         << a->Log() << b->Log();
+
+  if (std::string(consistency) != "async") {
+    // ssp:1: past C's last clock (at most one sweep after what was read)
+    // plus the staleness, a survivor waits until C no longer counts.
+    const uint64_t past = c_at_kill + 1 + 1 + 1;
+    while (Clock::now() - killed < std::chrono::seconds(10) &&
+           (Sweep(a) <= past || Sweep(b) <= past)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_GT(Sweep(a), past) << a->Log();
+    EXPECT_GT(Sweep(b), past) << b->Log();
+    std::printf(
+        "%s: both survivors past C's clock + staleness %.2f s after "
+        "the kill\n",
+        consistency, since(killed));
+  }
 
   // A survivor declares C down: a new epoch without C, C marked down.
   sync::ClusterStatus down;
@@ -322,6 +342,17 @@ TEST(DaemonFailover, AKilledDaemonIsFailedOverThenReturnsAndTheModelIsExact) {
   EXPECT_EQ(c_back->state, sync::MemberState::kActive);
   EXPECT_TRUE(c_back->in_ring);
   for (auto& n : d) EXPECT_EQ(n->Stop(), 0) << n->Log();
+}
+
+TEST(DaemonFailover, AKilledDaemonIsFailedOverThenReturnsAndTheModelIsExact) {
+  KillFailOverAndReturn("async");
+}
+
+// Under SSP the failover also takes the dead node out of the clocks: the
+// survivors sweep on within the same 2 s, and the returned node counts
+// again.
+TEST(DaemonFailover, UnderSspTheSurvivorsStopWaitingForTheDeadNode) {
+  KillFailOverAndReturn("ssp:1");
 }
 
 }  // namespace
