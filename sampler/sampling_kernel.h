@@ -90,6 +90,12 @@ struct MhOptions {
 // Settings of every kernel kind, one struct so the pipeline passes them on.
 struct KernelOptions {
   MhOptions mh;
+  // SparseLDA and dense: the later tokens of a batch see the batch's own
+  // moves on the word rows (sampler/internal/batch_overlay.h), so a batch
+  // is sampled as a serial Gibbs sampler would; off, they see the rows as
+  // the batch began (the behaviour before issue 15). MH keeps its own
+  // snapshots either way.
+  bool batch_overlay = true;
   uint32_t init_row_topics = 8;  // kSparseInit's topics per word, >= 1
 };
 

@@ -33,15 +33,19 @@ constexpr size_t kPrefetchRow = 3;
 
 }  // namespace
 
-SparseLdaKernel::SparseLdaKernel(TopicId num_topics)
+SparseLdaKernel::SparseLdaKernel(TopicId num_topics, bool batch_overlay)
     : num_topics_(num_topics),
+      use_overlay_(batch_overlay),
+      overlay_(num_topics),
       n_k_(num_topics),
       inv_denom_(num_topics),
       coef_(num_topics),
       n_dk_(num_topics, 0),
       doc_pos_(num_topics),
-      q_topics_(num_topics),
-      q_mass_(num_topics) {
+      // A sparse row's walk fills at most K slots, the overlay's positive
+      // deltas at most K more.
+      q_topics_(2 * size_t{num_topics}),
+      q_mass_(2 * size_t{num_topics}) {
   doc_topics_.reserve(num_topics);
 }
 
@@ -88,23 +92,58 @@ void SparseLdaKernel::BuildWordCache(const TopicTable& table, WordId word,
   // A row seen dense stays dense while samplers run, so the dense loop's
   // slot i is topic i; a row turning dense meanwhile is read as sparse.
   cache_dense_ = table.RowIsDense(word);
+  if (use_overlay_) overlay_.Focus(word);
   double q = 0;
+  // The batch's own moves of the word, if any (the overlay is focused on
+  // it): the loops below are copies with and without them, since the
+  // common case (the word's first token in the batch) needs none.
+  const bool moved = !overlay_.empty();
   if (cache_dense_) {
     // Masses first, then their running sum (RunningSum): the dense loop
-    // is long and the sum's dependency chain was its bottleneck.
-    table.ForEachSlot(word, [&](TopicId k, Count c) {
-      c -= (k == excluded);  // the token itself is excluded
-      q_mass_[n++] = (c > 0 ? c : 0) * coef_[k];
-    });
+    // is long and the sum's dependency chain was its bottleneck. A dense
+    // row shows each topic once, so the overlay adds in place.
+    if (moved) {
+      const int32_t* ov = overlay_.ScatteredDeltas();
+      table.ForEachSlot(word, [&](TopicId k, Count c) {
+        c += ov[k] - (k == excluded);
+        q_mass_[n++] = (c > 0 ? c : 0) * coef_[k];
+      });
+    } else {
+      table.ForEachSlot(word, [&](TopicId k, Count c) {
+        c -= (k == excluded);  // the token itself is excluded
+        q_mass_[n++] = (c > 0 ? c : 0) * coef_[k];
+      });
+    }
     q = RunningSum(q_mass_.data(), n);
   } else {
-    table.ForEachSlot(word, [&](TopicId k, Count c) {
-      c -= (k == excluded);
-      q += (c > 0 ? c : 0) * coef_[k];
-      q_topics_[n] = k;
-      q_mass_[n] = q;
-      n += (c > 0);
-    });
+    // A sparse row may show a topic in zero-count holes besides its
+    // count, so only what a clamp at zero keeps exact is applied in the
+    // walk: the exclusion and the overlay's negative deltas. Its positive
+    // deltas become slots of their own after the row's.
+    if (moved) {
+      const int32_t* ov = overlay_.ScatteredDeltas();
+      table.ForEachSlot(word, [&](TopicId k, Count c) {
+        c += std::min(ov[k], 0) - (k == excluded);
+        q += (c > 0 ? c : 0) * coef_[k];
+        q_topics_[n] = k;
+        q_mass_[n] = q;
+        n += (c > 0);
+      });
+      overlay_.ForEachEntry([&](TopicId k, int32_t d) {
+        q += (d > 0 ? d : 0) * coef_[k];
+        q_topics_[n] = k;
+        q_mass_[n] = q;
+        n += (d > 0);
+      });
+    } else {
+      table.ForEachSlot(word, [&](TopicId k, Count c) {
+        c -= (k == excluded);
+        q += (c > 0 ? c : 0) * coef_[k];
+        q_topics_[n] = k;
+        q_mass_[n] = q;
+        n += (c > 0);
+      });
+    }
   }
   cache_word_ = word;
   cache_size_ = n;
@@ -119,7 +158,8 @@ double SparseLdaKernel::ReusedMass(const TopicTable& table, TopicId excluded) {
   double built = 0;
   for (uint32_t j = 0; j < num_dirty_; ++j) {
     const TopicId k = dirty_[j];
-    const Count c = table.Get(cache_word_, k) - (k == excluded);
+    const Count c =
+        table.Get(cache_word_, k) + overlay_.Delta(k) - (k == excluded);
     dirty_built_[j] = q_mass_[k] - (k > 0 ? q_mass_[k - 1] : 0.0);
     dirty_fresh_[j] = (c > 0 ? c : 0) * coef_[k];
     built += dirty_built_[j];
@@ -177,6 +217,7 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
   beta_ = params.beta;
   beta_sum_ = params.beta_sum;
   Rng rng = Rng::ForStream(params.seed, params.sweep, batch->index);
+  if (use_overlay_) overlay_.Reset(table.vocab_size());
 
   // The smoothing and document buckets live in locals (registers) across
   // the token loop; MoveCount keeps them current.
@@ -210,6 +251,7 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
       // Rows of the coming tokens, so their cache misses overlap this one.
       if (i + kPrefetchPointer < words.size()) {
         table.PrefetchRowPointer(words[i + kPrefetchPointer]);
+        if (use_overlay_) overlay_.Prefetch(words[i + kPrefetchPointer]);
       }
       if (i + kPrefetchRow < words.size()) {
         table.PrefetchRow(words[i + kPrefetchRow]);
@@ -256,6 +298,7 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
       if (new_topic != old_topic) {
         topics[i] = new_topic;
         changes->push_back({w, old_topic, new_topic});
+        if (use_overlay_) overlay_.Move(old_topic, new_topic);
       }
     }
 
@@ -267,8 +310,10 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
   }
 }
 
-DenseKernel::DenseKernel(TopicId num_topics)
+DenseKernel::DenseKernel(TopicId num_topics, bool batch_overlay)
     : num_topics_(num_topics),
+      use_overlay_(batch_overlay),
+      overlay_(num_topics),
       n_k_(num_topics),
       n_dk_(num_topics),
       n_wk_(num_topics),
@@ -280,6 +325,7 @@ void DenseKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
   const double* alpha = params.alpha.data();
   Rng rng = Rng::ForStream(params.seed, params.sweep, batch->index);
   for (TopicId k = 0; k < num_topics_; ++k) n_k_[k] = table.TopicTotal(k);
+  if (use_overlay_) overlay_.Reset(table.vocab_size());
 
   for (size_t d = 0; d < batch->num_docs(); ++d) {
     std::span<const WordId> words = batch->doc_words(d);
@@ -290,6 +336,10 @@ void DenseKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
       const TopicId old_topic = topics[i];
       std::fill(n_wk_.begin(), n_wk_.end(), 0);
       table.ForEachNonZero(words[i], [&](TopicId k, Count c) { n_wk_[k] = c; });
+      if (use_overlay_) {
+        overlay_.Focus(words[i]);
+        overlay_.ForEachEntry([&](TopicId k, int32_t d) { n_wk_[k] += d; });
+      }
       --n_wk_[old_topic];
       --n_dk_[old_topic];
       n_k_[old_topic] = std::max<int64_t>(n_k_[old_topic] - 1, 0);
@@ -309,6 +359,7 @@ void DenseKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
       if (new_topic != old_topic) {
         topics[i] = new_topic;
         changes->push_back({words[i], old_topic, new_topic});
+        if (use_overlay_) overlay_.Move(old_topic, new_topic);
       }
     }
   }

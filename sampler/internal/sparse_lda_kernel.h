@@ -6,21 +6,26 @@
 // word row + document) instead of O(K).
 //
 // Within a batch the kernel sees the table as it was when the batch began
-// plus its own changes to n_dk and n_k; other tokens' changes to n_wk reach
-// it once the count updater applies them (as in YahooLDA).
+// plus its own changes to n_dk, n_k and (with the batch overlay, the
+// default) n_wk, so a batch is sampled exactly as a serial Gibbs sampler
+// would sample it from that table; other batches' changes reach it once
+// the count updater applies them (as in YahooLDA). Without the overlay its
+// own changes to n_wk are not seen either.
 #ifndef LATENTD_SAMPLER_INTERNAL_SPARSE_LDA_KERNEL_H_
 #define LATENTD_SAMPLER_INTERNAL_SPARSE_LDA_KERNEL_H_
 
 #include <vector>
 
 #include "corpora/random.h"
+#include "sampler/internal/batch_overlay.h"
 #include "sampler/sampling_kernel.h"
 
 namespace latentd::internal {
 
 class SparseLdaKernel final : public SamplingKernel {
  public:
-  explicit SparseLdaKernel(TopicId num_topics);
+  // batch_overlay: whether a batch's tokens see its own moves on n_wk.
+  SparseLdaKernel(TopicId num_topics, bool batch_overlay);
   void SampleBatch(const SweepParams& params, DocBatch* batch,
                    std::vector<TopicChange>* changes) override;
 
@@ -30,7 +35,9 @@ class SparseLdaKernel final : public SamplingKernel {
   void MoveCount(TopicId topic, int by, double& s, double& r);
 
   const TopicId num_topics_;
+  const bool use_overlay_;
   // Per batch.
+  BatchOverlay overlay_;  // the batch's own moves on n_wk, if use_overlay_
   const double* alpha_ = nullptr;
   double beta_ = 0, beta_sum_ = 0;
   std::vector<int64_t> n_k_;       // n_k as seen by this batch
@@ -46,7 +53,8 @@ class SparseLdaKernel final : public SamplingKernel {
   // document (bag-of-words corpora keep a word's tokens together, and the
   // frequent words, which have the dense rows, repeat most): only the
   // masses of the topics whose coefficient or exclusion changed since the
-  // build (the dirty topics) are recomputed.
+  // build (the dirty topics) are recomputed. The counts read are the
+  // table's plus the overlay's, which it focuses on `word`.
   void BuildWordCache(const TopicTable& table, WordId word, TopicId excluded);
   // A draw from the built cache for u in [0, cache_total_).
   TopicId DrawFromCache(double u) const;
@@ -74,15 +82,18 @@ class SparseLdaKernel final : public SamplingKernel {
   double dirty_fresh_sum_ = 0;
 };
 
-// The plain O(K) conditional over dense scratch; exact reference.
+// The plain O(K) conditional over dense scratch; exact reference. Sees its
+// batch's own moves on n_wk like SparseLdaKernel if batch_overlay is set.
 class DenseKernel final : public SamplingKernel {
  public:
-  explicit DenseKernel(TopicId num_topics);
+  DenseKernel(TopicId num_topics, bool batch_overlay);
   void SampleBatch(const SweepParams& params, DocBatch* batch,
                    std::vector<TopicChange>* changes) override;
 
  private:
   const TopicId num_topics_;
+  const bool use_overlay_;
+  BatchOverlay overlay_;
   std::vector<int64_t> n_k_;
   std::vector<Count> n_dk_;
   std::vector<Count> n_wk_;
