@@ -208,14 +208,27 @@ absl::Status RemapAndWrite(TokenStore& scratch,
   return absl::OkStatus();
 }
 
+// The final stores' batch size for a corpus of `kept_tokens` tokens
+// (CorpusBuilderOptions::min_batches).
+uint64_t FinalBatchTokens(const CorpusBuilderOptions& options,
+                          uint64_t kept_tokens) {
+  if (options.min_batches == 0) return options.batch_tokens;
+  const auto training = static_cast<uint64_t>(static_cast<double>(kept_tokens) *
+                                              (1.0 - options.holdout_fraction));
+  return std::min(options.batch_tokens,
+                  std::max<uint64_t>(options.min_batch_tokens,
+                                     training / options.min_batches));
+}
+
 absl::Status ValidateOptions(const CorpusBuilderOptions& options,
                              const TokenStore* heldout) {
   if (options.num_topics == 0 || options.num_topics > kMaxTopics) {
     return absl::InvalidArgumentError(absl::StrCat(
         "num_topics ", options.num_topics, " not in [1, ", kMaxTopics, "]"));
   }
-  if (options.batch_tokens == 0) {
-    return absl::InvalidArgumentError("batch_tokens must be > 0");
+  if (options.batch_tokens == 0 || options.min_batch_tokens == 0) {
+    return absl::InvalidArgumentError(
+        "batch_tokens and min_batch_tokens must be > 0");
   }
   if (!(options.holdout_fraction >= 0.0 && options.holdout_fraction < 1.0)) {
     return absl::InvalidArgumentError("holdout_fraction must be in [0, 1)");
@@ -291,8 +304,13 @@ absl::StatusOr<BuiltCorpus> BuildCorpus(DocumentReader& reader,
   result.stats.read = reader.stats();
   std::vector<WordId> remap =
       Prune(counts, options, &result.vocab, &result.stats);
+  uint64_t kept_tokens = 0;
+  for (uint64_t tf : counts.tf) kept_tokens += tf;
+  kept_tokens -= result.stats.pruned_tokens;
   counts = WordCounts();  // free pass-1 memory before pass 2
-  LATENTD_RETURN_IF_ERROR(WriteFinal(*scratch, remap, options,
+  CorpusBuilderOptions final_options = options;
+  final_options.batch_tokens = FinalBatchTokens(options, kept_tokens);
+  LATENTD_RETURN_IF_ERROR(WriteFinal(*scratch, remap, final_options,
                                      static_cast<uint32_t>(result.vocab.size()),
                                      train, heldout, &result.stats));
   return result;

@@ -52,6 +52,14 @@ struct CorpusBuilderOptions {
   // Target tokens per DocBatch; a batch closes once it reaches this, and a
   // document is never split (a longer document is a batch of its own).
   uint64_t batch_tokens = 16384;
+  // Batches sized to the corpus: the final stores' batches close at
+  // min(batch_tokens, max(min_batch_tokens, training tokens / min_batches))
+  // tokens, so a small corpus still has about min_batches batches. The
+  // samplers see the other batches in flight only once they are applied,
+  // so the smaller a batch's share of the corpus, the closer parallel
+  // sampling is to serial (issue 15). 0: batch_tokens as given.
+  uint64_t min_batches = 128;
+  uint64_t min_batch_tokens = 1024;
   // Share of documents, in [0, 1), written to the held-out store.
   double holdout_fraction = 0.0;
   // Scratch store of pass 1: "" = in memory. It is removed at the end.

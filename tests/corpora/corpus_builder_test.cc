@@ -114,6 +114,30 @@ TEST(CorpusBuilder, BatchesHoldWholeDocumentsOfAboutBatchTokens) {
   EXPECT_EQ(sizes, (std::vector<size_t>{12, 33, 12, 4}));
 }
 
+// A small corpus is cut into about min_batches batches (not fewer than
+// min_batch_tokens tokens each), so that parallel samplers see most of it
+// applied; a large one keeps batch_tokens.
+TEST(CorpusBuilder, BatchesAreSizedToTheCorpus) {
+  Docs docs(400, std::vector<std::string>(5, "x"));  // 2000 tokens
+  CorpusBuilderOptions o = Opts();
+  o.batch_tokens = 1000;
+  o.min_batches = 20;
+  o.min_batch_tokens = 50;
+  auto store = CreateInMemoryTokenStore({});
+  ASSERT_TRUE(BuildCorpusFromDocuments(docs, o, store.get()).ok());
+  std::vector<DocBatch> batches = ReadBatches(*store);
+  EXPECT_EQ(batches.size(), 20u);  // 2000 / 20 = 100 tokens each
+  for (const DocBatch& b : batches) EXPECT_EQ(b.num_tokens(), 100u);
+  o.min_batch_tokens = 400;  // the floor wins: 5 batches
+  ASSERT_TRUE(BuildCorpusFromDocuments(docs, o, store.get()).ok());
+  EXPECT_EQ(ReadBatches(*store).size(), 5u);
+  o.min_batches = 0;  // off: batch_tokens as given
+  ASSERT_TRUE(BuildCorpusFromDocuments(docs, o, store.get()).ok());
+  EXPECT_EQ(ReadBatches(*store).size(), 2u);
+  o.min_batch_tokens = 0;
+  EXPECT_FALSE(BuildCorpusFromDocuments(docs, o, store.get()).ok());
+}
+
 TEST(CorpusBuilder, SameSeedSameStoreDifferentSeedDifferentTopics) {
   Docs docs = MakeDocs(300, 50);
   auto a = CreateInMemoryTokenStore({});
