@@ -5,11 +5,16 @@
 // Engines:
 //   latentd  the product path: file token store streamed through the TBB
 //            pipeline, --kernel (auto, sparse, dense, mh), --threads
-//            samplers, --init-row-topics (the sparse start, 0: uniform)
+//            samplers, --init-row-topics (the sparse start, 0: uniform),
+//            --no-overlay (a batch's tokens do not see its own moves on
+//            the word rows: the sampler before issue 15)
 //   dense    the baseline: plain serial O(K) collapsed Gibbs over in-memory
 //            documents (ops/bench/dense_gibbs.h)
-// Both start from the same initial assignments (the corpus builder's, same
-// seed) and use fixed α and β, so their log-likelihood curves compare.
+// Both start from the same initial assignments (the corpus builder's, drawn
+// with --seed, which also seeds the sampler) and use fixed α (--alpha,
+// default 50/K) and β, so their log-likelihood curves compare. --raw-text
+// tokenizes with the product's defaults (stop words and one-letter words
+// dropped) instead of keeping every word of a preprocessed corpus.
 //
 // Output: one "sweep" line per sweep (wall time, tokens/s, log-likelihood
 // per token, kernel) and a final "result" line with the mean tokens/s, the
@@ -73,7 +78,9 @@ int main(int argc, char** argv) {
   std::string kernel = "sparse";
   double max_seconds = 0, mh_refresh = 1.0;
   uint32_t init_row_topics = 0;
-  double target_ll = 0, beta = 0.01;
+  double target_ll = 0, beta = 0.01, alpha = 0;
+  uint64_t seed = 1, batch_tokens = 16384, min_batches = 128;
+  bool raw_text = false, no_overlay = false;
   app.add_option("--corpus", corpus, "Corpus file")->required();
   app.add_option("--vocab", vocab, "Vocabulary (ldac/uci)");
   app.add_option("--format", format, "Corpus format")->capture_default_str();
@@ -101,6 +108,20 @@ int main(int argc, char** argv) {
                  "Log-likelihood per token whose first crossing is timed");
   app.add_option("--work-dir", work_dir, "Scratch directory")
       ->capture_default_str();
+  app.add_option("--alpha", alpha, "Symmetric alpha, fixed (0: 50/K)")
+      ->capture_default_str();
+  app.add_option("--seed", seed, "Initial topics and sampler seed")
+      ->capture_default_str();
+  app.add_option("--batch-tokens", batch_tokens,
+                 "Target tokens per batch of the token store")
+      ->capture_default_str();
+  app.add_option("--min-batches", min_batches,
+                 "Batches sized to the corpus: at least this many (0: off)")
+      ->capture_default_str();
+  app.add_flag("--raw-text", raw_text,
+               "Default tokenizer (drop stop words) instead of keeping words");
+  app.add_flag("--no-overlay", no_overlay,
+               "latentd: a batch's tokens do not see its own row moves");
   CLI11_PARSE(app, argc, argv);
 
   auto fmt = latentd::ParseCorpusFormat(format);
@@ -114,11 +135,15 @@ int main(int argc, char** argv) {
   input.path = corpus;
   input.vocab_path = vocab;
   // news20.lines is already preprocessed: keep every word as it is.
-  input.tokenizer.remove_stopwords = false;
-  input.tokenizer.min_length = 1;
+  if (!raw_text) {
+    input.tokenizer.remove_stopwords = false;
+    input.tokenizer.min_length = 1;
+  }
   latentd::CorpusBuilderOptions build;
   build.num_topics = topics;
-  build.seed = 1;
+  build.seed = seed;
+  build.batch_tokens = batch_tokens;
+  build.min_batches = min_batches;
   const std::string store_path = work_dir + "/bench.lts";
   auto built = latentd::BuildCorpusFiles(input, build, store_path);
   if (!built.ok()) {
@@ -127,7 +152,7 @@ int main(int argc, char** argv) {
   }
   auto store = latentd::OpenFileTokenStore(store_path);
   if (!store.ok()) return 1;
-  const double alpha = 50.0 / topics;
+  if (alpha <= 0) alpha = 50.0 / topics;
   std::printf(
       "corpus %s: %llu documents, %llu tokens, %zu words; K=%u "
       "engine=%s threads=%d\n",
@@ -191,7 +216,7 @@ int main(int argc, char** argv) {
     }
     latentd::bench::DenseGibbs dense(std::move(docs), std::move(z),
                                      built->vocab.size(), topics, alpha, beta,
-                                     1);
+                                     seed);
     for (int s = 1; s <= sweeps && !out_of_time(); ++s) {
       const auto start = std::chrono::steady_clock::now();
       dense.Sweep();
@@ -211,6 +236,8 @@ int main(int argc, char** argv) {
     options.init_row_topics = init_row_topics;
     options.pipeline.kernel_options.mh.steps = mh_steps;
     options.pipeline.kernel_options.mh.refresh = mh_refresh;
+    options.pipeline.kernel_options.batch_overlay = !no_overlay;
+    options.seed = seed;
     // The log-likelihood is computed outside the timed sweep, as for the
     // dense sampler, so that both rates measure sampling alone.
     options.eval_every = 0;
