@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "cli/client_commands.h"
-#include "corpora/document_reader.h"
+#include "cli/model_corpus.h"
 #include "google/protobuf/struct.pb.h"
 #include "sampler/model_dir.h"
 #include "service/api_dispatch.h"
@@ -30,32 +30,14 @@ void SetNumber(google::protobuf::Value* out, const std::optional<double>& v) {
 // The reference corpus read from a file, tokenized as the model's corpus.
 absl::StatusOr<CoherenceReport> CorpusCoherence(
     const CoherenceCommandOptions& o, const LoadedModel& model) {
-  ReaderOptions reader;
-  reader.path = o.corpus;
-  reader.vocab_path = o.vocab_path;
-  std::string format = o.format;
-  if (format.empty()) {
-    auto it = model.settings.find("corpus.format");
-    format = it != model.settings.end() ? it->second : "lines";
-  }
-  LATENTD_ASSIGN_OR_RETURN(reader.format, ParseCorpusFormat(format));
-  LATENTD_ASSIGN_OR_RETURN(reader.tokenizer,
-                           GetTokenizerSettings(model.settings));
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<DocumentReader> docs,
-                           OpenDocumentReader(reader));
   CoherenceCounter counter(TopicTopWords(model.snapshot, o.top_words),
                            model.snapshot.vocab_size, o.top_words);
-  RawDocument doc;
-  std::vector<WordId> ids;
-  while (true) {
-    LATENTD_ASSIGN_OR_RETURN(bool more, docs->Next(&doc));
-    if (!more) break;
-    ids.clear();
-    for (const std::string& w : doc.words) {
-      if (std::optional<WordId> id = model.vocab.Find(w)) ids.push_back(*id);
-    }
-    counter.AddDocument(ids);
-  }
+  LATENTD_RETURN_IF_ERROR(ForEachModelDocument(
+      model, {.path = o.corpus, .format = o.format, .vocab_path = o.vocab_path},
+      [&](uint64_t, std::span<const WordId> ids) {
+        counter.AddDocument(ids);
+        return absl::OkStatus();
+      }));
   return counter.Report();
 }
 

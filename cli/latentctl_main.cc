@@ -8,6 +8,7 @@
 #include "cli/client_commands.h"
 #include "cli/cluster_commands.h"
 #include "cli/coherence_command.h"
+#include "cli/evaluate_command.h"
 #include "cli/export_command.h"
 #include "cli/graph_commands.h"
 #include "cli/query_commands.h"
@@ -121,8 +122,9 @@ int main(int argc, char** argv) {
               "Replace the model already in --out (without it, or --resume, "
               "a directory holding a model is refused)");
   t->add_option("--holdout", train.build.holdout_fraction,
-                "Share of documents held out for perplexity (document "
-                "completion)")
+                "Share of documents held out and scored at the end: held-out "
+                "log-likelihood per token and perplexity by document "
+                "completion (see `evaluate`)")
       ->check(CLI::Range(0.0, 0.99))
       ->capture_default_str();
   t->add_option("--min-df", train.build.min_doc_freq,
@@ -224,6 +226,10 @@ int main(int argc, char** argv) {
   latentd::CoherenceCommandOptions coherence;
   CLI::App* co = latentd::AddCoherenceCommand(&app, &coherence);
 
+  // ---- evaluate: held-out log-likelihood by document completion ----
+  latentd::EvaluateCommandOptions evaluate;
+  CLI::App* ev = latentd::AddEvaluateCommand(&app, &evaluate);
+
   // ---- status, profile, ingest, checkpoint: a running daemon ----
   latentd::DaemonCommands daemon;
   latentd::AddDaemonCommands(&app, &daemon);
@@ -255,6 +261,9 @@ int main(int argc, char** argv) {
 
   if (co->parsed()) {
     return Report(latentd::RunCoherence(coherence, stdout), "coherence");
+  }
+  if (ev->parsed()) {
+    return Report(latentd::RunEvaluate(evaluate, stdout), "evaluate");
   }
   std::string graph_which;
   if (graph.train_cmd->parsed()) {

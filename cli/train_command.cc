@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "cli/coherence_command.h"
+#include "cli/evaluate_command.h"
 #include "google/protobuf/struct.pb.h"
 #include "sampler/checkpoint_files.h"
 #include "sampler/fold_in.h"
@@ -119,6 +120,7 @@ struct RunTotals {
   uint64_t tokens = 0;                             // sampled, all sweeps
   std::optional<double> log_likelihood_per_token;  // last evaluated sweep
   std::optional<double> heldout_perplexity;
+  std::optional<double> heldout_log_likelihood;  // per scored token
   std::optional<double> coherence_umass;  // means over topics, top 10 words
   std::optional<double> coherence_npmi;
 };
@@ -149,7 +151,8 @@ std::string SummaryJson(const TrainCommandOptions& o, Trainer& trainer,
     f["heldoutPerplexity"].set_null_value({});
   }
   for (const auto& [key, value] :
-       {std::pair{"coherenceUmass", run.coherence_umass},
+       {std::pair{"heldoutLogLikelihoodPerToken", run.heldout_log_likelihood},
+        std::pair{"coherenceUmass", run.coherence_umass},
         std::pair{"coherenceNpmi", run.coherence_npmi}}) {
     if (value.has_value()) {
       f[key].set_number_value(*value);
@@ -178,11 +181,9 @@ absl::Status Finish(const TrainCommandOptions& o, Trainer& trainer,
       LATENTD_ASSIGN_OR_RETURN(PerplexityResult p,
                                DocumentCompletionPerplexity(
                                    &fold_in, heldout->get(), o.heldout_infer));
-      absl::FPrintF(err,
-                    "held-out perplexity %.2f (document completion, %d "
-                    "documents, %d tokens scored)\n",
-                    p.perplexity, p.documents, p.scored_tokens);
+      absl::FPrintF(err, "%s\n", HeldoutSummaryLine(p));
       run.heldout_perplexity = p.perplexity;
+      run.heldout_log_likelihood = p.log_likelihood_per_token();
     }
   }
   LATENTD_ASSIGN_OR_RETURN(

@@ -36,7 +36,8 @@ struct TrainCommandOptions {
   // Print, at the end, a JSON summary of the run on `out` instead of the
   // topics: modelDir, sweep, sweepsRun, topics (K), documents, tokens,
   // samplingSeconds, tokensPerSecond, logLikelihoodPerToken (last
-  // evaluated sweep, if any), heldoutPerplexity (if computed),
+  // evaluated sweep, if any), heldoutPerplexity and
+  // heldoutLogLikelihoodPerToken (with --holdout; cli/evaluate_command.h),
   // coherenceUmass and coherenceNpmi (means over the topics of the top 10
   // words' coherence over the training documents, sampler/coherence.h;
   // null if undefined).
@@ -48,7 +49,8 @@ struct TrainCommandOptions {
 };
 
 // Runs the command. Progress goes to `err` — ending with the held-out
-// perplexity (if any) and CoherenceSummaryLine — the topics to `out`.
+// HeldoutSummaryLine (if any) and CoherenceSummaryLine — the topics to
+// `out`.
 absl::Status RunTrain(const TrainCommandOptions& options, FILE* out, FILE* err);
 
 }  // namespace latentd

@@ -183,6 +183,31 @@ absl::Status FoldIn::Run(std::span<const WordId> words,
   return absl::OkStatus();
 }
 
+absl::Status AddDocumentCompletion(FoldIn* fold_in,
+                                   std::span<const WordId> words,
+                                   const InferOptions& options, uint64_t stream,
+                                   PerplexityResult* result) {
+  if (words.size() < 2) return absl::OkStatus();
+  const size_t half = words.size() / 2;
+  LATENTD_ASSIGN_OR_RETURN(std::vector<double> theta,
+                           fold_in->Infer(words.first(half), options, stream));
+  for (WordId w : words.subspan(half)) {
+    result->log_likelihood += std::log(fold_in->WordProbability(w, theta));
+  }
+  result->scored_tokens += words.size() - half;
+  ++result->documents;
+  return absl::OkStatus();
+}
+
+absl::Status FinishPerplexity(PerplexityResult* result) {
+  if (result->scored_tokens == 0) {
+    return absl::InvalidArgumentError(
+        "held-out set has no document of two or more tokens to score");
+  }
+  result->perplexity = std::exp(-result->log_likelihood_per_token());
+  return absl::OkStatus();
+}
+
 absl::StatusOr<PerplexityResult> DocumentCompletionPerplexity(
     FoldIn* fold_in, TokenStore* store, const InferOptions& options) {
   PerplexityResult result;
@@ -192,25 +217,11 @@ absl::StatusOr<PerplexityResult> DocumentCompletionPerplexity(
     LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
     if (!more) break;
     for (size_t d = 0; d < batch.num_docs(); ++d) {
-      std::span<const WordId> words = batch.doc_words(d);
-      if (words.size() < 2) continue;
-      const size_t half = words.size() / 2;
-      LATENTD_ASSIGN_OR_RETURN(
-          std::vector<double> theta,
-          fold_in->Infer(words.first(half), options, batch.first_doc + d));
-      for (WordId w : words.subspan(half)) {
-        result.log_likelihood += std::log(fold_in->WordProbability(w, theta));
-      }
-      result.scored_tokens += words.size() - half;
-      ++result.documents;
+      LATENTD_RETURN_IF_ERROR(AddDocumentCompletion(
+          fold_in, batch.doc_words(d), options, batch.first_doc + d, &result));
     }
   }
-  if (result.scored_tokens == 0) {
-    return absl::InvalidArgumentError(
-        "held-out set has no document of two or more tokens to score");
-  }
-  result.perplexity = std::exp(-result.log_likelihood /
-                               static_cast<double>(result.scored_tokens));
+  LATENTD_RETURN_IF_ERROR(FinishPerplexity(&result));
   return result;
 }
 

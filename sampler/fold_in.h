@@ -86,12 +86,29 @@ struct PerplexityResult {
   uint64_t scored_tokens = 0;
   double log_likelihood = 0;  // Σ log p(w) over the scored tokens
   double perplexity = 0;      // exp(−log_likelihood / scored_tokens)
+  // The held-out log-likelihood per scored token (= −log perplexity).
+  double log_likelihood_per_token() const {
+    return scored_tokens > 0
+               ? log_likelihood / static_cast<double>(scored_tokens)
+               : 0.0;
+  }
 };
 
-// Held-out perplexity by document completion: for each document of `store`
-// with at least two tokens, θ is folded in from its first half and the
-// second half is scored. Fails if the store is damaged or has nothing to
-// score.
+// Document completion, one document: if `words` has at least two tokens,
+// θ is folded in from its first half (random stream `stream`) and the
+// second half's log p(w | θ) is added to *result (documents, scored_tokens
+// and log_likelihood; perplexity is set by FinishPerplexity). Shorter
+// documents are skipped. Fails only as FoldIn::Infer does.
+absl::Status AddDocumentCompletion(FoldIn* fold_in,
+                                   std::span<const WordId> words,
+                                   const InferOptions& options, uint64_t stream,
+                                   PerplexityResult* result);
+// Sets result->perplexity; kInvalidArgument if nothing was scored.
+absl::Status FinishPerplexity(PerplexityResult* result);
+
+// Held-out perplexity by document completion over every document of
+// `store` (AddDocumentCompletion, stream = the document's index in the
+// store). Fails if the store is damaged or has nothing to score.
 absl::StatusOr<PerplexityResult> DocumentCompletionPerplexity(
     FoldIn* fold_in, TokenStore* store, const InferOptions& options);
 

@@ -16,7 +16,28 @@ fail() { echo "FAIL: $*"; exit 1; }
 grep -q "loglik/token" "$DIR/err" || fail "no progress lines"
 grep -q "^sweep 1/5 .* ETA " "$DIR/err" || fail "no 'sweep i/N' with ETA: $(head -5 "$DIR/err")"
 grep -q "^sweep 5/5 " "$DIR/err" || fail "no last sweep line"
-grep -q "held-out perplexity" "$DIR/err" || fail "no perplexity"
+grep -q "held-out log-likelihood per token -[0-9.]*, perplexity [0-9.]* (document completion" "$DIR/err" ||
+  fail "no held-out line: $(tail -3 "$DIR/err")"
+# evaluate scores the same held-out documents the same way: the same value.
+"$CTL" evaluate "$DIR/m" >"$DIR/ev" 2>&1 || fail "evaluate: $(cat "$DIR/ev")"
+train_ll=$(grep -o "held-out log-likelihood per token -[0-9.]*" "$DIR/err")
+grep -q "^$train_ll, .* of $DIR/m/heldout.lts" "$DIR/ev" ||
+  fail "evaluate differs from train: '$train_ll' vs $(cat "$DIR/ev")"
+# --corpus: another corpus, tokenized as the model's; unknown words dropped.
+printf 'stock market prices fell sharply as investors sold shares
+qqzx zzqx
+police arrested two men after the shooting in the city
+' >"$DIR/eval.txt"
+"$CTL" evaluate "$DIR/m" --corpus "$DIR/eval.txt" --format lines --json >"$DIR/evj" 2>&1 ||
+  fail "evaluate --corpus: $(cat "$DIR/evj")"
+for key in '"documents":2' '"logLikelihoodPerToken":-[0-9]' '"perplexity":[0-9]' '"scoredTokens":[0-9]'; do
+  grep -q "$key" "$DIR/evj" || fail "evaluate --corpus --json lacks $key: $(cat "$DIR/evj")"
+done
+printf 'qqzx zzqx
+' >"$DIR/unknown.txt"
+"$CTL" evaluate "$DIR/m" --corpus "$DIR/unknown.txt" --format lines 2>"$DIR/eve" &&
+  fail "evaluate of unknown words accepted"
+grep -q "no document has two or more words the model knows" "$DIR/eve" || fail "message: $(cat "$DIR/eve")"
 for f in model.bin vocab.txt settings.txt tokens.lts topics.txt alpha.txt doc_topics.tsv word_topic_counts.tsv; do
   [ -s "$DIR/m/$f" ] || fail "missing $f"
 done
@@ -49,9 +70,12 @@ printf 'oil prices crude opec\nfootball goal team coach\n' >"$DIR/j.txt"
   --json >"$DIR/trj" 2>/dev/null || fail "train --json"
 [ "$(wc -l <"$DIR/trj")" = 1 ] || fail "train --json is not one line: $(cat "$DIR/trj")"
 for key in '"modelDir":"'"$DIR/j"'"' '"sweep":2' '"sweepsRun":2' '"topics":2' '"tokens":[1-9]' \
-  '"logLikelihoodPerToken":-' '"heldoutPerplexity":null'; do
+  '"logLikelihoodPerToken":-' '"heldoutPerplexity":null' '"heldoutLogLikelihoodPerToken":null'; do
   grep -q "$key" "$DIR/trj" || fail "train --json lacks $key: $(cat "$DIR/trj")"
 done
+"$CTL" evaluate "$DIR/j" 2>"$DIR/eve" && fail "evaluate without held-out documents accepted"
+grep -q "has no held-out documents.*train with --holdout, or give --corpus" "$DIR/eve" ||
+  fail "message: $(cat "$DIR/eve")"
 
 printf '2 0:1 1:x\n1 0:2\n' >"$DIR/bad.ldac"
 "$CTL" train --corpus "$DIR/bad.ldac" --format ldac --topics 2 --sweeps 1 \
