@@ -17,10 +17,12 @@
 // dropped) instead of keeping every word of a preprocessed corpus.
 //
 // Output: one "sweep" line per sweep (wall time, tokens/s, log-likelihood
-// per token, kernel) and a final "result" line with the mean tokens/s, the
-// wall time at which the log-likelihood last crossed --target-ll from below
-// (-1 if it ended below), the log-likelihood of the last sweep ended by 3 s
-// and by 10 s of sampling, and the peak RSS.
+// per token, kernel; latentd: then a "rows" line with the token-weighted
+// mean non-zero topics of the word rows) and a final "result" line with
+// the mean tokens/s, the wall time at which the log-likelihood last
+// crossed --target-ll from below (-1 if it ended below), the
+// log-likelihood of the last sweep ended by 3 s and by 10 s of sampling,
+// and the peak RSS.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -64,6 +66,22 @@ absl::StatusOr<double> LogLikelihoodPerToken(latentd::Trainer& trainer) {
       latentd::WordLogLikelihood(trainer.table(), trainer.beta()) +
       stats.log_likelihood();
   return ll / static_cast<double>(stats.tokens());
+}
+
+// The token-weighted mean of the word rows' non-zero topics: what a
+// SparseLDA token walks (chains in other states cost differently).
+double MeanRowTopics(const latentd::TopicTable& table) {
+  double weighted = 0, tokens = 0;
+  for (latentd::WordId w = 0; w < table.vocab_size(); ++w) {
+    double n_w = 0, nnz = 0;
+    table.ForEachNonZero(w, [&](latentd::TopicId, latentd::Count c) {
+      n_w += c;
+      ++nnz;
+    });
+    weighted += n_w * nnz;
+    tokens += n_w;
+  }
+  return tokens > 0 ? weighted / tokens : 0;
 }
 
 }  // namespace
@@ -262,6 +280,8 @@ int main(int argc, char** argv) {
         return 1;
       }
       record(s, report->result.seconds, report->result.tokens, *ll);
+      std::printf("rows sweep %d mean_row_topics %.1f\n", s,
+                  MeanRowTopics((*trainer)->table()));
     }
   }
   std::printf(
