@@ -72,6 +72,7 @@ ConnectionOptions MakeConnectionOptions(const EndpointOptions& options,
   co.frame_timeout = options.frame_timeout;
   co.write_timeout = options.write_timeout;
   co.max_pending_write_bytes = options.max_pending_write_bytes;
+  co.tls = options.tls;
   co.log = options.log;
   co.stats = stats;
   co.stats_owner = std::move(owner);
@@ -223,10 +224,11 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
     }
     state = State::kConnected;
     // With a handshake, success is known only at the first reply.
-    if (!options.auth) backoff = options.initial_backoff;
+    if (!options.auth && !options.tls) backoff = options.initial_backoff;
     stats.connections_opened.fetch_add(1, std::memory_order_relaxed);
     ConnectionOptions co = MakeConnectionOptions(
         options, PeerHandshake::Role::kClient, &stats, shared_from_this());
+    co.tls_host = options.host;
     std::weak_ptr<ClientImpl> weak = weak_from_this();
     conn = std::make_shared<Connection>(
         std::move(socket), std::move(co),
@@ -268,8 +270,14 @@ struct ClientImpl : std::enable_shared_from_this<ClientImpl> {
       retry_at = std::chrono::steady_clock::now() + Chrono(backoff);
       backoff = std::min(backoff * 2, options.max_backoff);
     }
-    FailAll(absl::UnavailableError(
-        absl::StrCat("connection to ", peer(), " lost: ", last_error)));
+    // A server certificate that does not verify is no transient failure:
+    // its code (kFailedPrecondition) reaches the caller.
+    const absl::StatusCode code =
+        !established && status.code() == absl::StatusCode::kFailedPrecondition
+            ? status.code()
+            : absl::StatusCode::kUnavailable;
+    FailAll(absl::Status(
+        code, absl::StrCat("connection to ", peer(), " lost: ", last_error)));
   }
 
   void DoClose() {
@@ -364,14 +372,50 @@ struct ServerImpl : std::enable_shared_from_this<ServerImpl> {
   asio::ip::tcp::acceptor acceptor;
   ServerOptions options;
   Handler handler;
-  TransportStats stats;
+  // Shared with metric collectors that may outlive the server.
+  std::shared_ptr<TransportStats> shared_stats =
+      std::make_shared<TransportStats>();
+  TransportStats& stats = *shared_stats;
   uint16_t port = 0;
 
   absl::Mutex mu;
   bool stopped ABSL_GUARDED_BY(mu) = false;
   int running_handlers ABSL_GUARDED_BY(mu) = 0;
-  absl::flat_hash_map<Connection*, std::weak_ptr<Connection>> conns
-      ABSL_GUARDED_BY(mu);
+  struct Open {
+    std::weak_ptr<Connection> conn;
+    std::string address;  // the client's IP
+  };
+  absl::flat_hash_map<Connection*, Open> conns ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<std::string, int> per_address ABSL_GUARDED_BY(mu);
+
+  // Counts the connection from `address` in, or says which cap refuses it.
+  bool Admit(const std::string& address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (options.max_connections > 0 &&
+        conns.size() >= static_cast<size_t>(options.max_connections)) {
+      stats.connections_refused_max.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    if (options.max_connections_per_address > 0) {
+      auto it = per_address.find(address);
+      if (it != per_address.end() &&
+          it->second >= options.max_connections_per_address) {
+        stats.connections_refused_per_address.fetch_add(
+            1, std::memory_order_relaxed);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void Forget(Connection* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    auto it = conns.find(c);
+    if (it == conns.end()) return;
+    auto a = per_address.find(it->second.address);
+    if (a != per_address.end() && --a->second <= 0) per_address.erase(a);
+    conns.erase(it);
+    stats.connections_open.store(static_cast<int64_t>(conns.size()),
+                                 std::memory_order_relaxed);
+  }
 
   void Accept() {
     auto self = shared_from_this();
@@ -395,9 +439,20 @@ struct ServerImpl : std::enable_shared_from_this<ServerImpl> {
   }
 
   void OnAccepted(asio::ip::tcp::socket socket) {
+    asio::error_code ec;
+    const std::string address =
+        socket.remote_endpoint(ec).address().to_string();
+    {
+      absl::MutexLock l(&mu);
+      if (!Admit(address)) {
+        socket.close(ec);
+        return;
+      }
+    }
     stats.connections_opened.fetch_add(1, std::memory_order_relaxed);
     ConnectionOptions co = MakeConnectionOptions(
         options, PeerHandshake::Role::kServer, &stats, shared_from_this());
+    co.idle_timeout = options.idle_timeout;
     std::weak_ptr<ServerImpl> weak = weak_from_this();
     // The frame callback needs the connection it belongs to: a cell filled
     // in right after construction (before Start, so before any frame).
@@ -414,13 +469,16 @@ struct ServerImpl : std::enable_shared_from_this<ServerImpl> {
           auto c = cell->lock();
           if (!self || !c) return;
           absl::MutexLock l(&self->mu);
-          self->conns.erase(c.get());
+          self->Forget(c.get());
         });
     *cell = conn;
     {
       absl::MutexLock l(&mu);
       if (stopped) return;
-      conns.emplace(conn.get(), conn);
+      conns.emplace(conn.get(), Open{conn, address});
+      ++per_address[address];
+      stats.connections_open.store(static_cast<int64_t>(conns.size()),
+                                   std::memory_order_relaxed);
     }
     asio::dispatch(conn->executor(), [conn] { conn->Start(); });
   }
@@ -454,10 +512,12 @@ struct ServerImpl : std::enable_shared_from_this<ServerImpl> {
       absl::MutexLock l(&mu);
       if (stopped) return;
       stopped = true;
-      for (auto& [key, weak] : conns) {
-        if (auto c = weak.lock()) open.push_back(std::move(c));
+      for (auto& [key, o] : conns) {
+        if (auto c = o.conn.lock()) open.push_back(std::move(c));
       }
       conns.clear();
+      per_address.clear();
+      stats.connections_open.store(0, std::memory_order_relaxed);
     }
     asio::post(acceptor.get_executor(), [self = shared_from_this()] {
       asio::error_code ec;
@@ -507,6 +567,9 @@ Server::~Server() { Stop(); }
 uint16_t Server::port() const { return impl_->port; }
 void Server::Stop() { impl_->Stop(); }
 const TransportStats& Server::stats() const { return impl_->stats; }
+std::shared_ptr<const TransportStats> Server::shared_stats() const {
+  return impl_->shared_stats;
+}
 
 absl::Status SplitHostPort(const std::string& address, std::string* host,
                            uint16_t* port) {

@@ -13,6 +13,20 @@
 // verify, closes the connection before any frame is delivered. A client
 // whose handshake failed backs off as after a failed connect.
 //
+// TLS (sync/tls.h): with `tls` set, every connection runs TLS before
+// anything else (and before the cluster-key handshake). A TLS server tells
+// a plaintext client by its first byte and answers its first frame with a
+// kFailedPrecondition error saying the port speaks TLS (an HTTP request
+// with a 400), then closes; a client whose server's certificate does not
+// verify fails its calls with kFailedPrecondition naming the reason.
+//
+// Connection hygiene (Server): at most max_connections connections open,
+// and max_connections_per_address from one client address; one more is
+// closed at once (counted in TransportStats). A connection idle between
+// frames for idle_timeout, with no call of its own in progress, is closed;
+// a client reconnects on its next call. A TLS or cluster-key handshake not
+// finished within frame_timeout closes the connection.
+//
 // Failure model. A frame with a bad magic, type 0, a payload over the
 // receiver's max_frame_bytes, or a connection that ends mid-frame, or that
 // stalls mid-frame longer than frame_timeout, closes that one connection and
@@ -46,6 +60,7 @@
 #include "absl/time/time.h"
 #include "sync/frame.h"
 #include "sync/peer_auth.h"
+#include "sync/tls.h"
 
 namespace latentd::sync {
 
@@ -90,8 +105,14 @@ struct TransportStats {
   std::atomic<uint64_t> frames_received{0};
   std::atomic<uint64_t> connections_opened{0};
   // Connections closed for garbage, truncated, oversized or stalled frames,
-  // or a peer that did not read.
+  // a failed handshake, or a peer that did not read.
   std::atomic<uint64_t> connections_rejected{0};
+  // Server: connections open now; closed at once for the caps (all
+  // connections, one address's); closed after idle_timeout.
+  std::atomic<int64_t> connections_open{0};
+  std::atomic<uint64_t> connections_refused_max{0};
+  std::atomic<uint64_t> connections_refused_per_address{0};
+  std::atomic<uint64_t> connections_idle_closed{0};
 };
 
 struct ClientOptions {
@@ -114,6 +135,9 @@ struct ClientOptions {
   // Non-null: prove the cluster key to the server and require its proof.
   // Null: no authentication (the server must have none either).
   std::shared_ptr<const PeerAuth> auth = nullptr;
+  // Non-null (a TlsContext::ForClient): TLS, verifying that the server's
+  // certificate chains to the context's CAs and names `host`.
+  std::shared_ptr<const TlsContext> tls = nullptr;
   LogFn log = LogToStderr;
 };
 
@@ -188,6 +212,14 @@ struct ServerOptions {
   // any of its frames reach the handler; each Frame then names its
   // peer_id. Null: no authentication.
   std::shared_ptr<const PeerAuth> auth = nullptr;
+  // Non-null (a TlsContext::ForServer): TLS on every connection.
+  std::shared_ptr<const TlsContext> tls = nullptr;
+  // Connections open at once, and from one client IP address; 0: no cap.
+  int max_connections = 0;
+  int max_connections_per_address = 0;
+  // Idle connections (between frames, no call in progress) are closed
+  // after this long; infinite: never.
+  absl::Duration idle_timeout = absl::InfiniteDuration();
   LogFn log = LogToStderr;
 };
 
@@ -211,6 +243,9 @@ class Server {
   void Stop();
 
   const TransportStats& stats() const;
+  // The same counters, kept alive as long as the caller holds them (for a
+  // metrics collector that outlives the server).
+  std::shared_ptr<const TransportStats> shared_stats() const;
 
  private:
   explicit Server(std::shared_ptr<internal::ServerImpl> impl);

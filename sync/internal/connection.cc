@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "openssl/ssl.h"
+#include "openssl/x509.h"
 
 namespace latentd::sync::internal {
 namespace {
@@ -46,39 +48,185 @@ void Connection::AnswerHttpWithHint() {
   // A short blocking write on a connection about to close: the answer fits
   // the socket buffer, and an error only means the client left.
   asio::error_code ec;
-  asio::write(socket_, asio::buffer(answer), ec);
+  asio::write(socket_.tcp(), asio::buffer(answer), ec);
 }
 
 Connection::Connection(asio::ip::tcp::socket socket, ConnectionOptions options,
                        FrameFn on_frame, CloseFn on_close)
     : socket_(std::move(socket)),
       read_timer_(socket_.get_executor()),
+      idle_timer_(socket_.get_executor()),
       write_timer_(socket_.get_executor()),
       options_(std::move(options)),
       on_frame_(std::move(on_frame)),
       on_close_(std::move(on_close)),
-      peer_(PeerName(socket_)) {
+      peer_(PeerName(socket_.tcp())) {
   asio::error_code ec;
-  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  socket_.tcp().set_option(asio::ip::tcp::no_delay(true), ec);
 }
 
 void Connection::Start() {
-  if (!options_.auth) {
-    established_ = true;
-    ReadHeader();
+  if (!options_.tls) {
+    AfterTls();
     return;
   }
-  handshake_ =
-      std::make_unique<PeerHandshake>(options_.role, options_.auth.get());
+  ArmHandshakeDeadline("TLS handshake");
+  if (options_.tls->is_server()) {
+    WaitForFirstByte();
+  } else {
+    StartTlsHandshake();
+  }
+}
+
+void Connection::ArmHandshakeDeadline(const char* what) {
   auto self = shared_from_this();
   read_timer_.expires_after(ToChrono(options_.frame_timeout));
-  read_timer_.async_wait([this, self](const asio::error_code& ec) {
+  read_timer_.async_wait([this, self, what](const asio::error_code& ec) {
     if (ec || closed_ || established_) return;
     options_.stats->connections_rejected.fetch_add(1,
                                                    std::memory_order_relaxed);
     Fail(absl::DeadlineExceededError(
-        "cluster-key handshake not finished within frame_timeout"));
+        absl::StrCat(what, " not finished within frame_timeout")));
   });
+}
+
+void Connection::WaitForFirstByte() {
+  auto self = shared_from_this();
+  socket_.tcp().async_wait(
+      asio::socket_base::wait_read, [this, self](const asio::error_code& ec) {
+        if (closed_) return;
+        if (ec) {
+          Fail(absl::UnavailableError(ec.message()));
+          return;
+        }
+        unsigned char first = 0;
+        asio::error_code peek_ec;
+        const size_t n = socket_.tcp().receive(
+            asio::buffer(&first, 1), asio::socket_base::message_peek, peek_ec);
+        if (peek_ec || n == 0) {
+          Fail(absl::OkStatus());  // gone before its first byte
+        } else if (LooksLikeTlsHandshake(first)) {
+          StartTlsHandshake();
+        } else {
+          RefusePlaintext();
+        }
+      });
+}
+
+absl::Status Connection::TlsHandshakeError(const asio::error_code& ec) {
+  const bool client = !options_.tls->is_server();
+  std::string why = ec.message();
+  absl::StatusCode code = absl::StatusCode::kUnavailable;
+  const long verified =  // NOLINT: OpenSSL's type
+      SSL_get_verify_result(socket_.tls()->native_handle());
+  if (client && verified != X509_V_OK) {
+    // Not worth a retry: the same certificate comes back.
+    code = absl::StatusCode::kFailedPrecondition;
+    why =
+        absl::StrCat("the server's certificate does not verify (",
+                     X509_verify_cert_error_string(verified), ") against ",
+                     options_.tls->ca_file().empty()
+                         ? std::string("the system's CAs")
+                         : absl::StrCat("the CA in ", options_.tls->ca_file()),
+                     " for '", options_.tls_host, "'");
+  } else if (ec == asio::error::eof ||
+             ec == asio::ssl::error::stream_truncated ||
+             ec == asio::error::connection_reset) {
+    why = client ? "the server closed the connection (does this port serve "
+                   "TLS? a latentd port without TLS closes on a TLS hello)"
+                 : "the client closed the connection";
+  }
+  return absl::Status(
+      code, absl::StrCat("TLS handshake with ", peer_, " failed: ", why));
+}
+
+void Connection::StartTlsHandshake() {
+  MaybeTlsSocket::TlsStream& tls = socket_.StartTls(*options_.tls);
+  const bool server = options_.tls->is_server();
+  if (!server && !SetTlsPeerHost(tls.native_handle(), options_.tls_host)) {
+    Fail(absl::InvalidArgumentError(
+        absl::StrCat("TLS: cannot check the server's certificate against '",
+                     options_.tls_host, "': ", TakeOpenSslError())));
+    return;
+  }
+  auto self = shared_from_this();
+  tls.async_handshake(
+      server ? asio::ssl::stream_base::server : asio::ssl::stream_base::client,
+      [this, self](const asio::error_code& ec) {
+        if (closed_) return;
+        if (ec) {
+          options_.stats->connections_rejected.fetch_add(
+              1, std::memory_order_relaxed);
+          Fail(TlsHandshakeError(ec));
+          return;
+        }
+        AfterTls();
+      });
+}
+
+void Connection::RefusePlaintext() {
+  auto self = shared_from_this();
+  asio::async_read(
+      socket_.tcp(), asio::buffer(header_),
+      [this, self](const asio::error_code& ec, size_t) {
+        if (closed_) return;
+        options_.stats->connections_rejected.fetch_add(
+            1, std::memory_order_relaxed);
+        absl::StatusOr<FrameHeader> header =
+            DecodeFrameHeader(header_.data(), options_.max_frame_bytes);
+        if (ec || !header.ok()) {
+          if (!ec && LooksLikeHttp(header_.data())) {
+            // Read what came (so that the close is no reset that loses the
+            // answer), then say where HTTP goes.
+            asio::error_code drain;
+            std::string sink(socket_.tcp().available(drain), '\0');
+            if (!drain && !sink.empty()) {
+              socket_.tcp().read_some(asio::buffer(sink), drain);
+            }
+            AnswerHttpWithHint();
+          }
+          RefusedPlaintext();
+          return;
+        }
+        // A framed call without TLS: read it whole, and its reply is the
+        // error.
+        payload_.assign(header->payload_size, '\0');
+        asio::async_read(
+            socket_.tcp(), asio::buffer(payload_),
+            [this, self, id = header->request_id](const asio::error_code& e2,
+                                                  size_t) {
+              if (closed_) return;
+              if (!e2) {
+                const std::string reply = EncodeFrame(
+                    kErrorReplyType, id,
+                    EncodeStatus(absl::FailedPreconditionError(
+                        "this port speaks TLS; connect with TLS (latentctl: "
+                        "--tls-ca FILE, or --tls on for the system's CAs)")));
+                asio::error_code ignored;
+                asio::write(socket_.tcp(), asio::buffer(reply), ignored);
+              }
+              RefusedPlaintext();
+            });
+      });
+}
+
+void Connection::RefusedPlaintext() {
+  Fail(absl::InvalidArgumentError(
+      "a client without TLS reached the TLS port (answered with an error "
+      "saying so)"));
+}
+
+void Connection::AfterTls() {
+  if (!options_.auth) {
+    established_ = true;
+    read_timer_.cancel();
+    ReadHeader();
+    if (!writing_) WriteNext();  // frames sent during the TLS handshake
+    return;
+  }
+  handshake_ =
+      std::make_unique<PeerHandshake>(options_.role, options_.auth.get());
+  ArmHandshakeDeadline("cluster-key handshake");
   std::string hello = handshake_->Start();
   if (!hello.empty()) WriteHandshake(std::move(hello), nullptr);
   ReadHandshakeHeader();
@@ -181,10 +329,33 @@ void Connection::Established() {
   if (!writing_) WriteNext();
 }
 
+void Connection::ArmIdleTimer() {
+  if (options_.role != PeerHandshake::Role::kServer ||
+      options_.idle_timeout == absl::InfiniteDuration()) {
+    return;
+  }
+  const uint64_t generation = ++idle_generation_;
+  idle_timer_.expires_after(ToChrono(options_.idle_timeout));
+  auto self = shared_from_this();
+  idle_timer_.async_wait([this, self, generation](const asio::error_code& ec) {
+    if (ec || closed_ || generation != idle_generation_) return;
+    if (calls_in_progress_ > 0 || writing_) {  // busy, not idle
+      ArmIdleTimer();
+      return;
+    }
+    options_.stats->connections_idle_closed.fetch_add(
+        1, std::memory_order_relaxed);
+    Fail(absl::OkStatus());
+  });
+}
+
 void Connection::ReadHeader() {
   auto self = shared_from_this();
+  ArmIdleTimer();
   asio::async_read(socket_, asio::buffer(header_),
                    [this, self](const asio::error_code& ec, size_t n) {
+                     ++idle_generation_;  // a frame began: not idle
+                     idle_timer_.cancel();
                      if (closed_) return;
                      if (ec) {
                        if (ec == asio::error::eof && n == 0) {
@@ -203,7 +374,7 @@ void Connection::ReadHeader() {
                      if (!header.ok()) {
                        options_.stats->connections_rejected.fetch_add(
                            1, std::memory_order_relaxed);
-                       if (LooksLikeHttp(header_.data())) {
+                       if (!socket_.tls() && LooksLikeHttp(header_.data())) {
                          AnswerHttpWithHint();
                          Fail(absl::InvalidArgumentError(
                              "an HTTP request reached the framed protobuf "
@@ -271,6 +442,7 @@ void Connection::ReadPayload(FrameHeader header) {
         frame.request_id = header.request_id;
         frame.payload = std::move(payload_);
         payload_.clear();
+        if (options_.role == PeerHandshake::Role::kServer) ++calls_in_progress_;
         on_frame_(std::move(frame));
         if (!closed_) ReadHeader();
       });
@@ -285,6 +457,10 @@ void Connection::Send(std::string bytes) {
 
 void Connection::DoSend(std::string bytes) {
   if (closed_) return;
+  // A server sends only replies, one per request.
+  if (options_.role == PeerHandshake::Role::kServer && calls_in_progress_ > 0) {
+    --calls_in_progress_;
+  }
   if (mac_) bytes += mac_->Seal(bytes);
   out_bytes_ += bytes.size();
   out_.push_back(std::move(bytes));
@@ -343,9 +519,10 @@ void Connection::Fail(absl::Status why) {
         absl::StrCat("closing connection with ", peer_, ": ", why.ToString()));
   }
   asio::error_code ec;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  socket_.close(ec);
+  socket_.tcp().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.tcp().close(ec);
   read_timer_.cancel();
+  idle_timer_.cancel();
   write_timer_.cancel();
   out_.clear();
   out_bytes_ = 0;

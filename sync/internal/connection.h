@@ -1,5 +1,7 @@
 // One framed TCP connection: a read loop that validates and delivers frames,
-// and a bounded write queue. Shared by Client and Server.
+// and a bounded write queue. Shared by Client and Server. With TLS
+// (ConnectionOptions::tls) the TLS handshake comes first, then the
+// cluster-key handshake if any, then frames, all through the TLS stream.
 //
 // Thread-safety: every member runs on the socket's strand; Send and Close
 // may be called from any thread (they post onto the strand). Callbacks run
@@ -11,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,8 +21,10 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "asio.hpp"
+#include "asio/ssl.hpp"
 #include "sync/frame.h"
 #include "sync/peer_auth.h"
+#include "sync/tls.h"
 #include "sync/transport.h"
 
 namespace latentd::sync::internal {
@@ -32,9 +37,59 @@ struct LoopImpl {
   std::vector<std::thread::id> ids;
 };
 
+// A TCP socket, or a TLS stream over one once StartTls() ran: what the
+// connection reads and writes through (an Asio AsyncReadStream and
+// AsyncWriteStream). On the connection's strand only.
+class MaybeTlsSocket {
+ public:
+  using executor_type = asio::ip::tcp::socket::executor_type;
+  using TlsStream = asio::ssl::stream<asio::ip::tcp::socket>;
+
+  explicit MaybeTlsSocket(asio::ip::tcp::socket socket)
+      : plain_(std::move(socket)) {}
+  // From here on reads and writes go through TLS (the handshake is the
+  // caller's). REQUIRES: called once, before any TLS read or write.
+  TlsStream& StartTls(const TlsContext& context) {
+    tls_.emplace(std::move(plain_), context.asio_context());
+    return *tls_;
+  }
+  TlsStream* tls() { return tls_ ? &*tls_ : nullptr; }
+  asio::ip::tcp::socket& tcp() { return tls_ ? tls_->next_layer() : plain_; }
+  executor_type get_executor() { return tcp().get_executor(); }
+
+  template <typename Buffers, typename Handler>
+  void async_read_some(const Buffers& buffers, Handler&& handler) {
+    if (tls_) {
+      tls_->async_read_some(buffers, std::forward<Handler>(handler));
+    } else {
+      plain_.async_read_some(buffers, std::forward<Handler>(handler));
+    }
+  }
+  template <typename Buffers, typename Handler>
+  void async_write_some(const Buffers& buffers, Handler&& handler) {
+    if (tls_) {
+      tls_->async_write_some(buffers, std::forward<Handler>(handler));
+    } else {
+      plain_.async_write_some(buffers, std::forward<Handler>(handler));
+    }
+  }
+
+ private:
+  asio::ip::tcp::socket plain_;  // moved into tls_ by StartTls
+  std::optional<TlsStream> tls_;
+};
+
 struct ConnectionOptions {
   uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
   absl::Duration frame_timeout = absl::Seconds(10);
+  // Server side: a connection between frames (and no call of its own
+  // waiting for a reply) this long is closed. Infinite: never.
+  absl::Duration idle_timeout = absl::InfiniteDuration();
+  // Non-null: TLS first, as the client or server its is_server() says.
+  std::shared_ptr<const TlsContext> tls;
+  // Client with tls: the name or address the server's certificate must
+  // carry.
+  std::string tls_host;
   absl::Duration write_timeout = absl::Seconds(10);
   size_t max_pending_write_bytes = size_t{256} << 20;
   LogFn log;
@@ -69,6 +124,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool established() const { return established_; }
 
  private:
+  // TLS: the server tells a TLS client from a plaintext one by its first
+  // byte; both sides then run the TLS handshake (bounded by frame_timeout).
+  // Closes the connection unless established within frame_timeout;
+  // `what` (a string literal) names the handshake in the error.
+  void ArmHandshakeDeadline(const char* what);
+  void WaitForFirstByte();
+  void StartTlsHandshake();
+  // A plaintext client reached a TLS port: answers its first frame with
+  // an error saying so (an HTTP request with a 400), then closes.
+  void RefusePlaintext();
+  void RefusedPlaintext();  // closes, logging why
+  // After TLS (or without it): the cluster-key handshake or frames.
+  void AfterTls();
+  absl::Status TlsHandshakeError(const asio::error_code& ec);
+  // Server: closes the connection once it has been idle_timeout between
+  // frames with no call of its own in progress.
+  void ArmIdleTimer();
   void ReadHandshakeHeader();
   absl::Status HandshakeReadError(const asio::error_code& ec);
   void ReadHandshakeBody(HandshakeHeader header);
@@ -83,8 +155,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // An HTTP client reached this port: a plain 400 saying where HTTP goes.
   void AnswerHttpWithHint();
 
-  asio::ip::tcp::socket socket_;
+  MaybeTlsSocket socket_;
   asio::steady_timer read_timer_;
+  asio::steady_timer idle_timer_;
+  uint64_t idle_generation_ = 0;  // a fired idle wait of an older one: stale
+  int calls_in_progress_ = 0;     // server: frames delivered, not answered
   asio::steady_timer write_timer_;
   ConnectionOptions options_;
   FrameFn on_frame_;

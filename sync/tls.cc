@@ -1,0 +1,105 @@
+#include "sync/tls.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "absl/strings/str_cat.h"
+#include "asio.hpp"
+#include "asio/ssl.hpp"
+
+namespace latentd::sync {
+
+std::string TakeOpenSslError() {
+  std::string last;
+  while (const unsigned long e = ERR_get_error()) {  // NOLINT: OpenSSL type
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof(buf));
+    const char* reason = ERR_reason_error_string(e);
+    last = reason != nullptr ? reason : buf;
+  }
+  return last;
+}
+
+TlsContext::TlsContext(bool server, std::string ca_file)
+    : server_(server),
+      ca_file_(std::move(ca_file)),
+      context_(std::make_unique<asio::ssl::context>(
+          server ? asio::ssl::context::tls_server
+                 : asio::ssl::context::tls_client)) {
+  SSL_CTX* ctx = context_->native_handle();
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+  // Writes may be partial and retried from a moved buffer (the HTTP
+  // server's non-blocking sockets).
+  SSL_CTX_set_mode(
+      ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+}
+
+TlsContext::~TlsContext() = default;
+
+SSL_CTX* TlsContext::native() const { return context_->native_handle(); }
+
+absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForServer(
+    const std::string& cert_file, const std::string& key_file) {
+  if (cert_file.empty() || key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "TLS needs both a certificate (--tls-cert) and its key (--tls-key)");
+  }
+  std::shared_ptr<TlsContext> t(new TlsContext(true, ""));
+  SSL_CTX* ctx = t->native();
+  TakeOpenSslError();
+  if (SSL_CTX_use_certificate_chain_file(ctx, cert_file.c_str()) != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TLS certificate ", cert_file,
+                     ": cannot be used: ", TakeOpenSslError()));
+  }
+  if (SSL_CTX_use_PrivateKey_file(ctx, key_file.c_str(), SSL_FILETYPE_PEM) !=
+      1) {
+    const std::string why = TakeOpenSslError();
+    if (why.find("mismatch") != std::string::npos) {  // a key, not this one's
+      return absl::InvalidArgumentError(
+          absl::StrCat("TLS key ", key_file, " does not match the certificate ",
+                       cert_file, ": ", why));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("TLS key ", key_file, ": cannot be used: ", why));
+  }
+  if (SSL_CTX_check_private_key(ctx) != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TLS key ", key_file, " does not match the certificate ",
+                     cert_file, ": ", TakeOpenSslError()));
+  }
+  return std::shared_ptr<const TlsContext>(std::move(t));
+}
+
+absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForClient(
+    const std::string& ca_file) {
+  std::shared_ptr<TlsContext> t(new TlsContext(false, ca_file));
+  SSL_CTX* ctx = t->native();
+  TakeOpenSslError();
+  const int loaded = ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx)
+                                     : SSL_CTX_load_verify_locations(
+                                           ctx, ca_file.c_str(), nullptr);
+  if (loaded != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ca_file.empty() ? std::string("the system's CA certificates")
+                        : absl::StrCat("TLS CA file ", ca_file),
+        ": cannot be loaded: ", TakeOpenSslError()));
+  }
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  return std::shared_ptr<const TlsContext>(std::move(t));
+}
+
+bool SetTlsPeerHost(SSL* ssl, const std::string& host) {
+  asio::error_code ec;
+  asio::ip::make_address(host, ec);
+  if (!ec) {  // an IP address: matched against IP subjectAltNames
+    return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str()) ==
+           1;
+  }
+  SSL_set_tlsext_host_name(ssl, host.c_str());
+  return SSL_set1_host(ssl, host.c_str()) == 1;
+}
+
+}  // namespace latentd::sync

@@ -1,0 +1,92 @@
+// TLS contexts (OpenSSL, through Asio's ssl::context) for the framed
+// transport (sync/transport.h) and the HTTP gateway: a server context from
+// a certificate chain and its private key, a client context that verifies
+// the server's certificate against a CA file (or the system's CAs).
+//
+// What TLS gives latentd: confidentiality and integrity of API traffic, and
+// to a client, proof that it talks to the server the CA vouches for (the
+// certificate's name or IP must match the address dialled). Who may call
+// what is the API tokens' job (service/api_auth.h), not TLS's: no client
+// certificates are asked for.
+//
+// Server and client contexts accept TLS 1.2 and 1.3 only.
+//
+// Thread-safety: a TlsContext is immutable once made; any number of
+// connections on any threads may use it at once.
+#ifndef LATENTD_SYNC_TLS_H_
+#define LATENTD_SYNC_TLS_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace asio::ssl {
+class context;
+}
+typedef struct ssl_st SSL;          // NOLINT: OpenSSL's own name
+typedef struct ssl_ctx_st SSL_CTX;  // NOLINT
+
+namespace latentd::sync {
+
+// What a client asks for: TLS or not, and the CA file that the server's
+// certificate must chain to ("" = the system's CAs); the certificate must
+// also name the host or IP address dialled.
+struct ClientTls {
+  bool enabled = false;
+  std::string ca_file;  // PEM
+};
+
+class TlsContext {
+ public:
+  // A server's context: `cert_file` holds the certificate (then any
+  // intermediates) in PEM, `key_file` its private key in PEM.
+  // kInvalidArgument naming the file and OpenSSL's reason when either
+  // cannot be read or parsed, or when the key does not match the
+  // certificate.
+  static absl::StatusOr<std::shared_ptr<const TlsContext>> ForServer(
+      const std::string& cert_file, const std::string& key_file);
+  // A client's context: verifies the server's chain against the PEM CA
+  // certificates in `ca_file`, or the system's default CAs when it is "".
+  // kInvalidArgument naming the file when it cannot be read or holds no
+  // certificate.
+  static absl::StatusOr<std::shared_ptr<const TlsContext>> ForClient(
+      const std::string& ca_file);
+  ~TlsContext();
+  TlsContext(const TlsContext&) = delete;
+  TlsContext& operator=(const TlsContext&) = delete;
+
+  bool is_server() const { return server_; }
+  // For a client context: the CA file ("" = system CAs), for messages.
+  const std::string& ca_file() const { return ca_file_; }
+  // Asio's wrapper (for asio::ssl::stream) and OpenSSL's own handle.
+  asio::ssl::context& asio_context() const { return *context_; }
+  SSL_CTX* native() const;
+
+ private:
+  TlsContext(bool server, std::string ca_file);
+  const bool server_;
+  const std::string ca_file_;
+  std::unique_ptr<asio::ssl::context> context_;
+};
+
+// Makes `ssl` (a client connection) check that the server's certificate
+// names `host`: a DNS name against its subjectAltName/CN, an IP address
+// against its IP subjectAltNames; also sets SNI for a name. False if
+// OpenSSL refuses the parameters.
+bool SetTlsPeerHost(SSL* ssl, const std::string& host);
+
+// The most recent OpenSSL error on this thread as text ("" if none); clears
+// the thread's error queue.
+std::string TakeOpenSslError();
+
+// True if `first_byte` opens a TLS record of type handshake (a
+// ClientHello): how a TLS port tells a plaintext client from a TLS one.
+inline bool LooksLikeTlsHandshake(unsigned char first_byte) {
+  return first_byte == 0x16;
+}
+
+}  // namespace latentd::sync
+
+#endif  // LATENTD_SYNC_TLS_H_

@@ -1,0 +1,251 @@
+// The framed transport with TLS (sync/tls.h) and its connection hygiene
+// (caps per server and per client address, the idle timeout), in-process
+// on 127.0.0.1. The test CA and certificates are made by the openssl CLI in
+// the test's temp dir: a CA, a server certificate for IP 127.0.0.1 signed by
+// it, and a second CA that signed nothing.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "sync/frame.h"
+#include "sync/tls.h"
+#include "sync/transport.h"
+#include "tests/sync/transport_test_util.h"
+
+namespace latentd::sync {
+namespace {
+
+constexpr uint32_t kEcho = 7;
+using testing::ClosedByPeer;
+using testing::LogSink;
+using testing::RawConnect;
+
+class Pki {
+ public:
+  Pki() {
+    dir_ = std::filesystem::temp_directory_path() /
+           absl::StrCat("latentd_tls_test.", ::getpid());
+    std::filesystem::create_directories(dir_);
+    Run("req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-ca "
+        "-keyout ca.key -out ca.pem");
+    Run("req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other-ca "
+        "-keyout other-ca.key -out other-ca.pem");
+    Run("req -newkey rsa:2048 -nodes -subj /CN=node -keyout server.key "
+        "-out server.csr");
+    Run("x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+        "-days 2 -extfile san.ext -out server.pem",
+        "subjectAltName=IP:127.0.0.1\n");
+  }
+  ~Pki() { std::filesystem::remove_all(dir_); }
+  std::string path(const std::string& name) const { return dir_ / name; }
+  bool ok() const { return ok_; }
+
+ private:
+  // openssl ARGS in the directory (`ext`: written to san.ext first).
+  void Run(const std::string& args, const std::string& ext = "") {
+    if (!ext.empty()) {
+      FILE* f = std::fopen(path("san.ext").c_str(), "w");
+      std::fputs(ext.c_str(), f);
+      std::fclose(f);
+    }
+    const std::string cmd = absl::StrCat("cd '", dir_.string(), "' && openssl ",
+                                         args, " >/dev/null 2>&1");
+    ok_ = ok_ && std::system(cmd.c_str()) == 0;
+  }
+  std::filesystem::path dir_;
+  bool ok_ = true;
+};
+
+class TransportTlsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { pki_ = new Pki; }
+  static void TearDownTestSuite() { delete pki_; }
+
+  void SetUp() override { ASSERT_TRUE(pki_->ok()) << "openssl failed"; }
+
+  std::unique_ptr<Server> Start(ServerOptions o) {
+    o.log = log_.fn();
+    auto s = Server::Start(
+        &loop_, o, [](Frame f, Responder r) { r.Reply(std::move(f.payload)); });
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  std::shared_ptr<const TlsContext> ServerTls() {
+    auto t = TlsContext::ForServer(pki_->path("server.pem"),
+                                   pki_->path("server.key"));
+    EXPECT_TRUE(t.ok()) << t.status();
+    return t.ok() ? *t : nullptr;
+  }
+  std::shared_ptr<const TlsContext> ClientTls(const std::string& ca) {
+    auto t = TlsContext::ForClient(pki_->path(ca));
+    EXPECT_TRUE(t.ok()) << t.status();
+    return t.ok() ? *t : nullptr;
+  }
+  absl::StatusOr<Frame> Echo(uint16_t port,
+                             std::shared_ptr<const TlsContext> tls,
+                             std::shared_ptr<const PeerAuth> auth = nullptr,
+                             const std::string& host = "127.0.0.1") {
+    ClientOptions o;
+    o.host = host;
+    o.port = port;
+    o.tls = std::move(tls);
+    o.auth = std::move(auth);
+    o.log = log_.fn();
+    Client c(&loop_, o);
+    return c.CallSync(kEcho, "hello", absl::Seconds(5));
+  }
+
+  static Pki* pki_;
+  LogSink log_;
+  EventLoop loop_{2};
+};
+Pki* TransportTlsTest::pki_ = nullptr;
+
+TEST_F(TransportTlsTest, VerifiedClientTalks) {
+  ServerOptions o;
+  o.tls = ServerTls();
+  auto server = Start(o);
+  ASSERT_NE(server, nullptr);
+  auto reply = Echo(server->port(), ClientTls("ca.pem"));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->payload, "hello");
+}
+
+TEST_F(TransportTlsTest, ClusterKeyHandshakeRunsInsideTls) {
+  ServerOptions o;
+  o.tls = ServerTls();
+  o.auth =
+      std::make_shared<PeerAuth>(PeerAuth{std::string(32, 'k'), "server-node"});
+  auto server = Start(o);
+  ASSERT_NE(server, nullptr);
+  auto reply =
+      Echo(server->port(), ClientTls("ca.pem"),
+           std::make_shared<PeerAuth>(PeerAuth{std::string(32, 'k'), "node"}));
+  ASSERT_TRUE(reply.ok()) << reply.status();
+  EXPECT_EQ(reply->payload, "hello");
+}
+
+TEST_F(TransportTlsTest, CertificateOfAnotherCaIsRefused) {
+  ServerOptions o;
+  o.tls = ServerTls();
+  auto server = Start(o);
+  ASSERT_NE(server, nullptr);
+  auto reply = Echo(server->port(), ClientTls("other-ca.pem"));
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(reply.status().message().find("certificate does not verify"),
+            std::string::npos)
+      << reply.status();
+  EXPECT_NE(reply.status().message().find("other-ca.pem"), std::string::npos);
+}
+
+TEST_F(TransportTlsTest, CertificateWithoutTheHostNameIsRefused) {
+  ServerOptions o;
+  o.tls = ServerTls();
+  auto server = Start(o);
+  ASSERT_NE(server, nullptr);
+  // The right CA, but the certificate names IP 127.0.0.1, not "localhost".
+  auto reply = Echo(server->port(), ClientTls("ca.pem"), nullptr, "localhost");
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), absl::StatusCode::kFailedPrecondition)
+      << reply.status();
+  EXPECT_NE(reply.status().message().find("for 'localhost'"), std::string::npos)
+      << reply.status();
+}
+
+TEST_F(TransportTlsTest, PlaintextClientIsToldThePortSpeaksTls) {
+  ServerOptions o;
+  o.tls = ServerTls();
+  auto server = Start(o);
+  ASSERT_NE(server, nullptr);
+  const auto start = std::chrono::steady_clock::now();
+  auto reply = Echo(server->port(), nullptr);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(reply.status().message().find("this port speaks TLS"),
+            std::string::npos)
+      << reply.status();
+}
+
+TEST_F(TransportTlsTest, TlsClientAtAPlaintextPortFailsClearly) {
+  auto server = Start(ServerOptions{});
+  ASSERT_NE(server, nullptr);
+  auto reply = Echo(server->port(), ClientTls("ca.pem"));
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(reply.status().message().find("TLS handshake with"),
+            std::string::npos)
+      << reply.status();
+}
+
+TEST_F(TransportTlsTest, BadCertificateFilesNameThemselves) {
+  auto no_cert = TlsContext::ForServer(pki_->path("missing.pem"),
+                                       pki_->path("server.key"));
+  ASSERT_FALSE(no_cert.ok());
+  EXPECT_NE(no_cert.status().message().find("missing.pem"), std::string::npos);
+  auto wrong_key =
+      TlsContext::ForServer(pki_->path("server.pem"), pki_->path("ca.key"));
+  ASSERT_FALSE(wrong_key.ok());
+  EXPECT_NE(wrong_key.status().message().find("does not match"),
+            std::string::npos)
+      << wrong_key.status();
+  auto bad_ca = TlsContext::ForClient(pki_->path("server.key"));
+  EXPECT_FALSE(bad_ca.ok());
+}
+
+// Hygiene, without TLS: the caps close a connection at once and count it;
+// an idle connection is closed after idle_timeout and its client reconnects.
+TEST_F(TransportTlsTest, CapsAndIdleTimeout) {
+  ServerOptions o;
+  o.max_connections = 3;
+  o.max_connections_per_address = 2;
+  o.idle_timeout = absl::Milliseconds(300);
+  auto server = Start(o);
+  ASSERT_NE(server, nullptr);
+  const int a = RawConnect(server->port());
+  const int b = RawConnect(server->port());
+  const int c = RawConnect(server->port());  // a third from 127.0.0.1
+  EXPECT_TRUE(ClosedByPeer(c));
+  EXPECT_EQ(server->stats().connections_refused_per_address.load(), 1u);
+  // Idle: closed after the timeout, counted.
+  EXPECT_TRUE(ClosedByPeer(a));
+  EXPECT_TRUE(ClosedByPeer(b));
+  EXPECT_EQ(server->stats().connections_idle_closed.load(), 2u);
+  for (int fd : {a, b, c}) ::close(fd);
+  // A client whose connection went idle reconnects on its next call.
+  ClientOptions co;
+  co.port = server->port();
+  Client client(&loop_, co);
+  ASSERT_TRUE(client.CallSync(kEcho, "1", absl::Seconds(5)).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  auto again = client.CallSync(kEcho, "2", absl::Seconds(5));
+  if (!again.ok()) again = client.CallSync(kEcho, "2", absl::Seconds(5));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->payload, "2");
+}
+
+TEST_F(TransportTlsTest, TotalCapRefusesAtOnce) {
+  ServerOptions o;
+  o.max_connections = 2;
+  auto server = Start(o);
+  ASSERT_NE(server, nullptr);
+  const int a = RawConnect(server->port());
+  const int b = RawConnect(server->port());
+  const int c = RawConnect(server->port());
+  EXPECT_TRUE(ClosedByPeer(c));
+  EXPECT_EQ(server->stats().connections_refused_max.load(), 1u);
+  EXPECT_EQ(server->stats().connections_open.load(), 2);
+  for (int fd : {a, b, c}) ::close(fd);
+}
+
+}  // namespace
+}  // namespace latentd::sync
