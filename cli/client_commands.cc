@@ -28,9 +28,10 @@ absl::StatusOr<std::unique_ptr<ApiClient>> Connect(const DaemonAddress& a) {
   if (addr.empty()) {
     addr = p == service::Protocol::kTcp ? "127.0.0.1:7071" : "127.0.0.1:7070";
   }
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ApiClient> client,
-                           ApiClient::Create(addr, p, absl::Seconds(30),
-                                             /*explain_wrong_port=*/true));
+  LATENTD_ASSIGN_OR_RETURN(
+      std::unique_ptr<ApiClient> client,
+      ApiClient::Create(addr, p, absl::Seconds(30),
+                        /*explain_wrong_port=*/true, DaemonTls(a)));
   client->set_token(DaemonToken(a));
   return client;
 }
@@ -181,6 +182,23 @@ void AddDaemonAddressOptions(CLI::App* cmd, DaemonAddress* address) {
   cmd->add_option("--token", address->token,
                   "Bearer token for a daemon with api-tokens (default: "
                   "$LATENTD_TOKEN)");
+  cmd->add_option("--tls-ca", address->tls_ca,
+                  "Talk TLS (HTTPS for http/json) to a daemon with tls-cert, "
+                  "verifying its certificate against this CA file (PEM) and "
+                  "the host name or IP of --addr");
+  cmd->add_option("--tls", address->tls,
+                  "on: TLS, verified against the system's CAs (or --tls-ca); "
+                  "off: plain; auto: TLS when --tls-ca is given")
+      ->check(CLI::IsMember({"on", "off", "auto"}))
+      ->capture_default_str();
+}
+
+sync::ClientTls DaemonTls(const DaemonAddress& address) {
+  sync::ClientTls tls;
+  tls.enabled =
+      address.tls == "on" || (address.tls == "auto" && !address.tls_ca.empty());
+  tls.ca_file = address.tls_ca;
+  return tls;
 }
 
 std::string DaemonToken(const DaemonAddress& address) {

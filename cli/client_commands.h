@@ -19,6 +19,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "cli/query_commands.h"
+#include "sync/tls.h"
 
 namespace latentd {
 
@@ -26,10 +27,15 @@ struct DaemonAddress {
   std::string addr;              // "" = the protocol's default
   std::string protocol = "tcp";  // tcp | http (protobuf) | json
   std::string token;             // --token; "" = $LATENTD_TOKEN, if set
+  std::string tls_ca;            // --tls-ca: TLS, verified against this CA
+  std::string tls = "auto";      // --tls: on | off | auto (on with --tls-ca)
 };
 
-// Adds --addr, --protocol and --token to `cmd`.
+// Adds --addr, --protocol, --token, --tls-ca and --tls to `cmd`.
 void AddDaemonAddressOptions(CLI::App* cmd, DaemonAddress* address);
+// TLS towards the daemon: on with --tls-ca (verified against it) or --tls
+// on (the system's CAs); --tls off wins.
+sync::ClientTls DaemonTls(const DaemonAddress& address);
 // The bearer token to send: --token, else $LATENTD_TOKEN, else "".
 std::string DaemonToken(const DaemonAddress& address);
 // Adds --json (print JSON instead of text) to `cmd`; every latentctl

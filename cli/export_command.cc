@@ -335,9 +335,10 @@ absl::Status RunExport(const ExportCommandOptions& o, FILE* out, FILE* err) {
   }
   LATENTD_ASSIGN_OR_RETURN(service::Protocol protocol,
                            service::ParseProtocol(o.address.protocol));
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ApiClient> api,
-                           ApiClient::Create(addr, protocol, absl::Seconds(30),
-                                             /*explain_wrong_port=*/true));
+  LATENTD_ASSIGN_OR_RETURN(
+      std::unique_ptr<ApiClient> api,
+      ApiClient::Create(addr, protocol, absl::Seconds(30),
+                        /*explain_wrong_port=*/true, DaemonTls(o.address)));
   api->set_token(DaemonToken(o.address));
   FetchOptions fetch = o.fetch;
   fetch.progress = err;

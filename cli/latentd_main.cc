@@ -4,7 +4,8 @@
 // current sweep, write a checkpoint, exit 0. A restart resumes from it.
 // SIGHUP: reopen the log file, re-read the --config file and apply the
 // settings marked runtime (a changed restart-only setting is logged and
-// left as it is); serving and training go on.
+// left as it is), and read the api-tokens file again (a bad one keeps the
+// tokens loaded before); serving and training go on.
 //
 // Once serving (in cluster mode: once joined), the bound addresses are
 // written to DIR/ports ("http=host:port" and "tcp=host:port" lines), so a
@@ -12,6 +13,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -35,6 +37,7 @@
 #include "service/rpc_server.h"
 #include "service/systemd_notify.h"
 #include "sync/peer_auth.h"
+#include "sync/tls.h"
 
 namespace {
 
@@ -144,6 +147,62 @@ void Reload(const SettingsSource& source, latentd::service::LatentdService* s,
   (void)latentd::service::NotifySystemd("READY=1");
 }
 
+// SIGHUP: reads the API tokens file again; a bad file keeps the tokens the
+// daemon had (both front ends check against the new set at once).
+void ReloadTokens(const std::string& path,
+                  latentd::service::ApiTokens* tokens) {
+  absl::StatusOr<size_t> n = tokens->Reload(path);
+  if (!n.ok()) {
+    latentd::log::Error(
+        "latentd",
+        absl::StrFormat("reload: api-tokens not reloaded, the tokens loaded "
+                        "before stay: %s",
+                        std::string(n.status().message())));
+    return;
+  }
+  latentd::log::Info(
+      "latentd", absl::StrFormat("reload: api-tokens %s: %d token%s", path, *n,
+                                 *n == 1 ? "" : "s"));
+}
+
+// Raises the open-files soft limit to the hard limit (the connection caps
+// need a descriptor each) and warns if the caps could still exceed it.
+void RaiseOpenFilesLimit(const DaemonConfig& config) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  const uint64_t caps =
+      (config.http.port >= 0 ? config.http.max_connections : 0) +
+      (config.rpc_enabled ? config.rpc.max_connections : 0);
+  if (limit.rlim_cur != RLIM_INFINITY && caps + 256 > limit.rlim_cur) {
+    latentd::log::Warning(
+        "latentd",
+        absl::StrFormat("the connection caps (%d in all) come near the "
+                        "open-files limit %d: past it new connections wait "
+                        "in the backlog (raise LimitNOFILE / ulimit -n, or "
+                        "lower the *-max-connections settings)",
+                        caps, static_cast<uint64_t>(limit.rlim_cur)));
+  }
+}
+
+// TLS for both APIs, from tls-cert and tls-key; nullptr without.
+absl::StatusOr<std::shared_ptr<const latentd::sync::TlsContext>> ApiTls(
+    const DaemonConfig& config) {
+  if (config.tls_cert_file.empty() && config.tls_key_file.empty()) {
+    return nullptr;
+  }
+  auto tls = latentd::sync::TlsContext::ForServer(config.tls_cert_file,
+                                                  config.tls_key_file);
+  if (!tls.ok()) return tls.status();
+  latentd::log::Info("latentd", absl::StrCat("TLS on both APIs (certificate ",
+                                             config.tls_cert_file, ")"));
+  return tls;
+}
+
 int Serve(const DaemonConfig& config, const SettingsSource& source,
           Values file_values) {
   // Block the signals the main thread waits for in every thread.
@@ -175,9 +234,15 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
                        absl::StrCat("API authentication on (tokens from ",
                                     config.api_tokens_file, ")"));
   }
+  auto tls = ApiTls(config);
+  if (!tls.ok()) return Fail(tls.status());
+  RaiseOpenFilesLimit(config);
   latentd::service::MetricsRegistry metrics;
   latentd::service::ServiceOptions service_options = config.service;
   if (tokens != nullptr) service_options.peer_token = tokens->PeerToken();
+  if (*tls != nullptr) {
+    service_options.peer_tls = {.enabled = true, .ca_file = config.tls_ca_file};
+  }
   // Removed from its cluster by an operator: shut down as on SIGTERM.
   service_options.on_left_cluster = [] { ::kill(::getpid(), SIGTERM); };
   auto service =
@@ -189,6 +254,7 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
   if (config.http.port >= 0) {
     latentd::service::HttpOptions http_options = config.http;
     http_options.tokens = tokens.get();
+    http_options.tls = *tls;
     auto g = latentd::service::HttpGateway::Start(http_options, service->get(),
                                                   &metrics);
     if (!g.ok()) return Fail(g.status());
@@ -202,6 +268,7 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
   if (config.rpc_enabled) {
     latentd::service::RpcOptions rpc_options = config.rpc;
     rpc_options.tokens = tokens.get();
+    rpc_options.tls = *tls;
     auto r = latentd::service::RpcServer::Start(rpc_options, service->get(),
                                                 &metrics);
     if (!r.ok()) return Fail(r.status());
@@ -257,6 +324,7 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
     if (sig != SIGHUP) break;
     latentd::log::Info("latentd", "SIGHUP, reloading");
     Reload(source, service->get(), &file_values, &log_file);
+    if (tokens != nullptr) ReloadTokens(config.api_tokens_file, tokens.get());
   }
   latentd::log::Info("latentd",
                      absl::StrFormat("signal %d, shutting down", sig));

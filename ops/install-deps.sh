@@ -12,11 +12,14 @@
 #            (wire and config messages), libhiredis-dev + redis-server
 #            (membership, streams; the cluster tests start their own server),
 #            libssl-dev (OpenSSL's libcrypto: HMAC-SHA256 of the sync port's
-#            cluster-key handshake and frame MACs, sync/peer_auth.h)
+#            cluster-key handshake and frame MACs, sync/peer_auth.h; its
+#            libssl: TLS on both APIs, sync/tls.h)
 #   service: libcpp-httplib-dev (the daemon's HTTP/JSON gateway and the
 #            HTTP client of latentctl and the benchmark), libsystemd-dev
 #            (sd_notify: latentd tells a Type=notify unit it is ready)
 #   tests:   libgtest-dev libgmock-dev (GoogleTest), libbenchmark-dev,
+#            openssl (the CLI: the TLS tests make their own test CA and
+#            certificates), curl (HTTP(S) requests in the shell tests),
 #            systemd (systemd-analyze verify/security on the installed unit
 #            in tests/cli/install_test.sh; nothing is started)
 #            chromium (headless: tests/service/status_page_test.sh loads the
@@ -38,6 +41,7 @@ PACKAGES=(
   libssl-dev
   libcpp-httplib-dev libsystemd-dev
   libgtest-dev libgmock-dev libbenchmark-dev systemd dpkg-dev chromium
+  openssl curl
   python3 python3-pandas
 )
 # The quickstart fetches its corpus with npm; a machine whose Node.js came from

@@ -93,9 +93,15 @@ absl::StatusOr<ApiTokens> ApiTokens::Parse(std::string_view text,
     if (tokens.Find(token).has_value()) {
       return bad("token given twice");
     }
-    tokens.entries_.push_back({*role, std::string(token)});
+    absl::MutexLock lock(&tokens.state_->mu);
+    tokens.state_->entries.push_back({*role, std::string(token)});
   }
-  if (tokens.entries_.empty()) {
+  bool empty = false;
+  {
+    absl::MutexLock lock(&tokens.state_->mu);
+    empty = tokens.state_->entries.empty();
+  }
+  if (empty) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": no token (want \"ROLE TOKEN\" lines)"));
   }
@@ -104,8 +110,9 @@ absl::StatusOr<ApiTokens> ApiTokens::Parse(std::string_view text,
 
 std::optional<Role> ApiTokens::Find(std::string_view token) const {
   std::optional<Role> found;
+  absl::ReaderMutexLock lock(&state_->mu);
   // Every entry is compared, so the time does not say which one matched.
-  for (const Entry& e : entries_) {
+  for (const Entry& e : state_->entries) {
     if (sync::ConstantTimeEqual(e.token, token)) found = e.role;
   }
   return found;
@@ -132,10 +139,24 @@ absl::Status ApiTokens::Authorize(std::string_view token, Method method) const {
 }
 
 std::string ApiTokens::PeerToken() const {
-  for (const Entry& e : entries_) {
+  absl::ReaderMutexLock lock(&state_->mu);
+  for (const Entry& e : state_->entries) {
     if (e.role == Role::kAdmin) return e.token;
   }
   return "";
+}
+
+absl::StatusOr<size_t> ApiTokens::Reload(const std::string& path) {
+  absl::StatusOr<ApiTokens> next = Load(path);
+  if (!next.ok()) return next.status();
+  std::vector<Entry> entries;
+  {
+    absl::MutexLock lock(&next->state_->mu);
+    entries.swap(next->state_->entries);
+  }
+  absl::MutexLock lock(&state_->mu);
+  state_->entries.swap(entries);
+  return state_->entries.size();
 }
 
 }  // namespace latentd::service

@@ -11,18 +11,22 @@
 // InferDocument, GetUserProfile, Status, ExportModel); write also Ingest;
 // admin every call (Checkpoint).
 //
-// Thread-safety: an ApiTokens is immutable once loaded; Authorize() is safe
-// from any number of threads.
+// Thread-safety: every method is safe from any number of threads; Reload
+// swaps the whole set at once (a call checks against the old set or the
+// new one, never a mix).
 #ifndef LATENTD_SERVICE_API_AUTH_H_
 #define LATENTD_SERVICE_API_AUTH_H_
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "service/api_dispatch.h"
 
 namespace latentd::service {
@@ -61,12 +65,24 @@ class ApiTokens {
   // its cluster peers when it forwards a user's events or profile query.
   std::string PeerToken() const;
 
+  // Reads `path` again (as Load) and, if it is good, replaces every token
+  // with its tokens; returns how many. On an error (as Load's) the tokens
+  // stay as they were. (The daemon's SIGHUP.)
+  absl::StatusOr<size_t> Reload(const std::string& path);
+
  private:
   struct Entry {
     Role role;
     std::string token;
   };
-  std::vector<Entry> entries_;
+  // Behind a pointer so that an ApiTokens can move (StatusOr) with its
+  // mutex.
+  struct State {
+    mutable absl::Mutex mu;
+    std::vector<Entry> entries ABSL_GUARDED_BY(mu);
+  };
+  ApiTokens() : state_(std::make_unique<State>()) {}
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace latentd::service

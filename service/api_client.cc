@@ -61,16 +61,32 @@ absl::StatusCode CodeFromName(const std::string& name) {
   return absl::StatusCode::kUnknown;
 }
 
+// The first words of the plain 400 a TLS gateway sends a client without
+// TLS (service/internal/http_server.cc).
+constexpr char kHttpsOnlyBody[] = "This port serves HTTPS";
+constexpr char kTlsOptionsHint[] =
+    "connect with TLS (latentctl: --tls-ca FILE, or --tls on for the "
+    "system's CAs)";
+
 class HttpClient : public ApiClient {
  public:
   HttpClient(std::string host, int port, bool json, absl::Duration timeout,
-             bool explain)
+             bool explain, ClientTls tls)
       : host_(std::move(host)),
         port_(port),
         json_(json),
         explain_(explain),
+        tls_(std::move(tls)),
         timeout_(timeout),
-        client_(host_, port_) {
+        client_(absl::StrCat(tls_.enabled ? "https://" : "http://",
+                             absl::StrContains(host_, ':')
+                                 ? absl::StrCat("[", host_, "]")
+                                 : host_,
+                             ":", port_)) {
+    if (tls_.enabled) {
+      if (!tls_.ca_file.empty()) client_.set_ca_cert_path(tls_.ca_file.c_str());
+      client_.enable_server_certificate_verification(true);
+    }
     const auto secs = absl::ToInt64Seconds(timeout_);
     client_.set_connection_timeout(5, 0);
     client_.set_read_timeout(secs, 0);
@@ -92,6 +108,20 @@ class HttpClient : public ApiClient {
       headers.emplace("Authorization", absl::StrCat("Bearer ", token()));
     }
     httplib::Result res = client_.Post(path.c_str(), headers, body, type);
+    if (!res && tls_.enabled &&
+        res.error() == httplib::Error::SSLServerVerification) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "HTTPS ", host_, ":", port_,
+          ": the server's certificate does not verify against ",
+          tls_.ca_file.empty() ? std::string("the system's CAs")
+                               : absl::StrCat("the CA in ", tls_.ca_file),
+          " or does not name '", host_, "'"));
+    }
+    if (!res && tls_.enabled && res.error() == httplib::Error::SSLConnection) {
+      return absl::UnavailableError(
+          absl::StrCat("HTTPS ", host_, ":", port_,
+                       ": TLS handshake failed (does this port serve HTTPS?)"));
+    }
     if (!res) {
       absl::Status s = absl::UnavailableError(
           absl::StrCat("HTTP ", host_, ":", port_, path, ": ",
@@ -109,6 +139,11 @@ class HttpClient : public ApiClient {
       const bool parsed = json_ ? ParseJson(res->body, &error).ok()
                                 : error.ParseFromString(res->body);
       if (!parsed) {
+        if (res->status == 400 && res->body.rfind(kHttpsOnlyBody, 0) == 0) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("HTTP ", host_, ":", port_,
+                           ": this port serves HTTPS; ", kTlsOptionsHint));
+        }
         // The framed port answers an HTTP request with a plain 400 saying so.
         if (res->status == 400 &&
             res->body.rfind("This port speaks latentd's framed protobuf", 0) ==
@@ -134,6 +169,7 @@ class HttpClient : public ApiClient {
   int port_;
   bool json_;
   bool explain_;  // probe for a wrong port on a transport failure
+  ClientTls tls_;
   absl::Duration timeout_;
   absl::Mutex mu_;
   httplib::Client client_ ABSL_GUARDED_BY(mu_);
@@ -141,12 +177,13 @@ class HttpClient : public ApiClient {
 
 class TcpClient : public ApiClient {
  public:
-  TcpClient(std::string host, int port, absl::Duration timeout, bool explain)
+  TcpClient(std::string host, int port, absl::Duration timeout, bool explain,
+            std::shared_ptr<const sync::TlsContext> tls)
       : host_(host),
         port_(port),
         explain_(explain),
         loop_(1),
-        client_(&loop_, Options(host, port)),
+        client_(&loop_, Options(host, port, std::move(tls))),
         timeout_(timeout) {}
 
   absl::Status Call(Method method, const google::protobuf::Message& request,
@@ -181,6 +218,7 @@ class TcpClient : public ApiClient {
     const bool transport = s.code() == absl::StatusCode::kUnavailable ||
                            s.code() == absl::StatusCode::kDeadlineExceeded;
     if (!transport || !explain_) return s;
+    if (absl::StrContains(s.message(), "TLS handshake")) return s;
     if (absl::StrContains(s.message(), "bad magic 0x48545450") ||
         AnswersHttp(host_, port_)) {
       return WithHint(s, kHttpPortHint);
@@ -188,10 +226,13 @@ class TcpClient : public ApiClient {
     return s;
   }
 
-  static sync::ClientOptions Options(const std::string& host, int port) {
+  static sync::ClientOptions Options(
+      const std::string& host, int port,
+      std::shared_ptr<const sync::TlsContext> tls) {
     sync::ClientOptions o;
     o.host = host;
     o.port = static_cast<uint16_t>(port);
+    o.tls = std::move(tls);
     return o;
   }
   std::string host_;
@@ -215,18 +256,27 @@ absl::StatusOr<Protocol> ParseProtocol(std::string_view name) {
 
 absl::StatusOr<std::unique_ptr<ApiClient>> ApiClient::Create(
     const std::string& address, Protocol protocol, absl::Duration timeout,
-    bool explain_wrong_port) {
+    bool explain_wrong_port, const ClientTls& tls) {
   std::string host;
   uint16_t port = 0;
   absl::Status s = SplitHostPort(address, &host, &port);
   if (!s.ok()) return s;
+  std::shared_ptr<const sync::TlsContext> context;
+  if (tls.enabled) {
+    // Loaded here for both protocols, so that a bad CA file is an error
+    // naming it before any connection (httplib loads it again for HTTPS).
+    absl::StatusOr<std::shared_ptr<const sync::TlsContext>> c =
+        sync::TlsContext::ForClient(tls.ca_file);
+    if (!c.ok()) return c.status();
+    context = *std::move(c);
+  }
   if (protocol == Protocol::kTcp) {
-    return std::unique_ptr<ApiClient>(
-        new TcpClient(host, port, timeout, explain_wrong_port));
+    return std::unique_ptr<ApiClient>(new TcpClient(
+        host, port, timeout, explain_wrong_port, std::move(context)));
   }
   return std::unique_ptr<ApiClient>(
       new HttpClient(host, port, protocol == Protocol::kHttpJson, timeout,
-                     explain_wrong_port));
+                     explain_wrong_port, tls));
 }
 
 }  // namespace latentd::service

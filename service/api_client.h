@@ -4,7 +4,9 @@
 //
 // Errors: the daemon's own status (code and message) comes back unchanged;
 // cannot connect / connection lost is kUnavailable, no answer in time
-// kDeadlineExceeded.
+// kDeadlineExceeded. With TLS: a server certificate that does not verify
+// (wrong CA, or it does not name the host dialled), or a daemon port that
+// wants TLS when the client has none, is kFailedPrecondition saying so.
 //
 // Thread-safety: Call() is safe from several threads (HTTP: one connection
 // per call thread is opened as needed; TCP: calls are pipelined).
@@ -27,6 +29,10 @@ enum class Protocol { kHttpJson, kHttpProto, kTcp };
 // "json" | "http" | "tcp" (http = binary protobuf over HTTP).
 absl::StatusOr<Protocol> ParseProtocol(std::string_view name);
 
+// TLS towards the daemon (its tls-cert setting): HTTPS, or TLS under the
+// framed TCP protocol (sync/tls.h).
+using sync::ClientTls;
+
 class ApiClient {
  public:
   // `address` is "host:port". Does not connect yet. With
@@ -34,10 +40,11 @@ class ApiClient {
   // unavailable or late probes the address in the other protocol (one short
   // connection), and if that answers, the error says to change --protocol
   // or --addr ("--addr points at an HTTP port: ...").
+  // kInvalidArgument for a bad address or a CA file that cannot be loaded.
   static absl::StatusOr<std::unique_ptr<ApiClient>> Create(
       const std::string& address, Protocol protocol,
       absl::Duration timeout = absl::Seconds(30),
-      bool explain_wrong_port = false);
+      bool explain_wrong_port = false, const ClientTls& tls = {});
   virtual ~ApiClient() = default;
 
   // Sends `request` as `method` and parses the answer into *response.

@@ -263,11 +263,20 @@ void AddServingSettings(const AddFn& add) {
       "requests is read, run and answered (idle ones hold none)",
       Int<int>("http-threads", 1, 1024,
                [](DaemonConfig* c) { return &c->http.threads; }));
-  add("http-max-connections", "512", "1..1000000",
+  add("http-max-connections", "4096", "1..1000000",
       "HTTP connections open at once, idle ones included; one more is "
-      "answered 503 and closed at once (keep it below ulimit -n)",
+      "answered 503 and closed at once (latentd raises its open-files "
+      "limit to the hard limit, ulimit -Hn, and warns if the caps exceed "
+      "it)",
       Int<int>("http-max-connections", 1, 1000000,
                [](DaemonConfig* c) { return &c->http.max_connections; }));
+  add("http-max-connections-per-address", "512", "0..1000000",
+      "HTTP connections open at once from one client IP address; one more "
+      "is answered 503 and closed at once (0: no cap)",
+      Int<int>("http-max-connections-per-address", 0, 1000000,
+               [](DaemonConfig* c) {
+                 return &c->http.max_connections_per_address;
+               }));
   add("http-idle-timeout", "5", "1..3600",
       "Seconds an HTTP connection may wait for its next (or first) request "
       "before it is closed",
@@ -293,6 +302,33 @@ void AddServingSettings(const AddFn& add) {
       "token (off: they need a read token)",
       Bool("open-health",
            [](DaemonConfig* c) { return &c->http.open_health; }));
+  add("listen-max-connections", "4096", "0..1000000",
+      "TCP API connections open at once, idle ones included; one more is "
+      "closed at once (0: no cap)",
+      Int<int>("listen-max-connections", 0, 1000000,
+               [](DaemonConfig* c) { return &c->rpc.max_connections; }));
+  add("listen-max-connections-per-address", "512", "0..1000000",
+      "TCP API connections open at once from one client IP address; one "
+      "more is closed at once (0: no cap)",
+      Int<int>(
+          "listen-max-connections-per-address", 0, 1000000,
+          [](DaemonConfig* c) { return &c->rpc.max_connections_per_address; }));
+  add("listen-idle-timeout", "60", "0..86400",
+      "Seconds a TCP API connection may go without a call (none of its "
+      "own in progress) before it is closed; clients reconnect (0: never)",
+      Int<int>("listen-idle-timeout", 0, 86400,
+               [](DaemonConfig* c) { return &c->rpc.idle_timeout_seconds; }));
+  add("tls-cert", "", "a file",
+      "TLS certificate (PEM, then any intermediates) for both APIs: HTTPS "
+      "on --http, TLS on --listen; with tls-key. Empty: no TLS",
+      String([](DaemonConfig* c) { return &c->tls_cert_file; }));
+  add("tls-key", "", "a file", "Private key (PEM) of tls-cert",
+      String([](DaemonConfig* c) { return &c->tls_key_file; }));
+  add("tls-ca", "", "a file",
+      "With tls-cert in cluster mode: the CA (PEM) the node verifies its "
+      "peers' API certificates with when it forwards a user's events or "
+      "profile query (empty: the system's CAs)",
+      String([](DaemonConfig* c) { return &c->tls_ca_file; }));
   add("rpc-threads", "8", "0..1024",
       "Threads running TCP calls that may block (Ingest, Checkpoint, "
       "GetUserProfile); the others run on the I/O threads (0: all do)",

@@ -46,6 +46,10 @@ struct DaemonConfig {
   std::string cluster_key_file;
   // The API's tokens file (service/api_auth.h); "" = no authentication.
   std::string api_tokens_file;
+  // TLS for both APIs (sync::TlsContext::ForServer): the certificate chain
+  // and its key, PEM; "" = no TLS. tls_ca_file: the CA a node verifies its
+  // peers' API certificates with when it forwards ("" = the system's).
+  std::string tls_cert_file, tls_key_file, tls_ca_file;
   // Where the log goes ("" = stderr); SIGHUP reopens it.
   std::string log_file;
   log::Level log_level = log::Level::kInfo;

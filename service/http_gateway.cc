@@ -109,6 +109,8 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   so.port = options.port;
   so.threads = std::max(1, options.threads);
   so.max_connections = std::max(1, options.max_connections);
+  so.max_connections_per_address = options.max_connections_per_address;
+  so.tls = options.tls;
   so.listen_backlog = options.listen_backlog;
   so.idle_timeout = absl::Seconds(options.idle_timeout_seconds);
   so.read_timeout = absl::Seconds(options.read_timeout_seconds);

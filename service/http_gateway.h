@@ -35,7 +35,12 @@
 // one waiting; a connection idle for idle_timeout_seconds (also a new one
 // that sends nothing) is closed, a request or answer stalled for
 // read/write_timeout_seconds drops its connection, and beyond
-// max_connections a new connection is answered 503 and closed at once.
+// max_connections (or max_connections_per_address from one client address)
+// a new connection is answered 503 and closed at once. Reported as
+// latentd_connections*{listener="http"}.
+//
+// TLS (HttpOptions::tls): HTTPS only; a plain HTTP request is answered a
+// 400 "This port serves HTTPS..." and its connection closed.
 //
 // Thread-safety: Start/Stop from one thread; requests are served by the
 // gateway's own worker threads.
@@ -48,6 +53,7 @@
 #include "absl/status/statusor.h"
 #include "service/api_dispatch.h"
 #include "service/metrics.h"
+#include "sync/tls.h"
 
 namespace httplib {
 struct Request;
@@ -67,9 +73,10 @@ struct HttpOptions {
   // requests is read, run and answered.
   int threads = 8;
   size_t max_body_bytes = 4 << 20;
-  // Connections open at once (idle ones included); one more is answered
-  // 503 and closed at once.
-  int max_connections = 512;
+  // Connections open at once (idle ones included), and from one client
+  // address (0: no cap); one more is answered 503 and closed at once.
+  int max_connections = 4096;
+  int max_connections_per_address = 512;
   // A connection without a request for this long is closed.
   int idle_timeout_seconds = 5;
   // A request that stalls (no byte) this long drops its connection; the
@@ -83,6 +90,8 @@ struct HttpOptions {
   const ApiTokens* tokens = nullptr;
   // With tokens: whether /healthz, /readyz and /metrics answer without one.
   bool open_health = true;
+  // Non-null (sync::TlsContext::ForServer): HTTPS.
+  std::shared_ptr<const sync::TlsContext> tls;
 };
 
 class HttpGateway {

@@ -72,6 +72,7 @@
 #include "service/model_view.h"
 #include "service/store_merge.h"
 #include "service/sweep_history.h"
+#include "sync/tls.h"
 
 namespace latentd::service {
 
@@ -142,6 +143,9 @@ struct ServiceOptions {
   // user's events and profile queries forwarded to the owner); "" = none.
   // With api-tokens it is an admin token of the file the nodes share.
   std::string peer_token;
+  // TLS towards the peers' TCP APIs when forwarding (their tls-cert): on
+  // when this node's own API runs TLS, verified against the tls-ca file.
+  sync::ClientTls peer_tls;
 };
 
 class LatentdService {

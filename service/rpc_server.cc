@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "service/api.pb.h"
 #include "service/api_auth.h"
+#include "service/internal/connection_metrics.h"
 
 namespace latentd::service {
 
@@ -35,6 +36,12 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(
   so.host = options.host;
   so.port = static_cast<uint16_t>(options.port);
   so.max_frame_bytes = options.max_frame_bytes;
+  so.tls = options.tls;
+  so.max_connections = options.max_connections;
+  so.max_connections_per_address = options.max_connections_per_address;
+  so.idle_timeout = options.idle_timeout_seconds > 0
+                        ? absl::Seconds(options.idle_timeout_seconds)
+                        : absl::InfiniteDuration();
   RpcServer* self = s.get();
   absl::StatusOr<std::unique_ptr<sync::Server>> server = sync::Server::Start(
       s->loop_.get(), so,
@@ -77,6 +84,14 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(
       });
   if (!server.ok()) return server.status();
   s->server_ = std::move(*server);
+  // The registry keeps the collector past the server: it holds the
+  // counters, not the server.
+  auto connections = std::make_shared<internal::ConnectionMetrics>(
+      metrics, "tcp", options.max_connections,
+      options.max_connections_per_address);
+  metrics->AddCollector([connections, stats = s->server_->shared_stats()] {
+    connections->MirrorFrom(*stats);
+  });
   return s;
 }
 

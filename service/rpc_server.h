@@ -16,6 +16,15 @@
 // fails with kUnauthenticated, a role too low with kPermissionDenied. The
 // envelope is accepted without tokens too (the token is then ignored).
 //
+// TLS (RpcOptions::tls): every connection runs TLS first; a client without
+// TLS gets a kFailedPrecondition error saying the port speaks TLS.
+//
+// Connections (sync/transport.h): at most max_connections open and
+// max_connections_per_address from one client address (one more is closed
+// at once); a connection idle idle_timeout_seconds between calls is closed.
+// Reported as latentd_connections*{listener="tcp"}
+// (service/internal/connection_metrics.h).
+//
 // Thread-safety: Start/Stop from one thread.
 #ifndef LATENTD_SERVICE_RPC_SERVER_H_
 #define LATENTD_SERVICE_RPC_SERVER_H_
@@ -38,9 +47,16 @@ struct RpcOptions {
   int io_threads = 0;      // event-loop threads; 0: one per core
   int worker_threads = 8;  // threads running calls that may block
   uint32_t max_frame_bytes = 4 << 20;
+  // Connections open at once, and from one client address (0: no cap).
+  int max_connections = 4096;
+  int max_connections_per_address = 512;
+  // A connection with no call for this long is closed (clients reconnect).
+  int idle_timeout_seconds = 60;
   // The API's bearer tokens; nullptr: no authentication. Not owned; must
   // outlive the server.
   const ApiTokens* tokens = nullptr;
+  // Non-null (sync::TlsContext::ForServer): TLS on every connection.
+  std::shared_ptr<const sync::TlsContext> tls;
 };
 
 class RpcServer {

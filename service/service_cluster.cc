@@ -212,7 +212,8 @@ absl::StatusOr<ApiClient*> LatentdService::PeerClient(
   std::unique_ptr<ApiClient>& client = peer_clients_[id];
   if (client == nullptr) {
     absl::StatusOr<std::unique_ptr<ApiClient>> c =
-        ApiClient::Create(id, Protocol::kTcp, absl::Seconds(10));
+        ApiClient::Create(id, Protocol::kTcp, absl::Seconds(10),
+                          /*explain_wrong_port=*/false, options_.peer_tls);
     if (!c.ok()) {
       peer_clients_.erase(id);
       return c.status();

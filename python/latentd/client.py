@@ -13,7 +13,14 @@ of latentd.messages, and error answers into latentd.errors exceptions.
 
 Authentication: the bearer token is the ``token`` argument, else the
 environment variable LATENTD_TOKEN (as latentctl); none is sent when both
-are empty. Timeouts: ``timeout`` seconds (default 30) bound connecting and
+are empty.
+
+TLS (a daemon with --tls-cert): an ``https://HOST:PORT`` address, or
+``ca_file=`` (which makes a bare HOST:PORT https). The daemon's certificate
+is verified against ``ca_file`` (PEM), else the system's CAs, and must name
+the host or IP address dialled; a certificate that does not verify raises
+InvalidArgumentError (code FAILED_PRECONDITION) saying so, as does a plain
+http:// address at a daemon that serves only HTTPS. Timeouts: ``timeout`` seconds (default 30) bound connecting and
 each wait for the daemon's bytes, per call; a call may pass its own.
 
 Thread-safety: a Client holds no connection and no mutable state after
@@ -27,6 +34,7 @@ import http.client
 import json
 import os
 import socket
+import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -49,10 +57,11 @@ _ALL_TOPICS = 2**32 - 1
 DocumentLike = Union[str, Document, Mapping[str, str]]
 
 
-def _base_url(address: str) -> str:
-    """http://HOST:PORT for "HOST:PORT"; a URL (http or https, e.g. a TLS
-    proxy in front of the daemon) as given, without a trailing slash."""
-    url = address if "://" in address else f"http://{address}"
+def _base_url(address: str, tls: bool = False) -> str:
+    """http://HOST:PORT (https:// with `tls`) for "HOST:PORT"; a URL (http
+    or https) as given, without a trailing slash."""
+    scheme = "https" if tls else "http"
+    url = address if "://" in address else f"{scheme}://{address}"
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"not a latentd HTTP address: {address!r} (want "
@@ -74,13 +83,26 @@ class Client:
 
     def __init__(self, address: str = DEFAULT_ADDRESS,
                  token: Optional[str] = None,
-                 timeout: float = DEFAULT_TIMEOUT_SECONDS) -> None:
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS,
+                 ca_file: Optional[str] = None) -> None:
         """`address`: the daemon's HTTP address (HOST:PORT or a URL;
         default latentd's default --http, 127.0.0.1:7070).
         `token`: the bearer token; None takes $LATENTD_TOKEN. `timeout`:
-        seconds, > 0. Raises ValueError for a malformed address, a token
-        holding white space, or a timeout that is not positive."""
-        self._url = _base_url(address)
+        seconds, > 0. `ca_file`: TLS, verifying the daemon's certificate
+        against this CA file (PEM); an https:// address without it verifies
+        against the system's CAs. Raises ValueError for a malformed
+        address, a token holding white space, a timeout that is not
+        positive, or ca_file with an http:// address; OSError or
+        ssl.SSLError for a CA file that cannot be loaded."""
+        self._url = _base_url(address, tls=ca_file is not None)
+        self._ca_file = ca_file
+        self._ssl: Optional[ssl.SSLContext] = None
+        if self._url.startswith("https://"):
+            # Verifies the chain and the host name or IP (the defaults).
+            self._ssl = ssl.create_default_context(cafile=ca_file)
+        elif ca_file is not None:
+            raise ValueError(f"ca_file is for TLS, but {address!r} is an "
+                             "http:// address")
         if token is None:
             token = os.environ.get("LATENTD_TOKEN", "")
         if token and any(c.isspace() for c in token):
@@ -247,7 +269,8 @@ class Client:
                                      method="POST")
         seconds = self._timeout if timeout is None else timeout
         try:
-            with urllib.request.urlopen(req, timeout=seconds) as resp:
+            with urllib.request.urlopen(req, timeout=seconds,
+                                        context=self._ssl) as resp:
                 answer = resp.read()
         except urllib.error.HTTPError as e:
             raise self._error_answer(method, e) from None
@@ -285,6 +308,11 @@ class Client:
         except ValueError:
             pass
         text = raw[:200].decode("utf-8", "replace").strip()
+        if e.code == 400 and text.startswith("This port serves HTTPS"):
+            return error_for("FAILED_PRECONDITION",
+                             f"{self._url} serves HTTPS only: use an "
+                             "https:// address or ca_file=",
+                             http_status=e.code, method=method)
         return error_for(code_for_http_status(e.code),
                          f"HTTP {e.code} {e.reason} from {self._url}"
                          + (f": {text}" if text else ""),
@@ -293,6 +321,13 @@ class Client:
     def _transport_error(self, method: str, reason: Any,
                          seconds: float) -> LatentdError:
         """The exception for a call without an HTTP answer."""
+        if isinstance(reason, ssl.SSLCertVerificationError):
+            against = (f"the CA in {self._ca_file}" if self._ca_file
+                       else "the system's CAs")
+            return error_for("FAILED_PRECONDITION",
+                             f"the certificate of {self._url} does not "
+                             f"verify against {against}: "
+                             f"{reason.verify_message}", method=method)
         if isinstance(reason, (socket.timeout, TimeoutError)):
             return error_for("DEADLINE_EXCEEDED",
                              f"no answer from {self._url} within {seconds} s",

@@ -5,6 +5,8 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -29,6 +31,25 @@ constexpr char kRefused[] =
     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
     "Content-Length: 29\r\nConnection: close\r\n\r\n"
     "too many connections to open\n";
+// A plain-text answer that closes the connection.
+std::string PlainAnswer(absl::string_view status, absl::string_view body) {
+  return absl::StrCat("HTTP/1.1 ", status,
+                      "\r\nContent-Type: text/plain\r\nContent-Length: ",
+                      body.size(), "\r\nConnection: close\r\n\r\n", body);
+}
+const std::string& RefusedFromAddress() {
+  static const std::string* answer = new std::string(PlainAnswer(
+      "503 Service Unavailable", "too many connections from your address\n"));
+  return *answer;
+}
+// The body starts "This port serves HTTPS" (service/api_client.cc knows it).
+const std::string& HttpsOnly() {
+  static const std::string* answer = new std::string(
+      PlainAnswer("400 Bad Request",
+                  "This port serves HTTPS: use https:// (latentctl: --tls-ca "
+                  "FILE, or --tls on)\n"));
+  return *answer;
+}
 
 int Millis(absl::Duration d) {
   return static_cast<int>(
@@ -67,9 +88,19 @@ bool WaitFor(int fd, short events, int ms) {
 // read along with this one are not lost.
 struct HttpConnection {
   HttpConnection(int fd, uint64_t id) : fd(fd), id(id) {}
-  ~HttpConnection() { ::close(fd); }
+  ~HttpConnection() {
+    if (ssl != nullptr) {
+      if (tls_ready) SSL_shutdown(ssl);  // close_notify, best effort
+      SSL_free(ssl);
+    }
+    ::close(fd);
+  }
   const int fd;
   const uint64_t id;
+  // TLS: the session (from the first byte on) and whether its handshake
+  // is done. Only the worker serving the connection touches them.
+  SSL* ssl = nullptr;
+  bool tls_ready = false;
   std::string remote_ip, local_ip;
   int remote_port = 0, local_port = 0;
   // Guarded by the server's mu_: a worker is serving it (not in the epoll
@@ -90,7 +121,9 @@ class ConnStream final : public httplib::Stream {
       : c_(c), read_ms_(read_ms), write_ms_(write_ms) {}
 
   bool is_readable() const override {
-    return c_->begin < c_->end || WaitFor(c_->fd, POLLIN, read_ms_);
+    return c_->begin < c_->end ||
+           (c_->ssl != nullptr && SSL_pending(c_->ssl) > 0) ||
+           WaitFor(c_->fd, POLLIN, read_ms_);
   }
   bool is_writable() const override {
     return WaitFor(c_->fd, POLLOUT, write_ms_);
@@ -110,6 +143,7 @@ class ConnStream final : public httplib::Stream {
     return static_cast<ssize_t>(n);
   }
   ssize_t write(const char* ptr, size_t size) override {
+    if (c_->ssl != nullptr) return Tls(false, const_cast<char*>(ptr), size);
     for (;;) {
       const ssize_t n = ::send(c_->fd, ptr, size, MSG_NOSIGNAL);
       if (n >= 0) return n;
@@ -130,11 +164,33 @@ class ConnStream final : public httplib::Stream {
  private:
   // recv with the read stall limit: -1 on a timeout or an error, 0 at EOF.
   ssize_t Recv(char* ptr, size_t size) {
+    if (c_->ssl != nullptr) return Tls(true, ptr, size);
     for (;;) {
       const ssize_t n = ::recv(c_->fd, ptr, size, 0);
       if (n >= 0) return n;
       if (errno == EINTR) continue;
       if (errno != EAGAIN || !WaitFor(c_->fd, POLLIN, read_ms_)) return -1;
+    }
+  }
+
+  // SSL_read / SSL_write with the stall limits: -1 on a timeout or an
+  // error, 0 at the peer's close_notify (or EOF).
+  ssize_t Tls(bool reading, char* ptr, size_t size) {
+    const int n = static_cast<int>(std::min<size_t>(size, 1 << 30));
+    for (;;) {
+      ERR_clear_error();
+      const int r =
+          reading ? SSL_read(c_->ssl, ptr, n) : SSL_write(c_->ssl, ptr, n);
+      if (r > 0) return r;
+      const int e = SSL_get_error(c_->ssl, r);
+      if (e == SSL_ERROR_ZERO_RETURN) return 0;
+      if (e == SSL_ERROR_WANT_READ) {
+        if (!WaitFor(c_->fd, POLLIN, read_ms_)) return -1;
+      } else if (e == SSL_ERROR_WANT_WRITE) {
+        if (!WaitFor(c_->fd, POLLOUT, write_ms_)) return -1;
+      } else if (!(e == SSL_ERROR_SYSCALL && errno == EINTR)) {
+        return -1;
+      }
     }
   }
 
@@ -148,14 +204,8 @@ HttpServer::HttpServer(const HttpServerOptions& options, RequestFn serve,
                        MetricsRegistry* metrics)
     : options_(options),
       serve_(std::move(serve)),
-      open_(metrics->AddGauge("latentd_http_connections",
-                              "Open HTTP connections")),
-      refused_(metrics->AddCounter(
-          "latentd_http_connections_refused_total",
-          "HTTP connections closed at once: max connections were open")),
-      timed_out_(metrics->AddCounter(
-          "latentd_http_connections_timed_out_total",
-          "HTTP connections closed after their idle timeout")) {}
+      metrics_(metrics, "http", options.max_connections,
+               options.max_connections_per_address) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -262,24 +312,39 @@ void HttpServer::AcceptAll() {
       }
       return;  // EAGAIN: all taken
     }
-    uint64_t id = 0;  // none: over the cap (only this thread adds)
+    std::string remote_ip;
+    int remote_port = 0;
+    Address(peer, &remote_ip, &remote_port);
+    uint64_t id = 0;  // none: over a cap (only this thread adds)
+    std::string_view refusal = kRefused;
     {
       absl::MutexLock lock(&mu_);
-      if (conns_.size() < static_cast<size_t>(options_.max_connections)) {
+      auto from = per_address_.find(remote_ip);
+      if (conns_.size() >= static_cast<size_t>(options_.max_connections)) {
+        metrics_.refused_max->Add();
+      } else if (options_.max_connections_per_address > 0 &&
+                 from != per_address_.end() &&
+                 from->second >= options_.max_connections_per_address) {
+        metrics_.refused_per_address->Add();
+        refusal = RefusedFromAddress();
+      } else {
         id = next_id_++;
       }
     }
     if (id == 0) {
-      refused_->Add();
-      (void)!::send(fd, kRefused, sizeof(kRefused) - 1,
-                    MSG_NOSIGNAL | MSG_DONTWAIT);
+      // A TLS client could not read a plain answer: it only sees the close.
+      if (!options_.tls) {
+        (void)!::send(fd, refusal.data(), refusal.size(),
+                      MSG_NOSIGNAL | MSG_DONTWAIT);
+      }
       ::close(fd);
       continue;
     }
     auto c = std::make_shared<HttpConnection>(fd, id);
     const int yes = 1;  // no Nagle/delayed-ACK stalls on small answers
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
-    Address(peer, &c->remote_ip, &c->remote_port);
+    c->remote_ip = std::move(remote_ip);
+    c->remote_port = remote_port;
     sockaddr_storage local{};
     len = sizeof(local);
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
@@ -290,8 +355,9 @@ void HttpServer::AcceptAll() {
     ev.events = kArmed;
     ev.data.u64 = c->id;
     if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) == 0) {
+      ++per_address_[c->remote_ip];
       conns_.emplace(c->id, c);
-      open_->Set(static_cast<double>(conns_.size()));
+      metrics_.open->Set(static_cast<double>(conns_.size()));
     }
   }
 }
@@ -304,7 +370,7 @@ void HttpServer::CloseIdle() {
     if (!c->busy && c->idle_since < cutoff) closing.push_back(c);
   }
   for (const auto& c : closing) Drop(c->id);
-  timed_out_->Add(closing.size());
+  metrics_.timed_out->Add(closing.size());
 }
 
 void HttpServer::WorkerLoop() {
@@ -331,7 +397,65 @@ void HttpServer::WorkerLoop() {
   }
 }
 
+HttpServer::TlsStep HttpServer::Handshake(Conn* c) {
+  if (c->ssl == nullptr) {
+    unsigned char first = 0;
+    const ssize_t n = ::recv(c->fd, &first, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return TlsStep::kWait;
+    if (n <= 0) return TlsStep::kFailed;  // gone before its first byte
+    if (!sync::LooksLikeTlsHandshake(first)) {
+      // Plain HTTP: read what it sent (so that the close is no reset
+      // that loses the answer), say where HTTPS is, close.
+      char sink[4096];
+      for (int i = 0; i < 16; ++i) {
+        if (::recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0) break;
+      }
+      (void)!::send(c->fd, HttpsOnly().data(), HttpsOnly().size(),
+                    MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::shutdown(c->fd, SHUT_WR);
+      return TlsStep::kFailed;
+    }
+    c->ssl = SSL_new(options_.tls->native());
+    if (c->ssl == nullptr || SSL_set_fd(c->ssl, c->fd) != 1) {
+      log::Warning("latentd http", absl::StrCat("TLS: cannot start a session: ",
+                                                sync::TakeOpenSslError()));
+      return TlsStep::kFailed;
+    }
+    SSL_set_accept_state(c->ssl);
+  }
+  for (;;) {
+    ERR_clear_error();
+    const int r = SSL_do_handshake(c->ssl);
+    if (r == 1) {
+      c->tls_ready = true;
+      return TlsStep::kDone;
+    }
+    const int e = SSL_get_error(c->ssl, r);
+    if (e == SSL_ERROR_WANT_READ) return TlsStep::kWait;
+    if (e == SSL_ERROR_WANT_WRITE &&
+        WaitFor(c->fd, POLLOUT, Millis(options_.write_timeout))) {
+      continue;
+    }
+    log::Debug("latentd http", absl::StrCat("TLS handshake with ", c->remote_ip,
+                                            ":", c->remote_port, " failed: ",
+                                            sync::TakeOpenSslError()));
+    return TlsStep::kFailed;
+  }
+}
+
 void HttpServer::Serve(const std::shared_ptr<Conn>& c) {
+  if (options_.tls && !c->tls_ready) {
+    const TlsStep step = Handshake(c.get());
+    absl::MutexLock lock(&mu_);
+    if (step == TlsStep::kFailed) {
+      Drop(c->id);
+    } else {
+      // Idle until the (next) bytes; a handshake keeps the connect time, so
+      // the idle timeout bounds all of it.
+      Rearm(c, step == TlsStep::kDone ? absl::Now() : c->idle_since);
+    }
+    return;
+  }
   ConnStream stream(c.get(), Millis(options_.read_timeout),
                     Millis(options_.write_timeout));
   bool keep = true;
@@ -339,13 +463,23 @@ void HttpServer::Serve(const std::shared_ptr<Conn>& c) {
     const bool stopping = stopping_.load(std::memory_order_acquire);
     bool closed = false;
     keep = serve_(stream, stopping, &closed) && !closed && !stopping;
-  } while (keep && c->begin < c->end);  // a pipelined request, read already
+    // Until no pipelined request is read already (by us or by TLS).
+  } while (keep && (c->begin < c->end ||
+                    (c->ssl != nullptr && SSL_pending(c->ssl) > 0)));
   absl::MutexLock lock(&mu_);
-  if (keep && !stopping_.load(std::memory_order_acquire)) {
+  if (keep) {
+    Rearm(c, absl::Now());
+  } else {
+    Drop(c->id);
+  }
+}
+
+void HttpServer::Rearm(const std::shared_ptr<Conn>& c, absl::Time since) {
+  if (!stopping_.load(std::memory_order_acquire)) {
     // Idle again; re-armed under mu_ so that CloseIdle cannot close the
     // socket in between.
     c->busy = false;
-    c->idle_since = absl::Now();
+    c->idle_since = since;
     epoll_event ev{};
     ev.events = kArmed;
     ev.data.u64 = c->id;
@@ -358,8 +492,12 @@ void HttpServer::Drop(uint64_t id) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second->fd, nullptr);
+  auto from = per_address_.find(it->second->remote_ip);
+  if (from != per_address_.end() && --from->second <= 0) {
+    per_address_.erase(from);
+  }
   conns_.erase(it);
-  open_->Set(static_cast<double>(conns_.size()));
+  metrics_.open->Set(static_cast<double>(conns_.size()));
 }
 
 void HttpServer::Stop() {

@@ -15,8 +15,15 @@
 //   - once it has bytes, one worker reads the request, runs the handler and
 //     writes the answer; a read or write that makes no progress for
 //     read_timeout / write_timeout drops the connection;
-//   - at most max_connections are open; a connection beyond that is
-//     answered 503 and closed at once, never queued.
+//   - at most max_connections are open, and max_connections_per_address
+//     from one client address; a connection beyond either is answered 503
+//     (without TLS) and closed at once, never queued.
+// TLS (options.tls): a new connection's first byte tells a TLS client from
+// a plaintext one; a plaintext one is answered a plain 400 that starts
+// "This port serves HTTPS" and closed. The TLS handshake runs in steps on
+// the workers as its bytes come, so a connection that stalls mid-handshake
+// holds no thread either; the whole handshake must end within idle_timeout
+// of the connect.
 // The listening socket sets SO_REUSEADDR only (a port in use is an error,
 // never shared) and listens with listen_backlog.
 //
@@ -38,7 +45,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "service/internal/connection_metrics.h"
 #include "service/metrics.h"
+#include "sync/tls.h"
 
 namespace httplib {
 class Stream;
@@ -52,7 +61,10 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;     // 0 picks a free port (see port())
   int threads = 8;  // workers serving requests; idle connections need none
-  int max_connections = 512;
+  int max_connections = 4096;
+  int max_connections_per_address = 512;  // 0: no cap
+  // Non-null (sync::TlsContext::ForServer): HTTPS only.
+  std::shared_ptr<const sync::TlsContext> tls;
   int listen_backlog = 1024;
   absl::Duration idle_timeout = absl::Seconds(5);   // between requests
   absl::Duration read_timeout = absl::Seconds(5);   // no byte in a request
@@ -70,7 +82,8 @@ class HttpServer {
  public:
   // Binds options.host:port and starts the threads. kUnavailable naming the
   // address if it cannot be bound (in use, not local) or listened on.
-  // Registers its metrics (latentd_http_*) in *metrics, which, like
+  // Registers its metrics (latentd_connections*{listener="http"},
+  // service/internal/connection_metrics.h) in *metrics, which, like
   // `serve`'s captures, must outlive the server.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
       const HttpServerOptions& options, RequestFn serve,
@@ -97,15 +110,20 @@ class HttpServer {
   // Serves `c`'s requests while it has bytes buffered, then makes it idle
   // again or drops it.
   void Serve(const std::shared_ptr<Conn>& c);
+  // TLS: one step of `c`'s handshake. kWait: it needs more bytes (the
+  // connection goes back to idle); kFailed: drop it.
+  enum class TlsStep { kDone, kWait, kFailed };
+  TlsStep Handshake(Conn* c);
+  // Puts `c` back into the epoll set, idle (since `since`), or drops it.
+  void Rearm(const std::shared_ptr<Conn>& c, absl::Time since)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes `id` from the epoll set and the table (its socket closes when
   // the last reference goes).
   void Drop(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const HttpServerOptions options_;
   const RequestFn serve_;
-  Gauge* open_;         // latentd_http_connections
-  Counter* refused_;    // latentd_http_connections_refused_total
-  Counter* timed_out_;  // latentd_http_connections_timed_out_total
+  ConnectionMetrics metrics_;
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // eventfd, readable once Stop() begins
@@ -117,6 +135,8 @@ class HttpServer {
   absl::flat_hash_map<uint64_t, std::shared_ptr<Conn>> conns_
       ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;  // 0 is the wake fd
+  // Open connections per client IP address.
+  absl::flat_hash_map<std::string, int> per_address_ ABSL_GUARDED_BY(mu_);
 
   std::thread acceptor_;
   std::vector<std::thread> workers_;

@@ -7,7 +7,8 @@ on three themes, 3 topics, 20 sweeps, after which sampling stops and the
 model only moves by merged ingests. Every client call is exercised, with
 its errors (unknown topic, word and user, empty document, bad and missing
 token, a role too low, an unreachable daemon, a timeout, a non-JSON
-answer); export_model's paging, restarts and checks also against a fake
+answer); TLS (ca_file=, https://, a wrong CA, plain http at an HTTPS
+port) against a second daemon with a test CA; export_model's paging, restarts and checks also against a fake
 daemon serving a moving or damaged model; the pandas DataFrames when
 pandas is installed (else that test is skipped, saying so).
 
@@ -55,7 +56,7 @@ _daemon = None  # the module's Daemon
 class Daemon:
     """One latentd process in a temporary directory."""
 
-    def __init__(self, binary):
+    def __init__(self, binary, extra_args=()):
         self.dir = tempfile.mkdtemp(prefix="latentd_client_test.")
         self.data_dir = os.path.join(self.dir, "node")
         self.log_path = os.path.join(self.dir, "latentd.log")
@@ -70,7 +71,7 @@ class Daemon:
             [binary, "--data-dir", self.data_dir, "--corpus", corpus,
              "--topics", str(TOPICS), "--max-sweeps", str(SWEEPS),
              "--http", "127.0.0.1:0", "--listen", "127.0.0.1:0",
-             "--api-tokens", tokens],
+             "--api-tokens", tokens, *extra_args],
             stdout=self._log, stderr=subprocess.STDOUT)
         self.address = self._wait_for_address()
 
@@ -494,6 +495,86 @@ class Transport(unittest.TestCase):
                 c.list_topics()
             self.assertEqual(e.exception.code, "UNKNOWN")
             self.assertIn("is not JSON", e.exception.message)
+
+
+def make_test_ca(directory):
+    """A test CA (ca.pem), a second CA (other-ca.pem) and a server
+    certificate for IP 127.0.0.1 signed by the first (server.pem,
+    server.key), made with the openssl CLI in `directory`."""
+    def run(*args):
+        subprocess.run(["openssl", *args], check=True, cwd=directory,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for name in ("ca", "other-ca"):
+        run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            "-subj", f"/CN=latentd test {name}", "-keyout", f"{name}.key",
+            "-out", f"{name}.pem")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=latentd node",
+        "-keyout", "server.key", "-out", "server.csr")
+    with open(os.path.join(directory, "san.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey",
+        "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "san.ext",
+        "-out", "server.pem")
+
+
+class Tls(unittest.TestCase):
+    """A daemon with --tls-cert: ca_file= and https:// verify it; another
+    CA's trust, and plain http://, fail with FAILED_PRECONDITION saying
+    why; the token is still wanted over TLS."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.pki = tempfile.mkdtemp(prefix="latentd_client_tls.")
+        make_test_ca(cls.pki)
+        cls.ca = os.path.join(cls.pki, "ca.pem")
+        cls.daemon = Daemon(os.environ["LATENTD_BIN"], [
+            "--tls-cert", os.path.join(cls.pki, "server.pem"),
+            "--tls-key", os.path.join(cls.pki, "server.key")])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.daemon.stop()
+        shutil.rmtree(cls.pki, ignore_errors=True)
+
+    def test_verified(self):
+        c = latentd.Client(self.daemon.address, token=READ, ca_file=self.ca)
+        self.assertTrue(c.url.startswith("https://127.0.0.1:"))
+        self.assertEqual(c.status().topics, TOPICS)
+        url = latentd.Client("https://" + self.daemon.address, token=READ,
+                             ca_file=self.ca)
+        self.assertEqual(url.status().topics, TOPICS)
+
+    def test_other_ca(self):
+        c = latentd.Client(self.daemon.address, token=READ,
+                           ca_file=os.path.join(self.pki, "other-ca.pem"))
+        with self.assertRaises(latentd.InvalidArgumentError) as e:
+            c.status()
+        self.assertEqual(e.exception.code, "FAILED_PRECONDITION")
+        self.assertIn("does not verify against the CA in", str(e.exception))
+
+    def test_system_cas_do_not_know_the_test_ca(self):
+        c = latentd.Client("https://" + self.daemon.address, token=READ)
+        with self.assertRaises(latentd.InvalidArgumentError) as e:
+            c.status()
+        self.assertIn("system's CAs", str(e.exception))
+
+    def test_plain_http_is_told(self):
+        c = latentd.Client(self.daemon.address, token=READ, timeout=10)
+        started = time.monotonic()
+        with self.assertRaises(latentd.InvalidArgumentError) as e:
+            c.status()
+        self.assertLess(time.monotonic() - started, 5)
+        self.assertEqual(e.exception.code, "FAILED_PRECONDITION")
+        self.assertIn("serves HTTPS only", str(e.exception))
+
+    def test_token_still_wanted(self):
+        c = latentd.Client(self.daemon.address, token="", ca_file=self.ca)
+        with self.assertRaises(latentd.AuthenticationError):
+            c.status()
+
+    def test_ca_file_needs_tls(self):
+        with self.assertRaises(ValueError):
+            latentd.Client("http://" + self.daemon.address, ca_file=self.ca)
 
 
 class FakeDaemon:

@@ -4,6 +4,9 @@
 #ifndef LATENTD_TESTS_SERVICE_GATEWAY_TEST_UTIL_H_
 #define LATENTD_TESTS_SERVICE_GATEWAY_TEST_UTIL_H_
 
+#include <unistd.h>
+
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -28,6 +31,20 @@ struct HttpReply {
 };
 // GET http://127.0.0.1:port/path on a fresh connection, with a timeout.
 HttpReply HttpGet(int port, const std::string& path, double timeout_s = 5);
+
+// Seconds of the steady clock since `t`.
+inline double SecondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
+      .count();
+}
+
+// Sockets (file descriptors) closed at scope end.
+struct Sockets {
+  ~Sockets() {
+    for (int fd : fds) ::close(fd);
+  }
+  std::vector<int> fds;
+};
 
 // A TCP connection to 127.0.0.1:port (blocking connect); -1 on failure.
 int ConnectLoopback(int port);

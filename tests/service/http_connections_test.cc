@@ -32,18 +32,6 @@ using service::HttpGateway;
 using service::HttpOptions;
 using Clock = std::chrono::steady_clock;
 
-double SecondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Sockets closed at scope end.
-struct Sockets {
-  ~Sockets() {
-    for (int fd : fds) ::close(fd);
-  }
-  std::vector<int> fds;
-};
-
 // Reads until EOF, an error or `timeout_s`; *eof says whether it ended in
 // EOF (or a reset) before the timeout.
 std::string ReadAll(int fd, double timeout_s, bool* eof) {
@@ -84,16 +72,22 @@ class ConnectionsTest : public ::testing::Test {
     gateway_ = std::move(*g);
     port_ = gateway_->port();
   }
+  // The HTTP listener's metrics (service/internal/connection_metrics.h).
   double Gauge(const std::string& name) {
-    return metrics_.AddGauge(name, "")->value();
+    return metrics_.AddGauge(name, "", R"(listener="http")")->value();
   }
-  uint64_t Counter(const std::string& name) {
-    return metrics_.AddCounter(name, "")->value();
+  uint64_t Counter(const std::string& name, const std::string& reason = "") {
+    return metrics_
+        .AddCounter(name, "",
+                    reason.empty() ? std::string(R"(listener="http")")
+                                   : absl::StrCat(R"(listener="http",reason=")",
+                                                  reason, "\""))
+        ->value();
   }
   // Waits (up to 5 s) until the gateway holds `n` open connections.
   bool WaitOpen(int n) {
     const auto start = Clock::now();
-    while (Gauge("latentd_http_connections") != n) {
+    while (Gauge("latentd_connections") != n) {
       if (SecondsSince(start) > 5) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -140,7 +134,7 @@ TEST_F(ConnectionsTest, IdleConnectionsDoNotDelayARealClient) {
     EXPECT_EQ(res->status, 200);
   }
   EXPECT_LT(SecondsSince(start), 2.0);
-  EXPECT_EQ(Gauge("latentd_http_connections"), 301);
+  EXPECT_EQ(Gauge("latentd_connections"), 301);
 }
 
 TEST_F(ConnectionsTest, OverTheCapIsRefusedAtOnce) {
@@ -159,7 +153,8 @@ TEST_F(ConnectionsTest, OverTheCapIsRefusedAtOnce) {
   EXPECT_TRUE(eof);
   EXPECT_LT(SecondsSince(start), kPrompt);
   EXPECT_EQ(answer.rfind("HTTP/1.1 503 ", 0), 0u) << answer;
-  EXPECT_EQ(Counter("latentd_http_connections_refused_total"), 1u);
+  EXPECT_EQ(Counter("latentd_connections_refused_total", "max_connections"),
+            1u);
   // A slot freed is a slot for the next client.
   ::close(idle.fds.back());
   idle.fds.pop_back();
@@ -184,7 +179,7 @@ TEST_F(ConnectionsTest, IdleConnectionsAreClosedAfterTheIdleTimeout) {
   }
   EXPECT_GT(SecondsSince(start), 0.8);
   EXPECT_LT(SecondsSince(start), 3.0);
-  EXPECT_EQ(Counter("latentd_http_connections_timed_out_total"), 2u);
+  EXPECT_EQ(Counter("latentd_connections_timed_out_total"), 2u);
   EXPECT_TRUE(WaitOpen(0));
 }
 

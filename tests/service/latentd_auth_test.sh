@@ -6,7 +6,8 @@
 # (PERMISSION_DENIED / 403); a write token ingests but cannot checkpoint;
 # admin checkpoints; --token wins over LATENTD_TOKEN; /healthz, /readyz and
 # /metrics are open by default and want a read token with open-health off;
-# a bad tokens file is a start-up error naming file:line.
+# a bad tokens file is a start-up error naming file:line; SIGHUP reloads
+# the file (a bad one keeps the tokens).
 # Usage: latentd_auth_test.sh LATENTD LATENTCTL
 set -euo pipefail
 LATENTD=$1
@@ -117,5 +118,24 @@ start --open-health off
 [ "$(code /healthz -H "Authorization: Bearer $READ")" = 200 ] || fail "/healthz with a read token"
 code /readyz -H "Authorization: Bearer $READ" >/dev/null
 grep -q "ready" "$DIR/body" || fail "/readyz with a read token: $(cat "$DIR/body")"
+
+# SIGHUP reads the tokens file again: a new token works at once, a removed
+# one no longer does; a bad file keeps the tokens and the log says why.
+NEWREAD=new-read-token-0123456789abcdef
+printf 'read %s\nadmin %s\n' "$NEWREAD" "$ADMIN" >"$DIR/tokens"
+kill -HUP "$PID"
+for _ in $(seq 100); do grep -q "api-tokens $DIR/tokens: 2 tokens" "$DIR/latentd.log" && break; sleep 0.1; done
+grep -q "api-tokens $DIR/tokens: 2 tokens" "$DIR/latentd.log" || fail "no reload line"
+"$CTL" status --addr "$TCP" --token "$NEWREAD" | grep -q "^topics: 10$" || fail "new token after SIGHUP"
+"$CTL" status --addr "$TCP" --token "$READ" 2>"$DIR/e" && fail "removed token still accepted"
+grep -q "knows no such token" "$DIR/e" || fail "removed token: $(cat "$DIR/e")"
+[ "$(code /healthz -H "Authorization: Bearer $NEWREAD")" = 200 ] || fail "HTTP new token after SIGHUP"
+printf 'read %s\nowner %s-x\n' "$READ" "$READ" >"$DIR/tokens"
+kill -HUP "$PID"
+for _ in $(seq 100); do grep -q "api-tokens not reloaded" "$DIR/latentd.log" && break; sleep 0.1; done
+grep -q "api-tokens not reloaded, the tokens loaded before stay: $DIR/tokens:2: unknown role 'owner'" \
+  "$DIR/latentd.log" || fail "bad file on SIGHUP: $(tail -3 "$DIR/latentd.log")"
+"$CTL" status --addr "$TCP" --token "$NEWREAD" | grep -q "^topics: 10$" || fail "tokens lost on a bad reload"
+"$CTL" status --addr "$TCP" --token "$READ" 2>/dev/null && fail "bad file's token accepted"
 stop
 echo PASS

@@ -1,0 +1,69 @@
+// The connection metrics every API listener reports, labelled by listener
+// ("http", "tcp"; the cluster's sync port "sync"):
+//   latentd_connections{listener}                   open now (gauge)
+//   latentd_connections_max{listener}               the cap (gauge)
+//   latentd_connections_max_per_address{listener}   the per-client cap
+//   latentd_connections_refused_total{listener,reason}
+//       closed at once: reason="max_connections" or "per_address"
+//   latentd_connections_timed_out_total{listener}   closed as idle
+// A cap of 0 means none.
+//
+// Thread-safety: the pointers are the registry's metrics (atomics).
+#ifndef LATENTD_SERVICE_INTERNAL_CONNECTION_METRICS_H_
+#define LATENTD_SERVICE_INTERNAL_CONNECTION_METRICS_H_
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "service/metrics.h"
+#include "sync/transport.h"
+
+namespace latentd::service::internal {
+
+struct ConnectionMetrics {
+  ConnectionMetrics(MetricsRegistry* m, const std::string& listener,
+                    int max_connections, int max_per_address) {
+    const std::string l = absl::StrCat("listener=\"", listener, "\"");
+    open = m->AddGauge("latentd_connections",
+                       "Connections open now, per listener", l);
+    m->AddGauge("latentd_connections_max",
+                "Connections a listener keeps open at once (0: no cap)", l)
+        ->Set(max_connections);
+    m->AddGauge("latentd_connections_max_per_address",
+                "Connections a listener keeps open from one client address "
+                "(0: no cap)",
+                l)
+        ->Set(max_per_address);
+    refused_max = m->AddCounter(
+        "latentd_connections_refused_total",
+        "Connections closed at once by a cap (reason: max_connections, "
+        "per_address)",
+        absl::StrCat(l, ",reason=\"max_connections\""));
+    refused_per_address =
+        m->AddCounter("latentd_connections_refused_total", "",
+                      absl::StrCat(l, ",reason=\"per_address\""));
+    timed_out = m->AddCounter("latentd_connections_timed_out_total",
+                              "Connections closed after their idle timeout", l);
+  }
+
+  // Mirrors a sync::Server's counters (call from a metrics collector).
+  void MirrorFrom(const sync::TransportStats& s) const {
+    open->Set(static_cast<double>(
+        s.connections_open.load(std::memory_order_relaxed)));
+    refused_max->SetTotal(
+        s.connections_refused_max.load(std::memory_order_relaxed));
+    refused_per_address->SetTotal(
+        s.connections_refused_per_address.load(std::memory_order_relaxed));
+    timed_out->SetTotal(
+        s.connections_idle_closed.load(std::memory_order_relaxed));
+  }
+
+  Gauge* open;
+  Counter* refused_max;
+  Counter* refused_per_address;
+  Counter* timed_out;
+};
+
+}  // namespace latentd::service::internal
+
+#endif  // LATENTD_SERVICE_INTERNAL_CONNECTION_METRICS_H_
