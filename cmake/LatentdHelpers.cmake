@@ -33,6 +33,13 @@ function(latentd_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
+  # A unit GoogleTest binary also gets the label unit_gtest and joins the
+  # target unit_gtests: what the sanitizer run of ops/test.sh builds and runs
+  # (the unit tests that are scripts around latentd are left to the main run).
+  if("unit" IN_LIST ARG_LABELS)
+    list(APPEND ARG_LABELS unit_gtest)
+    set_property(GLOBAL APPEND PROPERTY LATENTD_UNIT_GTESTS ${name})
+  endif()
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}"
                        TIMEOUT ${ARG_TIMEOUT}
                        ENVIRONMENT "LATENTD_DATA_DIR=${PROJECT_SOURCE_DIR}/../shared/data")

@@ -25,6 +25,11 @@
 #            chromium (headless: tests/service/status_page_test.sh loads the
 #            daemon's status page in a real browser and checks the DOM after
 #            its scripts ran; without it that test is skipped)
+#   sanitizers: clang (clang-14: libFuzzer harnesses of tests/fuzz/ and the
+#            ASan/UBSan and TSan builds of ops/test.sh, ops/fuzz.sh,
+#            ops/tsan.sh), libclang-rt-14-dev (the sanitizer and libFuzzer
+#            runtimes; clang only recommends it, and this script installs
+#            without recommends)
 #   python:  python3 (the Python client, python/latentd, and its tests in
 #            tests/python), python3-pandas (only so those tests also cover
 #            its DataFrame path; the client itself does not need pandas)
@@ -42,6 +47,7 @@ PACKAGES=(
   libcpp-httplib-dev libsystemd-dev
   libgtest-dev libgmock-dev libbenchmark-dev systemd dpkg-dev chromium
   openssl curl
+  clang libclang-rt-14-dev
   python3 python3-pandas
 )
 # The quickstart fetches its corpus with npm; a machine whose Node.js came from

@@ -1,12 +1,43 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine: install dependencies
 # (Redis included, for the cluster tests), build everything in Release, run
-# every ctest test (labels unit, slow; cluster once it exists).
+# every ctest test (labels unit, slow, cluster, fault); then the sanitizer
+# run: the unit GoogleTest binaries (ctest label unit_gtest) and the
+# libFuzzer harnesses built with clang, ASan and UBSan in BUILD-asan, the
+# unit tests run there, and every harness fuzzed for FUZZ_SECONDS
+# (ops/fuzz.sh). Prints how long each phase took.
 # Usage: ops/test.sh [build-dir] (default: build-test)
+# Environment: SANITIZERS=0 skips the sanitizer run; FUZZ_SECONDS (default
+# 5) per harness.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-test}
+FUZZ_SECONDS=${FUZZ_SECONDS:-5}
+phase() {
+  printf 'test.sh: %-34s %4ds\n' "$1" "$((SECONDS - start))"
+  start=$SECONDS
+}
+start=$SECONDS
 ops/install-deps.sh
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$BUILD" -j"$(nproc)"
+phase "release build"
 ctest --test-dir "$BUILD" -j"$(nproc)" --output-on-failure
+phase "release tests"
+if [ "${SANITIZERS:-1}" = "0" ]; then exit 0; fi
+
+ASAN_BUILD="$BUILD-asan"
+CC=clang CXX=clang++ cmake -S . -B "$ASAN_BUILD" -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLATENTD_SANITIZE=address,undefined \
+  -DLATENTD_BUILD_FUZZERS=ON -DLATENTD_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build "$ASAN_BUILD" -j"$(nproc)" --target unit_gtests fuzzers
+phase "asan+ubsan build (unit, fuzzers)"
+# kernel_test is left out: pure arithmetic (chi-square checks of the
+# samplers' draws, no memory or threading that the sanitizers would judge),
+# over 5 minutes under ASan; the Release run has it.
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir "$ASAN_BUILD" -L unit_gtest -E '^kernel_test$' \
+  -j"$(nproc)" --output-on-failure
+phase "asan+ubsan unit tests"
+FUZZ_BUILD="$ASAN_BUILD" FUZZ_NO_BUILD=1 ops/fuzz.sh "$FUZZ_SECONDS"
+phase "fuzzers (${FUZZ_SECONDS}s each)"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# ThreadSanitizer run of the multi-threaded tests: the sampling pipeline
+# (trainer_test: oneTBB parallel_pipeline, the count updater, the table's
+# lock-free readers), the synchronizer and owner shards (sync_* unit tests:
+# rounds, replies, hand-offs, the Asio transport) and the service core
+# (service_unit_test, service_ingest_fold_in_test, service_dir_watcher_test:
+# training thread, views, ingestion, queries). Built with clang in a build
+# directory of its own (default build-tsan). Not part of ops/test.sh: a
+# TSan build and run take long on 2 cores; run it after a change to
+# threading.
+#
+# Debian's oneTBB, Abseil and protobuf are not TSan-instrumented, so a race
+# report whose every frame is inside them (not latentd code) is suspect;
+# tsan.supp lists the ones examined (see docs/latentd.md, "Sanitizers").
+#
+# Usage: ops/tsan.sh [ctest -R regex]   (default: the tests above)
+# Environment: TSAN_BUILD (default build-tsan), TSAN_JOBS (default nproc).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${TSAN_BUILD:-build-tsan}
+JOBS=${TSAN_JOBS:-$(nproc)}
+TESTS=(trainer_test sync_transport_test sync_synchronizer_test
+       sync_owner_handoff_test sync_synced_table_test sync_peer_auth_test
+       service_unit_test service_ingest_fold_in_test service_dir_watcher_test)
+REGEX=${1:-^($(IFS='|'; echo "${TESTS[*]}"))\$}
+
+CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLATENTD_SANITIZE=thread \
+  -DLATENTD_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build "$BUILD" -j"$JOBS" --target "${TESTS[@]}"
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0:second_deadlock_stack=1:suppressions=$PWD/ops/tsan.supp}
+# A race report makes the test fail (exit 66) even if its assertions pass.
+ctest --test-dir "$BUILD" -R "$REGEX" -j"$JOBS" --output-on-failure \
+  --timeout 900
