@@ -100,6 +100,9 @@ absl::Status PosixWriteFile::WriteRaw(const char* data, size_t n) {
 
 absl::Status PosixWriteFile::Append(std::string_view data) {
   if (fd_ < 0) return absl::FailedPreconditionError("file closed: " + path_);
+  // An empty piece (an empty vector's bytes) may have a null data(), which
+  // memcpy must not get even for 0 bytes (UBSan).
+  if (data.empty()) return absl::OkStatus();
   if (used_ + data.size() <= kWriteBufferBytes) {
     std::memcpy(buf_.get() + used_, data.data(), data.size());
     used_ += data.size();

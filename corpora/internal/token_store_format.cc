@@ -193,7 +193,9 @@ absl::Status DecodeBlockPayload(const BlockHeader& h, std::string_view payload,
   const size_t nd = h.num_docs, nt = h.num_tokens;
   const char* p = payload.data();
   std::vector<uint32_t> lengths(3 * nd);
-  std::memcpy(lengths.data(), p, 4 * lengths.size());
+  // An empty batch (or one without tokens) is valid; memcpy must not see
+  // the null data() of an empty vector even for 0 bytes (UBSan).
+  if (nd > 0) std::memcpy(lengths.data(), p, 4 * lengths.size());
   p += 4 * lengths.size();
   uint64_t token_sum = 0, string_sum = 0;
   batch->doc_offsets.resize(nd + 1);
@@ -207,7 +209,7 @@ absl::Status DecodeBlockPayload(const BlockHeader& h, std::string_view payload,
     return BlockDamage(path, block, "inconsistent lengths");
   }
   batch->words.resize(nt);
-  std::memcpy(batch->words.data(), p, 4 * nt);
+  if (nt > 0) std::memcpy(batch->words.data(), p, 4 * nt);
   p += 4 * nt;
   batch->topics.resize(nt);
   uint32_t max_word = 0, max_topic = 0;

@@ -240,6 +240,33 @@ TEST_F(FileTokenStoreTest, ReopenSeesCommittedData) {
   ExpectSameBatch((*batches)[2], MakeBatch(2));
 }
 
+// Found by the ASan+UBSan unit run (issue 16): appending a batch without
+// documents, or documents without tokens, passed an empty vector's null
+// data() to memcpy in the writer (PosixWriteFile::Append) and the reader
+// (DecodeBlockPayload): undefined behaviour, caught only by UBSan.
+TEST_F(FileTokenStoreTest, EmptyBatchesRoundTripRegression) {
+  const std::string path = dir_.File("empty.lts");
+  {
+    auto store = CreateFileTokenStore(path, Meta());
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto writer = (*store)->Rewrite(Meta());
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE((*writer)->Append(DocBatch()).ok());  // no documents
+    DocBatch no_tokens;
+    no_tokens.AddDocument("d", "", {}, {});
+    ASSERT_TRUE((*writer)->Append(no_tokens).ok());
+    ASSERT_TRUE((*writer)->Commit().ok());
+  }
+  auto store = OpenFileTokenStore(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto batches = ReadAll(**store);
+  ASSERT_TRUE(batches.ok()) << batches.status();
+  ASSERT_EQ(batches->size(), 2u);
+  EXPECT_EQ((*batches)[0].num_docs(), 0u);
+  EXPECT_EQ((*batches)[1].num_docs(), 1u);
+  EXPECT_EQ((*batches)[1].num_tokens(), 0u);
+}
+
 TEST_F(FileTokenStoreTest, CreateNeedsDirectoryAndReplacesOnlyOnCommit) {
   EXPECT_EQ(
       CreateFileTokenStore(dir_.File("no/such/s.lts"), Meta()).status().code(),

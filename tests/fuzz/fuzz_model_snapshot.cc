@@ -1,9 +1,9 @@
 // libFuzzer harness: the model snapshot reader (ModelSnapshot::Load, and
 // VerifyFile on what Load accepts) on a file of arbitrary bytes. When the
 // first input byte is odd the trailing XXH64 is recomputed, so the decoder
-// behind the checksum sees the bytes. What Load accepts is a model that can be used: offsets
-// and topics in range, α of length K, and it serializes back to the same
-// file.
+// behind the checksum sees the bytes. What Load accepts is a model that can be
+// used: offsets and topics in range, α of length K, and it serializes back to
+// the same file.
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -200,10 +200,14 @@ void CorporaSeeds(const std::string& tmp) {
       b.Clear();
       b.AddDocument("d3", "u2", w2, t2);
       (void)(*writer)->Append(b);
+      (void)(*writer)->Append(DocBatch());
       (void)(*writer)->Commit();
     }
   }
-  Seed("fuzz_token_store", "store", ReadFile(store_path));
+  const std::string store_bytes = ReadFile(store_path);
+  Seed("fuzz_token_store", "store", std::string(1, '\0') + store_bytes);
+  Seed("fuzz_token_store", "store_fixsum",
+       std::string(1, '\x01') + store_bytes);
 
   // An ingest log of three records.
   const std::string log_path = tmp + "/ingest.log";
