@@ -129,6 +129,34 @@ absl::Status CheckTotals(const api::ExportModelResponse& first,
   return absl::OkStatus();
 }
 
+// A cluster node's words in canonical order (ExportModelResponse.cluster):
+// sorted by their bytes, without the words that have no count.
+void SortClusterWords(FetchedModel* m) {
+  const ModelSnapshot& s = m->snapshot;
+  std::vector<WordId> order;
+  for (WordId w = 0; w < s.vocab_size; ++w) {
+    if (s.word_offsets[w + 1] > s.word_offsets[w]) order.push_back(w);
+  }
+  std::sort(order.begin(), order.end(), [m](WordId a, WordId b) {
+    return m->vocab.word(a) < m->vocab.word(b);
+  });
+  ModelSnapshot sorted = s;
+  sorted.vocab_size = static_cast<uint32_t>(order.size());
+  sorted.word_offsets.assign(1, 0);
+  sorted.entries.clear();
+  Vocabulary vocab;
+  for (WordId w : order) {
+    vocab.Add(m->vocab.word(w));
+    sorted.entries.insert(
+        sorted.entries.end(),
+        s.entries.begin() + static_cast<ptrdiff_t>(s.word_offsets[w]),
+        s.entries.begin() + static_cast<ptrdiff_t>(s.word_offsets[w + 1]));
+    sorted.word_offsets.push_back(sorted.entries.size());
+  }
+  m->snapshot = std::move(sorted);
+  m->vocab = std::move(vocab);
+}
+
 // One fetch from word 0 to the end: the model, or where it moved.
 absl::StatusOr<std::variant<FetchedModel, Moved>> FetchOnce(
     ApiClient* api, const FetchOptions& o) {
@@ -156,6 +184,7 @@ absl::StatusOr<std::variant<FetchedModel, Moved>> FetchOnce(
     }
   } while (next < m.snapshot.vocab_size);
   LATENTD_RETURN_IF_ERROR(CheckTotals(first, &m));
+  if (first.cluster()) SortClusterWords(&m);
   return m;
 }
 
@@ -270,7 +299,9 @@ CLI::App* AddExportCommand(CLI::App* app, ExportCommandOptions* o) {
       "export",
       "Write the model a running latentd serves (--addr) into --out in "
       "train's text formats (vocab.txt, word_topic_counts.tsv, alpha.txt, "
-      "topics.txt), fetched page by page from one model version; or write "
+      "topics.txt), fetched page by page from one model version (from a "
+      "cluster node: words sorted, those with no count left out, the same "
+      "on every node once drained); or write "
       "a trained model directory DIR in the files another tool reads "
       "(--format pyldavis: pyldavis.json, the arguments of pyLDAvis.prepare "
       "| mallet: mallet_topic_keys.txt, mallet_doc_topics.txt, "

@@ -7,6 +7,10 @@
 // different model versions are never mixed: the fetch starts over, a few
 // times at most, and then fails saying that training is moving the model.
 //
+// From a cluster node (ExportModelResponse.cluster) the words come sorted
+// by their bytes, without the words that have no count: every node of a
+// drained cluster gives the same files.
+//
 // Example: latentctl export --addr 127.0.0.1:7071 --out /tmp/model
 //
 // Given a model directory instead (`latentctl export DIR --format F`), it

@@ -13,13 +13,29 @@ namespace latentd {
 
 SyncedTopicTable::SyncedTopicTable(TopicTable* table,
                                    std::vector<sync::Key> word_keys)
+    : SyncedTopicTable(table, std::move(word_keys), {}, /*grows=*/false) {}
+
+SyncedTopicTable::SyncedTopicTable(TopicTable* table,
+                                   std::vector<sync::Key> word_keys,
+                                   std::vector<std::string> word_names)
+    : SyncedTopicTable(table, std::move(word_keys), std::move(word_names),
+                       /*grows=*/true) {}
+
+SyncedTopicTable::SyncedTopicTable(TopicTable* table,
+                                   std::vector<sync::Key> word_keys,
+                                   std::vector<std::string> word_names,
+                                   bool grows)
     : table_(table),
+      totals_index_(word_keys.size()),
+      grows_(grows),
       word_keys_(std::move(word_keys)),
+      word_names_(std::move(word_names)),
       pending_word_(table->vocab_size(), false),
       pending_totals_(table->num_topics(), 0),
       range_(word_keys_.size()),
       totals_change_(table->num_topics(), 0) {
   LATENTD_CHECK(word_keys_.size() == table_->vocab_size());
+  LATENTD_CHECK(!grows_ || word_names_.size() == word_keys_.size());
   // The owners know nothing yet: the first change of a key is all of it
   // (the totals follow from the rows when the log is folded).
   absl::MutexLock l(&log_mu_);
@@ -29,6 +45,18 @@ SyncedTopicTable::SyncedTopicTable(TopicTable* table,
       log_.push_back({word, k, n});
     });
   }
+}
+
+void SyncedTopicTable::AddWords(std::span<const sync::Key> keys,
+                                std::span<const std::string> names) {
+  LATENTD_CHECK(grows_ && keys.size() == names.size());
+  LATENTD_CHECK(table_->vocab_size() == word_keys_.size() + keys.size());
+  absl::MutexLock l(&mu_);
+  absl::MutexLock f(&fold_mu_);
+  word_keys_.insert(word_keys_.end(), keys.begin(), keys.end());
+  word_names_.insert(word_names_.end(), names.begin(), names.end());
+  pending_word_.resize(word_keys_.size(), false);
+  range_.resize(word_keys_.size());
 }
 
 void SyncedTopicTable::MarkApplied(std::span<const WordTopicDelta> applied) {
@@ -178,10 +206,10 @@ bool SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
     ready_.swap(compacted_);
     garbage_ = 0;
   }
-  out->insert(out->end(), listed_.begin(), listed_.end());
+  for (uint32_t w : listed_) out->push_back(static_cast<uint32_t>(IndexOf(w)));
   for (int64_t c : totals_change_) {
     if (c != 0) {
-      out->push_back(static_cast<uint32_t>(word_keys_.size()));
+      out->push_back(static_cast<uint32_t>(totals_index_));
       break;
     }
   }
@@ -190,7 +218,7 @@ bool SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
 
 uint32_t SyncedTopicTable::DirtyWeight(size_t index) const {
   absl::MutexLock f(&fold_mu_);
-  if (index < word_keys_.size()) return range_[index].weight;
+  if (index != totals_index_) return range_[WordOf(index)].weight;
   uint64_t weight = 0;
   for (int64_t c : totals_change_) weight += std::abs(c);
   return static_cast<uint32_t>(std::min<uint64_t>(weight, UINT32_MAX));
@@ -199,14 +227,14 @@ uint32_t SyncedTopicTable::DirtyWeight(size_t index) const {
 void SyncedTopicTable::TakeChange(size_t index, sync::SparseVector* out) {
   out->clear();
   absl::MutexLock f(&fold_mu_);
-  if (index == word_keys_.size()) {
+  if (index == totals_index_) {
     for (TopicId k = 0; k < table_->num_topics(); ++k) {
       if (totals_change_[k] != 0) out->push_back({k, totals_change_[k]});
       totals_change_[k] = 0;
     }
     return;
   }
-  Range& r = range_[index];
+  Range& r = range_[WordOf(index)];
   for (uint32_t b = r.begin; b < r.begin + r.size; ++b) {
     out->push_back({ready_[b].topic, int64_t{ready_[b].delta}});
   }
@@ -218,14 +246,14 @@ void SyncedTopicTable::TakeChange(size_t index, sync::SparseVector* out) {
 void SyncedTopicTable::Read(size_t index, sync::SparseVector* out) const {
   out->clear();
   absl::MutexLock l(&mu_);
-  if (index == word_keys_.size()) {
+  if (index == totals_index_) {
     for (TopicId k = 0; k < table_->num_topics(); ++k) {
       const int64_t c = table_->TopicTotal(k) + pending_totals_[k];
       if (c != 0) out->push_back({k, c});
     }
     return;
   }
-  const auto w = static_cast<WordId>(index);
+  const WordId w = WordOf(index);
   table_->ForEachNonZero(w, [&](TopicId k, Count c) {
     out->push_back({k, int64_t{c}});
   });
@@ -264,13 +292,13 @@ void SyncedTopicTable::EnqueueCorrection(size_t index,
   if (correction.empty()) return;
   absl::MutexLock l(&mu_);
   has_pending_.store(true, std::memory_order_release);
-  if (index == word_keys_.size()) {
+  if (index == totals_index_) {
     for (const sync::SparseEntry& e : correction) {
       pending_totals_[e.topic] += e.count;
     }
     return;
   }
-  const auto w = static_cast<WordId>(index);
+  const WordId w = WordOf(index);
   if (pending_word_[w]) {
     pending_resort_ = true;
   } else {

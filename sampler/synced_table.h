@@ -1,8 +1,15 @@
 // SyncedTopicTable: the sampler's TopicTable seen as the keyed Abelian table
 // the cluster synchronizer works on (sync/abelian_table.h).
 //
-// Key index w < vocab_size is the row of WordId w (its key is the word's
-// xxh64 key); index vocab_size is the topic totals (sync::kTopicTotalsKey).
+// Key index w < V0 (the vocabulary at construction) is the row of WordId w
+// (its key is the word's xxh64 key); index V0 is the topic totals
+// (sync::kTopicTotalsKey); words added later (AddWords) come after it:
+// index V0 + 1 + j is WordId V0 + j.
+//
+// Growing (constructed with the words' names): the table holds every word
+// of the cluster (AbelianTable::GrowsKeys). The node adds words through
+// Synchronizer::AddKeys, whose callback resizes the TopicTable and calls
+// AddWords.
 // Corrections from the synchronizer are queued here and applied by the
 // table's single writer: the pipeline's count updater calls ApplyPending()
 // after each batch (SweepPipeline::SetCountUpdaterHook), and the node calls
@@ -30,6 +37,7 @@
 #include <atomic>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -46,12 +54,32 @@ class SyncedTopicTable final : public sync::AbelianTable {
   // `table` (not owned) must outlive this. word_keys[w] is the key of
   // WordId w. REQUIRES: word_keys.size() == table->vocab_size().
   SyncedTopicTable(TopicTable* table, std::vector<sync::Key> word_keys);
+  // A growing table: word_names[w] is WordId w's word (its key's name).
+  // REQUIRES: word_names.size() == word_keys.size().
+  SyncedTopicTable(TopicTable* table, std::vector<sync::Key> word_keys,
+                   std::vector<std::string> word_names);
 
   size_t num_keys() const override { return word_keys_.size() + 1; }
   sync::Key key(size_t index) const override {
-    return index < word_keys_.size() ? word_keys_[index]
-                                     : sync::kTopicTotalsKey;
+    return index == totals_index_ ? sync::kTopicTotalsKey
+                                  : word_keys_[WordOf(index)];
   }
+  // The key index of WordId w, and the topic totals'.
+  size_t IndexOf(WordId w) const { return w < totals_index_ ? w : w + 1; }
+  size_t totals_index() const { return totals_index_; }
+  size_t num_words() const { return word_keys_.size(); }
+  bool GrowsKeys() const override { return grows_; }
+  std::string KeyName(size_t index) const override {
+    return index == totals_index_ || !grows_ ? std::string()
+                                             : word_names_[WordOf(index)];
+  }
+  // Appends words (empty rows, no change) with these keys and names.
+  // REQUIRES: GrowsKeys(); the TopicTable already resized to num_words() +
+  // keys.size() words; called only inside Synchronizer::AddKeys's
+  // callback, by the table's writer (no sweep running): nothing else may
+  // call this table meanwhile.
+  void AddWords(std::span<const sync::Key> keys,
+                std::span<const std::string> names);
   uint32_t dimension() const override { return table_->num_topics(); }
   // O(row + queued corrections): change mode never calls it in a round.
   void Read(size_t index, sync::SparseVector* out) const override;
@@ -93,8 +121,19 @@ class SyncedTopicTable final : public sync::AbelianTable {
   absl::Mutex* layout_mutex() { return &mu_; }
 
  private:
+  SyncedTopicTable(TopicTable* table, std::vector<sync::Key> word_keys,
+                   std::vector<std::string> word_names, bool grows);
+  // WordId of a key index other than the totals'.
+  WordId WordOf(size_t index) const {
+    return static_cast<WordId>(index < totals_index_ ? index : index - 1);
+  }
+
   TopicTable* const table_;
-  const std::vector<sync::Key> word_keys_;
+  const size_t totals_index_;
+  const bool grows_;
+  // Grow only in AddWords (see there).
+  std::vector<sync::Key> word_keys_;
+  std::vector<std::string> word_names_;  // growing tables only
   mutable absl::Mutex mu_;
   // Queued corrections of word rows, as they came (a log, so queueing
   // costs no allocation per key). Each correction is canonical, so while

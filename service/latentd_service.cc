@@ -146,9 +146,10 @@ void LatentdService::RegisterMetrics(MetricsRegistry* metrics) {
       r.AddCounter("latentd_merge_errors_total", "Failed merges (retried)");
   m_.duplicates = r.AddCounter("latentd_ingest_duplicates_total",
                                "Redelivered documents dropped");
-  m_.dropped = r.AddCounter(
-      "latentd_ingest_dropped_total",
-      "Cluster mode: forwarded documents with no word this node holds");
+  m_.words_adopted = r.AddCounter(
+      "latentd_cluster_words_adopted_total",
+      "Cluster mode: words other nodes brought that this node added to its "
+      "vocabulary");
   m_.forwarded =
       r.AddCounter("latentd_ingest_forwarded_total",
                    "Cluster mode: users' events forwarded to their owner node");
@@ -381,6 +382,7 @@ void LatentdService::TrainLoop() {
     {
       absl::MutexLock lock(&train_mu_);
       absl::Status merged = MergePending();
+      if (merged.ok()) merged = AdoptClusterWords();
       if (!merged.ok()) {
         m_.merge_errors->Add();
         LogWarning(
@@ -538,11 +540,6 @@ absl::Status LatentdService::MergePending() {
     }
   }
   if (batch.empty()) return absl::OkStatus();
-  if (link_ != nullptr) {
-    // The vocabulary is frozen: records replayed from before the cluster
-    // may hold words the synchronized table has no row for.
-    for (IngestRecord& r : batch) KeepKnownWords(&r.words);
-  }
   // Words first: vocab.txt must cover the store version that uses them.
   const size_t old_size = vocab_.size();
   for (const IngestRecord& r : batch) {
@@ -552,6 +549,9 @@ absl::Status LatentdService::MergePending() {
   if (vocab_.size() != old_size) {
     LATENTD_RETURN_IF_ERROR(vocab_.Save(paths.vocab()));
   }
+  // In a cluster the new words become keys of the synchronized table
+  // before their counts go in (ClusterApplyMerge).
+  if (link_ != nullptr) LATENTD_RETURN_IF_ERROR(GrowClusterTable());
   // With sampling stopped no sweep would revisit a random start: new tokens
   // are folded in against the model as it is (and join it, so the counts
   // stay those of the store).
@@ -632,8 +632,17 @@ absl::Status LatentdService::Publish() {
 absl::Status LatentdService::WriteCheckpoint() {
   ModelPaths paths(options_.data_dir);
   std::string warning;
-  LATENTD_RETURN_IF_ERROR(
-      SaveCheckpoint(trainer_->Snapshot(), paths, &warning));
+  ModelSnapshot snapshot = trainer_->Snapshot();
+  // A cluster node's table also holds words its store does not use (other
+  // nodes'): a checkpoint covers the store's words, so that it fits the
+  // store on a restart (the others come back from their owners).
+  const uint32_t store_words = trainer_->store()->meta().vocab_size;
+  if (snapshot.vocab_size > store_words) {
+    snapshot.vocab_size = store_words;
+    snapshot.word_offsets.resize(store_words + 1);
+    snapshot.entries.resize(snapshot.word_offsets.back());
+  }
+  LATENTD_RETURN_IF_ERROR(SaveCheckpoint(snapshot, paths, &warning));
   if (!warning.empty()) LogWarning(warning);
   checkpoint_sweep_ = trainer_->sweep();
   checkpoint_sweep_seen_ = checkpoint_sweep_;

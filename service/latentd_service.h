@@ -30,9 +30,9 @@
 // training cluster (DESIGN.md, "Many nodes") over its own token store. Its
 // table is kept in step with the cluster's global counts by a ClusterLink;
 // a user's events and profile live on the user's owner by the ring, and
-// the other nodes forward them there over the API. Limits: the vocabulary
-// is frozen when the node joins (ingested words it does not hold are
-// dropped); the sampler's Vβ uses this node's vocabulary. Members join a
+// the other nodes forward them there over the API. The vocabulary grows
+// cluster-wide (AdoptClusterWords): a word ingested on any node reaches
+// every node's table, vocabulary and views. Members join a
 // running cluster (ClusterLinkOptions::join, admitted by an operator) and
 // leave it when an operator removes them (drop: LeaveCluster); a node that
 // crashed or stopped rejoins when started again from its data directory
@@ -201,13 +201,8 @@ class LatentdService {
 
   // ---- For the stream and directory ingesters. ----
   // Tokenizes `text` as the corpus was; kInvalidArgument if no word is left.
-  // In cluster mode it also drops the words this node's frozen vocabulary
-  // lacks, and fails if none is left, unless `forwarded`: a document another
-  // node forwarded here was checked against that node's vocabulary and is
-  // already acknowledged there, so IngestRecords drops it (counted in
-  // latentd_ingest_dropped_total) instead of failing the whole request.
   absl::StatusOr<std::vector<std::string>> TokenizeDocument(
-      std::string_view text, bool forwarded = false) const;
+      std::string_view text) const;
   // Appends records (their words already tokenized) durably, then queues
   // them for the next merge. Records whose source was already ingested are
   // dropped (returned count excludes them).
@@ -217,10 +212,7 @@ class LatentdService {
   // forwarded to it (unless `route` is false: the caller is the forwarding
   // node); a forward that fails fails the call (records forwarded before it
   // stay accepted by their owners, which drop them if sent again with the
-  // same source). Records routed here keep only the words this node's
-  // vocabulary holds, and are dropped if none is left (logged, counted in
-  // latentd_ingest_dropped_total); records to route were tokenized by
-  // TokenizeDocument, which keeps only those already.
+  // same source).
   struct LogRange {
     uint64_t first = 0;
     uint64_t last = 0;
@@ -303,8 +295,14 @@ class LatentdService {
   // drop, takes its documents' counts out of the model, leaves the ring,
   // and calls options_.on_left_cluster.
   absl::Status LeaveCluster() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Drops words outside the frozen vocabulary; false if none is left.
-  bool KeepKnownWords(std::vector<std::string>* words) const;
+  // Cluster mode: adds the words the owners sent that this node lacks to
+  // its vocabulary, then grows the table (GrowClusterTable). Training
+  // thread, no sweep running.
+  absl::Status AdoptClusterWords() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Cluster mode: grows the table to the vocabulary (new words: empty rows)
+  // and makes the new words keys of the synchronized table, routed to their
+  // owners (ClusterLink::GrowKeys). No sweep running.
+  absl::Status GrowClusterTable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // Forwards the records of users owned elsewhere (removing them from
   // *records); adds the number their owners accepted to *accepted.
   absl::Status ForwardToOwners(std::vector<IngestRecord>* records,
@@ -393,8 +391,9 @@ class LatentdService {
   // training thread, started after JoinCluster, reads them directly.
   std::unique_ptr<SyncedTopicTable> synced_;  // over trainer_'s table
   std::unique_ptr<ClusterLink> link_;
-  std::unique_ptr<const Vocabulary> frozen_vocab_;
   std::atomic<bool> joined_{false};
+  // Keys whose name does not hash to them (a peer's error), warned once.
+  absl::flat_hash_set<sync::Key> misnamed_ ABSL_GUARDED_BY(train_mu_);
   // link_ once joined (acquire), else nullptr.
   ClusterLink* JoinedLink() const {
     return joined_.load(std::memory_order_acquire) ? link_.get() : nullptr;
@@ -432,7 +431,7 @@ class LatentdService {
     Counter* merged;
     Counter* merge_errors;
     Counter* duplicates;
-    Counter* dropped;
+    Counter* words_adopted;
     Counter* forwarded;
     Counter* checkpoints;
     Counter* snapshots_refused;

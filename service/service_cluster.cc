@@ -96,10 +96,16 @@ absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
   }
   absl::MutexLock lock(&train_mu_);
   TopicTable* table = trainer_->mutable_table();
+  // Every word of the cluster, named, so that words any node brings reach
+  // this one (AdoptClusterWords).
   std::vector<sync::Key> keys(table->vocab_size());
-  for (WordId w = 0; w < keys.size(); ++w) keys[w] = vocab_.key(w);
-  frozen_vocab_ = std::make_unique<const Vocabulary>(vocab_);
-  synced_ = std::make_unique<SyncedTopicTable>(table, std::move(keys));
+  std::vector<std::string> names(table->vocab_size());
+  for (WordId w = 0; w < keys.size(); ++w) {
+    keys[w] = vocab_.key(w);
+    names[w] = vocab_.word(w);
+  }
+  synced_ = std::make_unique<SyncedTopicTable>(table, std::move(keys),
+                                               std::move(names));
   SweepPipeline* pipeline = trainer_->pipeline();
   pipeline->SetCountUpdaterHook(
       [this](TopicTable*, std::span<const WordTopicDelta> applied) {
@@ -116,7 +122,6 @@ absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
     pipeline->SetCountUpdaterHook(nullptr);
     pipeline->SetQuiesceMutex(nullptr);
     synced_.reset();
-    frozen_vocab_.reset();
     return link.status();
   }
   link_ = std::move(*link);
@@ -198,12 +203,43 @@ absl::Status LatentdService::ClusterApplyMerge(const MergeResult& merged) {
   return absl::OkStatus();
 }
 
-bool LatentdService::KeepKnownWords(std::vector<std::string>* words) const {
-  if (JoinedLink() == nullptr) return !words->empty();
-  std::erase_if(*words, [this](const std::string& w) {
-    return !frozen_vocab_->Find(w).has_value();
+absl::Status LatentdService::AdoptClusterWords() {
+  if (link_ == nullptr || cluster_left_) return absl::OkStatus();
+  const size_t before = vocab_.size();
+  for (const auto& [key, word] : link_->ForeignWords()) {
+    if (HashWord(word) != key) {
+      if (misnamed_.insert(key).second) {
+        LogWarning(absl::StrCat("cluster: key ", key, " came named '", word,
+                                "', which is another word's key; ignored"));
+      }
+      continue;
+    }
+    vocab_.Add(word);
+  }
+  LATENTD_RETURN_IF_ERROR(GrowClusterTable());
+  if (vocab_.size() > before) {
+    m_.words_adopted->Add(vocab_.size() - before);
+    pending_merged_ = true;  // publish the new words
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LatentdService::GrowClusterTable() {
+  const size_t from = synced_->num_words();
+  const size_t to = vocab_.size();
+  if (to <= from) return absl::OkStatus();
+  std::vector<sync::Key> keys;
+  std::vector<std::string> names;
+  for (size_t w = from; w < to; ++w) {
+    keys.push_back(vocab_.key(static_cast<WordId>(w)));
+    names.push_back(vocab_.word(static_cast<WordId>(w)));
+  }
+  TopicTable* table = trainer_->mutable_table();
+  return link_->GrowKeys([&]() -> absl::Status {
+    table->Resize(to);
+    synced_->AddWords(keys, names);
+    return absl::OkStatus();
   });
-  return !words->empty();
 }
 
 absl::StatusOr<ApiClient*> LatentdService::PeerClient(

@@ -44,6 +44,7 @@ absl::StatusOr<api::ExportModelResponse> LatentdService::ExportModel(
   resp.set_beta(m.beta);
   resp.set_vocabulary(m.vocab_size);
   resp.set_first_word(first);
+  resp.set_cluster(options_.cluster_mode);
   if (first == 0) {
     resp.mutable_alpha()->Add(m.alpha.begin(), m.alpha.end());
     resp.mutable_topic_tokens()->Add(v->totals.begin(), v->totals.end());

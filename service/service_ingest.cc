@@ -13,7 +13,7 @@
 namespace latentd::service {
 
 absl::StatusOr<std::vector<std::string>> LatentdService::TokenizeDocument(
-    std::string_view text, bool forwarded) const {
+    std::string_view text) const {
   if (text.size() > options_.max_text_bytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("text of ", text.size(), " bytes is over the limit of ",
@@ -23,11 +23,6 @@ absl::StatusOr<std::vector<std::string>> LatentdService::TokenizeDocument(
   if (words.empty()) {
     return absl::InvalidArgumentError(
         "empty document: no words left after tokenization");
-  }
-  if (!forwarded && !KeepKnownWords(&words)) {
-    return absl::InvalidArgumentError(
-        "no word of the document is in this cluster node's vocabulary (it "
-        "is fixed when the node joins a cluster)");
   }
   return words;
 }
@@ -41,21 +36,8 @@ absl::StatusOr<uint64_t> LatentdService::IngestRecords(
     std::vector<IngestRecord> records, LogRange* appended, bool route) {
   LATENTD_RETURN_IF_ERROR(CheckJoined());
   uint64_t forwarded = 0;
-  if (JoinedLink() != nullptr) {
-    if (route) {
-      // Tokenized here (TokenizeDocument): only words this node holds.
-      LATENTD_RETURN_IF_ERROR(ForwardToOwners(&records, &forwarded));
-    } else {
-      // Forwarded here, checked against the sender's vocabulary.
-      std::erase_if(records, [this](IngestRecord& r) {
-        if (KeepKnownWords(&r.words)) return false;
-        m_.dropped->Add();
-        LogWarning(
-            absl::StrCat("dropped document '", r.doc_id, "' of user '", r.user,
-                         "': none of its words is in this node's vocabulary"));
-        return true;
-      });
-    }
+  if (JoinedLink() != nullptr && route) {
+    LATENTD_RETURN_IF_ERROR(ForwardToOwners(&records, &forwarded));
   }
   {
     absl::MutexLock lock(&pending_mu_);
@@ -100,8 +82,7 @@ absl::StatusOr<api::IngestResponse> LatentdService::Ingest(
   std::vector<IngestRecord> records;
   for (int i = 0; i < request.documents_size(); ++i) {
     const api::Document& d = request.documents(i);
-    absl::StatusOr<std::vector<std::string>> words =
-        TokenizeDocument(d.text(), /*forwarded=*/request.local());
+    absl::StatusOr<std::vector<std::string>> words = TokenizeDocument(d.text());
     if (!words.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "document ", i, " (id '", d.id(), "'): ", words.status().message()));

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace latentd::sync {
@@ -45,8 +46,10 @@ class AbelianTable {
  public:
   virtual ~AbelianTable() = default;
 
-  // The number of keys this node holds, fixed for the table's lifetime.
-  // Keys are addressed by index 0..num_keys()-1 below.
+  // The number of keys this node holds. Keys are addressed by index
+  // 0..num_keys()-1 below. Fixed, unless the table grows (GrowsKeys): then
+  // it grows only inside Synchronizer::AddKeys's callback, by appending.
+  // REQUIRES: concurrent calls see a size that does not change under them.
   virtual size_t num_keys() const = 0;
   virtual Key key(size_t index) const = 0;
   // K: every topic index is < dimension().
@@ -109,6 +112,22 @@ class AbelianTable {
   virtual void TakeChange(size_t index, SparseVector* out) {
     (void)index;
     out->clear();
+  }
+
+  // Growing key sets (docs/latentd.md, "Growing vocabulary in a
+  // cluster"). A table that returns true wants every key of the cluster,
+  // not just those it writes: the synchronizer asks the owners for every
+  // key (DeltaBatch.all_keys), tells them each key's name (KeyName) the
+  // first time it sends the key, keeps the changes of keys this table does
+  // not hold aside with their names (Synchronizer::ForeignKeys), and adds
+  // keys through Synchronizer::AddKeys, whose callback appends them to the
+  // table (existing indices keep their keys). REQUIRES: TracksChanges().
+  virtual bool GrowsKeys() const { return false; }
+  // The name of key index `index` (a word's UTF-8 form; "" if it has
+  // none). REQUIRES: index < num_keys().
+  virtual std::string KeyName(size_t index) const {
+    (void)index;
+    return {};
   }
 };
 

@@ -18,6 +18,9 @@ namespace {
 constexpr size_t kProbeAhead = 12;
 constexpr size_t kFindAhead = 8;
 
+// The longest key name (a word) a batch may give.
+constexpr size_t kMaxNameBytes = 4096;
+
 // Looks up keys(0), keys(1), ... in `map` in that order, ahead of use:
 // At(i) returns keys(i)'s value (nullptr if absent when it was looked up,
 // kFindAhead steps earlier) after calling found(value) on the value of
@@ -138,6 +141,18 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
         absl::StrCat("delta batch has ", batch.keys_size(), " keys but ",
                      batch.known_versions_size(), " known versions"));
   }
+  if (batch.name_keys_size() != batch.names_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("delta batch names ", batch.name_keys_size(),
+                     " keys with ", batch.names_size(), " names"));
+  }
+  for (const std::string& name : batch.names()) {
+    if (name.empty() || name.size() > kMaxNameBytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("delta batch holds a key name of ", name.size(),
+                       " bytes (1 to ", kMaxNameBytes, " allowed)"));
+    }
+  }
   absl::flat_hash_set<Key> seen;
   seen.reserve(batch.keys_size());
   for (int i = 0; i < batch.keys_size(); ++i) {
@@ -227,7 +242,9 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
   SparseBlock* out = reply->mutable_globals();
   const bool versioned = batch.known_versions_size() > 0;
   for (int i = 0; i < batch.keys_size(); ++i) {
-    GlobalValue& g = globals_[batch.keys(i)];
+    auto [it, created] = globals_.try_emplace(batch.keys(i));
+    GlobalValue& g = it->second;
+    if (created) g.holders |= all_keys_ & ~bit;
     deltas.Next(&d);
     g.holders |= bit;
     g.pending &= ~bit;  // this reply carries it if it changed
@@ -378,9 +395,15 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
       me.changed.push_back(key);
     }
   };
+  if (batch.all_keys() && (all_keys_ & bit) == 0) HoldAllKeys(slot);
   SparseVector v;
   std::vector<std::pair<Key, SparseVector>> handed_back;
   if (duplicate) {
+    // Names that lost reply carried go out again with the changes.
+    for (Key k : me.last_named) {
+      auto it = globals_.find(k);
+      if (it != globals_.end()) it->second.named &= ~bit;
+    }
     // The reply that carried these may be lost: they go out again, with
     // what came since.
     BlockReader last(me.last_changes, dimension_);
@@ -400,6 +423,7 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
   // A new sequence confirms the last reply.
   me.last_keys.clear();
   me.last_changes.Clear();
+  me.last_named.clear();
   BlockReader deltas(batch.deltas(), dimension_);
   const size_t n = static_cast<size_t>(batch.keys_size());
   globals_.reserve(globals_.size() + n);  // no rehash: LookAhead's pointers
@@ -428,6 +452,9 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
     // off: nothing to note for it here.
     if (duplicate && found == nullptr) continue;
     GlobalValue& g = found != nullptr ? *found : globals_[key];
+    // A new key: every all-keys holder holds it from its start (nothing
+    // unseen yet; this delta reaches them below).
+    if (found == nullptr) g.holders |= all_keys_ & ~bit;
     if ((g.holders & bit) == 0) {
       // New to this sender: it lacks the global so far.
       g.holders |= bit;
@@ -442,6 +469,12 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
       NotifyHolders(key, &g, v, bit);
       AddTo(&ContributedOf(&g, slot), v);
     }
+  }
+  for (int j = 0; j < batch.name_keys_size(); ++j) {
+    auto it = globals_.find(batch.name_keys(j));
+    if (it == globals_.end()) continue;
+    if (it->second.name.empty()) it->second.name = batch.names(j);
+    it->second.named |= bit;
   }
   SparseBlock* out = reply->mutable_changes();
   // The reply's changes: the slot, the unseen array and the change itself
@@ -467,6 +500,12 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
     reply->add_changed_keys(k);
     AppendToBlock(u, out);
     u.clear();  // keeps its buffer for the next change
+    if ((all_keys_ & bit) != 0 && (g->named & bit) == 0 && !g->name.empty()) {
+      reply->add_name_keys(k);
+      reply->add_names(g->name);
+      g->named |= bit;
+      me.last_named.push_back(k);
+    }
   }
   me.changed.clear();
   for (const auto& [k, change] : handed_back) {
@@ -476,6 +515,22 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
   me.last_keys.assign(reply->changed_keys().begin(),
                       reply->changed_keys().end());
   me.last_changes = *out;
+}
+
+void OwnerShard::HoldAllKeys(int s) {
+  const uint64_t bit = uint64_t{1} << s;
+  Tracked& t = tracked_[s];
+  for (auto& [key, g] : globals_) {
+    if ((g.holders & bit) != 0) continue;
+    g.holders |= bit;
+    SparseVector& u = UnseenOf(&g, s);
+    ReadGlobal(g, &u);
+    if (!u.empty() && (g.pending & bit) == 0) {
+      g.pending |= bit;
+      t.changed.push_back(key);
+    }
+  }
+  all_keys_ |= bit;
 }
 
 int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation,
@@ -512,8 +567,11 @@ int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation,
       auto it = globals_.find(k);
       if (it != globals_.end()) it->second.pending &= ~bit;
     }
+    all_keys_ &= ~bit;
+    t.last_named.clear();
     if (changes || t.changes) {
       for (auto& [k, g] : globals_) {  // rare: O(keys)
+        g.named &= ~bit;
         if (changes) g.holders &= ~bit;
         if (g.unseen.size() > static_cast<size_t>(slot)) {
           g.unseen[slot].clear();

@@ -44,6 +44,15 @@
 // it held) is refused with kAborted and applies nothing; its sender
 // re-seeds the shard with its contributions (sync/synchronizer.h).
 //
+// Every key to every holder (growing vocabulary, docs/latentd.md "Growing
+// vocabulary"): a change-mode sender whose batches say all_keys is made a
+// holder of every key this shard has (its unseen change: the global) when
+// it first reaches the shard, and of every key created, imported or handed
+// in later, so that it learns keys it has never sent. The shard keeps each
+// key's name (the first a batch or hand-off gives it) and sends it with
+// the key's change to each such sender once (again if that reply was
+// lost).
+//
 // Thread-safety: thread-safe (one mutex; a batch is applied atomically).
 #ifndef LATENTD_SYNC_OWNER_SHARD_H_
 #define LATENTD_SYNC_OWNER_SHARD_H_
@@ -168,6 +177,10 @@ class OwnerShard {
     // Change mode, per tracked slot: the sum of the deltas its incarnation
     // applied to this key (taken out again if it restarts).
     std::vector<SparseVector> contributed;
+    // The key's name ("" until a batch or hand-off names it), and bit s:
+    // slot s has been told it (or told it to this shard).
+    std::string name;
+    uint64_t named = 0;
   };
   absl::flat_hash_map<Key, GlobalValue> globals_ ABSL_GUARDED_BY(mu_);
   // Highest sequence applied per (node id, incarnation).
@@ -185,7 +198,16 @@ class OwnerShard {
     // Change mode: the changes the last reply carried, unconfirmed.
     std::vector<Key> last_keys;
     SparseBlock last_changes;
+    // The keys whose names the last reply carried, unconfirmed.
+    std::vector<Key> last_named;
   };
+  // Bit s: tracked slot s asked for every key (DeltaBatch.all_keys) and
+  // holds every key of this shard.
+  uint64_t all_keys_ ABSL_GUARDED_BY(mu_) = 0;
+  // Makes slot s a holder of every key (its unseen change: the global),
+  // listing the keys with a non-zero global for its next reply, and sets
+  // its all_keys_ bit. O(keys), once per sender incarnation.
+  void HoldAllKeys(int s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<Tracked> tracked_ ABSL_GUARDED_BY(mu_);
   // The slot of a sender, -1 if untracked; resets the slot (to `changes`
   // mode) on a new incarnation. A freed slot (empty node_id) is reused.

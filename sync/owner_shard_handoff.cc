@@ -53,6 +53,7 @@ std::vector<KeyHandoff> OwnerShard::AdvanceEpoch(
     auto it = globals_.find(key);
     const GlobalValue& g = it->second;
     h.add_keys(key);
+    h.add_names(g.name);
     ReadGlobal(g, &global_);
     AppendToBlock(global_, h.mutable_globals());
     h.add_versions(g.version);
@@ -101,6 +102,10 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
     return absl::InvalidArgumentError(
         absl::StrCat("key hand-off: ", n, " keys, ", h.versions_size(),
                      " versions, ", h.holder_counts_size(), " holder counts"));
+  }
+  if (h.names_size() != 0 && h.names_size() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key hand-off: ", n, " keys, ", h.names_size(), " names"));
   }
   BlockReader globals(h.globals(), dimension_);
   LATENTD_RETURN_IF_ERROR(globals.Validate(static_cast<size_t>(n)));
@@ -241,6 +246,15 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
       }
       AddToGlobal(&g, theirs);
     }
+    if (h.names_size() != 0 && g.name.empty()) g.name = h.names(i);
+    // An all-keys holder that held the key on neither side lacks all of it.
+    for (uint64_t bits = all_keys_ & ~g.holders; bits != 0; bits &= bits - 1) {
+      const int slot = __builtin_ctzll(bits);
+      g.holders |= uint64_t{1} << slot;
+      SparseVector& mine = UnseenOf(&g, slot);
+      ReadGlobal(g, &mine);
+      if (!mine.empty()) list(key, &g, slot);
+    }
     g.version += h.versions(i) + 1;
     // What a superseded incarnation had given comes out, as any change.
     if (!retract.empty()) Retract(key, &g, retract);
@@ -251,9 +265,11 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
 
 void OwnerShard::ClearSlot(int s) {
   const uint64_t bit = uint64_t{1} << s;
+  all_keys_ &= ~bit;
   for (auto& [k, g] : globals_) {
     g.holders &= ~bit;
     g.pending &= ~bit;
+    g.named &= ~bit;
     if (g.unseen.size() > static_cast<size_t>(s)) g.unseen[s].clear();
     if (g.contributed.size() > static_cast<size_t>(s)) {
       g.contributed[s].clear();
@@ -264,6 +280,7 @@ void OwnerShard::ClearSlot(int s) {
   t.last_pushed.clear();
   t.last_keys.clear();
   t.last_changes.Clear();
+  t.last_named.clear();
 }
 
 void OwnerShard::RetractSender(const std::string& node_id) {

@@ -90,6 +90,7 @@ Synchronizer::Synchronizer(SynchronizerOptions options, AbelianTable* table,
     : options_(std::move(options)),
       table_(table),
       changes_(table->TracksChanges()),
+      grows_(changes_ && table->GrowsKeys()),
       x_old_(changes_ ? 0 : table->num_keys()),
       version_(changes_ ? 0 : table->num_keys(), 0),
       last_sent_clock_(table->num_keys(), 0),
@@ -99,6 +100,7 @@ Synchronizer::Synchronizer(SynchronizerOptions options, AbelianTable* table,
       contributed_(changes_ ? table->num_keys() : 0),
       received_(changes_ ? table->num_keys() : 0),
       reseed_(changes_ ? table->num_keys() : 0, 0),
+      named_(grows_ ? table->num_keys() : 0, 0),
       epoch_(options_.epoch),
       queued_(table->num_keys(), 0) {
   LATENTD_CHECK(key_owner_.size() == table->num_keys());
@@ -106,6 +108,7 @@ Synchronizer::Synchronizer(SynchronizerOptions options, AbelianTable* table,
     channels_.push_back(std::make_unique<Channel>());
     channels_.back()->owner = std::move(ch);
     channels_.back()->index = static_cast<uint32_t>(channels_.size() - 1);
+    route_.push_back(channels_.back()->index);
   }
   key_index_.reserve(key_owner_.size());
   for (size_t i = 0; i < key_owner_.size(); ++i) {
@@ -129,13 +132,14 @@ void Synchronizer::Stop() {
   }
   if (thread_.joinable()) thread_.join();
   absl::MutexLock l(&mu_);
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (const auto& c : channels_) {
-      if (c->busy) return false;
-    }
-    return true;
-  };
-  mu_.Await(absl::Condition(&idle));
+  mu_.Await(absl::Condition(this, &Synchronizer::AllIdle));
+}
+
+bool Synchronizer::AllIdle() const {
+  for (const auto& c : channels_) {
+    if (c->busy) return false;
+  }
+  return true;
 }
 
 void Synchronizer::Loop() {
@@ -188,6 +192,14 @@ void Synchronizer::AddKey(Channel* c, uint32_t i, const SparseVector& delta,
                           uint64_t clock, DeltaBatch* batch) {
   batch->add_keys(table_->key(i));
   if (!changes_) batch->add_known_versions(version_[i]);
+  if (grows_ && !named_[i]) {
+    named_[i] = 1;
+    std::string name = table_->KeyName(i);
+    if (!name.empty()) {
+      batch->add_name_keys(table_->key(i));
+      batch->add_names(std::move(name));
+    }
+  }
   AppendToBlock(delta, batch->mutable_deltas());
   c->inflight_keys.push_back(i);
   if (!delta.empty()) {
@@ -402,7 +414,12 @@ void Synchronizer::BuildReseedBatch(Channel* c, uint64_t clock,
   c->candidates.clear();
   SparseVector delta;
   absl::MutexLock l(&track_mu_);
+  // What the earlier process sent of keys the table does not hold goes
+  // back too: the new one sends their globals again.
+  absl::erase_if(foreign_,
+                 [c](const auto& f) { return f.second.channel == c->index; });
   for (uint32_t i : c->keys) {
+    if (grows_) named_[i] = 0;  // a new owner process: names again
     // An empty delta still registers the key: the owner answers with its
     // global.
     if (TakeReseed(i, &delta)) AddKey(c, i, delta, clock, batch);
@@ -435,6 +452,7 @@ void Synchronizer::SendRound(Channel* c) {
     c->inflight_all_keys = full;
     if (changes_) {
       batch.set_changes_only(true);
+      batch.set_all_keys(grows_);
       batch.set_owner_incarnation(c->owner_incarnation);
       c->inflight_all_keys = false;
       if (c->reseed) {
@@ -469,6 +487,14 @@ void Synchronizer::SendRound(Channel* c) {
 absl::Status Synchronizer::CheckReply(const Channel& c,
                                       const DeltaReply& reply) const {
   if (changes_) {
+    if (reply.name_keys_size() != reply.names_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("names ", reply.name_keys_size(), " keys with ",
+                       reply.names_size(), " names"));
+    }
+    for (const std::string& name : reply.names()) {
+      if (name.empty()) return absl::InvalidArgumentError("an empty key name");
+    }
     return BlockReader(reply.changes(), table_->dimension())
         .Validate(reply.changed_keys_size());
   }
@@ -544,6 +570,14 @@ void Synchronizer::ApplyChanges(Channel* c, const DeltaReply& reply,
     AddSparse(contributed_[i], change, +1, &sum);
     contributed_[i].swap(sum);
   }
+  if (grows_) {
+    for (int j = 0; j < reply.name_keys_size(); ++j) {
+      if (key_index_.contains(reply.name_keys(j))) continue;
+      Foreign& f = foreign_[reply.name_keys(j)];
+      if (f.name.empty()) f.name = reply.names(j);
+      f.channel = c->index;
+    }
+  }
   BlockReader changes(reply.changes(), table_->dimension());
   const int n = reply.changed_keys_size();
   for (int j = 0; j < n; ++j) {
@@ -556,7 +590,17 @@ void Synchronizer::ApplyChanges(Channel* c, const DeltaReply& reply,
     // Only keys this node holds. Not only this owner's: an owner that
     // handed a key off since (Reroute) answers a resent batch with the
     // change its lost reply carried, which no other owner will send.
-    if (it == key_index_.end()) continue;
+    // A growing table keeps the others aside until it adds them.
+    if (it == key_index_.end()) {
+      if (grows_ && !change.empty()) {
+        *quiet = false;
+        Foreign& f = foreign_[reply.changed_keys(j)];
+        AddSparse(f.change, change, +1, &sum);
+        f.change.swap(sum);
+        f.channel = c->index;
+      }
+      continue;
+    }
     if (change.empty()) continue;
     *quiet = false;
     table_->EnqueueCorrection(it->second, change);

@@ -51,6 +51,15 @@
 // out when the new one first reaches it (sync/owner_shard.h). Costs one
 // more sparse vector per key for each (about the table's own size).
 //
+// Growing key sets, change mode (AbelianTable::GrowsKeys; docs/latentd.md,
+// "Growing vocabulary in a cluster"). Batches ask the owners for every key
+// (DeltaBatch.all_keys) and carry the name of each key the first time it
+// goes to its current owner. A reply's change of a key the table does not
+// hold is kept aside, summed, with the name the owner sent
+// (ForeignKeys); AddKeys lets the table append keys and takes those
+// changes into the new keys as received corrections, so the table's value
+// is again contributed + received + not yet sent.
+//
 // Thread-safety: all public methods are thread-safe.
 #ifndef LATENTD_SYNC_SYNCHRONIZER_H_
 #define LATENTD_SYNC_SYNCHRONIZER_H_
@@ -61,6 +70,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -200,6 +210,21 @@ class Synchronizer {
                        const std::vector<std::string>& lost = {});
   uint64_t epoch() const { return epoch_.load(std::memory_order_relaxed); }
 
+  // Growing tables only: the keys replies brought that the table does not
+  // hold and whose names are known, with their names (a snapshot).
+  std::vector<std::pair<Key, std::string>> ForeignKeys();
+  // Growing tables only: waits until no round runs and, starting none
+  // meanwhile, calls grow(), which appends keys to the table (and may only
+  // do that); then routes each new key to owner(key), an index into the
+  // channels of the current epoch (those given to the constructor or the
+  // last Reroute), and takes the changes kept aside for it (ForeignKeys)
+  // into the table as received corrections. grow()'s error is returned
+  // (the table must then be unchanged). kFailedPrecondition unless the
+  // table grows. REQUIRES: owner(key) < the number of those channels;
+  // not called concurrently with Reroute.
+  absl::Status AddKeys(const std::function<absl::Status()>& grow,
+                       const std::function<uint32_t(Key)>& owner);
+
   // The node's sweep clock, stamped on batches and used for staleness.
   void set_clock(uint64_t clock) {
     clock_.store(clock, std::memory_order_relaxed);
@@ -246,10 +271,13 @@ class Synchronizer {
   // Loop thread: the batches owners refused as routed by an older epoch
   // (refused_) go back into carry_ and their keys' candidate lists.
   void RequeueRefused();
+  // Whether no channel has a round running.
+  bool AllIdle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SynchronizerOptions options_;
   AbelianTable* const table_;
   const bool changes_;  // change mode (table_->TracksChanges())
+  const bool grows_;    // table_->GrowsKeys() (and change mode)
   // Per key index; each touched only by its channel's round (one at a time,
   // handed over through Channel::busy under mu_). x_old_ is empty in
   // change mode.
@@ -272,6 +300,24 @@ class Synchronizer {
   // Change mode, per key: its next round re-seeds it at its owner (its
   // previous owner was lost). Loop thread, and Reroute while no round runs.
   std::vector<uint8_t> reseed_;
+  // Growing tables, per key: its name went to its current owner (set when
+  // a batch carries it; cleared when a batch is refused or the key moves).
+  // Loop thread, and Reroute/AddKeys while no round runs.
+  std::vector<uint8_t> named_;
+  // The internal channel of each channel of the current epoch (identity
+  // until a Reroute). Changed by Reroute only.
+  std::vector<uint32_t> route_;
+  // Growing tables: changes of keys the table does not hold, summed, their
+  // names ("" until an owner sends it), and the channel whose owner sent
+  // the last change. An owner that restarts or is lost takes its part back
+  // (the entries it sent are dropped, as a held key's received part is
+  // given back): the globals come again from its new owner.
+  struct Foreign {
+    std::string name;
+    SparseVector change;
+    uint32_t channel = 0;
+  };
+  absl::flat_hash_map<Key, Foreign> foreign_ ABSL_GUARDED_BY(track_mu_);
   std::atomic<uint64_t> epoch_{0};
   absl::flat_hash_map<Key, uint32_t> key_index_;
   // Loop thread only: whether the table lists dirty keys; per key, whether

@@ -1,7 +1,8 @@
 // Synchronizer's ring-change side: re-routing every key to its owner in a
 // new ring epoch (Reroute), re-seeding the keys of a lost owner at their new
-// owners, and putting batches an owner refused back in the queue
-// (RequeueRefused). Rounds and replies are in synchronizer.cc.
+// owners, putting batches an owner refused back in the queue
+// (RequeueRefused), and adding keys to a growing table (AddKeys). Rounds and
+// replies are in synchronizer.cc.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -26,6 +27,7 @@ void Synchronizer::RequeueRefused() {
       auto it = key_index_.find(b.keys(j));
       if (it == key_index_.end()) continue;
       const uint32_t i = it->second;
+      if (grows_) named_[i] = 0;  // not applied: its name goes again
       AddSparse(carry_[i], v, +1, &sum);
       carry_[i].swap(sum);
       if (!queued_[i]) {
@@ -68,13 +70,7 @@ absl::Status Synchronizer::Reroute(
         absl::FormatDuration(options_.reroute_resend_timeout),
         "; re-routing anyway"));
   }
-  auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    for (const auto& c : channels_) {
-      if (c->busy) return false;
-    }
-    return true;
-  };
-  mu_.Await(absl::Condition(&idle));
+  mu_.Await(absl::Condition(this, &Synchronizer::AllIdle));
   // The new epoch's channels, by name: an owner seen before keeps its
   // channel (sequence, a batch to resend); a new one gets a new channel.
   std::vector<uint32_t> internal(channels.size());
@@ -110,12 +106,26 @@ absl::Status Synchronizer::Reroute(
   for (uint32_t i : candidates) {
     channels_[key_owner_[i]]->candidates.push_back(i);
   }
+  route_ = internal;
+  if (grows_) {  // a key's new owner is told its name
+    for (size_t i = 0; i < key_owner_.size(); ++i) {
+      if (old_owner[i] != key_owner_[i]) named_[i] = 0;
+    }
+  }
   // A lost owner left with no key: what it was sent and did not answer
   // goes out by the new ring, and its keys are re-seeded at their new
   // owners, which hold nothing of them.
   for (auto& c : channels_) {
     if (!c->retired || !is_lost(*c)) continue;
     c->gone = true;
+    {
+      // Keys it sent that the table does not hold: their new owners send
+      // them again, re-seeded by the survivors.
+      absl::MutexLock t(&track_mu_);
+      absl::erase_if(foreign_, [&c](const auto& f) {
+        return f.second.channel == c->index;
+      });
+    }
     if (c->inflight) {
       refused_.push_back(std::move(*c->inflight));
       c->inflight.reset();
@@ -133,6 +143,63 @@ absl::Status Synchronizer::Reroute(
   epoch_.store(epoch, std::memory_order_relaxed);
   rerouting_ = false;
   ++kicks_;  // a round to every owner now
+  return absl::OkStatus();
+}
+
+std::vector<std::pair<Key, std::string>> Synchronizer::ForeignKeys() {
+  std::vector<std::pair<Key, std::string>> out;
+  absl::MutexLock l(&track_mu_);
+  for (const auto& [key, f] : foreign_) {
+    if (!f.name.empty()) out.emplace_back(key, f.name);
+  }
+  return out;
+}
+
+absl::Status Synchronizer::AddKeys(const std::function<absl::Status()>& grow,
+                                   const std::function<uint32_t(Key)>& owner) {
+  if (!grows_) {
+    return absl::FailedPreconditionError(
+        "adding keys needs a table that grows (AbelianTable::GrowsKeys)");
+  }
+  // Held throughout: no round starts, and (once idle) none runs, so the
+  // per-key state is this call's alone.
+  absl::MutexLock l(&mu_);
+  mu_.Await(absl::Condition(this, &Synchronizer::AllIdle));
+  const size_t before = key_owner_.size();
+  LATENTD_RETURN_IF_ERROR(grow());
+  const size_t n = table_->num_keys();
+  if (n < before) {
+    return absl::InternalError(
+        absl::StrCat("the table shrank from ", before, " to ", n, " keys"));
+  }
+  const uint64_t clock = clock_.load(std::memory_order_relaxed);
+  last_sent_clock_.resize(n, clock);
+  key_owner_.resize(n, 0);
+  carry_.resize(n);
+  reseed_.resize(n, 0);
+  queued_.resize(n, 0);
+  named_.resize(n, 0);
+  absl::MutexLock t(&track_mu_);
+  contributed_.resize(n);
+  received_.resize(n);
+  for (size_t i = before; i < n; ++i) {
+    const Key key = table_->key(i);
+    LATENTD_CHECK(key_index_.emplace(key, static_cast<uint32_t>(i)).second);
+    const uint32_t r = owner(key);
+    LATENTD_CHECK(r < route_.size());
+    key_owner_[i] = route_[r];
+    Channel* c = channels_[key_owner_[i]].get();
+    c->keys.push_back(static_cast<uint32_t>(i));
+    c->retired = false;
+    auto f = foreign_.find(key);
+    if (f == foreign_.end()) continue;
+    if (!f->second.change.empty()) {
+      table_->EnqueueCorrection(i, f->second.change);
+      received_[i] = std::move(f->second.change);
+    }
+    foreign_.erase(f);
+  }
+  ++kicks_;
   return absl::OkStatus();
 }
 

@@ -488,4 +488,10 @@ absl::StatusOr<ClusterLink::Peer*> ClusterLink::FindOrAddPeer(
   return peers_.back().get();
 }
 
+absl::Status ClusterLink::GrowKeys(const std::function<absl::Status()>& grow) {
+  absl::MutexLock route(&route_mu_);
+  const std::shared_ptr<const hashring::Ring> r = ring();
+  return sync_->AddKeys(grow, [&r](sync::Key key) { return r->Owner(key); });
+}
+
 }  // namespace latentd

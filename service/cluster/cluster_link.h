@@ -60,10 +60,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -248,6 +250,21 @@ class ClusterLink {
     return static_cast<double>(last_failover_us_.load()) / 1e6;
   }
 
+  // ---- Growing vocabulary (docs/latentd.md, "Growing vocabulary in a
+  // cluster"; a table constructed with names) ----
+  // The keys the owners sent that the table does not hold yet, with their
+  // words. Any thread.
+  std::vector<std::pair<sync::Key, std::string>> ForeignWords() {
+    return sync_->ForeignKeys();
+  }
+  // Lets the table grow: with no sync round running, calls grow(), which
+  // resizes the TopicTable and appends the words to the SyncedTopicTable
+  // (AddWords), then routes the new keys by the ring the rounds use and
+  // takes in the changes the owners sent for them
+  // (Synchronizer::AddKeys). grow()'s error is returned (it must then have
+  // changed nothing). The training thread, with no sweep running.
+  absl::Status GrowKeys(const std::function<absl::Status()>& grow);
+
  private:
   ClusterLink(ClusterLinkOptions options, SyncedTopicTable* table);
   absl::Status StartServer();
@@ -331,6 +348,9 @@ class ClusterLink {
   // Filled with the members once the ring is known; peers' progress may
   // arrive before that.
   std::unique_ptr<sync::ClockTable> clocks_;
+  // Held while keys are added (GrowKeys) and while the rounds move to a
+  // new ring (the keys' owners computed, Reroute, ring_ updated).
+  absl::Mutex route_mu_;
   mutable absl::Mutex ring_mu_;
   hashring::RingConfig ring_config_ ABSL_GUARDED_BY(ring_mu_);
   std::shared_ptr<const hashring::Ring> ring_ ABSL_GUARDED_BY(ring_mu_);

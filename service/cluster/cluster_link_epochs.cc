@@ -337,10 +337,6 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
   LATENTD_ASSIGN_OR_RETURN(
       std::vector<std::unique_ptr<sync::OwnerChannel>> channels,
       ChannelsFor(c.next));
-  std::vector<uint32_t> key_owner(table_->num_keys());
-  for (size_t i = 0; i < key_owner.size(); ++i) {
-    key_owner[i] = c.ring->Owner(table_->key(i));
-  }
   std::vector<std::string> lost_channels;
   for (const hashring::Member& m : ring_config().members) {
     if (std::find(c.lost.begin(), c.lost.end(), m.id) != c.lost.end()) {
@@ -348,10 +344,17 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
       if (peer.ok()) lost_channels.push_back((*peer)->client->peer());
     }
   }
-  LATENTD_RETURN_IF_ERROR(sync_->Reroute(c.next.version, std::move(key_owner),
-                                         std::move(channels), lost_channels));
   hashring::RingConfig before;
   {
+    // No key is added (GrowKeys) between reading the keys and the ring
+    // taking effect: a new key is routed by the ring the rounds use.
+    absl::MutexLock route(&route_mu_);
+    std::vector<uint32_t> key_owner(table_->num_keys());
+    for (size_t i = 0; i < key_owner.size(); ++i) {
+      key_owner[i] = c.ring->Owner(table_->key(i));
+    }
+    LATENTD_RETURN_IF_ERROR(sync_->Reroute(c.next.version, std::move(key_owner),
+                                           std::move(channels), lost_channels));
     absl::MutexLock l(&ring_mu_);
     before = std::move(ring_config_);
     ring_config_ = c.next;

@@ -1,17 +1,25 @@
 #include "tests/service/daemon_cluster_util.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "corpora/token_store.h"
+#include "corpora/vocabulary.h"
 #include "gtest/gtest.h"
+#include "sampler/model_dir.h"
+#include "sampler/store_counts.h"
 #include "tests/service/gateway_test_util.h"
 
 namespace latentd::testing {
+
+using service::Method;
 
 std::pair<int, std::string> Latentctl(const std::vector<std::string>& args) {
   const char* env = std::getenv("LATENTD_BIN");
@@ -70,6 +78,97 @@ std::map<std::string, long long> RowSums(const std::string& counts) {
     }
   }
   return sums;
+}
+
+long long RowSum(const std::string& counts, const std::string& word) {
+  const std::map<std::string, long long> sums = RowSums(counts);
+  auto it = sums.find(word);
+  return it == sums.end() ? -1 : it->second;
+}
+
+std::vector<int64_t> TopicTotals(service::ApiClient* client) {
+  api::ListTopicsRequest req;
+  req.set_top_words(1);
+  api::ListTopicsResponse resp;
+  absl::Status s = client->Call(Method::kListTopics, req, &resp);
+  EXPECT_TRUE(s.ok()) << s;
+  std::vector<int64_t> n;
+  for (const api::Topic& t : resp.topics()) n.push_back(t.tokens());
+  return n;
+}
+
+int64_t Sum(const std::vector<int64_t>& v) {
+  int64_t s = 0;
+  for (int64_t x : v) s += x;
+  return s;
+}
+
+std::vector<std::string> ClusterArgs(const std::string& redis, const char* name,
+                                     const char* size,
+                                     const std::string& key_dir) {
+  std::vector<std::string> args = ApCorpusArgs();
+  for (const char* a : {"--topics", "20", "--max-sweeps", "30",
+                        "--cluster-size", size, "--cluster", name}) {
+    args.push_back(a);
+  }
+  args.push_back("--cluster-redis");
+  args.push_back(redis);
+  if (key_dir.empty()) {
+    args.push_back("--insecure");
+    args.push_back("on");
+  } else {
+    for (const std::string& a : ClusterKeyArgs(key_dir)) args.push_back(a);
+  }
+  return args;
+}
+
+std::map<std::string, std::string> ExportFiles(const std::string& addr,
+                                               const std::string& dir) {
+  std::map<std::string, std::string> files;
+  auto [rc, out] =
+      Latentctl({"export", "--addr", addr, "--out", dir, "--overwrite"});
+  if (rc != 0) return {{"error", out}};
+  for (const char* name :
+       {"vocab.txt", "word_topic_counts.tsv", "alpha.txt", "topics.txt"}) {
+    std::ifstream in(dir + "/" + name);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    files[name] = ss.str();
+  }
+  return files;
+}
+
+std::string PendingNode(const std::string& redis, const std::string& cluster) {
+  for (int i = 0; i < 600; ++i) {
+    auto [rc, out] = Latentctl({"cluster", "status", "--cluster-redis", redis,
+                                "--cluster", cluster, "--json"});
+    EXPECT_EQ(rc, 0) << out;
+    const size_t at = out.find("\"state\":\"pending\"");
+    const size_t id = at == std::string::npos ? at : out.rfind("\"id\":\"", at);
+    if (id != std::string::npos) {
+      const size_t begin = id + 6;
+      return out.substr(begin, out.find('"', begin) - begin);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return "";
+}
+
+std::map<std::string, long long> StoreWordCounts(const std::string& dir) {
+  std::map<std::string, long long> out;
+  const ModelPaths paths(dir);
+  absl::StatusOr<Vocabulary> vocab = Vocabulary::Load(paths.vocab());
+  EXPECT_TRUE(vocab.ok()) << vocab.status();
+  absl::StatusOr<std::unique_ptr<TokenStore>> store =
+      OpenFileTokenStore(paths.tokens());
+  EXPECT_TRUE(store.ok()) << store.status();
+  if (!vocab.ok() || !store.ok()) return out;
+  absl::StatusOr<std::vector<WordTopicDelta>> counts =
+      StoreCounts(store->get(), +1);
+  EXPECT_TRUE(counts.ok()) << counts.status();
+  if (!counts.ok()) return out;
+  for (const WordTopicDelta& d : *counts) out[vocab->word(d.word)] += d.delta;
+  return out;
 }
 
 }  // namespace latentd::testing

@@ -5,8 +5,13 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
+#include "sync/owner_shard.h"
+#include "sync/synchronizer.h"
 
 namespace latentd {
 namespace {
@@ -173,6 +178,96 @@ TEST(SyncedTopicTable, CorrectionsApplyAfterEachQueueing) {
   EXPECT_EQ(table.TopicTotal(0), 1);
   EXPECT_EQ(table.TopicTotal(7), 1);
   EXPECT_FALSE(t.HasPending());
+}
+
+// A row of `table` as sparse counts.
+sync::SparseVector Row(const TopicTable& table, WordId w) {
+  sync::SparseVector out;
+  for (TopicId k = 0; k < table.num_topics(); ++k) {
+    if (table.Get(w, k) != 0) out.push_back({k, table.Get(w, k)});
+  }
+  return out;
+}
+
+// Two nodes with disjoint vocabularies and one owner: each learns the
+// other's words, named, and once it adds them (Synchronizer::AddKeys) its
+// rows equal the other's counts; later changes keep flowing to it; the
+// totals key keeps its index while words are appended after it.
+TEST(SyncedTopicTable, GrowingTablesLearnEachOthersWords) {
+  sync::OwnerShard owner(kK);
+  TopicTable ta(2, kK), tb(1, kK);
+  ASSERT_TRUE(ta.Apply(std::vector<WordTopicDelta>{{0, 1, 3}, {1, 4, 2}}).ok());
+  ASSERT_TRUE(tb.Apply(std::vector<WordTopicDelta>{{0, 2, 5}}).ok());
+  SyncedTopicTable a(&ta, {101, 102}, {"apple", "plum"});
+  SyncedTopicTable b(&tb, {201}, {"pear"});
+  EXPECT_TRUE(a.GrowsKeys());
+  EXPECT_FALSE(SyncedTopicTable(&ta, {101, 102}).GrowsKeys());
+  auto make = [&owner](const std::string& id, SyncedTopicTable* t) {
+    sync::SynchronizerOptions o;
+    o.node_id = id;
+    o.incarnation = 1;
+    std::vector<std::unique_ptr<sync::OwnerChannel>> ch;
+    ch.push_back(sync::MakeLocalChannel(&owner, "owner"));
+    auto s = std::make_unique<sync::Synchronizer>(
+        o, t, std::vector<uint32_t>(t->num_keys(), 0), std::move(ch));
+    s->Start();
+    return s;
+  };
+  auto sa = make("a", &a);
+  auto sb = make("b", &b);
+  for (int i = 0; i < 3; ++i) {
+    sa->Flush();
+    sb->Flush();
+  }
+  ASSERT_TRUE(a.ApplyPending().ok());
+  ASSERT_TRUE(b.ApplyPending().ok());
+  // Each was sent the other's words, named; not yet in its table.
+  auto foreign_b = sb->ForeignKeys();
+  std::sort(foreign_b.begin(), foreign_b.end());
+  EXPECT_EQ(foreign_b, (std::vector<std::pair<sync::Key, std::string>>{
+                           {101, "apple"}, {102, "plum"}}));
+  EXPECT_EQ(sa->ForeignKeys(),
+            (std::vector<std::pair<sync::Key, std::string>>{{201, "pear"}}));
+  // The totals already count every word.
+  EXPECT_EQ(tb.TopicTotal(1), 3);
+  EXPECT_EQ(ta.TopicTotal(2), 5);
+  // B adds A's words (appended after its totals key, index 1).
+  ASSERT_TRUE(sb->AddKeys(
+                    [&]() -> absl::Status {
+                      tb.Resize(3);
+                      const std::vector<sync::Key> keys = {101, 102};
+                      const std::vector<std::string> names = {"apple", "plum"};
+                      b.AddWords(keys, names);
+                      return absl::OkStatus();
+                    },
+                    [](sync::Key) { return 0u; })
+                  .ok());
+  EXPECT_EQ(b.num_keys(), 4u);
+  EXPECT_EQ(b.totals_index(), 1u);
+  EXPECT_EQ(b.key(1), sync::kTopicTotalsKey);
+  EXPECT_EQ(b.key(2), 101u);
+  EXPECT_EQ(b.key(3), 102u);
+  EXPECT_EQ(b.KeyName(3), "plum");
+  EXPECT_TRUE(sb->ForeignKeys().empty());
+  ASSERT_TRUE(b.ApplyPending().ok());
+  EXPECT_EQ(Row(tb, 1), Row(ta, 0));
+  EXPECT_EQ(Row(tb, 2), Row(ta, 1));
+  // A new change of a word B learned reaches it as any change does.
+  ASSERT_TRUE(
+      ta.Apply(std::vector<WordTopicDelta>{{1, 4, -1}, {1, 6, 1}}).ok());
+  a.MarkApplied(std::vector<WordTopicDelta>{{1, 4, -1}, {1, 6, 1}});
+  for (int i = 0; i < 3; ++i) {
+    sa->Flush();
+    sb->Flush();
+  }
+  ASSERT_TRUE(a.ApplyPending().ok());
+  ASSERT_TRUE(b.ApplyPending().ok());
+  EXPECT_EQ(Row(tb, 2), (sync::SparseVector{{4, 1}, {6, 1}}));
+  for (TopicId k = 0; k < kK; ++k) {
+    EXPECT_EQ(ta.TopicTotal(k), tb.TopicTotal(k)) << k;
+  }
+  sa->Stop();
+  sb->Stop();
 }
 
 }  // namespace

@@ -1,0 +1,279 @@
+// Growing vocabulary in a cluster (issue 12, docs/latentd.md "Growing
+// vocabulary in a cluster"): words that no node had reach every node, and
+// every node of a drained cluster exports the same files. Redis and the
+// daemons run on 127.0.0.1 (Unix socket, kernel-picked ports) and are
+// stopped at the end.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/service/daemon_cluster_util.h"
+#include "tests/service/daemon_harness.h"
+
+namespace latentd::testing {
+namespace {
+
+using service::Method;
+using service::Protocol;
+
+std::string DataDir() {
+  const char* data = std::getenv("LATENTD_DATA_DIR");
+  return data != nullptr ? data : "../shared/data";
+}
+
+// Growing vocabulary (issue 12): documents with words no corpus had are
+// ingested into A while both train; the words become new keys at their
+// owners, which send them (named) to B. Once both have stopped and the
+// rounds have drained, both export byte-identical files (α fixed), and
+// each new word's row adds up to its count in those documents.
+TEST(ClusterVocabulary, NewWordsIngestedOnOneNodeReachEveryNodesExport) {
+  TempDir tmp;
+  RedisServer redis(tmp.path());
+  ASSERT_TRUE(redis.ok());
+  std::vector<std::string> args =
+      ClusterArgs(redis.address(), "words", "2", tmp.path());
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--max-sweeps") args[i + 1] = "10";
+  }
+  // α is each node's own when learned (docs/latentd.md): fixed here, so
+  // that alpha.txt too is the same on both.
+  args.push_back("--optimize-alpha");
+  args.push_back("off");
+  auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
+  auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
+  a->WaitForPorts();
+  b->WaitForPorts();
+  ASSERT_TRUE(a->ok()) << a->Log();
+  ASSERT_TRUE(b->ok()) << b->Log();
+  auto ca = a->Client(Protocol::kTcp);
+  auto cb = b->Client(Protocol::kTcp);
+  const std::map<std::string, long long> kNew = {
+      {"quokkaphone", 4}, {"zibblewort", 2}, {"snarfleblat", 3}};
+  api::IngestRequest ingest;
+  ingest.add_documents()->set_text(
+      "quokkaphone zibblewort quokkaphone oil prices");
+  ingest.add_documents()->set_text("snarfleblat quokkaphone snarfleblat");
+  ingest.add_documents()->set_text(
+      "zibblewort snarfleblat quokkaphone stock market");
+  api::IngestResponse ack;
+  const absl::Status ingested = ca->Call(Method::kIngest, ingest, &ack);
+  ASSERT_TRUE(ingested.ok()) << ingested << a->Log();
+  EXPECT_EQ(ack.accepted(), 3u);
+
+  auto done = [](const api::StatusResponse& s) {
+    return !s.training() && s.pending() == 0;
+  };
+  auto fa = WaitStatus(ca.get(), done, 180);
+  auto fb = WaitStatus(cb.get(), done, 180);
+  ASSERT_TRUE(fa.ok()) << fa.status() << a->Log();
+  ASSERT_TRUE(fb.ok()) << fb.status() << b->Log();
+  EXPECT_EQ(fa->documents(), fb->documents() + 3);
+  const int64_t tokens = static_cast<int64_t>(fa->tokens() + fb->tokens());
+  // The rounds drain in the background: until both views hold the same
+  // counts, the exports may differ.
+  std::map<std::string, std::string> ea, eb;
+  for (int i = 0; i < 120; ++i) {
+    ea = ExportFiles(a->tcp(), tmp.path() + "/export_a");
+    eb = ExportFiles(b->tcp(), tmp.path() + "/export_b");
+    if (ea == eb && Sum(TopicTotals(ca.get())) == tokens &&
+        RowSum(eb["word_topic_counts.tsv"], "quokkaphone") == 4) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  ASSERT_EQ(ea.count("error"), 0u) << ea["error"];
+  ASSERT_EQ(eb.count("error"), 0u) << eb["error"];
+  for (const auto& [name, text] : ea) {
+    EXPECT_FALSE(text.empty()) << name;
+    EXPECT_TRUE(text == eb[name]) << name << " differs between A and B";
+  }
+  for (const auto& [word, count] : kNew) {
+    EXPECT_NE(ea["vocab.txt"].find(word + "\n"), std::string::npos) << word;
+    EXPECT_EQ(RowSum(ea["word_topic_counts.tsv"], word), count) << word;
+    EXPECT_EQ(RowSum(eb["word_topic_counts.tsv"], word), count) << word;
+  }
+  EXPECT_EQ(Sum(TopicTotals(ca.get())), tokens);
+  EXPECT_EQ(TopicTotals(ca.get()), TopicTotals(cb.get()));
+  // B learned the three words from their owners, and answers for them.
+  EXPECT_GE(Metric(b.get(), "latentd_cluster_words_adopted_total"), 3);
+  api::WordTopicsRequest wreq;
+  wreq.set_word("snarfleblat");
+  api::WordTopicsResponse wresp;
+  const absl::Status ws = cb->Call(Method::kWordTopics, wreq, &wresp);
+  EXPECT_TRUE(ws.ok()) << ws;
+  EXPECT_EQ(wresp.count(), 3);
+  EXPECT_EQ(b->Stop(), 0) << b->Log();
+  EXPECT_EQ(a->Stop(), 0) << a->Log();
+}
+
+// Runs `command` under sh; its standard output (empty if it failed).
+std::string Shell(const std::string& command) {
+  FILE* p = ::popen(command.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while (p != nullptr && (n = std::fread(buf, 1, sizeof(buf), p)) > 0) {
+    out.append(buf, n);
+  }
+  const int status = p != nullptr ? ::pclose(p) : -1;
+  EXPECT_EQ(status, 0) << command;
+  return out;
+}
+
+// Up to `n` Reuters-21578 articles (their BODY, one line each) from the
+// first file of the collection.
+std::string ReutersLines(int n) {
+  const std::string sgm = Shell("zstd -dc " + DataDir() +
+                                "/reuters21578/reuters21578.tar.zst | tar -xO "
+                                "reuters21578/reut2-000.sgm");
+  std::string out;
+  size_t at = 0;
+  for (int i = 0; i < n; ++i) {
+    const size_t begin = sgm.find("<BODY>", at);
+    if (begin == std::string::npos) break;
+    const size_t end = sgm.find("</BODY>", begin);
+    if (end == std::string::npos) break;
+    std::string body = sgm.substr(begin + 6, end - begin - 6);
+    for (char& c : body) {
+      if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+    }
+    out += body + "\n";
+    at = end;
+  }
+  return out;
+}
+
+// Grow with another corpus (issue 12): A and B train two halves of a
+// blei-ap subset; C, with Reuters-21578 articles (other words, another
+// format), starts with --cluster-join and is admitted while they train;
+// all three run to --max-sweeps. Then every node exports the same files
+// (α fixed), every word's row adds up to that word's tokens in the three
+// stores together (words only C had included), and Σ n_k is their total.
+TEST(ClusterVocabulary, ANodeWithAnotherCorpusJoinsAndEveryNodeHoldsAllWords) {
+  TempDir tmp;
+  RedisServer redis(tmp.path());
+  ASSERT_TRUE(redis.ok());
+  const std::string ap = DataDir() + "/blei-ap";
+  for (const auto& [name, lines] :
+       {std::pair<const char*, const char*>{"ap_a.dat", "1,150p"},
+        {"ap_b.dat", "151,300p"}}) {
+    std::ofstream(tmp.path() + "/" + name)
+        << Shell("zstd -dc " + ap + "/ap.dat.zst | sed -n " + lines);
+  }
+  std::ofstream(tmp.path() + "/reuters.lines") << ReutersLines(150);
+  auto common = [&](std::vector<std::string> args) {
+    for (const std::string& a :
+         {std::string("--topics"), std::string("10"),
+          std::string("--optimize-alpha"), std::string("off"),
+          std::string("--cluster-redis"), redis.address(),
+          std::string("--cluster"), std::string("mixed")}) {
+      args.push_back(a);
+    }
+    for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
+    return args;
+  };
+  auto ap_args = [&](const char* file) {
+    return common({"--corpus", tmp.path() + "/" + file, "--format", "ldac",
+                   "--corpus-vocab", ap + "/vocab.txt.zst", "--max-sweeps",
+                   "150", "--cluster-size", "2"});
+  };
+  auto a =
+      std::make_unique<Daemon>(tmp.path() + "/a", ap_args("ap_a.dat"), false);
+  auto b =
+      std::make_unique<Daemon>(tmp.path() + "/b", ap_args("ap_b.dat"), false);
+  a->WaitForPorts();
+  b->WaitForPorts();
+  ASSERT_TRUE(a->ok()) << a->Log();
+  ASSERT_TRUE(b->ok()) << b->Log();
+  auto c = std::make_unique<Daemon>(
+      tmp.path() + "/c",
+      common({"--corpus", tmp.path() + "/reuters.lines", "--format", "lines",
+              "--max-sweeps", "8", "--cluster-join", "on", "--join-timeout",
+              "120"}),
+      false);
+  const std::string pending = PendingNode(redis.address(), "mixed");
+  ASSERT_FALSE(pending.empty()) << c->Log();
+  auto ca = a->Client(Protocol::kTcp);
+  api::StatusResponse before;
+  ASSERT_TRUE(ca->Call(Method::kStatus, api::StatusRequest(), &before).ok());
+  EXPECT_TRUE(before.training()) << "admitted after A had finished";
+  auto [rc, out] = Latentctl({"cluster", "add-node", pending, "--cluster-redis",
+                              redis.address(), "--cluster", "mixed"});
+  ASSERT_EQ(rc, 0) << out << c->Log();
+  ASSERT_TRUE(c->WaitForPorts()) << c->Log();
+
+  std::vector<Daemon*> nodes = {a.get(), b.get(), c.get()};
+  int64_t tokens = 0;
+  for (Daemon* d : nodes) {
+    auto client = d->Client(Protocol::kTcp);
+    auto s = WaitStatus(
+        client.get(),
+        [](const api::StatusResponse& s) {
+          return !s.training() && s.pending() == 0;
+        },
+        180);
+    ASSERT_TRUE(s.ok()) << s.status() << d->Log();
+    EXPECT_EQ(s->cluster_members_size(), 3);
+    tokens += static_cast<int64_t>(s->tokens());
+  }
+  std::vector<std::map<std::string, std::string>> files(3);
+  for (int i = 0; i < 160; ++i) {
+    for (int n = 0; n < 3; ++n) {
+      files[n] =
+          ExportFiles(nodes[n]->tcp(), absl::StrCat(tmp.path(), "/export", n));
+    }
+    if (files[0] == files[1] && files[1] == files[2] &&
+        Sum(TopicTotals(ca.get())) == tokens) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  for (int n = 0; n < 3; ++n) {
+    ASSERT_EQ(files[n].count("error"), 0u) << files[n]["error"];
+    for (const auto& [name, text] : files[0]) {
+      EXPECT_FALSE(text.empty()) << name;
+      EXPECT_TRUE(text == files[n][name])
+          << name << " differs between A and node " << n;
+    }
+  }
+  EXPECT_EQ(Sum(TopicTotals(ca.get())), tokens);
+  EXPECT_EQ(c->Stop(), 0) << c->Log();
+  EXPECT_EQ(b->Stop(), 0) << b->Log();
+  EXPECT_EQ(a->Stop(), 0) << a->Log();
+  // Word by word: the rows are the three stores' tokens together.
+  std::map<std::string, long long> want;
+  for (const char* dir : {"/a", "/b", "/c"}) {
+    for (const auto& [word, n] : StoreWordCounts(tmp.path() + dir)) {
+      want[word] += n;
+    }
+  }
+  const std::map<std::string, long long> got =
+      RowSums(files[0]["word_topic_counts.tsv"]);
+  EXPECT_EQ(got.size(), want.size());
+  long long total = 0, mismatched = 0;
+  for (const auto& [word, n] : want) {
+    total += n;
+    auto it = got.find(word);
+    if (it == got.end() || it->second != n) {
+      if (++mismatched <= 5) {
+        ADD_FAILURE() << "word '" << word << "': " << n << " tokens, row "
+                      << (it == got.end() ? -1 : it->second);
+      }
+    }
+  }
+  EXPECT_EQ(mismatched, 0);
+  EXPECT_EQ(total, tokens);
+  // C's words (Reuters) and A's (AP) are all there.
+  EXPECT_GT(StoreWordCounts(tmp.path() + "/c").size(), 100u);
+}
+
+}  // namespace
+}  // namespace latentd::testing
