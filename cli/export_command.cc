@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "base/file_system.h"
 #include "base/status_macros.h"
 #include "google/protobuf/struct.pb.h"
 #include "sampler/model_dir.h"
@@ -391,11 +392,13 @@ absl::Status RunExport(const ExportCommandOptions& o, FILE* out, FILE* err) {
   }
   LATENTD_RETURN_IF_ERROR(RemoveModelFiles(ModelPaths(o.out_dir).existing()));
   for (const fs::directory_entry& e : fs::directory_iterator(staging, ec)) {
-    fs::rename(e.path(), fs::path(o.out_dir) / e.path().filename(), ec);
-    if (ec) {
+    absl::Status moved = latentd::FileSystem::Default()->Rename(
+        e.path().string(),
+        (fs::path(o.out_dir) / e.path().filename()).string());
+    if (!moved.ok()) {
       return absl::InternalError(absl::StrCat("cannot move ", e.path().string(),
                                               " into ", o.out_dir, ": ",
-                                              ec.message()));
+                                              moved.message()));
     }
   }
   fs::remove(staging, ec);

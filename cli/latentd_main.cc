@@ -26,8 +26,8 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/file_util.h"
 #include "base/log.h"
-#include "corpora/posix_file.h"
 #include "sampler/fast_mutexes.h"
 #include "service/api_auth.h"
 #include "service/daemon_settings.h"
@@ -309,8 +309,8 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
         config.watch, service->get(), &metrics);
     watch->Start();
   }
-  absl::Status written = latentd::internal::WriteFileAtomically(
-      config.service.data_dir + "/ports", ports);
+  absl::Status written =
+      latentd::WriteFileAtomically(config.service.data_dir + "/ports", ports);
   if (!written.ok()) return Fail(written);
   latentd::log::Info("latentd", absl::StrFormat("serving (data in %s)",
                                                 config.service.data_dir));

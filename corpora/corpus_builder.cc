@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/file_system.h"
 #include "base/status_macros.h"
 #include "corpora/random.h"
 
@@ -294,7 +295,7 @@ absl::StatusOr<BuiltCorpus> BuildCorpus(DocumentReader& reader,
   struct RemoveTemp {
     const std::string& path;
     ~RemoveTemp() {
-      if (!path.empty()) ::unlink(path.c_str());
+      if (!path.empty()) (void)FileSystem::Default()->Remove(path);
     }
   } remove_temp{options.temp_path};
 

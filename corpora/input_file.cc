@@ -6,9 +6,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/file_system.h"
 #include "base/status_macros.h"
 #include "corpora/internal/byte_source.h"
-#include "corpora/posix_file.h"
 
 namespace latentd {
 namespace {
@@ -29,8 +29,8 @@ InputFile::~InputFile() = default;
 
 absl::StatusOr<std::unique_ptr<InputFile>> InputFile::Open(
     const std::string& path) {
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<internal::PosixReadFile> file,
-                           internal::PosixReadFile::Open(path));
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ReadableFile> file,
+                           FileSystem::Default()->OpenForRead(path));
   std::unique_ptr<internal::ByteSource> source;
   if (absl::EndsWith(path, ".zst")) {
     LATENTD_ASSIGN_OR_RETURN(source, internal::NewZstdSource(std::move(file)));

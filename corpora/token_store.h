@@ -59,7 +59,12 @@ class BatchWriter {
   // topic < meta.num_topics (checked; kInvalidArgument otherwise).
   virtual absl::Status Append(const DocBatch& batch) = 0;
   // Makes the new version durable (FileTokenStore: write, fsync, rename,
-  // fsync the directory) and current. The writer is spent afterwards.
+  // fsync the directory) and current. The writer is spent afterwards. On
+  // failure the old version stays current, except when only the final
+  // directory fsync failed: then the new version is current (meta() and
+  // Read() say so) but may not survive a crash, and the error says "current
+  // but not durable". A caller that must know compares meta() before and
+  // after.
   virtual absl::Status Commit() = 0;
 };
 

@@ -5,9 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "corpora/input_file.h"
-#include "corpora/posix_file.h"
 
 namespace latentd {
 
@@ -44,7 +44,7 @@ absl::Status Vocabulary::Save(const std::string& path) const {
     text.append(w);
     text.push_back('\n');
   }
-  return internal::WriteFileAtomically(path, text);
+  return WriteFileAtomically(path, text);
 }
 
 absl::StatusOr<Vocabulary> Vocabulary::Load(const std::string& path) {

@@ -1,56 +1,38 @@
 #include "sampler/checkpoint_files.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "base/file_system.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
-#include "corpora/input_file.h"
-#include "corpora/posix_file.h"
 
 namespace latentd {
 namespace {
-
-bool Exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
 
 std::string BaseName(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// Writes `contents` to `path` (created or truncated) and fsyncs it.
-absl::Status WriteDurably(const std::string& path, std::string_view contents) {
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<internal::PosixWriteFile> file,
-                           internal::PosixWriteFile::Create(path));
-  LATENTD_RETURN_IF_ERROR(file->Append(contents));
-  LATENTD_RETURN_IF_ERROR(file->Sync());
-  return file->Close();
-}
-
 // Makes `tmp` a second name of `from` (a hard link; a durable copy where
 // the file system has no hard links). REQUIRES: `from` is durable.
 absl::Status LinkOrCopy(const std::string& from, const std::string& tmp) {
-  if (::unlink(tmp.c_str()) != 0 && errno != ENOENT) {
-    return internal::ErrnoError(errno, "cannot remove", tmp);
-  }
-  if (::link(from.c_str(), tmp.c_str()) == 0) return absl::OkStatus();
-  LATENTD_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(from));
-  return WriteDurably(tmp, bytes);
+  FileSystem* fs = FileSystem::Default();
+  absl::Status removed = fs->Remove(tmp);
+  if (!removed.ok() && !absl::IsNotFound(removed)) return removed;
+  if (fs->Link(from, tmp).ok()) return absl::OkStatus();
+  LATENTD_ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(from));
+  return WriteFileDurably(tmp, bytes);
 }
 
 // The snapshot at `path` if it verifies and fits `store`; else why not
 // (kNotFound "missing" if there is no such file).
 absl::StatusOr<ModelSnapshot> LoadFitting(const std::string& path,
                                           const TokenStoreMeta& store) {
-  if (!Exists(path)) return absl::NotFoundError("missing");
+  if (!PathExists(path)) return absl::NotFoundError("missing");
   absl::StatusOr<ModelSnapshot> snap = ModelSnapshot::Load(path);
   if (!snap.ok()) {
     // "model snapshot PATH: why" -> "why"; other messages stay whole.
@@ -94,8 +76,12 @@ absl::Status SaveCheckpoint(const ModelSnapshot& snapshot,
   // current or the new snapshot. At no moment is either name missing or
   // partly written, and the new file is durable before any name points at
   // it; each rename is followed by an fsync of the directory.
-  LATENTD_RETURN_IF_ERROR(WriteDurably(fresh, snapshot.Serialize()));
-  if (Exists(current)) {
+  absl::Status written = WriteFileDurably(fresh, snapshot.Serialize());
+  if (!written.ok()) {
+    (void)FileSystem::Default()->Remove(fresh);
+    return written;
+  }
+  if (PathExists(current)) {
     // A model.bin that no longer verifies must not push out a good
     // model.prev.bin. If keeping it fails, the new snapshot still goes in:
     // model.prev.bin then stays one checkpoint older, still good.
@@ -104,7 +90,7 @@ absl::Status SaveCheckpoint(const ModelSnapshot& snapshot,
     if (verified.ok()) {
       const std::string link = previous + ".tmp";
       absl::Status kept = LinkOrCopy(current, link);
-      if (kept.ok()) kept = internal::RenameDurably(link, previous);
+      if (kept.ok()) kept = RenameDurably(link, previous);
       if (!kept.ok()) {
         problem = absl::StrCat("could not keep ", current, " as ", previous,
                                " (", kept.message(), "); ", previous,
@@ -117,13 +103,15 @@ absl::Status SaveCheckpoint(const ModelSnapshot& snapshot,
     }
     if (warning != nullptr) *warning = std::move(problem);
   }
-  absl::Status status = internal::RenameDurably(fresh, current);
-  if (!status.ok()) ::unlink(fresh.c_str());
+  absl::Status status = RenameDurably(fresh, current);
+  if (!status.ok() && PathExists(fresh)) {
+    (void)FileSystem::Default()->Remove(fresh);
+  }
   return status;
 }
 
 bool HasSnapshot(const ModelPaths& paths) {
-  return Exists(paths.snapshot()) || Exists(paths.prev_snapshot());
+  return PathExists(paths.snapshot()) || PathExists(paths.prev_snapshot());
 }
 
 std::string ResumePoint::Describe() const {

@@ -1,17 +1,12 @@
 #include "sampler/model_dir.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/file_system.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "corpora/input_file.h"
-#include "corpora/posix_file.h"
 #include "sampler/tool_exports.h"
 
 namespace latentd {
@@ -19,25 +14,25 @@ namespace latentd {
 std::vector<std::string> ModelPaths::existing() const {
   std::vector<std::string> found;
   for (const std::string& f : all()) {
-    struct stat st;
-    if (::stat(f.c_str(), &st) == 0) found.push_back(f);
+    if (PathExists(f)) found.push_back(f);
   }
   return found;
 }
 
 absl::Status MakeModelDirectory(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot create ", dir, ": ", std::strerror(errno)));
+  absl::Status made = FileSystem::Default()->CreateDirectory(dir);
+  if (!made.ok() && !absl::IsAlreadyExists(made)) {
+    return absl::InvalidArgumentError(made.message());
   }
   return absl::OkStatus();
 }
 
 absl::Status RemoveModelFiles(const std::vector<std::string>& files) {
   for (const std::string& f : files) {
-    if (::unlink(f.c_str()) != 0) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "--overwrite: cannot remove ", f, ": ", std::strerror(errno)));
+    absl::Status removed = FileSystem::Default()->Remove(f);
+    if (!removed.ok()) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("--overwrite: ", removed.message()));
     }
   }
   return absl::OkStatus();
@@ -70,7 +65,7 @@ absl::Status SaveSettings(const ModelSettings& settings,
   for (const auto& [key, value] : settings) {
     absl::StrAppend(&out, key, "=", value, "\n");
   }
-  return internal::WriteFileAtomically(path, out);
+  return WriteFileAtomically(path, out);
 }
 
 absl::StatusOr<ModelSettings> LoadSettings(const std::string& path) {

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
-#include "corpora/posix_file.h"
 
 namespace latentd {
 
@@ -60,7 +60,7 @@ std::string FormatTopics(const std::vector<TopicSummary>& topics,
 absl::Status ExportModelText(const ModelSnapshot& model,
                              const Vocabulary& vocab, int top_n,
                              const std::string& dir) {
-  LATENTD_RETURN_IF_ERROR(internal::WriteFileAtomically(
+  LATENTD_RETURN_IF_ERROR(WriteFileAtomically(
       dir + "/topics.txt", FormatTopics(SummarizeTopics(model, top_n), vocab)));
   std::string counts;
   for (uint32_t w = 0; w < model.vocab_size; ++w) {
@@ -73,12 +73,12 @@ absl::Status ExportModelText(const ModelSnapshot& model,
     counts += '\n';
   }
   LATENTD_RETURN_IF_ERROR(
-      internal::WriteFileAtomically(dir + "/word_topic_counts.tsv", counts));
+      WriteFileAtomically(dir + "/word_topic_counts.tsv", counts));
   std::string alpha;
   for (size_t k = 0; k < model.alpha.size(); ++k) {
     absl::StrAppendFormat(&alpha, "%d\t%.8g\n", k, model.alpha[k]);
   }
-  return internal::WriteFileAtomically(dir + "/alpha.txt", alpha);
+  return WriteFileAtomically(dir + "/alpha.txt", alpha);
 }
 
 absl::Status ExportDocTopics(TokenStore* store,
@@ -109,7 +109,7 @@ absl::Status ExportDocTopics(TokenStore* store,
       used.clear();
     }
   }
-  return internal::WriteFileAtomically(path, out);
+  return WriteFileAtomically(path, out);
 }
 
 }  // namespace latentd

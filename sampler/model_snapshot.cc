@@ -6,9 +6,10 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/file_system.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "corpora/input_file.h"
-#include "corpora/posix_file.h"
 
 namespace latentd {
 namespace {
@@ -105,7 +106,7 @@ std::string ModelSnapshot::Serialize() const {
 }
 
 absl::Status ModelSnapshot::Save(const std::string& path) const {
-  return internal::WriteFileAtomically(path, Serialize());
+  return WriteFileAtomically(path, Serialize());
 }
 
 absl::StatusOr<ModelSnapshot> ModelSnapshot::Load(const std::string& path) {
@@ -174,8 +175,8 @@ absl::StatusOr<ModelSnapshot> ModelSnapshot::Load(const std::string& path) {
 }
 
 absl::Status ModelSnapshot::VerifyFile(const std::string& path) {
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<internal::PosixReadFile> file,
-                           internal::PosixReadFile::Open(path));
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ReadableFile> file,
+                           FileSystem::Default()->OpenForRead(path));
   const uint64_t size = file->size();
   if (size < sizeof(kMagic) + 8) return BadMagic(path);
   std::unique_ptr<XXH64_state_t, decltype(&XXH64_freeState)> state(

@@ -1,12 +1,13 @@
 #include "service/daemon_settings.h"
 
 #include <algorithm>
-#include <fstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "corpora/internal/absl_compat.h"
 #include "service/api_client.h"
@@ -619,13 +620,17 @@ std::map<std::string, std::string> SettingValues(
 
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ReadConfigFile(
     const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return absl::NotFoundError(absl::StrCat("cannot read config ", path));
+  absl::StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("cannot read config ", path, " (",
+                                     text.status().message(), ")"));
   }
   std::vector<std::pair<std::string, std::string>> out;
-  std::string line;
-  for (int n = 1; std::getline(in, line); ++n) {
+  int n = 0;
+  for (absl::string_view piece : absl::StrSplit(*text, '\n')) {
+    ++n;
+    std::string line(piece);
     const size_t hash = line.find('#');
     if (hash != std::string::npos) line.resize(hash);
     const std::string trimmed(absl::StripAsciiWhitespace(line));

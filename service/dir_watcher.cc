@@ -9,12 +9,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/file_system.h"
+#include "base/file_util.h"
 #include "base/log.h"
 
 namespace latentd::service {
@@ -92,10 +92,16 @@ void DirWatcher::Poll() {
     if (!e.is_regular_file(ec)) continue;
     const std::string name = e.path().filename().string();
     if (absl::StartsWith(name, ".") || absl::EndsWith(name, ".tmp")) continue;
-    std::ifstream in(e.path(), std::ios::binary);
-    std::stringstream buf;
-    buf << in.rdbuf();
-    std::string text = buf.str();
+    // A file that cannot be read (EIO, say) is neither ingested in part
+    // nor rejected: it stays for the next poll.
+    absl::StatusOr<std::string> read = ReadFileToString(e.path().string());
+    if (!read.ok()) {
+      log::Warning(
+          "latentd watch",
+          absl::StrCat(name, ": ", read.status().message(), " (will retry)"));
+      continue;
+    }
+    std::string text = *std::move(read);
     std::string user;
     if (absl::StartsWith(text, "user:")) {
       const size_t nl = text.find('\n');
@@ -126,7 +132,11 @@ void DirWatcher::Poll() {
       }
       files_->Add();
     }
-    fs::rename(e.path(), target, ec);
+    // Ingested (or rejected) already; if the move fails, the next poll
+    // finds the file again and its source ("file:NAME") drops the repeat.
+    absl::Status moved =
+        FileSystem::Default()->Rename(e.path().string(), target.string());
+    if (!moved.ok()) log::Warning("latentd watch", moved.message());
   }
 }
 

@@ -1,19 +1,16 @@
 #include "service/ingest_log.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
+#include <limits>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/file_system.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
-#include "corpora/posix_file.h"
 #include "xxhash.h"
 
 namespace latentd::service {
@@ -93,19 +90,18 @@ bool Decode(std::string_view payload, IngestRecord* r) {
   return c.done();
 }
 
-absl::StatusOr<std::string> ReadAll(int fd, const std::string& path) {
-  std::string data;
-  char buf[1 << 16];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ::latentd::internal::ErrnoError(errno, "read", path);
-    }
-    if (n == 0) break;
-    data.append(buf, static_cast<size_t>(n));
-  }
-  return data;
+// The whole log (no size limit: the log is bounded by compaction).
+absl::StatusOr<std::string> ReadAll(const std::string& path) {
+  return ReadFileToString(path, std::numeric_limits<size_t>::max());
+}
+
+// `status` (a failed file operation on the log) as kUnavailable, so that
+// clients retry: "ingest log PATH: WHAT (WHY)".
+absl::Status LogError(const std::string& path, std::string_view what,
+                      const absl::Status& status) {
+  return absl::UnavailableError(absl::StrCat("ingest log ", path, ": ",
+                                             std::string(what), " (",
+                                             status.message(), ")"));
 }
 
 // The record at `pos` if it is intact (complete, its checksum matching, it
@@ -224,30 +220,32 @@ absl::StatusOr<std::string> IngestLog::KeepAside(const std::string& path,
       path, ".damaged-",
       absl::FormatTime("%Y%m%dT%H%M%SZ", absl::Now(), absl::UTCTimeZone()));
   std::string kept = stem;
-  for (int i = 1; ::access(kept.c_str(), F_OK) == 0; ++i) {
+  for (int i = 1; PathExists(kept); ++i) {
     kept = absl::StrCat(stem, "-", i);
   }
   // A second name for the damaged file (a copy where there are no hard
   // links); the rewrite then replaces only `path`.
-  if (::link(path.c_str(), kept.c_str()) == 0) {
-    LATENTD_RETURN_IF_ERROR(::latentd::internal::SyncDirectoryOf(kept));
+  if (FileSystem::Default()->Link(path, kept).ok()) {
+    LATENTD_RETURN_IF_ERROR(SyncDirectoryOf(kept));
   } else {
-    LATENTD_RETURN_IF_ERROR(
-        ::latentd::internal::WriteFileAtomically(kept, bytes));
+    LATENTD_RETURN_IF_ERROR(WriteFileAtomically(kept, bytes));
   }
   return kept;
 }
 
-IngestLog::IngestLog(std::string path, int fd, uint64_t size,
-                     uint64_t last_sequence)
+IngestLog::IngestLog(std::string path, std::unique_ptr<WritableFile> file,
+                     uint64_t size, uint64_t last_sequence)
     : path_(std::move(path)),
-      fd_(fd),
+      file_(std::move(file)),
       size_(size),
       last_sequence_(last_sequence) {}
 
 IngestLog::~IngestLog() {
   absl::MutexLock lock(&mu_);
-  if (fd_ >= 0) ::close(fd_);
+  if (dirty_tail_) {
+    // Last chance to cut off a failed append before a restart reads it.
+    if (file_->Truncate(size_).ok()) (void)file_->DataSync();
+  }
 }
 
 absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Open(
@@ -255,43 +253,29 @@ absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Open(
     const IngestLogOpenOptions& options, IngestLogRepair* repair) {
   records->clear();
   if (repair != nullptr) *repair = IngestLogRepair();
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return ::latentd::internal::ErrnoError(errno, "open ingest log", path);
-  absl::StatusOr<std::string> data = ReadAll(fd, path);
-  if (!data.ok()) {
-    ::close(fd);
-    return data.status();
-  }
-  Scan scan = ScanLog(*data, options.merged_through);
+  // Created if missing, before it is read.
+  absl::StatusOr<std::unique_ptr<WritableFile>> file =
+      FileSystem::Default()->OpenForWrite(path, WriteMode::kKeep);
+  if (!file.ok()) return LogError(path, "cannot open", file.status());
+  LATENTD_ASSIGN_OR_RETURN(std::string data, ReadAll(path));
+  Scan scan = ScanLog(data, options.merged_through);
   if (!scan.damage.empty()) {
     // Damage is repaired by a rewrite, never in place.
-    ::close(fd);
-    return Repair(path, *data, std::move(scan), options, records, repair);
+    file->reset();
+    return Repair(path, data, std::move(scan), options, records, repair);
   }
   const size_t pos = scan.end;
   *records = std::move(scan.records);
   const uint64_t last = records->empty() ? 0 : records->back().sequence;
-  if (pos != data->size()) {
+  if (pos != data.size()) {
     // Never acknowledged: the append did not finish.
-    if (::ftruncate(fd, static_cast<off_t>(pos)) != 0 || ::fsync(fd) != 0) {
-      const int e = errno;
-      ::close(fd);
-      return ::latentd::internal::ErrnoError(e, "truncate torn ingest log tail",
-                                             path);
-    }
+    absl::Status cut = (*file)->Truncate(pos);
+    if (cut.ok()) cut = (*file)->Sync();
+    if (!cut.ok()) return LogError(path, "cannot cut off a torn tail", cut);
   }
-  if (::lseek(fd, static_cast<off_t>(pos), SEEK_SET) < 0) {
-    const int e = errno;
-    ::close(fd);
-    return ::latentd::internal::ErrnoError(e, "seek", path);
-  }
-  absl::Status synced = ::latentd::internal::SyncDirectoryOf(path);
-  if (!synced.ok()) {
-    ::close(fd);
-    return synced;
-  }
-  return std::unique_ptr<IngestLog>(new IngestLog(path, fd, pos, last));
+  LATENTD_RETURN_IF_ERROR(SyncDirectoryOf(path));
+  return std::unique_ptr<IngestLog>(
+      new IngestLog(path, *std::move(file), pos, last));
 }
 
 absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Repair(
@@ -332,45 +316,60 @@ absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Repair(
   // log in place (repaired again on the next start), one after it the
   // repaired log; the damaged bytes are kept aside either way.
   LATENTD_ASSIGN_OR_RETURN(found.kept_aside, KeepAside(path, all));
-  LATENTD_RETURN_IF_ERROR(::latentd::internal::WriteFileAtomically(path, out));
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return ::latentd::internal::ErrnoError(errno, "reopen", path);
-  if (::lseek(fd, 0, SEEK_END) < 0) {
-    const int e = errno;
-    ::close(fd);
-    return ::latentd::internal::ErrnoError(e, "seek", path);
-  }
+  LATENTD_RETURN_IF_ERROR(WriteFileAtomically(path, out));
+  absl::StatusOr<std::unique_ptr<WritableFile>> file =
+      FileSystem::Default()->OpenForWrite(path, WriteMode::kKeep);
+  if (!file.ok()) return LogError(path, "cannot reopen", file.status());
   *records = std::move(scan.records);
   if (repair != nullptr) *repair = std::move(found);
-  return std::unique_ptr<IngestLog>(new IngestLog(path, fd, out.size(), last));
+  return std::unique_ptr<IngestLog>(
+      new IngestLog(path, *std::move(file), out.size(), last));
 }
 
 absl::Status IngestLog::Append(std::vector<IngestRecord>* records) {
   absl::MutexLock lock(&mu_);
+  if (!directory_synced_) {
+    // A compaction renamed the log but could not make the name durable:
+    // nothing is acknowledged in the new file before it is.
+    absl::Status synced = SyncDirectoryOf(path_);
+    if (!synced.ok()) return LogError(path_, "not appended", synced);
+    directory_synced_ = true;
+  }
+  if (dirty_tail_) {
+    // A failed append's bytes may still follow size_: a reopen must not
+    // take them for acknowledged records.
+    absl::Status cut = file_->Truncate(size_);
+    if (!cut.ok()) {
+      return LogError(path_, "not appended: a failed append is still there",
+                      cut);
+    }
+    dirty_tail_ = false;
+  }
   std::string data;
   uint64_t seq = last_sequence_;
   for (IngestRecord& r : *records) {
     r.sequence = ++seq;
     data += Encode(r);
   }
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::pwrite(fd_, data.data() + done, data.size() - done,
-                         static_cast<off_t>(size_ + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int e = errno;
-      (void)::ftruncate(fd_, static_cast<off_t>(size_));
-      return absl::UnavailableError(absl::StrCat(
-          "ingest log ", path_, ": write failed: ", std::strerror(e)));
+  absl::Status status = file_->WriteAt(size_, data);
+  if (status.ok()) status = file_->DataSync();
+  if (!status.ok()) {
+    // Not acknowledged: cut off what may have been written (a short write,
+    // or the whole of it before a failed fdatasync). If that fails too, the
+    // next append cuts it first.
+    absl::Status cut = file_->Truncate(size_);
+    if (cut.ok()) cut = file_->DataSync();
+    dirty_tail_ = !cut.ok();
+    if (dirty_tail_) {
+      // Said, since a crash before the next cut could bring the records
+      // back (a client retrying would then ingest them twice).
+      return LogError(path_,
+                      absl::StrCat("append failed, nothing acknowledged; "
+                                   "not cut off yet: ",
+                                   cut.message()),
+                      status);
     }
-    done += static_cast<size_t>(n);
-  }
-  if (::fdatasync(fd_) != 0) {
-    const int e = errno;
-    (void)::ftruncate(fd_, static_cast<off_t>(size_));
-    return absl::UnavailableError(absl::StrCat(
-        "ingest log ", path_, ": fdatasync failed: ", std::strerror(e)));
+    return LogError(path_, "append failed, nothing acknowledged", status);
   }
   size_ += data.size();
   last_sequence_ = seq;
@@ -384,13 +383,12 @@ uint64_t IngestLog::size_bytes() const {
 
 absl::Status IngestLog::Compact(uint64_t merged_through, size_t keep_sources) {
   absl::MutexLock lock(&mu_);
-  if (::lseek(fd_, 0, SEEK_SET) < 0) {
-    return ::latentd::internal::ErrnoError(errno, "seek", path_);
-  }
-  absl::StatusOr<std::string> data = ReadAll(fd_, path_);
+  absl::StatusOr<std::string> data = ReadAll(path_);
   if (!data.ok()) return data.status();
   std::vector<IngestRecord> records;
-  const std::string_view all(*data);
+  // Bytes past size_ are a failed append (dirty_tail_): not the log's.
+  const std::string_view all =
+      std::string_view(*data).substr(0, static_cast<size_t>(size_));
   for (size_t pos = 0; pos + kHeaderBytes <= all.size();) {
     // Checked again: a record damaged since Open() would otherwise be
     // rewritten with a fresh checksum, its damage made undetectable.
@@ -425,12 +423,30 @@ absl::Status IngestLog::Compact(uint64_t merged_through, size_t keep_sources) {
     if (records[i].sequence <= merged_through) records[i].words.clear();
     out += Encode(records[i]);
   }
-  LATENTD_RETURN_IF_ERROR(::latentd::internal::WriteFileAtomically(path_, out));
-  const int fd = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return ::latentd::internal::ErrnoError(errno, "reopen", path_);
-  ::close(fd_);
-  fd_ = fd;
+  // The new log is opened before it replaces the old one: once renamed,
+  // appends go to it (the file named path_), and if any step before fails
+  // they go on into the old log.
+  FileSystem* fs = FileSystem::Default();
+  const std::string tmp = path_ + ".tmp";
+  absl::StatusOr<std::unique_ptr<WritableFile>> fresh =
+      fs->OpenForWrite(tmp, WriteMode::kTruncate);
+  absl::Status status = fresh.status();
+  if (status.ok()) status = (*fresh)->Append(out);
+  if (status.ok()) status = (*fresh)->Sync();
+  if (status.ok()) status = fs->Rename(tmp, path_);
+  if (!status.ok()) {
+    (void)fs->Remove(tmp);
+    return LogError(path_, "compaction failed, the old log stays", status);
+  }
+  file_ = *std::move(fresh);
   size_ = out.size();
+  dirty_tail_ = false;
+  absl::Status synced = SyncDirectoryOf(path_);
+  directory_synced_ = synced.ok();
+  if (!synced.ok()) {
+    return LogError(path_, "compacted, but the new name is not durable yet",
+                    synced);
+  }
   return absl::OkStatus();
 }
 

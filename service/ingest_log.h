@@ -31,6 +31,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "base/file_system.h"
 
 namespace latentd::service {
 
@@ -106,9 +107,12 @@ class IngestLog {
   ~IngestLog();
 
   // Assigns consecutive sequences to *records, appends them, and fdatasyncs.
-  // Returns when they are durable. On failure the file is cut back to its
-  // previous length and nothing is acknowledged (kUnavailable on I/O
-  // errors). REQUIRES: every record has at least one word.
+  // Returns when they are durable. On failure (a write, a short write or
+  // the fdatasync; kUnavailable naming the log and the cause) nothing is
+  // acknowledged: the file is cut back to its previous length (if that
+  // fails, the next Append cuts it before it writes, or fails), the
+  // sequences are not used up, and the next Append may succeed.
+  // REQUIRES: every record has at least one word.
   absl::Status Append(std::vector<IngestRecord>* records);
 
   uint64_t last_sequence() const;
@@ -122,11 +126,15 @@ class IngestLog {
   // with a source, so that sequences never restart and a redelivery is
   // still recognised; the others are dropped. Records above
   // `merged_through` are kept whole. On failure (kDataLoss if a record no
-  // longer matches its checksum) the old log stays.
+  // longer matches its checksum, kUnavailable on I/O errors) the old log
+  // stays and appends go on into it; if only the directory's fsync after
+  // the rename failed, the compacted log is current and the next Append
+  // syncs the directory before it acknowledges anything.
   absl::Status Compact(uint64_t merged_through, size_t keep_sources);
 
  private:
-  IngestLog(std::string path, int fd, uint64_t size, uint64_t last_sequence);
+  IngestLog(std::string path, std::unique_ptr<WritableFile> file, uint64_t size,
+            uint64_t last_sequence);
 
   // What Open() read: the intact records with their byte spans, where the
   // last one ends (a torn tail follows), and the damage found.
@@ -149,8 +157,12 @@ class IngestLog {
 
   const std::string path_;
   mutable absl::Mutex mu_;
-  int fd_ ABSL_GUARDED_BY(mu_);
-  uint64_t size_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<WritableFile> file_ ABSL_GUARDED_BY(mu_);
+  uint64_t size_ ABSL_GUARDED_BY(mu_);  // the log's bytes: acknowledged
+  // A failed append left bytes past size_ that could not be cut off.
+  bool dirty_tail_ ABSL_GUARDED_BY(mu_) = false;
+  // false after a compaction whose directory fsync failed.
+  bool directory_synced_ ABSL_GUARDED_BY(mu_) = true;
   uint64_t last_sequence_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -1,10 +1,8 @@
 #include "service/latentd_service.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "base/file_system.h"
+#include "base/file_util.h"
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "sampler/checkpoint_files.h"
@@ -23,11 +23,6 @@
 
 namespace latentd::service {
 namespace {
-
-bool FileExists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
 
 std::string LogPath(const std::string& dir) { return dir + "/ingest.log"; }
 
@@ -94,12 +89,13 @@ absl::StatusOr<std::unique_ptr<LatentdService>> LatentdService::Open(
 absl::Status LatentdService::Init(MetricsRegistry* metrics) {
   RegisterMetrics(metrics);
   const std::string& dir = options_.data_dir;
-  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cannot create data directory ", dir, ": ", std::strerror(errno)));
+  absl::Status made = FileSystem::Default()->CreateDirectory(dir);
+  if (!made.ok() && !absl::IsAlreadyExists(made)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data directory ", dir, ": ", made.message()));
   }
   absl::MutexLock lock(&train_mu_);
-  if (!FileExists(ModelPaths(dir).tokens())) {
+  if (!PathExists(ModelPaths(dir).tokens())) {
     if (options_.corpus.path.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "data directory ", dir,
@@ -214,6 +210,7 @@ absl::Status LatentdService::OpenTrainer() {
                            GetTokenizerSettings(settings));
   tokenizer_ = Tokenizer(tok);
   LATENTD_ASSIGN_OR_RETURN(vocab_, Vocabulary::Load(paths.vocab()));
+  vocab_saved_ = vocab_.size();
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<TokenStore> store,
                            WithStoreAdvice(OpenFileTokenStore(paths.tokens())));
   if (vocab_.size() < store->meta().vocab_size) {
@@ -246,7 +243,7 @@ absl::Status LatentdService::OpenTrainer() {
     LATENTD_RETURN_IF_ERROR(WriteCheckpoint());
   }
   checkpoint_sweep_seen_ = checkpoint_sweep_;
-  if (access(paths.heldout().c_str(), F_OK) == 0) {
+  if (PathExists(paths.heldout())) {
     LATENTD_ASSIGN_OR_RETURN(
         heldout_, WithStoreAdvice(OpenFileTokenStore(paths.heldout())));
     Log(absl::StrCat("held-out set: ", heldout_->meta().num_docs,
@@ -541,13 +538,15 @@ absl::Status LatentdService::MergePending() {
   }
   if (batch.empty()) return absl::OkStatus();
   // Words first: vocab.txt must cover the store version that uses them.
-  const size_t old_size = vocab_.size();
+  // Compared with what vocab.txt holds, not with the size before this
+  // merge: after a failed save the words are in vocab_ already.
   for (const IngestRecord& r : batch) {
     for (const std::string& w : r.words) vocab_.Add(w);
   }
   ModelPaths paths(options_.data_dir);
-  if (vocab_.size() != old_size) {
+  if (vocab_.size() != vocab_saved_) {
     LATENTD_RETURN_IF_ERROR(vocab_.Save(paths.vocab()));
+    vocab_saved_ = vocab_.size();
   }
   // In a cluster the new words become keys of the synchronized table
   // before their counts go in (ClusterApplyMerge).
@@ -580,6 +579,13 @@ absl::Status LatentdService::MergePending() {
   }
   // The records leave the queue when Publish() makes them visible.
   pending_merged_ = true;
+  if (!result.not_durable.empty()) {
+    // Merged, but a crash could bring back the store before it: the log
+    // keeps their words (no compaction) until a later commit is durable.
+    LogWarning(absl::StrCat("merge: ", result.not_durable,
+                            "; the ingest log keeps the records"));
+    return absl::OkStatus();
+  }
   if (options_.compact_log_bytes > 0 &&
       log_->size_bytes() > options_.compact_log_bytes) {
     const uint64_t before = log_->size_bytes();

@@ -320,6 +320,9 @@ class LatentdService {
   absl::Mutex train_mu_;
   std::unique_ptr<Trainer> trainer_ ABSL_GUARDED_BY(train_mu_);
   Vocabulary vocab_ ABSL_GUARDED_BY(train_mu_);
+  // Words of vocab_ that vocab.txt holds: a failed save is retried by the
+  // next merge, before the store may use the new words.
+  size_t vocab_saved_ ABSL_GUARDED_BY(train_mu_) = 0;
   StoreScan scan_ ABSL_GUARDED_BY(train_mu_);
   bool has_users_ ABSL_GUARDED_BY(train_mu_) = false;
   uint64_t checkpoint_sweep_ ABSL_GUARDED_BY(train_mu_) = 0;

@@ -237,7 +237,14 @@ absl::StatusOr<MergeResult> MergeIntoStore(
   // The highest sequence is in the store either way: a grown document's id
   // carries the last sequence merged into it.
   if (out.num_docs() > 0) LATENTD_RETURN_IF_ERROR(writer->Append(out));
-  LATENTD_RETURN_IF_ERROR(writer->Commit());
+  const uint64_t tokens_before = store->meta().num_tokens;
+  absl::Status committed = writer->Commit();
+  if (!committed.ok()) {
+    // Every merge adds tokens: if the count moved, the new version is
+    // current and only its durability failed.
+    if (store->meta().num_tokens == tokens_before) return committed;
+    result.not_durable = std::string(committed.message());
+  }
   scan->merged_sequence = plan.last_sequence;
   for (const auto& [user, index] : plan.fresh_user) {
     scan->grown_users.insert(user);

@@ -55,6 +55,10 @@ struct MergeResult {
   // (what TopicTable::Apply takes). A table kept up to date with these
   // needs no rebuild.
   std::vector<WordTopicDelta> added_counts;
+  // Non-empty if the new store version is current but its rename may not
+  // survive a crash (the directory's fsync failed): the ingest log must
+  // keep the records' words until a later commit is durable.
+  std::string not_durable;
 };
 
 // Topics for the tokens of one record (`words`, ids in the vocabulary
@@ -67,7 +71,11 @@ using TopicAssigner = std::function<absl::StatusOr<std::vector<TopicId>>(
 // *store holding them (see above). Records at or below
 // scan->merged_sequence are skipped; *scan is updated on success. On failure
 // the store keeps its old version (the vocabulary may have grown, which is
-// harmless: ids are only appended). `count_added` fills
+// harmless: ids are only appended), except when only the store's last
+// directory fsync failed (TokenStore's BatchWriter::Commit): the records
+// are in the store's current version then, so the merge succeeds (*scan
+// updated) with MergeResult::not_durable saying why; retrying it would
+// merge them twice. `count_added` fills
 // MergeResult::added_counts (a sort of the new tokens; for a caller that
 // cannot rebuild its table from the store). `assign`, if set, gives the new
 // tokens their topics instead of the random draw; its error (or a wrong

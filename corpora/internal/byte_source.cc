@@ -18,24 +18,24 @@ constexpr size_t kCompressedBufferBytes = size_t{1} << 18;
 
 class PlainSource : public ByteSource {
  public:
-  explicit PlainSource(std::unique_ptr<PosixReadFile> file)
+  explicit PlainSource(std::unique_ptr<ReadableFile> file)
       : file_(std::move(file)) {}
   absl::StatusOr<size_t> Read(char* buf, size_t n) override {
     return file_->Read(buf, n);
   }
 
  private:
-  std::unique_ptr<PosixReadFile> file_;
+  std::unique_ptr<ReadableFile> file_;
 };
 
 // Refills `in` from `file`; returns the number of bytes now available.
-absl::StatusOr<size_t> Refill(PosixReadFile& file, std::vector<char>& in) {
+absl::StatusOr<size_t> Refill(ReadableFile& file, std::vector<char>& in) {
   return file.Read(in.data(), in.size());
 }
 
 class ZstdSource : public ByteSource {
  public:
-  ZstdSource(std::unique_ptr<PosixReadFile> file, ZSTD_DCtx* ctx)
+  ZstdSource(std::unique_ptr<ReadableFile> file, ZSTD_DCtx* ctx)
       : file_(std::move(file)), ctx_(ctx), in_(kCompressedBufferBytes) {}
   ~ZstdSource() override { ZSTD_freeDCtx(ctx_); }
 
@@ -66,7 +66,7 @@ class ZstdSource : public ByteSource {
   }
 
  private:
-  std::unique_ptr<PosixReadFile> file_;
+  std::unique_ptr<ReadableFile> file_;
   ZSTD_DCtx* ctx_;
   std::vector<char> in_;
   size_t pos_ = 0, avail_ = 0;
@@ -75,7 +75,7 @@ class ZstdSource : public ByteSource {
 
 class GzipSource : public ByteSource {
  public:
-  explicit GzipSource(std::unique_ptr<PosixReadFile> file)
+  explicit GzipSource(std::unique_ptr<ReadableFile> file)
       : file_(std::move(file)), in_(kCompressedBufferBytes) {
     std::memset(&z_, 0, sizeof(z_));
   }
@@ -127,7 +127,7 @@ class GzipSource : public ByteSource {
         absl::StrCat(file_->path(), ": corrupt gzip stream: ", what));
   }
 
-  std::unique_ptr<PosixReadFile> file_;
+  std::unique_ptr<ReadableFile> file_;
   std::vector<char> in_;
   z_stream z_;
   bool initialized_ = false;
@@ -136,13 +136,12 @@ class GzipSource : public ByteSource {
 
 }  // namespace
 
-std::unique_ptr<ByteSource> NewPlainSource(
-    std::unique_ptr<PosixReadFile> file) {
+std::unique_ptr<ByteSource> NewPlainSource(std::unique_ptr<ReadableFile> file) {
   return std::make_unique<PlainSource>(std::move(file));
 }
 
 absl::StatusOr<std::unique_ptr<ByteSource>> NewZstdSource(
-    std::unique_ptr<PosixReadFile> file) {
+    std::unique_ptr<ReadableFile> file) {
   ZSTD_DCtx* ctx = ZSTD_createDCtx();
   if (ctx == nullptr) {
     return absl::ResourceExhaustedError(
@@ -152,7 +151,7 @@ absl::StatusOr<std::unique_ptr<ByteSource>> NewZstdSource(
 }
 
 absl::StatusOr<std::unique_ptr<ByteSource>> NewGzipSource(
-    std::unique_ptr<PosixReadFile> file) {
+    std::unique_ptr<ReadableFile> file) {
   auto source = std::make_unique<GzipSource>(std::move(file));
   LATENTD_RETURN_IF_ERROR(source->Init());
   return source;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "corpora/posix_file.h"
+#include "base/file_system.h"
 
 namespace latentd::internal {
 
@@ -21,11 +21,11 @@ class ByteSource {
 };
 
 // Takes ownership of `file`.
-std::unique_ptr<ByteSource> NewPlainSource(std::unique_ptr<PosixReadFile> file);
+std::unique_ptr<ByteSource> NewPlainSource(std::unique_ptr<ReadableFile> file);
 absl::StatusOr<std::unique_ptr<ByteSource>> NewZstdSource(
-    std::unique_ptr<PosixReadFile> file);
+    std::unique_ptr<ReadableFile> file);
 absl::StatusOr<std::unique_ptr<ByteSource>> NewGzipSource(
-    std::unique_ptr<PosixReadFile> file);
+    std::unique_ptr<ReadableFile> file);
 
 }  // namespace latentd::internal
 

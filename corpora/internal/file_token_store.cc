@@ -1,27 +1,23 @@
 // FileTokenStore: the token store as one file (layout in
 // token_store_format.h). Each reader opens its own descriptor, so a pass over
 // the old version keeps working while a writer renames the new one over it.
-#include <unistd.h>
-
 #include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/file_system.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "corpora/internal/token_store_format.h"
-#include "corpora/posix_file.h"
 #include "corpora/token_store.h"
 
 namespace latentd {
 namespace {
 
-using internal::PosixReadFile;
-using internal::PosixWriteFile;
-
 // Reads and checks the file header of an open store file.
-absl::StatusOr<TokenStoreMeta> ReadHeader(PosixReadFile& file) {
+absl::StatusOr<TokenStoreMeta> ReadHeader(ReadableFile& file) {
   std::string header(internal::kFileHeaderBytes, '\0');
   LATENTD_ASSIGN_OR_RETURN(size_t got, file.Read(header.data(), header.size()));
   header.resize(got);
@@ -30,7 +26,7 @@ absl::StatusOr<TokenStoreMeta> ReadHeader(PosixReadFile& file) {
 
 class FileBatchReader : public BatchReader {
  public:
-  FileBatchReader(std::unique_ptr<PosixReadFile> file, TokenStoreMeta meta)
+  FileBatchReader(std::unique_ptr<ReadableFile> file, TokenStoreMeta meta)
       : file_(std::move(file)), meta_(meta) {}
 
   absl::StatusOr<bool> Next(DocBatch* batch) override {
@@ -82,7 +78,7 @@ class FileBatchReader : public BatchReader {
     return absl::OkStatus();
   }
 
-  std::unique_ptr<PosixReadFile> file_;
+  std::unique_ptr<ReadableFile> file_;
   TokenStoreMeta meta_;
   std::string payload_;
   uint64_t offset_ = internal::kFileHeaderBytes;
@@ -101,7 +97,7 @@ class FileTokenStore;
 
 class FileBatchWriter : public BatchWriter {
  public:
-  FileBatchWriter(FileTokenStore* store, std::unique_ptr<PosixWriteFile> file,
+  FileBatchWriter(FileTokenStore* store, std::unique_ptr<WritableFile> file,
                   TokenStoreMeta meta)
       : store_(store), file_(std::move(file)), meta_(meta) {}
   ~FileBatchWriter() override;
@@ -123,7 +119,7 @@ class FileBatchWriter : public BatchWriter {
 
  private:
   FileTokenStore* store_;
-  std::unique_ptr<PosixWriteFile> file_;
+  std::unique_ptr<WritableFile> file_;
   TokenStoreMeta meta_;
   internal::EncodedBlock block_;
   bool done_ = false;
@@ -138,8 +134,8 @@ class FileTokenStore : public TokenStore {
 
   absl::StatusOr<std::unique_ptr<BatchReader>> Read() override {
     if (!has_file_) return std::make_unique<EmptyBatchReader>();
-    LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<PosixReadFile> file,
-                             PosixReadFile::Open(path_));
+    LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ReadableFile> file,
+                             FileSystem::Default()->OpenForRead(path_));
     LATENTD_ASSIGN_OR_RETURN(TokenStoreMeta meta, ReadHeader(*file));
     return std::make_unique<FileBatchReader>(std::move(file), meta);
   }
@@ -153,15 +149,15 @@ class FileTokenStore : public TokenStore {
     }
     TokenStoreMeta fresh = meta;
     fresh.num_docs = fresh.num_tokens = fresh.num_batches = 0;
-    absl::StatusOr<std::unique_ptr<PosixWriteFile>> file =
-        PosixWriteFile::Create(temp_path());
+    absl::StatusOr<std::unique_ptr<WritableFile>> file =
+        FileSystem::Default()->OpenForWrite(temp_path(), WriteMode::kTruncate);
     absl::Status status = file.status();
     // The header is written again, with the final counts, by Commit.
     if (status.ok())
       status = (*file)->Append(internal::EncodeFileHeader(fresh));
     if (!status.ok()) {
       writer_active_ = false;
-      ::unlink(temp_path().c_str());
+      (void)FileSystem::Default()->Remove(temp_path());
       return status;
     }
     return std::make_unique<FileBatchWriter>(this, std::move(*file), fresh);
@@ -185,7 +181,7 @@ class FileTokenStore : public TokenStore {
 FileBatchWriter::~FileBatchWriter() {
   if (!done_) {
     (void)file_->Close();
-    ::unlink(store_->temp_path().c_str());
+    (void)FileSystem::Default()->Remove(store_->temp_path());
   }
   store_->WriterDone();
 }
@@ -193,21 +189,29 @@ FileBatchWriter::~FileBatchWriter() {
 absl::Status FileBatchWriter::Commit() {
   if (done_) return absl::FailedPreconditionError("writer already spent");
   done_ = true;
+  FileSystem* fs = FileSystem::Default();
   absl::Status status = file_->Flush();
   if (status.ok()) {
     status = file_->WriteAt(0, internal::EncodeFileHeader(meta_));
   }
   if (status.ok()) status = file_->Sync();
   if (status.ok()) status = file_->Close();
-  if (status.ok()) {
-    status = internal::RenameDurably(store_->temp_path(), store_->path());
-  }
+  if (status.ok()) status = fs->Rename(store_->temp_path(), store_->path());
   if (!status.ok()) {
     (void)file_->Close();
-    ::unlink(store_->temp_path().c_str());
+    (void)fs->Remove(store_->temp_path());
     return status;
   }
+  // Renamed: the new version is current (readers open it from now on), so
+  // meta() must say so even if the directory's fsync fails below.
   store_->Committed(meta_);
+  absl::Status synced = SyncDirectoryOf(store_->path());
+  if (!synced.ok()) {
+    return absl::Status(
+        synced.code(),
+        absl::StrCat(store_->path(), ": the new version is current but not ",
+                     "durable (", synced.message(), ")"));
+  }
   return absl::OkStatus();
 }
 
@@ -215,15 +219,15 @@ absl::Status FileBatchWriter::Commit() {
 
 absl::StatusOr<std::unique_ptr<TokenStore>> OpenFileTokenStore(
     const std::string& path) {
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<PosixReadFile> file,
-                           PosixReadFile::Open(path));
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ReadableFile> file,
+                           FileSystem::Default()->OpenForRead(path));
   LATENTD_ASSIGN_OR_RETURN(TokenStoreMeta meta, ReadHeader(*file));
   return std::make_unique<FileTokenStore>(path, meta, /*has_file=*/true);
 }
 
 absl::StatusOr<std::unique_ptr<TokenStore>> CreateFileTokenStore(
     const std::string& path, const TokenStoreMeta& meta) {
-  if (!internal::ParentDirectoryExists(path)) {
+  if (!ParentDirectoryExists(path)) {
     return absl::NotFoundError(absl::StrCat("cannot create token store ", path,
                                             ": directory does not exist"));
   }

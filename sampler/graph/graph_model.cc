@@ -8,9 +8,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "corpora/input_file.h"
-#include "corpora/posix_file.h"
 
 namespace latentd {
 namespace {
@@ -71,7 +71,7 @@ std::string GraphModel::Serialize() const {
 }
 
 absl::Status GraphModel::Save(const std::string& path) const {
-  return internal::WriteFileAtomically(path, Serialize());
+  return WriteFileAtomically(path, Serialize());
 }
 
 absl::StatusOr<GraphModel> GraphModel::Load(const std::string& path) {
@@ -167,9 +167,8 @@ absl::StatusOr<std::vector<std::pair<VertexKey, double>>> GraphModel::Nearest(
 absl::Status SaveGraphCheckpoint(const GraphModel& model,
                                  const std::string& dir) {
   const std::string path = GraphModelPath(dir);
-  if (::access(path.c_str(), F_OK) == 0 && GraphModel::Load(path).ok()) {
-    LATENTD_RETURN_IF_ERROR(
-        internal::RenameDurably(path, GraphPrevModelPath(dir)));
+  if (PathExists(path) && GraphModel::Load(path).ok()) {
+    LATENTD_RETURN_IF_ERROR(RenameDurably(path, GraphPrevModelPath(dir)));
   }
   return model.Save(path);
 }
@@ -180,7 +179,7 @@ absl::StatusOr<GraphModel> LoadNewestGraphModel(
       absl::StrCat(dir, " holds no graph model (graph.bin)"));
   for (const std::string& path :
        {GraphModelPath(dir), GraphPrevModelPath(dir)}) {
-    if (::access(path.c_str(), F_OK) != 0) continue;
+    if (!PathExists(path)) continue;
     absl::StatusOr<GraphModel> m = GraphModel::Load(path);
     if (m.ok()) return m;
     if (refused != nullptr) {

@@ -1,18 +1,18 @@
 #include "sampler/internal/export_file.h"
 
-#include <unistd.h>
 #include <zlib.h>
 
 #include "absl/strings/str_cat.h"
+#include "base/file_system.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
-#include "corpora/posix_file.h"
 
 namespace latentd::internal {
 
 struct ExportFile::Impl {
   std::string path;
   std::string tmp;
-  std::unique_ptr<PosixWriteFile> file;
+  std::unique_ptr<WritableFile> file;
   bool gzip = false;
   bool deflating = false;  // deflateInit2 succeeded, deflateEnd owed
   bool done = false;
@@ -49,7 +49,7 @@ ExportFile::ExportFile(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ExportFile::~ExportFile() {
   if (impl_ != nullptr && !impl_->done) {
     impl_->file.reset();
-    ::unlink(impl_->tmp.c_str());
+    (void)FileSystem::Default()->Remove(impl_->tmp);
   }
 }
 
@@ -59,13 +59,14 @@ absl::StatusOr<std::unique_ptr<ExportFile>> ExportFile::Create(
   impl->path = path;
   impl->tmp = path + ".tmp";
   impl->gzip = gzip;
-  LATENTD_ASSIGN_OR_RETURN(impl->file, PosixWriteFile::Create(impl->tmp));
+  LATENTD_ASSIGN_OR_RETURN(impl->file, FileSystem::Default()->OpenForWrite(
+                                           impl->tmp, WriteMode::kTruncate));
   if (gzip) {
     // windowBits 15 + 16: a gzip header and trailer instead of zlib's.
     if (deflateInit2(&impl->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
                      Z_DEFAULT_STRATEGY) != Z_OK) {
       impl->file.reset();
-      ::unlink(impl->tmp.c_str());
+      (void)FileSystem::Default()->Remove(impl->tmp);
       return absl::ResourceExhaustedError(
           absl::StrCat(impl->tmp, ": gzip: cannot start a deflate stream"));
     }

@@ -242,8 +242,8 @@ TEST_F(FileTokenStoreTest, ReopenSeesCommittedData) {
 
 // Found by the ASan+UBSan unit run (issue 16): appending a batch without
 // documents, or documents without tokens, passed an empty vector's null
-// data() to memcpy in the writer (PosixWriteFile::Append) and the reader
-// (DecodeBlockPayload): undefined behaviour, caught only by UBSan.
+// data() to memcpy in the writer (the POSIX WritableFile::Append) and the
+// reader (DecodeBlockPayload): undefined behaviour, caught only by UBSan.
 TEST_F(FileTokenStoreTest, EmptyBatchesRoundTripRegression) {
   const std::string path = dir_.File("empty.lts");
   {
