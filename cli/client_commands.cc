@@ -22,18 +22,7 @@ using service::ApiClient;
 using service::Method;
 
 absl::StatusOr<std::unique_ptr<ApiClient>> Connect(const DaemonAddress& a) {
-  LATENTD_ASSIGN_OR_RETURN(service::Protocol p,
-                           service::ParseProtocol(a.protocol));
-  std::string addr = a.addr;
-  if (addr.empty()) {
-    addr = p == service::Protocol::kTcp ? "127.0.0.1:7071" : "127.0.0.1:7070";
-  }
-  LATENTD_ASSIGN_OR_RETURN(
-      std::unique_ptr<ApiClient> client,
-      ApiClient::Create(addr, p, absl::Seconds(30),
-                        /*explain_wrong_port=*/true, DaemonTls(a)));
-  client->set_token(DaemonToken(a));
-  return client;
+  return ConnectDaemon(a);
 }
 
 // One scalar field's value (element `index` of a repeated one) as text.
@@ -199,6 +188,22 @@ sync::ClientTls DaemonTls(const DaemonAddress& address) {
       address.tls == "on" || (address.tls == "auto" && !address.tls_ca.empty());
   tls.ca_file = address.tls_ca;
   return tls;
+}
+
+absl::StatusOr<std::unique_ptr<ApiClient>> ConnectDaemon(
+    const DaemonAddress& a) {
+  LATENTD_ASSIGN_OR_RETURN(service::Protocol p,
+                           service::ParseProtocol(a.protocol));
+  std::string addr = a.addr;
+  if (addr.empty()) {
+    addr = p == service::Protocol::kTcp ? "127.0.0.1:7071" : "127.0.0.1:7070";
+  }
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ApiClient> client,
+                           ApiClient::Create(addr, p, absl::Seconds(30),
+                                             /*explain_wrong_port=*/true,
+                                             DaemonTls(a)));
+  client->set_token(DaemonToken(a));
+  return client;
 }
 
 std::string DaemonToken(const DaemonAddress& address) {

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "cli/query_commands.h"
 #include "sync/tls.h"
+#include "service/api_client.h"
 
 namespace latentd {
 
@@ -36,6 +37,10 @@ void AddDaemonAddressOptions(CLI::App* cmd, DaemonAddress* address);
 // TLS towards the daemon: on with --tls-ca (verified against it) or --tls
 // on (the system's CAs); --tls off wins.
 sync::ClientTls DaemonTls(const DaemonAddress& address);
+// A client of the daemon `address` names (with its token); does not connect
+// yet. kInvalidArgument for a bad --protocol or address.
+absl::StatusOr<std::unique_ptr<service::ApiClient>> ConnectDaemon(
+    const DaemonAddress& address);
 // The bearer token to send: --token, else $LATENTD_TOKEN, else "".
 std::string DaemonToken(const DaemonAddress& address);
 // Adds --json (print JSON instead of text) to `cmd`; every latentctl

@@ -23,18 +23,6 @@ bool Exists(const std::string& path) {
   return ::access(path.c_str(), F_OK) == 0;
 }
 
-GraphModel ToModel(const GraphTrainer& t) {
-  GraphModel::Header h;
-  h.dim = t.options().dim;
-  h.epoch = t.epoch();
-  h.seed = t.options().seed;
-  h.negatives = t.options().negatives;
-  h.lambda = t.options().lambda;
-  std::span<const float> z = t.embeddings();
-  return GraphModel(h, t.graph().keys(),
-                    std::vector<float>(z.begin(), z.end()));
-}
-
 // The vectors of `model` in the order of `graph`'s vertices.
 absl::StatusOr<std::vector<float>> VectorsFor(const GraphModel& model,
                                               const GraphData& graph,
@@ -145,14 +133,15 @@ absl::Status RunGraphTrain(const GraphTrainCommand& c, FILE* out, FILE* err) {
     if (c.checkpoint_every > 0 && (e + 1) % c.checkpoint_every == 0 &&
         e + 1 < c.epochs && !stopping) {
       LATENTD_RETURN_IF_ERROR(
-          SaveGraphCheckpoint(ToModel(*trainer), c.out_dir));
+          SaveGraphCheckpoint(ToGraphModel(*trainer), c.out_dir));
     }
     if (stopping) {
       std::fprintf(err, "stopping after epoch %d\n", e + 1);
       break;
     }
   }
-  LATENTD_RETURN_IF_ERROR(SaveGraphCheckpoint(ToModel(*trainer), c.out_dir));
+  LATENTD_RETURN_IF_ERROR(
+      SaveGraphCheckpoint(ToGraphModel(*trainer), c.out_dir));
   std::fprintf(err, "wrote %s (epoch %llu)\n",
                GraphModelPath(c.out_dir).c_str(),
                static_cast<unsigned long long>(trainer->epoch()));
@@ -172,43 +161,84 @@ absl::Status RunGraphTrain(const GraphTrainCommand& c, FILE* out, FILE* err) {
   return absl::OkStatus();
 }
 
-absl::Status RunGraphScore(const std::string& dir, FILE* in, FILE* out,
-                           FILE* err) {
-  LATENTD_ASSIGN_OR_RETURN(GraphModel model, LoadNewestGraphModel(dir));
+std::vector<ScoreLine> ReadScoreLines(FILE* in) {
+  std::vector<ScoreLine> lines;
   char* buf = nullptr;
   size_t cap = 0;
-  uint64_t line_number = 0, failed = 0;
-  std::vector<std::string_view> fields;
+  uint64_t line_number = 0;
   while (::getline(&buf, &cap, in) >= 0) {
     ++line_number;
     absl::string_view line = absl::StripAsciiWhitespace(buf);
     if (line.empty() || line[0] == '#') continue;
     std::vector<absl::string_view> f =
         absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
-    uint64_t a = 0, b = 0;
-    absl::Status s = absl::OkStatus();
-    if (f.size() != 2 || !absl::SimpleAtoi(f[0], &a) ||
-        !absl::SimpleAtoi(f[1], &b) || f[0][0] == '-' || f[1][0] == '-' ||
+    ScoreLine l;
+    l.line = line_number;
+    if (f.size() != 2 || !absl::SimpleAtoi(f[0], &l.a) ||
+        !absl::SimpleAtoi(f[1], &l.b) || f[0][0] == '-' || f[1][0] == '-' ||
         f[0][0] == '+' || f[1][0] == '+') {
-      s = absl::InvalidArgumentError("expected two vertex ids 'i j'");
+      l.parsed = absl::InvalidArgumentError("expected two vertex ids 'i j'");
     }
-    absl::StatusOr<double> score = s.ok() ? model.Score(a, b) : s;
+    lines.push_back(std::move(l));
+  }
+  std::free(buf);
+  return lines;
+}
+
+absl::Status PrintScores(const std::vector<ScoreLine>& lines,
+                         const std::vector<absl::StatusOr<double>>& scores,
+                         FILE* out, FILE* err) {
+  uint64_t failed = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const absl::StatusOr<double>& score = scores[i];
     if (score.ok()) {
       std::fprintf(out, "%.6g\n", *score);
     } else {
       ++failed;
       std::fprintf(out, "nan\n");
       std::fprintf(err, "stdin:%llu: %s\n",
-                   static_cast<unsigned long long>(line_number),
+                   static_cast<unsigned long long>(lines[i].line),
                    std::string(score.status().message()).c_str());
     }
   }
-  std::free(buf);
   if (failed > 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         failed, " of the input lines could not be scored (see above)"));
   }
   return absl::OkStatus();
+}
+
+absl::Status RunGraphScore(const std::string& dir, FILE* in, FILE* out,
+                           FILE* err) {
+  LATENTD_ASSIGN_OR_RETURN(GraphModel model, LoadNewestGraphModel(dir));
+  const std::vector<ScoreLine> lines = ReadScoreLines(in);
+  std::vector<absl::StatusOr<double>> scores;
+  scores.reserve(lines.size());
+  for (const ScoreLine& l : lines) {
+    scores.push_back(l.parsed.ok() ? model.Score(l.a, l.b)
+                                   : absl::StatusOr<double>(l.parsed));
+  }
+  return PrintScores(lines, scores, out, err);
+}
+
+absl::Status RunGraphEmbedding(const std::string& dir, uint64_t vertex,
+                               FILE* out) {
+  LATENTD_ASSIGN_OR_RETURN(GraphModel model, LoadNewestGraphModel(dir));
+  std::optional<uint32_t> i = model.Find(vertex);
+  if (!i) {
+    return absl::NotFoundError(
+        absl::StrCat("vertex ", vertex, " is not in the graph"));
+  }
+  const float* row = &model.vectors()[size_t{*i} * model.dim()];
+  PrintVector(std::span<const float>(row, model.dim()), out);
+  return absl::OkStatus();
+}
+
+void PrintVector(std::span<const float> v, FILE* out) {
+  for (size_t k = 0; k < v.size(); ++k) {
+    std::fprintf(out, "%s%.6g", k == 0 ? "" : " ", v[k]);
+  }
+  std::fprintf(out, "\n");
 }
 
 absl::Status RunGraphNeighbors(const std::string& dir, uint64_t vertex,
@@ -279,20 +309,42 @@ void AddGraphCommands(CLI::App* app, GraphCommands* c) {
       ->capture_default_str();
   tr->add_flag("--json", t.json, "Print a JSON summary on stdout at the end");
 
+  auto daemon = [c](CLI::App* cmd) {
+    AddDaemonAddressOptions(cmd, &c->address);
+  };
   c->score = c->graph->add_subcommand(
       "score",
       "Print <z_i, z_j> for each line 'i j' of stdin (nan and an error on "
-      "stderr for a bad line or unknown vertex; exit status 2 then)");
-  c->score->add_option("DIR", c->model_dir, "Graph model directory")
-      ->required();
+      "stderr for a bad line or unknown vertex; exit status 2 then), from "
+      "the model in DIR or, without DIR, from a running latentd "
+      "(--graph-edges)");
+  c->score->add_option("DIR", c->model_dir,
+                       "Graph model directory (none: ask the daemon)");
+  daemon(c->score);
+  const std::string vertex_args =
+      "[DIR] VERTEX: the graph model directory (none: ask the daemon at "
+      "--addr) and the vertex id";
   c->neighbors = c->graph->add_subcommand(
       "neighbors",
       "Print the vertices with the highest <z_VERTEX, z_u> (likeliest new "
       "neighbours), 'id<TAB>score' per line");
-  c->neighbors->add_option("DIR", c->model_dir, "Graph model directory")
-      ->required();
-  c->neighbors->add_option("VERTEX", c->vertex, "Vertex id")->required();
+  c->neighbors->add_option("ARGS", c->args, vertex_args)
+      ->required()
+      ->expected(1, 2);
   c->neighbors->add_option("--top", c->top, "How many")->capture_default_str();
+  daemon(c->neighbors);
+  c->embedding = c->graph->add_subcommand(
+      "embedding", "Print z_VERTEX, its d values on one line");
+  c->embedding->add_option("ARGS", c->args, vertex_args)
+      ->required()
+      ->expected(1, 2);
+  daemon(c->embedding);
+  c->ingest = c->graph->add_subcommand(
+      "ingest",
+      "Add the edges of stdin ('src dst [weight]' lines, as an edge list) "
+      "to a running latentd's graph (IngestEdges; needs a write token); "
+      "prints 'accepted N edges, D duplicates' once they are durable");
+  daemon(c->ingest);
 }
 
 std::optional<absl::Status> RunGraphCommands(const GraphCommands& c, FILE* in,
@@ -305,10 +357,27 @@ std::optional<absl::Status> RunGraphCommands(const GraphCommands& c, FILE* in,
   }
   if (c.score->parsed()) {
     *which = "graph score";
-    return RunGraphScore(c.model_dir, in, out, err);
+    return c.model_dir.empty() ? RunRemoteGraphScore(c.address, in, out, err)
+                               : RunGraphScore(c.model_dir, in, out, err);
   }
-  *which = "graph neighbors";
-  return RunGraphNeighbors(c.model_dir, c.vertex, c.top, out);
+  if (c.ingest->parsed()) {
+    *which = "graph ingest";
+    return RunRemoteGraphIngest(c.address, in, out);
+  }
+  const bool neighbors = c.neighbors->parsed();
+  *which = neighbors ? "graph neighbors" : "graph embedding";
+  const std::string& id = c.args.back();
+  uint64_t vertex = 0;
+  if (!absl::SimpleAtoi(id, &vertex) || id[0] == '-' || id[0] == '+') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("VERTEX '", id, "' is not a vertex id (0..2^64-1)"));
+  }
+  if (c.args.size() == 2) {
+    return neighbors ? RunGraphNeighbors(c.args[0], vertex, c.top, out)
+                     : RunGraphEmbedding(c.args[0], vertex, out);
+  }
+  return neighbors ? RunRemoteGraphNeighbors(c.address, vertex, c.top, out)
+                   : RunRemoteGraphEmbedding(c.address, vertex, out);
 }
 
 }  // namespace latentd

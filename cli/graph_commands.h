@@ -13,17 +13,33 @@
 // the model (sampler/graph/graph_model.h), written every --checkpoint-every
 // epochs and at the end, the previous one kept as DIR/graph.prev.bin.
 //
-//   latentctl graph score DIR < pairs
+//   latentctl graph score [DIR] < pairs
 //
 // prints ⟨z_i, z_j⟩ for each input line "i j" (blank and '#' lines skipped);
 // a line that is not two ids, or names a vertex the model does not have,
 // prints "nan", and its error goes to stderr with its line number; the
 // other lines are scored. The exit status is then 2.
 //
-//   latentctl graph neighbors DIR VERTEX [--top 10]
+//   latentctl graph neighbors [DIR] VERTEX [--top 10]
 //
 // prints the vertices u with the highest ⟨z_VERTEX, z_u⟩ (the likeliest
 // new neighbours), one "id<TAB>score" per line.
+//
+//   latentctl graph embedding [DIR] VERTEX
+//
+// prints z_VERTEX, its d values space-separated on one line.
+//
+// Without DIR, score, neighbors and embedding ask a running latentd that
+// serves a graph (latentd --graph-edges) at --addr (--protocol, --token as
+// for the other daemon commands: cli/client_commands.h), and print the
+// same. With a daemon only:
+//
+//   latentctl graph ingest [--addr H:P] < edges
+//
+// sends the edge lines of stdin (corpora/edge_list.h; a malformed line
+// fails the command before anything is sent) to IngestEdges in calls of
+// 10000 edges, and prints "accepted N edges, D duplicates" once all are
+// durable on the daemon.
 //
 // Thread-safety: reentrant; one train at a time per directory.
 #ifndef LATENTD_CLI_GRAPH_COMMANDS_H_
@@ -32,10 +48,14 @@
 #include <atomic>
 #include <cstdio>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cli/client_commands.h"
 #include "corpora/edge_list.h"
 #include "sampler/graph/graph_trainer.h"
 
@@ -58,13 +78,16 @@ struct GraphTrainCommand {
 
 struct GraphCommands {
   GraphTrainCommand train;
-  std::string model_dir;  // score / neighbors DIR
-  uint64_t vertex = 0;    // neighbors VERTEX
+  std::string model_dir;          // score DIR; "" = the daemon
+  std::vector<std::string> args;  // neighbors / embedding [DIR] VERTEX
   size_t top = 10;
+  DaemonAddress address;  // the daemon of score, neighbors, embedding, ingest
   CLI::App* graph = nullptr;
   CLI::App* train_cmd = nullptr;
   CLI::App* score = nullptr;
   CLI::App* neighbors = nullptr;
+  CLI::App* embedding = nullptr;
+  CLI::App* ingest = nullptr;
 };
 
 // Adds `graph` and its subcommands to `app`.
@@ -86,6 +109,37 @@ absl::Status RunGraphScore(const std::string& dir, FILE* in, FILE* out,
                            FILE* err);
 absl::Status RunGraphNeighbors(const std::string& dir, uint64_t vertex,
                                size_t top, FILE* out);
+// kNotFound naming a vertex the model lacks.
+absl::Status RunGraphEmbedding(const std::string& dir, uint64_t vertex,
+                               FILE* out);
+
+// The same against a daemon (cli/graph_remote_commands.cc); the daemon's
+// errors come back as they are (kNotFound for an unknown vertex,
+// kFailedPrecondition if it serves no graph).
+absl::Status RunRemoteGraphScore(const DaemonAddress& address, FILE* in,
+                                 FILE* out, FILE* err);
+absl::Status RunRemoteGraphNeighbors(const DaemonAddress& address,
+                                     uint64_t vertex, size_t top, FILE* out);
+absl::Status RunRemoteGraphEmbedding(const DaemonAddress& address,
+                                     uint64_t vertex, FILE* out);
+// kInvalidArgument "stdin:LINE: what" for a malformed line (nothing sent).
+absl::Status RunRemoteGraphIngest(const DaemonAddress& address, FILE* in,
+                                  FILE* out);
+
+// Shared by the local and the remote score: stdin's pair lines, and the
+// printing of their scores (a failed one: "nan" and "stdin:LINE: why" on
+// err; kInvalidArgument counting them at the end).
+struct ScoreLine {
+  uint64_t line = 0;
+  absl::Status parsed;  // not OK: the line is not "i j"
+  uint64_t a = 0;
+  uint64_t b = 0;
+};
+std::vector<ScoreLine> ReadScoreLines(FILE* in);
+absl::Status PrintScores(const std::vector<ScoreLine>& lines,
+                         const std::vector<absl::StatusOr<double>>& scores,
+                         FILE* out, FILE* err);
+void PrintVector(std::span<const float> v, FILE* out);
 
 }  // namespace latentd
 

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{
       "latentctl: train LDA topic models and query them; graph factorization\n"
-      "(latentctl graph train|score|neighbors).\n"
+      "(latentctl graph train|score|neighbors|embedding|ingest).\n"
       "train works on a model directory; topics and infer read one given as\n"
       "DIR, or else ask a running latentd (--addr), as status, profile,\n"
       "ingest and checkpoint do. Every command prints text; --json prints\n"

@@ -42,8 +42,12 @@ Role RequiredRole(Method method) {
     case Method::kGetUserProfile:
     case Method::kStatus:
     case Method::kExportModel:
+    case Method::kGetEmbedding:
+    case Method::kScorePairs:
+    case Method::kNearestVertices:
       return Role::kRead;
     case Method::kIngest:
+    case Method::kIngestEdges:
       return Role::kWrite;
     case Method::kCheckpoint:
       return Role::kAdmin;

@@ -5,14 +5,29 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "service/graph_service.h"
 
 namespace latentd::service {
 namespace {
 
 // Indexed by the method's number - 1.
 constexpr std::array<std::string_view, kNumMethods> kNames = {
-    "ListTopics", "GetTopic", "WordTopics", "InferDocument", "GetUserProfile",
-    "Ingest",     "Status",   "Checkpoint", "ExportModel"};
+    "ListTopics",     "GetTopic",     "WordTopics", "InferDocument",
+    "GetUserProfile", "Ingest",       "Status",     "Checkpoint",
+    "ExportModel",    "GetEmbedding", "ScorePairs", "NearestVertices",
+    "IngestEdges"};
+
+// The node's graph model, or FAILED_PRECONDITION naming the call.
+absl::StatusOr<GraphService*> GraphOf(LatentdService* s,
+                                      std::string_view call) {
+  if (s->graph() == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        absl::string_view(call.data(), call.size()),
+        ": this node serves no graph (start latentd with --graph-edges FILE)"));
+  }
+  return s->graph();
+}
 
 }  // namespace
 
@@ -24,8 +39,8 @@ std::optional<Method> MethodFromName(std::string_view name) {
 }
 
 bool MayBlock(Method method) {
-  return method == Method::kIngest || method == Method::kCheckpoint ||
-         method == Method::kGetUserProfile;
+  return method == Method::kIngest || method == Method::kIngestEdges ||
+         method == Method::kCheckpoint || method == Method::kGetUserProfile;
 }
 
 std::optional<Method> MethodFromType(uint32_t type) {
@@ -181,6 +196,38 @@ absl::StatusOr<std::string> ApiDispatcher::Call(Method method,
       return Run<api::ExportModelRequest, api::ExportModelResponse>(
           method, body, encoding,
           [s](const auto& r) { return s->ExportModel(r); });
+    case Method::kGetEmbedding:
+      return Run<api::GetEmbeddingRequest, api::GetEmbeddingResponse>(
+          method, body, encoding,
+          [s](const auto& r) -> absl::StatusOr<api::GetEmbeddingResponse> {
+            LATENTD_ASSIGN_OR_RETURN(GraphService * g,
+                                     GraphOf(s, "GetEmbedding"));
+            return g->GetEmbedding(r);
+          });
+    case Method::kScorePairs:
+      return Run<api::ScorePairsRequest, api::ScorePairsResponse>(
+          method, body, encoding,
+          [s](const auto& r) -> absl::StatusOr<api::ScorePairsResponse> {
+            LATENTD_ASSIGN_OR_RETURN(GraphService * g,
+                                     GraphOf(s, "ScorePairs"));
+            return g->ScorePairs(r);
+          });
+    case Method::kNearestVertices:
+      return Run<api::NearestVerticesRequest, api::NearestVerticesResponse>(
+          method, body, encoding,
+          [s](const auto& r) -> absl::StatusOr<api::NearestVerticesResponse> {
+            LATENTD_ASSIGN_OR_RETURN(GraphService * g,
+                                     GraphOf(s, "NearestVertices"));
+            return g->NearestVertices(r);
+          });
+    case Method::kIngestEdges:
+      return Run<api::IngestEdgesRequest, api::IngestEdgesResponse>(
+          method, body, encoding,
+          [s](const auto& r) -> absl::StatusOr<api::IngestEdgesResponse> {
+            LATENTD_ASSIGN_OR_RETURN(GraphService * g,
+                                     GraphOf(s, "IngestEdges"));
+            return g->IngestEdges(r);
+          });
   }
   return absl::InvalidArgumentError("unknown method");
 }

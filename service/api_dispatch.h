@@ -33,8 +33,13 @@ enum class Method : uint32_t {
   kStatus = 7,
   kCheckpoint = 8,
   kExportModel = 9,
+  // The graph model (service/graph_service.h).
+  kGetEmbedding = 10,
+  kScorePairs = 11,
+  kNearestVertices = 12,
+  kIngestEdges = 13,
 };
-inline constexpr uint32_t kNumMethods = 9;
+inline constexpr uint32_t kNumMethods = 13;
 // The framed TCP API's frame type for an api.AuthenticatedCall envelope (a
 // call with a bearer token, service/api_auth.h): far above the calls'.
 inline constexpr uint32_t kAuthenticatedCallType = 65536;
@@ -43,8 +48,8 @@ inline constexpr uint32_t kAuthenticatedCallType = 65536;
 std::optional<Method> MethodFromName(std::string_view name);
 std::optional<Method> MethodFromType(uint32_t type);
 std::string_view MethodName(Method method);
-// Whether a call may block on I/O: Ingest (the ingest log's fsync, a
-// forward in cluster mode), Checkpoint (waits for the sweep, writes),
+// Whether a call may block on I/O: Ingest and IngestEdges (the logs'
+// fsync, a forward in cluster mode), Checkpoint (waits for the sweep, writes),
 // GetUserProfile (forwarded to the user's owner in cluster mode). The
 // others only compute.
 bool MayBlock(Method method);

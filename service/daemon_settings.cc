@@ -460,6 +460,60 @@ void AddClusterSettings(const AddFn& add) {
       });
 }
 
+// The graph model (service/graph_service.h), served next to the topics.
+void AddGraphSettings(const AddFn& add) {
+  auto graph = [](DaemonConfig* c) { return &c->service.graph; };
+  add("graph-edges", "", "a file|empty",
+      "Also train and serve a graph model (GetEmbedding, ScorePairs, "
+      "NearestVertices, IngestEdges) from this edge list (SNAP text: 'src "
+      "dst [weight]' lines, '#' comments, .gz/.zst; undirected); its "
+      "checkpoints and ingested edges live in DIR/graph (empty: no graph)",
+      String([=](DaemonConfig* c) { return &graph(c)->edges_path; }));
+  add("graph-dim", "32", "1..4096",
+      "Embedding dimension d of the graph model (a checkpoint's must match)",
+      Int<uint32_t>("graph-dim", 1, GraphTrainerOptions::kMaxDim,
+                    [=](DaemonConfig* c) { return &graph(c)->trainer.dim; }));
+  add("graph-negatives", "5", "0..1000",
+      "Sampled non-edges (y = 0) per edge and epoch",
+      Int<int>("graph-negatives", 0, 1000,
+               [=](DaemonConfig* c) { return &graph(c)->trainer.negatives; }));
+  add("graph-lambda", "1", "0..1000000", "L2 regularization lambda",
+      Double("graph-lambda", 0, 1e6,
+             [=](DaemonConfig* c) { return &graph(c)->trainer.lambda; }));
+  add("graph-learning-rate", "0.1", "0.000001..100",
+      "SGD step eta (decayed as eta / (1 + 0.05 epoch))",
+      Double("graph-learning-rate", 1e-6, 100, [=](DaemonConfig* c) {
+        return &graph(c)->trainer.learning_rate;
+      }));
+  add("graph-threads", "1", "1..1024", "Graph SGD worker threads",
+      Int<int>("graph-threads", 1, 1024,
+               [=](DaemonConfig* c) { return &graph(c)->trainer.threads; }));
+  add("graph-seed", "1", "0..2^62",
+      "Seed of the graph model's initial vectors, negatives and held-out "
+      "split",
+      Int<uint64_t>("graph-seed", 0, int64_t{1} << 62,
+                    [=](DaemonConfig* c) { return &graph(c)->trainer.seed; }));
+  add("graph-holdout", "0", "0..0.5",
+      "Share of the edge list's edges held out (with as many non-edges) to "
+      "score link prediction after every epoch: Status.graph.heldout_auc, "
+      "latentd_graph_heldout_auc (0: none)",
+      Double("graph-holdout", 0, 0.5,
+             [=](DaemonConfig* c) { return &graph(c)->holdout; }));
+  add("graph-max-epochs", "0", "0..2^62",
+      "Stop training the graph model after this many epochs in all (0: "
+      "train forever); edges ingested later still get one epoch",
+      Int<uint64_t>("graph-max-epochs", 0, int64_t{1} << 62,
+                    [=](DaemonConfig* c) { return &graph(c)->max_epochs; }));
+  add("graph-checkpoint-every", "10", "0..1000000",
+      "Write DIR/graph/graph.bin every N epochs (0: only at exit)",
+      Int<int>("graph-checkpoint-every", 0, 1000000,
+               [=](DaemonConfig* c) { return &graph(c)->checkpoint_every; }));
+  add("graph-max-top", "1000", "1..1000000",
+      "Largest `top` of a NearestVertices call",
+      Int<uint32_t>("graph-max-top", 1, 1000000,
+                    [=](DaemonConfig* c) { return &graph(c)->max_top; }));
+}
+
 // What SIGHUP applies to a running daemon (LatentdService::Reconfigure and
 // the log file); every other setting needs a restart.
 bool IsRuntimeSetting(std::string_view name) {
@@ -550,6 +604,7 @@ std::vector<SettingSpec> MakeTable() {
   AddServingSettings(add);
   AddIngestSettings(add);
   AddClusterSettings(add);
+  AddGraphSettings(add);
   AddProcessSettings(add);
   AddAliases(&t);
   return t;

@@ -110,7 +110,13 @@ absl::Status LatentdService::Init(MetricsRegistry* metrics) {
       CollectUsers(trainer_->store());
   if (!users.ok()) return users.status();
   has_users_ = !users->empty();
-  return Publish();
+  LATENTD_RETURN_IF_ERROR(Publish());
+  if (!options_.graph.edges_path.empty()) {
+    GraphServiceOptions graph = options_.graph;
+    graph.dir = dir + "/graph";
+    LATENTD_ASSIGN_OR_RETURN(graph_, GraphService::Open(graph, metrics));
+  }
+  return absl::OkStatus();
 }
 
 void LatentdService::RegisterMetrics(MetricsRegistry* metrics) {
@@ -322,6 +328,7 @@ void LatentdService::Start() {
   started_ = true;
   training_ = true;
   thread_ = std::thread([this] { TrainLoop(); });
+  if (graph_ != nullptr) graph_->Start();
 }
 
 absl::Status LatentdService::Stop() {
@@ -333,8 +340,11 @@ absl::Status LatentdService::Stop() {
   }
   if (thread_.joinable()) thread_.join();
   training_ = false;
+  absl::Status graph_stopped =
+      graph_ != nullptr ? graph_->Stop() : absl::OkStatus();
+  if (!graph_stopped.ok()) LogWarning(std::string(graph_stopped.message()));
   absl::MutexLock lock(&train_mu_);
-  if (trainer_ == nullptr) return absl::OkStatus();
+  if (trainer_ == nullptr) return graph_stopped;
   if (link_ != nullptr) {
     // Push what is left and leave; the table keeps this node's last view.
     if (!cluster_finished_.exchange(true)) link_->Finish();
@@ -346,7 +356,7 @@ absl::Status LatentdService::Stop() {
   if (s.ok()) {
     Log(absl::StrCat("checkpoint written at sweep ", trainer_->sweep()));
   }
-  return s;
+  return s.ok() ? graph_stopped : s;
 }
 
 absl::Status LatentdService::Reconfigure(const ServiceOptions& next) {
@@ -702,6 +712,7 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
   resp.set_uptime_seconds(
       absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()) - start_time_);
   AddCoherence(&resp);
+  if (graph_ != nullptr) *resp.mutable_graph() = graph_->Status();
   {
     absl::MutexLock lock(&heldout_mu_);
     if (heldout_score_.has_value()) *resp.mutable_heldout() = *heldout_score_;

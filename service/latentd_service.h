@@ -66,6 +66,7 @@
 #include "sampler/trainer.h"
 #include "service/api.pb.h"
 #include "service/cluster/cluster_link.h"
+#include "service/graph_service.h"
 #include "service/ingest_log.h"
 #include "service/internal/cpu_gate.h"
 #include "service/metrics.h"
@@ -139,6 +140,10 @@ struct ServiceOptions {
   // Called (on the training thread) once this node has left the cluster
   // because an operator removed it; the daemon then shuts down.
   std::function<void()> on_left_cluster;
+  // The graph model the node serves besides its topic model (graph.
+  // edges_path set: latentd --graph-edges); graph.dir is set by Open to
+  // DIR/graph.
+  GraphServiceOptions graph;
   // The bearer token this node's calls to its cluster peers carry (a
   // user's events and profile queries forwarded to the owner); "" = none.
   // With api-tokens it is an admin token of the file the nodes share.
@@ -158,10 +163,11 @@ class LatentdService {
       const ServiceOptions& options, MetricsRegistry* metrics);
   ~LatentdService();  // Stop()
 
-  // Starts the training thread.
+  // Starts the training thread (and the graph model's).
   void Start();
   // Stops the training thread after its current sweep and writes a final
-  // checkpoint. Idempotent; returns the checkpoint's status.
+  // checkpoint (the graph model's too). Idempotent; returns the first
+  // checkpoint error.
   absl::Status Stop();
   // Applies the settings that may change at runtime (the daemon's SIGHUP):
   // max_sweeps, checkpoint_every, checkpoint_seconds, publish_interval_ms,
@@ -224,6 +230,9 @@ class LatentdService {
   bool SourceIngested(const std::string& source) const;
 
   std::shared_ptr<const ModelView> view() const;
+  // The node's graph model, nullptr unless options.graph.edges_path is set.
+  // Lives as long as the service.
+  GraphService* graph() const { return graph_.get(); }
   // Ready for traffic (GET /readyz): OK when a model is loaded, Stop() has
   // not begun, the node has joined its cluster (cluster mode) and still
   // samples, and the ingest log and data directory are writable; else
@@ -417,6 +426,7 @@ class LatentdService {
   std::thread thread_;
   bool started_ = false;
   bool stopped_ = false;
+  std::unique_ptr<GraphService> graph_;  // trains in its own thread
 
   struct Metrics {
     Counter* sweeps;

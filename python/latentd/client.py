@@ -38,13 +38,13 @@ import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import (Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple,
-                    Union)
+from typing import (Any, Dict, Iterable, List, Mapping, Optional, Sequence,
+                    Tuple, Union)
 
 from latentd.errors import (LatentdError, code_for_http_status, error_for)
 from latentd.messages import (Checkpoint, Document, DocumentTopics, Inference,
                               IngestResult, Status, Topic, TopicList,
-                              UserProfile, WordTopics)
+                              UserProfile, WordTopics, _float)
 from latentd.model_export import Model, fetch_model
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -250,6 +250,51 @@ class Client:
         gives φ (topic_word(), to_frame()), the term frequencies and the
         vocabulary."""
         return fetch_model(self.call, page_words, attempts)
+
+    # The graph model (a daemon started with --graph-edges; docs/latentd.md
+    # "Graph serving"). Vertex ids are the edge list's integer ids. A
+    # vertex the graph lacks raises NotFoundError naming it; a daemon that
+    # serves no graph FailedPreconditionError.
+
+    def embedding(self, vertex: int) -> List[float]:
+        """z_vertex, the vertex's d values (GetEmbedding; read role)."""
+        msg = self.call("GetEmbedding", {"vertex": str(vertex)})
+        return [float(x) for x in msg.get("vector", ())]
+
+    def score_pairs(self, pairs: Iterable[Tuple[int, int]], *,
+                    skip_unknown: bool = False) -> List[Optional[float]]:
+        """<z_a, z_b> for each (a, b), in order (ScorePairs; read role).
+        With skip_unknown a pair with an unknown vertex gives None and the
+        rest are scored; without, it raises NotFoundError naming it."""
+        request = {"pairs": [{"a": str(a), "b": str(b)} for a, b in pairs],
+                   "skipUnknown": skip_unknown}
+        msg = self.call("ScorePairs", request)
+        return [None if s.get("error") else _float(s, "score")
+                for s in msg.get("scores", ())]
+
+    def nearest_vertices(self, vertex: int,
+                         top: int = 10) -> List[Tuple[int, float]]:
+        """The `top` vertices u with the highest <z_vertex, z_u>, best
+        first, as (id, score) (NearestVertices; read role)."""
+        msg = self.call("NearestVertices", {"vertex": str(vertex), "top": top})
+        return [(int(n.get("vertex", 0)), _float(n, "score"))
+                for n in msg.get("neighbors", ())]
+
+    def ingest_edges(self, edges: Iterable[Sequence[float]]) -> Dict[str, int]:
+        """Adds edges (src, dst) or (src, dst, weight) to the graph
+        (IngestEdges; write role); returns once they are durable, with
+        {"accepted", "duplicates", "pending"}. They are trained on from
+        the daemon's next epoch. All or nothing: a self-loop or a bad
+        weight raises InvalidArgumentError and none is added."""
+        request = []
+        for e in edges:
+            edge = {"src": str(int(e[0])), "dst": str(int(e[1]))}
+            if len(e) > 2:
+                edge["weight"] = float(e[2])
+            request.append(edge)
+        msg = self.call("IngestEdges", {"edges": request})
+        return {k: int(msg.get(k, 0))
+                for k in ("accepted", "duplicates", "pending")}
 
     # The transport.
 

@@ -158,6 +158,14 @@ GraphTrainer::GraphTrainer(std::unique_ptr<Impl> impl)
     : impl_(std::move(impl)) {}
 GraphTrainer::~GraphTrainer() = default;
 
+void GraphTrainer::InitialRow(const GraphTrainerOptions& options, VertexKey key,
+                              float* out) {
+  Rng rng = Rng::ForStream(options.seed, key, 0x696e6974);
+  for (uint32_t k = 0; k < options.dim; ++k) {
+    out[k] = static_cast<float>(options.init_scale * rng.Normal());
+  }
+}
+
 absl::StatusOr<std::unique_ptr<GraphTrainer>> GraphTrainer::Create(
     GraphData graph, const GraphTrainerOptions& options,
     std::vector<float> initial, uint64_t start_epoch) {
@@ -191,11 +199,7 @@ absl::StatusOr<std::unique_ptr<GraphTrainer>> GraphTrainer::Create(
   } else {
     impl->z.resize(n * d);
     for (size_t i = 0; i < n; ++i) {
-      Rng rng = Rng::ForStream(options.seed, impl->graph.keys()[i], 0x696e6974);
-      for (uint32_t k = 0; k < d; ++k) {
-        impl->z[i * d + k] =
-            static_cast<float>(options.init_scale * rng.Normal());
-      }
+      InitialRow(options, impl->graph.keys()[i], &impl->z[i * d]);
     }
   }
   impl->order.resize(impl->graph.num_edges());
@@ -354,6 +358,18 @@ void GraphTrainer::ApplyCorrection(VertexId v, std::span<const float> delta) {
   for (uint32_t k = 0; k < d && k < delta.size(); ++k) {
     StoreRelaxed(row + k, row[k] + delta[k]);
   }
+}
+
+GraphModel ToGraphModel(const GraphTrainer& trainer) {
+  GraphModel::Header h;
+  h.dim = trainer.options().dim;
+  h.epoch = trainer.epoch();
+  h.seed = trainer.options().seed;
+  h.negatives = trainer.options().negatives;
+  h.lambda = trainer.options().lambda;
+  std::span<const float> z = trainer.embeddings();
+  return GraphModel(h, trainer.graph().keys(),
+                    std::vector<float>(z.begin(), z.end()));
 }
 
 }  // namespace latentd

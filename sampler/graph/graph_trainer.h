@@ -38,6 +38,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "sampler/graph/graph_data.h"
+#include "sampler/graph/graph_model.h"
 #include "sampler/graph/graph_objective.h"
 
 namespace latentd {
@@ -80,6 +81,11 @@ class GraphTrainer {
       GraphData graph, const GraphTrainerOptions& options,
       std::vector<float> initial = {}, uint64_t start_epoch = 0);
   ~GraphTrainer();
+
+  // The random start of vertex `key`'s vector (options.dim values into
+  // out), the same on every node and in every run with the same seed.
+  static void InitialRow(const GraphTrainerOptions& options, VertexKey key,
+                         float* out);
 
   // One pass over the edges. kInternal if the steps diverged (a non-finite
   // value: the learning rate is too high); the vectors are then as the last
@@ -129,6 +135,10 @@ class GraphTrainer {
   explicit GraphTrainer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The trainer's vectors as a model file's contents (its graph's vertex
+// keys, the epoch, dim, seed, negatives and λ). REQUIRES: no epoch running.
+GraphModel ToGraphModel(const GraphTrainer& trainer);
 
 }  // namespace latentd
 

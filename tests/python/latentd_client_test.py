@@ -37,6 +37,8 @@ import latentd
 
 TOPICS = 3
 SWEEPS = 20
+GRAPH_VERTICES = 40
+GRAPH_DIM = 8
 THEMES = [
     "oil prices opec crude barrel energy oil market",
     "football match goal team player season goal goal",
@@ -63,6 +65,11 @@ class Daemon:
         corpus = os.path.join(self.dir, "corpus.txt")
         with open(corpus, "w", encoding="utf-8") as f:
             f.write("\n".join(CORPUS) + "\n")
+        edges = os.path.join(self.dir, "edges.txt")
+        with open(edges, "w", encoding="utf-8") as f:
+            for i in range(GRAPH_VERTICES):  # a ring with chords
+                f.write(f"{i} {(i + 1) % GRAPH_VERTICES}\n"
+                        f"{i} {(i + 7) % GRAPH_VERTICES}\n")
         tokens = os.path.join(self.dir, "tokens")
         with open(tokens, "w", encoding="utf-8") as f:
             f.write(f"read {READ}\nwrite {WRITE}\nadmin {ADMIN}\n")
@@ -71,7 +78,9 @@ class Daemon:
             [binary, "--data-dir", self.data_dir, "--corpus", corpus,
              "--topics", str(TOPICS), "--max-sweeps", str(SWEEPS),
              "--http", "127.0.0.1:0", "--listen", "127.0.0.1:0",
-             "--api-tokens", tokens, *extra_args],
+             "--api-tokens", tokens, "--graph-edges", edges,
+             "--graph-dim", str(GRAPH_DIM), "--graph-max-epochs", "3",
+             *extra_args],
             stdout=self._log, stderr=subprocess.STDOUT)
         self.address = self._wait_for_address()
 
@@ -378,6 +387,42 @@ class IngestAndProfiles(unittest.TestCase):
         self.assertEqual(e.exception.http_status, 403)
         self.assertIn("(read) cannot call Ingest: it needs write",
                       e.exception.message)
+
+    def test_graph(self):
+        c = client()
+        z0 = c.embedding(0)
+        self.assertEqual(len(z0), GRAPH_DIM)
+        nearest = c.nearest_vertices(0, top=3)
+        self.assertEqual(len(nearest), 3)
+        self.assertNotIn(0, [v for v, _ in nearest])
+        self.assertGreaterEqual(nearest[0][1], nearest[2][1])
+        v, score = nearest[0]
+        zv = c.embedding(v)
+        scores = c.score_pairs([(0, v), (0, 10**12)], skip_unknown=True)
+        self.assertAlmostEqual(scores[0], sum(a * b for a, b in zip(z0, zv)),
+                               places=4)
+        self.assertAlmostEqual(scores[0], score, places=4)
+        self.assertIsNone(scores[1])
+        with self.assertRaises(latentd.NotFoundError) as e:
+            c.score_pairs([(0, 10**12)])
+        self.assertIn("pair 0: vertex 1000000000000 is not in the graph",
+                      e.exception.message)
+        with self.assertRaises(latentd.NotFoundError):
+            c.embedding(10**12)
+        with self.assertRaises(latentd.PermissionDeniedError):
+            c.ingest_edges([(0, 10**12)])
+        with self.assertRaises(latentd.InvalidArgumentError):
+            client(WRITE).ingest_edges([(5, 5)])
+        added = client(WRITE).ingest_edges([(0, 10**12, 2.0), (0, 1)])
+        self.assertEqual(added["accepted"], 1)
+        self.assertEqual(added["duplicates"], 1)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            graph = c.call("Status").get("graph", {})
+            if int(graph.get("pendingEdges", 0)) == 0:
+                break
+            time.sleep(0.1)
+        self.assertEqual(len(c.embedding(10**12)), GRAPH_DIM)
 
     def test_checkpoint(self):
         cp = client(ADMIN).checkpoint()

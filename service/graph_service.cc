@@ -1,0 +1,551 @@
+#include "service/graph_service.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/log.h"
+#include "base/status_macros.h"
+#include "corpora/posix_file.h"
+#include "sampler/graph/link_eval.h"
+#include "sampler/model_dir.h"
+
+namespace latentd::service {
+namespace {
+
+std::pair<VertexKey, VertexKey> PairOf(VertexKey a, VertexKey b) {
+  return a <= b ? std::make_pair(a, b) : std::make_pair(b, a);
+}
+
+std::string IngestedPath(const std::string& dir) {
+  return dir + "/ingested.edges";
+}
+
+void Log(const std::string& line) { log::Info("latentd", line); }
+
+// Reads ingested.edges, cutting off a last line without its newline: a
+// write that a crash interrupted, never acknowledged (IngestEdges answers
+// after the fsync of whole lines).
+absl::StatusOr<EdgeList> ReadIngested(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return EdgeList{};
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  const size_t end = text.rfind('\n');
+  const size_t keep = end == std::string::npos ? 0 : end + 1;
+  if (keep < text.size()) {
+    log::Warning("latentd",
+                 absl::StrCat(path, ": cutting off ", text.size() - keep,
+                              " bytes of an unfinished last line (a write "
+                              "cut by a crash, never acknowledged)"));
+    if (::truncate(path.c_str(), static_cast<off_t>(keep)) != 0) {
+      return ::latentd::internal::ErrnoError(errno, "truncate", path);
+    }
+    text.resize(keep);
+  }
+  return ParseEdgeList(text, path);
+}
+
+}  // namespace
+
+GraphService::GraphService(const GraphServiceOptions& options)
+    : options_(options) {}
+
+GraphService::~GraphService() { (void)Stop(); }
+
+absl::StatusOr<std::unique_ptr<GraphService>> GraphService::Open(
+    const GraphServiceOptions& options, MetricsRegistry* metrics) {
+  LATENTD_RETURN_IF_ERROR(options.trainer.Validate());
+  if (!(options.holdout >= 0 && options.holdout <= 0.5)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("graph holdout ", options.holdout, " is not in 0..0.5"));
+  }
+  std::unique_ptr<GraphService> s(new GraphService(options));
+  LATENTD_RETURN_IF_ERROR(s->Init(metrics));
+  return s;
+}
+
+void GraphService::RegisterMetrics(MetricsRegistry* metrics) {
+  MetricsRegistry& r = *metrics;
+  m_.epoch = r.AddGauge("latentd_graph_epoch", "Graph model epochs completed");
+  m_.vertices =
+      r.AddGauge("latentd_graph_vertices", "Vertices in the training graph");
+  m_.edges = r.AddGauge("latentd_graph_edges", "Edges in the training graph");
+  m_.objective = r.AddGauge("latentd_graph_objective",
+                            "Graph objective on the training edges");
+  m_.heldout_auc = r.AddGauge(
+      "latentd_graph_heldout_auc",
+      "Held-out link-prediction ROC AUC, last epoch (0: no held-out set)");
+  m_.ingested = r.AddCounter("latentd_graph_edges_ingested_total",
+                             "Edges acknowledged by IngestEdges");
+  m_.epoch_errors = r.AddCounter("latentd_graph_epoch_errors_total",
+                                 "Graph epochs that failed");
+}
+
+absl::Status GraphService::Init(MetricsRegistry* metrics) {
+  RegisterMetrics(metrics);
+  LATENTD_RETURN_IF_ERROR(MakeModelDirectory(options_.dir));
+  LATENTD_ASSIGN_OR_RETURN(EdgeList list, ReadEdgeList(options_.edges_path));
+  Log(absl::StrCat("graph ", options_.edges_path, ": ", list.stats.Summary()));
+  if (list.edges.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options_.edges_path,
+        ": the graph has no edges (after dropping self-loops and duplicates)"));
+  }
+  const std::string ingested_path = IngestedPath(options_.dir);
+  LATENTD_ASSIGN_OR_RETURN(EdgeList ingested, ReadIngested(ingested_path));
+  absl::MutexLock train(&train_mu_);
+  absl::MutexLock ingest(&ingest_mu_);
+  file_edges_ = std::move(list.edges);
+  for (const Edge& e : file_edges_) pairs_.insert(PairOf(e.src, e.dst));
+  for (const Edge& e : ingested.edges) {
+    if (pairs_.insert(PairOf(e.src, e.dst)).second) {
+      trained_ingested_.push_back(e);
+    }
+  }
+  ingested_total_ = trained_ingested_.size();
+  if (options_.holdout > 0) {
+    EdgeList file_list;
+    file_list.edges = file_edges_;
+    LATENTD_ASSIGN_OR_RETURN(GraphData file_graph,
+                             GraphData::FromEdgeList(file_list));
+    LATENTD_ASSIGN_OR_RETURN(
+        LinkSplit split,
+        SplitHeldout(file_graph, options_.holdout, options_.trainer.seed));
+    split.train = GraphData();  // Rebuild() makes the training graph
+    split_ = std::move(split);
+    Log(absl::StrFormat("graph: held out %d edges and %d non-edges",
+                        split_->positives.size(), split_->negatives.size()));
+  }
+  std::vector<std::string> refused;
+  absl::StatusOr<GraphModel> saved =
+      LoadNewestGraphModel(options_.dir, &refused);
+  for (const std::string& r : refused) log::Warning("latentd", r);
+  if (!saved.ok() && saved.status().code() != absl::StatusCode::kNotFound) {
+    return saved.status();
+  }
+  if (saved.ok() && saved->dim() != options_.trainer.dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options_.dir, " holds a graph model of dim ", saved->dim(),
+        ", graph-dim says ", options_.trainer.dim,
+        ": start with that dim, or move the directory aside to start over"));
+  }
+  LATENTD_RETURN_IF_ERROR(Rebuild(saved.ok() ? &*saved : nullptr));
+  if (saved.ok()) {
+    checkpoint_epoch_ = saved->header().epoch;
+    Log(absl::StrCat("graph: resumed from the checkpoint at epoch ",
+                     checkpoint_epoch_));
+  }
+  ingest_fd_ = ::open(ingested_path.c_str(),
+                      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (ingest_fd_ < 0) {
+    return ::latentd::internal::ErrnoError(errno, "open", ingested_path);
+  }
+  Publish();
+  return absl::OkStatus();
+}
+
+absl::Status GraphService::Rebuild(const GraphModel* previous) {
+  EdgeList all;
+  all.edges.reserve(file_edges_.size() + trained_ingested_.size());
+  all.edges = file_edges_;
+  all.edges.insert(all.edges.end(), trained_ingested_.begin(),
+                   trained_ingested_.end());
+  // The edge list's edges come first, so its vertices keep the ids the
+  // held-out split was drawn with.
+  LATENTD_ASSIGN_OR_RETURN(GraphData full, GraphData::FromEdgeList(all));
+  if (split_) {
+    absl::flat_hash_set<std::pair<VertexId, VertexId>> held;
+    for (const VertexPair& p : split_->positives) {
+      held.insert(std::minmax(p.first, p.second));
+    }
+    std::vector<GraphEdge> train;
+    train.reserve(full.num_edges());
+    for (const GraphEdge& e : full.edges()) {
+      if (!held.contains(std::minmax(e.src, e.dst))) train.push_back(e);
+    }
+    full = full.WithEdges(std::move(train));
+  }
+  uint64_t start_epoch = previous != nullptr ? previous->header().epoch : 0;
+  std::optional<GraphModel> live;
+  if (trainer_ != nullptr) {
+    live = ToGraphModel(*trainer_);
+    previous = &*live;
+    start_epoch = trainer_->epoch();
+  }
+  // Keep the vectors known (by key), exactly; the others start at random.
+  const uint32_t d = options_.trainer.dim;
+  std::vector<float> initial(full.num_vertices() * d);
+  for (size_t v = 0; v < full.num_vertices(); ++v) {
+    const VertexKey key = full.keys()[v];
+    std::optional<uint32_t> i =
+        previous != nullptr ? previous->Find(key) : std::nullopt;
+    if (i) {
+      std::copy_n(&previous->vectors()[size_t{*i} * d], d, &initial[v * d]);
+    } else {
+      GraphTrainer::InitialRow(options_.trainer, key, &initial[v * d]);
+    }
+  }
+  LATENTD_ASSIGN_OR_RETURN(
+      std::unique_ptr<GraphTrainer> next,
+      GraphTrainer::Create(std::move(full), options_.trainer,
+                           std::move(initial), start_epoch));
+  trainer_ = std::move(next);
+  return absl::OkStatus();
+}
+
+void GraphService::Start() {
+  if (started_) return;
+  started_ = true;
+  training_ = true;
+  thread_ = std::thread([this] { TrainLoop(); });
+}
+
+absl::Status GraphService::Stop() {
+  if (stopped_) return absl::OkStatus();
+  stopped_ = true;
+  {
+    absl::MutexLock lock(&ingest_mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  training_ = false;
+  absl::MutexLock lock(&train_mu_);
+  absl::Status s = trainer_ != nullptr ? WriteCheckpoint() : absl::OkStatus();
+  absl::MutexLock ingest(&ingest_mu_);
+  if (ingest_fd_ >= 0) ::close(ingest_fd_);
+  ingest_fd_ = -1;
+  return s;
+}
+
+void GraphService::TrainLoop() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&ingest_mu_);
+      // Past max_epochs only new edges (or Stop) wake the thread.
+      auto work = [this]() ABSL_SHARED_LOCKS_REQUIRED(ingest_mu_) {
+        return stopping_ || !pending_.empty() || training_.load();
+      };
+      ingest_mu_.Await(absl::Condition(&work));
+      if (stopping_) return;
+    }
+    absl::MutexLock lock(&train_mu_);
+    absl::StatusOr<bool> took = TakePending();
+    if (!took.ok()) {
+      log::Error("latentd", absl::StrCat("graph: adding ingested edges: ",
+                                         took.status().message()));
+      m_.epoch_errors->Add();
+    }
+    const bool due = options_.max_epochs == 0 ||
+                     trainer_->epoch() < options_.max_epochs ||
+                     (took.ok() && *took);
+    if (!due) {
+      training_ = false;
+      continue;
+    }
+    absl::Status s = EpochOnce();
+    if (!s.ok()) {
+      // A diverged epoch would diverge again: training stops, serving goes
+      // on with the last published model.
+      log::Error("latentd", absl::StrCat("graph: epoch failed, training "
+                                         "stops: ",
+                                         s.message()));
+      m_.epoch_errors->Add();
+      training_ = false;
+    } else if (options_.max_epochs > 0 &&
+               trainer_->epoch() >= options_.max_epochs) {
+      training_ = false;
+    }
+  }
+}
+
+absl::StatusOr<bool> GraphService::TakePending() {
+  std::vector<Edge> taken;
+  {
+    absl::MutexLock lock(&ingest_mu_);
+    taken.swap(pending_);
+  }
+  if (taken.empty()) return false;
+  trained_ingested_.insert(trained_ingested_.end(), taken.begin(), taken.end());
+  unpublished_ += taken.size();
+  LATENTD_RETURN_IF_ERROR(Rebuild(nullptr));
+  Publish();  // the new vertices are known from now on
+  Log(absl::StrCat("graph: ", taken.size(), " ingested edges added (",
+                   trainer_->graph().num_vertices(), " vertices, ",
+                   trainer_->graph().num_edges(), " training edges)"));
+  return true;
+}
+
+absl::Status GraphService::EpochOnce() {
+  LATENTD_ASSIGN_OR_RETURN(EpochResult r, trainer_->RunEpoch());
+  const ObjectiveEvaluator::Value objective = trainer_->Objective();
+  LinkScores scores;
+  if (split_ && !split_->positives.empty()) {
+    const GraphTrainer* t = trainer_.get();
+    scores = EvaluateLinks(
+        *split_, [t](VertexId a, VertexId b) { return t->Score(a, b); });
+  }
+  {
+    absl::MutexLock lock(&model_mu_);
+    status_.set_objective(objective.total());
+    status_.set_edges_per_second(r.seconds > 0 ? r.edges / r.seconds : 0);
+    status_.set_heldout_auc(scores.auc);
+    status_.set_heldout_average_precision(scores.average_precision);
+  }
+  m_.objective->Set(objective.total());
+  m_.heldout_auc->Set(scores.auc);
+  if (r.epoch == 1 || r.epoch % 10 == 0) {
+    Log(absl::StrFormat(
+        "graph epoch %d: objective %.6g, %.0f edges/s%s", r.epoch,
+        objective.total(), r.seconds > 0 ? r.edges / r.seconds : 0.0,
+        split_ ? absl::StrFormat(", held-out AUC %.4f AP %.4f", scores.auc,
+                                 scores.average_precision)
+               : ""));
+  }
+  Publish();
+  if (options_.checkpoint_every > 0 &&
+      r.epoch % static_cast<uint64_t>(options_.checkpoint_every) == 0) {
+    absl::Status s = WriteCheckpoint();
+    if (!s.ok()) {
+      log::Error("latentd", absl::StrCat("graph checkpoint: ", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void GraphService::Publish() {
+  auto model = std::make_shared<const GraphModel>(ToGraphModel(*trainer_));
+  const GraphData& g = trainer_->graph();
+  {
+    absl::MutexLock lock(&model_mu_);
+    model_ = std::move(model);
+    status_.set_epoch(trainer_->epoch());
+    status_.set_vertices(g.num_vertices());
+    status_.set_edges(g.num_edges());
+    status_.set_dim(options_.trainer.dim);
+    status_.set_heldout_pairs(
+        split_ ? split_->positives.size() + split_->negatives.size() : 0);
+    status_.set_checkpoint_epoch(checkpoint_epoch_);
+  }
+  m_.epoch->Set(static_cast<double>(trainer_->epoch()));
+  m_.vertices->Set(static_cast<double>(g.num_vertices()));
+  m_.edges->Set(static_cast<double>(g.num_edges()));
+  if (unpublished_ > 0) {
+    absl::MutexLock ingest(&ingest_mu_);
+    pending_count_ -= unpublished_;
+    unpublished_ = 0;
+  }
+}
+
+absl::Status GraphService::WriteCheckpoint() {
+  LATENTD_RETURN_IF_ERROR(
+      SaveGraphCheckpoint(ToGraphModel(*trainer_), options_.dir));
+  checkpoint_epoch_ = trainer_->epoch();
+  absl::MutexLock lock(&model_mu_);
+  status_.set_checkpoint_epoch(checkpoint_epoch_);
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const GraphModel> GraphService::model() const {
+  absl::MutexLock lock(&model_mu_);
+  return model_;
+}
+
+api::GraphStatus GraphService::Status() const {
+  api::GraphStatus s;
+  {
+    absl::MutexLock lock(&model_mu_);
+    s = status_;
+  }
+  {
+    absl::MutexLock lock(&ingest_mu_);
+    s.set_ingested_edges(ingested_total_);
+    s.set_pending_edges(pending_count_);
+  }
+  s.set_training(training_.load());
+  return s;
+}
+
+// ---- Queries ----
+
+namespace {
+
+absl::Status UnknownVertex(VertexKey v) {
+  return absl::NotFoundError(
+      absl::StrCat("vertex ", v, " is not in the graph"));
+}
+
+}  // namespace
+
+absl::StatusOr<api::GetEmbeddingResponse> GraphService::GetEmbedding(
+    const api::GetEmbeddingRequest& request) const {
+  std::shared_ptr<const GraphModel> m = model();
+  std::optional<uint32_t> i = m->Find(request.vertex());
+  if (!i) return UnknownVertex(request.vertex());
+  api::GetEmbeddingResponse resp;
+  resp.set_vertex(request.vertex());
+  resp.set_epoch(m->header().epoch);
+  const float* row = &m->vectors()[size_t{*i} * m->dim()];
+  resp.mutable_vector()->Add(row, row + m->dim());
+  return resp;
+}
+
+absl::StatusOr<api::ScorePairsResponse> GraphService::ScorePairs(
+    const api::ScorePairsRequest& request) const {
+  if (request.pairs().empty()) {
+    return absl::InvalidArgumentError("ScorePairs: no pairs given");
+  }
+  if (static_cast<size_t>(request.pairs_size()) > options_.max_pairs) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ScorePairs: ", request.pairs_size(),
+        " pairs are more than graph-max-pairs (", options_.max_pairs, ")"));
+  }
+  std::shared_ptr<const GraphModel> m = model();
+  api::ScorePairsResponse resp;
+  resp.set_epoch(m->header().epoch);
+  for (int i = 0; i < request.pairs_size(); ++i) {
+    const api::VertexPair& p = request.pairs(i);
+    api::PairScore* out = resp.add_scores();
+    out->set_a(p.a());
+    out->set_b(p.b());
+    absl::StatusOr<double> score = m->Score(p.a(), p.b());
+    if (score.ok()) {
+      out->set_score(*score);
+      continue;
+    }
+    const VertexKey unknown = m->Find(p.a()) ? p.b() : p.a();
+    const std::string why =
+        absl::StrCat("pair ", i, ": vertex ", unknown, " is not in the graph");
+    if (!request.skip_unknown()) return absl::NotFoundError(why);
+    out->set_error(why);
+  }
+  return resp;
+}
+
+absl::StatusOr<api::NearestVerticesResponse> GraphService::NearestVertices(
+    const api::NearestVerticesRequest& request) const {
+  const uint32_t top = request.top() == 0 ? 10 : request.top();
+  if (top > options_.max_top) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("NearestVertices: top ", top,
+                     " is more than graph-max-top (", options_.max_top, ")"));
+  }
+  std::shared_ptr<const GraphModel> m = model();
+  if (!m->Find(request.vertex())) return UnknownVertex(request.vertex());
+  LATENTD_ASSIGN_OR_RETURN(auto nearest, m->Nearest(request.vertex(), top));
+  api::NearestVerticesResponse resp;
+  resp.set_vertex(request.vertex());
+  resp.set_epoch(m->header().epoch);
+  for (const auto& [vertex, score] : nearest) {
+    api::VertexScore* n = resp.add_neighbors();
+    n->set_vertex(vertex);
+    n->set_score(score);
+  }
+  return resp;
+}
+
+// ---- Ingestion ----
+
+absl::StatusOr<api::IngestEdgesResponse> GraphService::IngestEdges(
+    const api::IngestEdgesRequest& request) {
+  if (request.edges().empty()) {
+    return absl::InvalidArgumentError("IngestEdges: no edges given");
+  }
+  if (static_cast<size_t>(request.edges_size()) > options_.max_ingest_edges) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("IngestEdges: ", request.edges_size(),
+                     " edges are more than graph-max-ingest-edges (",
+                     options_.max_ingest_edges, ")"));
+  }
+  std::vector<Edge> edges;
+  edges.reserve(request.edges_size());
+  for (int i = 0; i < request.edges_size(); ++i) {
+    const api::GraphEdge& e = request.edges(i);
+    if (e.src() == e.dst()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("IngestEdges: edge ", i, " (", e.src(), " ", e.dst(),
+                       ") is a self-loop"));
+    }
+    const float w = e.weight() == 0 ? 1.0f : e.weight();
+    if (!(w > 0) || !std::isfinite(w)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("IngestEdges: edge ", i, " has weight ", e.weight(),
+                       ", not a finite number > 0"));
+    }
+    const auto [lo, hi] = PairOf(e.src(), e.dst());
+    edges.push_back({lo, hi, w});
+  }
+  absl::MutexLock lock(&ingest_mu_);
+  if (stopping_ || ingest_fd_ < 0) {
+    return absl::UnavailableError("IngestEdges: the node is shutting down");
+  }
+  std::vector<Edge> fresh;
+  absl::flat_hash_set<std::pair<VertexKey, VertexKey>> in_call;
+  for (const Edge& e : edges) {
+    const auto key = PairOf(e.src, e.dst);
+    if (pairs_.contains(key) || !in_call.insert(key).second) continue;
+    fresh.push_back(e);
+  }
+  if (!fresh.empty()) {
+    LATENTD_RETURN_IF_ERROR(AppendDurably(fresh));
+    for (const Edge& e : fresh) pairs_.insert(PairOf(e.src, e.dst));
+    pending_.insert(pending_.end(), fresh.begin(), fresh.end());
+    pending_count_ += fresh.size();
+    ingested_total_ += fresh.size();
+    m_.ingested->Add(fresh.size());
+  }
+  api::IngestEdgesResponse resp;
+  resp.set_accepted(fresh.size());
+  resp.set_duplicates(edges.size() - fresh.size());
+  resp.set_pending(pending_count_);
+  return resp;
+}
+
+absl::Status GraphService::AppendDurably(const std::vector<Edge>& edges) {
+  const std::string path = IngestedPath(options_.dir);
+  std::string text;
+  for (const Edge& e : edges) {
+    absl::StrAppendFormat(&text, "%d %d %.9g\n", e.src, e.dst, e.weight);
+  }
+  struct stat st;
+  if (::fstat(ingest_fd_, &st) != 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "IngestEdges: cannot stat ", path, ": ", std::strerror(errno)));
+  }
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(ingest_fd_, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int saved = errno;
+      // Take back what part was written, so the file stays whole lines.
+      (void)::ftruncate(ingest_fd_, st.st_size);
+      return absl::UnavailableError(
+          absl::StrCat("IngestEdges: cannot append to ", path, ": ",
+                       std::strerror(saved), " (nothing acknowledged)"));
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::fdatasync(ingest_fd_) != 0) {
+    const int saved = errno;
+    (void)::ftruncate(ingest_fd_, st.st_size);
+    return absl::UnavailableError(absl::StrCat("IngestEdges: cannot sync ",
+                                               path, ": ", std::strerror(saved),
+                                               " (nothing acknowledged)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace latentd::service

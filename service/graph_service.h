@@ -1,0 +1,169 @@
+// GraphService: the graph model a latentd node serves next to its topic
+// model (latentd --graph-edges; docs/latentd.md "Graph serving"). It trains
+// vertex embeddings by graph factorization (sampler/graph/graph_trainer.h)
+// in a background thread, one epoch after another, and answers the graph
+// calls of service/api.proto from the model published after each epoch.
+//
+// Data (under options.dir, DIR/graph of the daemon's data directory):
+//   graph.bin, graph.prev.bin  checkpoints (sampler/graph/graph_model.h),
+//                  written every checkpoint_every epochs and at Stop()
+//   ingested.edges edges acknowledged by IngestEdges, one "src dst weight"
+//                  line each, appended and fsynced before the call returns
+//
+// Start-up: the training graph is the edge list at options.edges_path
+// (read as `latentctl graph train` reads it) plus ingested.edges; with
+// holdout > 0 the held-out split (graph_data.h) is drawn from the edge
+// list's edges with options.trainer.seed, so a restart draws the same one.
+// Vectors start from the newest checkpoint that loads (a vertex it lacks,
+// e.g. one of an edge ingested after it, starts at random), else at random.
+//
+// Ingestion: IngestEdges appends durably, then queues the edges; the
+// training thread adds them at the next epoch boundary (vertices keep
+// their ids and vectors; new vertices start at random) and publishes the
+// model at once, so new vertices are known before that epoch ends.
+//
+// Thread-safety: the API methods and FillStatus may be called from any
+// number of threads at once, also while training runs. Start() and Stop()
+// from one thread.
+#ifndef LATENTD_SERVICE_GRAPH_SERVICE_H_
+#define LATENTD_SERVICE_GRAPH_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "corpora/edge_list.h"
+#include "sampler/graph/graph_model.h"
+#include "sampler/graph/graph_trainer.h"
+#include "service/api.pb.h"
+#include "service/metrics.h"
+
+namespace latentd::service {
+
+struct GraphServiceOptions {
+  std::string edges_path;  // the edge list; "" = the node serves no graph
+  std::string dir;         // where checkpoints and ingested.edges go
+  // dim, negatives, λ, learning rate, seed, threads of the trainer.
+  GraphTrainerOptions trainer;
+  // Share of the edge list's edges held out to score link prediction
+  // after every epoch (GraphStatus.heldout_auc); 0 = none. In [0, 0.5].
+  double holdout = 0;
+  // Stop training after this many epochs in all (0 = train forever);
+  // ingested edges past it are trained on for one more epoch each batch.
+  uint64_t max_epochs = 0;
+  int checkpoint_every = 10;  // epochs between checkpoints; 0 = only at Stop
+  uint32_t max_top = 1000;    // NearestVertices' largest `top`
+  size_t max_pairs = 100000;  // ScorePairs' most pairs per call
+  size_t max_ingest_edges = 100000;  // IngestEdges' most edges per call
+};
+
+class GraphService {
+ public:
+  // Reads the edge list and ingested.edges, builds the trainer (from the
+  // newest checkpoint if one loads) and publishes the first model. Fails
+  // with the error of the file at fault (an edge list without edges, a
+  // malformed line: "PATH:LINE: what") or of bad trainer options. Metrics
+  // go to *metrics, which must outlive the service. No thread runs yet.
+  static absl::StatusOr<std::unique_ptr<GraphService>> Open(
+      const GraphServiceOptions& options, MetricsRegistry* metrics);
+  ~GraphService();  // Stop()
+
+  // Starts the training thread.
+  void Start();
+  // Stops it after the current epoch and writes a checkpoint. Idempotent;
+  // returns the checkpoint's status.
+  absl::Status Stop();
+
+  // ---- The API. kNotFound names an unknown vertex; kInvalidArgument a bad
+  // request (what and where); kUnavailable if ingested.edges cannot be
+  // written (nothing acknowledged then). ----
+  absl::StatusOr<api::GetEmbeddingResponse> GetEmbedding(
+      const api::GetEmbeddingRequest& request) const;
+  absl::StatusOr<api::ScorePairsResponse> ScorePairs(
+      const api::ScorePairsRequest& request) const;
+  absl::StatusOr<api::NearestVerticesResponse> NearestVertices(
+      const api::NearestVerticesRequest& request) const;
+  // Returns once the accepted edges are durable (api.proto says what the
+  // answer guarantees).
+  absl::StatusOr<api::IngestEdgesResponse> IngestEdges(
+      const api::IngestEdgesRequest& request);
+  // The training progress, for the Status call.
+  api::GraphStatus Status() const;
+
+ private:
+  explicit GraphService(const GraphServiceOptions& options);
+  absl::Status Init(MetricsRegistry* metrics);
+  void RegisterMetrics(MetricsRegistry* metrics);
+  // Builds the trainer over the edge list and the ingested edges, keeping
+  // the vectors of `previous` (by vertex key) where it has them.
+  absl::Status Rebuild(const GraphModel* previous)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  void TrainLoop();
+  // Moves the pending edges into the graph; false if there were none.
+  absl::StatusOr<bool> TakePending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // One epoch, then scores, publishes and checkpoints as due.
+  absl::Status EpochOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  void Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  absl::Status WriteCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  std::shared_ptr<const GraphModel> model() const;
+  // Appends edges to ingested.edges and fsyncs.
+  absl::Status AppendDurably(const std::vector<Edge>& edges)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(ingest_mu_);
+
+  const GraphServiceOptions options_;
+
+  // Training state: the training thread, or a caller holding train_mu_.
+  absl::Mutex train_mu_;
+  std::vector<Edge> file_edges_ ABSL_GUARDED_BY(train_mu_);
+  std::vector<Edge> trained_ingested_ ABSL_GUARDED_BY(train_mu_);
+  std::optional<LinkSplit> split_ ABSL_GUARDED_BY(train_mu_);
+  std::unique_ptr<GraphTrainer> trainer_ ABSL_GUARDED_BY(train_mu_);
+  uint64_t checkpoint_epoch_ ABSL_GUARDED_BY(train_mu_) = 0;
+  uint64_t unpublished_ ABSL_GUARDED_BY(train_mu_) = 0;
+
+  // Acknowledged edges not yet trained on, the pairs ever seen (min key,
+  // max key) for deduplication, and the append-only file.
+  mutable absl::Mutex ingest_mu_;
+  std::vector<Edge> pending_ ABSL_GUARDED_BY(ingest_mu_);
+  // Acknowledged edges not yet in the published model: pending_ and those
+  // the training thread took but has not published (unpublished_).
+  uint64_t pending_count_ ABSL_GUARDED_BY(ingest_mu_) = 0;
+  absl::flat_hash_set<std::pair<VertexKey, VertexKey>> pairs_
+      ABSL_GUARDED_BY(ingest_mu_);
+  int ingest_fd_ ABSL_GUARDED_BY(ingest_mu_) = -1;
+  uint64_t ingested_total_ ABSL_GUARDED_BY(ingest_mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(ingest_mu_) = false;
+
+  // The published model and what Status reports of it.
+  mutable absl::Mutex model_mu_;
+  std::shared_ptr<const GraphModel> model_ ABSL_GUARDED_BY(model_mu_);
+  api::GraphStatus status_ ABSL_GUARDED_BY(model_mu_);
+
+  std::atomic<bool> training_{false};
+  std::thread thread_;
+  bool started_ = false;
+  bool stopped_ = false;
+
+  struct Metrics {
+    Gauge* epoch;
+    Gauge* vertices;
+    Gauge* edges;
+    Gauge* objective;
+    Gauge* heldout_auc;
+    Counter* ingested;
+    Counter* epoch_errors;
+  } m_{};
+};
+
+}  // namespace latentd::service
+
+#endif  // LATENTD_SERVICE_GRAPH_SERVICE_H_
