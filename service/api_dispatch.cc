@@ -161,6 +161,13 @@ absl::StatusOr<std::string> ApiDispatcher::Call(Method method,
                                                 std::string_view body,
                                                 Encoding encoding) {
   LatentdService* s = service_;
+  if (!s->serves_topics() && method != Method::kStatus &&
+      static_cast<uint32_t>(method) <
+          static_cast<uint32_t>(Method::kGetEmbedding)) {
+    const uint32_t i = static_cast<uint32_t>(method) - 1;
+    errors_[i]->Add();
+    return s->CheckTopics(MethodName(method));
+  }
   switch (method) {
     case Method::kListTopics:
       return Run<api::ListTopicsRequest, api::ListTopicsResponse>(

@@ -467,7 +467,8 @@ void AddGraphSettings(const AddFn& add) {
       "Also train and serve a graph model (GetEmbedding, ScorePairs, "
       "NearestVertices, IngestEdges) from this edge list (SNAP text: 'src "
       "dst [weight]' lines, '#' comments, .gz/.zst; undirected); its "
-      "checkpoints and ingested edges live in DIR/graph (empty: no graph)",
+      "checkpoints and ingested edges live in DIR/graph. Without a corpus "
+      "and topic model the node serves the graph only (empty: no graph)",
       String([=](DaemonConfig* c) { return &graph(c)->edges_path; }));
   add("graph-dim", "32", "1..4096",
       "Embedding dimension d of the graph model (a checkpoint's must match)",
@@ -505,7 +506,8 @@ void AddGraphSettings(const AddFn& add) {
       Int<uint64_t>("graph-max-epochs", 0, int64_t{1} << 62,
                     [=](DaemonConfig* c) { return &graph(c)->max_epochs; }));
   add("graph-checkpoint-every", "10", "0..1000000",
-      "Write DIR/graph/graph.bin every N epochs (0: only at exit)",
+      "Write DIR/graph/graph.bin every N epochs (0: only at exit and when "
+      "graph-max-epochs is reached, as always)",
       Int<int>("graph-checkpoint-every", 0, 1000000,
                [=](DaemonConfig* c) { return &graph(c)->checkpoint_every; }));
   add("graph-max-top", "1000", "1..1000000",

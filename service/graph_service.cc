@@ -264,6 +264,14 @@ void GraphService::TrainLoop() {
       training_ = false;
     } else if (options_.max_epochs > 0 &&
                trainer_->epoch() >= options_.max_epochs) {
+      // Done until new edges come: the model on disk is the one served.
+      if (checkpoint_epoch_ != trainer_->epoch()) {
+        absl::Status c = WriteCheckpoint();
+        if (!c.ok()) {
+          log::Error("latentd",
+                     absl::StrCat("graph checkpoint: ", c.message()));
+        }
+      }
       training_ = false;
     }
   }

@@ -6,7 +6,8 @@
 //
 // Data (under options.dir, DIR/graph of the daemon's data directory):
 //   graph.bin, graph.prev.bin  checkpoints (sampler/graph/graph_model.h),
-//                  written every checkpoint_every epochs and at Stop()
+//                  written every checkpoint_every epochs, when training
+//                  reaches max_epochs, and at Stop()
 //   ingested.edges edges acknowledged by IngestEdges, one "src dst weight"
 //                  line each, appended and fsynced before the call returns
 //

@@ -96,6 +96,16 @@ absl::Status LatentdService::Init(MetricsRegistry* metrics) {
   }
   absl::MutexLock lock(&train_mu_);
   if (!PathExists(ModelPaths(dir).tokens())) {
+    if (options_.corpus.path.empty() && !options_.graph.edges_path.empty()) {
+      // A graph-only node: no topic model at all.
+      if (options_.cluster_mode) {
+        return absl::FailedPreconditionError(
+            "cluster mode needs a topic model: give a corpus (--corpus)");
+      }
+      topics_ = false;
+      Log("no corpus and no topic model: serving the graph only");
+      return OpenGraph(metrics);
+    }
     if (options_.corpus.path.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "data directory ", dir,
@@ -111,12 +121,23 @@ absl::Status LatentdService::Init(MetricsRegistry* metrics) {
   if (!users.ok()) return users.status();
   has_users_ = !users->empty();
   LATENTD_RETURN_IF_ERROR(Publish());
-  if (!options_.graph.edges_path.empty()) {
-    GraphServiceOptions graph = options_.graph;
-    graph.dir = dir + "/graph";
-    LATENTD_ASSIGN_OR_RETURN(graph_, GraphService::Open(graph, metrics));
-  }
+  return OpenGraph(metrics);
+}
+
+absl::Status LatentdService::OpenGraph(MetricsRegistry* metrics) {
+  if (options_.graph.edges_path.empty()) return absl::OkStatus();
+  GraphServiceOptions graph = options_.graph;
+  graph.dir = options_.data_dir + "/graph";
+  LATENTD_ASSIGN_OR_RETURN(graph_, GraphService::Open(graph, metrics));
   return absl::OkStatus();
+}
+
+absl::Status LatentdService::CheckTopics(std::string_view call) const {
+  if (topics_) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      absl::string_view(call.data(), call.size()),
+      ": this node serves no topic model (it was started with --graph-edges "
+      "and no corpus)"));
 }
 
 void LatentdService::RegisterMetrics(MetricsRegistry* metrics) {
@@ -326,8 +347,10 @@ void LatentdService::ReportLogRepair(const IngestLogRepair& repair) {
 void LatentdService::Start() {
   if (started_) return;
   started_ = true;
-  training_ = true;
-  thread_ = std::thread([this] { TrainLoop(); });
+  if (topics_) {
+    training_ = true;
+    thread_ = std::thread([this] { TrainLoop(); });
+  }
   if (graph_ != nullptr) graph_->Start();
 }
 
@@ -693,6 +716,12 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
     const api::StatusRequest& request) const {
   std::shared_ptr<const ModelView> v = view();
   api::StatusResponse resp;
+  if (v == nullptr) {  // a graph-only node
+    resp.set_uptime_seconds(
+        absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()) - start_time_);
+    if (graph_ != nullptr) *resp.mutable_graph() = graph_->Status();
+    return resp;
+  }
   *resp.mutable_version() = Version(*v);
   resp.set_topics(v->snapshot.num_topics);
   resp.set_documents(v->store_meta.num_docs);

@@ -16,7 +16,9 @@
 //
 // Start-up: with a snapshot, resume from the newest that verifies (the
 // store may be ahead: its assignments are the truth); else with tokens.lts,
-// start from it; else build the store from options.corpus (required then).
+// start from it; else build the store from options.corpus (required then,
+// unless options.graph names an edge list: then the node serves the graph
+// only, see serves_topics()).
 // Then the ingest log is replayed: records after the store's merged
 // sequence become pending; damaged records are skipped and reported
 // (options.refuse_ingest_loss).
@@ -239,6 +241,14 @@ class LatentdService {
   // kUnavailable saying why. Cheap (two access(2) calls); any thread.
   absl::Status Readiness() const;  // service_health.cc
   const std::string& data_dir() const { return options_.data_dir; }
+  // False on a graph-only node (no corpus and no topic model in the data
+  // directory, options.graph set): the topic calls (ListTopics, GetTopic,
+  // WordTopics, InferDocument, GetUserProfile, Ingest, Checkpoint,
+  // ExportModel) then answer kFailedPrecondition, Status carries the graph
+  // only, and no sampling thread runs.
+  bool serves_topics() const { return topics_; }
+  // OK, or on a graph-only node kFailedPrecondition naming `call`.
+  absl::Status CheckTopics(std::string_view call) const;
 
   // ---- Cluster mode (see the top of this file). ----
   // Joins the cluster through a ClusterLink built from `options`, whose
@@ -255,6 +265,8 @@ class LatentdService {
  private:
   explicit LatentdService(const ServiceOptions& options);
   absl::Status Init(MetricsRegistry* metrics);
+  // Opens the graph model if options.graph names an edge list.
+  absl::Status OpenGraph(MetricsRegistry* metrics);
   void RegisterMetrics(MetricsRegistry* metrics);
   // Cluster mode: the ring and failover metrics, read from the link at
   // every scrape (service_cluster.cc).
@@ -427,6 +439,7 @@ class LatentdService {
   bool started_ = false;
   bool stopped_ = false;
   std::unique_ptr<GraphService> graph_;  // trains in its own thread
+  bool topics_ = true;  // set by Init only: see serves_topics()
 
   struct Metrics {
     Counter* sweeps;

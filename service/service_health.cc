@@ -22,11 +22,14 @@ absl::Status CheckWritable(const char* what, const std::string& path) {
 }  // namespace
 
 absl::Status LatentdService::Readiness() const {
-  if (view() == nullptr) return absl::UnavailableError("no model loaded yet");
   {
     absl::MutexLock lock(&pending_mu_);
     if (stopping_) return absl::UnavailableError("shutting down");
   }
+  if (!topics_) {  // a graph-only node: its model is loaded at Open
+    return CheckWritable("data directory", options_.data_dir);
+  }
+  if (view() == nullptr) return absl::UnavailableError("no model loaded yet");
   if (options_.cluster_mode && JoinedLink() == nullptr) {
     return absl::UnavailableError("still joining its cluster");
   }

@@ -14,6 +14,7 @@ namespace latentd::service {
 
 absl::StatusOr<std::vector<std::string>> LatentdService::TokenizeDocument(
     std::string_view text) const {
+  LATENTD_RETURN_IF_ERROR(CheckTopics("Ingest"));
   if (text.size() > options_.max_text_bytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("text of ", text.size(), " bytes is over the limit of ",
@@ -34,6 +35,7 @@ bool LatentdService::SourceIngested(const std::string& source) const {
 
 absl::StatusOr<uint64_t> LatentdService::IngestRecords(
     std::vector<IngestRecord> records, LogRange* appended, bool route) {
+  LATENTD_RETURN_IF_ERROR(CheckTopics("Ingest"));
   LATENTD_RETURN_IF_ERROR(CheckJoined());
   uint64_t forwarded = 0;
   if (JoinedLink() != nullptr && route) {

@@ -74,6 +74,11 @@ TEST(ApiTokens, EachRoleMakesExactlyItsCalls) {
   EXPECT_EQ(RequiredRole(Method::kIngest), Role::kWrite);
   EXPECT_EQ(RequiredRole(Method::kCheckpoint), Role::kAdmin);
   EXPECT_EQ(RequiredRole(Method::kExportModel), Role::kRead);
+  for (Method m :
+       {Method::kGetEmbedding, Method::kScorePairs, Method::kNearestVertices}) {
+    EXPECT_EQ(RequiredRole(m), Role::kRead) << MethodName(m);
+  }
+  EXPECT_EQ(RequiredRole(Method::kIngestEdges), Role::kWrite);
   const absl::Status denied = t.Authorize(kRead, Method::kIngest);
   EXPECT_EQ(denied.code(), absl::StatusCode::kPermissionDenied);
   EXPECT_NE(denied.message().find("role (read) cannot call Ingest"),

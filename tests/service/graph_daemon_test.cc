@@ -367,5 +367,45 @@ TEST_F(GraphDaemon, TrainsServesIngestsAndRestarts) {
   }
 }
 
+// No corpus: the node serves the graph only; the topic calls say why not.
+TEST_F(GraphDaemon, ServesAGraphWithoutATopicModel) {
+  const std::string dir = tmp_.path() + "/graph-only";
+  const std::vector<std::string> args = {"--graph-edges",      GrQcPath(),
+                                         "--graph-dim",        "8",
+                                         "--graph-max-epochs", "3"};
+  for (int start = 0; start < 2; ++start) {
+    Daemon d(dir, args);
+    ASSERT_TRUE(d.ok()) << d.Log();
+    auto json = d.Client(Protocol::kHttpJson);
+    absl::StatusOr<api::GraphStatus> g = WaitGraph(
+        json.get(),
+        [](const api::GraphStatus& g) {
+          return g.epoch() >= 3 && !g.training();
+        },
+        60);
+    ASSERT_TRUE(g.ok()) << g.status() << d.Log();
+    EXPECT_EQ(g->epoch(), 3u);  // the second start resumes at epoch 3
+    EXPECT_EQ(g->checkpoint_epoch(), 3u);
+    absl::StatusOr<std::vector<float>> z = Embedding(json.get(), 3466);
+    ASSERT_TRUE(z.ok()) << z.status();
+    EXPECT_EQ(z->size(), 8u);
+    api::ListTopicsResponse topics;
+    absl::Status s =
+        json->Call(Method::kListTopics, api::ListTopicsRequest(), &topics);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(s.message().find("ListTopics: this node serves no topic model"),
+              std::string::npos)
+        << s;
+    api::IngestRequest ingest;
+    ingest.add_documents()->set_text("oil prices");
+    api::IngestResponse ir;
+    EXPECT_EQ(
+        d.Client(Protocol::kTcp)->Call(Method::kIngest, ingest, &ir).code(),
+        absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(HttpGet(HttpPort(d), "/readyz").status, 200);
+    ASSERT_EQ(d.Stop(), 0) << d.Log();
+  }
+}
+
 }  // namespace
 }  // namespace latentd::testing
