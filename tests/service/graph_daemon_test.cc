@@ -217,7 +217,10 @@ TEST_F(GraphDaemon, TrainsServesIngestsAndRestarts) {
     z3466 = vectors[0];
 
     // latentctl graph embedding / neighbors / score without DIR.
-    DaemonAddress addr{.addr = d.tcp(), .protocol = "tcp", .token = kRead};
+    DaemonAddress addr;
+    addr.addr = d.tcp();
+    addr.protocol = "tcp";
+    addr.token = kRead;
     std::string out, err;
     ASSERT_TRUE(
         RunCli([&](FILE*, FILE* o,
