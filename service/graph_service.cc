@@ -15,7 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "base/log.h"
 #include "base/status_macros.h"
-#include "corpora/posix_file.h"
+#include "base/file_util.h"
 #include "sampler/graph/link_eval.h"
 #include "sampler/model_dir.h"
 
@@ -49,7 +49,7 @@ absl::StatusOr<EdgeList> ReadIngested(const std::string& path) {
                               " bytes of an unfinished last line (a write "
                               "cut by a crash, never acknowledged)"));
     if (::truncate(path.c_str(), static_cast<off_t>(keep)) != 0) {
-      return ::latentd::internal::ErrnoError(errno, "truncate", path);
+      return ::latentd::ErrnoError(errno, "truncate", path);
     }
     text.resize(keep);
   }
@@ -149,7 +149,7 @@ absl::Status GraphService::Init(MetricsRegistry* metrics) {
   ingest_fd_ = ::open(ingested_path.c_str(),
                       O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (ingest_fd_ < 0) {
-    return ::latentd::internal::ErrnoError(errno, "open", ingested_path);
+    return ::latentd::ErrnoError(errno, "open", ingested_path);
   }
   Publish();
   return absl::OkStatus();
