@@ -207,10 +207,13 @@ cluster() {
   # Both nodes prove the same cluster key on their sync connections.
   head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$DIR/cluster.key"
   chmod 600 "$DIR/cluster.key"
+  # --failure-timeout 0: the peer killed below must stay a ring member (shown
+  # unreachable), not be failed over and dropped from the ring (issue 13).
   local args=(--corpus "$DATA/ap.dat.zst" --format ldac
     --corpus-vocab "$DATA/vocab.txt.zst" --topics 10 --max-sweeps 6
     --eval-every 1 --cluster-redis "unix:$sock" --cluster page
-    --cluster-size 2 --cluster-key "$DIR/cluster.key")
+    --cluster-size 2 --cluster-key "$DIR/cluster.key"
+    --failure-timeout 0)
   start_daemon a "${args[@]}"
   start_daemon b "${args[@]}"
   local b_pid=$LAST_PID
