@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -35,7 +36,7 @@ struct World {
   MetricsRegistry metrics;
   std::unique_ptr<LatentdService> service;
   std::unique_ptr<ApiDispatcher> dispatcher;
-  ApiTokens tokens;
+  std::optional<ApiTokens> tokens;  // set once, in TheWorld
 };
 
 World* TheWorld() {
@@ -71,7 +72,7 @@ World* TheWorld() {
         "admin admin-token-0123456789\n",
         "tokens");
     if (!t.ok()) std::abort();
-    w->tokens = std::move(*t);
+    w->tokens.emplace(std::move(*t));
     return w;
   }();
   return world;
@@ -127,7 +128,7 @@ void CallFrame(std::string_view bytes) {
   }
   const std::optional<Method> m = MethodFromType(type);
   if (!m.has_value()) return;
-  if (absl::Status s = w->tokens.Authorize(token, *m); !s.ok()) {
+  if (absl::Status s = w->tokens->Authorize(token, *m); !s.ok()) {
     LATENTD_FUZZ_CHECK(s.code() == absl::StatusCode::kUnauthenticated ||
                        s.code() == absl::StatusCode::kPermissionDenied);
     return;

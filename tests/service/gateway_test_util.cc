@@ -94,6 +94,9 @@ int ListenBacklog(int port) {
       const ssize_t n = ::recv(nl, buf, sizeof(buf), 0);
       if (n <= 0) break;
       int len = static_cast<int>(n);
+// glibc's NLMSG_OK compares the header's u32 length with this int.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-compare"
       for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len);
            h = NLMSG_NEXT(h, len)) {
         if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
@@ -106,6 +109,7 @@ int ListenBacklog(int port) {
           backlog = static_cast<int>(d->idiag_wqueue);  // for a listener
         }
       }
+#pragma GCC diagnostic pop
     }
   }
   ::close(nl);
