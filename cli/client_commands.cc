@@ -198,10 +198,10 @@ absl::StatusOr<std::unique_ptr<ApiClient>> ConnectDaemon(
   if (addr.empty()) {
     addr = p == service::Protocol::kTcp ? "127.0.0.1:7071" : "127.0.0.1:7070";
   }
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ApiClient> client,
-                           ApiClient::Create(addr, p, absl::Seconds(30),
-                                             /*explain_wrong_port=*/true,
-                                             DaemonTls(a)));
+  LATENTD_ASSIGN_OR_RETURN(
+      std::unique_ptr<ApiClient> client,
+      ApiClient::Create(addr, p, absl::Seconds(30),
+                        /*explain_wrong_port=*/true, DaemonTls(a)));
   client->set_token(DaemonToken(a));
   return client;
 }

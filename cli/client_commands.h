@@ -19,8 +19,8 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "cli/query_commands.h"
-#include "sync/tls.h"
 #include "service/api_client.h"
+#include "sync/tls.h"
 
 namespace latentd {
 

@@ -13,9 +13,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/file_util.h"
 #include "base/log.h"
 #include "base/status_macros.h"
-#include "base/file_util.h"
 #include "sampler/graph/link_eval.h"
 #include "sampler/model_dir.h"
 

@@ -172,9 +172,10 @@ TEST(IdleConnections, ARealRequestIsAnsweredWithin100msOnEveryListener) {
     return s.ok() && status.topics() == 4;
   });
   EXPECT_LT(tcp_s, kBoundSeconds) << "TCP Status behind idle connections";
-  std::printf("with %d idle connections on each: GET /healthz %.1f ms, TCP "
-              "Status %.1f ms\n",
-              kIdlePerListener, http_s * 1e3, tcp_s * 1e3);
+  std::printf(
+      "with %d idle connections on each: GET /healthz %.1f ms, TCP "
+      "Status %.1f ms\n",
+      kIdlePerListener, http_s * 1e3, tcp_s * 1e3);
 
   // The caps are reported.
   const std::string metrics = HttpGet(http, "/metrics").body;
