@@ -2,32 +2,21 @@
 // fault-injecting file system tests use (base/testing/).
 #include "base/file_system.h"
 
-#include <unistd.h>
-
 #include <cerrno>
-#include <filesystem>
 #include <memory>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "base/file_util.h"
 #include "base/testing/fault_injection_file_system.h"
+#include "base/testing/scratch_dir.h"
 #include "gtest/gtest.h"
 
 namespace latentd {
 namespace {
 
-namespace stdfs = std::filesystem;
-
 std::string TempDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/file_system_" +
-                          std::to_string(::getpid()) + "/" + name;
-  stdfs::remove_all(dir);
-  stdfs::create_directories(dir);
-  return dir;
-}
-
-bool Contains(absl::string_view text, absl::string_view part) {
-  return text.find(part) != absl::string_view::npos;
+  return ::latentd::testing::ScratchDir("file_system", name);
 }
 
 TEST(PosixFileSystem, WriteReadRenameRemove) {
@@ -65,7 +54,7 @@ TEST(PosixFileSystem, WriteReadRenameRemove) {
   EXPECT_TRUE(absl::IsAlreadyExists(fs->CreateDirectory(dir)));
   auto missing = fs->OpenForRead(dir + "/nothing");
   EXPECT_TRUE(absl::IsNotFound(missing.status()));
-  EXPECT_TRUE(Contains(missing.status().message(), dir + "/nothing"));
+  EXPECT_TRUE(absl::StrContains(missing.status().message(), dir + "/nothing"));
   EXPECT_TRUE(absl::IsInvalidArgument(fs->OpenForRead(dir).status()));
 }
 
@@ -81,7 +70,7 @@ TEST(FileUtil, WriteFileAtomicallyLeavesNoTempOnFailure) {
     absl::Status s = WriteFileAtomically(path, "new");
     faults.Clear();
     EXPECT_FALSE(s.ok()) << FileOpName(op);
-    EXPECT_TRUE(Contains(s.message(), "injected fault")) << s;
+    EXPECT_TRUE(absl::StrContains(s.message(), "injected fault")) << s;
     EXPECT_EQ(*ReadFileToString(path), "old") << FileOpName(op);
     EXPECT_FALSE(PathExists(path + ".tmp")) << FileOpName(op);
   }
@@ -91,7 +80,7 @@ TEST(FileUtil, WriteFileAtomicallyLeavesNoTempOnFailure) {
   absl::Status s = WriteFileAtomically(path, "new");
   faults.Clear();
   EXPECT_FALSE(s.ok());
-  EXPECT_TRUE(Contains(s.message(), "renamed")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "renamed")) << s;
   EXPECT_EQ(*ReadFileToString(path), "new");
   EXPECT_TRUE(WriteFileAtomically(path, "newer").ok());
   EXPECT_EQ(*ReadFileToString(path), "newer");
@@ -112,8 +101,8 @@ TEST(FaultInjection, NthCallTimesAndClear) {
   EXPECT_TRUE((*f)->Append("b").ok());
   absl::Status third = (*f)->Append("c");
   EXPECT_FALSE(third.ok());
-  EXPECT_TRUE(Contains(third.message(), "cannot write")) << third;
-  EXPECT_TRUE(Contains(third.message(), dir + "/log")) << third;
+  EXPECT_TRUE(absl::StrContains(third.message(), "cannot write")) << third;
+  EXPECT_TRUE(absl::StrContains(third.message(), dir + "/log")) << third;
   EXPECT_FALSE((*f)->Append("d").ok());
   EXPECT_TRUE((*f)->Append("e").ok());
   EXPECT_EQ(faults.failures(), 2);
@@ -144,7 +133,7 @@ TEST(FaultInjection, ShortWriteWritesHalfThenFails) {
       {.op = FileOp::kWrite, .error = ENOSPC, .short_write = true, .times = 1});
   absl::Status s = (*f)->WriteAt(0, "12345678");
   EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
-  EXPECT_TRUE(Contains(s.message(), "No space left")) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "No space left")) << s;
   ASSERT_TRUE((*f)->Close().ok());
   EXPECT_EQ(*ReadFileToString(dir + "/f"), "1234");
 }

@@ -6,10 +6,8 @@
 // nothing acknowledged is lost (reopened from disk), reads go on, and
 // writing resumes once the fault clears. Regressions are named after the
 // bug they pin.
-#include <unistd.h>
 
 #include <cerrno>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <set>
@@ -17,12 +15,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/file_system.h"
 #include "base/file_util.h"
 #include "base/testing/fault_injection_file_system.h"
+#include "base/testing/scratch_dir.h"
 #include "gtest/gtest.h"
 #include "sampler/model_dir.h"
 #include "sampler/model_snapshot.h"
@@ -33,18 +33,8 @@
 namespace latentd::service {
 namespace {
 
-namespace stdfs = std::filesystem;
-
 std::string TempDir(const std::string& name) {
-  const std::string dir = ::testing::TempDir() + "/fault_injection_" +
-                          std::to_string(::getpid()) + "/" + name;
-  stdfs::remove_all(dir);
-  stdfs::create_directories(dir);
-  return dir;
-}
-
-bool Contains(absl::string_view text, absl::string_view part) {
-  return text.find(part) != absl::string_view::npos;
+  return ::latentd::testing::ScratchDir("fault_injection", name);
 }
 
 // Two obvious themes, 60 documents; no periodic checkpoints (the tests
@@ -164,11 +154,12 @@ TEST_F(Faults, IngestAnswersAnErrorAndLosesNothing) {
     auto failed = service_->Ingest(Doc("goal team coach"));
     ASSERT_FALSE(failed.ok());
     EXPECT_EQ(failed.status().code(), absl::StatusCode::kUnavailable);
-    EXPECT_TRUE(Contains(failed.status().message(), LogPath()))
+    EXPECT_TRUE(absl::StrContains(failed.status().message(), LogPath()))
         << failed.status();
-    EXPECT_TRUE(Contains(failed.status().message(), "nothing acknowledged"))
+    EXPECT_TRUE(
+        absl::StrContains(failed.status().message(), "nothing acknowledged"))
         << failed.status();
-    EXPECT_TRUE(Contains(failed.status().message(), "injected fault"))
+    EXPECT_TRUE(absl::StrContains(failed.status().message(), "injected fault"))
         << failed.status();
     // No partial record is left behind.
     EXPECT_EQ(FileSystem::Posix()->Stat(LogPath())->size, size);
@@ -218,7 +209,8 @@ TEST_F(Faults, FailedAppendThatCannotBeCutIsNeverAcknowledgedLater) {
     std::vector<IngestRecord> c = {Rec("gamma")};
     absl::Status blocked = (*log)->Append(&c);
     EXPECT_FALSE(blocked.ok());
-    EXPECT_TRUE(Contains(blocked.message(), "failed append")) << blocked;
+    EXPECT_TRUE(absl::StrContains(blocked.message(), "failed append"))
+        << blocked;
     ASSERT_TRUE((*log)->Compact(/*merged_through=*/0, 10).ok());
     faults_.Clear();
     c = {Rec("gamma")};
@@ -259,7 +251,8 @@ TEST_F(Faults, CompactionFailureKeepsEveryAcknowledgedRecord) {
       faults_.Inject({.op = op, .path_glob = glob, .error = ENOSPC});
       absl::Status compacted = (*log)->Compact(/*merged_through=*/2, 0);
       EXPECT_FALSE(compacted.ok());
-      EXPECT_TRUE(Contains(compacted.message(), "injected fault")) << compacted;
+      EXPECT_TRUE(absl::StrContains(compacted.message(), "injected fault"))
+          << compacted;
       std::vector<IngestRecord> d = {Rec("d")};
       absl::Status appended = (*log)->Append(&d);
       // A compacted log whose name is not durable takes no appends.
@@ -309,7 +302,7 @@ TEST_F(Faults, CheckpointFailsCleanlyAtEachStep) {
   ASSERT_TRUE(service_->Checkpoint({}).ok());
   std::set<std::pair<FileOp, std::string>> sites;
   for (const auto& [op, path] : faults_.Calls()) {
-    if (Contains(path, "/model") || path == o_.data_dir)
+    if (absl::StrContains(path, "/model") || path == o_.data_dir)
       sites.insert({op, path});
   }
   const std::string tmp = paths.snapshot() + ".tmp";
@@ -343,7 +336,7 @@ TEST_F(Faults, CheckpointFailsCleanlyAtEachStep) {
     faults_.Clear();
     if (fatal.contains({op, path})) {
       ASSERT_FALSE(r.ok());
-      EXPECT_TRUE(Contains(r.status().message(), "injected fault"))
+      EXPECT_TRUE(absl::StrContains(r.status().message(), "injected fault"))
           << r.status();
     } else {
       EXPECT_TRUE(r.ok()) << r.status();
@@ -433,7 +426,7 @@ TEST_F(Faults, FailedVocabularySaveIsRetriedBeforeTheStoreUsesTheWords) {
   EXPECT_EQ(Status().documents(), 61u);
   auto vocab = ReadFileToString(ModelPaths(o_.data_dir).vocab());
   ASSERT_TRUE(vocab.ok());
-  EXPECT_TRUE(Contains(*vocab, "quokka"));
+  EXPECT_TRUE(absl::StrContains(*vocab, "quokka"));
 }
 
 // Regression: when only the directory fsync after the token store's rename
@@ -454,7 +447,7 @@ TEST_F(Faults, MergeWhoseRenameIsNotDurableIsNotMergedTwice) {
   const std::string log = ::testing::internal::GetCapturedStderr();
   ASSERT_TRUE(merged);
   EXPECT_EQ(faults_.failures(), 1);
-  EXPECT_TRUE(Contains(log, "current but not durable")) << log;
+  EXPECT_TRUE(absl::StrContains(log, "current but not durable")) << log;
   EXPECT_EQ(Status().documents(), 61u);
   ASSERT_NO_FATAL_FAILURE(Reopen());
   EXPECT_EQ(Status().documents(), 61u);
