@@ -1,15 +1,7 @@
 #include "service/graph_service.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -32,15 +24,19 @@ std::string IngestedPath(const std::string& dir) {
 
 void Log(const std::string& line) { log::Info("latentd", line); }
 
-// Reads ingested.edges, cutting off a last line without its newline: a
-// write that a crash interrupted, never acknowledged (IngestEdges answers
-// after the fsync of whole lines).
-absl::StatusOr<EdgeList> ReadIngested(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return EdgeList{};
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
+// Reads ingested.edges and opens it for appending (created if missing),
+// cutting off a last line without its newline: a write that a crash
+// interrupted, never acknowledged (IngestEdges answers after the fdatasync
+// of whole lines). Sets *size to the bytes kept.
+absl::StatusOr<EdgeList> OpenIngested(const std::string& path,
+                                      std::unique_ptr<WritableFile>* file,
+                                      uint64_t* size) {
+  std::string text;
+  if (PathExists(path)) {
+    LATENTD_ASSIGN_OR_RETURN(text, ReadFileToString(path));
+  }
+  LATENTD_ASSIGN_OR_RETURN(
+      *file, FileSystem::Default()->OpenForWrite(path, WriteMode::kKeep));
   const size_t end = text.rfind('\n');
   const size_t keep = end == std::string::npos ? 0 : end + 1;
   if (keep < text.size()) {
@@ -48,11 +44,11 @@ absl::StatusOr<EdgeList> ReadIngested(const std::string& path) {
                  absl::StrCat(path, ": cutting off ", text.size() - keep,
                               " bytes of an unfinished last line (a write "
                               "cut by a crash, never acknowledged)"));
-    if (::truncate(path.c_str(), static_cast<off_t>(keep)) != 0) {
-      return ::latentd::ErrnoError(errno, "truncate", path);
-    }
+    LATENTD_RETURN_IF_ERROR((*file)->Truncate(keep));
+    LATENTD_RETURN_IF_ERROR((*file)->DataSync());
     text.resize(keep);
   }
+  *size = keep;
   return ParseEdgeList(text, path);
 }
 
@@ -103,9 +99,11 @@ absl::Status GraphService::Init(MetricsRegistry* metrics) {
         ": the graph has no edges (after dropping self-loops and duplicates)"));
   }
   const std::string ingested_path = IngestedPath(options_.dir);
-  LATENTD_ASSIGN_OR_RETURN(EdgeList ingested, ReadIngested(ingested_path));
   absl::MutexLock train(&train_mu_);
   absl::MutexLock ingest(&ingest_mu_);
+  LATENTD_ASSIGN_OR_RETURN(
+      EdgeList ingested,
+      OpenIngested(ingested_path, &ingest_file_, &ingest_size_));
   file_edges_ = std::move(list.edges);
   for (const Edge& e : file_edges_) pairs_.insert(PairOf(e.src, e.dst));
   for (const Edge& e : ingested.edges) {
@@ -145,11 +143,6 @@ absl::Status GraphService::Init(MetricsRegistry* metrics) {
     checkpoint_epoch_ = saved->header().epoch;
     Log(absl::StrCat("graph: resumed from the checkpoint at epoch ",
                      checkpoint_epoch_));
-  }
-  ingest_fd_ = ::open(ingested_path.c_str(),
-                      O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (ingest_fd_ < 0) {
-    return ::latentd::ErrnoError(errno, "open", ingested_path);
   }
   Publish();
   return absl::OkStatus();
@@ -223,8 +216,11 @@ absl::Status GraphService::Stop() {
   absl::MutexLock lock(&train_mu_);
   absl::Status s = trainer_ != nullptr ? WriteCheckpoint() : absl::OkStatus();
   absl::MutexLock ingest(&ingest_mu_);
-  if (ingest_fd_ >= 0) ::close(ingest_fd_);
-  ingest_fd_ = -1;
+  if (ingest_file_ != nullptr) {
+    absl::Status closed = ingest_file_->Close();
+    if (s.ok()) s = closed;
+    ingest_file_.reset();
+  }
   return s;
 }
 
@@ -494,7 +490,7 @@ absl::StatusOr<api::IngestEdgesResponse> GraphService::IngestEdges(
     edges.push_back({lo, hi, w});
   }
   absl::MutexLock lock(&ingest_mu_);
-  if (stopping_ || ingest_fd_ < 0) {
+  if (stopping_ || ingest_file_ == nullptr) {
     return absl::UnavailableError("IngestEdges: the node is shutting down");
   }
   std::vector<Edge> fresh;
@@ -520,39 +516,35 @@ absl::StatusOr<api::IngestEdgesResponse> GraphService::IngestEdges(
 }
 
 absl::Status GraphService::AppendDurably(const std::vector<Edge>& edges) {
-  const std::string path = IngestedPath(options_.dir);
+  const std::string& path = ingest_file_->path();
+  if (ingest_dirty_tail_) {
+    // A failed append's bytes may still follow ingest_size_: cut them off
+    // before anything after them is acknowledged.
+    absl::Status cut = ingest_file_->Truncate(ingest_size_);
+    if (!cut.ok()) {
+      return absl::UnavailableError(absl::StrCat(
+          "IngestEdges: a failed append to ", path,
+          " is still there: ", cut.message(), " (nothing acknowledged)"));
+    }
+    ingest_dirty_tail_ = false;
+  }
   std::string text;
   for (const Edge& e : edges) {
     absl::StrAppendFormat(&text, "%d %d %.9g\n", e.src, e.dst, e.weight);
   }
-  struct stat st;
-  if (::fstat(ingest_fd_, &st) != 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "IngestEdges: cannot stat ", path, ": ", std::strerror(errno)));
-  }
-  const char* p = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    const ssize_t n = ::write(ingest_fd_, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int saved = errno;
-      // Take back what part was written, so the file stays whole lines.
-      (void)::ftruncate(ingest_fd_, st.st_size);
-      return absl::UnavailableError(
-          absl::StrCat("IngestEdges: cannot append to ", path, ": ",
-                       std::strerror(saved), " (nothing acknowledged)"));
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fdatasync(ingest_fd_) != 0) {
-    const int saved = errno;
-    (void)::ftruncate(ingest_fd_, st.st_size);
-    return absl::UnavailableError(absl::StrCat("IngestEdges: cannot sync ",
-                                               path, ": ", std::strerror(saved),
+  absl::Status status = ingest_file_->WriteAt(ingest_size_, text);
+  if (status.ok()) status = ingest_file_->DataSync();
+  if (!status.ok()) {
+    // Take back what part was written, so the file stays whole lines; if
+    // that fails too, the next append cuts first.
+    absl::Status cut = ingest_file_->Truncate(ingest_size_);
+    if (cut.ok()) cut = ingest_file_->DataSync();
+    ingest_dirty_tail_ = !cut.ok();
+    return absl::UnavailableError(absl::StrCat("IngestEdges: cannot append to ",
+                                               path, ": ", status.message(),
                                                " (nothing acknowledged)"));
   }
+  ingest_size_ += text.size();
   return absl::OkStatus();
 }
 

@@ -42,6 +42,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "base/file_system.h"
 #include "corpora/edge_list.h"
 #include "sampler/graph/graph_model.h"
 #include "sampler/graph/graph_trainer.h"
@@ -140,7 +141,12 @@ class GraphService {
   uint64_t pending_count_ ABSL_GUARDED_BY(ingest_mu_) = 0;
   absl::flat_hash_set<std::pair<VertexKey, VertexKey>> pairs_
       ABSL_GUARDED_BY(ingest_mu_);
-  int ingest_fd_ ABSL_GUARDED_BY(ingest_mu_) = -1;
+  // DIR/graph/ingested.edges through the FileSystem seam; ingest_size_ is
+  // its acknowledged length, ingest_dirty_tail_ says a failed append may
+  // still follow it.
+  std::unique_ptr<WritableFile> ingest_file_ ABSL_GUARDED_BY(ingest_mu_);
+  uint64_t ingest_size_ ABSL_GUARDED_BY(ingest_mu_) = 0;
+  bool ingest_dirty_tail_ ABSL_GUARDED_BY(ingest_mu_) = false;
   uint64_t ingested_total_ ABSL_GUARDED_BY(ingest_mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(ingest_mu_) = false;
 
