@@ -101,9 +101,12 @@ absl::Status ParseEdgeLine(std::string_view line, Edge* edge, bool* weighted) {
   edge->dst = ids[1];
   edge->weight = 1.0f;
   if (fields.size() == 3) {
+    // Checked after the narrowing too: 1e-50 is > 0 as a double but 0 as
+    // a float.
     double w = 0;
     if (!absl::SimpleAtod(ToAbsl(fields[2]), &w) || !std::isfinite(w) ||
-        !(w > 0) || w > std::numeric_limits<float>::max()) {
+        !(w > 0) || w > std::numeric_limits<float>::max() ||
+        !(static_cast<float>(w) > 0)) {
       return absl::InvalidArgumentError(
           absl::StrCat("weight '", ToAbsl(fields[2].substr(0, 40)),
                        "' is not a finite number > 0"));

@@ -12,7 +12,10 @@
 #        ops/fuzz.sh --seeds                  rewrite tests/fuzz/corpus/
 # Environment: FUZZ_BUILD (default build-asan, the directory ops/test.sh's
 # sanitizer run shares), FUZZ_JOBS (build parallelism, default nproc),
-# FUZZ_NO_BUILD=1 (run the harnesses as built: ops/test.sh built them).
+# FUZZ_NO_BUILD=1 (run the harnesses as built: ops/test.sh built them),
+# FUZZ_SEED (libFuzzer's -seed; unset: a random seed each run. ops/test.sh
+# fixes it so that CI explores the same mutations on every run and a
+# finding there reproduces; exploratory runs leave it unset).
 # Reproduce a finding: <build>/tests/fuzz/<harness> <artifact>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,7 +64,9 @@ for h in "${HARNESSES[@]}"; do
   mkdir -p "$work"
   log="$BUILD/fuzz-logs/$h.log"
   rc=0
-  "$BUILD/tests/fuzz/$h" -max_total_time="$SECONDS_EACH" -timeout=10 \
+  seed_flag=()
+  if [ -n "${FUZZ_SEED:-}" ]; then seed_flag=(-seed="$FUZZ_SEED"); fi
+  "$BUILD/tests/fuzz/$h" "${seed_flag[@]}" -max_total_time="$SECONDS_EACH" -timeout=10 \
     -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
     -artifact_prefix="$BUILD/fuzz-artifacts/$h-" \
     "$work" "tests/fuzz/corpus/$h" >"$log" 2>&1 || rc=$?

@@ -8,7 +8,8 @@
 # (ops/fuzz.sh). Prints how long each phase took.
 # Usage: ops/test.sh [build-dir] (default: build-test)
 # Environment: SANITIZERS=0 skips the sanitizer run; FUZZ_SECONDS (default
-# 5) per harness.
+# 5) per harness; FUZZ_SEED (default 1: the same mutations every run, so a
+# finding reproduces; longer exploratory fuzzing is ops/fuzz.sh's job).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-test}
@@ -39,5 +40,6 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$ASAN_BUILD" -L unit_gtest -E '^kernel_test$' \
   -j"$(nproc)" --output-on-failure
 phase "asan+ubsan unit tests"
-FUZZ_BUILD="$ASAN_BUILD" FUZZ_NO_BUILD=1 ops/fuzz.sh "$FUZZ_SECONDS"
+FUZZ_SEED=${FUZZ_SEED:-1} FUZZ_BUILD="$ASAN_BUILD" FUZZ_NO_BUILD=1 \
+  ops/fuzz.sh "$FUZZ_SECONDS"
 phase "fuzzers (${FUZZ_SECONDS}s each)"

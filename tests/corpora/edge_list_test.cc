@@ -75,6 +75,7 @@ TEST(EdgeList, MalformedLinesNameFileLineAndWhat) {
       {"1 2 nan", "weight 'nan'"},
       {"1 2 inf", "weight 'inf'"},
       {"1 2 1e400", "weight '1e400'"},
+      {"1 2 1e-50", "weight '1e-50' is not a finite number > 0"},
       {"1 2 heavy", "weight 'heavy'"},
   };
   for (const Case& c : cases) {
