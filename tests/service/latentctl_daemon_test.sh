@@ -8,24 +8,14 @@ set -euo pipefail
 LATENTD=$1
 CTL=$2
 DATA=${LATENTD_DATA_DIR:-../shared/data}
-DIR=$(mktemp -d)
-PID=
-cleanup() {
-  if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
-  rm -rf "$DIR"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; cat "$DIR/latentd.log" 2>/dev/null | tail -20; exit 1; }
+# shellcheck source=tests/service/daemon_lib.sh
+source "$(dirname "$0")/daemon_lib.sh"
 
-"$LATENTD" --data-dir "$DIR/node" --corpus "$DATA/blei-ap/ap.dat.zst" \
-  --format ldac --vocab "$DATA/blei-ap/vocab.txt.zst" --topics 10 \
-  --max-sweeps 10 --http 127.0.0.1:0 --listen 127.0.0.1:0 \
-  >"$DIR/latentd.log" 2>&1 &
-PID=$!
-for _ in $(seq 600); do [ -s "$DIR/node/ports" ] && break; sleep 0.1; done
-[ -s "$DIR/node/ports" ] || fail "daemon did not start"
-TCP=$(sed -n 's/^tcp=//p' "$DIR/node/ports")
-HTTP=$(sed -n 's/^http=//p' "$DIR/node/ports")
+start_latentd "$DIR/latentd.log" --data-dir "$DIR/node" \
+  --corpus "$DATA/blei-ap/ap.dat.zst" --format ldac \
+  --vocab "$DATA/blei-ap/vocab.txt.zst" --topics 10 --max-sweeps 10 \
+  --http 127.0.0.1:0 --listen 127.0.0.1:0
+wait_ports "$DIR/node"
 
 "$CTL" status --addr "$TCP" --json | grep -q '"topics":10' || fail "status --json"
 "$CTL" status --addr "$TCP" >"$DIR/s" || fail "status"
@@ -33,10 +23,8 @@ grep -q "^topics: 10$" "$DIR/s" || fail "status text: $(cat "$DIR/s")"
 grep -q "^version.sweep: [0-9]*$" "$DIR/s" || fail "status text: $(cat "$DIR/s")"
 # Wait for the 10 sweeps to end, so that both protocols' infer below read
 # the same model.
-for _ in $(seq 600); do
-  "$CTL" status --addr "$TCP" | grep -q '^training: no$' && break
-  sleep 0.1
-done
+idle() { "$CTL" status --addr "$TCP" | grep -q '^training: no$'; }
+wait_until 60 "still training" idle
 "$CTL" topics --addr "$TCP" --topic 3 --top 4 >"$DIR/t" || fail "topics"
 [ "$(grep -c $'^  ' "$DIR/t")" = 4 ] || fail "topics: $(cat "$DIR/t")"
 "$CTL" topics --addr "$TCP" --topic 10 2>"$DIR/e" && fail "topic 10 accepted"
@@ -59,10 +47,8 @@ grep -q '^{"line":2,"error":"' "$DIR/ij" || fail "infer --json line 2: $(cat "$D
 printf 'stocks fell on wall street\nthe dollar rose against the yen\n' |
   "$CTL" ingest --addr "$TCP" --user carol | grep -q "^accepted 2 documents$" || fail "ingest"
 echo 'oil' | "$CTL" ingest --addr "$TCP" --json | grep -q '^{"accepted":"1",' || fail "ingest --json"
-for _ in $(seq 100); do
-  "$CTL" profile carol --addr "$TCP" --json >"$DIR/p" 2>/dev/null && break
-  sleep 0.1
-done
+profiled() { "$CTL" profile carol --addr "$TCP" --json >"$DIR/p" 2>/dev/null; }
+wait_until 10 "no profile for carol" profiled
 grep -q '"events":"2"' "$DIR/p" || fail "profile --json: $(cat "$DIR/p")"
 "$CTL" profile carol --addr "$TCP" >"$DIR/p" || fail "profile"
 grep -q "^user carol: 2 events, [0-9]* tokens" "$DIR/p" || fail "profile text: $(cat "$DIR/p")"
@@ -77,8 +63,6 @@ grep -q -- "--addr points at an HTTP port: use --protocol http or json" "$DIR/e"
 grep -q -- "--addr points at the framed protobuf/TCP port: use --protocol tcp" "$DIR/e" || fail "json to TCP: $(cat "$DIR/e")"
 "$CTL" status --addr 127.0.0.1:1 2>"$DIR/e" && fail "dead address accepted"
 grep -q "127.0.0.1:1" "$DIR/e" || fail "message: $(cat "$DIR/e")"
-kill -TERM "$PID"
-wait "$PID" || fail "daemon exit status $?"
-PID=
+stop_latentd
 grep -q "stopped cleanly" "$DIR/latentd.log" || fail "no clean stop"
 echo "latentctl against latentd: OK"

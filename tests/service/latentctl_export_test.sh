@@ -11,14 +11,8 @@
 set -euo pipefail
 LATENTD=$1
 CTL=$2
-DIR=$(mktemp -d)
-PID=
-cleanup() {
-  if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
-  rm -rf "$DIR"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; tail -20 "$DIR/latentd.log" 2>/dev/null; exit 1; }
+# shellcheck source=tests/service/daemon_lib.sh
+source "$(dirname "$0")/daemon_lib.sh"
 FILES="vocab.txt word_topic_counts.tsv alpha.txt topics.txt"
 
 # Three themes, some words more frequent than others.
@@ -31,19 +25,14 @@ for d in $(seq 120); do
   [ $((d % 4)) = 0 ] && echo "oil court football weather"
 done >"$DIR/corpus.txt"
 
-"$LATENTD" --data-dir "$DIR/node" --corpus "$DIR/corpus.txt" --topics 5 \
-  --max-sweeps 20 --http 127.0.0.1:0 --listen 127.0.0.1:0 \
-  >"$DIR/latentd.log" 2>&1 &
-PID=$!
-for _ in $(seq 600); do [ -s "$DIR/node/ports" ] && break; sleep 0.1; done
-[ -s "$DIR/node/ports" ] || fail "daemon did not start"
-TCP=$(sed -n 's/^tcp=//p' "$DIR/node/ports")
-HTTP=$(sed -n 's/^http=//p' "$DIR/node/ports")
-for _ in $(seq 600); do
-  "$CTL" status --addr "$TCP" --json >"$DIR/status" && grep -q '"training":false' "$DIR/status" && break
-  sleep 0.1
-done
-grep -q '"training":false' "$DIR/status" || fail "still training: $(cat "$DIR/status")"
+start_latentd "$DIR/latentd.log" --data-dir "$DIR/node" \
+  --corpus "$DIR/corpus.txt" --topics 5 --max-sweeps 20 \
+  --http 127.0.0.1:0 --listen 127.0.0.1:0
+wait_ports "$DIR/node"
+idle() {
+  "$CTL" status --addr "$TCP" --json >"$DIR/status" && grep -q '"training":false' "$DIR/status"
+}
+wait_until 60 "still training" idle
 TOKENS=$(sed -n 's/.*"tokens":"\{0,1\}\([0-9]*\).*/\1/p' "$DIR/status")
 [ -n "$TOKENS" ] && [ "$TOKENS" -gt 0 ] || fail "no token count: $(cat "$DIR/status")"
 
@@ -104,7 +93,5 @@ set -e
 [ $rc = 1 ] || fail "unreachable address: exit $rc"
 grep -q "127.0.0.1:1" "$DIR/e" || fail "message: $(cat "$DIR/e")"
 
-kill -TERM "$PID"
-wait "$PID" || fail "daemon exit status $?"
-PID=
+stop_latentd
 echo "latentctl export: OK"

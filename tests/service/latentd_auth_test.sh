@@ -13,14 +13,8 @@ set -euo pipefail
 LATENTD=$1
 CTL=$2
 DATA=${LATENTD_DATA_DIR:-../shared/data}
-DIR=$(mktemp -d)
-PID=
-cleanup() {
-  if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
-  rm -rf "$DIR"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; tail -20 "$DIR/latentd.log" 2>/dev/null; exit 1; }
+# shellcheck source=tests/service/daemon_lib.sh
+source "$(dirname "$0")/daemon_lib.sh"
 unset LATENTD_TOKEN
 
 READ=read-token-0123456789abcdef
@@ -48,17 +42,12 @@ grep -q "$DIR/bad:2: token shorter than 16" "$DIR/bad.log" || fail "short token:
 
 start() {  # start [extra latentd flags...]
   rm -f "$DIR/node/ports"
-  "$LATENTD" --data-dir "$DIR/node" --corpus "$DATA/blei-ap/ap.dat.zst" \
-    --format ldac --vocab "$DATA/blei-ap/vocab.txt.zst" --topics 10 \
-    --max-sweeps 3 --http 127.0.0.1:0 --listen 127.0.0.1:0 \
-    --api-tokens "$DIR/tokens" "$@" >"$DIR/latentd.log" 2>&1 &
-  PID=$!
-  for _ in $(seq 600); do [ -s "$DIR/node/ports" ] && break; sleep 0.1; done
-  [ -s "$DIR/node/ports" ] || fail "daemon did not start"
-  TCP=$(sed -n 's/^tcp=//p' "$DIR/node/ports")
-  HTTP=$(sed -n 's/^http=//p' "$DIR/node/ports")
+  start_latentd "$DIR/latentd.log" --data-dir "$DIR/node" \
+    --corpus "$DATA/blei-ap/ap.dat.zst" --format ldac \
+    --vocab "$DATA/blei-ap/vocab.txt.zst" --topics 10 --max-sweeps 3 \
+    --http 127.0.0.1:0 --listen 127.0.0.1:0 --api-tokens "$DIR/tokens" "$@"
+  wait_ports "$DIR/node"
 }
-stop() { kill -TERM "$PID"; wait "$PID" || true; PID=; }
 # code PATH [curl args...]: the HTTP status of a request.
 code() {
   local path=$1
@@ -109,7 +98,7 @@ grep -q "the daemon wants a token.*: give --token or LATENTD_TOKEN" "$DIR/e" || 
 # The probes are open by default.
 [ "$(code /healthz)" = 200 ] || fail "/healthz not open"
 [ "$(code /metrics)" = 200 ] || fail "/metrics not open"
-stop
+stop_latentd
 
 # open-health off: the probes want a read token.
 start --open-health off
@@ -124,18 +113,17 @@ grep -q "ready" "$DIR/body" || fail "/readyz with a read token: $(cat "$DIR/body
 NEWREAD=new-read-token-0123456789abcdef
 printf 'read %s\nadmin %s\n' "$NEWREAD" "$ADMIN" >"$DIR/tokens"
 kill -HUP "$PID"
-for _ in $(seq 100); do grep -q "api-tokens $DIR/tokens: 2 tokens" "$DIR/latentd.log" && break; sleep 0.1; done
-grep -q "api-tokens $DIR/tokens: 2 tokens" "$DIR/latentd.log" || fail "no reload line"
+wait_until 10 "no reload line" grep -q "api-tokens $DIR/tokens: 2 tokens" "$DIR/latentd.log"
 "$CTL" status --addr "$TCP" --token "$NEWREAD" | grep -q "^topics: 10$" || fail "new token after SIGHUP"
 "$CTL" status --addr "$TCP" --token "$READ" 2>"$DIR/e" && fail "removed token still accepted"
 grep -q "knows no such token" "$DIR/e" || fail "removed token: $(cat "$DIR/e")"
 [ "$(code /healthz -H "Authorization: Bearer $NEWREAD")" = 200 ] || fail "HTTP new token after SIGHUP"
 printf 'read %s\nowner %s-x\n' "$READ" "$READ" >"$DIR/tokens"
 kill -HUP "$PID"
-for _ in $(seq 100); do grep -q "api-tokens not reloaded" "$DIR/latentd.log" && break; sleep 0.1; done
+wait_until 10 "no line for the bad reload" grep -q "api-tokens not reloaded" "$DIR/latentd.log"
 grep -q "api-tokens not reloaded, the tokens loaded before stay: $DIR/tokens:2: unknown role 'owner'" \
   "$DIR/latentd.log" || fail "bad file on SIGHUP: $(tail -3 "$DIR/latentd.log")"
 "$CTL" status --addr "$TCP" --token "$NEWREAD" | grep -q "^topics: 10$" || fail "tokens lost on a bad reload"
 "$CTL" status --addr "$TCP" --token "$READ" 2>/dev/null && fail "bad file's token accepted"
-stop
+stop_latentd
 echo PASS

@@ -8,19 +8,11 @@
 set -euo pipefail
 LATENTD=$1
 CTL=$2
-DIR=$(mktemp -d)
-PID=
-cleanup() {
-  if [ -n "$PID" ]; then kill -9 "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
-  rm -rf "$DIR"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; tail -20 "$DIR"/latentd.log* 2>/dev/null; exit 1; }
+# shellcheck source=tests/service/daemon_lib.sh
+source "$(dirname "$0")/daemon_lib.sh"
 sweep() { "$CTL" status --addr "$TCP" --json | sed -n 's/.*"sweep":"\{0,1\}\([0-9]*\).*/\1/p'; }
-wait_sweep() {
-  for _ in $(seq 300); do [ "$(sweep)" = "$1" ] && return 0; sleep 0.1; done
-  fail "sweep $(sweep), expected $1"
-}
+at_sweep() { [ "$(sweep)" = "$1" ]; }
+wait_sweep() { wait_until 30 "sweep $1 not reached" at_sweep "$1"; }
 
 for d in $(seq 200); do
   echo "oil prices opec crude barrel $d market energy"
@@ -35,11 +27,10 @@ http = off
 listen = 127.0.0.1:0
 log-file = $DIR/latentd.log
 CONF
-"$LATENTD" --config "$DIR/latentd.conf" 2>"$DIR/stderr" &
-PID=$!
-for _ in $(seq 300); do [ -s "$DIR/node/ports" ] && break; sleep 0.1; done
-[ -s "$DIR/node/ports" ] || fail "daemon did not start: $(cat "$DIR/stderr")"
-TCP=$(sed -n 's/^tcp=//p' "$DIR/node/ports")
+# stdout and stderr to DIR/stderr; the log lines go to --log-file.
+start_latentd "$DIR/stderr" --config "$DIR/latentd.conf"
+DAEMON_LOGS+=("$DIR/latentd.log")
+wait_ports "$DIR/node"
 grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z info    latentd: serving' "$DIR/latentd.log" ||
   fail "log file not written, or lines not timestamped and levelled"
 wait_sweep 3
@@ -62,13 +53,11 @@ grep -q "topics: '4' -> '9' (not applied: restart to change)" "$DIR/latentd.log"
 # A bad config on reload: logged, nothing changes, the daemon goes on.
 echo "max-sweeps = lots" >>"$DIR/latentd.conf"
 kill -HUP "$PID"
-for _ in $(seq 50); do grep -q "settings unchanged" "$DIR/latentd.log" && break; sleep 0.1; done
+wait_until 5 "bad reload not logged" grep -q "settings unchanged" "$DIR/latentd.log"
 grep -q "latentd.conf:[0-9]*: setting max-sweeps" "$DIR/latentd.log" || fail "bad reload: $(tail -3 "$DIR/latentd.log")"
 kill -0 "$PID" 2>/dev/null || fail "a bad reload killed the daemon"
 [ "$(sweep)" = 6 ] || fail "a bad reload changed the model"
 
-kill -TERM "$PID"
-wait "$PID" || fail "exit status $? after SIGTERM"
-PID=
+stop_latentd
 grep -q "checkpoint written at sweep 6" "$DIR/latentd.log" || fail "no final checkpoint"
 echo "latentd SIGHUP reload: all checks passed"

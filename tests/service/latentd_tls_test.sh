@@ -16,14 +16,8 @@ set -euo pipefail
 LATENTD=$1
 CTL=$2
 DATA=${LATENTD_DATA_DIR:-../shared/data}
-DIR=$(mktemp -d)
-PID=
-cleanup() {
-  if [ -n "$PID" ]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
-  rm -rf "$DIR"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; tail -20 "$DIR/latentd.log" 2>/dev/null; exit 1; }
+# shellcheck source=tests/service/daemon_lib.sh
+source "$(dirname "$0")/daemon_lib.sh"
 unset LATENTD_TOKEN
 
 # The test CA, a server certificate for 127.0.0.1 (IP subjectAltName only)
@@ -56,16 +50,12 @@ timeout 30 "$LATENTD" --data-dir "$DIR/bad-node" --tls-cert "$DIR/missing.pem" \
 grep -q "TLS certificate $DIR/missing.pem: cannot be used" "$DIR/bad.log" ||
   fail "missing certificate: $(cat "$DIR/bad.log")"
 
-"$LATENTD" --data-dir "$DIR/node" --corpus "$DATA/blei-ap/ap.dat.zst" \
-  --format ldac --vocab "$DATA/blei-ap/vocab.txt.zst" --topics 10 \
-  --max-sweeps 3 --http 127.0.0.1:0 --listen 127.0.0.1:0 \
-  --api-tokens "$DIR/tokens" --tls-cert "$DIR/server.pem" \
-  --tls-key "$DIR/server.key" >"$DIR/latentd.log" 2>&1 &
-PID=$!
-for _ in $(seq 600); do [ -s "$DIR/node/ports" ] && break; sleep 0.1; done
-[ -s "$DIR/node/ports" ] || fail "daemon did not start"
-TCP=$(sed -n 's/^tcp=//p' "$DIR/node/ports")
-HTTP=$(sed -n 's/^http=//p' "$DIR/node/ports")
+start_latentd "$DIR/latentd.log" --data-dir "$DIR/node" \
+  --corpus "$DATA/blei-ap/ap.dat.zst" --format ldac \
+  --vocab "$DATA/blei-ap/vocab.txt.zst" --topics 10 --max-sweeps 3 \
+  --http 127.0.0.1:0 --listen 127.0.0.1:0 --api-tokens "$DIR/tokens" \
+  --tls-cert "$DIR/server.pem" --tls-key "$DIR/server.key"
+wait_ports "$DIR/node"
 grep -q "TLS on both APIs" "$DIR/latentd.log" || fail "no TLS line in the log"
 
 # Verified TLS, every protocol.
@@ -126,19 +116,13 @@ grep -q "^This port serves HTTPS" "$DIR/body" || fail "curl http:// body: $(cat 
 [ $(($(date +%s) - start)) -lt 10 ] || fail "plaintext clients waited"
 kill -0 "$PID" || fail "daemon died"
 
-kill -TERM "$PID"
-wait "$PID" || fail "daemon exit status"
-PID=
+stop_latentd
 
 # TLS against a plaintext daemon: a clear TLS error, not a hang.
-"$LATENTD" --data-dir "$DIR/node" --http 127.0.0.1:0 --listen 127.0.0.1:0 \
-  >"$DIR/latentd.log" 2>&1 &
-PID=$!
 rm -f "$DIR/node/ports"
-for _ in $(seq 600); do [ -s "$DIR/node/ports" ] && break; sleep 0.1; done
-[ -s "$DIR/node/ports" ] || fail "plain daemon did not start"
-TCP=$(sed -n 's/^tcp=//p' "$DIR/node/ports")
-HTTP=$(sed -n 's/^http=//p' "$DIR/node/ports")
+start_latentd "$DIR/latentd.log" --data-dir "$DIR/node" --http 127.0.0.1:0 \
+  --listen 127.0.0.1:0
+wait_ports "$DIR/node"
 timeout 20 "$CTL" status --addr "$TCP" --tls-ca "$DIR/ca.pem" 2>"$DIR/e" && fail "TLS to a plain TCP port"
 grep -q "TLS handshake with .* failed" "$DIR/e" || fail "TLS to plain TCP: $(cat "$DIR/e")"
 timeout 20 "$CTL" status --addr "$HTTP" --protocol json --tls-ca "$DIR/ca.pem" 2>"$DIR/e" &&

@@ -36,57 +36,20 @@ if [ -z "$CHROME" ]; then
 fi
 
 mkdir -p "$OUT"
-DIR=$(mktemp -d)
-PIDS=()
-REDIS_PID=
-cleanup() {
-  for p in "${PIDS[@]}"; do
-    kill "$p" 2>/dev/null || true
-    wait "$p" 2>/dev/null || true
-  done
-  if [ -n "$REDIS_PID" ]; then
-    kill "$REDIS_PID" 2>/dev/null || true
-    wait "$REDIS_PID" 2>/dev/null || true
-  fi
-  rm -rf "$DIR"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  for f in "$DIR"/*.log; do
-    [ -f "$f" ] && { echo "== $f"; tail -15 "$f"; }
-  done
-  exit 1
-}
+# shellcheck source=tests/service/daemon_lib.sh
+source "$(dirname "$0")/daemon_lib.sh"
 
 # start_daemon NAME ARGS...: starts latentd with data dir DIR/NAME and its
-# log in DIR/NAME.log; LAST_PID is its pid.
+# log in DIR/NAME.log (PID is its pid).
 start_daemon() {
   local name=$1
   shift
-  "$LATENTD" --data-dir "$DIR/$name" --http 127.0.0.1:0 --listen 127.0.0.1:0 \
-    "$@" >"$DIR/$name.log" 2>&1 &
-  LAST_PID=$!
-  PIDS+=("$LAST_PID")
-}
-# wait_ports NAME: waits (60 s at most) for DIR/NAME/ports; sets HTTP, TCP.
-wait_ports() {
-  for _ in $(seq 600); do
-    [ -s "$DIR/$1/ports" ] && break
-    sleep 0.1
-  done
-  [ -s "$DIR/$1/ports" ] || fail "$1 did not start"
-  HTTP=$(sed -n 's/^http=//p' "$DIR/$1/ports")
-  TCP=$(sed -n 's/^tcp=//p' "$DIR/$1/ports")
+  start_latentd "$DIR/$name.log" --data-dir "$DIR/$name" \
+    --http 127.0.0.1:0 --listen 127.0.0.1:0 "$@"
 }
 # wait_idle TCP: waits (120 s at most) until the node samples no more.
-wait_idle() {
-  for _ in $(seq 1200); do
-    "$CTL" status --addr "$1" 2>/dev/null | grep -q '^training: no$' && return
-    sleep 0.1
-  done
-  fail "node at $1 still training after 120 s"
-}
+idle() { "$CTL" status --addr "$1" 2>/dev/null | grep -q '^training: no$'; }
+wait_idle() { wait_until 120 "node at $1 still training" idle "$1"; }
 
 # browse URL CASE: renders URL in headless Chromium; the DOM after the
 # scripts ran goes to OUT/CASE.html, a screenshot to OUT/CASE.png. The page
@@ -121,15 +84,14 @@ single() {
   start_daemon node --corpus "$DATA/ap.dat.zst" --format ldac \
     --corpus-vocab "$DATA/vocab.txt.zst" --topics 10 --max-sweeps 20 \
     --eval-every 2 --holdout 0.05 --heldout-every 5
-  wait_ports node
+  wait_ports "$DIR/node"
   wait_idle "$TCP"
   # Coherence is scored once sampling stops (docs/latentd.md).
-  for _ in $(seq 600); do
-    "$CTL" status --addr "$TCP" --json | grep -q '"meanCoherenceUmass":' && break
-    sleep 0.1
-  done
-  "$CTL" status --addr "$TCP" --json >"$DIR/status.json"
-  grep -q '"meanCoherenceUmass":' "$DIR/status.json" || fail "no coherence after 60 s"
+  scored() {
+    "$CTL" status --addr "$TCP" --json >"$DIR/status.json" &&
+      grep -q '"meanCoherenceUmass":' "$DIR/status.json"
+  }
+  wait_until 60 "no coherence" scored
   browse "http://$HTTP/" single
   [ "$(page_state)" = ok ] || fail "single: page state $(page_state): $(element error div)"
   [ "$(grep -oP '<div class="card" data-key="sweep"><dt>sweep</dt><dd>\K[0-9]+' <<<"$DOM")" = 20 ] ||
@@ -173,13 +135,12 @@ single() {
   echo "single: 10 topics as ListTopics gives them, sweep 20, log-likelihood plot of 10 points, coherence, held-out perplexity $ppl"
 
   # 2. The same node with API tokens, open-health off.
-  kill "$LAST_PID"
-  wait "$LAST_PID" || fail "node did not stop cleanly"
+  stop_latentd
   READ=read-token-0123456789abcdef
   printf 'read %s\nadmin admin-token-0123456789abcdef\n' "$READ" >"$DIR/tokens"
   rm -f "$DIR/node/ports"
   start_daemon node --api-tokens "$DIR/tokens" --open-health off
-  wait_ports node
+  wait_ports "$DIR/node"
   browse "http://$HTTP/" tokens_none
   [ "$(page_state)" = needs-token ] || fail "tokens: no token: page state $(page_state)"
   grep -q '<form id="token-form" class="banner">' <<<"$DOM" || fail "tokens: no token form shown"
@@ -198,7 +159,9 @@ cluster() {
   local sock=$DIR/redis.sock
   redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --save "" \
     --appendonly no --dir "$DIR" >"$DIR/redis.log" 2>&1 &
-  REDIS_PID=$!
+  local redis_pid=$!
+  on_exit "kill $redis_pid; wait $redis_pid"
+  DAEMON_LOGS+=("$DIR/redis.log")
   for _ in $(seq 200); do
     redis-cli -s "$sock" ping >/dev/null 2>&1 && break
     sleep 0.05
@@ -215,11 +178,13 @@ cluster() {
     --cluster-size 2 --cluster-key "$DIR/cluster.key"
     --failure-timeout 0)
   start_daemon a "${args[@]}"
+  local a_pid=$PID
   start_daemon b "${args[@]}"
-  local b_pid=$LAST_PID
-  wait_ports b
+  local b_pid=$PID
+  wait_ports "$DIR/b"
   local b_tcp=$TCP
-  wait_ports a
+  PID=$a_pid
+  wait_ports "$DIR/a"
   wait_idle "$TCP"
   browse "http://$HTTP/" cluster
   [ "$(page_state)" = ok ] || fail "cluster: page state $(page_state): $(element error div)"
