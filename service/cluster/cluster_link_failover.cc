@@ -31,6 +31,17 @@ void ClusterLink::LivenessLoop() {
           : absl::Seconds(1);
   std::unique_ptr<sync::RedisClient> redis;
   absl::Time detect_from = absl::InfinitePast();
+  // Since when Redis has been unreachable (InfiniteFuture: it is not), and
+  // whether this connection has written a heartbeat yet.
+  absl::Time lost_at = absl::InfiniteFuture();
+  bool beaten = false;
+  auto lost = [&](const absl::Status& why) {
+    if (lost_at != absl::InfiniteFuture()) return;
+    lost_at = absl::Now();
+    options_.log(absl::StrCat("Redis unreachable (", why.message(),
+                              "): training goes on with ring epoch ", epoch(),
+                              "; no membership change until it is back"));
+  };
   // The first beat at once: a restarted node must beat before anyone
   // looks at its heartbeat again.
   for (bool first = true; first || SleepUnlessStopping(every); first = false) {
@@ -39,11 +50,12 @@ void ClusterLink::LivenessLoop() {
       // is declared down meanwhile (nobody can write an epoch).
       absl::StatusOr<std::unique_ptr<sync::RedisClient>> r =
           sync::RedisClient::Connect(options_.redis_url);
-      if (!r.ok()) continue;
+      if (!r.ok()) {
+        lost(r.status());
+        continue;
+      }
       redis = std::move(*r);
-      // Back after an outage every heartbeat in Redis is old: give the
-      // others a failure timeout to beat again before judging them.
-      detect_from = absl::Now() + timeout;
+      beaten = false;
     }
     sync::Heartbeat beat;
     beat.sweep = sweep();
@@ -56,12 +68,32 @@ void ClusterLink::LivenessLoop() {
     beat.stale_refused = st.batches_stale_refused;
     absl::Status s = sync::WriteHeartbeat(redis.get(), options_.cluster,
                                           node_id_, beat, timeout);
+    if (s.ok() && !beaten) {
+      // Connected (at start, or back after an outage): every heartbeat in
+      // Redis may be old, this node's too. Give the others a failure
+      // timeout from this node's first beat to beat again before judging
+      // them. (Not from the connection: a Redis still loading its file
+      // refuses the beat.)
+      beaten = true;
+      detect_from = absl::Now() + timeout;
+      if (lost_at != absl::InfiniteFuture()) {
+        options_.log(absl::StrFormat(
+            "Redis back after %.1f s: heartbeat written again (ring epoch "
+            "%d); judging the others' heartbeats again in %s",
+            absl::ToDoubleSeconds(absl::Now() - lost_at), epoch(),
+            absl::FormatDuration(timeout)));
+        lost_at = absl::InfiniteFuture();
+      }
+    }
     if (s.ok() && timeout > absl::ZeroDuration() && ready_.load() &&
         !leaving_.load() && !declared_down_.load() &&
         absl::Now() >= detect_from) {
       s = DetectFailure(redis.get());
     }
-    if (absl::IsUnavailable(s)) redis.reset();
+    if (absl::IsUnavailable(s)) {
+      lost(s);
+      redis.reset();
+    }
   }
 }
 

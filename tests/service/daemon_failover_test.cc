@@ -105,6 +105,145 @@ uint64_t Sweep(Daemon* d) {
   return static_cast<uint64_t>(Metric(d, "latentd_sweeps_total"));
 }
 
+// The arguments of node i of the three training the thirds written into
+// `tmp` (cluster "failover", failure timeout 1 s, --max-sweeps
+// `max_sweeps`).
+std::vector<std::vector<std::string>> ThirdsArgs(const std::string& tmp,
+                                                 const std::string& redis,
+                                                 const char* consistency,
+                                                 const char* max_sweeps) {
+  std::vector<std::vector<std::string>> args(kNodes);
+  for (int i = 0; i < kNodes; ++i) {
+    args[i] = {"--corpus",          absl::StrCat(tmp, "/part", i),
+               "--format",          "ldac",
+               "--vocab",           ApFile("vocab.txt.zst"),
+               "--topics",          "10",
+               "--max-sweeps",      max_sweeps,
+               "--cluster-size",    "3",
+               "--cluster",         "failover",
+               "--cluster-redis",   redis,
+               "--failure-timeout", "1",
+               "--consistency",     consistency};
+    for (const std::string& a : ClusterKeyArgs(tmp)) {
+      args[i].push_back(a);
+    }
+  }
+  return args;
+}
+
+// Starts node i with `args[i]` (data directory tmp/node<i>) and waits
+// until node 2 has done 3 sweeps. Empty (and a test failure) if a node did
+// not start or train. Call it from the test's thread (see Daemon).
+std::vector<std::unique_ptr<Daemon>> StartThirds(
+    const std::string& tmp, const std::vector<std::vector<std::string>>& args) {
+  std::vector<std::unique_ptr<Daemon>> d;
+  for (int i = 0; i < kNodes; ++i) {
+    d.push_back(std::make_unique<Daemon>(absl::StrCat(tmp, "/node", i), args[i],
+                                         false));
+  }
+  for (auto& n : d) n->WaitForPorts();
+  for (auto& n : d) {
+    EXPECT_TRUE(n->ok()) << n->Log();
+    if (!n->ok()) return {};
+  }
+  for (int i = 0; i < 1200 && Sweep(d[2].get()) < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(Sweep(d[2].get()), 3u) << d[2]->Log();
+  if (Sweep(d[2].get()) < 3) return {};
+  return d;
+}
+
+// Waits until every node of `d` has stopped training and drained (all
+// three members), then checks the exactness of the model: every row a
+// node exports is the same on every node exporting that word, and sums to
+// the word's frequency `freq` in the three thirds. Exports go under `tmp`.
+// Returns the seconds it took to drain.
+double DrainAndCheckExact(const std::vector<std::unique_ptr<Daemon>>& d,
+                          const std::string& tmp,
+                          const std::map<std::string, long long>& freq) {
+  const Clock::time_point began = Clock::now();
+  // Everything drains: the same counts everywhere, each word's row summing
+  // to its frequency in the three thirds.
+  auto done = [](const api::StatusResponse& s) {
+    return !s.training() && s.pending() == 0 && s.cluster_members_size() == 3;
+  };
+  for (auto& n : d) {
+    auto c = n->Client(Protocol::kTcp);
+    auto f = WaitStatus(c.get(), done, 150);
+    EXPECT_TRUE(f.ok()) << f.status() << n->Log();
+    if (!f.ok()) return -1;
+  }
+  // Each node exports the words of its own vocabulary (its third's: the
+  // vocabulary is per node, docs/latentd.md "Cluster mode"), so the three
+  // exports differ in which rows they hold, not in any row: every row a
+  // node exports is the same on every node exporting that word, and sums to
+  // the word's frequency in the three thirds; together they hold every word.
+  std::map<std::string, std::string> lines[kNodes];
+  auto agree = [&]() {
+    std::map<std::string, std::string> all;
+    for (int i = 0; i < kNodes; ++i) {
+      for (const auto& [word, line] : lines[i]) {
+        auto [it, fresh] = all.emplace(word, line);
+        if (!fresh && it->second != line) return false;
+      }
+    }
+    if (all.size() != freq.size()) return false;
+    for (const auto& [word, line] : all) {
+      auto sum = RowSums(line);
+      if (sum.size() != 1 || sum.begin()->second != freq.at(word)) {
+        return false;
+      }
+    }
+    return true;
+  };
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    for (int i = 0; i < kNodes; ++i) {
+      lines[i].clear();
+      const std::string counts =
+          ExportCounts(d[i].get(), absl::StrCat(tmp, "/x", i));
+      for (absl::string_view line : absl::StrSplit(counts, '\n')) {
+        if (line.empty()) continue;
+        lines[i][std::string(line.substr(0, line.find('\t')))] =
+            std::string(line);
+      }
+    }
+    if (agree()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  size_t wrong = 0, differ = 0, shared = 0;
+  std::map<std::string, long long> covered;
+  for (int i = 0; i < kNodes; ++i) {
+    EXPECT_GT(lines[i].size(), freq.size() / 2) << "node " << i;
+    for (const auto& [word, line] : lines[i]) {
+      const long long sum = RowSums(line).begin()->second;
+      covered[word] = sum;
+      auto f = freq.find(word);
+      if (f == freq.end() || f->second != sum) {
+        if (++wrong <= 5) {
+          ADD_FAILURE() << "node " << i << ", " << word << ": frequency "
+                        << (f == freq.end() ? -1 : f->second) << ", row sum "
+                        << sum;
+        }
+      }
+      for (int j = i + 1; j < kNodes; ++j) {
+        auto other = lines[j].find(word);
+        if (other == lines[j].end()) continue;
+        ++shared;
+        if (other->second != line && ++differ <= 5) {
+          ADD_FAILURE() << word << ": node " << i << " exports " << line
+                        << ", node " << j << " " << other->second;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(differ, 0u) << "of " << shared << " rows exported by two nodes";
+  EXPECT_GT(shared, freq.size() / 2);
+  EXPECT_EQ(covered.size(), freq.size()) << "words no node exports";
+  return std::chrono::duration<double>(Clock::now() - began).count();
+}
+
 // The whole story under `consistency` (async, or ssp:1: the survivors are
 // held back by the dead node's clock until it is failed over).
 void KillFailOverAndReturn(const char* consistency) {
@@ -121,41 +260,18 @@ void KillFailOverAndReturn(const char* consistency) {
   auto api_port = PickFreePort();
   auto sync_port = PickFreePort();
   ASSERT_TRUE(api_port.ok() && sync_port.ok());
-  std::vector<std::vector<std::string>> args(kNodes);
-  for (int i = 0; i < kNodes; ++i) {
-    args[i] = {"--corpus",          absl::StrCat(tmp.path(), "/part", i),
-               "--format",          "ldac",
-               "--vocab",           ApFile("vocab.txt.zst"),
-               "--topics",          "10",
-               "--max-sweeps",      kMaxSweeps,
-               "--cluster-size",    "3",
-               "--cluster",         "failover",
-               "--cluster-redis",   redis.address(),
-               "--failure-timeout", "1",
-               "--consistency",     consistency};
-    for (const std::string& a : ClusterKeyArgs(tmp.path())) {
-      args[i].push_back(a);
-    }
-  }
+  std::vector<std::vector<std::string>> args =
+      ThirdsArgs(tmp.path(), redis.address(), consistency, kMaxSweeps);
   for (const std::string& a :
        {std::string("--listen"), absl::StrCat("127.0.0.1:", *api_port),
         std::string("--cluster-listen"),
         absl::StrCat("127.0.0.1:", *sync_port)}) {
     args[2].push_back(a);
   }
-  std::vector<std::unique_ptr<Daemon>> d;
-  for (int i = 0; i < kNodes; ++i) {
-    d.push_back(std::make_unique<Daemon>(absl::StrCat(tmp.path(), "/node", i),
-                                         args[i], false));
-  }
-  for (auto& n : d) n->WaitForPorts();
-  for (auto& n : d) ASSERT_TRUE(n->ok()) << n->Log();
+  std::vector<std::unique_ptr<Daemon>> d = StartThirds(tmp.path(), args);
+  ASSERT_EQ(d.size(), static_cast<size_t>(kNodes));
   Daemon* a = d[0].get();
   Daemon* b = d[1].get();
-  for (int i = 0; i < 1200 && Sweep(d[2].get()) < 3; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_GE(Sweep(d[2].get()), 3u) << d[2]->Log();
   const uint64_t epoch_before = ReadStatus(redis).epoch;
   ASSERT_GE(epoch_before, 1u);
   const std::string c_id = d[2]->tcp();
@@ -251,90 +367,13 @@ void KillFailOverAndReturn(const char* consistency) {
   EXPECT_LT(slowest, 2.0);
 
   // C starts again from its data directory and is re-admitted by itself.
-  const Clock::time_point restarted = Clock::now();
   d[2] = std::make_unique<Daemon>(tmp.path() + "/node2", args[2], true);
   ASSERT_TRUE(d[2]->ok()) << d[2]->Log();
   EXPECT_NE(d[2]->Log().find("back in cluster failover"), std::string::npos)
       << d[2]->Log();
 
-  // Everything drains: the same counts everywhere, each word's row summing
-  // to its frequency in the three thirds.
-  auto done = [](const api::StatusResponse& s) {
-    return !s.training() && s.pending() == 0 && s.cluster_members_size() == 3;
-  };
-  for (auto& n : d) {
-    auto c = n->Client(Protocol::kTcp);
-    auto f = WaitStatus(c.get(), done, 150);
-    ASSERT_TRUE(f.ok()) << f.status() << n->Log();
-  }
-  // Each node exports the words of its own vocabulary (its third's: the
-  // vocabulary is per node, docs/latentd.md "Cluster mode"), so the three
-  // exports differ in which rows they hold, not in any row: every row a
-  // node exports is the same on every node exporting that word, and sums to
-  // the word's frequency in the three thirds; together they hold every word.
-  std::printf("restart to drained: %.1f s\n", since(restarted));
-  std::map<std::string, std::string> lines[kNodes];
-  auto agree = [&]() {
-    std::map<std::string, std::string> all;
-    for (int i = 0; i < kNodes; ++i) {
-      for (const auto& [word, line] : lines[i]) {
-        auto [it, fresh] = all.emplace(word, line);
-        if (!fresh && it->second != line) return false;
-      }
-    }
-    if (all.size() != freq.size()) return false;
-    for (const auto& [word, line] : all) {
-      auto sum = RowSums(line);
-      if (sum.size() != 1 || sum.begin()->second != freq.at(word)) {
-        return false;
-      }
-    }
-    return true;
-  };
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    for (int i = 0; i < kNodes; ++i) {
-      lines[i].clear();
-      const std::string counts =
-          ExportCounts(d[i].get(), absl::StrCat(tmp.path(), "/x", i));
-      for (absl::string_view line : absl::StrSplit(counts, '\n')) {
-        if (line.empty()) continue;
-        lines[i][std::string(line.substr(0, line.find('\t')))] =
-            std::string(line);
-      }
-    }
-    if (agree()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  size_t wrong = 0, differ = 0, shared = 0;
-  std::map<std::string, long long> covered;
-  for (int i = 0; i < kNodes; ++i) {
-    EXPECT_GT(lines[i].size(), freq.size() / 2) << "node " << i;
-    for (const auto& [word, line] : lines[i]) {
-      const long long sum = RowSums(line).begin()->second;
-      covered[word] = sum;
-      auto f = freq.find(word);
-      if (f == freq.end() || f->second != sum) {
-        if (++wrong <= 5) {
-          ADD_FAILURE() << "node " << i << ", " << word << ": frequency "
-                        << (f == freq.end() ? -1 : f->second) << ", row sum "
-                        << sum;
-        }
-      }
-      for (int j = i + 1; j < kNodes; ++j) {
-        auto other = lines[j].find(word);
-        if (other == lines[j].end()) continue;
-        ++shared;
-        if (other->second != line && ++differ <= 5) {
-          ADD_FAILURE() << word << ": node " << i << " exports " << line
-                        << ", node " << j << " " << other->second;
-        }
-      }
-    }
-  }
-  EXPECT_EQ(wrong, 0u);
-  EXPECT_EQ(differ, 0u) << "of " << shared << " rows exported by two nodes";
-  EXPECT_GT(shared, freq.size() / 2);
-  EXPECT_EQ(covered.size(), freq.size()) << "words no node exports";
+  std::printf("drained %.1f s after C's restart\n",
+              DrainAndCheckExact(d, tmp.path(), freq));
   const sync::ClusterStatus back = ReadStatus(redis);
   EXPECT_EQ(back.epoch, down.epoch + 1);
   const sync::MemberStatus* c_back = FindMember(back, c_id);
@@ -353,6 +392,100 @@ TEST(DaemonFailover, AKilledDaemonIsFailedOverThenReturnsAndTheModelIsExact) {
 // again.
 TEST(DaemonFailover, UnderSspTheSurvivorsStopWaitingForTheDeadNode) {
   KillFailOverAndReturn("ssp:1");
+}
+
+// Redis restart (issue 13, must-show 4): Redis, persistent (an append-only
+// file, as an operator runs it), is killed mid-training and started again
+// on the same socket 5 s later. Training never stops: every node sweeps on
+// during the outage, in both its halves. Each node logs the outage and,
+// once Redis is back, writes its heartbeat again; none judges the others
+// until they have had a failure timeout to beat again, so nobody is
+// declared down, the epoch stays, and the cluster ends exact.
+TEST(DaemonRedisOutage, TrainingGoesOnAndNobodyIsDeclaredDown) {
+  TempDir tmp;
+  RedisServer redis(tmp.path(), /*persistent=*/true);
+  ASSERT_TRUE(redis.ok());
+  const std::map<std::string, long long> freq = WriteThirds(tmp.path());
+  ASSERT_FALSE(freq.empty());
+  // Long enough to train through the outage and the failure timeouts that
+  // follow it (about 10 sweeps a second each on this machine).
+  const std::vector<std::vector<std::string>> args =
+      ThirdsArgs(tmp.path(), redis.address(), "async", "250");
+  std::vector<std::unique_ptr<Daemon>> d = StartThirds(tmp.path(), args);
+  ASSERT_EQ(d.size(), static_cast<size_t>(kNodes));
+  const sync::ClusterStatus before = ReadStatus(redis);
+  ASSERT_GE(before.epoch, 1u);
+  ASSERT_EQ(before.members.size(), 3u);
+
+  auto sweeps = [&]() {
+    std::vector<uint64_t> v;
+    for (auto& n : d) v.push_back(Sweep(n.get()));
+    return v;
+  };
+  const std::vector<uint64_t> at_kill = sweeps();
+  redis.Kill();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  const std::vector<uint64_t> half_way = sweeps();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  const std::vector<uint64_t> at_restart = sweeps();
+  for (int i = 0; i < kNodes; ++i) {
+    EXPECT_GT(half_way[i], at_kill[i]) << "node " << i << d[i]->Log();
+    EXPECT_GT(at_restart[i], half_way[i]) << "node " << i << d[i]->Log();
+    EXPECT_NE(d[i]->Log().find("Redis unreachable"), std::string::npos)
+        << d[i]->Log();
+  }
+  std::printf(
+      "Redis down 5 s: sweeps %d/%d/%d at the kill, %d/%d/%d half way, "
+      "%d/%d/%d at the restart\n",
+      static_cast<int>(at_kill[0]), static_cast<int>(at_kill[1]),
+      static_cast<int>(at_kill[2]), static_cast<int>(half_way[0]),
+      static_cast<int>(half_way[1]), static_cast<int>(half_way[2]),
+      static_cast<int>(at_restart[0]), static_cast<int>(at_restart[1]),
+      static_cast<int>(at_restart[2]));
+  ASSERT_TRUE(redis.Restart());
+
+  // Every node writes its heartbeat again (logged)...
+  for (int i = 0; i < kNodes; ++i) {
+    for (int t = 0;
+         t < 100 && d[i]->Log().find("Redis back after") == std::string::npos;
+         ++t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_NE(d[i]->Log().find("Redis back after"), std::string::npos)
+        << d[i]->Log();
+  }
+  // ... and three failure timeouts later, still training, nobody has been
+  // declared down: the same epoch, every member active with a fresh
+  // heartbeat, no failover anywhere.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  const sync::ClusterStatus after = ReadStatus(redis);
+  EXPECT_EQ(after.epoch, before.epoch);
+  ASSERT_EQ(after.members.size(), 3u);
+  for (const sync::MemberStatus& m : after.members) {
+    EXPECT_EQ(m.state, sync::MemberState::kActive) << m.id;
+    EXPECT_TRUE(m.in_ring) << m.id;
+    ASSERT_TRUE(m.heartbeat.has_value()) << m.id;
+    EXPECT_LT(after.now_ms - m.heartbeat->unix_ms, 1000) << m.id;
+  }
+  EXPECT_FALSE(after.move.has_value() &&
+               after.move->status == sync::MoveStatus::kRunning);
+  const std::vector<uint64_t> checked = sweeps();
+  for (int i = 0; i < kNodes; ++i) {
+    EXPECT_GT(checked[i], at_restart[i]) << "node " << i;
+    EXPECT_LT(checked[i], 250u)
+        << "node " << i << ": training ended before the check";
+    EXPECT_EQ(Metric(d[i].get(), "latentd_cluster_failovers_total"), 0);
+    EXPECT_EQ(Metric(d[i].get(), "latentd_cluster_members"), 3);
+    EXPECT_EQ(d[i]->Log().find(" down (no heartbeat"), std::string::npos)
+        << d[i]->Log();
+    EXPECT_EQ(d[i]->Log().find("was declared down"), std::string::npos)
+        << d[i]->Log();
+  }
+
+  std::printf("drained %.1f s after the check\n",
+              DrainAndCheckExact(d, tmp.path(), freq));
+  EXPECT_EQ(ReadStatus(redis).epoch, before.epoch);
+  for (auto& n : d) EXPECT_EQ(n->Stop(), 0) << n->Log();
 }
 
 }  // namespace

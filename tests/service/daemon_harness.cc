@@ -85,20 +85,46 @@ int StopProcess(pid_t pid, int sig, double timeout_s) {
   return -1;
 }
 
-RedisServer::RedisServer(const std::string& dir)
-    : socket_(dir + "/redis.sock") {
-  pid_ = Spawn({"redis-server", "--port", "0", "--unixsocket", socket_,
-                "--save", "", "--appendonly", "no", "--dir", dir},
-               dir + "/redis.log");
+RedisServer::RedisServer(const std::string& dir, bool persistent)
+    : dir_(dir), socket_(dir + "/redis.sock"), persistent_(persistent) {
+  Start();
+}
+
+bool RedisServer::Start() {
+  std::vector<std::string> argv = {
+      "redis-server", "--port", "0", "--unixsocket", socket_, "--save", "",
+      "--dir",        dir_};
+  for (const char* a : persistent_
+                           ? std::vector<const char*>{"--appendonly", "yes",
+                                                      "--appendfsync", "always"}
+                           : std::vector<const char*>{"--appendonly", "no"}) {
+    argv.push_back(a);
+  }
+  pid_ = Spawn(argv, dir_ + "/redis.log");
+  ok_ = false;
   for (int i = 0; i < 200 && !ok_; ++i) {
     redisContext* c = Connect();
-    if (c != nullptr) {
-      ok_ = true;
-      redisFree(c);
-    } else {
-      SleepMs(25);
-    }
+    redisReply* r = c == nullptr
+                        ? nullptr
+                        : static_cast<redisReply*>(redisCommand(c, "PING"));
+    // (While it loads its file, Redis answers -LOADING.)
+    ok_ = r != nullptr && r->type == REDIS_REPLY_STATUS;
+    if (r != nullptr) freeReplyObject(r);
+    if (c != nullptr) redisFree(c);
+    if (!ok_) SleepMs(25);
   }
+  return ok_;
+}
+
+void RedisServer::Kill() {
+  StopProcess(pid_, SIGKILL, 10);
+  pid_ = -1;
+  ok_ = false;
+}
+
+bool RedisServer::Restart() {
+  if (pid_ > 0) Kill();
+  return Start();
 }
 
 RedisServer::~RedisServer() { StopProcess(pid_, SIGTERM, 10); }

@@ -36,16 +36,25 @@ int StopProcess(pid_t pid, int sig, double timeout_s);
 
 class RedisServer {
  public:
-  // Starts redis-server in `dir` listening only on dir/redis.sock.
-  explicit RedisServer(const std::string& dir);
+  // Starts redis-server in `dir` listening only on dir/redis.sock. With
+  // `persistent`, it keeps its data in an append-only file in `dir`
+  // (fsynced on every write), as an operator runs it: a Restart() finds
+  // what was written before the Kill(). Otherwise nothing is saved.
+  explicit RedisServer(const std::string& dir, bool persistent = false);
   ~RedisServer();
   bool ok() const { return ok_; }
   std::string address() const { return "unix:" + socket_; }
   // A connection for the test's own commands.
   redisContext* Connect() const;
+  // SIGKILL and wait: clients find the socket gone.
+  void Kill();
+  // Starts it again (same socket, same directory); ok() once it answers.
+  bool Restart();
 
  private:
-  std::string socket_;
+  bool Start();
+  std::string dir_, socket_;
+  bool persistent_ = false;
   pid_t pid_ = -1;
   bool ok_ = false;
 };
