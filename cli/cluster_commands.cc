@@ -124,17 +124,20 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
   AddMoveOptions(c->add_node, c);
   c->remove_node = c->cluster_cmd->add_subcommand(
       "remove-node",
-      "Remove a ring member: with --drop its documents' counts leave the "
-      "model, its keys go to the others, and it exits; with --lost (a node "
-      "gone for good) the others take its counts out and rebuild the keys it "
-      "owned (a node failure detection declared down: only --lost, and it "
-      "then never returns); waits for the move");
+      "Remove a ring member: with --handoff (the default) it ships its "
+      "documents with their topics to the others, who add them to their "
+      "stores (the model keeps them); with --drop its documents' counts "
+      "leave the model; either way its keys go to the others and it exits. "
+      "With --lost (a node gone for good) the others take its counts out and "
+      "rebuild the keys it owned (a node failure detection declared down: "
+      "only --lost, and it then never returns); waits for the move");
   c->remove_node->add_option("node", c->node, "The member's id")->required();
   c->remove_node->add_flag("--drop", c->drop,
                            "Take the node's documents out of the model");
   c->remove_node->add_flag(
       "--handoff", c->handoff,
-      "Ship the node's documents to the others (not built yet: refused)");
+      "Ship the node's documents with their topics to the others (the "
+      "default)");
   c->remove_node->add_flag(
       "--lost", c->lost,
       "The node is gone for good (dead, its disk lost): take its documents' "
@@ -175,20 +178,9 @@ absl::Status RunRemoveNode(const ClusterCommands& c, sync::RedisClient* redis,
     return absl::InvalidArgumentError(
         "give one of --drop, --lost and --handoff");
   }
-  if (!c.handoff && !c.drop && !c.lost) {
-    return absl::InvalidArgumentError(
-        "say what becomes of the node's documents: --drop (take them out of "
-        "the model), --lost (the node is gone for good; --handoff is not "
-        "built yet)");
-  }
-  if (c.handoff) {
-    return absl::UnimplementedError(
-        "remove-node --handoff (shipping the node's documents to the others) "
-        "is not built yet; give --drop to take its documents out of the "
-        "model");
-  }
-  const sync::RemoveMode mode =
-      c.lost ? sync::RemoveMode::kLost : sync::RemoveMode::kDrop;
+  const sync::RemoveMode mode = c.lost   ? sync::RemoveMode::kLost
+                                : c.drop ? sync::RemoveMode::kDrop
+                                         : sync::RemoveMode::kHandoff;
   absl::StatusOr<hashring::RingConfig> ring =
       sync::RemoveNode(redis, c.cluster, c.node, mode);
   if (!ring.ok()) return ring.status();
@@ -219,10 +211,17 @@ absl::Status RunRemoveNode(const ClusterCommands& c, sync::RedisClient* redis,
                     "removed %s (lost): epoch %d -> %d; its counts taken out "
                     "of the model, the keys it owned rebuilt, in %.1f s\n",
                     c.node, ring->version - 1, move->to_epoch, seconds);
-    } else {
+    } else if (c.drop) {
       absl::FPrintF(out,
                     "removed %s (drop): epoch %d -> %d; %d documents taken "
                     "out of the model, %d keys handed off, in %.1f s\n",
+                    c.node, ring->version - 1, move->to_epoch,
+                    move->counters.documents, move->counters.keys, seconds);
+    } else {
+      absl::FPrintF(out,
+                    "removed %s (handoff): epoch %d -> %d; %d documents "
+                    "handed to the others with their topics, %d keys handed "
+                    "off, in %.1f s\n",
                     c.node, ring->version - 1, move->to_epoch,
                     move->counters.documents, move->counters.keys, seconds);
     }

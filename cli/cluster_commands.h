@@ -18,15 +18,18 @@
 // what moved (keys, bytes, seconds). Errors change nothing: an unknown or
 // not-pending node, a move already running, two operators racing.
 //
-//   latentctl cluster remove-node NODE_ID --drop --cluster-redis URL
-//                                 [--cluster NAME] [--timeout SECONDS] [--json]
+//   latentctl cluster remove-node NODE_ID [--handoff|--drop|--lost]
+//                                 --cluster-redis URL [--cluster NAME]
+//                                 [--timeout SECONDS] [--json]
 //
-// removes a ring member: its documents' counts are taken out of the model
-// (--drop), its keys go to the others, and the node leaves (a latentd exits
-// 0); waits for the move and prints what moved. Errors change nothing: an
-// unknown or pending node, the last node, a move already running.
-// --handoff (ship the node's documents, with their topics, to the others)
-// is not built yet and is refused.
+// removes a ring member: with --handoff (the default) it ships its
+// documents, with their topics, to the others, who add them to their token
+// stores (the model keeps them); with --drop its documents' counts are
+// taken out of the model; either way its keys go to the others and the node
+// leaves (a latentd exits 0). --lost removes a node gone for good without
+// it. Waits for the move and prints what moved. Errors change nothing: an
+// unknown or pending node, the last node, a move already running, a down
+// node without --lost.
 //
 // Thread-safety: reentrant; each run opens its own Redis connection.
 #ifndef LATENTD_CLI_CLUSTER_COMMANDS_H_
@@ -48,7 +51,7 @@ struct ClusterCommands {
   bool json = false;
   std::string node;              // add-node / remove-node NODE_ID
   bool drop = false;             // remove-node --drop
-  bool handoff = false;          // remove-node --handoff (not built)
+  bool handoff = false;          // remove-node --handoff (the default)
   bool lost = false;             // remove-node --lost
   double timeout_seconds = 120;  // add-node: wait this long for the move
   CLI::App* cluster_cmd = nullptr;

@@ -68,6 +68,10 @@ std::string Encode(const IngestRecord& r) {
   PutString(&payload, r.user);
   PutU32(&payload, static_cast<uint32_t>(r.words.size()));
   for (const std::string& w : r.words) PutString(&payload, w);
+  if (!r.topics.empty()) {
+    PutU32(&payload, static_cast<uint32_t>(r.topics.size()));
+    for (TopicId k : r.topics) PutU32(&payload, k);
+  }
   std::string out;
   PutU32(&out, static_cast<uint32_t>(payload.size()));
   PutU64(&out, XXH64(payload.data(), payload.size(), 0));
@@ -86,6 +90,13 @@ bool Decode(std::string_view payload, IngestRecord* r) {
   r->words.resize(n);
   for (std::string& w : r->words) {
     if (!c.String(&w) || w.empty()) return false;
+  }
+  if (c.done()) return true;
+  // A hand-off's topics: one per word.
+  if (!c.U32(&n) || n != r->words.size() || n == 0) return false;
+  r->topics.resize(n);
+  for (TopicId& k : r->topics) {
+    if (!c.U32(&k) || k >= kMaxTopics) return false;
   }
   return c.done();
 }
@@ -420,7 +431,10 @@ absl::Status IngestLog::Compact(uint64_t merged_through, size_t keep_sources) {
   std::string out;
   for (size_t i = 0; i < records.size(); ++i) {
     if (!keep[i]) continue;
-    if (records[i].sequence <= merged_through) records[i].words.clear();
+    if (records[i].sequence <= merged_through) {
+      records[i].words.clear();
+      records[i].topics.clear();
+    }
     out += Encode(records[i]);
   }
   // The new log is opened before it replaces the old one: once renamed,

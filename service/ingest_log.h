@@ -9,7 +9,9 @@
 //
 // File: a sequence of records, each u32 payload length, u64 xxh64 of the
 // payload, then the payload: u64 sequence, strings (u32 length + bytes)
-// source, doc id, user, u32 word count, the words. A torn or corrupt tail
+// source, doc id, user, u32 word count, the words, and, only for a record
+// that carries its topics (a hand-off), u32 topic count (= word count) and
+// the topics as u32. A torn or corrupt tail
 // (a crash in the middle of an append, never acknowledged) is cut off by
 // Open(); corruption before the last record is kDataLoss, or, when the
 // caller asks for a repair (IngestLogOpenOptions), is skipped and reported
@@ -32,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "base/file_system.h"
+#include "corpora/types.h"
 
 namespace latentd::service {
 
@@ -44,6 +47,10 @@ struct IngestRecord {
   std::string user;    // "" = a document of its own
   // Normalised; empty only in a tombstone (see Compact()).
   std::vector<std::string> words;
+  // Empty: the merge gives the tokens their first topics. Else one per
+  // word: the topics the tokens had on the node that handed the document
+  // off (`latentctl cluster remove-node --handoff`), which the merge keeps.
+  std::vector<TopicId> topics;
 };
 
 // How Open() treats damage before the end of the log.

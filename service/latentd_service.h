@@ -313,9 +313,25 @@ class LatentdService {
   absl::Status ClusterApplyMerge(const MergeResult& merged)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // The operator removes this node (ClusterLink::LeaveRequested): with
-  // drop, takes its documents' counts out of the model, leaves the ring,
-  // and calls options_.on_left_cluster.
+  // handoff, first ships its documents to the others (HandOffDocuments; on
+  // failure the removal is marked failed and this node stays, not
+  // sampling); then takes its documents' counts out of the model, leaves
+  // the ring, and calls options_.on_left_cluster.
   absl::Status LeaveCluster() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Hand-off (service_handoff.cc): sends every document of this node's
+  // store with its topics to the remaining members (the owner, in the ring
+  // without this node, of the document's source key, or of its user's
+  // key), as Ingest calls with words and topics, retried until the
+  // link's join timeout; then waits (as long) until each receiver has
+  // merged them into its store. The error of a call that still fails.
+  absl::Status HandOffDocuments() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // The words and topics of a handed-off document (api::Document words and
+  // topics), checked: only with `local`, without text, one topic per word
+  // below K, words non-empty UTF-8 without spaces or control bytes.
+  absl::StatusOr<std::vector<std::string>> HandedOffWords(
+      const api::Document& d, bool local, std::vector<TopicId>* topics) const;
+  // The ring key of a user: its owner keeps its events and profile.
+  static sync::Key UserKey(std::string_view user);
   // Cluster mode: adds the words the owners sent that this node lacks to
   // its vocabulary, then grows the table (GrowClusterTable). Training
   // thread, no sweep running.

@@ -12,15 +12,11 @@
 #include "service/latentd_service.h"
 
 namespace latentd::service {
-namespace {
 
-// Where a user's events and profile live: the ring owner of this key.
-sync::Key UserKey(std::string_view user) {
+sync::Key LatentdService::UserKey(std::string_view user) {
   // Salted, so that users and the word of the same spelling spread apart.
   return HashWord(user) ^ 0x5bd1e9955bd1e995ULL;
 }
-
-}  // namespace
 
 void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
   MetricsRegistry& r = *metrics;
@@ -172,12 +168,23 @@ absl::Status LatentdService::ClusterBeforeSweep(uint64_t* t) {
 absl::Status LatentdService::LeaveCluster() {
   // From here on this node samples no more, whatever happens below.
   cluster_left_ = true;
-  if (*link_->LeaveRequested() != sync::RemoveMode::kDrop) {
-    return absl::UnimplementedError(
-        "removal with hand-off (shipping this node's documents) is not "
-        "built yet");
+  const sync::RemoveMode mode = *link_->LeaveRequested();
+  if (mode != sync::RemoveMode::kDrop && mode != sync::RemoveMode::kHandoff) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a live node is not removed as ",
+                     sync::RemoveModeName(mode), " (only drop or handoff)"));
   }
   LATENTD_RETURN_IF_ERROR(synced_->ApplyPending());
+  if (mode == sync::RemoveMode::kHandoff) {
+    // The others adopt this node's documents with their topics (their
+    // merges add those counts) before it takes them out below: net zero.
+    absl::Status shipped = HandOffDocuments();
+    if (!shipped.ok()) {
+      absl::Status failed = link_->FailLeave(std::string(shipped.message()));
+      if (!failed.ok()) LogWarning(std::string(failed.message()));
+      return shipped;
+    }
+  }
   // Minus every token of this node's store, through the table's writer,
   // so the owners take this node's documents out of the global counts.
   sync::MoveCounters counters;
@@ -187,8 +194,12 @@ absl::Status LatentdService::LeaveCluster() {
   LATENTD_RETURN_IF_ERROR(trainer_->mutable_table()->Apply(minus));
   synced_->MarkApplied(minus);
   cluster_finished_ = true;  // Leave() pushes what is left and finishes
-  Log(absl::StrCat("leaving the cluster (drop): ", counters.documents,
-                   " documents taken out of the model"));
+  Log(mode == sync::RemoveMode::kDrop
+          ? absl::StrCat("leaving the cluster (drop): ", counters.documents,
+                         " documents taken out of the model")
+          : absl::StrCat("leaving the cluster (handoff): ", counters.documents,
+                         " documents handed off; their counts leave with "
+                         "this node as the others' come in"));
   LATENTD_RETURN_IF_ERROR(link_->Leave(counters));
   Log("left the cluster");
   if (options_.on_left_cluster) options_.on_left_cluster();

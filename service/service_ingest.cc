@@ -84,7 +84,11 @@ absl::StatusOr<api::IngestResponse> LatentdService::Ingest(
   std::vector<IngestRecord> records;
   for (int i = 0; i < request.documents_size(); ++i) {
     const api::Document& d = request.documents(i);
-    absl::StatusOr<std::vector<std::string>> words = TokenizeDocument(d.text());
+    std::vector<TopicId> topics;  // a hand-off's
+    absl::StatusOr<std::vector<std::string>> words =
+        d.words_size() + d.topics_size() > 0
+            ? HandedOffWords(d, request.local(), &topics)
+            : TokenizeDocument(d.text());
     if (!words.ok()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "document ", i, " (id '", d.id(), "'): ", words.status().message()));
@@ -94,6 +98,7 @@ absl::StatusOr<api::IngestResponse> LatentdService::Ingest(
     r.user = d.user();
     r.source = d.source();
     r.words = std::move(*words);
+    r.topics = std::move(topics);
   }
   LogRange appended;
   LATENTD_ASSIGN_OR_RETURN(

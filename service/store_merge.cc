@@ -118,6 +118,19 @@ absl::StatusOr<MergePlan> PlanMerge(std::span<const IngestRecord> records,
     ids.clear();
     for (const std::string& w : r.words) ids.push_back(vocab->Add(w));
     p->words.insert(p->words.end(), ids.begin(), ids.end());
+    if (!r.topics.empty()) {
+      // Handed off with its topics: they are kept (the model counts them).
+      if (r.topics.size() != ids.size() ||
+          std::any_of(r.topics.begin(), r.topics.end(),
+                      [&](TopicId k) { return k >= num_topics; })) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("ingest record ", r.sequence, " carries ",
+                         r.topics.size(), " topics for ", ids.size(),
+                         " words, or one outside K=", num_topics));
+      }
+      p->topics.insert(p->topics.end(), r.topics.begin(), r.topics.end());
+      continue;
+    }
     if (assign == nullptr || ids.empty()) {
       Rng rng = Rng::ForStream(seed, kIngestStream, r.sequence);
       for (size_t i = 0; i < ids.size(); ++i) {

@@ -13,7 +13,8 @@
 // record without a user becomes a document of its own. New tokens draw their
 // initial topic from Rng::ForStream(seed, kIngestStream, sequence), or, given
 // a TopicAssigner, take the topics it returns (the service folds documents
-// in against the current model when sampling has stopped).
+// in against the current model when sampling has stopped); a record that
+// carries its topics (IngestRecord::topics, a hand-off) keeps them.
 //
 // Thread-safety: functions of their arguments; the store and vocabulary must
 // not be used by anyone else meanwhile (the training thread, between sweeps).
@@ -79,8 +80,9 @@ using TopicAssigner = std::function<absl::StatusOr<std::vector<TopicId>>(
 // MergeResult::added_counts (a sort of the new tokens; for a caller that
 // cannot rebuild its table from the store). `assign`, if set, gives the new
 // tokens their topics instead of the random draw; its error (or a wrong
-// number or range of topics) fails the merge. REQUIRES: records sorted by
-// sequence.
+// number or range of topics) fails the merge, as does a record whose own
+// topics are not one per word below K (kInvalidArgument). REQUIRES: records
+// sorted by sequence.
 absl::StatusOr<MergeResult> MergeIntoStore(
     std::span<const IngestRecord> records, uint64_t seed, TokenStore* store,
     Vocabulary* vocab, StoreScan* scan, bool count_added = false,

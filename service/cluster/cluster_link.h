@@ -64,6 +64,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -232,6 +233,12 @@ class ClusterLink {
   // and closes the move. kDeadlineExceeded after join_timeout at any step.
   // Call Stop() afterwards.
   absl::Status Leave(const sync::MoveCounters& counters);
+  // Marks this node's removal failed (sync::FailMove at its drain epoch)
+  // with `reason`, so that latentctl stops waiting and says why. The node
+  // stays a member, leaving; nothing is undone. REQUIRES: LeaveRequested().
+  absl::Status FailLeave(std::string_view reason);
+  // How long each step of joining or leaving may take (options).
+  absl::Duration join_timeout() const { return options_.join_timeout; }
   const sync::SyncCounters& counters() const { return sync_->counters(); }
   const sync::OwnerShard& owner() const { return *owner_; }
   // Peers the heartbeats currently find unreachable.

@@ -478,6 +478,22 @@ std::optional<sync::RemoveMode> ClusterLink::LeaveRequested() const {
   return leave_mode_;
 }
 
+absl::Status ClusterLink::FailLeave(std::string_view reason) {
+  if (!LeaveRequested().has_value()) {
+    return absl::FailedPreconditionError(
+        "no removal of this node is running (latentctl cluster remove-node)");
+  }
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<sync::RedisClient> redis,
+                           sync::RedisClient::Connect(options_.redis_url));
+  std::string why(reason.substr(0, 500));
+  for (char& c : why) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  if (why.empty()) why = "unknown error";
+  return sync::FailMove(redis.get(), options_.cluster, epoch(),
+                        absl::StrCat(node_id_, " could not leave: ", why));
+}
+
 absl::Status ClusterLink::Leave(const sync::MoveCounters& counters) {
   const uint64_t drain_epoch = epoch();
   if (!LeaveRequested().has_value()) {

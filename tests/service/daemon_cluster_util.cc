@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "corpora/input_file.h"
 #include "corpora/token_store.h"
 #include "corpora/vocabulary.h"
 #include "gtest/gtest.h"
@@ -138,6 +139,21 @@ std::map<std::string, std::string> ExportFiles(const std::string& addr,
   return files;
 }
 
+void ExpectIdenticalExports(const std::map<std::string, std::string>& a,
+                            const std::map<std::string, std::string>& b) {
+  for (const auto* e : {&a, &b}) {
+    auto error = e->find("error");
+    if (error != e->end()) ADD_FAILURE() << "export: " << error->second;
+  }
+  if (a.count("error") || b.count("error")) return;
+  for (const auto& [name, text] : a) {
+    EXPECT_FALSE(text.empty()) << name;
+    auto other = b.find(name);
+    EXPECT_TRUE(other != b.end() && text == other->second)
+        << name << " differs between the two nodes";
+  }
+}
+
 std::string PendingNode(const std::string& redis, const std::string& cluster) {
   for (int i = 0; i < 600; ++i) {
     auto [rc, out] = Latentctl({"cluster", "status", "--cluster-redis", redis,
@@ -169,6 +185,48 @@ std::map<std::string, long long> StoreWordCounts(const std::string& dir) {
   if (!counts.ok()) return out;
   for (const WordTopicDelta& d : *counts) out[vocab->word(d.word)] += d.delta;
   return out;
+}
+
+std::string ApFile(const char* name) {
+  const char* data = std::getenv("LATENTD_DATA_DIR");
+  return std::string(data ? data : "../shared/data") + "/blei-ap/" + name;
+}
+
+std::map<std::string, long long> WriteApParts(const std::string& dir,
+                                              int parts) {
+  std::vector<std::string> vocab;
+  std::map<std::string, long long> freq;
+  auto words = InputFile::Open(ApFile("vocab.txt.zst"));
+  EXPECT_TRUE(words.ok()) << words.status();
+  if (!words.ok()) return freq;
+  std::string line;
+  while ((*words)->ReadLine(&line).value_or(false)) vocab.push_back(line);
+  auto docs = InputFile::Open(ApFile("ap.dat.zst"));
+  EXPECT_TRUE(docs.ok()) << docs.status();
+  if (!docs.ok()) return freq;
+  std::vector<std::ofstream> out;
+  for (int i = 0; i < parts; ++i) {
+    out.emplace_back(absl::StrCat(dir, "/part", i));
+  }
+  for (size_t d = 0; (*docs)->ReadLine(&line).value_or(false);) {
+    if (line.empty()) continue;
+    out[d++ % parts] << line << "\n";
+    std::vector<absl::string_view> cells =
+        absl::StrSplit(line, ' ', absl::SkipWhitespace());
+    for (size_t j = 1; j < cells.size(); ++j) {
+      std::pair<absl::string_view, absl::string_view> ic =
+          absl::StrSplit(cells[j], ':');
+      size_t id = 0;
+      long long count = 0;
+      if (absl::SimpleAtoi(ic.first, &id) &&
+          absl::SimpleAtoi(ic.second, &count) && id < vocab.size()) {
+        freq[vocab[id]] += count;
+      } else {
+        ADD_FAILURE() << "blei-ap document " << d << ": " << cells[j];
+      }
+    }
+  }
+  return freq;
 }
 
 }  // namespace latentd::testing

@@ -1,7 +1,8 @@
 // Shared by the multi-daemon cluster tests (daemon_cluster_test,
 // daemon_failover_test, cluster_vocab_test): latentctl runs, /metrics
 // samples, what a node reports, the arguments of a cluster daemon,
-// exports, and the word counts of a node's token store.
+// exports, the word counts of a node's token store, and blei-ap split into
+// parts.
 #ifndef LATENTD_TESTS_SERVICE_DAEMON_CLUSTER_UTIL_H_
 #define LATENTD_TESTS_SERVICE_DAEMON_CLUSTER_UTIL_H_
 
@@ -56,10 +57,25 @@ std::string PendingNode(const std::string& redis, const std::string& cluster);
 std::map<std::string, std::string> ExportFiles(const std::string& addr,
                                                const std::string& dir);
 
+// Fails the test unless both exports (ExportFiles) succeeded and every
+// file of `a` is non-empty and the same in `b`, naming each that is not.
+void ExpectIdenticalExports(const std::map<std::string, std::string>& a,
+                            const std::map<std::string, std::string>& b);
+
 // The tokens of each word in the token store of the daemon data directory
 // `dir` (its vocab.txt and tokens.lts; the daemon stopped), by word; fails
 // the test if they cannot be read.
 std::map<std::string, long long> StoreWordCounts(const std::string& dir);
+
+// The path of blei-ap's file `name` under $LATENTD_DATA_DIR.
+std::string ApFile(const char* name);
+
+// Writes the documents of blei-ap (LDA-C) into `parts` files dir/part<i>
+// (document d into part d % parts) and returns each word's frequency in
+// them all; fails the test (and returns what it has) if blei-ap cannot be
+// read.
+std::map<std::string, long long> WriteApParts(const std::string& dir,
+                                              int parts);
 
 }  // namespace latentd::testing
 

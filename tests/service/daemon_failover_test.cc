@@ -12,7 +12,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,7 +21,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "corpora/input_file.h"
 #include "gtest/gtest.h"
 #include "service/cluster/local_cluster.h"
 #include "sync/cluster_admin.h"
@@ -37,50 +35,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kNodes = 3;
 constexpr const char* kMaxSweeps = "60";
-
-std::string ApFile(const char* name) {
-  const char* data = std::getenv("LATENTD_DATA_DIR");
-  return std::string(data ? data : "../shared/data") + "/blei-ap/" + name;
-}
-
-// Writes the documents of blei-ap (LDA-C) into `kNodes` files dir/part<i>
-// (document d into part d % kNodes) and returns each word's frequency in
-// them all.
-std::map<std::string, long long> WriteThirds(const std::string& dir) {
-  std::vector<std::string> vocab;
-  std::map<std::string, long long> freq;
-  auto words = InputFile::Open(ApFile("vocab.txt.zst"));
-  EXPECT_TRUE(words.ok()) << words.status();
-  if (!words.ok()) return freq;
-  std::string line;
-  while ((*words)->ReadLine(&line).value_or(false)) vocab.push_back(line);
-  auto docs = InputFile::Open(ApFile("ap.dat.zst"));
-  EXPECT_TRUE(docs.ok()) << docs.status();
-  if (!docs.ok()) return freq;
-  std::vector<std::ofstream> parts;
-  for (int i = 0; i < kNodes; ++i) {
-    parts.emplace_back(absl::StrCat(dir, "/part", i));
-  }
-  for (size_t d = 0; (*docs)->ReadLine(&line).value_or(false);) {
-    if (line.empty()) continue;
-    parts[d++ % kNodes] << line << "\n";
-    std::vector<absl::string_view> cells =
-        absl::StrSplit(line, ' ', absl::SkipWhitespace());
-    for (size_t j = 1; j < cells.size(); ++j) {
-      std::pair<absl::string_view, absl::string_view> ic =
-          absl::StrSplit(cells[j], ':');
-      size_t id = 0;
-      long long count = 0;
-      if (absl::SimpleAtoi(ic.first, &id) &&
-          absl::SimpleAtoi(ic.second, &count) && id < vocab.size()) {
-        freq[vocab[id]] += count;
-      } else {
-        ADD_FAILURE() << "blei-ap document " << d << ": " << cells[j];
-      }
-    }
-  }
-  return freq;
-}
 
 // The cluster as Redis holds it.
 sync::ClusterStatus ReadStatus(const RedisServer& redis) {
@@ -254,7 +208,8 @@ void KillFailOverAndReturn(const char* consistency) {
   TempDir tmp;
   RedisServer redis(tmp.path());
   ASSERT_TRUE(redis.ok());
-  const std::map<std::string, long long> freq = WriteThirds(tmp.path());
+  const std::map<std::string, long long> freq =
+      WriteApParts(tmp.path(), kNodes);
   ASSERT_FALSE(freq.empty());
   // C restarts at the same addresses (its id is its API address).
   auto api_port = PickFreePort();
@@ -405,7 +360,8 @@ TEST(DaemonRedisOutage, TrainingGoesOnAndNobodyIsDeclaredDown) {
   TempDir tmp;
   RedisServer redis(tmp.path(), /*persistent=*/true);
   ASSERT_TRUE(redis.ok());
-  const std::map<std::string, long long> freq = WriteThirds(tmp.path());
+  const std::map<std::string, long long> freq =
+      WriteApParts(tmp.path(), kNodes);
   ASSERT_FALSE(freq.empty());
   // Long enough to train through the outage and the failure timeouts that
   // follow it (about 10 sweeps a second each on this machine).

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -204,6 +205,78 @@ TEST(StoreMerge, MergesUsersAndIsIdempotent) {
   EXPECT_EQ(users->at("u").events, 3u);
 }
 
+// A hand-off's record keeps its topics through the log; a record without
+// topics reads back without them.
+TEST(IngestLog, KeepsTheTopicsOfAHandedOffRecord) {
+  const std::string path = TempPath("handoff.log");
+  std::remove(path.c_str());
+  std::vector<IngestRecord> existing;
+  {
+    auto log = IngestLog::Open(path, &existing);
+    ASSERT_TRUE(log.ok()) << log.status();
+    std::vector<IngestRecord> recs = {Rec("", {"a", "b", "a"}, "handoff:n/0"),
+                                      Rec("", {"c"})};
+    recs[0].topics = {2, 0, 7};
+    ASSERT_TRUE((*log)->Append(&recs).ok());
+  }
+  auto log = IngestLog::Open(path, &existing);
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_EQ(existing.size(), 2u);
+  EXPECT_EQ(existing[0].topics, (std::vector<TopicId>{2, 0, 7}));
+  EXPECT_EQ(existing[0].source, "handoff:n/0");
+  EXPECT_TRUE(existing[1].topics.empty());
+  // Compaction leaves a tombstone without words or topics.
+  ASSERT_TRUE((*log)->Compact(2, 10).ok());
+  log = IngestLog::Open(path, &existing);
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_FALSE(existing.empty());
+  EXPECT_TRUE(existing[0].words.empty());
+  EXPECT_TRUE(existing[0].topics.empty());
+}
+
+// A record that carries topics keeps them (even over a TopicAssigner); one
+// whose topics do not fit is refused and the store stays as it was.
+TEST(StoreMerge, KeepsTheTopicsAHandedOffRecordCarries) {
+  TokenStoreMeta meta;
+  meta.num_topics = 4;
+  auto store = CreateInMemoryTokenStore(meta);
+  Vocabulary vocab;
+  auto scan = ScanStore(store.get());
+  ASSERT_TRUE(scan.ok());
+  std::vector<IngestRecord> bad = {Rec("", {"x", "y"})};
+  bad[0].sequence = 1;
+  bad[0].topics = {1, 4};  // 4 is not below K
+  auto refused = MergeIntoStore(bad, 1, store.get(), &vocab, &*scan);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->meta().num_docs, 0u);
+  bad[0].topics = {1};  // one topic for two words
+  refused = MergeIntoStore(bad, 1, store.get(), &vocab, &*scan);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+
+  std::vector<IngestRecord> recs = {Rec("", {"x", "y", "x"})};
+  recs[0].sequence = 1;
+  recs[0].topics = {3, 1, 3};
+  TopicAssigner zeros = [](std::span<const WordId> words, uint64_t) {
+    return absl::StatusOr<std::vector<TopicId>>(
+        std::vector<TopicId>(words.size(), 0));
+  };
+  auto r = MergeIntoStore(recs, 1, store.get(), &vocab, &*scan,
+                          /*count_added=*/true, zeros);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const WordId x = vocab.Find("x").value();
+  const WordId y = vocab.Find("y").value();
+  std::vector<WordTopicDelta> want = {{x, 3, 2}, {y, 1, 1}};
+  std::sort(want.begin(), want.end(), [](const auto& a, const auto& b) {
+    return std::pair(a.word, a.topic) < std::pair(b.word, b.topic);
+  });
+  ASSERT_EQ(r->added_counts.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(r->added_counts[i].word, want[i].word);
+    EXPECT_EQ(r->added_counts[i].topic, want[i].topic);
+    EXPECT_EQ(r->added_counts[i].delta, want[i].delta);
+  }
+}
+
 // A small raw-text corpus of two obvious themes.
 std::string WriteCorpus(const std::string& dir) {
   std::filesystem::create_directories(dir);
@@ -311,6 +384,74 @@ TEST(LatentdService, InfersDeterministicallyAndDropsRedeliveries) {
 // A cluster-mode node serves before it has joined (its id is its bound
 // API address), but must not take a user's events or answer for a user
 // until it knows the ring; word and topic queries go on.
+// Documents handed off by a leaving cluster node (words and topics): each
+// malformed one is refused saying what is wrong, nothing accepted; a good
+// one is durable at once and joins the store with its own topics.
+TEST(LatentdService, TakesHandedOffDocumentsWithTheirTopics) {
+  const std::string dir = TempPath("handoff_svc");
+  std::filesystem::remove_all(dir);
+  const ServiceOptions o = SmallService(dir);
+  auto handed = [](std::vector<std::string> words,
+                   std::vector<uint32_t> topics) {
+    api::IngestRequest req;
+    req.set_local(true);
+    api::Document* d = req.add_documents();
+    d->set_source("handoff:n/7");
+    for (const std::string& w : words) d->add_words(w);
+    for (uint32_t k : topics) d->add_topics(k);
+    return req;
+  };
+  {
+    MetricsRegistry metrics;
+    auto s = LatentdService::Open(o, &metrics);
+    ASSERT_TRUE(s.ok()) << s.status();
+    struct Bad {
+      api::IngestRequest req;
+      const char* says;
+    };
+    std::vector<Bad> bad = {
+        {handed({"oil", "zorbleword"}, {1, 2}), "local"},
+        {handed({"oil"}, {1}), "not both"},
+        {handed({"oil", "crude"}, {1}), "one topic per word"},
+        {handed({"oil"}, {4}), "not below K=4"},
+        {handed({"oil price"}, {0}), "space"},
+        {handed({""}, {0}), "empty"},
+    };
+    bad[0].req.set_local(false);
+    bad[1].req.mutable_documents(0)->set_text("oil");
+    for (const Bad& b : bad) {
+      auto r = (*s)->Ingest(b.req);
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument)
+          << b.says;
+      EXPECT_NE(r.status().message().find(b.says), std::string::npos)
+          << r.status();
+    }
+    auto ok =
+        (*s)->Ingest(handed({"zorbleword", "oil", "zorbleword"}, {3, 2, 3}));
+    ASSERT_TRUE(ok.ok()) << ok.status();
+    EXPECT_EQ(ok->accepted(), 1u);
+    auto again = (*s)->Ingest(handed({"zorbleword"}, {3}));  // same source
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->accepted(), 0u);
+    ASSERT_TRUE((*s)->Stop().ok());
+  }
+  MetricsRegistry metrics;
+  auto s = LatentdService::Open(o, &metrics);  // replays and merges
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto st = (*s)->Status(api::StatusRequest());
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->documents(), 61u);
+  EXPECT_EQ(st->merged_sequence(), 1u);
+  api::WordTopicsRequest w;
+  w.set_word("zorbleword");
+  auto topics = (*s)->WordTopics(w);
+  ASSERT_TRUE(topics.ok()) << topics.status();
+  EXPECT_EQ(topics->count(), 2);
+  ASSERT_GE(topics->topics_size(), 1);
+  EXPECT_EQ(topics->topics(0).topic(), 3u);  // both tokens kept topic 3
+  EXPECT_TRUE((*s)->Stop().ok());
+}
+
 TEST(LatentdService, ClusterModeRefusesUsersUntilJoined) {
   const std::string dir = TempPath("svc-joining");
   std::filesystem::remove_all(dir);

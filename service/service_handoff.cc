@@ -1,0 +1,209 @@
+// LatentdService in cluster mode, `latentctl cluster remove-node --handoff`:
+// the leaving node ships its documents with their topics to the remaining
+// members (HandOffDocuments), which take them as Ingest calls carrying
+// words and topics (HandedOffWords) and merge them keeping those topics.
+// Why this is exact: docs/latentd.md, "Growing and shrinking the cluster".
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "base/status_macros.h"
+#include "base/utf8.h"
+#include "corpora/doc_batch.h"
+#include "corpora/token_store.h"
+#include "hashring/ring.h"
+#include "service/api_client.h"
+#include "service/latentd_service.h"
+
+namespace latentd::service {
+namespace {
+
+// One Ingest call carries at most this many bytes of words (frames are at
+// most 4 MiB).
+constexpr size_t kHandoffRequestBytes = 1 << 20;
+
+// Errors a retry cannot mend (the receiver refuses the documents).
+bool Permanent(const absl::Status& s) {
+  return absl::IsInvalidArgument(s) || absl::IsPermissionDenied(s) ||
+         absl::IsUnauthenticated(s) || absl::IsFailedPrecondition(s);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> LatentdService::HandedOffWords(
+    const api::Document& d, bool local, std::vector<TopicId>* topics) const {
+  LATENTD_RETURN_IF_ERROR(CheckTopics("Ingest"));
+  if (!local) {
+    return absl::InvalidArgumentError(
+        "a document given as words and topics (a hand-off) is taken only in "
+        "a request with local set");
+  }
+  if (!d.text().empty()) {
+    return absl::InvalidArgumentError("give text or words, not both");
+  }
+  if (d.words_size() == 0 || d.words_size() != d.topics_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(d.words_size(), " words and ", d.topics_size(),
+                     " topics: give one topic per word, at least one word"));
+  }
+  const uint32_t k = view()->snapshot.num_topics;
+  size_t bytes = 0;
+  std::vector<std::string> words;
+  words.reserve(d.words_size());
+  for (int i = 0; i < d.words_size(); ++i) {
+    const std::string& w = d.words(i);
+    bytes += w.size();
+    const bool spaced = std::any_of(w.begin(), w.end(), [](char c) {
+      return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f;
+    });
+    if (w.empty() || spaced || !IsValidUtf8(w)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("word ", i,
+                       " is empty, holds a space or control byte, or is not "
+                       "UTF-8"));
+    }
+    if (d.topics(i) >= k) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "word ", i, "'s topic ", d.topics(i), " is not below K=", k));
+    }
+    words.push_back(w);
+  }
+  if (bytes > options_.max_text_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("words of ", bytes, " bytes are over the limit of ",
+                     options_.max_text_bytes));
+  }
+  topics->assign(d.topics().begin(), d.topics().end());
+  return words;
+}
+
+absl::Status LatentdService::HandOffDocuments() {
+  const absl::Time deadline = absl::Now() + link_->join_timeout();
+  // The receivers: the ring without this node (the next epoch's).
+  hashring::RingConfig config = link_->ring_config();
+  std::erase_if(config.members, [&](const hashring::Member& m) {
+    return m.id == link_->node_id();
+  });
+  if (config.members.empty()) {
+    return absl::FailedPreconditionError(
+        "hand-off: no other member to take this node's documents");
+  }
+  config.replication = std::min<uint32_t>(
+      config.replication, static_cast<uint32_t>(config.members.size()));
+  LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const hashring::Ring> ring,
+                           hashring::Ring::Build(config));
+
+  struct Receiver {
+    api::IngestRequest request;
+    size_t bytes = 0;
+    uint64_t last_sequence = 0;  // the highest it acknowledged
+    uint64_t documents = 0;
+  };
+  std::vector<Receiver> receivers(config.members.size());
+  auto send = [&](size_t m) -> absl::Status {
+    Receiver& r = receivers[m];
+    if (r.request.documents_size() == 0) return absl::OkStatus();
+    const std::string& to = config.members[m].id;
+    r.request.set_local(true);
+    absl::Status s;
+    for (;;) {
+      absl::StatusOr<ApiClient*> client = PeerClient(to);
+      api::IngestResponse resp;
+      s = client.ok() ? (*client)->Call(Method::kIngest, r.request, &resp)
+                      : client.status();
+      if (s.ok()) {
+        // (All of them already there, from an earlier try: 0.)
+        r.last_sequence = std::max(r.last_sequence, resp.last_sequence());
+        break;
+      }
+      if (Permanent(s) || absl::Now() > deadline) {
+        return absl::Status(
+            s.code(),
+            absl::StrCat("handing ", r.request.documents_size(),
+                         " documents off to ", to, ": ", s.message()));
+      }
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    r.documents += r.request.documents_size();
+    r.request.Clear();
+    r.bytes = 0;
+    return absl::OkStatus();
+  };
+
+  // Every document of the store (its index in the store names it: the
+  // source that makes a resend idempotent at the receiver).
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader,
+                           trainer_->store()->Read());
+  const size_t per_call = std::max<size_t>(
+      1, std::min<size_t>(options_.max_documents_per_ingest, 1000));
+  DocBatch batch;
+  uint64_t index = 0;
+  for (;;) {
+    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
+    if (!more) break;
+    for (size_t d = 0; d < batch.num_docs(); ++d, ++index) {
+      auto words = batch.doc_words(d);
+      if (words.empty()) continue;
+      const std::string source =
+          absl::StrCat("handoff:", link_->node_id(), "/", index);
+      const std::string& user = batch.users[d];
+      const size_t m =
+          ring->Owner(user.empty() ? HashWord(source) : UserKey(user));
+      Receiver& r = receivers[m];
+      api::Document* doc = r.request.add_documents();
+      doc->set_id(batch.doc_ids[d]);
+      doc->set_user(user);
+      doc->set_source(source);
+      auto topics = batch.doc_topics(d);
+      for (size_t i = 0; i < words.size(); ++i) {
+        const std::string& w = vocab_.word(words[i]);
+        doc->add_words(w);
+        doc->add_topics(topics[i]);
+        r.bytes += w.size() + 8;
+      }
+      if (static_cast<size_t>(r.request.documents_size()) >= per_call ||
+          r.bytes >= kHandoffRequestBytes) {
+        LATENTD_RETURN_IF_ERROR(send(m));
+      }
+    }
+  }
+  uint64_t shipped = 0;
+  for (size_t m = 0; m < receivers.size(); ++m) {
+    LATENTD_RETURN_IF_ERROR(send(m));
+    shipped += receivers[m].documents;
+  }
+  Log(absl::StrCat("hand-off: ", shipped,
+                   " documents acknowledged (durable) "
+                   "by ",
+                   receivers.size(), " members"));
+
+  // Wait until each receiver has merged them (its counts then include
+  // them), so that this node's retraction comes after; past the deadline
+  // they are still durable there and merge later.
+  for (size_t m = 0; m < receivers.size(); ++m) {
+    const std::string& to = config.members[m].id;
+    for (;;) {
+      absl::StatusOr<ApiClient*> client = PeerClient(to);
+      api::StatusResponse st;
+      if (client.ok() &&
+          (*client)->Call(Method::kStatus, api::StatusRequest(), &st).ok() &&
+          st.merged_sequence() >= receivers[m].last_sequence) {
+        break;
+      }
+      if (absl::Now() > deadline) {
+        LogWarning(absl::StrCat("hand-off: ", to,
+                                " has not merged the documents yet; they "
+                                "are durable there and merge later"));
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace latentd::service

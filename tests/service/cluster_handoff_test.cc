@@ -1,0 +1,146 @@
+// Shrink with hand-off (issue 12, "Must show" 2; docs/latentd.md "Growing
+// and shrinking the cluster"): three daemons train thirds of blei-ap; while
+// they train, `latentctl cluster remove-node C` (--handoff, the default)
+// removes one. C stops sampling and ships its documents with their topics
+// to A and B, which add them to their token stores; then C takes its counts
+// out, leaves the ring and exits 0. Once A and B have stopped and drained,
+// they hold every document of the three thirds, export the same counts,
+// each word's row sums to its frequency in the three thirds, and Σ n_k is
+// the thirds' tokens. Redis and the daemons run on 127.0.0.1 (Unix socket,
+// kernel-picked ports) and are stopped at the end.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/service/daemon_cluster_util.h"
+#include "tests/service/daemon_harness.h"
+
+namespace latentd::testing {
+namespace {
+
+using service::Protocol;
+
+constexpr int kNodes = 3;
+constexpr int kApDocuments = 2246;  // blei-ap
+
+// The sweeps `d` has completed.
+uint64_t Sweep(Daemon* d) {
+  return static_cast<uint64_t>(Metric(d, "latentd_sweeps_total"));
+}
+
+TEST(ClusterHandoff, ARemovedDaemonHandsItsDocumentsToTheOthers) {
+  TempDir tmp;
+  RedisServer redis(tmp.path());
+  ASSERT_TRUE(redis.ok());
+  const std::map<std::string, long long> freq =
+      WriteApParts(tmp.path(), kNodes);
+  ASSERT_FALSE(freq.empty());
+  long long total_tokens = 0;
+  for (const auto& [word, n] : freq) total_tokens += n;
+  std::vector<std::unique_ptr<Daemon>> d;
+  for (int i = 0; i < kNodes; ++i) {
+    std::vector<std::string> args = {
+        "--corpus",         absl::StrCat(tmp.path(), "/part", i),
+        "--format",         "ldac",
+        "--vocab",          ApFile("vocab.txt.zst"),
+        "--topics",         "10",
+        "--max-sweeps",     "40",
+        "--cluster-size",   "3",
+        "--cluster",        "handoff",
+        "--cluster-redis",  redis.address(),
+        "--optimize-alpha", "off"};
+    for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
+    d.push_back(std::make_unique<Daemon>(absl::StrCat(tmp.path(), "/node", i),
+                                         args, false));
+  }
+  for (auto& n : d) n->WaitForPorts();
+  for (auto& n : d) ASSERT_TRUE(n->ok()) << n->Log();
+  Daemon* a = d[0].get();
+  Daemon* b = d[1].get();
+  Daemon* c = d[2].get();
+  auto cc = c->Client(Protocol::kTcp);
+  auto c_status = WaitStatus(
+      cc.get(), [](const api::StatusResponse& s) { return s.documents() > 0; },
+      60);
+  ASSERT_TRUE(c_status.ok()) << c_status.status() << c->Log();
+  const uint64_t c_documents = c_status->documents();
+  EXPECT_EQ(c_documents, static_cast<uint64_t>(kApDocuments / kNodes));
+  for (int i = 0; i < 1200 && Sweep(c) < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(Sweep(c), 3u) << c->Log();
+  ASSERT_LT(Sweep(a), 30u) << "A must still be training";
+
+  // No mode given: --handoff, the default.
+  auto [rc, out] =
+      Latentctl({"cluster", "remove-node", c->tcp(), "--cluster-redis",
+                 redis.address(), "--cluster", "handoff"});
+  ASSERT_EQ(rc, 0) << out << c->Log();
+  std::printf("%s", out.c_str());
+  EXPECT_NE(out.find(absl::StrCat("removed ", c->tcp(), " (handoff)")),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(absl::StrCat(c_documents, " documents handed")),
+            std::string::npos)
+      << out;
+  // The removed daemon has exited, cleanly, by itself.
+  EXPECT_EQ(c->Stop(/*sig=*/0, 30), 0) << c->Log();
+  EXPECT_NE(c->Log().find("hand-off: "), std::string::npos) << c->Log();
+
+  auto done = [](const api::StatusResponse& s) {
+    return !s.training() && s.pending() == 0 && s.cluster_members_size() == 2;
+  };
+  auto ca = a->Client(Protocol::kTcp);
+  auto cb = b->Client(Protocol::kTcp);
+  auto fa = WaitStatus(ca.get(), done, 150);
+  auto fb = WaitStatus(cb.get(), done, 150);
+  ASSERT_TRUE(fa.ok()) << fa.status() << a->Log();
+  ASSERT_TRUE(fb.ok()) << fb.status() << b->Log();
+  // Every document of the three thirds, and every token.
+  EXPECT_EQ(fa->documents() + fb->documents(),
+            static_cast<uint64_t>(kApDocuments));
+  EXPECT_GT(fa->documents(), static_cast<uint64_t>(kApDocuments / kNodes));
+  EXPECT_GT(fb->documents(), static_cast<uint64_t>(kApDocuments / kNodes));
+  EXPECT_EQ(static_cast<long long>(fa->tokens() + fb->tokens()), total_tokens);
+
+  // Once the rounds have drained: the same files on both, each word's row
+  // summing to its frequency in the three thirds, Σ n_k every token.
+  std::map<std::string, std::string> ea, eb;
+  std::map<std::string, long long> sums;
+  for (int i = 0; i < 120; ++i) {
+    ea = ExportFiles(a->tcp(), tmp.path() + "/export_a");
+    eb = ExportFiles(b->tcp(), tmp.path() + "/export_b");
+    sums = RowSums(ea["word_topic_counts.tsv"]);
+    if (ea == eb && sums == freq &&
+        Sum(TopicTotals(ca.get())) == total_tokens) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  ExpectIdenticalExports(ea, eb);
+  ASSERT_EQ(ea.count("error") + eb.count("error"), 0u);
+  EXPECT_EQ(sums.size(), freq.size());
+  size_t wrong = 0;
+  for (const auto& [word, n] : freq) {
+    auto it = sums.find(word);
+    const long long got = it == sums.end() ? -1 : it->second;
+    if (got != n && ++wrong <= 5) {
+      ADD_FAILURE() << word << ": frequency " << n << ", row sum " << got;
+    }
+  }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(Sum(TopicTotals(ca.get())), total_tokens);
+  EXPECT_EQ(TopicTotals(ca.get()), TopicTotals(cb.get()));
+  EXPECT_EQ(b->Stop(), 0) << b->Log();
+  EXPECT_EQ(a->Stop(), 0) << a->Log();
+}
+
+}  // namespace
+}  // namespace latentd::testing
