@@ -1,13 +1,15 @@
-// Shrink with hand-off (issue 12, "Must show" 2; docs/latentd.md "Growing
-// and shrinking the cluster"): three daemons train thirds of blei-ap; while
-// they train, `latentctl cluster remove-node C` (--handoff, the default)
-// removes one. C stops sampling and ships its documents with their topics
-// to A and B, which add them to their token stores; then C takes its counts
-// out, leaves the ring and exits 0. Once A and B have stopped and drained,
-// they hold every document of the three thirds, export the same counts,
-// each word's row sums to its frequency in the three thirds, and Σ n_k is
-// the thirds' tokens. Redis and the daemons run on 127.0.0.1 (Unix socket,
-// kernel-picked ports) and are stopped at the end.
+// Shrinking a training cluster (issue 12, "Must show" 2; docs/latentd.md
+// "Growing and shrinking the cluster"): three daemons train thirds of
+// blei-ap; while they train, `latentctl cluster remove-node C` removes one.
+// With --handoff (the default: no mode given) C stops sampling and ships
+// its documents with their topics to A and B, which add them to their
+// token stores; with --drop its documents leave the model. Either way C
+// takes its counts out, leaves the ring and exits 0, and once A and B have
+// stopped and drained they export the same counts, each word's row sums to
+// its frequency in the documents the model should now hold (all three
+// thirds; A's and B's with drop), and Σ n_k is those documents' tokens.
+// Redis and the daemons run on 127.0.0.1 (Unix socket, kernel-picked
+// ports) and are stopped at the end.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -35,13 +37,21 @@ uint64_t Sweep(Daemon* d) {
   return static_cast<uint64_t>(Metric(d, "latentd_sweeps_total"));
 }
 
-TEST(ClusterHandoff, ARemovedDaemonHandsItsDocumentsToTheOthers) {
+// Removes C with `mode` ("" = the default, hand-off; "--drop") mid-training
+// and checks the two left (see the top).
+void RemoveOneMidTraining(const std::string& mode) {
+  const bool drop = mode == "--drop";
   TempDir tmp;
   RedisServer redis(tmp.path());
   ASSERT_TRUE(redis.ok());
-  const std::map<std::string, long long> freq =
-      WriteApParts(tmp.path(), kNodes);
+  std::vector<std::map<std::string, long long>> parts;
+  std::map<std::string, long long> freq =
+      WriteApParts(tmp.path(), kNodes, &parts);
   ASSERT_FALSE(freq.empty());
+  if (drop) {  // the model keeps A's and B's documents only
+    freq = parts[0];
+    for (const auto& [word, n] : parts[1]) freq[word] += n;
+  }
   long long total_tokens = 0;
   for (const auto& [word, n] : freq) total_tokens += n;
   std::vector<std::unique_ptr<Daemon>> d;
@@ -78,21 +88,25 @@ TEST(ClusterHandoff, ARemovedDaemonHandsItsDocumentsToTheOthers) {
   ASSERT_GE(Sweep(c), 3u) << c->Log();
   ASSERT_LT(Sweep(a), 30u) << "A must still be training";
 
-  // No mode given: --handoff, the default.
-  auto [rc, out] =
-      Latentctl({"cluster", "remove-node", c->tcp(), "--cluster-redis",
-                 redis.address(), "--cluster", "handoff"});
+  std::vector<std::string> remove = {
+      "cluster",       "remove-node", c->tcp(), "--cluster-redis",
+      redis.address(), "--cluster",   "handoff"};
+  if (!mode.empty()) remove.push_back(mode);
+  auto [rc, out] = Latentctl(remove);
   ASSERT_EQ(rc, 0) << out << c->Log();
   std::printf("%s", out.c_str());
-  EXPECT_NE(out.find(absl::StrCat("removed ", c->tcp(), " (handoff)")),
+  EXPECT_NE(out.find(absl::StrCat("removed ", c->tcp(),
+                                  drop ? " (drop)" : " (handoff)")),
             std::string::npos)
       << out;
-  EXPECT_NE(out.find(absl::StrCat(c_documents, " documents handed")),
+  EXPECT_NE(out.find(absl::StrCat(c_documents, drop ? " documents taken out"
+                                                    : " documents handed")),
             std::string::npos)
       << out;
   // The removed daemon has exited, cleanly, by itself.
   EXPECT_EQ(c->Stop(/*sig=*/0, 30), 0) << c->Log();
-  EXPECT_NE(c->Log().find("hand-off: "), std::string::npos) << c->Log();
+  EXPECT_EQ(c->Log().find("hand-off: ") != std::string::npos, !drop)
+      << c->Log();
 
   auto done = [](const api::StatusResponse& s) {
     return !s.training() && s.pending() == 0 && s.cluster_members_size() == 2;
@@ -103,11 +117,15 @@ TEST(ClusterHandoff, ARemovedDaemonHandsItsDocumentsToTheOthers) {
   auto fb = WaitStatus(cb.get(), done, 150);
   ASSERT_TRUE(fa.ok()) << fa.status() << a->Log();
   ASSERT_TRUE(fb.ok()) << fb.status() << b->Log();
-  // Every document of the three thirds, and every token.
-  EXPECT_EQ(fa->documents() + fb->documents(),
-            static_cast<uint64_t>(kApDocuments));
-  EXPECT_GT(fa->documents(), static_cast<uint64_t>(kApDocuments / kNodes));
-  EXPECT_GT(fb->documents(), static_cast<uint64_t>(kApDocuments / kNodes));
+  // Every document of the three thirds (with drop: A's and B's), and
+  // every token.
+  EXPECT_EQ(
+      fa->documents() + fb->documents(),
+      static_cast<uint64_t>(drop ? kApDocuments - c_documents : kApDocuments));
+  if (!drop) {  // each adopted some
+    EXPECT_GT(fa->documents(), static_cast<uint64_t>(kApDocuments / kNodes));
+    EXPECT_GT(fb->documents(), static_cast<uint64_t>(kApDocuments / kNodes));
+  }
   EXPECT_EQ(static_cast<long long>(fa->tokens() + fb->tokens()), total_tokens);
 
   // Once the rounds have drained: the same files on both, each word's row
@@ -140,6 +158,14 @@ TEST(ClusterHandoff, ARemovedDaemonHandsItsDocumentsToTheOthers) {
   EXPECT_EQ(TopicTotals(ca.get()), TopicTotals(cb.get()));
   EXPECT_EQ(b->Stop(), 0) << b->Log();
   EXPECT_EQ(a->Stop(), 0) << a->Log();
+}
+
+TEST(ClusterShrink, ARemovedDaemonHandsItsDocumentsToTheOthers) {
+  RemoveOneMidTraining("");
+}
+
+TEST(ClusterShrink, ADroppedDaemonTakesItsDocumentsOutOfTheModel) {
+  RemoveOneMidTraining("--drop");
 }
 
 }  // namespace

@@ -192,8 +192,10 @@ std::string ApFile(const char* name) {
   return std::string(data ? data : "../shared/data") + "/blei-ap/" + name;
 }
 
-std::map<std::string, long long> WriteApParts(const std::string& dir,
-                                              int parts) {
+std::map<std::string, long long> WriteApParts(
+    const std::string& dir, int parts,
+    std::vector<std::map<std::string, long long>>* per_part) {
+  if (per_part != nullptr) per_part->assign(parts, {});
   std::vector<std::string> vocab;
   std::map<std::string, long long> freq;
   auto words = InputFile::Open(ApFile("vocab.txt.zst"));
@@ -210,7 +212,8 @@ std::map<std::string, long long> WriteApParts(const std::string& dir,
   }
   for (size_t d = 0; (*docs)->ReadLine(&line).value_or(false);) {
     if (line.empty()) continue;
-    out[d++ % parts] << line << "\n";
+    const int part = static_cast<int>(d++ % parts);
+    out[part] << line << "\n";
     std::vector<absl::string_view> cells =
         absl::StrSplit(line, ' ', absl::SkipWhitespace());
     for (size_t j = 1; j < cells.size(); ++j) {
@@ -221,6 +224,7 @@ std::map<std::string, long long> WriteApParts(const std::string& dir,
       if (absl::SimpleAtoi(ic.first, &id) &&
           absl::SimpleAtoi(ic.second, &count) && id < vocab.size()) {
         freq[vocab[id]] += count;
+        if (per_part != nullptr) (*per_part)[part][vocab[id]] += count;
       } else {
         ADD_FAILURE() << "blei-ap document " << d << ": " << cells[j];
       }

@@ -72,10 +72,11 @@ std::string ApFile(const char* name);
 
 // Writes the documents of blei-ap (LDA-C) into `parts` files dir/part<i>
 // (document d into part d % parts) and returns each word's frequency in
-// them all; fails the test (and returns what it has) if blei-ap cannot be
-// read.
-std::map<std::string, long long> WriteApParts(const std::string& dir,
-                                              int parts);
+// them all, and in each part in *per_part (if given); fails the test (and
+// returns what it has) if blei-ap cannot be read.
+std::map<std::string, long long> WriteApParts(
+    const std::string& dir, int parts,
+    std::vector<std::map<std::string, long long>>* per_part = nullptr);
 
 }  // namespace latentd::testing
 
