@@ -7,6 +7,13 @@
 // left as it is), and read the api-tokens file again (a bad one keeps the
 // tokens loaded before); serving and training go on.
 //
+// A cluster node declared down while alive (its heartbeats came late: it
+// was stopped, or starved, longer than --failure-timeout) shuts down as on
+// SIGTERM and then executes itself again with the same arguments, so that
+// it returns to the cluster as a restarted node does (docs/latentd.md,
+// "Failure detection and failover"); only with fixed --listen and
+// --cluster-listen ports, since its API address is its id in the ring.
+//
 // Once serving (in cluster mode: once joined), the bound addresses are
 // written to DIR/ports ("http=host:port" and "tcp=host:port" lines), so a
 // port 0 setting can be discovered.
@@ -16,6 +23,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -24,6 +32,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/file_util.h"
@@ -42,6 +51,11 @@
 namespace {
 
 using latentd::service::DaemonConfig;
+
+// main's arguments, for the re-execution of a node declared down; set once
+// declared down (any thread), read after the shutdown.
+char** g_argv = nullptr;
+std::atomic<bool> g_return_to_cluster{false};
 
 using Values = std::vector<std::pair<std::string, std::string>>;
 
@@ -245,6 +259,13 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
   }
   // Removed from its cluster by an operator: shut down as on SIGTERM.
   service_options.on_left_cluster = [] { ::kill(::getpid(), SIGTERM); };
+  // Declared down while alive: shut down, then start again (below).
+  if (config.rpc.port != 0 && !absl::EndsWith(config.cluster.listen, ":0")) {
+    service_options.on_declared_down = [] {
+      g_return_to_cluster = true;
+      ::kill(::getpid(), SIGTERM);
+    };
+  }
   auto service =
       latentd::service::LatentdService::Open(service_options, &metrics);
   if (!service.ok()) return Fail(service.status());
@@ -326,9 +347,15 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
     Reload(source, service->get(), &file_values, &log_file);
     if (tokens != nullptr) ReloadTokens(config.api_tokens_file, tokens.get());
   }
-  latentd::log::Info("latentd",
-                     absl::StrFormat("signal %d, shutting down", sig));
-  if (absl::Status n = latentd::service::NotifySystemd("STOPPING=1"); !n.ok()) {
+  const bool again = g_return_to_cluster.load();
+  latentd::log::Info(
+      "latentd",
+      again ? std::string("declared down by the cluster: shutting down, then "
+                          "starting again to return to it")
+            : absl::StrFormat("signal %d, shutting down", sig));
+  if (absl::Status n =
+          latentd::service::NotifySystemd(again ? "RELOADING=1" : "STOPPING=1");
+      !n.ok()) {
     latentd::log::Warning("latentd", n.message());
   }
   if (watch) watch->Stop();
@@ -338,12 +365,21 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
   absl::Status stopped = (*service)->Stop();
   if (!stopped.ok()) return Fail(stopped);
   latentd::log::Info("latentd", "stopped cleanly");
+  if (again) {
+    // Every listener is closed (the log file is close-on-exec); the same
+    // pid, arguments and data directory.
+    ::execv("/proc/self/exe", g_argv);
+    return Fail(absl::InternalError(absl::StrCat(
+        "could not start again (exec /proc/self/exe): ", std::strerror(errno),
+        "; restart it from its data directory to return to the cluster")));
+  }
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  g_argv = argv;
   latentd::DisableMutexDeadlockDetection();
   CLI::App app{
       "latentd: the latentd node daemon. Trains LDA continuously on what it "

@@ -142,6 +142,11 @@ struct ServiceOptions {
   // Called (on the training thread) once this node has left the cluster
   // because an operator removed it; the daemon then shuts down.
   std::function<void()> on_left_cluster;
+  // Called (on the training thread) once the cluster has declared this
+  // live node down (failed over; it stops sampling); the daemon then
+  // restarts itself so that it returns. Unset: it stays out of the
+  // cluster, serving queries, until restarted.
+  std::function<void()> on_declared_down;
   // The graph model the node serves besides its topic model (graph.
   // edges_path set: latentd --graph-edges); graph.dir is set by Open to
   // DIR/graph.

@@ -152,10 +152,14 @@ absl::Status LatentdService::ClusterBeforeSweep(uint64_t* t) {
     // Failed over while alive (its heartbeats were late): the others took
     // this node's counts out and its keys over; sampling here would feed
     // owners that no longer count it. A restart re-admits it.
-    LogWarning(
+    LogWarning(absl::StrCat(
         "cluster: this node was declared down and failed over; it stops "
-        "sampling and goes on serving queries (restart it from its data "
-        "directory to return to the cluster)");
+        "sampling ",
+        options_.on_declared_down
+            ? "and restarts itself to return to the cluster"
+            : "and goes on serving queries (restart it from its data "
+              "directory to return to the cluster)"));
+    if (options_.on_declared_down) options_.on_declared_down();
   }
   if (cluster_failed_) {
     return absl::FailedPreconditionError(

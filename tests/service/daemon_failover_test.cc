@@ -349,6 +349,73 @@ TEST(DaemonFailover, UnderSspTheSurvivorsStopWaitingForTheDeadNode) {
   KillFailOverAndReturn("ssp:1");
 }
 
+// A live node declared down (issue 13): C is stopped (SIGSTOP) longer than
+// the failure timeout, so a survivor declares it down and fails it over
+// while the survivors sweep on. Continued (SIGCONT), C finds itself down,
+// stops sampling, shuts down and starts itself again (the same process
+// image, arguments and data directory), and returns as a restarted node
+// does: epoch E+2 lists it, and the cluster ends exact.
+TEST(DaemonFailover, AStoppedDaemonDeclaredDownReturnsByItself) {
+  TempDir tmp;
+  RedisServer redis(tmp.path());
+  ASSERT_TRUE(redis.ok());
+  const std::map<std::string, long long> freq = WriteThirds(tmp.path());
+  ASSERT_FALSE(freq.empty());
+  std::vector<std::vector<std::string>> args =
+      ThirdsArgs(tmp.path(), redis.address(), "async", kMaxSweeps);
+  // Fixed ports: C starts itself again at the same addresses.
+  for (const char* flag : {"--listen", "--cluster-listen", "--http"}) {
+    auto port = PickFreePort();
+    ASSERT_TRUE(port.ok());
+    args[2].push_back(flag);
+    args[2].push_back(absl::StrCat("127.0.0.1:", *port));
+  }
+  std::vector<std::unique_ptr<Daemon>> d = StartThirds(tmp.path(), args);
+  ASSERT_EQ(d.size(), static_cast<size_t>(kNodes));
+  Daemon* c = d[2].get();
+  const std::string c_id = c->tcp();
+  const uint64_t epoch_before = ReadStatus(redis).epoch;
+  const uint64_t a_at_stop = Sweep(d[0].get()), b_at_stop = Sweep(d[1].get());
+  ASSERT_EQ(::kill(c->pid(), SIGSTOP), 0);
+  sync::ClusterStatus down;
+  for (int i = 0; i < 300; ++i) {
+    down = ReadStatus(redis);
+    const sync::MemberStatus* m = FindMember(down, c_id);
+    if (m != nullptr && m->state == sync::MemberState::kDown &&
+        down.move.has_value() && down.move->status == sync::MoveStatus::kDone) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GT(Sweep(d[0].get()), a_at_stop);
+  EXPECT_GT(Sweep(d[1].get()), b_at_stop);
+  ASSERT_EQ(::kill(c->pid(), SIGCONT), 0);
+  const sync::MemberStatus* c_down = FindMember(down, c_id);
+  ASSERT_NE(c_down, nullptr);
+  ASSERT_EQ(c_down->state, sync::MemberState::kDown) << d[0]->Log();
+  EXPECT_EQ(down.epoch, epoch_before + 1);
+
+  // C finds out, restarts itself and is back.
+  for (int i = 0; i < 1200 && c->Log().find("back in cluster failover") ==
+                                  std::string::npos;
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(c->Log().find("back in cluster failover"), std::string::npos)
+      << c->Log();
+  EXPECT_NE(c->Log().find("this node was declared down"), std::string::npos);
+  EXPECT_NE(c->Log().find("starting again to return"), std::string::npos);
+  std::printf("drained %.1f s after C's return\n",
+              DrainAndCheckExact(d, tmp.path(), freq));
+  const sync::ClusterStatus back = ReadStatus(redis);
+  EXPECT_EQ(back.epoch, epoch_before + 2);
+  const sync::MemberStatus* c_back = FindMember(back, c_id);
+  ASSERT_NE(c_back, nullptr);
+  EXPECT_EQ(c_back->state, sync::MemberState::kActive);
+  EXPECT_TRUE(c_back->in_ring);
+  for (auto& n : d) EXPECT_EQ(n->Stop(), 0) << n->Log();
+}
+
 // Redis restart (issue 13, must-show 4): Redis, persistent (an append-only
 // file, as an operator runs it), is killed mid-training and started again
 // on the same socket 5 s later. Training never stops: every node sweeps on
