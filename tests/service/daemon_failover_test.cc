@@ -359,7 +359,8 @@ TEST(DaemonFailover, AStoppedDaemonDeclaredDownReturnsByItself) {
   TempDir tmp;
   RedisServer redis(tmp.path());
   ASSERT_TRUE(redis.ok());
-  const std::map<std::string, long long> freq = WriteThirds(tmp.path());
+  const std::map<std::string, long long> freq =
+      WriteApParts(tmp.path(), kNodes);
   ASSERT_FALSE(freq.empty());
   std::vector<std::vector<std::string>> args =
       ThirdsArgs(tmp.path(), redis.address(), "async", kMaxSweeps);
