@@ -8,12 +8,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
+#include "base/file_util.h"
 #include "sync/frame.h"
 
 namespace latentd::sync {
@@ -63,6 +62,7 @@ absl::Status CheckNodeId(std::string_view id) {
 }  // namespace
 
 absl::StatusOr<std::string> LoadClusterKey(const std::string& path) {
+  // The seam has no permission bits: those come from stat(2) itself.
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     return absl::InvalidArgumentError(
@@ -73,14 +73,15 @@ absl::StatusOr<std::string> LoadClusterKey(const std::string& path) {
         "cluster key file ", path,
         " is accessible by other users; restrict it (chmod 600 ", path, ")"));
   }
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  if (!in.good() && !in.eof()) {
+  // The bytes through the FileSystem seam (base/file_system.h), so tests
+  // can fail the read; a key file is small, a huge one is no key.
+  absl::StatusOr<std::string> read = ReadFileToString(path, kMaxKeyFileBytes);
+  if (!read.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("cluster key file ", path, ": cannot be read"));
+        absl::StrCat("cluster key file ", path,
+                     ": cannot be read: ", read.status().message()));
   }
-  std::string key = buf.str();
+  std::string key = *std::move(read);
   while (!key.empty() &&
          absl::ascii_isspace(static_cast<unsigned char>(key.back()))) {
     key.pop_back();

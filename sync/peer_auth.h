@@ -57,10 +57,13 @@ struct PeerAuth {
   std::string node_id;  // this side's node id, bound into the proofs
 };
 
-// Reads a cluster key file: its bytes with trailing whitespace (a final
-// newline) removed. kInvalidArgument naming the file if it cannot be read,
-// holds fewer than kMinClusterKeyBytes, or is readable or writable by
-// users other than its owner and group ("chmod 600 FILE").
+inline constexpr size_t kMaxKeyFileBytes = 64 * 1024;
+
+// Reads a cluster key file (through FileSystem::Default(),
+// base/file_system.h): its bytes with trailing whitespace (a final newline)
+// removed. kInvalidArgument naming the file if it cannot be read, is over
+// kMaxKeyFileBytes, holds fewer than kMinClusterKeyBytes, or is readable
+// or writable by users other than its owner and group ("chmod 600 FILE").
 absl::StatusOr<std::string> LoadClusterKey(const std::string& path);
 
 // HMAC-SHA256 of the concatenation of `parts` under `key` (OpenSSL).

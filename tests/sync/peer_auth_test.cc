@@ -17,6 +17,8 @@
 #include <string>
 
 #include "absl/synchronization/mutex.h"
+#include "base/file_system.h"
+#include "base/testing/fault_injection_file_system.h"
 #include "gtest/gtest.h"
 #include "sync/frame.h"
 #include "sync/transport.h"
@@ -193,6 +195,32 @@ TEST(LoadClusterKey, ReadsTrimsAndRefusesWeakOrExposedKeys) {
   auto missing = LoadClusterKey("/nonexistent/key");
   EXPECT_NE(missing.status().message().find("/nonexistent/key"),
             std::string::npos);
+  auto huge = LoadClusterKey(
+      dir.Write("huge", std::string(kMaxKeyFileBytes + 1, 'k'), 0600));
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The key is read through the FileSystem seam: a failing disk gives a clear
+// error naming the file, and the key reads again once the fault clears.
+TEST(LoadClusterKey, ReadsThroughTheFileSystemSeam) {
+  TempDir dir;
+  const std::string path =
+      dir.Write("key", "0123456789abcdef0123456789abcdef\n", 0600);
+  FaultInjectionFileSystem faults;
+  ScopedDefaultFileSystem use(&faults);
+  faults.Inject({.op = FileOp::kRead, .path_glob = "*/key", .error = EIO});
+  auto failed = LoadClusterKey(path);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(failed.status().message().find(path), std::string::npos)
+      << failed.status();
+  EXPECT_NE(failed.status().message().find("injected fault"), std::string::npos)
+      << failed.status();
+  EXPECT_GE(faults.failures(), 1);
+  faults.Clear();
+  auto key = LoadClusterKey(path);
+  ASSERT_TRUE(key.ok()) << key.status();
+  EXPECT_EQ(*key, "0123456789abcdef0123456789abcdef");
 }
 
 // ---------------------------------------------------------------- transport
