@@ -34,22 +34,36 @@ ClockTable::ClockTable(std::vector<std::string> nodes) {
   for (auto& n : nodes) entries_[n] = Entry{};
 }
 
-void ClockTable::Update(const std::string& node, uint64_t clock,
+ClockTable::Entry* ClockTable::FindOrPend(const std::string& node) {
+  if (auto it = entries_.find(node); it != entries_.end()) return &it->second;
+  if (auto it = pending_.find(node); it != pending_.end()) return &it->second;
+  if (pending_.size() >= kMaxPendingNodes) return nullptr;
+  return &pending_[node];
+}
+
+bool ClockTable::Update(const std::string& node, uint64_t clock,
                         bool finished) {
   absl::MutexLock l(&mu_);
-  auto it = entries_.try_emplace(node).first;
-  it->second.clock = std::max(it->second.clock, clock);
-  it->second.finished = it->second.finished || finished;
+  Entry* e = FindOrPend(node);
+  if (e == nullptr) return false;
+  e->clock = std::max(e->clock, clock);
+  e->finished = e->finished || finished;
+  return true;
 }
 
 void ClockTable::Add(const std::string& node) {
   absl::MutexLock l(&mu_);
-  entries_.try_emplace(node);
+  if (entries_.contains(node)) return;
+  auto pending = pending_.extract(node);
+  entries_.emplace(node, pending ? pending.mapped() : Entry{});
 }
 
-void ClockTable::MarkReady(const std::string& node) {
+bool ClockTable::MarkReady(const std::string& node) {
   absl::MutexLock l(&mu_);
-  entries_[node].ready = true;
+  Entry* e = FindOrPend(node);
+  if (e == nullptr) return false;
+  e->ready = true;
+  return true;
 }
 
 bool ClockTable::WaitAllReady(absl::Time deadline) const {
@@ -82,7 +96,9 @@ void ClockTable::MarkDead(const std::string& node) {
 
 void ClockTable::Revive(const std::string& node) {
   absl::MutexLock l(&mu_);
-  entries_[node].dead = false;
+  auto pending = pending_.extract(node);
+  entries_.try_emplace(node, pending ? pending.mapped() : Entry{})
+      .first->second.dead = false;
 }
 
 bool ClockTable::IsDead(const std::string& node) const {

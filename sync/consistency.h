@@ -40,12 +40,20 @@ class ClockTable {
   // `nodes`: every member id, this node's included.
   explicit ClockTable(std::vector<std::string> nodes);
 
-  // Adds a member (clock 0) if not yet known.
+  // At most this many ids that are not members are remembered at once.
+  static constexpr size_t kMaxPendingNodes = 256;
+
+  // Adds a member (clock 0) if not yet known, taking in what Update and
+  // MarkReady recorded for it before.
   void Add(const std::string& node);
-  // Raises `node`'s known clock (never lowers it); adds unknown ids.
-  void Update(const std::string& node, uint64_t clock, bool finished);
-  // Records that `node` pushed its initial state (adds unknown ids).
-  void MarkReady(const std::string& node);
+  // Raises `node`'s known clock (never lowers it). An id that is not a
+  // member (progress that came before the ring named it, or from a peer
+  // claiming an id no ring has) is kept aside until Add() makes it one and
+  // counts in nothing before: at most kMaxPendingNodes such ids, further
+  // ones are dropped. Returns false when dropped.
+  bool Update(const std::string& node, uint64_t clock, bool finished);
+  // Records that `node` pushed its initial state; a non-member as Update.
+  bool MarkReady(const std::string& node);
   // Blocks until every live node is ready, or `deadline`; returns whether.
   bool WaitAllReady(absl::Time deadline) const;
   // Blocks until every node is finished or dead, or `deadline`.
@@ -72,8 +80,13 @@ class ClockTable {
     bool ready = false;
   };
   uint64_t MinLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The member's entry, else the pending one (made if there is room),
+  // else null.
+  Entry* FindOrPend(const std::string& node) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  // Non-members' progress (see Update); never counted.
+  absl::flat_hash_map<std::string, Entry> pending_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace latentd::sync

@@ -123,8 +123,15 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
         responder.Reply(s);
         return;
       }
-      clocks_->Update(p.node_id(), p.clock(), p.finished());
-      if (p.ready()) clocks_->MarkReady(p.node_id());
+      if (!clocks_->Update(p.node_id(), p.clock(), p.finished()) ||
+          (p.ready() && !clocks_->MarkReady(p.node_id()))) {
+        // Only when many ids that no ring names have sent progress.
+        responder.Reply(absl::ResourceExhaustedError(absl::StrCat(
+            "progress from '", p.node_id(),
+            "' dropped: not a member, and too many non-members' progress "
+            "is kept already")));
+        return;
+      }
       sync::ProgressReply reply;
       reply.set_clock(sweep_.load());
       reply.set_finished(finished_.load());

@@ -671,5 +671,30 @@ TEST(ClockTable, MinSkipsDeadAndFinished) {
   EXPECT_FALSE(c.WaitForMin(6, absl::Now() + absl::Milliseconds(10)));
 }
 
+// Progress from ids no ring names (a peer making ids up) is capped and
+// holds nobody back; a member's early progress is taken in when it joins.
+TEST(ClockTable, NonMembersAreCappedAndCountNowhere) {
+  ClockTable c({"a"});
+  c.Update("a", 4, false);
+  EXPECT_TRUE(c.Update("b", 2, false));  // before the ring names b
+  EXPECT_TRUE(c.MarkReady("b"));
+  int dropped = 0;
+  for (size_t i = 0; i < 2 * ClockTable::kMaxPendingNodes; ++i) {
+    dropped += !c.Update(absl::StrCat("ghost", i), 0, false);
+  }
+  EXPECT_EQ(dropped, ClockTable::kMaxPendingNodes + 1);  // b holds a slot
+  EXPECT_FALSE(c.MarkReady("ghost-late"));
+  EXPECT_EQ(c.MinClock(), 4u);  // ghosts at clock 0 hold nothing back
+  EXPECT_TRUE(c.WaitForMin(4, absl::Now()));
+  c.MarkReady("a");
+  EXPECT_TRUE(c.WaitAllReady(absl::Now()));
+  c.Add("b");  // now a member, with what it sent before
+  EXPECT_EQ(c.Get("b"), 2u);
+  EXPECT_EQ(c.MinClock(), 2u);
+  EXPECT_TRUE(c.WaitAllReady(absl::Now()));
+  c.Add("ghost0");
+  EXPECT_EQ(c.MinClock(), 0u);
+}
+
 }  // namespace
 }  // namespace latentd::sync
