@@ -163,7 +163,8 @@ void Reload(const SettingsSource& source, latentd::service::LatentdService* s,
 
 // SIGHUP: reads the API tokens file again; a bad file keeps the tokens the
 // daemon had (both front ends check against the new set at once).
-void ReloadTokens(const std::string& path,
+// True if the file was reloaded.
+bool ReloadTokens(const std::string& path,
                   latentd::service::ApiTokens* tokens) {
   absl::StatusOr<size_t> n = tokens->Reload(path);
   if (!n.ok()) {
@@ -172,11 +173,12 @@ void ReloadTokens(const std::string& path,
         absl::StrFormat("reload: api-tokens not reloaded, the tokens loaded "
                         "before stay: %s",
                         std::string(n.status().message())));
-    return;
+    return false;
   }
   latentd::log::Info(
       "latentd", absl::StrFormat("reload: api-tokens %s: %d token%s", path, *n,
                                  *n == 1 ? "" : "s"));
+  return true;
 }
 
 // Raises the open-files soft limit to the hard limit (the connection caps
@@ -345,7 +347,23 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
     if (sig != SIGHUP) break;
     latentd::log::Info("latentd", "SIGHUP, reloading");
     Reload(source, service->get(), &file_values, &log_file);
-    if (tokens != nullptr) ReloadTokens(config.api_tokens_file, tokens.get());
+    if (tokens != nullptr &&
+        ReloadTokens(config.api_tokens_file, tokens.get()) &&
+        !config.cluster.redis_url.empty()) {
+      // The admin token this node forwards users' calls to their owners
+      // with follows the file too.
+      if (std::string peer = tokens->PeerToken(); !peer.empty()) {
+        (*service)->SetPeerToken(std::move(peer));
+        latentd::log::Info("latentd",
+                           "reload: forwarding to peers with the file's first "
+                           "admin token");
+      } else {
+        latentd::log::Error(
+            "latentd",
+            "reload: the tokens file holds no admin token; this node keeps "
+            "forwarding to its peers with the one it had");
+      }
+    }
   }
   const bool again = g_return_to_cluster.load();
   latentd::log::Info(

@@ -104,8 +104,8 @@ class HttpClient : public ApiClient {
     const char* type = json_ ? "application/json" : "application/x-protobuf";
     absl::MutexLock lock(&mu_);
     httplib::Headers headers;
-    if (!token().empty()) {
-      headers.emplace("Authorization", absl::StrCat("Bearer ", token()));
+    if (const std::string t = token(); !t.empty()) {
+      headers.emplace("Authorization", absl::StrCat("Bearer ", t));
     }
     httplib::Result res = client_.Post(path.c_str(), headers, body, type);
     if (!res && tls_.enabled &&
@@ -190,9 +190,9 @@ class TcpClient : public ApiClient {
                     google::protobuf::Message* response) override {
     uint32_t type = static_cast<uint32_t>(method);
     std::string payload = request.SerializeAsString();
-    if (!token().empty()) {
+    if (std::string t = token(); !t.empty()) {
       api::AuthenticatedCall call;
-      call.set_token(token());
+      call.set_token(std::move(t));
       call.set_method(type);
       call.set_request(std::move(payload));
       type = kAuthenticatedCallType;

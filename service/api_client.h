@@ -16,7 +16,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "google/protobuf/message.h"
 #include "service/api_dispatch.h"
@@ -57,14 +59,22 @@ class ApiClient {
   // api.AuthenticatedCall envelope (service/rpc_server.h). A daemon with
   // api-tokens refuses a call without one (kUnauthenticated) or with one
   // whose role is too low (kPermissionDenied).
-  // REQUIRES: no Call() in progress (set it right after Create()).
-  void set_token(std::string token) { token_ = std::move(token); }
+  // Thread-safe: a Call() running meanwhile carries the old token or the
+  // new one (a daemon's SIGHUP changes the token it forwards with).
+  void set_token(std::string token) {
+    absl::MutexLock lock(&token_mu_);
+    token_ = std::move(token);
+  }
 
  protected:
-  const std::string& token() const { return token_; }
+  std::string token() const {
+    absl::MutexLock lock(&token_mu_);
+    return token_;
+  }
 
  private:
-  std::string token_;
+  mutable absl::Mutex token_mu_;
+  std::string token_ ABSL_GUARDED_BY(token_mu_);
 };
 
 // Splits "host:port" (kInvalidArgument naming the address otherwise).

@@ -72,7 +72,8 @@ int InferSlots(int configured) {
 LatentdService::LatentdService(const ServiceOptions& options)
     : options_(options),
       infer_gate_(InferSlots(options.infer_slots)),
-      start_time_(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch())) {}
+      start_time_(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch())),
+      peer_token_(options.peer_token) {}
 
 LatentdService::~LatentdService() { (void)Stop(); }
 

@@ -185,6 +185,11 @@ class LatentdService {
   // finished (its peers no longer wait for it): then max_sweeps is kept and the
   // call fails with kFailedPrecondition, the other fields still applied.
   absl::Status Reconfigure(const ServiceOptions& next);
+  // Replaces the token this node's calls to its cluster peers carry
+  // (ServiceOptions::peer_token; the daemon's SIGHUP after the tokens file
+  // changed): calls from here on carry `token`, those running carry the
+  // old or the new one. Thread-safe.
+  void SetPeerToken(std::string token);
 
   // ---- The API (service/api.proto). Errors: kInvalidArgument for a bad
   // request, kNotFound for an unknown topic, word or user, kUnavailable if
@@ -455,6 +460,8 @@ class LatentdService {
   mutable absl::Mutex peers_mu_;
   mutable absl::flat_hash_map<std::string, std::unique_ptr<ApiClient>>
       peer_clients_ ABSL_GUARDED_BY(peers_mu_);
+  // What they carry (options_.peer_token until SetPeerToken).
+  std::string peer_token_ ABSL_GUARDED_BY(peers_mu_);
 
   std::thread thread_;
   bool started_ = false;

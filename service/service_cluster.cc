@@ -269,10 +269,16 @@ absl::StatusOr<ApiClient*> LatentdService::PeerClient(
       peer_clients_.erase(id);
       return c.status();
     }
-    (*c)->set_token(options_.peer_token);
+    (*c)->set_token(peer_token_);
     client = std::move(*c);
   }
   return client.get();
+}
+
+void LatentdService::SetPeerToken(std::string token) {
+  absl::MutexLock lock(&peers_mu_);
+  for (auto& [id, client] : peer_clients_) client->set_token(token);
+  peer_token_ = std::move(token);
 }
 
 absl::Status LatentdService::ForwardToOwners(std::vector<IngestRecord>* records,

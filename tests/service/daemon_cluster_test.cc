@@ -259,7 +259,8 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
 // With api-tokens (one file shared by both nodes), users' events and profile
 // queries still reach their owners: each node forwards with the file's
 // admin token. A call without a token is refused, one with a read token
-// cannot ingest.
+// cannot ingest. After the file changes and SIGHUP, the nodes forward with
+// its new admin token.
 TEST(DaemonCluster, ForwardingCarriesTheAdminTokenWhenTokensAreOn) {
   TempDir tmp;
   RedisServer redis(tmp.path());
@@ -328,6 +329,34 @@ TEST(DaemonCluster, ForwardingCarriesTheAdminTokenWhenTokensAreOn) {
     }
     ASSERT_TRUE(got.ok()) << req.user() << ": " << got << b->Log();
   }
+
+  // The tokens file changes (its admin token replaced) and both nodes get
+  // SIGHUP: they forward with the new admin token, the only one the owner
+  // still takes.
+  const std::string kWrite2 = "write-token-second-0123456789";
+  {
+    FILE* f = std::fopen(tokens.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fprintf(f, "read %s\nwrite %s\nadmin admin-token-second-012345\n",
+                 kRead.c_str(), kWrite2.c_str());
+    std::fclose(f);
+  }
+  for (Daemon* d : {a.get(), b.get()}) ASSERT_EQ(::kill(d->pid(), SIGHUP), 0);
+  for (Daemon* d : {a.get(), b.get()}) {
+    for (int i = 0; i < 100 && d->Log().find("reload: forwarding to peers") ==
+                                   std::string::npos;
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_NE(d->Log().find("reload: forwarding to peers"), std::string::npos)
+        << d->Log();
+  }
+  EXPECT_EQ(ca->Call(Method::kIngest, ingest, &ack).code(),
+            absl::StatusCode::kUnauthenticated);  // the old write token
+  ca->set_token(kWrite2);
+  const absl::Status again = ca->Call(Method::kIngest, ingest, &ack);
+  ASSERT_TRUE(again.ok()) << again << a->Log() << b->Log();
+  EXPECT_EQ(ack.accepted(), static_cast<uint64_t>(kUsers));
   EXPECT_EQ(a->Stop(), 0);
   EXPECT_EQ(b->Stop(), 0);
 }
