@@ -151,6 +151,16 @@ int main(int argc, char** argv) {
                  "the cluster's shared key file (as latentd's --cluster-key; "
                  "the same file on every node): sync connections prove it "
                  "and every frame carries a MAC");
+  app.add_option("--cluster-tls-cert", o.tls.cert_file,
+                 "mutual TLS on the sync port (as latentd's): this node's "
+                 "certificate (PEM) from the cluster CA, naming the host of "
+                 "--cluster-listen; with --cluster-tls-key and "
+                 "--cluster-tls-ca");
+  app.add_option("--cluster-tls-key", o.tls.key_file,
+                 "private key (PEM) of --cluster-tls-cert");
+  app.add_option("--cluster-tls-ca", o.tls.ca_file,
+                 "the cluster CA (PEM) every peer's certificate must chain "
+                 "to");
   app.add_option("--insecure", o.insecure,
                  "on: run without a cluster key; the sync port accepts "
                  "frames from anyone (loopback development only)")

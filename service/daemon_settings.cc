@@ -438,6 +438,43 @@ void AddClusterSettings(const AddFn& add) {
       "from anyone who can reach it (loopback development only; logged as "
       "a warning)",
       Bool("insecure", [](DaemonConfig* c) { return &c->cluster.insecure; }));
+  add("cluster-tls-cert", "", "a file|empty",
+      "Mutual TLS on the sync port: this node's certificate (PEM, then any "
+      "intermediates) from the cluster CA, shown to peers both as server "
+      "and as client; it must name the host of --cluster-listen. With "
+      "cluster-tls-key and cluster-tls-ca (all three or none; empty: no "
+      "TLS). The cluster key still runs inside TLS",
+      String([](DaemonConfig* c) { return &c->cluster.tls.cert_file; }));
+  add("cluster-tls-key", "", "a file|empty",
+      "Private key (PEM) of cluster-tls-cert",
+      String([](DaemonConfig* c) { return &c->cluster.tls.key_file; }));
+  add("cluster-tls-ca", "", "a file|empty",
+      "The cluster CA (PEM): a peer's certificate must chain to it, a peer "
+      "without one is refused",
+      String([](DaemonConfig* c) { return &c->cluster.tls.ca_file; }));
+  add("cluster-max-connections", "1024", "0..1000000",
+      "Sync port connections open at once; one more is closed at once (0: "
+      "no cap)",
+      Int<int>("cluster-max-connections", 0, 1000000,
+               [](DaemonConfig* c) { return &c->cluster.max_connections; }));
+  add("cluster-max-connections-per-address", "256", "0..1000000",
+      "Sync port connections open at once from one IP address; one more is "
+      "closed at once (0: no cap)",
+      Int<int>("cluster-max-connections-per-address", 0, 1000000,
+               [](DaemonConfig* c) {
+                 return &c->cluster.max_connections_per_address;
+               }));
+  add("cluster-idle-timeout", "300", "0..86400",
+      "Seconds a sync port connection may go without a frame (none of its "
+      "calls in progress) before it is closed; peers reconnect (0: never)",
+      [](std::string_view v, DaemonConfig* c) -> absl::Status {
+        absl::StatusOr<int64_t> x = IntIn("cluster-idle-timeout", v, 0, 86400);
+        if (x.ok()) {
+          c->cluster.idle_timeout =
+              *x == 0 ? absl::InfiniteDuration() : absl::Seconds(*x);
+        }
+        return x.status();
+      });
   add("join-timeout", "60", "1..86400",
       "Seconds to wait for every member to join and push its counts",
       Seconds("join-timeout", 1, 86400,

@@ -9,6 +9,7 @@
 #include "corpora/types.h"
 #include "sampler/store_counts.h"
 #include "service/api_client.h"
+#include "service/internal/connection_metrics.h"
 #include "service/latentd_service.h"
 
 namespace latentd::service {
@@ -61,9 +62,16 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
       "How long the latest of those took: from the detection (Redis time) "
       "to the first sync round this node completed with the new owners; -1 "
       "if none yet");
-  r.AddCollector([this] {
+  // The sync port's connections, as the API listeners' (its caps are
+  // known once joined).
+  auto sync_connections =
+      std::make_shared<internal::ConnectionMetrics>(metrics, "sync", 0, 0);
+  r.AddCollector([this, sync_connections] {
     const ClusterLink* link = JoinedLink();
     if (link == nullptr) return;
+    sync_connections->SetCaps(link->options().max_connections,
+                              link->options().max_connections_per_address);
+    sync_connections->MirrorFrom(*link->server_stats());
     cm_.epoch->Set(static_cast<double>(link->epoch()));
     cm_.members->Set(static_cast<double>(link->ring_config().members.size()));
     cm_.unreachable->Set(static_cast<double>(link->UnavailablePeers().size()));

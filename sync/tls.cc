@@ -21,8 +21,9 @@ std::string TakeOpenSslError() {
   return last;
 }
 
-TlsContext::TlsContext(bool server, std::string ca_file)
+TlsContext::TlsContext(bool server, bool mutual, std::string ca_file)
     : server_(server),
+      mutual_(mutual),
       ca_file_(std::move(ca_file)),
       context_(std::make_unique<asio::ssl::context>(
           server ? asio::ssl::context::tls_server
@@ -40,14 +41,11 @@ TlsContext::~TlsContext() = default;
 
 SSL_CTX* TlsContext::native() const { return context_->native_handle(); }
 
-absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForServer(
-    const std::string& cert_file, const std::string& key_file) {
-  if (cert_file.empty() || key_file.empty()) {
-    return absl::InvalidArgumentError(
-        "TLS needs both a certificate (--tls-cert) and its key (--tls-key)");
-  }
-  std::shared_ptr<TlsContext> t(new TlsContext(true, ""));
-  SSL_CTX* ctx = t->native();
+namespace {
+
+// Loads the certificate chain and its key into `ctx`.
+absl::Status UseCertificate(SSL_CTX* ctx, const std::string& cert_file,
+                            const std::string& key_file) {
   TakeOpenSslError();
   if (SSL_CTX_use_certificate_chain_file(ctx, cert_file.c_str()) != 1) {
     return absl::InvalidArgumentError(
@@ -70,13 +68,11 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForServer(
         absl::StrCat("TLS key ", key_file, " does not match the certificate ",
                      cert_file, ": ", TakeOpenSslError()));
   }
-  return std::shared_ptr<const TlsContext>(std::move(t));
+  return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForClient(
-    const std::string& ca_file) {
-  std::shared_ptr<TlsContext> t(new TlsContext(false, ca_file));
-  SSL_CTX* ctx = t->native();
+// Makes `ctx` verify peers against the CAs in `ca_file` ("" = the system's).
+absl::Status LoadCa(SSL_CTX* ctx, const std::string& ca_file) {
   TakeOpenSslError();
   const int loaded = ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx)
                                      : SSL_CTX_load_verify_locations(
@@ -87,6 +83,80 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForClient(
                         : absl::StrCat("TLS CA file ", ca_file),
         ": cannot be loaded: ", TakeOpenSslError()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status CheckMutualFiles(const MutualTlsFiles& files) {
+  if (files.cert_file.empty() || files.key_file.empty() ||
+      files.ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "TLS on the sync port needs all three of --cluster-tls-cert, "
+        "--cluster-tls-key and --cluster-tls-ca");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForServer(
+    const std::string& cert_file, const std::string& key_file) {
+  if (cert_file.empty() || key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "TLS needs both a certificate (--tls-cert) and its key (--tls-key)");
+  }
+  std::shared_ptr<TlsContext> t(new TlsContext(true, false, ""));
+  if (absl::Status s = UseCertificate(t->native(), cert_file, key_file);
+      !s.ok()) {
+    return s;
+  }
+  return std::shared_ptr<const TlsContext>(std::move(t));
+}
+
+absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForClient(
+    const std::string& ca_file) {
+  std::shared_ptr<TlsContext> t(new TlsContext(false, false, ca_file));
+  if (absl::Status s = LoadCa(t->native(), ca_file); !s.ok()) return s;
+  SSL_CTX_set_verify(t->native(), SSL_VERIFY_PEER, nullptr);
+  return std::shared_ptr<const TlsContext>(std::move(t));
+}
+
+absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForMutualServer(
+    const MutualTlsFiles& files) {
+  if (absl::Status s = CheckMutualFiles(files); !s.ok()) return s;
+  std::shared_ptr<TlsContext> t(new TlsContext(true, true, files.ca_file));
+  SSL_CTX* ctx = t->native();
+  if (absl::Status s = UseCertificate(ctx, files.cert_file, files.key_file);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = LoadCa(ctx, files.ca_file); !s.ok()) return s;
+  // The CA names sent in the CertificateRequest (owned by ctx once set).
+  STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(files.ca_file.c_str());
+  if (names == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("TLS CA file ", files.ca_file,
+                     ": holds no certificate: ", TakeOpenSslError()));
+  }
+  SSL_CTX_set_client_CA_list(ctx, names);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
+                     nullptr);
+  // Session resumption with client certificates needs a context id.
+  static constexpr unsigned char kSessionContext[] = "latentd-sync";
+  SSL_CTX_set_session_id_context(ctx, kSessionContext,
+                                 sizeof(kSessionContext) - 1);
+  return std::shared_ptr<const TlsContext>(std::move(t));
+}
+
+absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForMutualClient(
+    const MutualTlsFiles& files) {
+  if (absl::Status s = CheckMutualFiles(files); !s.ok()) return s;
+  std::shared_ptr<TlsContext> t(new TlsContext(false, true, files.ca_file));
+  SSL_CTX* ctx = t->native();
+  if (absl::Status s = UseCertificate(ctx, files.cert_file, files.key_file);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = LoadCa(ctx, files.ca_file); !s.ok()) return s;
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
   return std::shared_ptr<const TlsContext>(std::move(t));
 }

@@ -38,6 +38,18 @@ struct ClientTls {
   std::string ca_file;  // PEM
 };
 
+// The files of the sync port's mutual TLS: this node's certificate chain
+// and key (PEM), and the cluster CA (PEM) every peer's certificate must
+// chain to. All three, or none (TLS off).
+struct MutualTlsFiles {
+  std::string cert_file;
+  std::string key_file;
+  std::string ca_file;
+  bool enabled() const {
+    return !cert_file.empty() || !key_file.empty() || !ca_file.empty();
+  }
+};
+
 class TlsContext {
  public:
   // A server's context: `cert_file` holds the certificate (then any
@@ -53,20 +65,35 @@ class TlsContext {
   // certificate.
   static absl::StatusOr<std::shared_ptr<const TlsContext>> ForClient(
       const std::string& ca_file);
+  // Mutual TLS, server side: presents files.cert_file and requires every
+  // client to present a certificate chaining to files.ca_file (a client
+  // without one, or with one from another CA, fails the handshake).
+  // Client side: presents files.cert_file too, and verifies the server's
+  // chain against files.ca_file (and its name, as ForClient). Either:
+  // kInvalidArgument naming the file (or the missing one) when any of the
+  // three is missing, unreadable or unparsable, or the key does not match.
+  static absl::StatusOr<std::shared_ptr<const TlsContext>> ForMutualServer(
+      const MutualTlsFiles& files);
+  static absl::StatusOr<std::shared_ptr<const TlsContext>> ForMutualClient(
+      const MutualTlsFiles& files);
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
 
   bool is_server() const { return server_; }
-  // For a client context: the CA file ("" = system CAs), for messages.
+  // True for ForMutualServer/ForMutualClient contexts.
+  bool is_mutual() const { return mutual_; }
+  // The CA file peers are verified against ("" = system CAs; a plain
+  // server context verifies none), for messages.
   const std::string& ca_file() const { return ca_file_; }
   // Asio's wrapper (for asio::ssl::stream) and OpenSSL's own handle.
   asio::ssl::context& asio_context() const { return *context_; }
   SSL_CTX* native() const;
 
  private:
-  TlsContext(bool server, std::string ca_file);
+  TlsContext(bool server, bool mutual, std::string ca_file);
   const bool server_;
+  const bool mutual_;
   const std::string ca_file_;
   std::unique_ptr<asio::ssl::context> context_;
 };

@@ -46,9 +46,18 @@ absl::Status ClusterLink::StartServer() {
   so.host = host;
   so.port = port;
   so.log = options_.log;
+  so.max_connections = options_.max_connections;
+  so.max_connections_per_address = options_.max_connections_per_address;
+  so.idle_timeout = options_.idle_timeout;
   if (!options_.cluster_key.empty()) {
     so.auth = std::make_shared<sync::PeerAuth>(
         sync::PeerAuth{options_.cluster_key, options_.node_id});
+  }
+  if (options_.tls.enabled()) {
+    LATENTD_ASSIGN_OR_RETURN(so.tls,
+                             sync::TlsContext::ForMutualServer(options_.tls));
+    LATENTD_ASSIGN_OR_RETURN(client_tls_,
+                             sync::TlsContext::ForMutualClient(options_.tls));
   }
   LATENTD_ASSIGN_OR_RETURN(
       server_, sync::Server::Start(loop_.get(), so,
@@ -60,6 +69,12 @@ absl::Status ClusterLink::StartServer() {
   if (so.auth != nullptr) {
     client_auth_ = std::make_shared<sync::PeerAuth>(
         sync::PeerAuth{options_.cluster_key, node_id_});
+  } else if (so.tls != nullptr) {
+    options_.log(absl::StrCat(
+        "INSECURE: the sync port ", address_,
+        " runs without the cluster key (--insecure): members are proven by "
+        "their TLS certificates alone, and any of them may speak in "
+        "another's name. Add --cluster-key FILE"));
   } else {
     options_.log(absl::StrCat(
         "INSECURE: the sync port ", address_,
@@ -490,6 +505,7 @@ absl::StatusOr<ClusterLink::Peer*> ClusterLink::FindOrAddPeer(
   LATENTD_RETURN_IF_ERROR(sync::SplitHostPort(m.address, &co.host, &co.port));
   co.log = options_.log;
   co.auth = client_auth_;
+  co.tls = client_tls_;
   peer->client = std::make_unique<sync::Client>(loop_.get(), co);
   peers_.push_back(std::move(peer));
   return peers_.back().get();

@@ -110,6 +110,21 @@ struct ClusterLinkOptions {
   // development only; logged as a warning).
   std::string cluster_key;
   bool insecure = false;
+  // Mutual TLS on the sync port (sync::TlsContext::ForMutualServer/Client):
+  // all three files, or none. With them every sync connection, both ways,
+  // is encrypted and each side's certificate must chain to the cluster CA
+  // (the server's must also name the host of its member address); the
+  // cluster-key handshake then runs inside TLS. A node without a
+  // certificate from that CA cannot join. Create() fails with
+  // kInvalidArgument naming the file when one is missing or unusable.
+  sync::MutualTlsFiles tls;
+  // Connection hygiene of the sync server (sync::ServerOptions): open
+  // connections at once, and from one IP address (0: no cap); connections
+  // without a frame this long are closed (peers reconnect on their next
+  // call; infinite: never).
+  int max_connections = 1024;
+  int max_connections_per_address = 256;
+  absl::Duration idle_timeout = absl::Seconds(300);
 
   // ---- Sync ----
   sync::Consistency consistency;
@@ -240,6 +255,12 @@ class ClusterLink {
   // How long each step of joining or leaving may take (options).
   absl::Duration join_timeout() const { return options_.join_timeout; }
   const sync::SyncCounters& counters() const { return sync_->counters(); }
+  // The sync server's connection counters (for /metrics), and the options
+  // this link runs with.
+  std::shared_ptr<const sync::TransportStats> server_stats() const {
+    return server_->shared_stats();
+  }
+  const ClusterLinkOptions& options() const { return options_; }
   const sync::OwnerShard& owner() const { return *owner_; }
   // Peers the heartbeats currently find unreachable.
   std::vector<std::string> UnavailablePeers() const;
@@ -348,6 +369,8 @@ class ClusterLink {
   const ClusterLinkOptions options_;
   // This node's proof for its outgoing sync connections (null: insecure).
   std::shared_ptr<const sync::PeerAuth> client_auth_;
+  // Its TLS for them (null: options_.tls off).
+  std::shared_ptr<const sync::TlsContext> client_tls_;
   SyncedTopicTable* const table_;
   std::string node_id_;
   std::string address_;

@@ -22,18 +22,19 @@ namespace latentd::service::internal {
 
 struct ConnectionMetrics {
   ConnectionMetrics(MetricsRegistry* m, const std::string& listener,
-                    int max_connections, int max_per_address) {
+                    int max_cap, int per_address_cap) {
     const std::string l = absl::StrCat("listener=\"", listener, "\"");
     open = m->AddGauge("latentd_connections",
                        "Connections open now, per listener", l);
-    m->AddGauge("latentd_connections_max",
-                "Connections a listener keeps open at once (0: no cap)", l)
-        ->Set(max_connections);
-    m->AddGauge("latentd_connections_max_per_address",
-                "Connections a listener keeps open from one client address "
-                "(0: no cap)",
-                l)
-        ->Set(max_per_address);
+    max =
+        m->AddGauge("latentd_connections_max",
+                    "Connections a listener keeps open at once (0: no cap)", l);
+    max_per_address =
+        m->AddGauge("latentd_connections_max_per_address",
+                    "Connections a listener keeps open from one client "
+                    "address (0: no cap)",
+                    l);
+    SetCaps(max_cap, per_address_cap);
     refused_max = m->AddCounter(
         "latentd_connections_refused_total",
         "Connections closed at once by a cap (reason: max_connections, "
@@ -44,6 +45,13 @@ struct ConnectionMetrics {
                       absl::StrCat(l, ",reason=\"per_address\""));
     timed_out = m->AddCounter("latentd_connections_timed_out_total",
                               "Connections closed after their idle timeout", l);
+  }
+
+  // The caps reported (for a listener whose options come after its
+  // metrics are registered, as the sync port's).
+  void SetCaps(int max_cap, int per_address_cap) const {
+    max->Set(max_cap);
+    max_per_address->Set(per_address_cap);
   }
 
   // Mirrors a sync::Server's counters (call from a metrics collector).
@@ -59,6 +67,8 @@ struct ConnectionMetrics {
   }
 
   Gauge* open;
+  Gauge* max;
+  Gauge* max_per_address;
   Counter* refused_max;
   Counter* refused_per_address;
   Counter* timed_out;

@@ -129,6 +129,21 @@ absl::Status Connection::TlsHandshakeError(const asio::error_code& ec) {
                          ? std::string("the system's CAs")
                          : absl::StrCat("the CA in ", options_.tls->ca_file()),
                      " for '", options_.tls_host, "'");
+  } else if (!client && options_.tls->is_mutual() &&
+             ec.category() == asio::error::get_ssl_category()) {
+    // The sync port's mutual TLS: say what was wrong with the client's
+    // certificate (none, or not from the cluster CA).
+    // (OpenSSL may drop a certificate that failed verification, so the
+    // verify result decides first.)
+    why = verified != X509_V_OK
+              ? absl::StrCat("the client's certificate does not verify (",
+                             X509_verify_cert_error_string(verified),
+                             ") against the cluster CA in ",
+                             options_.tls->ca_file())
+              : absl::StrCat(
+                    "the client presented no certificate (this "
+                    "port wants one from the cluster CA in ",
+                    options_.tls->ca_file(), "): ", why);
   } else if (ec == asio::error::eof ||
              ec == asio::ssl::error::stream_truncated ||
              ec == asio::error::connection_reset) {
@@ -233,6 +248,16 @@ void Connection::AfterTls() {
 }
 
 absl::Status Connection::HandshakeReadError(const asio::error_code& ec) {
+  if (options_.tls && options_.tls->is_mutual() &&
+      options_.role == PeerHandshake::Role::kClient &&
+      ec.category() == asio::error::get_ssl_category()) {
+    // TLS 1.3: the server checks the client's certificate after the
+    // client's handshake is done, so its refusal arrives here.
+    return absl::UnavailableError(absl::StrCat(
+        "the server refused this node's TLS certificate (is it from the "
+        "cluster CA?): ",
+        ec.message()));
+  }
   if (ec != asio::error::eof) return absl::UnavailableError(ec.message());
   return absl::UnauthenticatedError(
       options_.role == PeerHandshake::Role::kClient

@@ -230,20 +230,6 @@ TEST_F(ClusterTest, BadFramesAreRejectedAndTheNodeServesOn) {
   EXPECT_GE((*cluster)->nodes()[0]->counters().rounds.load(), 1u);
 }
 
-// The owner of the topic totals key in `cluster` (the key every node
-// sends in every round).
-ClusterNode* TotalsOwner(LocalCluster& cluster) {
-  const hashring::RingConfig config = cluster.nodes()[0]->ring_config();
-  auto ring = hashring::Ring::Build(config);
-  EXPECT_TRUE(ring.ok());
-  const std::string& id =
-      config.members[(*ring)->Owner(sync::kTopicTotalsKey)].id;
-  for (auto& n : cluster.nodes()) {
-    if (n->node_id() == id) return n.get();
-  }
-  return nullptr;
-}
-
 TEST_F(ClusterTest, WrongKeyPeersAreRefusedAndTheModelIsUnchanged) {
   ClusterNodeOptions base = Base("async");
   base.max_docs = 300;
@@ -254,20 +240,6 @@ TEST_F(ClusterTest, WrongKeyPeersAreRefusedAndTheModelIsUnchanged) {
   std::string host;
   uint16_t port = 0;
   ASSERT_TRUE(sync::SplitHostPort(owner->address(), &host, &port).ok());
-  // +5 tokens of topic 0 on the topic totals: applied, it would break the
-  // invariant that the totals add up to the cluster's tokens.
-  auto batch = [](const std::string& node_id) {
-    sync::DeltaBatch b;
-    b.set_node_id(node_id);
-    b.set_incarnation(77);
-    b.set_sequence(1);
-    b.set_dimension(20);
-    b.add_keys(sync::kTopicTotalsKey);
-    b.mutable_deltas()->add_sizes(1);
-    b.mutable_deltas()->add_topics(0);
-    b.mutable_deltas()->add_counts(5);
-    return b.SerializeAsString();
-  };
   sync::EventLoop loop(1);
   auto send = [&](std::shared_ptr<const sync::PeerAuth> auth,
                   const std::string& node_id) {
@@ -277,8 +249,8 @@ TEST_F(ClusterTest, WrongKeyPeersAreRefusedAndTheModelIsUnchanged) {
     co.auth = std::move(auth);
     co.log = log_.fn();
     sync::Client client(&loop, co);
-    return client.CallSync(sync::MESSAGE_TYPE_DELTA_BATCH, batch(node_id),
-                           absl::Seconds(5));
+    return client.CallSync(sync::MESSAGE_TYPE_DELTA_BATCH,
+                           TotalsIntrusionBatch(node_id), absl::Seconds(5));
   };
   const sync::SparseVector before =
       owner->owner().Global(sync::kTopicTotalsKey);

@@ -82,6 +82,38 @@ class ClusterTest : public ::testing::Test {
   int clusters_ = 0;
 };
 
+// The owner of the topic totals key in `cluster` (the key every node
+// sends in every round); null if no node is.
+inline ClusterNode* TotalsOwner(LocalCluster& cluster) {
+  const hashring::RingConfig config = cluster.nodes()[0]->ring_config();
+  auto ring = hashring::Ring::Build(config);
+  EXPECT_TRUE(ring.ok());
+  if (!ring.ok()) return nullptr;
+  const std::string& id =
+      config.members[(*ring)->Owner(sync::kTopicTotalsKey)].id;
+  for (auto& n : cluster.nodes()) {
+    if (n->node_id() == id) return n.get();
+  }
+  return nullptr;
+}
+
+// A DeltaBatch from `node_id` adding 5 tokens of topic 0 to the topic
+// totals (K = 20): applied, it would break the invariant that the totals
+// add up to the cluster's tokens. What the security tests send as an
+// intruder.
+inline std::string TotalsIntrusionBatch(const std::string& node_id) {
+  sync::DeltaBatch b;
+  b.set_node_id(node_id);
+  b.set_incarnation(77);
+  b.set_sequence(1);
+  b.set_dimension(20);
+  b.add_keys(sync::kTopicTotalsKey);
+  b.mutable_deltas()->add_sizes(1);
+  b.mutable_deltas()->add_topics(0);
+  b.mutable_deltas()->add_counts(5);
+  return b.SerializeAsString();
+}
+
 // Nodes 0..n-1 of `nodes` sample, each on its own thread, until Stop()
 // (at most 90 s). The nodes must outlive it (Stop or destruction).
 class BackgroundSweeps {

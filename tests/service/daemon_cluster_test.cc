@@ -26,6 +26,7 @@
 #include "tests/service/daemon_cluster_util.h"
 #include "tests/service/daemon_harness.h"
 #include "tests/service/gateway_test_util.h"
+#include "tests/sync/test_pki.h"
 
 namespace latentd::testing {
 namespace {
@@ -254,6 +255,47 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
   api::InferDocumentResponse mixture;
   EXPECT_TRUE(ca->Call(Method::kInferDocument, infer, &mixture).ok());
   EXPECT_EQ(a->Stop(), 0) << a->Log();
+}
+
+// Mutual TLS on the sync port (--cluster-tls-*): two daemons train one
+// exact model over it, and /metrics reports the sync port's connections
+// and caps (--cluster-max-connections*).
+TEST(DaemonCluster, TwoNodesTrainOverMutualTlsOnTheSyncPort) {
+  TempDir tmp;
+  RedisServer redis(tmp.path());
+  ASSERT_TRUE(redis.ok());
+  sync::testing::TestPki pki;
+  ASSERT_TRUE(pki.ok()) << "openssl failed";
+  std::vector<std::string> args = ApCorpusArgs();
+  for (const std::string& a :
+       {std::string("--topics"), std::string("10"), std::string("--max-sweeps"),
+        std::string("3"), std::string("--cluster-redis"), redis.address(),
+        std::string("--cluster"), std::string("tls"),
+        std::string("--cluster-size"), std::string("2"),
+        std::string("--cluster-tls-cert"), pki.path("server.pem"),
+        std::string("--cluster-tls-key"), pki.path("server.key"),
+        std::string("--cluster-tls-ca"), pki.path("ca.pem"),
+        std::string("--cluster-max-connections-per-address"),
+        std::string("64")}) {
+    args.push_back(a);
+  }
+  for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
+  auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
+  auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
+  a->WaitForPorts();
+  b->WaitForPorts();
+  ASSERT_TRUE(a->ok()) << a->Log();
+  ASSERT_TRUE(b->ok()) << b->Log();
+  ExpectOneModelOverTheirTokens(a.get(), b.get());
+  EXPECT_EQ(Metric(a.get(), "latentd_connections_max{listener=\"sync\"}"),
+            1024);
+  EXPECT_EQ(Metric(a.get(),
+                   "latentd_connections_max_per_address{listener="
+                   "\"sync\"}"),
+            64);
+  EXPECT_GE(Metric(a.get(), "latentd_connections{listener=\"sync\"}"), 1);
+  EXPECT_EQ(a->Stop(), 0) << a->Log();
+  EXPECT_EQ(b->Stop(), 0) << b->Log();
 }
 
 // With api-tokens (one file shared by both nodes), users' events and profile

@@ -1,8 +1,7 @@
 // The framed transport with TLS (sync/tls.h) and its connection hygiene
 // (caps per server and per client address, the idle timeout), in-process
-// on 127.0.0.1. The test CA and certificates are made by the openssl CLI in
-// the test's temp dir: a CA, a server certificate for IP 127.0.0.1 signed by
-// it, and a second CA that signed nothing.
+// on 127.0.0.1, and the sync port's mutual TLS. The test CAs and
+// certificates are made by the openssl CLI (tests/sync/test_pki.h).
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +17,7 @@
 #include "sync/frame.h"
 #include "sync/tls.h"
 #include "sync/transport.h"
+#include "tests/sync/test_pki.h"
 #include "tests/sync/transport_test_util.h"
 
 namespace latentd::sync {
@@ -27,42 +27,7 @@ constexpr uint32_t kEcho = 7;
 using testing::ClosedByPeer;
 using testing::LogSink;
 using testing::RawConnect;
-
-class Pki {
- public:
-  Pki() {
-    dir_ = std::filesystem::temp_directory_path() /
-           absl::StrCat("latentd_tls_test.", ::getpid());
-    std::filesystem::create_directories(dir_);
-    Run("req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=test-ca "
-        "-keyout ca.key -out ca.pem");
-    Run("req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=other-ca "
-        "-keyout other-ca.key -out other-ca.pem");
-    Run("req -newkey rsa:2048 -nodes -subj /CN=node -keyout server.key "
-        "-out server.csr");
-    Run("x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
-        "-days 2 -extfile san.ext -out server.pem",
-        "subjectAltName=IP:127.0.0.1\n");
-  }
-  ~Pki() { std::filesystem::remove_all(dir_); }
-  std::string path(const std::string& name) const { return dir_ / name; }
-  bool ok() const { return ok_; }
-
- private:
-  // openssl ARGS in the directory (`ext`: written to san.ext first).
-  void Run(const std::string& args, const std::string& ext = "") {
-    if (!ext.empty()) {
-      FILE* f = std::fopen(path("san.ext").c_str(), "w");
-      std::fputs(ext.c_str(), f);
-      std::fclose(f);
-    }
-    const std::string cmd = absl::StrCat("cd '", dir_.string(), "' && openssl ",
-                                         args, " >/dev/null 2>&1");
-    ok_ = ok_ && std::system(cmd.c_str()) == 0;
-  }
-  std::filesystem::path dir_;
-  bool ok_ = true;
-};
+using Pki = testing::TestPki;
 
 class TransportTlsTest : public ::testing::Test {
  protected:
@@ -200,6 +165,61 @@ TEST_F(TransportTlsTest, BadCertificateFilesNameThemselves) {
       << wrong_key.status();
   auto bad_ca = TlsContext::ForClient(pki_->path("server.key"));
   EXPECT_FALSE(bad_ca.ok());
+}
+
+// The sync port's mutual TLS: a client must show a certificate from the
+// server's CA; one without, or with another CA's, never gets a frame in.
+TEST_F(TransportTlsTest, MutualTlsWantsAClientCertificateFromTheCa) {
+  const MutualTlsFiles node{pki_->path("server.pem"), pki_->path("server.key"),
+                            pki_->path("ca.pem")};
+  auto server_tls = TlsContext::ForMutualServer(node);
+  ASSERT_TRUE(server_tls.ok()) << server_tls.status();
+  EXPECT_TRUE((*server_tls)->is_mutual());
+  ServerOptions o;
+  o.tls = *server_tls;
+  auto auth =
+      std::make_shared<PeerAuth>(PeerAuth{"a-cluster-key-0123456", "n"});
+  o.auth = auth;
+  auto server = Start(o);
+  ASSERT_NE(server, nullptr);
+
+  auto member_tls = TlsContext::ForMutualClient(node);
+  ASSERT_TRUE(member_tls.ok()) << member_tls.status();
+  auto member = Echo(server->port(), *member_tls, auth);
+  ASSERT_TRUE(member.ok()) << member.status();
+  EXPECT_EQ(member->payload, "hello");
+
+  // No client certificate (it verifies the server all the same).
+  auto none = Echo(server->port(), ClientTls("ca.pem"), auth);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kUnavailable)
+      << none.status();
+  // A certificate from another CA.
+  auto stranger_tls = TlsContext::ForMutualClient({pki_->path("stranger.pem"),
+                                                   pki_->path("stranger.key"),
+                                                   pki_->path("ca.pem")});
+  ASSERT_TRUE(stranger_tls.ok()) << stranger_tls.status();
+  auto stranger = Echo(server->port(), *stranger_tls, auth);
+  ASSERT_FALSE(stranger.ok());
+  EXPECT_NE(stranger.status().message().find("refused this node's TLS"),
+            std::string::npos)
+      << stranger.status();
+  EXPECT_EQ(server->stats().frames_received.load(), 1u);  // the member's
+  EXPECT_TRUE(log_.Contains("the client presented no certificate"));
+  EXPECT_TRUE(log_.Contains("the client's certificate does not verify"));
+
+  // Missing or unusable files name themselves.
+  auto partial = TlsContext::ForMutualServer(
+      {pki_->path("server.pem"), pki_->path("server.key"), ""});
+  ASSERT_FALSE(partial.ok());
+  EXPECT_NE(partial.status().message().find("--cluster-tls-ca"),
+            std::string::npos);
+  auto bad_ca = TlsContext::ForMutualClient({pki_->path("server.pem"),
+                                             pki_->path("server.key"),
+                                             pki_->path("missing-ca.pem")});
+  ASSERT_FALSE(bad_ca.ok());
+  EXPECT_NE(bad_ca.status().message().find("missing-ca.pem"),
+            std::string::npos);
 }
 
 // Hygiene, without TLS: the caps close a connection at once and count it;
