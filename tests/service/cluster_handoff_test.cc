@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,6 +38,35 @@ uint64_t Sweep(Daemon* d) {
   return static_cast<uint64_t>(Metric(d, "latentd_sweeps_total"));
 }
 
+// Three daemons of cluster "handoff" on the thirds WriteApParts wrote into
+// tmp, node i with `extra[i]` (if given) added to its arguments; started
+// and waited for (check ok()).
+std::vector<std::unique_ptr<Daemon>> StartThirds(
+    const TempDir& tmp, const RedisServer& redis,
+    const std::vector<std::vector<std::string>>& extra = {}) {
+  std::vector<std::unique_ptr<Daemon>> d;
+  for (int i = 0; i < kNodes; ++i) {
+    std::vector<std::string> args = {
+        "--corpus",         absl::StrCat(tmp.path(), "/part", i),
+        "--format",         "ldac",
+        "--vocab",          ApFile("vocab.txt.zst"),
+        "--topics",         "10",
+        "--max-sweeps",     "40",
+        "--cluster-size",   "3",
+        "--cluster",        "handoff",
+        "--cluster-redis",  redis.address(),
+        "--optimize-alpha", "off"};
+    for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
+    if (static_cast<size_t>(i) < extra.size()) {
+      args.insert(args.end(), extra[i].begin(), extra[i].end());
+    }
+    d.push_back(std::make_unique<Daemon>(absl::StrCat(tmp.path(), "/node", i),
+                                         args, false));
+  }
+  for (auto& n : d) n->WaitForPorts();
+  return d;
+}
+
 // Removes C with `mode` ("" = the default, hand-off; "--drop") mid-training
 // and checks the two left (see the top).
 void RemoveOneMidTraining(const std::string& mode) {
@@ -54,23 +84,7 @@ void RemoveOneMidTraining(const std::string& mode) {
   }
   long long total_tokens = 0;
   for (const auto& [word, n] : freq) total_tokens += n;
-  std::vector<std::unique_ptr<Daemon>> d;
-  for (int i = 0; i < kNodes; ++i) {
-    std::vector<std::string> args = {
-        "--corpus",         absl::StrCat(tmp.path(), "/part", i),
-        "--format",         "ldac",
-        "--vocab",          ApFile("vocab.txt.zst"),
-        "--topics",         "10",
-        "--max-sweeps",     "40",
-        "--cluster-size",   "3",
-        "--cluster",        "handoff",
-        "--cluster-redis",  redis.address(),
-        "--optimize-alpha", "off"};
-    for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
-    d.push_back(std::make_unique<Daemon>(absl::StrCat(tmp.path(), "/node", i),
-                                         args, false));
-  }
-  for (auto& n : d) n->WaitForPorts();
+  std::vector<std::unique_ptr<Daemon>> d = StartThirds(tmp, redis);
   for (auto& n : d) ASSERT_TRUE(n->ok()) << n->Log();
   Daemon* a = d[0].get();
   Daemon* b = d[1].get();
@@ -166,6 +180,57 @@ TEST(ClusterShrink, ARemovedDaemonHandsItsDocumentsToTheOthers) {
 
 TEST(ClusterShrink, ADroppedDaemonTakesItsDocumentsOutOfTheModel) {
   RemoveOneMidTraining("--drop");
+}
+
+// A hand-off the others refuse (here C's peer token is not one A and B
+// know: its Ingest calls are unauthenticated) fails the removal, and
+// latentctl says why; nothing was handed off, C stays up (leaving, not
+// sampling) and in the ring, and the move is marked failed.
+TEST(ClusterShrink, AHandoffTheOthersRefuseFailsTheRemovalAndSaysWhy) {
+  TempDir tmp;
+  RedisServer redis(tmp.path());
+  ASSERT_TRUE(redis.ok());
+  ASSERT_FALSE(WriteApParts(tmp.path(), kNodes).empty());
+  const std::string kRead = "read-token-0123456789abcdef";
+  auto tokens = [&](const std::string& name, const std::string& admin) {
+    const std::string path = tmp.path() + "/" + name;
+    std::ofstream(path) << "read " << kRead << "\nadmin " << admin << "\n";
+    return std::vector<std::string>{"--api-tokens", path};
+  };
+  const std::vector<std::string> ab =
+      tokens("tokens_ab", "admin-ab-0123456789abcdef");
+  std::vector<std::unique_ptr<Daemon>> d = StartThirds(
+      tmp, redis, {ab, ab, tokens("tokens_c", "admin-c-0123456789abcdef")});
+  for (auto& n : d) ASSERT_TRUE(n->ok()) << n->Log();
+  Daemon* c = d[2].get();
+  for (int i = 0; i < 1200 && Sweep(c) < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GE(Sweep(c), 2u) << c->Log();
+
+  auto [rc, out] =
+      Latentctl({"cluster", "remove-node", c->tcp(), "--cluster-redis",
+                 redis.address(), "--cluster", "handoff"});
+  EXPECT_NE(rc, 0) << out;
+  std::printf("%s", out.c_str());
+  EXPECT_NE(out.find(c->tcp() + " could not leave: handing "),
+            std::string::npos)
+      << out << c->Log();
+  EXPECT_NE(out.find("documents off to "), std::string::npos) << out;
+  // C is up and answers; the ring still holds the three, C leaving.
+  auto cc = c->Client(Protocol::kTcp);
+  cc->set_token(kRead);
+  auto st = WaitStatus(
+      cc.get(), [](const api::StatusResponse& s) { return !s.training(); }, 30);
+  ASSERT_TRUE(st.ok()) << st.status() << c->Log();
+  EXPECT_EQ(st->cluster_members_size(), 3);
+  auto [src, status] =
+      Latentctl({"cluster", "status", "--cluster-redis", redis.address(),
+                 "--cluster", "handoff", "--json"});
+  EXPECT_EQ(src, 0) << status;
+  EXPECT_NE(status.find("\"state\":\"leaving\""), std::string::npos) << status;
+  EXPECT_NE(status.find("\"status\":\"failed\""), std::string::npos) << status;
+  for (auto& n : d) EXPECT_EQ(n->Stop(), 0) << n->Log();
 }
 
 }  // namespace
