@@ -198,6 +198,40 @@ double DrainAndCheckExact(const std::vector<std::unique_ptr<Daemon>>& d,
   return std::chrono::duration<double>(Clock::now() - began).count();
 }
 
+// Polls Redis (up to 15 s) until member `id` is down and the failover
+// move done; returns the last status read.
+sync::ClusterStatus AwaitDown(const RedisServer& redis, const std::string& id) {
+  sync::ClusterStatus st;
+  for (int i = 0; i < 300; ++i) {
+    st = ReadStatus(redis);
+    const sync::MemberStatus* m = FindMember(st, id);
+    if (m != nullptr && m->state == sync::MemberState::kDown &&
+        st.move.has_value() && st.move->status == sync::MoveStatus::kDone) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return st;
+}
+
+// After a down node `id` came back: drains and checks the model
+// (DrainAndCheckExact, exports under `tmp`), checks that Redis is at
+// `epoch` with `id` active in the ring, and stops every node (exit 0).
+void ExpectBackAndExact(const std::vector<std::unique_ptr<Daemon>>& d,
+                        const RedisServer& redis, const std::string& tmp,
+                        const std::map<std::string, long long>& freq,
+                        const std::string& id, uint64_t epoch) {
+  std::printf("drained %.1f s after the return\n",
+              DrainAndCheckExact(d, tmp, freq));
+  const sync::ClusterStatus back = ReadStatus(redis);
+  EXPECT_EQ(back.epoch, epoch);
+  const sync::MemberStatus* m = FindMember(back, id);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->state, sync::MemberState::kActive);
+  EXPECT_TRUE(m->in_ring);
+  for (auto& n : d) EXPECT_EQ(n->Stop(), 0) << n->Log();
+}
+
 // The whole story under `consistency` (async, or ssp:1: the survivors are
 // held back by the dead node's clock until it is failed over).
 void KillFailOverAndReturn(const char* consistency) {
@@ -266,16 +300,7 @@ void KillFailOverAndReturn(const char* consistency) {
   }
 
   // A survivor declares C down: a new epoch without C, C marked down.
-  sync::ClusterStatus down;
-  for (int i = 0; i < 300; ++i) {
-    down = ReadStatus(redis);
-    const sync::MemberStatus* m = FindMember(down, c_id);
-    if (m != nullptr && m->state == sync::MemberState::kDown &&
-        down.move.has_value() && down.move->status == sync::MoveStatus::kDone) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const sync::ClusterStatus down = AwaitDown(redis, c_id);
   const double to_down =
       std::chrono::duration<double>(Clock::now() - killed).count();
   const sync::MemberStatus* c_down = FindMember(down, c_id);
@@ -327,15 +352,7 @@ void KillFailOverAndReturn(const char* consistency) {
   EXPECT_NE(d[2]->Log().find("back in cluster failover"), std::string::npos)
       << d[2]->Log();
 
-  std::printf("drained %.1f s after C's restart\n",
-              DrainAndCheckExact(d, tmp.path(), freq));
-  const sync::ClusterStatus back = ReadStatus(redis);
-  EXPECT_EQ(back.epoch, down.epoch + 1);
-  const sync::MemberStatus* c_back = FindMember(back, c_id);
-  ASSERT_NE(c_back, nullptr);
-  EXPECT_EQ(c_back->state, sync::MemberState::kActive);
-  EXPECT_TRUE(c_back->in_ring);
-  for (auto& n : d) EXPECT_EQ(n->Stop(), 0) << n->Log();
+  ExpectBackAndExact(d, redis, tmp.path(), freq, c_id, down.epoch + 1);
 }
 
 TEST(DaemonFailover, AKilledDaemonIsFailedOverThenReturnsAndTheModelIsExact) {
@@ -378,16 +395,7 @@ TEST(DaemonFailover, AStoppedDaemonDeclaredDownReturnsByItself) {
   const uint64_t epoch_before = ReadStatus(redis).epoch;
   const uint64_t a_at_stop = Sweep(d[0].get()), b_at_stop = Sweep(d[1].get());
   ASSERT_EQ(::kill(c->pid(), SIGSTOP), 0);
-  sync::ClusterStatus down;
-  for (int i = 0; i < 300; ++i) {
-    down = ReadStatus(redis);
-    const sync::MemberStatus* m = FindMember(down, c_id);
-    if (m != nullptr && m->state == sync::MemberState::kDown &&
-        down.move.has_value() && down.move->status == sync::MoveStatus::kDone) {
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const sync::ClusterStatus down = AwaitDown(redis, c_id);
   EXPECT_GT(Sweep(d[0].get()), a_at_stop);
   EXPECT_GT(Sweep(d[1].get()), b_at_stop);
   ASSERT_EQ(::kill(c->pid(), SIGCONT), 0);
@@ -406,15 +414,7 @@ TEST(DaemonFailover, AStoppedDaemonDeclaredDownReturnsByItself) {
       << c->Log();
   EXPECT_NE(c->Log().find("this node was declared down"), std::string::npos);
   EXPECT_NE(c->Log().find("starting again to return"), std::string::npos);
-  std::printf("drained %.1f s after C's return\n",
-              DrainAndCheckExact(d, tmp.path(), freq));
-  const sync::ClusterStatus back = ReadStatus(redis);
-  EXPECT_EQ(back.epoch, epoch_before + 2);
-  const sync::MemberStatus* c_back = FindMember(back, c_id);
-  ASSERT_NE(c_back, nullptr);
-  EXPECT_EQ(c_back->state, sync::MemberState::kActive);
-  EXPECT_TRUE(c_back->in_ring);
-  for (auto& n : d) EXPECT_EQ(n->Stop(), 0) << n->Log();
+  ExpectBackAndExact(d, redis, tmp.path(), freq, c_id, epoch_before + 2);
 }
 
 // Redis restart (issue 13, must-show 4): Redis, persistent (an append-only
