@@ -37,11 +37,11 @@ std::unique_ptr<SamplingKernel> MakeKernel(KernelKind kind, TopicId num_topics,
   switch (kind) {
     case KernelKind::kSparseLda:
     case KernelKind::kAuto:
-      return std::make_unique<internal::SparseLdaKernel>(num_topics,
-                                                         options.batch_overlay);
+      return std::make_unique<internal::SparseLdaKernel>(
+          num_topics, options.batch_overlay, options.overlay_max_word_tokens);
     case KernelKind::kDense:
-      return std::make_unique<internal::DenseKernel>(num_topics,
-                                                     options.batch_overlay);
+      return std::make_unique<internal::DenseKernel>(
+          num_topics, options.batch_overlay, options.overlay_max_word_tokens);
     case KernelKind::kMh:
       return std::make_unique<internal::MhKernel>(num_topics, options.mh);
     case KernelKind::kSparseInit:

@@ -87,15 +87,26 @@ struct MhOptions {
   double refresh = 1.0;
 };
 
+// KernelOptions::overlay_max_word_tokens's default (measured, README).
+inline constexpr int64_t kDefaultOverlayMaxWordTokens = 256;
+
 // Settings of every kernel kind, one struct so the pipeline passes them on.
 struct KernelOptions {
   MhOptions mh;
   // SparseLDA and dense: the later tokens of a batch see the batch's own
-  // moves on the word rows (sampler/internal/batch_overlay.h), so a batch
-  // is sampled as a serial Gibbs sampler would; off, they see the rows as
+  // moves on the word rows (sampler/internal/batch_overlay.h) of the words
+  // it follows (below), so a batch is sampled as a serial Gibbs sampler
+  // would, up to the other words' own moves; off, they see the rows as
   // the batch began (the behaviour before issue 15). MH keeps its own
   // snapshots either way.
   bool batch_overlay = true;
+  // The overlay follows only the words with at most this many tokens in
+  // the table (0: every word, which makes one thread's law exactly a serial
+  // sampler's): a batch holds about its share of the corpus (under 1%) of
+  // a frequent word's tokens, so its own moves barely change that word's
+  // row, while following them is most of the overlay's cost
+  // (batch_overlay.h; measured in README, "What the overlay costs").
+  int64_t overlay_max_word_tokens = kDefaultOverlayMaxWordTokens;
   uint32_t init_row_topics = 8;  // kSparseInit's topics per word, >= 1
 };
 

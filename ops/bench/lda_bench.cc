@@ -7,7 +7,9 @@
 //            pipeline, --kernel (auto, sparse, dense, mh), --threads
 //            samplers, --init-row-topics (the sparse start, 0: uniform),
 //            --no-overlay (a batch's tokens do not see its own moves on
-//            the word rows: the sampler before issue 15)
+//            the word rows: the sampler before issue 15),
+//            --overlay-max-word-tokens (the overlay follows only words
+//            with at most this many tokens; 0: all)
 //   dense    the baseline: plain serial O(K) collapsed Gibbs over in-memory
 //            documents (ops/bench/dense_gibbs.h)
 // Both start from the same initial assignments (the corpus builder's, drawn
@@ -16,13 +18,15 @@
 // tokenizes with the product's defaults (stop words and one-letter words
 // dropped) instead of keeping every word of a preprocessed corpus.
 //
-// Output: one "sweep" line per sweep (wall time, tokens/s, log-likelihood
-// per token, kernel; latentd: then a "rows" line with the token-weighted
-// mean non-zero topics of the word rows) and a final "result" line with
-// the mean tokens/s, the wall time at which the log-likelihood last
-// crossed --target-ll from below (-1 if it ended below), the
-// log-likelihood of the last sweep ended by 3 s and by 10 s of sampling,
-// and the peak RSS.
+// Output: one "sweep" line per sweep (wall time, tokens/s, tokens per CPU
+// second of the process, log-likelihood per token, kernel; latentd: then a
+// "rows" line with the token-weighted mean non-zero topics of the word
+// rows) and a final "result" line with the mean tokens/s and tokens per
+// CPU second (the rate to compare on a shared machine: CPU time hardly
+// depends on the load beside it), the wall time at which the
+// log-likelihood last crossed --target-ll from below (-1 if it ended
+// below), the log-likelihood of the last sweep ended by 3 s and by 10 s of
+// sampling, and the peak RSS.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -40,6 +44,15 @@
 #include "sampler/trainer.h"
 
 namespace {
+
+// CPU seconds (user + system) of the whole process so far: a sweep's CPU
+// cost, unlike its wall time, hardly depends on what else the machine runs.
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+}
 
 double PeakRssMiB() {
   rusage usage{};
@@ -98,6 +111,7 @@ int main(int argc, char** argv) {
   uint32_t init_row_topics = 0;
   double target_ll = 0, beta = 0.01, alpha = 0;
   uint64_t seed = 1, batch_tokens = 16384, min_batches = 128;
+  int64_t overlay_max_word_tokens = latentd::kDefaultOverlayMaxWordTokens;
   bool raw_text = false, no_overlay = false;
   app.add_option("--corpus", corpus, "Corpus file")->required();
   app.add_option("--vocab", vocab, "Vocabulary (ldac/uci)");
@@ -140,6 +154,10 @@ int main(int argc, char** argv) {
                "Default tokenizer (drop stop words) instead of keeping words");
   app.add_flag("--no-overlay", no_overlay,
                "latentd: a batch's tokens do not see its own row moves");
+  app.add_option("--overlay-max-word-tokens", overlay_max_word_tokens,
+                 "latentd: the overlay follows words with at most this many "
+                 "tokens (0: every word)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   auto fmt = latentd::ParseCorpusFormat(format);
@@ -187,14 +205,17 @@ int main(int argc, char** argv) {
   // The last quarter of the sweeps: the rate once the word rows have
   // thinned out, which is what a long training run mostly sees.
   const int tail_from = sweeps - std::max(sweeps / 4, 1) + 1;
-  double tail_seconds = 0;
+  double tail_seconds = 0, cpu = 0, tail_cpu = 0;
   uint64_t tail_tokens = 0;
-  auto record = [&](int sweep, double seconds, uint64_t n, double ll) {
+  auto record = [&](int sweep, double seconds, double cpu_seconds, uint64_t n,
+                    double ll) {
     wall += seconds;
+    cpu += cpu_seconds;
     sampled_seconds += seconds;
     tokens += n;
     if (sweep >= tail_from) {
       tail_seconds += seconds;
+      tail_cpu += cpu_seconds;
       tail_tokens += n;
     }
     last_ll = ll;
@@ -207,8 +228,10 @@ int main(int argc, char** argv) {
     if (wall <= 3.0) ll_at_3 = ll;
     if (wall <= 10.0) ll_at_10 = ll;
     sweeps_run = sweep;
-    std::printf("sweep %d wall %.3f tokens/s %.0f ll/token %.4f kernel %s\n",
-                sweep, wall, n / seconds, ll, kernel_ran.c_str());
+    std::printf(
+        "sweep %d wall %.3f tokens/s %.0f tokens/cpu-s %.0f ll/token %.4f "
+        "kernel %s\n",
+        sweep, wall, n / seconds, n / cpu_seconds, ll, kernel_ran.c_str());
     std::fflush(stdout);
   };
 
@@ -237,11 +260,13 @@ int main(int argc, char** argv) {
                                      seed);
     for (int s = 1; s <= sweeps && !out_of_time(); ++s) {
       const auto start = std::chrono::steady_clock::now();
+      const double cpu_start = ProcessCpuSeconds();
       dense.Sweep();
       const double seconds = std::chrono::duration<double>(
                                  std::chrono::steady_clock::now() - start)
                                  .count();
-      record(s, seconds, dense.num_tokens(), dense.LogLikelihoodPerToken());
+      record(s, seconds, ProcessCpuSeconds() - cpu_start, dense.num_tokens(),
+             dense.LogLikelihoodPerToken());
     }
   } else {
     latentd::TrainerOptions options;
@@ -255,6 +280,8 @@ int main(int argc, char** argv) {
     options.pipeline.kernel_options.mh.steps = mh_steps;
     options.pipeline.kernel_options.mh.refresh = mh_refresh;
     options.pipeline.kernel_options.batch_overlay = !no_overlay;
+    options.pipeline.kernel_options.overlay_max_word_tokens =
+        overlay_max_word_tokens;
     options.seed = seed;
     // The log-likelihood is computed outside the timed sweep, as for the
     // dense sampler, so that both rates measure sampling alone.
@@ -266,7 +293,9 @@ int main(int argc, char** argv) {
       return 1;
     }
     for (int s = 1; s <= sweeps && !out_of_time(); ++s) {
+      const double cpu_start = ProcessCpuSeconds();
       auto report = (*trainer)->Sweep();
+      const double cpu_seconds = ProcessCpuSeconds() - cpu_start;
       if (!report.ok()) return 1;
       kernel_ran = std::string(latentd::KernelKindName(report->kernel));
       if (report->mean_row_topics > 0) {
@@ -279,19 +308,22 @@ int main(int argc, char** argv) {
                      std::string(ll.status().message()).c_str());
         return 1;
       }
-      record(s, report->result.seconds, report->result.tokens, *ll);
+      record(s, report->result.seconds, cpu_seconds, report->result.tokens,
+             *ll);
       std::printf("rows sweep %d mean_row_topics %.1f\n", s,
                   MeanRowTopics((*trainer)->table()));
     }
   }
   std::printf(
       "result engine=%s K=%u threads=%d tokens_per_s=%.0f "
-      "tail_tokens_per_s=%.0f seconds_to_target=%.3f final_ll=%.4f "
+      "tail_tokens_per_s=%.0f tokens_per_cpu_s=%.0f tail_tokens_per_cpu_s=%.0f "
+      "seconds_to_target=%.3f final_ll=%.4f "
       "ll_at_3s=%.4f ll_at_10s=%.4f sweeps=%d peak_rss_mib=%.1f\n",
       engine.c_str(), topics, engine == "dense" ? 1 : threads,
       tokens / sampled_seconds,
-      tail_seconds > 0 ? tail_tokens / tail_seconds : 0.0, reached, last_ll,
-      ll_at_3, ll_at_10, sweeps_run, PeakRssMiB());
+      tail_seconds > 0 ? tail_tokens / tail_seconds : 0.0, tokens / cpu,
+      tail_cpu > 0 ? tail_tokens / tail_cpu : 0.0, reached, last_ll, ll_at_3,
+      ll_at_10, sweeps_run, PeakRssMiB());
   std::filesystem::remove(store_path);
   return 0;
 }

@@ -7,8 +7,10 @@
 #
 # Workloads (corpus × K), each with these configurations:
 #   sparse-t1, sparse-t2  SparseLDA, uniform start, 1 and 2 threads (baseline)
-#   auto-t1, auto-t2      --kernel auto with the sparse start (1 topic/word):
-#                         what latentctl train and latentd do by default
+#   auto-t1, auto-t2      --kernel auto from the uniform start: what
+#                         latentctl train and latentd do by default
+#   sstart-t1, sstart-t2  --kernel auto after the sparse start (1 topic per
+#                         word, --sparse-start 1)
 #   mh-t1                 MH every sweep (2 cycles a token), uniform start
 #   mh-sparse-t1          MH every sweep after the sparse start
 #   dense                 the plain O(K) sampler, one thread
@@ -27,9 +29,13 @@
 # (default "1 2 3"; each seed draws the start and seeds the samplers), of
 #   dense        the serial dense sampler (the reference)
 #   t1, t2       latentd SparseLDA, uniform start, 1 and 2 threads: the
-#                batch overlay and batches sized to the corpus (defaults)
+#                batch overlay (following words of at most 256 tokens)
+#                and batches sized to the corpus (defaults)
+#   t1-all, t2-all  the overlay following every word
+#                (--overlay-max-word-tokens 0)
 #   t2-before    2 threads as before issue 15: --no-overlay, 16k-token
 #                batches whatever the corpus (--min-batches 0)
+# (QUALITY_CONFIGS picks some: default "dense t1 t2 t1-all t2-all t2-before")
 # and each one's gap to dense in % (negative: below dense). Corpora
 # (QUALITY_CORPORA, default "brown-sentences ap"; "" skips the table):
 #   brown-sentences  each sentence of the Brown corpus a document (56k
@@ -53,14 +59,16 @@ QUALITY_SEEDS=${QUALITY_SEEDS:-1 2 3}
 DATA=${LATENTD_DATA_DIR:-../shared/data}
 BIN=$BUILD/ops/bench/lda_bench
 LOG=$(mktemp -d)/lda_bench
-CONFIGS="sparse-t1 sparse-t2 auto-t1 auto-t2 mh-t1 mh-sparse-t1 dense"
+CONFIGS="sparse-t1 sparse-t2 auto-t1 auto-t2 sstart-t1 sstart-t2 mh-t1 mh-sparse-t1 dense"
 
 config_args() {  # name -> lda_bench arguments
   case $1 in
     sparse-t1) echo --kernel sparse --threads 1 ;;
     sparse-t2) echo --kernel sparse --threads 2 ;;
-    auto-t1) echo --kernel auto --init-row-topics 1 --threads 1 ;;
-    auto-t2) echo --kernel auto --init-row-topics 1 --threads 2 ;;
+    auto-t1) echo --kernel auto --threads 1 ;;
+    auto-t2) echo --kernel auto --threads 2 ;;
+    sstart-t1) echo --kernel auto --init-row-topics 1 --threads 1 ;;
+    sstart-t2) echo --kernel auto --init-row-topics 1 --threads 2 ;;
     mh-t1) echo --kernel mh --threads 1 ;;
     mh-sparse-t1) echo --kernel mh --init-row-topics 1 --threads 1 ;;
     dense) echo --engine dense ;;
@@ -139,13 +147,15 @@ quality_config() {  # name -> lda_bench arguments
     dense) echo --engine dense ;;
     t1) echo --kernel sparse --threads 1 ;;
     t2) echo --kernel sparse --threads 2 ;;
+    t1-all) echo --kernel sparse --threads 1 --overlay-max-word-tokens 0 ;;
+    t2-all) echo --kernel sparse --threads 2 --overlay-max-word-tokens 0 ;;
     t2-before) echo --kernel sparse --threads 2 --no-overlay --min-batches 0 ;;
   esac
 }
 ll_at() { grep "^sweep $2 " "$1" | sed 's/.* ll\/token \([-0-9.]*\).*/\1/'; }
 if [ -n "$QUALITY_CORPORA" ]; then
   SHORT=$(mktemp -d)
-  QCONFIGS="dense t1 t2 t2-before"
+  QCONFIGS=${QUALITY_CONFIGS:-dense t1 t2 t1-all t2-all t2-before}
   for corpus in $QUALITY_CORPORA; do
     # shellcheck disable=SC2046
     echo "== parallel quality: $corpus ($(quality_args "$corpus" | sed 's/.*--topics/--topics/')), seeds $QUALITY_SEEDS, 50 sweeps"

@@ -2,8 +2,10 @@
 
 namespace latentd::internal {
 
-BatchOverlay::BatchOverlay(TopicId num_topics)
-    : num_topics_(num_topics), delta_(num_topics, 0) {}
+BatchOverlay::BatchOverlay(TopicId num_topics, int64_t max_word_tokens)
+    : num_topics_(num_topics),
+      max_word_tokens_(max_word_tokens),
+      delta_(num_topics, 0) {}
 
 void BatchOverlay::Reset(size_t vocab_size) {
   Unfocus();
@@ -28,6 +30,7 @@ void BatchOverlay::Unfocus() {
     for (const Entry& e : *list_) delta_[e.topic] = 0;
   }
   scattered_ = false;
+  unfollowed_ = false;
   list_ = nullptr;
   big_ = nullptr;
   big_listed_at_ = nullptr;
@@ -53,6 +56,8 @@ void BatchOverlay::Focus(WordId word) {
     big_list_ = &big_topics_[slot.big];
   } else if (slot.list != kNone) {
     list_ = &lists_[slot.list];
+  } else {
+    unfollowed_ = true;
   }
 }
 
@@ -98,8 +103,8 @@ void BatchOverlay::MakeBig() {
   list_ = nullptr;
 }
 
-void BatchOverlay::Move(TopicId from, TopicId to) {
-  if (from == to) return;
+void BatchOverlay::Move(TopicId from, TopicId to, int64_t word_tokens) {
+  if (from == to || unfollowed_) return;
   if (big_ != nullptr) {
     AddBig(from, -1);
     AddBig(to, +1);
@@ -108,8 +113,13 @@ void BatchOverlay::Move(TopicId from, TopicId to) {
   if (list_ == nullptr) {  // the word's first move in this batch
     IndexSlot& slot = index_[focused_];
     slot.stamp = stamp_;
-    slot.list = lists_used_++;
     slot.big = kNone;
+    if (max_word_tokens_ > 0 && word_tokens > max_word_tokens_) {
+      slot.list = kNone;
+      unfollowed_ = true;
+      return;
+    }
+    slot.list = lists_used_++;
     if (lists_.size() < lists_used_) lists_.emplace_back();
     list_ = &lists_[slot.list];
     list_->clear();

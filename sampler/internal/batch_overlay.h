@@ -23,6 +23,16 @@
 //    words cost O(1) per move and per focus, not O(topics moved).
 // Focusing a word is O(1); a token that moves nothing pays no more.
 //
+// Frequent words are not followed (max_word_tokens): a batch holds about
+// its share of the corpus of a frequent word's tokens (under 1% with the
+// corpus builder's 128+ batches), so its own moves change that word's
+// n_wk by that share, as the other batches in flight do anyway; the cost of
+// following them is not (the frequent words are most of the tokens and
+// have the widest records). A rare word's tokens can all sit in one batch,
+// where its own moves are most of its row: those are followed. The choice
+// is made at a word's first move in a batch, from its tokens in the table,
+// and holds for the rest of the batch. README, "What the overlay costs".
+//
 // Thread-safety: none; each kernel object (one thread) owns one.
 #ifndef LATENTD_SAMPLER_INTERNAL_BATCH_OVERLAY_H_
 #define LATENTD_SAMPLER_INTERNAL_BATCH_OVERLAY_H_
@@ -42,7 +52,9 @@ class BatchOverlay {
   };
   static constexpr uint32_t kSmall = 8;
 
-  explicit BatchOverlay(TopicId num_topics);
+  // max_word_tokens: a word with more tokens than this (its row's total at
+  // its first move in the batch) is not followed; 0: every word is.
+  explicit BatchOverlay(TopicId num_topics, int64_t max_word_tokens = 0);
 
   // Forgets every move (call at the start of each batch) and makes room
   // for words < vocab_size.
@@ -54,7 +66,7 @@ class BatchOverlay {
   void Focus(WordId word);
 
   // The focused word's net moves. REQUIRES: a word is focused.
-  // Whether it moved at all in this batch.
+  // Whether it has moves recorded in this batch (never, if not followed).
   bool empty() const { return list_ == nullptr && big_ == nullptr; }
   // Calls fn(topic, delta) for each topic it moved from or to.
   template <typename Fn>
@@ -68,12 +80,19 @@ class BatchOverlay {
     return delta_.data();
   }
 
-  // Records that one token of the focused word moved from `from` to `to`.
-  // REQUIRES: a word is focused.
-  void Move(TopicId from, TopicId to);
+  // Records that one token of the focused word moved from `from` to `to`;
+  // `word_tokens` is the word's tokens in the table (its row's total), read
+  // only at its first move in the batch to decide whether it is followed
+  // (see max_word_tokens). REQUIRES: a word is focused.
+  void Move(TopicId from, TopicId to, int64_t word_tokens);
+  // Whether the focused word is followed, as decided at its first move in
+  // this batch (true before then).
+  bool followed() const { return !unfollowed_; }
 
  private:
   static constexpr uint32_t kNone = ~uint32_t{0};
+  // With stamp == the batch's and neither list nor big set, the word is
+  // not followed in this batch.
   struct IndexSlot {
     uint32_t stamp = 0;     // the batch of list/big; else neither is set
     uint32_t list = kNone;  // into lists_
@@ -86,6 +105,7 @@ class BatchOverlay {
   void MakeBig();
 
   const TopicId num_topics_;
+  const int64_t max_word_tokens_;
   uint32_t stamp_ = 0;  // the current batch's
   std::vector<IndexSlot> index_;
   std::vector<std::vector<Entry>> lists_;  // the first lists_used_ are live
@@ -101,6 +121,7 @@ class BatchOverlay {
   // topic in delta_ (all zero otherwise).
   bool has_focus_ = false;
   bool scattered_ = false;
+  bool unfollowed_ = false;
   WordId focused_ = 0;
   std::vector<Entry>* list_ = nullptr;
   int32_t* big_ = nullptr;

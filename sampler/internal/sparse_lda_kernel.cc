@@ -33,10 +33,11 @@ constexpr size_t kPrefetchRow = 3;
 
 }  // namespace
 
-SparseLdaKernel::SparseLdaKernel(TopicId num_topics, bool batch_overlay)
+SparseLdaKernel::SparseLdaKernel(TopicId num_topics, bool batch_overlay,
+                                 int64_t overlay_max_word_tokens)
     : num_topics_(num_topics),
       use_overlay_(batch_overlay),
-      overlay_(num_topics),
+      overlay_(num_topics, overlay_max_word_tokens),
       n_k_(num_topics),
       inv_denom_(num_topics),
       coef_(num_topics),
@@ -109,10 +110,13 @@ void SparseLdaKernel::BuildWordCache(const TopicTable& table, WordId word,
         q_mass_[n++] = (c > 0 ? c : 0) * coef_[k];
       });
     } else {
+      int64_t tokens = 0;
       table.ForEachSlot(word, [&](TopicId k, Count c) {
+        tokens += c;
         c -= (k == excluded);  // the token itself is excluded
         q_mass_[n++] = (c > 0 ? c : 0) * coef_[k];
       });
+      row_tokens_ = tokens;
     }
     q = RunningSum(q_mass_.data(), n);
   } else {
@@ -136,13 +140,16 @@ void SparseLdaKernel::BuildWordCache(const TopicTable& table, WordId word,
         n += (d > 0);
       });
     } else {
+      int64_t tokens = 0;
       table.ForEachSlot(word, [&](TopicId k, Count c) {
+        tokens += c;
         c -= (k == excluded);
         q += (c > 0 ? c : 0) * coef_[k];
         q_topics_[n] = k;
         q_mass_[n] = q;
         n += (c > 0);
       });
+      row_tokens_ = tokens;
     }
   }
   cache_word_ = word;
@@ -298,7 +305,7 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
       if (new_topic != old_topic) {
         topics[i] = new_topic;
         changes->push_back({w, old_topic, new_topic});
-        if (use_overlay_) overlay_.Move(old_topic, new_topic);
+        if (use_overlay_) overlay_.Move(old_topic, new_topic, row_tokens_);
       }
     }
 
@@ -310,10 +317,11 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
   }
 }
 
-DenseKernel::DenseKernel(TopicId num_topics, bool batch_overlay)
+DenseKernel::DenseKernel(TopicId num_topics, bool batch_overlay,
+                         int64_t overlay_max_word_tokens)
     : num_topics_(num_topics),
       use_overlay_(batch_overlay),
-      overlay_(num_topics),
+      overlay_(num_topics, overlay_max_word_tokens),
       n_k_(num_topics),
       n_dk_(num_topics),
       n_wk_(num_topics),
@@ -335,7 +343,11 @@ void DenseKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
     for (size_t i = 0; i < words.size(); ++i) {
       const TopicId old_topic = topics[i];
       std::fill(n_wk_.begin(), n_wk_.end(), 0);
-      table.ForEachNonZero(words[i], [&](TopicId k, Count c) { n_wk_[k] = c; });
+      int64_t word_tokens = 0;
+      table.ForEachNonZero(words[i], [&](TopicId k, Count c) {
+        n_wk_[k] = c;
+        word_tokens += c;
+      });
       if (use_overlay_) {
         overlay_.Focus(words[i]);
         overlay_.ForEachEntry([&](TopicId k, int32_t d) { n_wk_[k] += d; });
@@ -359,7 +371,7 @@ void DenseKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
       if (new_topic != old_topic) {
         topics[i] = new_topic;
         changes->push_back({words[i], old_topic, new_topic});
-        if (use_overlay_) overlay_.Move(old_topic, new_topic);
+        if (use_overlay_) overlay_.Move(old_topic, new_topic, word_tokens);
       }
     }
   }

@@ -7,10 +7,11 @@
 //
 // Within a batch the kernel sees the table as it was when the batch began
 // plus its own changes to n_dk, n_k and (with the batch overlay, the
-// default) n_wk, so a batch is sampled exactly as a serial Gibbs sampler
-// would sample it from that table; other batches' changes reach it once
-// the count updater applies them (as in YahooLDA). Without the overlay its
-// own changes to n_wk are not seen either.
+// default) n_wk of the words the overlay follows (all of them with
+// overlay_max_word_tokens 0: then a batch is sampled exactly as a serial
+// Gibbs sampler would sample it from that table); other batches' changes
+// reach it once the count updater applies them (as in YahooLDA). Without
+// the overlay its own changes to n_wk are not seen either.
 #ifndef LATENTD_SAMPLER_INTERNAL_SPARSE_LDA_KERNEL_H_
 #define LATENTD_SAMPLER_INTERNAL_SPARSE_LDA_KERNEL_H_
 
@@ -24,8 +25,10 @@ namespace latentd::internal {
 
 class SparseLdaKernel final : public SamplingKernel {
  public:
-  // batch_overlay: whether a batch's tokens see its own moves on n_wk.
-  SparseLdaKernel(TopicId num_topics, bool batch_overlay);
+  // batch_overlay: whether a batch's tokens see its own moves on n_wk, of
+  // the words with at most overlay_max_word_tokens tokens (0: all words).
+  SparseLdaKernel(TopicId num_topics, bool batch_overlay,
+                  int64_t overlay_max_word_tokens);
   void SampleBatch(const SweepParams& params, DocBatch* batch,
                    std::vector<TopicChange>* changes) override;
 
@@ -75,6 +78,9 @@ class SparseLdaKernel final : public SamplingKernel {
   WordId cache_word_ = 0;
   uint32_t cache_size_ = 0;
   double cache_total_ = 0;
+  // The word's tokens in the table, summed by a build whose word had no
+  // overlay record (what the overlay's first Move of the word reads).
+  int64_t row_tokens_ = 0;
   uint32_t num_dirty_ = 0;
   TopicId dirty_[kMaxDirty];
   double dirty_built_[kMaxDirty];  // mass in the cache
@@ -86,7 +92,8 @@ class SparseLdaKernel final : public SamplingKernel {
 // batch's own moves on n_wk like SparseLdaKernel if batch_overlay is set.
 class DenseKernel final : public SamplingKernel {
  public:
-  DenseKernel(TopicId num_topics, bool batch_overlay);
+  DenseKernel(TopicId num_topics, bool batch_overlay,
+              int64_t overlay_max_word_tokens);
   void SampleBatch(const SweepParams& params, DocBatch* batch,
                    std::vector<TopicChange>* changes) override;
 

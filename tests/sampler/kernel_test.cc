@@ -310,42 +310,61 @@ INSTANTIATE_TEST_SUITE_P(
 // tokens; β is tiny, so a token all but surely joins the topic of the
 // word's other token. The first flips to topic 1 (where the second is).
 // Seeing that move, the second stays at 1; with the rows as the batch
-// began it would flip to 0, where the first token was.
-TEST(BatchOverlay, LaterTokensOfTheBatchSeeItsMoves) {
+// began it would flip to 0, where the first token was. Counts, over 200
+// batches, how often both end at 1 and how often they swapped.
+struct TwoTokenOutcome {
+  int both_at_one = 0, swapped = 0;
+};
+TwoTokenOutcome SampleTwoTokensOfOneWord(KernelKind kind,
+                                         const KernelOptions& options) {
   const TopicId K = 2;
   TopicTable table(2, K);
   // Word 1 (in no document of the batch) keeps n_k balanced.
-  ASSERT_TRUE(FillTable({{1, 1}, {50, 50}}, &table).ok());
+  EXPECT_TRUE(FillTable({{1, 1}, {50, 50}}, &table).ok());
   SweepParams params;
   params.table = &table;
   params.alpha = {1.0, 1.0};
   params.beta = 1e-4;
   params.beta_sum = params.beta * 2;
+  std::unique_ptr<SamplingKernel> kernel = MakeKernel(kind, K, options);
+  TwoTokenOutcome outcome;
+  std::vector<TopicChange> changes;
+  for (uint64_t b = 0; b < 200; ++b) {
+    DocBatch batch;
+    batch.index = b;
+    const WordId w0[] = {0};
+    const TopicId t0[] = {0}, t1[] = {1};
+    batch.AddDocument("a", "", w0, t0);
+    batch.AddDocument("b", "", w0, t1);
+    changes.clear();
+    kernel->SampleBatch(params, &batch, &changes);
+    outcome.both_at_one += batch.topics[0] == 1 && batch.topics[1] == 1;
+    outcome.swapped += batch.topics[0] == 1 && batch.topics[1] == 0;
+  }
+  return outcome;
+}
+
+TEST(BatchOverlay, LaterTokensOfTheBatchSeeItsMoves) {
   for (KernelKind kind : {KernelKind::kSparseLda, KernelKind::kDense}) {
     for (bool overlay : {true, false}) {
-      std::unique_ptr<SamplingKernel> kernel =
-          MakeKernel(kind, K, {.mh = {}, .batch_overlay = overlay});
-      int both_at_one = 0, swapped = 0;
-      std::vector<TopicChange> changes;
-      for (uint64_t b = 0; b < 200; ++b) {
-        DocBatch batch;
-        batch.index = b;
-        const WordId w0[] = {0};
-        const TopicId t0[] = {0}, t1[] = {1};
-        batch.AddDocument("a", "", w0, t0);
-        batch.AddDocument("b", "", w0, t1);
-        changes.clear();
-        kernel->SampleBatch(params, &batch, &changes);
-        both_at_one += batch.topics[0] == 1 && batch.topics[1] == 1;
-        swapped += batch.topics[0] == 1 && batch.topics[1] == 0;
-      }
+      const TwoTokenOutcome o =
+          SampleTwoTokensOfOneWord(kind, {.mh = {}, .batch_overlay = overlay});
       const std::string name =
           std::string(KernelKindName(kind)) + (overlay ? " with" : " without");
-      if (overlay) {
-        EXPECT_GE(both_at_one, 198) << name;
-      } else {
-        EXPECT_GE(swapped, 198) << name;
-      }
+      EXPECT_GE(overlay ? o.both_at_one : o.swapped, 198) << name;
+    }
+  }
+}
+
+// The same case with overlay_max_word_tokens 1 (the word has 2 tokens) is
+// sampled as without the overlay, and with 2 as with it.
+TEST(BatchOverlay, KernelsFollowOnlyWordsUpToTheLimit) {
+  for (KernelKind kind : {KernelKind::kSparseLda, KernelKind::kDense}) {
+    for (int64_t limit : {1, 2}) {
+      const TwoTokenOutcome o = SampleTwoTokensOfOneWord(
+          kind, {.mh = {}, .overlay_max_word_tokens = limit});
+      EXPECT_GE(limit == 2 ? o.both_at_one : o.swapped, 198)
+          << KernelKindName(kind) << " limit " << limit;
     }
   }
 }
@@ -469,7 +488,7 @@ TEST(BatchOverlay, CountsNetMovesSmallAndBig) {
     std::vector<std::vector<int>> expected(3, std::vector<int>(K, 0));
     auto move = [&](WordId w, TopicId from, TopicId to) {
       overlay.Focus(w);
-      overlay.Move(from, to);
+      overlay.Move(from, to, /*word_tokens=*/1);
       --expected[w][from];
       ++expected[w][to];
     };
@@ -495,6 +514,33 @@ TEST(BatchOverlay, CountsNetMovesSmallAndBig) {
       }
     }
   }
+}
+
+// A word with more tokens than max_word_tokens at its first move in a
+// batch is not followed for the rest of that batch (whatever its count
+// then); the next batch decides afresh.
+TEST(BatchOverlay, FrequentWordsAreNotFollowed) {
+  const TopicId K = 4;
+  internal::BatchOverlay overlay(K, /*max_word_tokens=*/10);
+  overlay.Reset(2);
+  overlay.Focus(0);
+  overlay.Move(0, 1, /*word_tokens=*/11);  // frequent: not followed
+  EXPECT_FALSE(overlay.followed());
+  overlay.Move(1, 2, /*word_tokens=*/3);
+  EXPECT_TRUE(overlay.empty());
+  overlay.Focus(1);
+  overlay.Move(0, 1, /*word_tokens=*/10);  // at the limit: followed
+  EXPECT_TRUE(overlay.followed());
+  overlay.Focus(0);  // the decision holds across focus changes
+  EXPECT_FALSE(overlay.followed());
+  EXPECT_TRUE(overlay.empty());
+  overlay.Focus(1);
+  EXPECT_EQ(overlay.Delta(1), 1);
+  overlay.Reset(2);
+  overlay.Focus(0);
+  EXPECT_TRUE(overlay.followed());
+  overlay.Move(0, 1, /*word_tokens=*/5);
+  EXPECT_EQ(overlay.Delta(1), 1);
 }
 
 TEST(KernelKind, ParsesNames) {
