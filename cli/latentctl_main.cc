@@ -58,14 +58,14 @@ int main(int argc, char** argv) {
   // ---- train ----
   latentd::TrainCommandOptions train;
   std::string format = "lines", optimize_alpha = "on", stopwords = "on",
-              kernel = "auto", on_malformed = "skip";
+              kernel = "auto", on_malformed = "skip", batch_overlay = "on";
   int threads = 1;
   uint32_t topics = 100;
   CLI::App* t = app.add_subcommand(
       "train",
       "Build a corpus into a model directory and train LDA on it "
-      "(collapsed Gibbs sampling: a sparse start, then SparseLDA, or MH "
-      "with alias tables where rows are dense; oneTBB pipeline). Prints a line "
+      "(collapsed Gibbs sampling: SparseLDA, or MH with alias tables where "
+      "rows are dense; oneTBB pipeline). Prints a line "
       "per sweep to stderr and the "
       "topics to stdout (--json: a summary of the run instead).");
   t->add_option("--corpus", train.input.path,
@@ -169,12 +169,30 @@ int main(int argc, char** argv) {
                 "(kernel mh, auto)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  train.trainer.init_row_topics = 1;
   t->add_option("--sparse-start", train.trainer.init_row_topics,
                 "Before the first sweep, give each word's tokens one of this "
                 "many topics fixed per word, so rows start sparse and the "
-                "first sweeps are cheap (0: the uniform random start)")
+                "first sweeps are cheap; its held-out perplexity is worse "
+                "than the uniform start's (README) (0: the uniform random "
+                "start)")
       ->check(CLI::Range(0u, latentd::kMaxTopics))
+      ->capture_default_str();
+  t->add_option("--batch-overlay", batch_overlay,
+                "on: a batch's later tokens see its own moves on the rows "
+                "of words of at most --overlay-max-word-tokens tokens, so "
+                "one thread samples (nearly) as a serial Gibbs sampler "
+                "(kernels sparse, dense, auto; mh keeps its own snapshots) "
+                "| off: they see the rows as the batch began (faster, "
+                "worse per sweep on short documents)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  t->add_option("--overlay-max-word-tokens",
+                train.trainer.pipeline.kernel_options.overlay_max_word_tokens,
+                "The batch overlay follows only words with at most this many "
+                "tokens in the corpus: a frequent word's own moves in a batch "
+                "barely change its row, and following them is most of the "
+                "overlay's cost (0: every word)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   latentd::AddJsonOption(t, &train.json);
   t->add_option("--batches-in-flight",
@@ -288,6 +306,7 @@ int main(int argc, char** argv) {
     train.input.skip_malformed = on_malformed == "skip";
     train.trainer.num_topics = topics;
     train.trainer.optimize_alpha = OnOff(optimize_alpha);
+    train.trainer.pipeline.kernel_options.batch_overlay = OnOff(batch_overlay);
     train.trainer.pipeline.threads = threads;
     train.trainer.pipeline.kernel = *latentd::ParseKernelKind(kernel);
     train.stop = &g_stop;

@@ -61,6 +61,10 @@ ModelSettings TrainSettings(const TrainCommandOptions& o, size_t vocab) {
   s["train.optimize_alpha"] = o.trainer.optimize_alpha ? "true" : "false";
   s["train.kernel"] = std::string(KernelKindName(o.trainer.pipeline.kernel));
   s["train.sparse_start"] = absl::StrCat(o.trainer.init_row_topics);
+  const KernelOptions& kernel = o.trainer.pipeline.kernel_options;
+  s["train.batch_overlay"] = kernel.batch_overlay ? "true" : "false";
+  s["train.overlay_max_word_tokens"] =
+      absl::StrCat(kernel.overlay_max_word_tokens);
   PutTokenizerSettings(o.input.tokenizer, &s);
   return s;
 }

@@ -189,8 +189,8 @@ class ModelQueries(unittest.TestCase):
             for w in t.top_words:
                 self.assertIn(w.word, VOCABULARY)
                 self.assertTrue(0 < w.probability < 1)
-        # The default is 10 words (fewer when the topic holds fewer: the
-        # sparse start separates the three themes' 6-7 words cleanly).
+        # The default is 10 words (fewer when the topic holds fewer, as a
+        # topic that separates one of the three themes' 6-7 words does).
         default = c.list_topics()[0].top_words
         self.assertEqual(default, c.list_topics(top_words=10)[0].top_words)
         self.assertEqual(len(default),
