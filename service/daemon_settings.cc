@@ -499,6 +499,16 @@ void AddClusterSettings(const AddFn& add) {
       "Seconds to wait for every member to join and push its counts",
       Seconds("join-timeout", 1, 86400,
               [](DaemonConfig* c) { return &c->cluster.join_timeout; }));
+  add("replicas", "2", "1..8",
+      "Cluster mode: copies of each acknowledged document on distinct nodes' "
+      "disks. With k > 1 an Ingest is acknowledged only once this node's "
+      "ingest log and the replica logs (DIR/replicas) of the next k-1 "
+      "members of the ring for the document or its user hold it fsynced; "
+      "a backup that cannot be reached fails it (UNAVAILABLE). The copies "
+      "of a node removed with `latentctl cluster remove-node --lost` are "
+      "adopted by the nodes holding them. 1: no copies",
+      Int<uint32_t>("replicas", 1, 8,
+                    [](DaemonConfig* c) { return &c->service.replicas; }));
   add("failure-timeout", "1.5", "0 or 0.1..3600",
       "Seconds without a heartbeat in Redis after which a ring member is "
       "declared down and failed over: the others take its counts out of the "

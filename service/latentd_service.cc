@@ -116,6 +116,10 @@ absl::Status LatentdService::Init(MetricsRegistry* metrics) {
   }
   LATENTD_RETURN_IF_ERROR(OpenTrainer());
   LATENTD_RETURN_IF_ERROR(ReplayLog());
+  if (options_.cluster_mode && options_.replicas > 1) {
+    LATENTD_ASSIGN_OR_RETURN(
+        replicas_, ReplicaLogs::Open(options_.data_dir + "/replicas"));
+  }
   LATENTD_RETURN_IF_ERROR(MergePending());
   absl::StatusOr<absl::flat_hash_map<std::string, UserTopics>> users =
       CollectUsers(trainer_->store());
@@ -177,6 +181,27 @@ void LatentdService::RegisterMetrics(MetricsRegistry* metrics) {
   m_.forwarded =
       r.AddCounter("latentd_ingest_forwarded_total",
                    "Cluster mode: users' events forwarded to their owner node");
+  m_.replicated = r.AddCounter(
+      "latentd_ingest_replicated_total",
+      "Cluster mode: copies of this node's acknowledged documents that "
+      "backups (--replicas) hold fsynced");
+  m_.under_replicated = r.AddCounter(
+      "latentd_ingest_under_replicated_total",
+      "Cluster mode: documents acknowledged with fewer copies than "
+      "--replicas because the ring had fewer members");
+  m_.replicas_adopted = r.AddCounter(
+      "latentd_replicas_adopted_total",
+      "Cluster mode: replica copies of a node removed as lost that this "
+      "node ingested as its own documents");
+  m_.replica_records = r.AddGauge(
+      "latentd_replica_records",
+      "Cluster mode: replica copies of other nodes' documents this node "
+      "holds (DIR/replicas)");
+  r.AddCollector([this] {
+    if (replicas_ != nullptr) {
+      m_.replica_records->Set(static_cast<double>(replicas_->records()));
+    }
+  });
   m_.checkpoints =
       r.AddCounter("latentd_checkpoints_total", "Checkpoints written");
   m_.log_damage =
@@ -352,6 +377,9 @@ void LatentdService::Start() {
     training_ = true;
     thread_ = std::thread([this] { TrainLoop(); });
   }
+  if (replicas_ != nullptr) {
+    replica_thread_ = std::thread([this] { ReplicaLoop(); });
+  }
   if (graph_ != nullptr) graph_->Start();
 }
 
@@ -363,6 +391,7 @@ absl::Status LatentdService::Stop() {
     stopping_ = true;
   }
   if (thread_.joinable()) thread_.join();
+  if (replica_thread_.joinable()) replica_thread_.join();
   training_ = false;
   absl::Status graph_stopped =
       graph_ != nullptr ? graph_->Stop() : absl::OkStatus();

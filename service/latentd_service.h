@@ -73,6 +73,7 @@
 #include "service/internal/cpu_gate.h"
 #include "service/metrics.h"
 #include "service/model_view.h"
+#include "service/replica_logs.h"
 #include "service/store_merge.h"
 #include "service/sweep_history.h"
 #include "sync/tls.h"
@@ -158,6 +159,15 @@ struct ServiceOptions {
   // TLS towards the peers' TCP APIs when forwarding (their tls-cert): on
   // when this node's own API runs TLS, verified against the tls-ca file.
   sync::ClientTls peer_tls;
+  // Cluster mode: copies of each acknowledged document, on distinct nodes
+  // (--replicas; docs/latentd.md "Replicated ingestion"). With k > 1 a
+  // document is acknowledged only once this node's ingest log and the
+  // replica logs (DIR/replicas, service/replica_logs.h) of the next k-1
+  // distinct members of the ring for that document or user hold it
+  // fsynced; a backup that cannot be reached fails the ingest
+  // (kUnavailable). A ring of fewer than k members takes as many copies as
+  // it has members (counted as under-replicated). 1: no copies.
+  uint32_t replicas = 2;
 };
 
 class LatentdService {
@@ -230,7 +240,9 @@ class LatentdService {
   // forwarded to it (unless `route` is false: the caller is the forwarding
   // node); a forward that fails fails the call (records forwarded before it
   // stay accepted by their owners, which drop them if sent again with the
-  // same source).
+  // same source). With options.replicas > 1 the records kept here are first
+  // copied to their backups (kUnavailable, nothing appended here, if one
+  // cannot take them; docs/latentd.md "Replicated ingestion").
   struct LogRange {
     uint64_t first = 0;
     uint64_t last = 0;
@@ -240,6 +252,9 @@ class LatentdService {
                                          bool route = true);
   // True if a record with this non-empty source is in the ingest log.
   bool SourceIngested(const std::string& source) const;
+  // Cluster mode with replicas > 1: the replica copies this node holds of
+  // other nodes' documents; nullptr otherwise.
+  ReplicaLogs* replica_logs() const { return replicas_.get(); }
 
   std::shared_ptr<const ModelView> view() const;
   // The node's graph model, nullptr unless options.graph.edges_path is set.
@@ -358,10 +373,42 @@ class LatentdService {
       const std::string& owner,
       const api::GetUserProfileRequest& request) const;
   absl::StatusOr<ApiClient*> PeerClient(const std::string& id) const;
+  // `r` as a document of a request to a peer (its words joined by spaces).
+  static void AddDocument(const IngestRecord& r, api::IngestRequest* request);
+  // The documents of an Ingest request, tokenized; kInvalidArgument naming
+  // the first one without words.
+  absl::StatusOr<std::vector<IngestRecord>> RequestRecords(
+      const api::IngestRequest& request) const;
+  // Replicated ingestion (service_replication.cc). Sends each record to
+  // its backups and returns once they hold it fsynced; kUnavailable naming
+  // the backup if one cannot (some backups may hold copies then).
+  absl::Status Replicate(const std::vector<IngestRecord>& records);
+  // A peer's Ingest with replica_of set: appends the copies to the replica
+  // log of their origin.
+  absl::StatusOr<api::IngestResponse> IngestReplica(
+      const api::IngestRequest& request);
+  // The replica thread: adopts the copies of origins removed from the
+  // cluster as lost, every 500 ms (AdoptLostOrigins).
+  void ReplicaLoop();
+  absl::Status AdoptLostOrigins();
 
   ServiceOptions options_;
   Tokenizer tokenizer_;
   std::unique_ptr<IngestLog> log_;
+  std::unique_ptr<ReplicaLogs> replicas_;  // see replica_logs()
+  std::thread replica_thread_;
+  // The ring with the replication of options_.replicas, for choosing
+  // backups: rebuilt when the link's ring epoch changes.
+  mutable absl::Mutex placement_mu_;
+  uint64_t placement_version_ ABSL_GUARDED_BY(placement_mu_) = 0;
+  std::shared_ptr<const hashring::Ring> placement_
+      ABSL_GUARDED_BY(placement_mu_);
+  // Origins of replica copies that left the cluster by a removal the
+  // replica thread did not see (warned once). Replica thread only.
+  absl::flat_hash_set<std::string> unknown_origins_;
+  // Redis and cluster name, for reading which members are lost.
+  std::string cluster_redis_url_;
+  std::string cluster_name_;
 
   // Training state: the training thread, or a caller holding train_mu_.
   absl::Mutex train_mu_;
@@ -487,6 +534,10 @@ class LatentdService {
     Counter* duplicates;
     Counter* words_adopted;
     Counter* forwarded;
+    Counter* replicated;
+    Counter* under_replicated;
+    Counter* replicas_adopted;
+    Gauge* replica_records;
     Counter* checkpoints;
     Counter* snapshots_refused;
     Counter* log_damage;

@@ -110,6 +110,8 @@ absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
   }
   synced_ = std::make_unique<SyncedTopicTable>(table, std::move(keys),
                                                std::move(names));
+  cluster_redis_url_ = options.redis_url;
+  cluster_name_ = options.cluster;
   SweepPipeline* pipeline = trainer_->pipeline();
   pipeline->SetCountUpdaterHook(
       [this](TopicTable*, std::span<const WordTopicDelta> applied) {
@@ -289,6 +291,15 @@ void LatentdService::SetPeerToken(std::string token) {
   peer_token_ = std::move(token);
 }
 
+void LatentdService::AddDocument(const IngestRecord& r,
+                                 api::IngestRequest* request) {
+  api::Document* d = request->add_documents();
+  d->set_id(r.doc_id);
+  d->set_user(r.user);
+  d->set_source(r.source);
+  d->set_text(absl::StrJoin(r.words, " "));
+}
+
 absl::Status LatentdService::ForwardToOwners(std::vector<IngestRecord>* records,
                                              uint64_t* accepted) {
   absl::flat_hash_map<std::string, api::IngestRequest> by_owner;
@@ -301,11 +312,7 @@ absl::Status LatentdService::ForwardToOwners(std::vector<IngestRecord>* records,
     }
     api::IngestRequest& req = by_owner[owner];
     req.set_local(true);
-    api::Document* d = req.add_documents();
-    d->set_id(r.doc_id);
-    d->set_user(r.user);
-    d->set_source(r.source);
-    d->set_text(absl::StrJoin(r.words, " "));
+    AddDocument(r, &req);
   }
   *records = std::move(mine);
   for (const auto& [owner, req] : by_owner) {

@@ -52,6 +52,10 @@ absl::StatusOr<uint64_t> LatentdService::IngestRecords(
                                });
   }
   if (records.empty()) return forwarded;
+  // Copies first: a document is acknowledged once every copy is durable.
+  if (replicas_ != nullptr && JoinedLink() != nullptr) {
+    LATENTD_RETURN_IF_ERROR(Replicate(records));
+  }
   // Appends are serialized by the log; the pending queue keeps log order
   // because both happen under pending_mu_'s successor ordering below.
   absl::MutexLock lock(&pending_mu_);
@@ -70,17 +74,8 @@ absl::StatusOr<uint64_t> LatentdService::IngestRecords(
   return n + forwarded;
 }
 
-absl::StatusOr<api::IngestResponse> LatentdService::Ingest(
-    const api::IngestRequest& request) {
-  if (request.documents_size() == 0) {
-    return absl::InvalidArgumentError("ingest request holds no documents");
-  }
-  if (static_cast<size_t>(request.documents_size()) >
-      options_.max_documents_per_ingest) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ingest request holds ", request.documents_size(),
-        " documents; at most ", options_.max_documents_per_ingest));
-  }
+absl::StatusOr<std::vector<IngestRecord>> LatentdService::RequestRecords(
+    const api::IngestRequest& request) const {
   std::vector<IngestRecord> records;
   for (int i = 0; i < request.documents_size(); ++i) {
     const api::Document& d = request.documents(i);
@@ -100,6 +95,23 @@ absl::StatusOr<api::IngestResponse> LatentdService::Ingest(
     r.words = std::move(*words);
     r.topics = std::move(topics);
   }
+  return records;
+}
+
+absl::StatusOr<api::IngestResponse> LatentdService::Ingest(
+    const api::IngestRequest& request) {
+  if (request.documents_size() == 0) {
+    return absl::InvalidArgumentError("ingest request holds no documents");
+  }
+  if (static_cast<size_t>(request.documents_size()) >
+      options_.max_documents_per_ingest) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ingest request holds ", request.documents_size(),
+        " documents; at most ", options_.max_documents_per_ingest));
+  }
+  if (!request.replica_of().empty()) return IngestReplica(request);
+  LATENTD_ASSIGN_OR_RETURN(std::vector<IngestRecord> records,
+                           RequestRecords(request));
   LogRange appended;
   LATENTD_ASSIGN_OR_RETURN(
       uint64_t n,

@@ -233,4 +233,14 @@ std::map<std::string, long long> WriteApParts(
   return freq;
 }
 
+sync::ClusterStatus ReadStatus(const RedisServer& redis,
+                               const std::string& cluster) {
+  auto client = sync::RedisClient::Connect(redis.address());
+  EXPECT_TRUE(client.ok()) << client.status();
+  if (!client.ok()) return {};
+  auto st = sync::ReadClusterStatus(client->get(), cluster);
+  EXPECT_TRUE(st.ok()) << st.status();
+  return st.ok() ? *st : sync::ClusterStatus{};
+}
+
 }  // namespace latentd::testing

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "service/api_client.h"
+#include "sync/cluster_admin.h"
 #include "tests/service/daemon_harness.h"
 
 namespace latentd::testing {
@@ -77,6 +78,11 @@ std::string ApFile(const char* name);
 std::map<std::string, long long> WriteApParts(
     const std::string& dir, int parts,
     std::vector<std::map<std::string, long long>>* per_part = nullptr);
+
+// Cluster `cluster` as the Redis server `redis` holds it; a test failure
+// and an empty status if it cannot be read.
+sync::ClusterStatus ReadStatus(const RedisServer& redis,
+                               const std::string& cluster);
 
 }  // namespace latentd::testing
 
