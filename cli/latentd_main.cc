@@ -408,7 +408,9 @@ int main(int argc, char** argv) {
       "(and takes new edges). "
       "With --cluster-redis it is one node of a training cluster: it takes "
       "users' events and profile queries, and writes DIR/ports, once every "
-      "member has joined.\n"
+      "member has joined; a node with --graph-edges and no corpus is then "
+      "a node of a graph cluster (each trains on the share of the edge "
+      "list the ring gives it; --graph-consensus).\n"
       "Every setting below may also be given in the --config file as "
       "'name = value'; a flag wins over the file."};
   app.set_version_flag("--version", "latentd 0.1.0");

@@ -572,6 +572,27 @@ void AddGraphSettings(const AddFn& add) {
       "train forever); edges ingested later still get one epoch",
       Int<uint64_t>("graph-max-epochs", 0, int64_t{1} << 62,
                     [=](DaemonConfig* c) { return &graph(c)->max_epochs; }));
+  add("graph-mu", "0.01", "0..1000000",
+      "Consensus strength mu of a graph cluster's dual decomposition: each "
+      "node's copy of a vertex is pulled towards the consensus by "
+      "(mu/2)|x - z|^2, weighted by its edges there (cluster mode only)",
+      Double("graph-mu", 0, 1e6,
+             [=](DaemonConfig* c) { return &graph(c)->trainer.mu; }));
+  add("graph-consensus", "dual", "dual|naive",
+      "How a graph cluster (--graph-edges with --cluster-redis and no "
+      "corpus) agrees on the vectors: dual decomposition (local copies "
+      "pulled to their consensus), or naive (one shared Z, every node's "
+      "SGD steps summed into it; kept to compare with)",
+      [=](std::string_view v, DaemonConfig* c) -> absl::Status {
+        if (v == "dual") {
+          graph(c)->consensus = ConsensusMode::kDual;
+        } else if (v == "naive") {
+          graph(c)->consensus = ConsensusMode::kNaive;
+        } else {
+          return Bad("graph-consensus", v, "dual|naive");
+        }
+        return absl::OkStatus();
+      });
   add("graph-checkpoint-every", "10", "0..1000000",
       "Write DIR/graph/graph.bin every N epochs (0: only at exit and when "
       "graph-max-epochs is reached, as always)",

@@ -169,6 +169,13 @@ absl::Status GraphService::Rebuild(const GraphModel* previous) {
     }
     full = full.WithEdges(std::move(train));
   }
+  if (shard_) {
+    std::vector<GraphEdge> mine;
+    for (const GraphEdge& e : full.edges()) {
+      if (shard_->contains(full.keys()[e.src])) mine.push_back(e);
+    }
+    full = full.WithEdges(std::move(mine));
+  }
   uint64_t start_epoch = previous != nullptr ? previous->header().epoch : 0;
   std::optional<GraphModel> live;
   if (trainer_ != nullptr) {
@@ -197,6 +204,74 @@ absl::Status GraphService::Rebuild(const GraphModel* previous) {
   return absl::OkStatus();
 }
 
+absl::Status GraphService::JoinCluster(ClusterLinkOptions link) {
+  if (started_ || link_ != nullptr) {
+    return absl::FailedPreconditionError(
+        "GraphService::JoinCluster must come once, before Start()");
+  }
+  const bool dual = options_.consensus == ConsensusMode::kDual;
+  if (dual && !(options_.trainer.mu > 0)) {
+    return absl::InvalidArgumentError(
+        "the dual graph consensus needs graph-mu > 0");
+  }
+  absl::MutexLock lock(&train_mu_);
+  auto factory =
+      [this](const hashring::RingConfig& config, const hashring::Ring& ring,
+             uint32_t self)
+          ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<LinkedTable> {
+    // Held by JoinCluster's caller: the factory runs inside Create.
+    absl::flat_hash_set<VertexKey> owned;
+    for (VertexKey key : trainer_->graph().keys()) {
+      if (ring.Owner(VertexSyncKey(key)) == self) owned.insert(key);
+    }
+    shard_ = std::move(owned);
+    LATENTD_RETURN_IF_ERROR(Rebuild(nullptr));
+    if (trainer_->graph().num_edges() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "graph: the ring gives node ", config.members[self].id,
+          " no edge of ", options_.edges_path, " (too few edges for ",
+          config.members.size(), " nodes)"));
+    }
+    synced_ =
+        std::make_unique<SyncedEmbeddings>(trainer_.get(), options_.consensus);
+    trainer_->SetUpdaterHook(
+        [this](std::span<const VertexId> vertices, std::span<const float> steps)
+            ABSL_NO_THREAD_SAFETY_ANALYSIS {
+              // The updater, the vectors' single writer, during an epoch.
+              synced_->MarkApplied(vertices, steps);
+              return link_->AfterWrite();
+            });
+    Log(absl::StrCat("graph: this node trains on ",
+                     trainer_->graph().num_edges(), " edges (",
+                     synced_->num_keys(), " vertices held) of ",
+                     config.members.size(), " nodes' "));
+    LinkedTable t;
+    t.table = synced_.get();
+    t.apply_pending = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      synced_->ApplyPending();  // the writer's side (see the link)
+      return absl::OkStatus();
+    };
+    return t;
+  };
+  link.log = [](std::string_view line) { Log(std::string(line)); };
+  Log(absl::StrCat("graph: joining cluster '", link.cluster, "' as ",
+                   link.node_id, " (", link.expected_members, " members, ",
+                   link.consistency.ToString(), ", ",
+                   dual ? "dual decomposition" : "naive shared Z", ")"));
+  absl::StatusOr<std::unique_ptr<ClusterLink>> created = ClusterLink::Create(
+      std::move(link), options_.trainer.dim + 2, std::move(factory));
+  if (!created.ok()) return created.status();
+  link_ = std::move(*created);
+  cluster_ = true;
+  if (dual) synced_->RefreshConsensus(/*reset=*/true);
+  {
+    absl::MutexLock m(&model_mu_);
+    status_.set_consensus(dual ? "dual" : "naive");
+  }
+  Publish();
+  return absl::OkStatus();
+}
+
 void GraphService::Start() {
   if (started_) return;
   started_ = true;
@@ -213,6 +288,7 @@ absl::Status GraphService::Stop() {
   }
   if (thread_.joinable()) thread_.join();
   training_ = false;
+  if (link_ != nullptr) link_->Stop();
   absl::MutexLock lock(&train_mu_);
   absl::Status s = trainer_ != nullptr ? WriteCheckpoint() : absl::OkStatus();
   absl::MutexLock ingest(&ingest_mu_);
@@ -257,9 +333,19 @@ void GraphService::TrainLoop() {
                                          "stops: ",
                                          s.message()));
       m_.epoch_errors->Add();
+      {
+        absl::MutexLock m(&model_mu_);
+        status_.set_error(std::string(s.message()));
+      }
+      // A cluster member that stops says so: the others do not wait.
+      if (link_ != nullptr && !cluster_finished_) {
+        cluster_finished_ = true;
+        link_->Finish();
+      }
       training_ = false;
     } else if (options_.max_epochs > 0 &&
                trainer_->epoch() >= options_.max_epochs) {
+      if (link_ != nullptr && !cluster_finished_) FinishCluster();
       // Done until new edges come: the model on disk is the one served.
       if (checkpoint_epoch_ != trainer_->epoch()) {
         absl::Status c = WriteCheckpoint();
@@ -291,10 +377,28 @@ absl::StatusOr<bool> GraphService::TakePending() {
 }
 
 absl::Status GraphService::EpochOnce() {
+  if (link_ != nullptr) {
+    LATENTD_RETURN_IF_ERROR(link_->BeforeSweep(trainer_->epoch() + 1));
+    if (options_.consensus == ConsensusMode::kDual) {
+      const double d = synced_->RefreshConsensus(/*reset=*/true);
+      absl::MutexLock lock(&model_mu_);
+      status_.set_consensus_distance(d);
+      // The copies start equal: the first disagreement is the first
+      // epoch's.
+      if (trainer_->epoch() == 1) status_.set_first_consensus_distance(d);
+    }
+  }
   LATENTD_ASSIGN_OR_RETURN(EpochResult r, trainer_->RunEpoch());
+  if (link_ != nullptr) {
+    const uint64_t b = options_.trainer.batch_edges;
+    link_->EndSweep((r.edges + b - 1) / b);
+    link_->AnnounceSweep(r.epoch);
+  }
   const ObjectiveEvaluator::Value objective = trainer_->Objective();
   LinkScores scores;
-  if (split_ && !split_->positives.empty()) {
+  // A cluster node holds a share of the vertices: the held-out pairs are
+  // scored on the whole model, by whoever collects it.
+  if (split_ && !split_->positives.empty() && link_ == nullptr) {
     const GraphTrainer* t = trainer_.get();
     scores = EvaluateLinks(
         *split_, [t](VertexId a, VertexId b) { return t->Score(a, b); });
@@ -327,8 +431,66 @@ absl::Status GraphService::EpochOnce() {
   return absl::OkStatus();
 }
 
+void GraphService::FinishCluster() {
+  cluster_finished_ = true;
+  // This node's last push acknowledged by every owner before it says it is
+  // finished (a round that timed out is sent again).
+  for (int pass = 0; pass < 50; ++pass) {
+    if (link_->DrainPass().unavailable.empty()) break;
+  }
+  link_->Finish();
+  if (!link_->WaitAllFinished(absl::Minutes(10))) {
+    log::Warning("latentd",
+                 "graph: not every node finished in 10 minutes; "
+                 "taking the consensus as it is");
+  }
+  for (const std::string& peer : link_->UnavailablePeers()) {
+    log::Warning("latentd",
+                 absl::StrCat("graph: taking the final consensus without ",
+                              peer, " (unreachable)"));
+  }
+  // Two quiet passes in a row that reached every owner: every node's last
+  // push has been heard.
+  for (int quiet = 0, pass = 0; quiet < 2 && pass < 50; ++pass) {
+    const sync::Synchronizer::PassResult r = link_->DrainPass();
+    quiet = r.quiet && r.unavailable.empty() ? quiet + 1 : 0;
+  }
+  if (options_.consensus == ConsensusMode::kDual) {
+    const double d = synced_->RefreshConsensus(/*reset=*/true);
+    absl::MutexLock lock(&model_mu_);
+    Log(absl::StrFormat(
+        "graph: final consensus taken (copies were %.4g from it; %.4g "
+        "before the first epoch)",
+        d, status_.first_consensus_distance()));
+    status_.set_consensus_distance(d);
+  }
+  const ObjectiveEvaluator::Value objective = trainer_->Objective();
+  {
+    absl::MutexLock lock(&model_mu_);
+    status_.set_objective(objective.total());
+  }
+  m_.objective->Set(objective.total());
+  Publish();
+}
+
+GraphModel GraphService::CurrentModel() const {
+  GraphModel all = ToGraphModel(*trainer_);
+  if (synced_ == nullptr) return all;
+  const std::vector<uint32_t> degree = trainer_->graph().Degrees();
+  const uint32_t d = all.dim();
+  std::vector<VertexKey> keys;
+  std::vector<float> vectors;
+  for (size_t v = 0; v < degree.size(); ++v) {
+    if (degree[v] == 0) continue;
+    keys.push_back(all.keys()[v]);
+    vectors.insert(vectors.end(), &all.vectors()[v * d],
+                   &all.vectors()[v * d] + d);
+  }
+  return GraphModel(all.header(), std::move(keys), std::move(vectors));
+}
+
 void GraphService::Publish() {
-  auto model = std::make_shared<const GraphModel>(ToGraphModel(*trainer_));
+  auto model = std::make_shared<const GraphModel>(CurrentModel());
   const GraphData& g = trainer_->graph();
   {
     absl::MutexLock lock(&model_mu_);
@@ -352,8 +514,7 @@ void GraphService::Publish() {
 }
 
 absl::Status GraphService::WriteCheckpoint() {
-  LATENTD_RETURN_IF_ERROR(
-      SaveGraphCheckpoint(ToGraphModel(*trainer_), options_.dir));
+  LATENTD_RETURN_IF_ERROR(SaveGraphCheckpoint(CurrentModel(), options_.dir));
   checkpoint_epoch_ = trainer_->epoch();
   absl::MutexLock lock(&model_mu_);
   status_.set_checkpoint_epoch(checkpoint_epoch_);
@@ -488,6 +649,12 @@ absl::StatusOr<api::IngestEdgesResponse> GraphService::IngestEdges(
     }
     const auto [lo, hi] = PairOf(e.src(), e.dst());
     edges.push_back({lo, hi, w});
+  }
+  if (cluster_.load()) {
+    return absl::FailedPreconditionError(
+        "IngestEdges: a graph node in cluster mode trains on the share of "
+        "its edge list the ring gave it at start; ingesting edges there is "
+        "not built (restart the cluster with the new edges in the list)");
   }
   absl::MutexLock lock(&ingest_mu_);
   if (stopping_ || ingest_file_ == nullptr) {

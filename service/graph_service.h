@@ -23,6 +23,19 @@
 // their ids and vectors; new vertices start at random) and publishes the
 // model at once, so new vertices are known before that epoch ends.
 //
+// Cluster mode (JoinCluster, before Start; docs/latentd.md "Graph
+// consensus across latentd nodes"): every node is given the same edge
+// list; once the ring is fixed the node keeps the edges whose first
+// endpoint's vertex key the ring gives it, and its vectors become local
+// copies synchronized through a ClusterLink (SyncedEmbeddings: dual
+// decomposition, or the naive shared Z). Each epoch: BeforeSweep (under
+// bsp: every node has pushed the previous epoch; the others' sums pulled),
+// then (dual) every copy is set to the consensus z̄ it now knows and pulled
+// towards it by μ during the epoch, then EndSweep (push) and AnnounceSweep.
+// At max_epochs the node finishes, waits for every node to, drains, and
+// (dual) sets its copies to the final z̄. It serves and checkpoints the
+// vertices it holds only; IngestEdges is refused (the shard is fixed).
+//
 // Thread-safety: the API methods and FillStatus may be called from any
 // number of threads at once, also while training runs. Start() and Stop()
 // from one thread.
@@ -46,7 +59,9 @@
 #include "corpora/edge_list.h"
 #include "sampler/graph/graph_model.h"
 #include "sampler/graph/graph_trainer.h"
+#include "sampler/graph/synced_embeddings.h"
 #include "service/api.pb.h"
+#include "service/cluster/cluster_link.h"
 #include "service/metrics.h"
 
 namespace latentd::service {
@@ -66,6 +81,9 @@ struct GraphServiceOptions {
   uint32_t max_top = 1000;    // NearestVertices' largest `top`
   size_t max_pairs = 100000;  // ScorePairs' most pairs per call
   size_t max_ingest_edges = 100000;  // IngestEdges' most edges per call
+  // Cluster mode only: dual decomposition (trainer.mu > 0 needed) or the
+  // naive shared Z, kept to compare with.
+  ConsensusMode consensus = ConsensusMode::kDual;
 };
 
 class GraphService {
@@ -78,6 +96,17 @@ class GraphService {
   static absl::StatusOr<std::unique_ptr<GraphService>> Open(
       const GraphServiceOptions& options, MetricsRegistry* metrics);
   ~GraphService();  // Stop()
+
+  // Makes this node a member of a graph cluster (see above): joins through
+  // a ClusterLink built from `link` (blocks until the ring is fixed and
+  // every member pushed its initial copies), keeps the ring's share of the
+  // edges. kInvalidArgument for the dual consensus without trainer.mu > 0,
+  // or a share without edges; the link's errors otherwise. REQUIRES:
+  // before Start(), at most once.
+  absl::Status JoinCluster(ClusterLinkOptions link);
+
+  // True once JoinCluster has succeeded. Any thread.
+  bool joined() const { return cluster_.load(); }
 
   // Starts the training thread.
   void Start();
@@ -115,6 +144,11 @@ class GraphService {
   // One epoch, then scores, publishes and checkpoints as due.
   absl::Status EpochOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   void Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // The trainer's vectors; in cluster mode of the vertices held only.
+  GraphModel CurrentModel() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Cluster mode, at max_epochs: finish, wait for the others, drain, and
+  // (dual) take the final consensus.
+  void FinishCluster() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status WriteCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   std::shared_ptr<const GraphModel> model() const;
   // Appends edges to ingested.edges and fsyncs.
@@ -131,6 +165,15 @@ class GraphService {
   std::unique_ptr<GraphTrainer> trainer_ ABSL_GUARDED_BY(train_mu_);
   uint64_t checkpoint_epoch_ ABSL_GUARDED_BY(train_mu_) = 0;
   uint64_t unpublished_ ABSL_GUARDED_BY(train_mu_) = 0;
+  // Cluster mode: the vertex keys whose edges (by first endpoint) this
+  // node trains on, its synchronized copies and its link; the first and
+  // the latest copy-to-consensus distance (dual, before each reset).
+  std::optional<absl::flat_hash_set<VertexKey>> shard_
+      ABSL_GUARDED_BY(train_mu_);
+  std::unique_ptr<SyncedEmbeddings> synced_ ABSL_GUARDED_BY(train_mu_);
+  std::unique_ptr<ClusterLink> link_;  // set before Start()
+  std::atomic<bool> cluster_{false};
+  bool cluster_finished_ ABSL_GUARDED_BY(train_mu_) = false;
 
   // Acknowledged edges not yet trained on, the pairs ever seen (min key,
   // max key) for deduplication, and the append-only file.

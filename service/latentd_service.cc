@@ -98,11 +98,8 @@ absl::Status LatentdService::Init(MetricsRegistry* metrics) {
   absl::MutexLock lock(&train_mu_);
   if (!PathExists(ModelPaths(dir).tokens())) {
     if (options_.corpus.path.empty() && !options_.graph.edges_path.empty()) {
-      // A graph-only node: no topic model at all.
-      if (options_.cluster_mode) {
-        return absl::FailedPreconditionError(
-            "cluster mode needs a topic model: give a corpus (--corpus)");
-      }
+      // A graph-only node: no topic model at all (in cluster mode, a
+      // member of a graph cluster: JoinCluster).
       topics_ = false;
       Log("no corpus and no topic model: serving the graph only");
       return OpenGraph(metrics);

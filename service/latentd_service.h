@@ -280,7 +280,9 @@ class LatentdService {
   // node_id must be this node's API TCP address (peers forward to it).
   // Blocks until every member has joined and pushed its counts; the table
   // then holds the global counts. Fails (no cluster mode) if the cluster
-  // cannot be joined. REQUIRES: Start() not yet called; at most once.
+  // cannot be joined. On a graph-only node the graph model joins instead
+  // (GraphService::JoinCluster: a graph cluster). REQUIRES: Start() not
+  // yet called; at most once.
   absl::Status JoinCluster(ClusterLinkOptions options);
   bool cluster_mode() const { return options_.cluster_mode; }
   // The id (API address) of the node owning `user` by the ring; "" when

@@ -98,6 +98,15 @@ absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
     return absl::InvalidArgumentError(
         "cluster mode needs the node's API TCP address as its id (--listen)");
   }
+  if (!topics_) {
+    // A graph-only node: its graph model is what the cluster synchronizes.
+    if (graph_ == nullptr) {
+      return absl::FailedPreconditionError(
+          "cluster mode needs a topic model (--corpus) or a graph "
+          "(--graph-edges)");
+    }
+    return graph_->JoinCluster(std::move(options));
+  }
   absl::MutexLock lock(&train_mu_);
   TopicTable* table = trainer_->mutable_table();
   // Every word of the cluster, named, so that words any node brings reach

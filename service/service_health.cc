@@ -27,6 +27,9 @@ absl::Status LatentdService::Readiness() const {
     if (stopping_) return absl::UnavailableError("shutting down");
   }
   if (!topics_) {  // a graph-only node: its model is loaded at Open
+    if (options_.cluster_mode && !graph_->joined()) {
+      return absl::UnavailableError("still joining its cluster");
+    }
     return CheckWritable("data directory", options_.data_dir);
   }
   if (view() == nullptr) return absl::UnavailableError("no model loaded yet");

@@ -217,4 +217,20 @@ double SyncedEmbeddings::ConsensusDistance() const {
   return sum / held_.size();
 }
 
+double SyncedEmbeddings::RefreshConsensus(bool reset) {
+  const double distance = ConsensusDistance();
+  std::vector<float> zbar = Consensus();
+  if (reset) {
+    std::vector<float> x(dim_), delta(dim_);
+    for (size_t v = 0; v < zbar.size() / dim_; ++v) {
+      trainer_->ReadRow(static_cast<VertexId>(v), x.data());
+      for (uint32_t k = 0; k < dim_; ++k) delta[k] = zbar[v * dim_ + k] - x[k];
+      trainer_->ApplyCorrection(static_cast<VertexId>(v), delta);
+    }
+  }
+  trainer_->SetConsensusTarget(zbar);
+  trainer_->SetVertexScales(LambdaScale(), MuScale());
+  return distance;
+}
+
 }  // namespace latentd

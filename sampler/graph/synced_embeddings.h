@@ -96,6 +96,11 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   std::vector<float> MuScale() const;
   // kDual: the mean over held vertices of ‖x_i − z̄_i‖ (Euclidean).
   double ConsensusDistance() const;
+  // kDual, the dual step between epochs: gives the trainer Consensus() as
+  // its target and the λ and μ scales; with `reset`, first sets every copy
+  // to z̄ (GraphTrainer::ApplyCorrection). Returns ConsensusDistance() as
+  // it was before. REQUIRES: no epoch running (the writer's side).
+  double RefreshConsensus(bool reset);
 
  private:
   // *row = this node's contribution now, quantized.

@@ -14,15 +14,33 @@
 
 namespace latentd {
 
-ClusterLink::ClusterLink(ClusterLinkOptions options, SyncedTopicTable* table)
+ClusterLink::ClusterLink(ClusterLinkOptions options, SyncedTopicTable* topics,
+                         uint32_t dimension, LinkedTableFactory factory)
     : options_(std::move(options)),
-      table_(table),
-      owner_(std::make_unique<sync::OwnerShard>(table->dimension())),
-      clocks_(std::make_unique<sync::ClockTable>(std::vector<std::string>{})) {}
+      topics_(topics),
+      table_(topics),
+      factory_(std::move(factory)),
+      owner_(std::make_unique<sync::OwnerShard>(dimension)),
+      clocks_(std::make_unique<sync::ClockTable>(std::vector<std::string>{})) {
+  if (topics != nullptr) {
+    apply_pending_ = [topics] { return topics->ApplyPending(); };
+  }
+}
 
 absl::StatusOr<std::unique_ptr<ClusterLink>> ClusterLink::Create(
     ClusterLinkOptions options, SyncedTopicTable* table) {
-  std::unique_ptr<ClusterLink> link(new ClusterLink(std::move(options), table));
+  std::unique_ptr<ClusterLink> link(
+      new ClusterLink(std::move(options), table, table->dimension(), nullptr));
+  LATENTD_RETURN_IF_ERROR(link->StartServer());
+  LATENTD_RETURN_IF_ERROR(link->Join());
+  return link;
+}
+
+absl::StatusOr<std::unique_ptr<ClusterLink>> ClusterLink::Create(
+    ClusterLinkOptions options, uint32_t dimension,
+    LinkedTableFactory factory) {
+  std::unique_ptr<ClusterLink> link(new ClusterLink(
+      std::move(options), nullptr, dimension, std::move(factory)));
   LATENTD_RETURN_IF_ERROR(link->StartServer());
   LATENTD_RETURN_IF_ERROR(link->Join());
   return link;
@@ -210,6 +228,24 @@ absl::Status ClusterLink::Join() {
   }
   LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const hashring::Ring> ring,
                            hashring::Ring::Build(config));
+  if (factory_) {
+    uint32_t self = 0;
+    while (self < config.members.size() && config.members[self].id != node_id_)
+      ++self;
+    if (self == config.members.size()) {
+      return absl::InternalError(absl::StrCat("the ring of cluster ",
+                                              options_.cluster,
+                                              " does not list ", node_id_));
+    }
+    LATENTD_ASSIGN_OR_RETURN(LinkedTable t, factory_(config, *ring, self));
+    if (t.table == nullptr || !t.apply_pending ||
+        t.table->dimension() != owner_->dimension()) {
+      return absl::InternalError(
+          "the linked table is missing or of another dimension");
+    }
+    table_ = t.table;
+    apply_pending_ = std::move(t.apply_pending);
+  }
   LATENTD_ASSIGN_OR_RETURN(
       std::vector<std::unique_ptr<sync::OwnerChannel>> channels,
       ChannelsFor(config));
@@ -270,7 +306,7 @@ absl::Status ClusterLink::Join() {
     clocks_->MarkReady(node_id_);
     KickHeartbeat();
     sync_->FullPass();
-    LATENTD_RETURN_IF_ERROR(table_->ApplyPending());
+    LATENTD_RETURN_IF_ERROR(apply_pending_());
     if (options_.ring_poll > absl::ZeroDuration()) {
       ring_watch_ = std::thread([this] { WatchRing(); });
     }
@@ -311,7 +347,7 @@ absl::Status ClusterLink::Join() {
                      ": not every node pushed its initial state in time"));
   }
   sync_->FullPass();
-  return table_->ApplyPending();
+  return apply_pending_();
 }
 
 void ClusterLink::KickHeartbeat() {
@@ -392,12 +428,12 @@ absl::Status ClusterLink::BeforeSweep(uint64_t t) {
       // Every live node must have completed sweep t − 1 − s.
       while (!clocks_->WaitForMin(t - 1 - s,
                                   absl::Now() + absl::Milliseconds(50))) {
-        LATENTD_RETURN_IF_ERROR(table_->ApplyPending());
+        LATENTD_RETURN_IF_ERROR(apply_pending_());
       }
       sync_->Flush();  // pull what they flushed
     }
   }
-  return table_->ApplyPending();
+  return apply_pending_();
 }
 
 void ClusterLink::EndSweep(uint64_t batches) {
@@ -420,13 +456,17 @@ void ClusterLink::AnnounceSweep(uint64_t t) {
 }
 
 absl::Status ClusterLink::AfterBatch(std::span<const WordTopicDelta> applied) {
-  table_->MarkApplied(applied);
+  topics_->MarkApplied(applied);
+  return AfterWrite();
+}
+
+absl::Status ClusterLink::AfterWrite() {
   const uint64_t every = kick_every_.load(std::memory_order_relaxed);
   if (every != 0 && ++batches_since_kick_ >= every && sync_) {
     batches_since_kick_ = 0;
     sync_->Kick();
   }
-  return table_->ApplyPending();
+  return apply_pending_();
 }
 
 void ClusterLink::Finish() {
@@ -440,7 +480,7 @@ void ClusterLink::Finish() {
 
 sync::Synchronizer::PassResult ClusterLink::DrainPass() {
   sync::Synchronizer::PassResult r = sync_->FullPass();
-  absl::Status s = table_->ApplyPending();
+  absl::Status s = apply_pending_();
   if (!s.ok()) {
     options_.log(s.ToString());
     r.quiet = false;

@@ -84,6 +84,21 @@
 
 namespace latentd {
 
+// A table other than topic counts that a link keeps in step with the
+// cluster (a graph node's vertex vectors, sampler/graph/synced_embeddings.h):
+// any keyed Abelian table, plus how to apply the corrections the
+// synchronizer queued for it through the table's single writer.
+struct LinkedTable {
+  sync::AbelianTable* table = nullptr;  // not owned
+  std::function<absl::Status()> apply_pending;
+};
+// Builds the table once the ring is fixed (so that a node can keep the
+// share of its input the ring gives it): given the ring, its config and
+// this node's index among its members. Called once, from Create.
+using LinkedTableFactory = std::function<absl::StatusOr<LinkedTable>(
+    const hashring::RingConfig& config, const hashring::Ring& ring,
+    uint32_t self)>;
+
 struct ClusterLinkOptions {
   // ---- Membership ----
   std::string redis_url = "redis://127.0.0.1:6379";
@@ -183,6 +198,13 @@ class ClusterLink {
   // during Create.
   static absl::StatusOr<std::unique_ptr<ClusterLink>> Create(
       ClusterLinkOptions options, SyncedTopicTable* table);
+  // The same for a table of `dimension` coordinates per key that `factory`
+  // builds once the ring is fixed (its error is Create's). The table's
+  // writer calls AfterWrite() instead of AfterBatch(); Leave() and
+  // GrowKeys() are for topic tables only. The table must outlive the link.
+  static absl::StatusOr<std::unique_ptr<ClusterLink>> Create(
+      ClusterLinkOptions options, uint32_t dimension,
+      LinkedTableFactory factory);
   ~ClusterLink();  // Stop()
 
   // Before sweep t (1-based): under SSP waits until every live node has
@@ -201,6 +223,9 @@ class ClusterLink {
   // corrections the synchronizer queued (SyncedTopicTable::ApplyPending,
   // whose error it returns). The table's single writer only.
   absl::Status AfterBatch(std::span<const WordTopicDelta> applied);
+  // AfterBatch for a LinkedTable, whose writer has marked its own changes:
+  // paces the background rounds and applies the queued corrections.
+  absl::Status AfterWrite();
 
   // Pushes this node's remaining deltas, then announces that it samples no
   // more (it stops counting for SSP).
@@ -294,7 +319,8 @@ class ClusterLink {
   absl::Status GrowKeys(const std::function<absl::Status()>& grow);
 
  private:
-  ClusterLink(ClusterLinkOptions options, SyncedTopicTable* table);
+  ClusterLink(ClusterLinkOptions options, SyncedTopicTable* topics,
+              uint32_t dimension, LinkedTableFactory factory);
   absl::Status StartServer();
   // OK unless `request` came on an authenticated connection of a node
   // other than `claimed` (then logged, kPermissionDenied).
@@ -371,7 +397,12 @@ class ClusterLink {
   std::shared_ptr<const sync::PeerAuth> client_auth_;
   // Its TLS for them (null: options_.tls off).
   std::shared_ptr<const sync::TlsContext> client_tls_;
-  SyncedTopicTable* const table_;
+  // The topic table (null for a LinkedTable); the table synchronized and
+  // how its corrections are applied (set by Join for a LinkedTable).
+  SyncedTopicTable* const topics_;
+  sync::AbelianTable* table_;
+  std::function<absl::Status()> apply_pending_;
+  LinkedTableFactory factory_;
   std::string node_id_;
   std::string address_;
   std::unique_ptr<sync::OwnerShard> owner_;

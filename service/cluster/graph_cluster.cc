@@ -76,21 +76,9 @@ struct GraphCluster::Impl {
   // Takes each node's z̄ as target (and its λ and μ weights); returns the
   // mean copy-to-consensus distance before any reset.
   double RefreshConsensus() {
-    const uint32_t d = options.trainer.dim;
     double distance = 0;
     for (Node& n : nodes) {
-      distance += n.table->ConsensusDistance();
-      std::vector<float> zbar = n.table->Consensus();
-      if (options.reset_to_consensus) {
-        std::vector<float> x(d), delta(d);
-        for (size_t v = 0; v < zbar.size() / d; ++v) {
-          n.trainer->ReadRow(static_cast<VertexId>(v), x.data());
-          for (uint32_t k = 0; k < d; ++k) delta[k] = zbar[v * d + k] - x[k];
-          n.trainer->ApplyCorrection(static_cast<VertexId>(v), delta);
-        }
-      }
-      n.trainer->SetConsensusTarget(zbar);
-      n.trainer->SetVertexScales(n.table->LambdaScale(), n.table->MuScale());
+      distance += n.table->RefreshConsensus(options.reset_to_consensus);
     }
     return distance / nodes.size();
   }

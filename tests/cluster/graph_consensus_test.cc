@@ -50,15 +50,7 @@ class GraphConsensus : public ::testing::Test {
     return o;
   }
   static double Auc(std::span<const float> z) {
-    const uint32_t d = Options().dim;
-    return EvaluateLinks(*split_,
-                         [&](VertexId a, VertexId b) {
-                           double s = 0;
-                           for (uint32_t k = 0; k < d; ++k)
-                             s += z[a * d + k] * z[b * d + k];
-                           return s;
-                         })
-        .auc;
+    return testing::EmbeddingAuc(*split_, z, Options().dim);
   }
 
   struct Run {

@@ -4,10 +4,13 @@
 #define LATENTD_TESTS_SAMPLER_GRAPH_GRAPH_TEST_UTIL_H_
 
 #include <cstdlib>
+#include <span>
 #include <string>
 
 #include "corpora/edge_list.h"
 #include "corpora/random.h"
+#include "sampler/graph/graph_data.h"
+#include "sampler/graph/link_eval.h"
 
 namespace latentd::testing {
 
@@ -33,6 +36,20 @@ inline EdgeList PlantedPartition(int groups, int size, double p_in,
 inline std::string GraphDataDir() {
   const char* dir = std::getenv("LATENTD_DATA_DIR");
   return dir != nullptr ? dir : "../shared/data";
+}
+
+// The held-out ROC AUC of ⟨z_a, z_b⟩ on `split` (z: the split's training
+// graph's vertices × dim).
+inline double EmbeddingAuc(const LinkSplit& split, std::span<const float> z,
+                           uint32_t dim) {
+  return EvaluateLinks(split,
+                       [&](VertexId a, VertexId b) {
+                         double s = 0;
+                         for (uint32_t k = 0; k < dim; ++k)
+                           s += z[a * dim + k] * z[b * dim + k];
+                         return s;
+                       })
+      .auc;
 }
 
 }  // namespace latentd::testing
