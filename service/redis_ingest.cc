@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/log.h"
+#include "service/internal/redis_stream.h"
 
 namespace latentd::service {
 namespace {
@@ -48,40 +49,6 @@ Context Connect(const std::string& address, std::string* error) {
     return nullptr;
   }
   return ctx;
-}
-
-struct Entry {
-  std::string id, text, user, doc_id;
-};
-
-// Parses an XREADGROUP reply: [[stream, [[id, [f, v, ...]], ...]]].
-std::vector<Entry> Entries(const redisReply* r) {
-  std::vector<Entry> out;
-  if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
-    return out;
-  }
-  const redisReply* stream = r->element[0];
-  if (stream->type != REDIS_REPLY_ARRAY || stream->elements < 2) return out;
-  const redisReply* list = stream->element[1];
-  for (size_t i = 0; i < list->elements; ++i) {
-    const redisReply* e = list->element[i];
-    if (e->type != REDIS_REPLY_ARRAY || e->elements < 2) continue;
-    Entry entry;
-    entry.id.assign(e->element[0]->str, e->element[0]->len);
-    const redisReply* fields = e->element[1];
-    if (fields->type == REDIS_REPLY_ARRAY) {
-      for (size_t f = 0; f + 1 < fields->elements; f += 2) {
-        const std::string key(fields->element[f]->str, fields->element[f]->len);
-        const std::string val(fields->element[f + 1]->str,
-                              fields->element[f + 1]->len);
-        if (key == "text") entry.text = val;
-        if (key == "user") entry.user = val;
-        if (key == "id") entry.doc_id = val;
-      }
-    }
-    out.push_back(std::move(entry));
-  }
-  return out;
 }
 
 }  // namespace
@@ -142,14 +109,15 @@ void RedisIngester::Run() {
                          r == nullptr ? c->errstr : r->str));
         break;  // reconnect
       }
-      std::vector<Entry> entries = Entries(r.get());
+      std::vector<internal::RedisStreamEntry> entries =
+          internal::ParseStreamEntries(r.get());
       if (entries.empty()) {
         backlog = false;
         continue;
       }
       std::vector<IngestRecord> records;
       std::vector<std::string> ids;
-      for (Entry& e : entries) {
+      for (internal::RedisStreamEntry& e : entries) {
         ids.push_back(e.id);
         absl::StatusOr<std::vector<std::string>> words =
             service_->TokenizeDocument(e.text);
