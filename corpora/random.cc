@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "base/log_gamma.h"
+
 namespace latentd {
 
 double Rng::Normal() {
@@ -70,7 +72,7 @@ uint64_t Rng::Poisson(double mean) {
     if (us >= 0.07 && v <= vr) return static_cast<uint64_t>(k);
     if (k < 0.0 || (us < 0.013 && v > us)) continue;
     if (std::log(v) + std::log(invalpha) - std::log(a / (us * us) + b) <=
-        -mean + k * loglam - std::lgamma(k + 1.0)) {
+        -mean + k * loglam - latentd::LogGamma(k + 1.0)) {
       return static_cast<uint64_t>(k);
     }
   }

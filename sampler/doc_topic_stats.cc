@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "base/log_gamma.h"
+
 namespace latentd {
 
 DocTopicStats::DocTopicStats(std::vector<double> alpha)
@@ -11,7 +13,7 @@ DocTopicStats::DocTopicStats(std::vector<double> alpha)
   lgamma_alpha_.reserve(alpha_.size());
   for (double a : alpha_) {
     alpha_sum_ += a;
-    lgamma_alpha_.push_back(std::lgamma(a));
+    lgamma_alpha_.push_back(LogGamma(a));
   }
 }
 
@@ -19,11 +21,11 @@ void DocTopicStats::AddDocument(std::span<const TopicId> topics) {
   for (TopicId t : topics) {
     if (n_dk_[t]++ == 0) touched_.push_back(t);
   }
-  double ll = std::lgamma(alpha_sum_) -
-              std::lgamma(static_cast<double>(topics.size()) + alpha_sum_);
+  double ll = LogGamma(alpha_sum_) -
+              LogGamma(static_cast<double>(topics.size()) + alpha_sum_);
   for (TopicId k : touched_) {
     const Count n = n_dk_[k];
-    ll += std::lgamma(n + alpha_[k]) - lgamma_alpha_[k];
+    ll += LogGamma(n + alpha_[k]) - lgamma_alpha_[k];
     std::vector<uint32_t>& hist = topic_histogram_[k];
     if (hist.size() <= static_cast<size_t>(n)) hist.resize(n + 1, 0);
     ++hist[n];

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/log_gamma.h"
 #include "base/tsan.h"
 #include "oneapi/tbb/blocked_range.h"
 #include "oneapi/tbb/parallel_reduce.h"
@@ -11,11 +12,11 @@ namespace latentd {
 
 double WordLogLikelihood(const TopicTable& table, double beta) {
   const double v_beta = static_cast<double>(table.vocab_size()) * beta;
-  const double lgamma_beta = std::lgamma(beta);
+  const double lgamma_beta = LogGamma(beta);
   double ll = 0;
   for (TopicId k = 0; k < table.num_topics(); ++k) {
-    ll += std::lgamma(v_beta) -
-          std::lgamma(static_cast<double>(table.TopicTotal(k)) + v_beta);
+    ll += LogGamma(v_beta) -
+          LogGamma(static_cast<double>(table.TopicTotal(k)) + v_beta);
   }
   // For ThreadSanitizer (base/tsan.h): oneTBB orders the caller before the
   // bodies and the bodies before its return, out of TSan's sight.
@@ -27,7 +28,7 @@ double WordLogLikelihood(const TopicTable& table, double beta) {
         tsan::Acquire(&before);
         for (size_t w = range.begin(); w < range.end(); ++w) {
           table.ForEachNonZero(static_cast<WordId>(w), [&](TopicId, Count c) {
-            sum += std::lgamma(c + beta) - lgamma_beta;
+            sum += LogGamma(c + beta) - lgamma_beta;
           });
         }
         tsan::Release(&after);

@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
+#include "base/log_gamma.h"
 #include "base/status_macros.h"
 #include "corpora/corpus_builder.h"
 #include "hashring/ring.h"
@@ -218,19 +219,18 @@ ClusterNode::OwnCounts() const {
 double ClusterNode::OwnedWordLogLikelihood() const {
   const double beta = options_.beta;
   const double vbeta = beta * static_cast<double>(global_vocab_);
-  const double lg_beta = std::lgamma(beta);
+  const double lg_beta = LogGamma(beta);
   double ll = 0;
   for (const auto& [key, g] : link_->owner().Snapshot()) {
     if (key == sync::kTopicTotalsKey) {
       // Topics with n_k = 0 contribute lnΓ(Vβ) − lnΓ(Vβ) = 0.
       for (const sync::SparseEntry& e : g) {
-        ll += std::lgamma(vbeta) -
-              std::lgamma(static_cast<double>(e.count) + vbeta);
+        ll += LogGamma(vbeta) - LogGamma(static_cast<double>(e.count) + vbeta);
       }
       continue;
     }
     for (const sync::SparseEntry& e : g) {
-      ll += std::lgamma(static_cast<double>(e.count) + beta) - lg_beta;
+      ll += LogGamma(static_cast<double>(e.count) + beta) - lg_beta;
     }
   }
   return ll;
