@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates ops/latentd.conf and the settings table in docs/latentd.md
-# from the daemon's settings table (service/daemon_settings.cc), so that
+# from the daemon's settings table (service/daemon_settings_table.cc), so that
 # neither can drift from `latentd --help`.
 # Usage: ops/refresh-settings-docs.sh [build-dir]
 set -euo pipefail
