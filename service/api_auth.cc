@@ -123,6 +123,11 @@ std::optional<Role> ApiTokens::Find(std::string_view token) const {
 }
 
 absl::Status ApiTokens::Authorize(std::string_view token, Method method) const {
+  return Caller(token, method).status();
+}
+
+absl::StatusOr<Role> ApiTokens::Caller(std::string_view token,
+                                       Method method) const {
   const std::string_view call = MethodName(method);
   if (token.empty()) {
     return absl::UnauthenticatedError(
@@ -139,7 +144,7 @@ absl::Status ApiTokens::Authorize(std::string_view token, Method method) const {
         "the token's role (", ToAbsl(RoleName(*role)), ") cannot call ",
         ToAbsl(call), ": it needs ", ToAbsl(RoleName(need))));
   }
-  return absl::OkStatus();
+  return *role;
 }
 
 std::string ApiTokens::PeerToken() const {

@@ -61,6 +61,9 @@ class ApiTokens {
   // empty (missing) or unknown; kPermissionDenied, naming the token's role
   // and the one needed, when its role is too low.
   absl::Status Authorize(std::string_view token, Method method) const;
+  // Authorize, returning the token's role when it may call `method` (the
+  // dispatcher gates the cluster-internal fields of a call on it).
+  absl::StatusOr<Role> Caller(std::string_view token, Method method) const;
 
   // The first admin token in the file, "" if none: what the daemon sends
   // its cluster peers when it forwards a user's events or profile query.

@@ -159,7 +159,7 @@ absl::StatusOr<std::string> ApiDispatcher::Run(Method method,
 
 absl::StatusOr<std::string> ApiDispatcher::Call(Method method,
                                                 std::string_view body,
-                                                Encoding encoding) {
+                                                Encoding encoding, bool admin) {
   LatentdService* s = service_;
   if (!s->serves_topics() && method != Method::kStatus &&
       static_cast<uint32_t>(method) <
@@ -191,7 +191,15 @@ absl::StatusOr<std::string> ApiDispatcher::Call(Method method,
           [s](const auto& r) { return s->GetUserProfile(r); });
     case Method::kIngest:
       return Run<api::IngestRequest, api::IngestResponse>(
-          method, body, encoding, [s](const auto& r) { return s->Ingest(r); });
+          method, body, encoding,
+          [s, admin](const auto& r) -> absl::StatusOr<api::IngestResponse> {
+            if (!admin && (r.local() || !r.replica_of().empty())) {
+              return absl::PermissionDeniedError(
+                  "Ingest's local and replica_of are for cluster nodes: they "
+                  "need an admin token");
+            }
+            return s->Ingest(r);
+          });
     case Method::kStatus:
       return Run<api::StatusRequest, api::StatusResponse>(
           method, body, encoding, [s](const auto& r) { return s->Status(r); });

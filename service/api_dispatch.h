@@ -63,9 +63,13 @@ class ApiDispatcher {
 
   // Decodes `body` as the method's request, runs it, encodes the answer.
   // kInvalidArgument names the method and the decoding problem for a body
-  // that is not a valid request; otherwise the call's own status.
+  // that is not a valid request; otherwise the call's own status. `admin`:
+  // the caller showed an admin token, or the API has no tokens. Only such a
+  // caller may set the fields nodes set for each other (an Ingest's local
+  // and replica_of: what they carry enters the model or a replica log
+  // unchecked against the ring); others get kPermissionDenied.
   absl::StatusOr<std::string> Call(Method method, std::string_view body,
-                                   Encoding encoding);
+                                   Encoding encoding, bool admin);
 
  private:
   template <typename Req, typename Resp, typename Fn>

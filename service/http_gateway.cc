@@ -68,12 +68,16 @@ class HttpGateway::Router : public httplib::Server {
   }
 };
 
-absl::Status HttpGateway::Check(const httplib::Request& req, Method method,
-                                Encoding enc, httplib::Response& res) const {
-  if (tokens_ == nullptr) return absl::OkStatus();
-  absl::Status s = tokens_->Authorize(BearerToken(req), method);
-  if (!s.ok()) AnswerDenied(s, enc, res);
-  return s;
+absl::StatusOr<bool> HttpGateway::Check(const httplib::Request& req,
+                                        Method method, Encoding enc,
+                                        httplib::Response& res) const {
+  if (tokens_ == nullptr) return true;
+  absl::StatusOr<Role> role = tokens_->Caller(BearerToken(req), method);
+  if (!role.ok()) {
+    AnswerDenied(role.status(), enc, res);
+    return role.status();
+  }
+  return *role == Role::kAdmin;
 }
 
 bool HttpGateway::CheckProbe(const httplib::Request& req,
@@ -142,14 +146,17 @@ void HttpGateway::AddRoutes(LatentdService* service, size_t max_body_bytes) {
                     enc, res);
              return;
            }
-           if (!self->Check(req, *m, enc, res).ok()) return;
-           Answer(self->dispatcher_.Call(*m, req.body, enc), enc, res);
+           const absl::StatusOr<bool> admin = self->Check(req, *m, enc, res);
+           if (!admin.ok()) return;
+           Answer(self->dispatcher_.Call(*m, req.body, enc, *admin), enc, res);
          });
   s.Get(R"(/v1/(Status|ListTopics))",
         [self](const httplib::Request& req, httplib::Response& res) {
           const Method m = *MethodFromName(req.matches[1].str());
-          if (!self->Check(req, m, Encoding::kJson, res).ok()) return;
-          Answer(self->dispatcher_.Call(m, "", Encoding::kJson),
+          const absl::StatusOr<bool> admin =
+              self->Check(req, m, Encoding::kJson, res);
+          if (!admin.ok()) return;
+          Answer(self->dispatcher_.Call(m, "", Encoding::kJson, *admin),
                  Encoding::kJson, res);
         });
   s.Get("/metrics", [self](const httplib::Request& req,

@@ -114,10 +114,11 @@ class HttpGateway {
   class Router;  // the routes: an httplib::Server that answers a request
   HttpGateway(LatentdService* service, MetricsRegistry* metrics);
   void AddRoutes(LatentdService* service, size_t max_body_bytes);
-  // OK if the request may make `method` (always without tokens); else
-  // answers 401/403 into `res` and returns the error.
-  absl::Status Check(const httplib::Request& req, Method method, Encoding enc,
-                     httplib::Response& res) const;
+  // Whether the caller is an admin (always true without tokens) if the
+  // request may make `method`; else answers 401/403 into `res` and returns
+  // the error.
+  absl::StatusOr<bool> Check(const httplib::Request& req, Method method,
+                             Encoding enc, httplib::Response& res) const;
   // For the probes and /metrics: true if they may be answered; else
   // answers 401/403 into `res`.
   bool CheckProbe(const httplib::Request& req, httplib::Response& res) const;

@@ -65,20 +65,24 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(
                            " (calls are 1..", kNumMethods, ")")));
           return;
         }
+        bool admin = true;
         if (tokens != nullptr) {
-          if (absl::Status s = tokens->Authorize(token, *m); !s.ok()) {
-            r.Reply(s);
+          absl::StatusOr<Role> role = tokens->Caller(token, *m);
+          if (!role.ok()) {
+            r.Reply(role.status());
             return;
           }
+          admin = *role == Role::kAdmin;
         }
         if (self->workers_ == nullptr || !MayBlock(*m)) {
-          r.Reply(
-              self->dispatcher_.Call(*m, request.payload, Encoding::kProto));
+          r.Reply(self->dispatcher_.Call(*m, request.payload, Encoding::kProto,
+                                         admin));
           return;
         }
         self->workers_->Post([self, method = *m,
-                              payload = std::move(request.payload), r] {
-          r.Reply(self->dispatcher_.Call(method, payload, Encoding::kProto));
+                              payload = std::move(request.payload), r, admin] {
+          r.Reply(
+              self->dispatcher_.Call(method, payload, Encoding::kProto, admin));
         });
         self->queue_depth_->Set(static_cast<double>(self->workers_->depth()));
       });

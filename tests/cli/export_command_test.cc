@@ -60,7 +60,7 @@ class InProcessClient : public ApiClient {
     const bool json = encoding_ == Encoding::kJson;
     absl::StatusOr<std::string> out = dispatcher_.Call(
         method, json ? service::ToJson(request) : request.SerializeAsString(),
-        encoding_);
+        encoding_, /*admin=*/true);
     if (!out.ok()) return out.status();
     if (json) return service::ParseJson(*out, response);
     return response->ParseFromString(*out)

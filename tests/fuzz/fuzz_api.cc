@@ -99,7 +99,8 @@ void CallMethod(Method m, std::string_view body, Encoding enc) {
     }
     return;
   }
-  absl::StatusOr<std::string> out = w->dispatcher->Call(m, body, enc);
+  absl::StatusOr<std::string> out =
+      w->dispatcher->Call(m, body, enc, /*admin=*/true);
   if (!out.ok()) {
     CheckStatus(out.status());
     // The error body a front end sends back encodes in either form.

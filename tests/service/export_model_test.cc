@@ -84,7 +84,7 @@ absl::StatusOr<api::ExportModelResponse> Page(ApiDispatcher* d,
   const std::string body =
       encoding == Encoding::kJson ? ToJson(q) : q.SerializeAsString();
   absl::StatusOr<std::string> out =
-      d->Call(*MethodFromName("ExportModel"), body, encoding);
+      d->Call(*MethodFromName("ExportModel"), body, encoding, /*admin=*/true);
   if (!out.ok()) return out.status();
   api::ExportModelResponse r;
   if (encoding == Encoding::kJson) {

@@ -88,6 +88,15 @@ grep -q '"code":"UNAUTHENTICATED"' "$DIR/body" || fail "401 body: $(cat "$DIR/bo
 grep -q '"code":"PERMISSION_DENIED"' "$DIR/body" || fail "403 body: $(cat "$DIR/body")"
 [ "$(code /v1/Ingest -H "Authorization: Bearer $WRITE" -d '{"documents":[{"text":"oil prices"}]}')" = 200 ] ||
   fail "HTTP ingest with a write token: $(cat "$DIR/body")"
+# The fields nodes set for each other need an admin token: a write token
+# cannot put documents with chosen topics into the model (local + topics)
+# nor copies into a replica log (replica_of).
+[ "$(code /v1/Ingest -H "Authorization: Bearer $WRITE" -d '{"local":true,"documents":[{"words":["oil"],"topics":[3]}]}')" = 403 ] ||
+  fail "HTTP local ingest with a write token: $(cat "$DIR/body")"
+grep -q "local and replica_of are for cluster nodes: they need an admin token" "$DIR/body" ||
+  fail "local ingest 403 body: $(cat "$DIR/body")"
+[ "$(code /v1/Ingest -H "Authorization: Bearer $WRITE" -d '{"replicaOf":"127.0.0.1:1","documents":[{"text":"oil"}]}')" = 403 ] ||
+  fail "HTTP replica ingest with a write token: $(cat "$DIR/body")"
 [ "$(code /v1/Checkpoint -H "Authorization: Bearer $WRITE" -d '{}')" = 403 ] || fail "HTTP write checkpoint"
 [ "$(code /v1/Checkpoint -H "Authorization: Bearer $ADMIN" -d '{}')" = 200 ] ||
   fail "HTTP admin checkpoint: $(cat "$DIR/body")"
