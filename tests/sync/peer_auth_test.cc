@@ -303,7 +303,7 @@ TEST_F(AuthTransportTest, WrongKeyOrNoKeyIsRefusedAndNothingIsHandled) {
   auto r2 = insecure.CallSync(kEcho, "delta", absl::Seconds(2));
   EXPECT_FALSE(r2.ok());
   EXPECT_EQ(handled_.load(), 0);
-  EXPECT_TRUE(log_.Contains("did not start the cluster-key handshake"));
+  EXPECT_TRUE(log_.WaitFor("did not start the cluster-key handshake"));
   // The server goes on serving members.
   Client good(&loop_, Opts(std::make_shared<PeerAuth>(PeerAuth{kKey, "m"})));
   EXPECT_TRUE(good.CallSync(kEcho, "x", absl::Seconds(2)).ok());
@@ -366,9 +366,9 @@ TEST_F(AuthTransportTest, ForgedProofsGarbageAndForgedFramesAreNeverApplied) {
     ::close(fd);
   }
   EXPECT_EQ(handled_.load(), 1);  // only the real frame
-  EXPECT_TRUE(log_.Contains("failed its MAC"));
-  EXPECT_TRUE(log_.Contains("handshake not finished"));
-  EXPECT_TRUE(log_.Contains("claiming to be 'intruder'"));
+  EXPECT_TRUE(log_.WaitFor("failed its MAC"));
+  EXPECT_TRUE(log_.WaitFor("handshake not finished"));
+  EXPECT_TRUE(log_.WaitFor("claiming to be 'intruder'"));
   Client good(&loop_, Opts(std::make_shared<PeerAuth>(PeerAuth{kKey, "m"})));
   EXPECT_TRUE(good.CallSync(kEcho, "x", absl::Seconds(2)).ok());
 }

@@ -220,11 +220,11 @@ TEST_F(TransportTest, BadFramesCloseOnlyTheirConnection) {
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_EQ(after->payload, "after");
   EXPECT_GE(server_->stats().connections_rejected.load(), 5u);
-  EXPECT_TRUE(log_.Contains("HTTP request reached the framed protobuf port"));
-  EXPECT_TRUE(log_.Contains("bad magic"));
-  EXPECT_TRUE(log_.Contains("exceeds the limit"));
-  EXPECT_TRUE(log_.Contains("truncated frame"));
-  EXPECT_TRUE(log_.Contains("stalled"));
+  EXPECT_TRUE(log_.WaitFor("HTTP request reached the framed protobuf port"));
+  EXPECT_TRUE(log_.WaitFor("bad magic"));
+  EXPECT_TRUE(log_.WaitFor("exceeds the limit"));
+  EXPECT_TRUE(log_.WaitFor("truncated frame"));
+  EXPECT_TRUE(log_.WaitFor("stalled"));
 }
 
 TEST_F(TransportTest, OversizedRequestIsRefusedLocally) {

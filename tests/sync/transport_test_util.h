@@ -12,9 +12,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "sync/transport.h"
 
@@ -32,6 +34,26 @@ struct LogSink {
   }
   bool Contains(std::string_view s) {
     absl::MutexLock lock(&mu);
+    return HasLocked(s);
+  }
+  // Contains, waiting up to `timeout` for the line: a server may log a
+  // refusal after its client has already seen the connection fail (under
+  // TLS 1.3 the client's handshake ends before the server checks its
+  // certificate).
+  bool WaitFor(std::string_view s, absl::Duration timeout = absl::Seconds(5)) {
+    std::pair<LogSink*, std::string_view> arg(this, s);
+    absl::MutexLock lock(&mu);
+    return mu.AwaitWithTimeout(absl::Condition(
+                                   +[](std::pair<LogSink*, std::string_view>* a)
+                                        ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                          return a->first->HasLocked(a->second);
+                                        },
+                                   &arg),
+                               timeout);
+  }
+
+ private:
+  bool HasLocked(std::string_view s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     for (const auto& l : lines) {
       if (l.find(s) != std::string::npos) return true;
     }

@@ -205,8 +205,8 @@ TEST_F(TransportTlsTest, MutualTlsWantsAClientCertificateFromTheCa) {
             std::string::npos)
       << stranger.status();
   EXPECT_EQ(server->stats().frames_received.load(), 1u);  // the member's
-  EXPECT_TRUE(log_.Contains("the client presented no certificate"));
-  EXPECT_TRUE(log_.Contains("the client's certificate does not verify"));
+  EXPECT_TRUE(log_.WaitFor("the client presented no certificate"));
+  EXPECT_TRUE(log_.WaitFor("the client's certificate does not verify"));
 
   // Missing or unusable files name themselves.
   auto partial = TlsContext::ForMutualServer(
