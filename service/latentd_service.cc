@@ -448,8 +448,16 @@ void LatentdService::TrainLoop() {
       }
       if (link_ != nullptr && !cluster_left_ &&
           link_->LeaveRequested().has_value()) {
-        // An operator removes this node: stop sampling and leave.
-        absl::Status left = LeaveCluster();
+        // An operator removes this node: refuse further ingests, merge what
+        // was acknowledged (so a hand-off ships it and a drop takes it out
+        // with the rest), stop sampling and leave. A failed merge is retried
+        // before leaving, at the next turn.
+        {
+          absl::MutexLock lock(&pending_mu_);
+          leaving_ = true;
+        }
+        absl::Status left = MergePending();
+        if (left.ok()) left = LeaveCluster();
         if (!left.ok()) {
           LogWarning(
               absl::StrCat("leaving the cluster failed: ", left.message()));

@@ -444,6 +444,10 @@ class LatentdService {
   std::vector<IngestRecord> pending_ ABSL_GUARDED_BY(pending_mu_);
   absl::flat_hash_set<std::string> sources_ ABSL_GUARDED_BY(pending_mu_);
   bool stopping_ ABSL_GUARDED_BY(pending_mu_) = false;
+  // Set (under pending_mu_, where every ingest appends) once this node is
+  // asked to leave the cluster: ingests are refused from then on, so each
+  // acknowledged one is in pending_ for the last merge before the leave.
+  bool leaving_ ABSL_GUARDED_BY(pending_mu_) = false;
 
   mutable internal::CpuGate infer_gate_;
 

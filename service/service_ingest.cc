@@ -59,6 +59,11 @@ absl::StatusOr<uint64_t> LatentdService::IngestRecords(
   // Appends are serialized by the log; the pending queue keeps log order
   // because both happen under pending_mu_'s successor ordering below.
   absl::MutexLock lock(&pending_mu_);
+  if (leaving_) {
+    return absl::UnavailableError(
+        "this node is leaving the cluster (remove-node): ingest into another "
+        "member");
+  }
   LATENTD_RETURN_IF_ERROR(log_->Append(&records));
   const uint64_t n = records.size();
   if (appended != nullptr) {
