@@ -412,6 +412,8 @@ absl::Status GraphService::EpochOnce() {
   }
   m_.objective->Set(objective.total());
   m_.heldout_auc->Set(scores.auc);
+  history_.Add(
+      {r.epoch, objective.total(), r.seconds > 0 ? r.edges / r.seconds : 0});
   if (r.epoch == 1 || r.epoch % 10 == 0) {
     Log(absl::StrFormat(
         "graph epoch %d: objective %.6g, %.0f edges/s%s", r.epoch,
@@ -526,11 +528,17 @@ std::shared_ptr<const GraphModel> GraphService::model() const {
   return model_;
 }
 
-api::GraphStatus GraphService::Status() const {
+api::GraphStatus GraphService::Status(size_t history_points) const {
   api::GraphStatus s;
   {
     absl::MutexLock lock(&model_mu_);
     s = status_;
+  }
+  for (const SweepPoint& p : history_.Points(history_points)) {
+    api::GraphEpochPoint* out = s.add_history();
+    out->set_epoch(p.sweep);
+    out->set_objective(p.log_likelihood_per_token);
+    out->set_edges_per_second(p.tokens_per_second);
   }
   {
     absl::MutexLock lock(&ingest_mu_);

@@ -63,6 +63,7 @@
 #include "service/api.pb.h"
 #include "service/cluster/cluster_link.h"
 #include "service/metrics.h"
+#include "service/sweep_history.h"
 
 namespace latentd::service {
 
@@ -107,6 +108,11 @@ class GraphService {
 
   // True once JoinCluster has succeeded. Any thread.
   bool joined() const { return cluster_.load(); }
+  // The cluster link once JoinCluster has succeeded, else nullptr (for
+  // Status's members and ring epoch). Any thread; valid until Stop().
+  const ClusterLink* cluster_link() const {
+    return cluster_.load() ? link_.get() : nullptr;
+  }
 
   // Starts the training thread.
   void Start();
@@ -127,8 +133,9 @@ class GraphService {
   // answer guarantees).
   absl::StatusOr<api::IngestEdgesResponse> IngestEdges(
       const api::IngestEdgesRequest& request);
-  // The training progress, for the Status call.
-  api::GraphStatus Status() const;
+  // The training progress, for the Status call, with at most
+  // `history_points` epochs of GraphStatus.history.
+  api::GraphStatus Status(size_t history_points = 0) const;
 
  private:
   explicit GraphService(const GraphServiceOptions& options);
@@ -197,6 +204,10 @@ class GraphService {
   mutable absl::Mutex model_mu_;
   std::shared_ptr<const GraphModel> model_ ABSL_GUARDED_BY(model_mu_);
   api::GraphStatus status_ ABSL_GUARDED_BY(model_mu_);
+
+  // The epochs trained since start (SweepPoint's log-likelihood field holds
+  // the objective, its tokens/s the edges/s).
+  SweepHistory history_;
 
   std::atomic<bool> training_{false};
   std::thread thread_;

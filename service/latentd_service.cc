@@ -669,7 +669,11 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
   if (v == nullptr) {  // a graph-only node
     resp.set_uptime_seconds(
         absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()) - start_time_);
-    if (graph_ != nullptr) *resp.mutable_graph() = graph_->Status();
+    if (graph_ != nullptr) {
+      *resp.mutable_graph() = graph_->Status(request.history());
+      resp.set_training(resp.graph().training());
+      AddClusterMembers(graph_->cluster_link(), &resp);
+    }
     return resp;
   }
   *resp.mutable_version() = Version(*v);
@@ -691,7 +695,9 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
   resp.set_uptime_seconds(
       absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()) - start_time_);
   AddCoherence(&resp);
-  if (graph_ != nullptr) *resp.mutable_graph() = graph_->Status();
+  if (graph_ != nullptr) {
+    *resp.mutable_graph() = graph_->Status(request.history());
+  }
   {
     absl::MutexLock lock(&heldout_mu_);
     if (heldout_score_.has_value()) *resp.mutable_heldout() = *heldout_score_;
@@ -702,18 +708,22 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
     out->set_log_likelihood_per_token(p.log_likelihood_per_token);
     out->set_tokens_per_second(p.tokens_per_second);
   }
-  if (const ClusterLink* link = JoinedLink(); link != nullptr) {
-    resp.set_node_id(link->node_id());
-    resp.set_ring_epoch(link->epoch());
-    const hashring::RingConfig config = link->ring_config();
-    for (const hashring::Member& m : config.members) {
-      resp.add_cluster_members(m.id);
-    }
-    for (std::string& id : link->UnavailablePeers()) {
-      resp.add_unavailable_peers(std::move(id));
-    }
-  }
+  AddClusterMembers(JoinedLink(), &resp);
   return resp;
+}
+
+void LatentdService::AddClusterMembers(const ClusterLink* link,
+                                       api::StatusResponse* resp) {
+  if (link == nullptr) return;
+  resp->set_node_id(link->node_id());
+  resp->set_ring_epoch(link->epoch());
+  const hashring::RingConfig config = link->ring_config();
+  for (const hashring::Member& m : config.members) {
+    resp->add_cluster_members(m.id);
+  }
+  for (std::string& id : link->UnavailablePeers()) {
+    resp->add_unavailable_peers(std::move(id));
+  }
 }
 
 }  // namespace latentd::service

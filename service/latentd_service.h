@@ -328,6 +328,10 @@ class LatentdService {
   void AddCoherence(api::ListTopicsResponse* response) const;
   void AddCoherence(api::Topic* topic) const;
   void AddCoherence(api::StatusResponse* response) const;
+  // Status's cluster fields (node id, ring epoch, members, unreachable
+  // peers) from `link`; nothing if it is null.
+  static void AddClusterMembers(const ClusterLink* link,
+                                api::StatusResponse* resp);
   api::ModelVersion Version(const ModelView& v) const;
   // Info and warning lines of component "latentd" (base/log.h).
   static void Log(const std::string& line);

@@ -8,6 +8,11 @@
 //
 // Everything shown is built with textContent / DOM calls, never innerHTML:
 // words come from the corpus.
+//
+// A node serving a graph model (Status.graph) gets the graph section; a
+// graph-only node (no topic model: Status has no version) shows only it,
+// hides the LDA sections with a note saying why, and is not asked for
+// ListTopics (it would fail).
 'use strict';
 
 (function () {
@@ -130,7 +135,8 @@
   }
 
   // ---- Plots: a polyline of (x, y) with min/max ticks on both axes ----
-  function drawPlot(plot, points, yFormat) {
+  function drawPlot(plot, points, yFormat, xName) {
+    xName = xName || 'sweep';
     plot.replaceChildren();
     plot.setAttribute('data-points', String(points.length));
     const W = 640, H = 240, L = 80, R = 16, T = 12, B = 36;
@@ -160,19 +166,28 @@
                     yFormat(y1)));
     plot.append(svg('text', {'class': 'tick', x: L - 6, y: H - B, 'text-anchor': 'end'},
                     yFormat(y0)));
-    plot.append(svg('text', {'class': 'tick', x: L, y: H - B + 16}, 'sweep ' + x0));
+    plot.append(svg('text', {'class': 'tick', x: L, y: H - B + 16}, xName + ' ' + x0));
     plot.append(svg('text', {'class': 'tick', x: W - R, y: H - B + 16, 'text-anchor': 'end'},
-                    'sweep ' + points[points.length - 1][0]));
+                    xName + ' ' + points[points.length - 1][0]));
   }
 
   // ---- The sections ----
   let lastIngest = null;  // {ingested, at}: for the ingest rate
+
+  // A node without a topic model (Status.version unset) serving a graph.
+  const graphOnly = (st) => !!st.graph && !st.version;
 
   function showStatus(st) {
     $('node-id').textContent = st.nodeId ? st.nodeId : 'single node';
     const training = $('training-state');
     training.textContent = st.training ? 'training' : 'idle';
     training.className = 'badge ' + (st.training ? 'on' : 'off');
+    showGraph(st.graph);
+    const lda = !graphOnly(st);
+    $('graph-only-note').hidden = lda;
+    for (const id of ['figures', 'plots', 'topics-section']) $(id).hidden = !lda;
+    showCluster(st);
+    if (!lda) return;
 
     const history = st.history || [];
     const model = [
@@ -228,8 +243,55 @@
     $('ll-empty').hidden = ll.length > 0;
     drawPlot($('tps-plot'), history.map((p) => [num(p.sweep), num(p.tokensPerSecond)]),
              fmtRate);
+  }
 
-    showCluster(st);
+  // The graph model (GraphStatus), if the node serves one.
+  function showGraph(g) {
+    $('graph-section').hidden = !g;
+    if (!g) return;
+    const cards = [
+      ['epoch', fmtInt(g.epoch), 'graph-epoch'],
+      ['objective', fmtFixed(g.objective, 1), 'graph-objective'],
+      ['vertices', fmtInt(g.vertices), 'graph-vertices'],
+      ['training edges', fmtInt(g.edges), 'graph-edges'],
+      ['dim', fmtInt(g.dim), 'graph-dim'],
+      ['edges / s (last epoch)', fmtRate(g.edgesPerSecond), 'graph-edges-per-second'],
+    ];
+    if (num(g.heldoutPairs) > 0) {
+      // 0: not scored yet (no epoch done here, or a cluster node before
+      // its first scoring).
+      const scored = num(g.heldoutAuc) > 0;
+      cards.push(['held-out AUC (' + fmtInt(g.heldoutPairs) + ' pairs)',
+                  scored ? fmtFixed(g.heldoutAuc, 4) : '– (not scored yet)',
+                  'graph-heldout-auc']);
+      cards.push(['held-out average precision',
+                  scored ? fmtFixed(g.heldoutAveragePrecision, 4) : '–', 'graph-heldout-ap']);
+    }
+    if (g.consensus) {
+      cards.push(['consensus', g.consensus === 'dual' ? 'dual decomposition'
+                                                      : 'naive shared Z',
+                  'graph-consensus']);
+    }
+    if (g.consensus === 'dual') {
+      cards.push(["copies' distance to consensus, first epoch",
+                  fmtFixed(g.firstConsensusDistance, 4), 'graph-first-consensus-distance']);
+      cards.push(["copies' distance to consensus, latest", fmtFixed(g.consensusDistance, 4),
+                  'graph-consensus-distance']);
+    }
+    cards.push(['edges ingested', fmtInt(g.ingestedEdges), 'graph-ingested'],
+               ['edges pending', fmtInt(g.pendingEdges), 'graph-pending'],
+               ['last checkpoint', 'epoch ' + fmtInt(g.checkpointEpoch), 'graph-checkpoint']);
+    fillCards($('graph-figures'), cards);
+    $('graph-mode').textContent = (g.training ? 'training' : 'idle') +
+        (g.consensus ? ', cluster member' : '');
+    $('graph-error').textContent = g.error ? 'training stopped: ' + g.error : '';
+    $('graph-error').hidden = !g.error;
+    const history = g.history || [];
+    const objective = history.map((p) => [num(p.epoch), num(p.objective)]);
+    drawPlot($('graph-objective-plot'), objective, (v) => v.toFixed(1), 'epoch');
+    $('graph-objective-empty').hidden = objective.length > 0;
+    drawPlot($('graph-eps-plot'), history.map((p) => [num(p.epoch), num(p.edgesPerSecond)]),
+             fmtRate, 'epoch');
   }
 
   function showCluster(st) {
@@ -300,11 +362,11 @@
   async function refresh() {
     try {
       const st = await call('Status', {history: HISTORY_POINTS});
-      const lt = await call('ListTopics', {topWords: TOP_WORDS});
+      const lt = graphOnly(st) ? null : await call('ListTopics', {topWords: TOP_WORDS});
       $('token-form').hidden = true;
       showError('');
       showStatus(st);
-      showTopics(lt, num(st.tokens));
+      if (lt !== null) showTopics(lt, num(st.tokens));
       $('content').hidden = false;
       $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
       document.body.setAttribute('data-state', 'ok');

@@ -17,17 +17,27 @@
 #   cluster  two nodes over a private redis-server (Unix socket): the member
 #            table lists both (this node, reachable); once the other is
 #            killed, it is shown unreachable.
+#   graph    1. a graph-only node (--graph-edges snap-ca-GrQc, no corpus)
+#               trained 6 epochs with a held-out split: the page renders
+#               (no ListTopics call), says the node serves a graph only,
+#               hides the LDA sections, and shows the graph's epoch,
+#               vertices, edges, dim and held-out AUC as Status gives them
+#               and an objective plot of 6 epochs;
+#            2. two graph-only nodes of a graph cluster (dual, bsp) over a
+#               private redis-server: both members listed, the consensus
+#               and the copies' distance to it as Status gives them.
 #
 # Artifacts (kept after the run): OUTDIR/<case>.png and OUTDIR/<case>.html
 # (the DOM), OUTDIR being the build directory's test-output/status_page.
 # Exit 77 (ctest: skipped) only if no chromium is installed.
-# Usage: status_page_test.sh single|cluster LATENTD LATENTCTL OUTDIR
+# Usage: status_page_test.sh single|cluster|graph LATENTD LATENTCTL OUTDIR
 set -euo pipefail
 MODE=$1
 LATENTD=$2
 CTL=$3
 OUT=$4
 DATA=${LATENTD_DATA_DIR:-../shared/data}/blei-ap
+GRQC=${LATENTD_DATA_DIR:-../shared/data}/snap-ca-GrQc/CA-GrQc.txt.zst
 
 CHROME=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$CHROME" ]; then
@@ -155,7 +165,9 @@ single() {
   echo "tokens: page served without a token, asks for one (none, wrong), renders with a read token from the fragment"
 }
 
-cluster() {
+# start_redis: a private redis-server on the Unix socket $DIR/redis.sock
+# (no TCP port), stopped at exit.
+start_redis() {
   local sock=$DIR/redis.sock
   redis-server --port 0 --unixsocket "$sock" --unixsocketperm 700 --save "" \
     --appendonly no --dir "$DIR" >"$DIR/redis.log" 2>&1 &
@@ -167,6 +179,11 @@ cluster() {
     sleep 0.05
   done
   redis-cli -s "$sock" ping >/dev/null 2>&1 || fail "redis-server did not start"
+}
+
+cluster() {
+  local sock=$DIR/redis.sock
+  start_redis
   # Both nodes prove the same cluster key on their sync connections.
   head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$DIR/cluster.key"
   chmod 600 "$DIR/cluster.key"
@@ -209,9 +226,84 @@ cluster() {
   echo "cluster: both members listed (this node, reachable); the killed one shown unreachable"
 }
 
+# card KEY: the text of the status card with data-key KEY.
+card() { grep -oP "<div class=\"card\" data-key=\"$1\"><dt>[^<]*</dt><dd>\K[^<]*" <<<"$DOM" || true; }
+# graph_field NAME: a field of the graph part of $DIR/status.json (numbers
+# and strings unquoted).
+graph_field() { grep -oP "\"graph\":\{.*?\"$1\":\"?\K[^\",}]*" "$DIR/status.json" || true; }
+# graph_done TCP EPOCHS: the node at TCP has trained EPOCHS epochs and
+# stopped (its Status into $DIR/status.json).
+graph_done() {
+  "$CTL" status --addr "$1" --json >"$DIR/status.json" 2>/dev/null &&
+    [ "$(graph_field epoch)" = "$2" ] && [ "$(graph_field training)" = false ]
+}
+
+graph() {
+  # 1. One graph-only node.
+  start_daemon g --graph-edges "$GRQC" --graph-dim 16 --graph-max-epochs 6 \
+    --graph-holdout 0.1 --graph-checkpoint-every 0
+  wait_ports "$DIR/g"
+  wait_until 120 "graph node not done with 6 epochs" graph_done "$TCP" 6
+  browse "http://$HTTP/" graph
+  [ "$(page_state)" = ok ] || fail "graph: page state $(page_state): $(element error div)"
+  grep -q '<p id="graph-only-note" class="muted">' <<<"$DOM" || fail "graph: no graph-only note"
+  for id in figures plots topics-section cluster; do
+    grep -q "<section id=\"$id\" hidden" <<<"$DOM" || fail "graph: section $id shown"
+  done
+  grep -q '<section id="graph-section">' <<<"$DOM" || fail "graph: no graph section"
+  [ "$(card graph-epoch)" = 6 ] || fail "graph: epoch card '$(card graph-epoch)'"
+  [ "$(card graph-dim)" = 16 ] || fail "graph: dim card '$(card graph-dim)'"
+  for f in vertices edges; do
+    want=$(sed ':a;s/\B[0-9]\{3\}\>/,&/;ta' <<<"$(graph_field $f)")  # en-US: 5,242
+    [ -n "$want" ] && [ "$(card graph-$f)" = "$want" ] ||
+      fail "graph: $f card '$(card graph-$f)', Status $want"
+  done
+  auc=$(graph_field heldoutAuc)
+  awk -v a="$auc" 'BEGIN { exit !(a > 0.6 && a <= 1) }' || fail "graph: held-out AUC $auc"
+  [ "$(card graph-heldout-auc)" = "$(printf '%.4f' "$auc")" ] ||
+    fail "graph: AUC card '$(card graph-heldout-auc)', Status $auc"
+  [ "$(card graph-objective)" = "$(printf '%.1f' "$(graph_field objective)")" ] ||
+    fail "graph: objective card '$(card graph-objective)', Status $(graph_field objective)"
+  plot=$(element graph-objective-plot svg)
+  grep -q 'data-points="6"' <<<"$plot" || fail "graph: objective plot: $plot"
+  grep -q '>epoch 6<' <<<"$plot" || fail "graph: objective plot axis does not end at epoch 6"
+  grep -q '<div id="graph-error" class="banner" hidden' <<<"$DOM" || fail "graph: error banner shown"
+  echo "graph: graph-only node shown (epoch 6, $(card graph-vertices) vertices, AUC $auc), LDA sections hidden"
+  stop_latentd
+
+  # 2. A graph cluster of two graph-only nodes.
+  start_redis
+  local args=(--graph-edges "$GRQC" --graph-dim 16 --graph-max-epochs 5
+    --graph-holdout 0.1 --graph-checkpoint-every 0 --graph-consensus dual
+    --consistency bsp --cluster-redis "unix:$DIR/redis.sock" --cluster gpage
+    --cluster-size 2 --insecure on --failure-timeout 0)
+  start_daemon ga "${args[@]}"
+  local a_pid=$PID
+  start_daemon gb "${args[@]}"
+  wait_ports "$DIR/gb"
+  local b_tcp=$TCP
+  PID=$a_pid
+  wait_ports "$DIR/ga"
+  wait_until 120 "graph cluster node not done with 5 epochs" graph_done "$TCP" 5
+  browse "http://$HTTP/" graph_cluster
+  [ "$(page_state)" = ok ] || fail "graph cluster: page state $(page_state): $(element error div)"
+  members=$(element members table)
+  grep -q "<tr class=\"member\" data-state=\"this node\"><td>$TCP</td>" <<<"$members" ||
+    fail "graph cluster: this node ($TCP) not in $members"
+  grep -q "<tr class=\"member\" data-state=\"reachable\"><td>$b_tcp</td>" <<<"$members" ||
+    fail "graph cluster: the peer ($b_tcp) not in $members"
+  [ "$(card graph-consensus)" = "dual decomposition" ] ||
+    fail "graph cluster: consensus card '$(card graph-consensus)'"
+  dist=$(graph_field consensusDistance)
+  [ -n "$dist" ] && [ "$(card graph-consensus-distance)" = "$(printf '%.4f' "$dist")" ] ||
+    fail "graph cluster: distance card '$(card graph-consensus-distance)', Status $dist"
+  echo "graph cluster: both members listed, dual consensus, copies' distance $dist"
+}
+
 case "$MODE" in
   single) single ;;
   cluster) cluster ;;
+  graph) graph ;;
   *) fail "unknown mode $MODE" ;;
 esac
 echo "screenshots and DOM dumps in $OUT"
