@@ -38,45 +38,34 @@ uint64_t Sweep(Daemon* d) {
   return static_cast<uint64_t>(Metric(d, "latentd_sweeps_total"));
 }
 
-// Three daemons of cluster "handoff" on the thirds WriteApParts wrote into
-// tmp, node i with `extra[i]` (if given) added to its arguments; started
-// and waited for (check ok()).
-std::vector<std::unique_ptr<Daemon>> StartThirds(
-    const TempDir& tmp, const RedisServer& redis,
-    const std::vector<std::vector<std::string>>& extra = {}) {
-  std::vector<std::unique_ptr<Daemon>> d;
+// Starts the three nodes of `cluster` on the thirds WriteApParts wrote into
+// its directory, node i with `extra[i]` (if given) added to its arguments;
+// true if all serve.
+bool StartThirds(TestCluster* cluster,
+                 const std::vector<std::vector<std::string>>& extra = {}) {
+  std::vector<std::vector<std::string>> args;
   for (int i = 0; i < kNodes; ++i) {
-    std::vector<std::string> args = {
-        "--corpus",         absl::StrCat(tmp.path(), "/part", i),
-        "--format",         "ldac",
-        "--vocab",          ApFile("vocab.txt.zst"),
-        "--topics",         "10",
-        "--max-sweeps",     "40",
-        "--cluster-size",   "3",
-        "--cluster",        "handoff",
-        "--cluster-redis",  redis.address(),
-        "--optimize-alpha", "off"};
-    for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
-    if (static_cast<size_t>(i) < extra.size()) {
-      args.insert(args.end(), extra[i].begin(), extra[i].end());
+    args.push_back(ApPartArgs(cluster->dir(), i));
+    for (const char* a : {"--max-sweeps", "40", "--optimize-alpha", "off"}) {
+      args.back().push_back(a);
     }
-    d.push_back(std::make_unique<Daemon>(absl::StrCat(tmp.path(), "/node", i),
-                                         args, false));
+    if (static_cast<size_t>(i) < extra.size()) {
+      args.back().insert(args.back().end(), extra[i].begin(), extra[i].end());
+    }
   }
-  for (auto& n : d) n->WaitForPorts();
-  return d;
+  return cluster->Start(args);
 }
 
 // Removes C with `mode` ("" = the default, hand-off; "--drop") mid-training
 // and checks the two left (see the top).
 void RemoveOneMidTraining(const std::string& mode) {
   const bool drop = mode == "--drop";
-  TempDir tmp;
-  RedisServer redis(tmp.path());
-  ASSERT_TRUE(redis.ok());
+  TestCluster cluster({.name = "handoff"});
+  ASSERT_TRUE(cluster.ok());
+  RedisServer& redis = cluster.redis();
   std::vector<std::map<std::string, long long>> parts;
   std::map<std::string, long long> freq =
-      WriteApParts(tmp.path(), kNodes, &parts);
+      WriteApParts(cluster.dir(), kNodes, &parts);
   ASSERT_FALSE(freq.empty());
   if (drop) {  // the model keeps A's and B's documents only
     freq = parts[0];
@@ -84,11 +73,10 @@ void RemoveOneMidTraining(const std::string& mode) {
   }
   long long total_tokens = 0;
   for (const auto& [word, n] : freq) total_tokens += n;
-  std::vector<std::unique_ptr<Daemon>> d = StartThirds(tmp, redis);
-  for (auto& n : d) ASSERT_TRUE(n->ok()) << n->Log();
-  Daemon* a = d[0].get();
-  Daemon* b = d[1].get();
-  Daemon* c = d[2].get();
+  ASSERT_TRUE(StartThirds(&cluster));
+  Daemon* a = cluster.node(0);
+  Daemon* b = cluster.node(1);
+  Daemon* c = cluster.node(2);
   auto cc = c->Client(Protocol::kTcp);
   auto c_status = WaitStatus(
       cc.get(), [](const api::StatusResponse& s) { return s.documents() > 0; },
@@ -147,8 +135,8 @@ void RemoveOneMidTraining(const std::string& mode) {
   std::map<std::string, std::string> ea, eb;
   std::map<std::string, long long> sums;
   for (int i = 0; i < 120; ++i) {
-    ea = ExportFiles(a->tcp(), tmp.path() + "/export_a");
-    eb = ExportFiles(b->tcp(), tmp.path() + "/export_b");
+    ea = ExportFiles(a->tcp(), cluster.dir() + "/export_a");
+    eb = ExportFiles(b->tcp(), cluster.dir() + "/export_b");
     sums = RowSums(ea["word_topic_counts.tsv"]);
     if (ea == eb && sums == freq &&
         Sum(TopicTotals(ca.get())) == total_tokens) {
@@ -158,20 +146,10 @@ void RemoveOneMidTraining(const std::string& mode) {
   }
   ExpectIdenticalExports(ea, eb);
   ASSERT_EQ(ea.count("error") + eb.count("error"), 0u);
-  EXPECT_EQ(sums.size(), freq.size());
-  size_t wrong = 0;
-  for (const auto& [word, n] : freq) {
-    auto it = sums.find(word);
-    const long long got = it == sums.end() ? -1 : it->second;
-    if (got != n && ++wrong <= 5) {
-      ADD_FAILURE() << word << ": frequency " << n << ", row sum " << got;
-    }
-  }
-  EXPECT_EQ(wrong, 0u);
+  ExpectRowSums(sums, freq);
   EXPECT_EQ(Sum(TopicTotals(ca.get())), total_tokens);
   EXPECT_EQ(TopicTotals(ca.get()), TopicTotals(cb.get()));
-  EXPECT_EQ(b->Stop(), 0) << b->Log();
-  EXPECT_EQ(a->Stop(), 0) << a->Log();
+  cluster.StopAll();
 }
 
 TEST(ClusterShrink, ARemovedDaemonHandsItsDocumentsToTheOthers) {
@@ -187,22 +165,21 @@ TEST(ClusterShrink, ADroppedDaemonTakesItsDocumentsOutOfTheModel) {
 // latentctl says why; nothing was handed off, C stays up (leaving, not
 // sampling) and in the ring, and the move is marked failed.
 TEST(ClusterShrink, AHandoffTheOthersRefuseFailsTheRemovalAndSaysWhy) {
-  TempDir tmp;
-  RedisServer redis(tmp.path());
-  ASSERT_TRUE(redis.ok());
-  ASSERT_FALSE(WriteApParts(tmp.path(), kNodes).empty());
+  TestCluster cluster({.name = "handoff"});
+  ASSERT_TRUE(cluster.ok());
+  RedisServer& redis = cluster.redis();
+  ASSERT_FALSE(WriteApParts(cluster.dir(), kNodes).empty());
   const std::string kRead = "read-token-0123456789abcdef";
   auto tokens = [&](const std::string& name, const std::string& admin) {
-    const std::string path = tmp.path() + "/" + name;
+    const std::string path = cluster.dir() + "/" + name;
     std::ofstream(path) << "read " << kRead << "\nadmin " << admin << "\n";
     return std::vector<std::string>{"--api-tokens", path};
   };
   const std::vector<std::string> ab =
       tokens("tokens_ab", "admin-ab-0123456789abcdef");
-  std::vector<std::unique_ptr<Daemon>> d = StartThirds(
-      tmp, redis, {ab, ab, tokens("tokens_c", "admin-c-0123456789abcdef")});
-  for (auto& n : d) ASSERT_TRUE(n->ok()) << n->Log();
-  Daemon* c = d[2].get();
+  ASSERT_TRUE(StartThirds(
+      &cluster, {ab, ab, tokens("tokens_c", "admin-c-0123456789abcdef")}));
+  Daemon* c = cluster.node(2);
   for (int i = 0; i < 1200 && Sweep(c) < 2; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -230,7 +207,7 @@ TEST(ClusterShrink, AHandoffTheOthersRefuseFailsTheRemovalAndSaysWhy) {
   EXPECT_EQ(src, 0) << status;
   EXPECT_NE(status.find("\"state\":\"leaving\""), std::string::npos) << status;
   EXPECT_NE(status.find("\"status\":\"failed\""), std::string::npos) << status;
-  for (auto& n : d) EXPECT_EQ(n->Stop(), 0) << n->Log();
+  cluster.StopAll();
 }
 
 }  // namespace

@@ -35,24 +35,16 @@ std::string DataDir() {
 // rounds have drained, both export byte-identical files (α fixed), and
 // each new word's row adds up to its count in those documents.
 TEST(ClusterVocabulary, NewWordsIngestedOnOneNodeReachEveryNodesExport) {
-  TempDir tmp;
-  RedisServer redis(tmp.path());
-  ASSERT_TRUE(redis.ok());
-  std::vector<std::string> args =
-      ClusterArgs(redis.address(), "words", "2", tmp.path());
-  for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (args[i] == "--max-sweeps") args[i + 1] = "10";
-  }
+  TestCluster cluster({.name = "words"});
+  ASSERT_TRUE(cluster.ok());
+  std::vector<std::string> args = ApTrainingArgs("20", "10");
   // α is each node's own when learned (docs/latentd.md): fixed here, so
   // that alpha.txt too is the same on both.
   args.push_back("--optimize-alpha");
   args.push_back("off");
-  auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
-  auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
-  a->WaitForPorts();
-  b->WaitForPorts();
-  ASSERT_TRUE(a->ok()) << a->Log();
-  ASSERT_TRUE(b->ok()) << b->Log();
+  ASSERT_TRUE(cluster.Start(2, args));
+  Daemon* a = cluster.node(0);
+  Daemon* b = cluster.node(1);
   auto ca = a->Client(Protocol::kTcp);
   auto cb = b->Client(Protocol::kTcp);
   const std::map<std::string, long long> kNew = {
@@ -81,8 +73,8 @@ TEST(ClusterVocabulary, NewWordsIngestedOnOneNodeReachEveryNodesExport) {
   // counts, the exports may differ.
   std::map<std::string, std::string> ea, eb;
   for (int i = 0; i < 120; ++i) {
-    ea = ExportFiles(a->tcp(), tmp.path() + "/export_a");
-    eb = ExportFiles(b->tcp(), tmp.path() + "/export_b");
+    ea = ExportFiles(a->tcp(), cluster.dir() + "/export_a");
+    eb = ExportFiles(b->tcp(), cluster.dir() + "/export_b");
     if (ea == eb && Sum(TopicTotals(ca.get())) == tokens &&
         RowSum(eb["word_topic_counts.tsv"], "quokkaphone") == 4) {
       break;
@@ -99,15 +91,14 @@ TEST(ClusterVocabulary, NewWordsIngestedOnOneNodeReachEveryNodesExport) {
   EXPECT_EQ(Sum(TopicTotals(ca.get())), tokens);
   EXPECT_EQ(TopicTotals(ca.get()), TopicTotals(cb.get()));
   // B learned the three words from their owners, and answers for them.
-  EXPECT_GE(Metric(b.get(), "latentd_cluster_words_adopted_total"), 3);
+  EXPECT_GE(Metric(b, "latentd_cluster_words_adopted_total"), 3);
   api::WordTopicsRequest wreq;
   wreq.set_word("snarfleblat");
   api::WordTopicsResponse wresp;
   const absl::Status ws = cb->Call(Method::kWordTopics, wreq, &wresp);
   EXPECT_TRUE(ws.ok()) << ws;
   EXPECT_EQ(wresp.count(), 3);
-  EXPECT_EQ(b->Stop(), 0) << b->Log();
-  EXPECT_EQ(a->Stop(), 0) << a->Log();
+  cluster.StopAll();
 }
 
 // Runs `command` under sh; its standard output (empty if it failed).
@@ -154,47 +145,34 @@ std::string ReutersLines(int n) {
 // (α fixed), every word's row adds up to that word's tokens in the three
 // stores together (words only C had included), and Σ n_k is their total.
 TEST(ClusterVocabulary, ANodeWithAnotherCorpusJoinsAndEveryNodeHoldsAllWords) {
-  TempDir tmp;
-  RedisServer redis(tmp.path());
-  ASSERT_TRUE(redis.ok());
+  TestCluster cluster({.name = "mixed"});
+  ASSERT_TRUE(cluster.ok());
+  RedisServer& redis = cluster.redis();
+  const std::string& tmp = cluster.dir();
   const std::string ap = DataDir() + "/blei-ap";
   for (const auto& [name, lines] :
        {std::pair<const char*, const char*>{"ap_a.dat", "1,150p"},
         {"ap_b.dat", "151,300p"}}) {
-    std::ofstream(tmp.path() + "/" + name)
+    std::ofstream(tmp + "/" + name)
         << Shell("zstd -dc " + ap + "/ap.dat.zst | sed -n " + lines);
   }
-  std::ofstream(tmp.path() + "/reuters.lines") << ReutersLines(150);
+  std::ofstream(tmp + "/reuters.lines") << ReutersLines(150);
   auto common = [&](std::vector<std::string> args) {
-    for (const std::string& a :
-         {std::string("--topics"), std::string("10"),
-          std::string("--optimize-alpha"), std::string("off"),
-          std::string("--cluster-redis"), redis.address(),
-          std::string("--cluster"), std::string("mixed")}) {
+    for (const char* a : {"--topics", "10", "--optimize-alpha", "off"}) {
       args.push_back(a);
     }
-    for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
     return args;
   };
   auto ap_args = [&](const char* file) {
-    return common({"--corpus", tmp.path() + "/" + file, "--format", "ldac",
+    return common({"--corpus", tmp + "/" + file, "--format", "ldac",
                    "--corpus-vocab", ap + "/vocab.txt.zst", "--max-sweeps",
-                   "150", "--cluster-size", "2"});
+                   "150"});
   };
-  auto a =
-      std::make_unique<Daemon>(tmp.path() + "/a", ap_args("ap_a.dat"), false);
-  auto b =
-      std::make_unique<Daemon>(tmp.path() + "/b", ap_args("ap_b.dat"), false);
-  a->WaitForPorts();
-  b->WaitForPorts();
-  ASSERT_TRUE(a->ok()) << a->Log();
-  ASSERT_TRUE(b->ok()) << b->Log();
-  auto c = std::make_unique<Daemon>(
-      tmp.path() + "/c",
-      common({"--corpus", tmp.path() + "/reuters.lines", "--format", "lines",
-              "--max-sweeps", "8", "--cluster-join", "on", "--join-timeout",
-              "120"}),
-      false);
+  ASSERT_TRUE(cluster.Start({ap_args("ap_a.dat"), ap_args("ap_b.dat")}));
+  Daemon* a = cluster.node(0);
+  Daemon* c =
+      cluster.StartJoiner(common({"--corpus", tmp + "/reuters.lines",
+                                  "--format", "lines", "--max-sweeps", "8"}));
   const std::string pending = PendingNode(redis.address(), "mixed");
   ASSERT_FALSE(pending.empty()) << c->Log();
   auto ca = a->Client(Protocol::kTcp);
@@ -206,7 +184,7 @@ TEST(ClusterVocabulary, ANodeWithAnotherCorpusJoinsAndEveryNodeHoldsAllWords) {
   ASSERT_EQ(rc, 0) << out << c->Log();
   ASSERT_TRUE(c->WaitForPorts()) << c->Log();
 
-  std::vector<Daemon*> nodes = {a.get(), b.get(), c.get()};
+  const std::vector<Daemon*> nodes = cluster.nodes();
   int64_t tokens = 0;
   for (Daemon* d : nodes) {
     auto client = d->Client(Protocol::kTcp);
@@ -223,8 +201,7 @@ TEST(ClusterVocabulary, ANodeWithAnotherCorpusJoinsAndEveryNodeHoldsAllWords) {
   std::vector<std::map<std::string, std::string>> files(3);
   for (int i = 0; i < 160; ++i) {
     for (int n = 0; n < 3; ++n) {
-      files[n] =
-          ExportFiles(nodes[n]->tcp(), absl::StrCat(tmp.path(), "/export", n));
+      files[n] = ExportFiles(nodes[n]->tcp(), absl::StrCat(tmp, "/export", n));
     }
     if (files[0] == files[1] && files[1] == files[2] &&
         Sum(TopicTotals(ca.get())) == tokens) {
@@ -241,34 +218,20 @@ TEST(ClusterVocabulary, ANodeWithAnotherCorpusJoinsAndEveryNodeHoldsAllWords) {
     }
   }
   EXPECT_EQ(Sum(TopicTotals(ca.get())), tokens);
-  EXPECT_EQ(c->Stop(), 0) << c->Log();
-  EXPECT_EQ(b->Stop(), 0) << b->Log();
-  EXPECT_EQ(a->Stop(), 0) << a->Log();
+  cluster.StopAll();
   // Word by word: the rows are the three stores' tokens together.
   std::map<std::string, long long> want;
-  for (const char* dir : {"/a", "/b", "/c"}) {
-    for (const auto& [word, n] : StoreWordCounts(tmp.path() + dir)) {
-      want[word] += n;
+  for (int n = 0; n < 3; ++n) {
+    for (const auto& [word, count] : StoreWordCounts(cluster.data_dir(n))) {
+      want[word] += count;
     }
   }
-  const std::map<std::string, long long> got =
-      RowSums(files[0]["word_topic_counts.tsv"]);
-  EXPECT_EQ(got.size(), want.size());
-  long long total = 0, mismatched = 0;
-  for (const auto& [word, n] : want) {
-    total += n;
-    auto it = got.find(word);
-    if (it == got.end() || it->second != n) {
-      if (++mismatched <= 5) {
-        ADD_FAILURE() << "word '" << word << "': " << n << " tokens, row "
-                      << (it == got.end() ? -1 : it->second);
-      }
-    }
-  }
-  EXPECT_EQ(mismatched, 0);
+  ExpectRowSums(RowSums(files[0]["word_topic_counts.tsv"]), want);
+  long long total = 0;
+  for (const auto& [word, n] : want) total += n;
   EXPECT_EQ(total, tokens);
   // C's words (Reuters) and A's (AP) are all there.
-  EXPECT_GT(StoreWordCounts(tmp.path() + "/c").size(), 100u);
+  EXPECT_GT(StoreWordCounts(cluster.data_dir(2)).size(), 100u);
 }
 
 }  // namespace

@@ -90,21 +90,12 @@ TEST(DaemonCluster, ClusterModeWithoutAKeyRefusesToStart) {
 }
 
 TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
-  TempDir tmp;
-  RedisServer redis(tmp.path());
-  ASSERT_TRUE(redis.ok());
-  std::vector<std::string> args = ApCorpusArgs();
-  for (const std::string& a :
-       {std::string("--topics"), std::string("20"), std::string("--max-sweeps"),
-        std::string("12"), std::string("--cluster-redis"), redis.address(),
-        std::string("--cluster"), std::string("test"),
-        std::string("--cluster-size"), std::string("2"),
-        // B's death below is about the survivor's view of a dead peer,
-        // without failover (daemon_failover_test has that).
-        std::string("--failure-timeout"), std::string("0")}) {
-    args.push_back(a);
-  }
-  for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
+  // B's death below is about the survivor's view of a dead peer, without
+  // failover (TestCluster's default; daemon_failover_test has that).
+  TestCluster cluster({.name = "test"});
+  ASSERT_TRUE(cluster.ok());
+  RedisServer& redis = cluster.redis();
+  const std::vector<std::string> args = ApTrainingArgs("20", "12");
   // A also consumes a Redis stream of users' events.
   std::vector<std::string> a_args = args;
   for (const std::string& f :
@@ -112,13 +103,9 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
         std::string("events")}) {
     a_args.push_back(f);
   }
-  // Each node serves only once both have joined: start both, then wait.
-  auto a = std::make_unique<Daemon>(tmp.path() + "/a", a_args, false);
-  auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
-  a->WaitForPorts();
-  b->WaitForPorts();
-  ASSERT_TRUE(a->ok()) << a->Log();
-  ASSERT_TRUE(b->ok()) << b->Log();
+  ASSERT_TRUE(cluster.Start({a_args, args}));
+  Daemon* a = cluster.node(0);
+  Daemon* b = cluster.node(1);
   auto ca = a->Client(Protocol::kTcp);
   auto cb = b->Client(Protocol::kHttpJson);
 
@@ -261,41 +248,29 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
 // exact model over it, and /metrics reports the sync port's connections
 // and caps (--cluster-max-connections*).
 TEST(DaemonCluster, TwoNodesTrainOverMutualTlsOnTheSyncPort) {
-  TempDir tmp;
-  RedisServer redis(tmp.path());
-  ASSERT_TRUE(redis.ok());
+  TestCluster cluster({.name = "tls"});
+  ASSERT_TRUE(cluster.ok());
   sync::testing::TestPki pki;
   ASSERT_TRUE(pki.ok()) << "openssl failed";
-  std::vector<std::string> args = ApCorpusArgs();
+  std::vector<std::string> args = ApTrainingArgs("10", "3");
   for (const std::string& a :
-       {std::string("--topics"), std::string("10"), std::string("--max-sweeps"),
-        std::string("3"), std::string("--cluster-redis"), redis.address(),
-        std::string("--cluster"), std::string("tls"),
-        std::string("--cluster-size"), std::string("2"),
-        std::string("--cluster-tls-cert"), pki.path("server.pem"),
+       {std::string("--cluster-tls-cert"), pki.path("server.pem"),
         std::string("--cluster-tls-key"), pki.path("server.key"),
         std::string("--cluster-tls-ca"), pki.path("ca.pem"),
         std::string("--cluster-max-connections-per-address"),
         std::string("64")}) {
     args.push_back(a);
   }
-  for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
-  auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
-  auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
-  a->WaitForPorts();
-  b->WaitForPorts();
-  ASSERT_TRUE(a->ok()) << a->Log();
-  ASSERT_TRUE(b->ok()) << b->Log();
-  ExpectOneModelOverTheirTokens(a.get(), b.get());
-  EXPECT_EQ(Metric(a.get(), "latentd_connections_max{listener=\"sync\"}"),
-            1024);
-  EXPECT_EQ(Metric(a.get(),
+  ASSERT_TRUE(cluster.Start(2, args));
+  Daemon* a = cluster.node(0);
+  ExpectOneModelOverTheirTokens(a, cluster.node(1));
+  EXPECT_EQ(Metric(a, "latentd_connections_max{listener=\"sync\"}"), 1024);
+  EXPECT_EQ(Metric(a,
                    "latentd_connections_max_per_address{listener="
                    "\"sync\"}"),
             64);
-  EXPECT_GE(Metric(a.get(), "latentd_connections{listener=\"sync\"}"), 1);
-  EXPECT_EQ(a->Stop(), 0) << a->Log();
-  EXPECT_EQ(b->Stop(), 0) << b->Log();
+  EXPECT_GE(Metric(a, "latentd_connections{listener=\"sync\"}"), 1);
+  cluster.StopAll();
 }
 
 // With api-tokens (one file shared by both nodes), users' events and profile
@@ -304,10 +279,9 @@ TEST(DaemonCluster, TwoNodesTrainOverMutualTlsOnTheSyncPort) {
 // cannot ingest. After the file changes and SIGHUP, the nodes forward with
 // its new admin token.
 TEST(DaemonCluster, ForwardingCarriesTheAdminTokenWhenTokensAreOn) {
-  TempDir tmp;
-  RedisServer redis(tmp.path());
-  ASSERT_TRUE(redis.ok());
-  const std::string tokens = tmp.path() + "/tokens";
+  TestCluster cluster({.name = "auth"});
+  ASSERT_TRUE(cluster.ok());
+  const std::string tokens = cluster.dir() + "/tokens";
   const std::string kRead = "read-token-0123456789abcdef";
   const std::string kWrite = "write-token-0123456789abcdef";
   {
@@ -317,22 +291,12 @@ TEST(DaemonCluster, ForwardingCarriesTheAdminTokenWhenTokensAreOn) {
                  kRead.c_str(), kWrite.c_str());
     std::fclose(f);
   }
-  std::vector<std::string> args = ApCorpusArgs();
-  for (const std::string& a :
-       {std::string("--topics"), std::string("10"), std::string("--max-sweeps"),
-        std::string("3"), std::string("--cluster-redis"), redis.address(),
-        std::string("--cluster"), std::string("auth"),
-        std::string("--cluster-size"), std::string("2"),
-        std::string("--api-tokens"), tokens}) {
-    args.push_back(a);
-  }
-  for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
-  auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
-  auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
-  a->WaitForPorts();
-  b->WaitForPorts();
-  ASSERT_TRUE(a->ok()) << a->Log();
-  ASSERT_TRUE(b->ok()) << b->Log();
+  std::vector<std::string> args = ApTrainingArgs("10", "3");
+  args.push_back("--api-tokens");
+  args.push_back(tokens);
+  ASSERT_TRUE(cluster.Start(2, args));
+  Daemon* a = cluster.node(0);
+  Daemon* b = cluster.node(1);
   auto ca = a->Client(Protocol::kTcp);
   auto cb = b->Client(Protocol::kHttpJson);
 
@@ -383,8 +347,8 @@ TEST(DaemonCluster, ForwardingCarriesTheAdminTokenWhenTokensAreOn) {
                  kRead.c_str(), kWrite2.c_str());
     std::fclose(f);
   }
-  for (Daemon* d : {a.get(), b.get()}) ASSERT_EQ(::kill(d->pid(), SIGHUP), 0);
-  for (Daemon* d : {a.get(), b.get()}) {
+  for (Daemon* d : {a, b}) ASSERT_EQ(::kill(d->pid(), SIGHUP), 0);
+  for (Daemon* d : {a, b}) {
     for (int i = 0; i < 100 && d->Log().find("reload: forwarding to peers") ==
                                    std::string::npos;
          ++i) {
@@ -399,8 +363,7 @@ TEST(DaemonCluster, ForwardingCarriesTheAdminTokenWhenTokensAreOn) {
   const absl::Status again = ca->Call(Method::kIngest, ingest, &ack);
   ASSERT_TRUE(again.ok()) << again << a->Log() << b->Log();
   EXPECT_EQ(ack.accepted(), static_cast<uint64_t>(kUsers));
-  EXPECT_EQ(a->Stop(), 0);
-  EXPECT_EQ(b->Stop(), 0);
+  cluster.StopAll();
 }
 
 // Grow (issue 12): a third daemon started with --cluster-join waits as
@@ -409,31 +372,13 @@ TEST(DaemonCluster, ForwardingCarriesTheAdminTokenWhenTokensAreOn) {
 // after training the three hold one model: the same topic totals, adding
 // up to the tokens of all three stores.
 TEST(DaemonCluster, ADaemonJoinsARunningClusterWhenAdmitted) {
-  TempDir tmp;
-  RedisServer redis(tmp.path());
-  ASSERT_TRUE(redis.ok());
-  std::vector<std::string> args = ApCorpusArgs();
-  for (const std::string& a : {std::string("--topics"), std::string("20"),
-                               std::string("--cluster-redis"), redis.address(),
-                               std::string("--cluster"), std::string("grow")}) {
-    args.push_back(a);
-  }
-  for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
-  std::vector<std::string> first = args, joiner = args;
-  for (const char* a : {"--max-sweeps", "15", "--cluster-size", "2"}) {
-    first.push_back(a);
-  }
-  for (const char* a :
-       {"--max-sweeps", "6", "--cluster-join", "on", "--join-timeout", "120"}) {
-    joiner.push_back(a);
-  }
-  auto a = std::make_unique<Daemon>(tmp.path() + "/a", first, false);
-  auto b = std::make_unique<Daemon>(tmp.path() + "/b", first, false);
-  a->WaitForPorts();
-  b->WaitForPorts();
-  ASSERT_TRUE(a->ok()) << a->Log();
-  ASSERT_TRUE(b->ok()) << b->Log();
-  auto c = std::make_unique<Daemon>(tmp.path() + "/c", joiner, false);
+  TestCluster cluster({.name = "grow"});
+  ASSERT_TRUE(cluster.ok());
+  RedisServer& redis = cluster.redis();
+  ASSERT_TRUE(cluster.Start(2, ApTrainingArgs("20", "15")));
+  Daemon* a = cluster.node(0);
+  Daemon* b = cluster.node(1);
+  Daemon* c = cluster.StartJoiner(ApTrainingArgs("20", "6"));
 
   // The operator finds the pending node in `cluster status` and admits it.
   const std::string pending = PendingNode(redis.address(), "grow");
@@ -491,9 +436,7 @@ TEST(DaemonCluster, ADaemonJoinsARunningClusterWhenAdmitted) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_NE(status_out.find("2246 documents"), std::string::npos) << status_out;
-  EXPECT_EQ(c->Stop(), 0) << c->Log();
-  EXPECT_EQ(b->Stop(), 0) << b->Log();
-  EXPECT_EQ(a->Stop(), 0) << a->Log();
+  cluster.StopAll();
 }
 
 // Shrink with drop (issue 12): of three daemons, `latentctl cluster
@@ -502,19 +445,14 @@ TEST(DaemonCluster, ADaemonJoinsARunningClusterWhenAdmitted) {
 // exits 0 by itself; the two end with one model over their own documents.
 // Bad removals change nothing and say why.
 TEST(DaemonCluster, ARemovedDaemonTakesItsDocumentsOutAndExits) {
-  TempDir tmp;
-  RedisServer redis(tmp.path());
-  ASSERT_TRUE(redis.ok());
   // Loopback development without a cluster key: allowed, and said loudly.
-  std::vector<std::string> args =
-      ClusterArgs(redis.address(), "shrink", "3", "");
-  auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
-  auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
-  auto c = std::make_unique<Daemon>(tmp.path() + "/c", args, false);
-  a->WaitForPorts();
-  b->WaitForPorts();
-  c->WaitForPorts();
-  ASSERT_TRUE(a->ok() && b->ok() && c->ok()) << c->Log();
+  TestCluster cluster({.name = "shrink", .key = false});
+  ASSERT_TRUE(cluster.ok());
+  RedisServer& redis = cluster.redis();
+  ASSERT_TRUE(cluster.Start(3, ApTrainingArgs()));
+  Daemon* a = cluster.node(0);
+  Daemon* b = cluster.node(1);
+  Daemon* c = cluster.node(2);
   EXPECT_NE(a->Log().find("INSECURE: the sync port"), std::string::npos)
       << a->Log();
   EXPECT_NE(a->Log().find("runs without authentication (--insecure)"),
@@ -543,9 +481,8 @@ TEST(DaemonCluster, ARemovedDaemonTakesItsDocumentsOutAndExits) {
   // The removed daemon has exited, cleanly, by itself.
   EXPECT_EQ(c->Stop(/*sig=*/0, 30), 0) << c->Log();  // 0: just wait
 
-  ExpectOneModelOverTheirTokens(a.get(), b.get());
-  EXPECT_EQ(b->Stop(), 0) << b->Log();
-  EXPECT_EQ(a->Stop(), 0) << a->Log();
+  ExpectOneModelOverTheirTokens(a, b);
+  cluster.StopAll();
 }
 
 // Restart and rejoin (issue 12): B is killed with SIGKILL mid-training
@@ -555,31 +492,20 @@ TEST(DaemonCluster, ARemovedDaemonTakesItsDocumentsOutAndExits) {
 // At the end both nodes hold the same topic totals, adding up to the
 // tokens of both stores, and export the same model.
 TEST(DaemonCluster, AKilledDaemonRestartsFromItsDirectoryAndStaysExact) {
-  TempDir tmp;
-  RedisServer redis(tmp.path());
-  ASSERT_TRUE(redis.ok());
-  auto api_port = PickFreePort();
-  auto sync_port = PickFreePort();
-  ASSERT_TRUE(api_port.ok() && sync_port.ok());
-  std::vector<std::string> args =
-      ClusterArgs(redis.address(), "rejoin", "2", tmp.path());
-  // A restart within the ring it left (no failover meanwhile: that path,
-  // a down node's return, is daemon_failover_test's).
-  args.push_back("--failure-timeout");
-  args.push_back("0");
+  // A restart within the ring it left (no failover meanwhile, as
+  // TestCluster's default: that path, a down node's return, is
+  // daemon_failover_test's).
+  TestCluster cluster({.name = "rejoin"});
+  ASSERT_TRUE(cluster.ok());
+  const std::vector<std::string> args = ApTrainingArgs();
   std::vector<std::string> b_args = args;
-  for (const std::string& a :
-       {std::string("--listen"), absl::StrCat("127.0.0.1:", *api_port),
-        std::string("--cluster-listen"),
-        absl::StrCat("127.0.0.1:", *sync_port)}) {
+  for (const std::string& a : FixedPortArgs({"--listen", "--cluster-listen"})) {
     b_args.push_back(a);
   }
-  auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
-  auto b = std::make_unique<Daemon>(tmp.path() + "/b", b_args, false);
-  a->WaitForPorts();
-  b->WaitForPorts();
-  ASSERT_TRUE(a->ok()) << a->Log() << b->Log();
-  ASSERT_TRUE(b->ok()) << b->Log();
+  ASSERT_EQ(b_args.size(), args.size() + 4);
+  ASSERT_TRUE(cluster.Start({args, b_args}));
+  Daemon* a = cluster.node(0);
+  Daemon* b = cluster.node(1);
   {
     auto cb = b->Client(Protocol::kTcp);
     auto trained = WaitStatus(
@@ -590,36 +516,35 @@ TEST(DaemonCluster, AKilledDaemonRestartsFromItsDirectoryAndStaysExact) {
     ASSERT_LT(trained->version().sweep(), 25u) << "killed mid-training";
   }
   ASSERT_EQ(b->Stop(SIGKILL, 10), SIGKILL) << b->Log();
-  b = std::make_unique<Daemon>(tmp.path() + "/b", b_args, true);
+  b = cluster.Restart(1);
   ASSERT_TRUE(b->ok()) << b->Log();
 
-  ExpectOneModelOverTheirTokens(a.get(), b.get());
+  ExpectOneModelOverTheirTokens(a, b);
   // Word by word, too: both export the same counts.
   std::string counts[2];
   for (int n = 0; n < 2; ++n) {
-    counts[n] = ExportCounts((n == 0 ? a : b).get(),
-                             absl::StrCat(tmp.path(), "/export", n));
+    counts[n] = ExportCounts(cluster.node(n),
+                             absl::StrCat(cluster.dir(), "/export", n));
   }
   EXPECT_FALSE(counts[0].empty());
   EXPECT_TRUE(counts[0] == counts[1]) << "the two nodes export other counts";
   // /metrics: A took B's dead process's contributions out of the keys it
   // owns; B's new owner shard refused A's batches for the dead one (A then
   // re-seeded it). Both route by the same epoch of a 2-member ring.
-  EXPECT_GE(Metric(a.get(), "latentd_cluster_senders_retracted_total"), 1);
-  EXPECT_GE(Metric(a.get(), "latentd_cluster_counts_retracted_total"), 1);
-  EXPECT_EQ(Metric(a.get(), "latentd_cluster_reseed_refused_total"), 0);
-  EXPECT_GE(Metric(b.get(), "latentd_cluster_reseed_refused_total"), 1);
-  EXPECT_EQ(Metric(b.get(), "latentd_cluster_senders_retracted_total"), 0);
-  EXPECT_GE(Metric(a.get(), "latentd_cluster_epoch"), 1);
-  EXPECT_EQ(Metric(a.get(), "latentd_cluster_epoch"),
-            Metric(b.get(), "latentd_cluster_epoch"));
-  EXPECT_EQ(Metric(a.get(), "latentd_cluster_members"), 2);
-  EXPECT_EQ(Metric(a.get(), "latentd_cluster_peers_unreachable"), 0);
-  EXPECT_GT(Metric(a.get(), "latentd_cluster_owned_keys") +
-                Metric(b.get(), "latentd_cluster_owned_keys"),
+  EXPECT_GE(Metric(a, "latentd_cluster_senders_retracted_total"), 1);
+  EXPECT_GE(Metric(a, "latentd_cluster_counts_retracted_total"), 1);
+  EXPECT_EQ(Metric(a, "latentd_cluster_reseed_refused_total"), 0);
+  EXPECT_GE(Metric(b, "latentd_cluster_reseed_refused_total"), 1);
+  EXPECT_EQ(Metric(b, "latentd_cluster_senders_retracted_total"), 0);
+  EXPECT_GE(Metric(a, "latentd_cluster_epoch"), 1);
+  EXPECT_EQ(Metric(a, "latentd_cluster_epoch"),
+            Metric(b, "latentd_cluster_epoch"));
+  EXPECT_EQ(Metric(a, "latentd_cluster_members"), 2);
+  EXPECT_EQ(Metric(a, "latentd_cluster_peers_unreachable"), 0);
+  EXPECT_GT(Metric(a, "latentd_cluster_owned_keys") +
+                Metric(b, "latentd_cluster_owned_keys"),
             100);
-  EXPECT_EQ(b->Stop(), 0) << b->Log();
-  EXPECT_EQ(a->Stop(), 0) << a->Log();
+  cluster.StopAll();
 }
 
 // Lost for good (issue 13): C is killed with SIGKILL mid-training and never
@@ -627,21 +552,15 @@ TEST(DaemonCluster, AKilledDaemonRestartsFromItsDirectoryAndStaysExact) {
 // ring. A and B take C's counts out and rebuild the keys C owned: they end
 // with the same topic totals, adding up to their own two stores' tokens.
 TEST(DaemonCluster, ADaemonLostForGoodIsRemovedAndTheModelIsTheRest) {
-  TempDir tmp;
-  RedisServer redis(tmp.path());
-  ASSERT_TRUE(redis.ok());
-  std::vector<std::string> args =
-      ClusterArgs(redis.address(), "lost", "3", tmp.path());
-  // The operator removes C while the ring still lists it (no failover).
-  args.push_back("--failure-timeout");
-  args.push_back("0");
-  auto a = std::make_unique<Daemon>(tmp.path() + "/a", args, false);
-  auto b = std::make_unique<Daemon>(tmp.path() + "/b", args, false);
-  auto c = std::make_unique<Daemon>(tmp.path() + "/c", args, false);
-  a->WaitForPorts();
-  b->WaitForPorts();
-  c->WaitForPorts();
-  ASSERT_TRUE(a->ok() && b->ok() && c->ok()) << c->Log();
+  // The operator removes C while the ring still lists it (no failover, as
+  // TestCluster's default).
+  TestCluster cluster({.name = "lost"});
+  ASSERT_TRUE(cluster.ok());
+  RedisServer& redis = cluster.redis();
+  ASSERT_TRUE(cluster.Start(3, ApTrainingArgs()));
+  Daemon* a = cluster.node(0);
+  Daemon* b = cluster.node(1);
+  Daemon* c = cluster.node(2);
   {
     auto cc = c->Client(Protocol::kTcp);
     auto trained = WaitStatus(
@@ -658,20 +577,20 @@ TEST(DaemonCluster, ADaemonLostForGoodIsRemovedAndTheModelIsTheRest) {
   ASSERT_EQ(rc, 0) << out << a->Log();
   EXPECT_NE(out.find("removed " + lost + " (lost)"), std::string::npos) << out;
 
-  ExpectOneModelOverTheirTokens(a.get(), b.get());
+  ExpectOneModelOverTheirTokens(a, b);
   // /metrics: both survivors route by the epoch after the removal (the
   // drain epoch, then the one without C: at least 3), in a 2-member ring,
   // and between them took C's contributions out of the keys they own.
-  const double epoch = Metric(a.get(), "latentd_cluster_epoch");
+  const double epoch = Metric(a, "latentd_cluster_epoch");
   EXPECT_GE(epoch, 3);
-  EXPECT_EQ(Metric(b.get(), "latentd_cluster_epoch"), epoch);
-  EXPECT_EQ(Metric(a.get(), "latentd_cluster_members"), 2);
-  EXPECT_EQ(Metric(b.get(), "latentd_cluster_members"), 2);
-  EXPECT_GE(Metric(a.get(), "latentd_cluster_senders_retracted_total") +
-                Metric(b.get(), "latentd_cluster_senders_retracted_total"),
+  EXPECT_EQ(Metric(b, "latentd_cluster_epoch"), epoch);
+  EXPECT_EQ(Metric(a, "latentd_cluster_members"), 2);
+  EXPECT_EQ(Metric(b, "latentd_cluster_members"), 2);
+  EXPECT_GE(Metric(a, "latentd_cluster_senders_retracted_total") +
+                Metric(b, "latentd_cluster_senders_retracted_total"),
             1);
-  EXPECT_GE(Metric(a.get(), "latentd_cluster_counts_retracted_total") +
-                Metric(b.get(), "latentd_cluster_counts_retracted_total"),
+  EXPECT_GE(Metric(a, "latentd_cluster_counts_retracted_total") +
+                Metric(b, "latentd_cluster_counts_retracted_total"),
             1);
   // `cluster status`: both survivors' heartbeats (about once a second)
   // carry that epoch (C, dead before the removal, never wrote it).
@@ -693,8 +612,7 @@ TEST(DaemonCluster, ADaemonLostForGoodIsRemovedAndTheModelIsTheRest) {
   }
   EXPECT_EQ(carrying, 2u) << status;
   EXPECT_NE(status.find(" retracted, "), std::string::npos) << status;
-  EXPECT_EQ(b->Stop(), 0) << b->Log();
-  EXPECT_EQ(a->Stop(), 0) << a->Log();
+  cluster.StopAll();
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "sampler/model_dir.h"
 #include "sampler/store_counts.h"
+#include "service/cluster/local_cluster.h"
 #include "tests/service/gateway_test_util.h"
 
 namespace latentd::testing {
@@ -87,6 +88,21 @@ long long RowSum(const std::string& counts, const std::string& word) {
   return it == sums.end() ? -1 : it->second;
 }
 
+void ExpectRowSums(const std::map<std::string, long long>& sums,
+                   const std::map<std::string, long long>& want) {
+  EXPECT_EQ(sums.size(), want.size()) << "words exported";
+  size_t wrong = 0;
+  for (const auto& [word, n] : want) {
+    auto it = sums.find(word);
+    const long long got = it == sums.end() ? -1 : it->second;
+    if (got != n && ++wrong <= 5) {
+      ADD_FAILURE() << "word '" << word << "': " << n << " tokens, row sum "
+                    << got;
+    }
+  }
+  EXPECT_EQ(wrong, 0u) << "words whose row sum is wrong";
+}
+
 std::vector<int64_t> TopicTotals(service::ApiClient* client) {
   api::ListTopicsRequest req;
   req.set_top_words(1);
@@ -104,21 +120,131 @@ int64_t Sum(const std::vector<int64_t>& v) {
   return s;
 }
 
-std::vector<std::string> ClusterArgs(const std::string& redis, const char* name,
-                                     const char* size,
-                                     const std::string& key_dir) {
+TestCluster::TestCluster(TestClusterOptions options)
+    : options_(std::move(options)),
+      redis_(tmp_.path(), options_.persistent_redis) {
+  if (options_.key) key_args_ = ClusterKeyArgs(tmp_.path());
+}
+
+TestCluster::~TestCluster() {
+  // Nodes first (their Daemon SIGKILLs a running process), then Redis
+  // (redis_'s destructor), then the directory (tmp_'s).
+  nodes_.clear();
+}
+
+std::vector<std::string> TestCluster::Flags() const {
+  std::vector<std::string> flags = {
+      "--cluster",      options_.name,       "--cluster-redis",
+      redis_.address(), "--failure-timeout", options_.failure_timeout};
+  if (options_.key) {
+    flags.insert(flags.end(), key_args_.begin(), key_args_.end());
+  } else {
+    flags.push_back("--insecure");
+    flags.push_back("on");
+  }
+  return flags;
+}
+
+Daemon* TestCluster::Add(std::vector<std::string> args, bool wait) {
+  const std::vector<std::string> flags = Flags();
+  args.insert(args.end(), flags.begin(), flags.end());
+  Node node;
+  node.daemon = std::make_unique<Daemon>(data_dir(size()), args, wait);
+  node.args = std::move(args);
+  nodes_.push_back(std::move(node));
+  return nodes_.back().daemon.get();
+}
+
+bool TestCluster::Start(
+    const std::vector<std::vector<std::string>>& node_args) {
+  EXPECT_TRUE(nodes_.empty()) << "Start on a started cluster";
+  const std::string n = absl::StrCat(node_args.size());
+  for (std::vector<std::string> args : node_args) {
+    args.push_back("--cluster-size");
+    args.push_back(n);
+    Add(std::move(args), /*wait=*/false);
+  }
+  bool all = true;
+  for (const Node& node : nodes_) {
+    if (!node.daemon->WaitForPorts()) {
+      all = false;
+      ADD_FAILURE() << node.daemon->data_dir() << " does not serve:\n"
+                    << node.daemon->Log();
+    }
+  }
+  return all;
+}
+
+bool TestCluster::Start(int nodes, const std::vector<std::string>& args) {
+  return Start(std::vector<std::vector<std::string>>(nodes, args));
+}
+
+Daemon* TestCluster::StartJoiner(const std::vector<std::string>& args) {
+  std::vector<std::string> joiner = args;
+  for (const char* a : {"--cluster-join", "on", "--join-timeout", "120"}) {
+    joiner.push_back(a);
+  }
+  return Add(std::move(joiner), /*wait=*/false);
+}
+
+Daemon* TestCluster::Restart(int i) {
+  Node& node = nodes_[i];
+  node.daemon.reset();  // SIGKILL if it still runs
+  node.daemon = std::make_unique<Daemon>(data_dir(i), node.args, true);
+  return node.daemon.get();
+}
+
+std::vector<Daemon*> TestCluster::nodes() const {
+  std::vector<Daemon*> d;
+  for (const Node& node : nodes_) d.push_back(node.daemon.get());
+  return d;
+}
+
+std::string TestCluster::data_dir(int i) const {
+  return absl::StrCat(tmp_.path(), "/node", i);
+}
+
+std::string TestCluster::Logs() const {
+  std::string logs;
+  for (const Node& node : nodes_) {
+    absl::StrAppend(&logs, "\n--- ", node.daemon->data_dir(), " ---\n",
+                    node.daemon->Log());
+  }
+  return logs;
+}
+
+void TestCluster::StopAll() {
+  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+    Daemon* d = it->daemon.get();
+    if (d->running()) {
+      EXPECT_EQ(d->Stop(), 0) << d->Log();
+    }
+  }
+}
+
+std::vector<std::string> ApTrainingArgs(const char* topics,
+                                        const char* max_sweeps) {
   std::vector<std::string> args = ApCorpusArgs();
-  for (const char* a : {"--topics", "20", "--max-sweeps", "30",
-                        "--cluster-size", size, "--cluster", name}) {
+  for (const char* a : {"--topics", topics, "--max-sweeps", max_sweeps}) {
     args.push_back(a);
   }
-  args.push_back("--cluster-redis");
-  args.push_back(redis);
-  if (key_dir.empty()) {
-    args.push_back("--insecure");
-    args.push_back("on");
-  } else {
-    for (const std::string& a : ClusterKeyArgs(key_dir)) args.push_back(a);
+  return args;
+}
+
+std::vector<std::string> ApPartArgs(const std::string& dir, int part) {
+  return {"--corpus", absl::StrCat(dir, "/part", part), "--format", "ldac",
+          "--vocab",  ApFile("vocab.txt.zst"),          "--topics", "10"};
+}
+
+std::vector<std::string> FixedPortArgs(
+    std::initializer_list<const char*> flags) {
+  std::vector<std::string> args;
+  for (const char* flag : flags) {
+    absl::StatusOr<int> port = PickFreePort();
+    EXPECT_TRUE(port.ok()) << flag << ": " << port.status();
+    if (!port.ok()) continue;
+    args.push_back(flag);
+    args.push_back(absl::StrCat("127.0.0.1:", *port));
   }
   return args;
 }

@@ -1,13 +1,16 @@
 // Shared by the multi-daemon cluster tests (daemon_cluster_test,
-// daemon_failover_test, cluster_vocab_test): latentctl runs, /metrics
-// samples, what a node reports, the arguments of a cluster daemon,
-// exports, the word counts of a node's token store, and blei-ap split into
-// parts.
+// daemon_failover_test, daemon_replication_test, cluster_vocab_test,
+// cluster_handoff_test): a cluster of latentd processes with its private
+// Redis (TestCluster), latentctl runs, /metrics samples, what a node
+// reports, exports, the word counts of a node's token store, and blei-ap
+// split into parts.
 #ifndef LATENTD_TESTS_SERVICE_DAEMON_CLUSTER_UTIL_H_
 #define LATENTD_TESTS_SERVICE_DAEMON_CLUSTER_UTIL_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,17 +38,133 @@ std::string ExportCounts(Daemon* daemon, const std::string& out_dir);
 std::map<std::string, long long> RowSums(const std::string& counts);
 // The sum of `word`'s row in such a text; -1 if it has none.
 long long RowSum(const std::string& counts, const std::string& word);
+// Fails the test unless `sums` (RowSums of an export) has exactly the
+// words of `want`, each with its count there, naming the first few that
+// differ.
+void ExpectRowSums(const std::map<std::string, long long>& sums,
+                   const std::map<std::string, long long>& want);
 
 // Σ_k n_k and the n_k as `client`'s node sees them.
 std::vector<int64_t> TopicTotals(service::ApiClient* client);
 int64_t Sum(const std::vector<int64_t>& v);
 
-// The arguments of a daemon of cluster `name` of `size` nodes training
-// blei-ap for 30 sweeps, with Redis at `redis` and the cluster key written
-// into `key_dir` (the same directory for every node; "": --insecure on).
-std::vector<std::string> ClusterArgs(const std::string& redis, const char* name,
-                                     const char* size,
-                                     const std::string& key_dir);
+// What a TestCluster gives each of its nodes, besides the arguments the
+// test passes.
+struct TestClusterOptions {
+  // --cluster: the cluster's name in Redis.
+  std::string name = "test";
+  // The cluster key (one file in dir(), mode 600, the same for every
+  // node); false: --insecure on instead (allowed on loopback, logged
+  // loudly).
+  bool key = true;
+  // --failure-timeout in seconds. "0" here (latentd's default is 1.5):
+  // nobody is ever declared down, so a test that does not test failover
+  // cannot see a node starved of CPU on a loaded 2-core machine failed
+  // over. A failover test gives a short one and waits on deadlines.
+  std::string failure_timeout = "0";
+  // Redis keeps its data in an append-only file (RedisServer's
+  // `persistent`): a Restart() after Kill() finds what was written.
+  bool persistent_redis = false;
+};
+
+// The set-up of every multi-daemon test: a fresh temporary directory, a
+// private redis-server in it (Unix socket only), and latentd nodes of one
+// cluster on 127.0.0.1 (ports picked by the daemons unless the test's
+// arguments fix them; FixedPortArgs).
+//
+// The constructor makes the directory and starts Redis; check ok(). Files
+// the nodes read (corpus parts, tokens files) go into dir() before Start.
+// Node i's data directory is dir()/node<i>, its log dir()/node<i>.log.
+// Every node gets Flags(): --cluster, --cluster-redis, the key or
+// --insecure, and --failure-timeout (TestClusterOptions); the test's
+// arguments must not repeat them.
+//
+// Destruction kills (SIGKILL) the nodes still running, then Redis, then
+// removes dir() (kept with LATENTD_KEEP_TEST_DIRS). A test that checks
+// clean exits calls StopAll() first.
+//
+// Thread safety: none; use it from the test's main thread only (a daemon
+// is killed when the thread that started it exits; see Daemon).
+class TestCluster {
+ public:
+  explicit TestCluster(TestClusterOptions options = {});
+  TestCluster(const TestCluster&) = delete;
+  TestCluster& operator=(const TestCluster&) = delete;
+  ~TestCluster();
+
+  // Whether Redis answers.
+  bool ok() const { return redis_.ok(); }
+  const std::string& dir() const { return tmp_.path(); }
+  const std::string& name() const { return options_.name; }
+  RedisServer& redis() { return redis_; }
+  const RedisServer& redis() const { return redis_; }
+  // The flags that make a daemon a node of this cluster (see above).
+  std::vector<std::string> Flags() const;
+
+  // Starts one node per element of `node_args`, node i with node_args[i],
+  // Flags() and --cluster-size node_args.size(), all before waiting for
+  // any (a node serves only once the ring is fixed, i.e. once every one
+  // has joined), then waits up to 60 s each for their ports. True if every
+  // node serves; otherwise a test failure naming each that does not, with
+  // its log. REQUIRES: no node started yet.
+  bool Start(const std::vector<std::vector<std::string>>& node_args);
+  // The same with `args` for each of `nodes` nodes.
+  bool Start(int nodes, const std::vector<std::string>& args);
+
+  // Starts node size() with `args`, Flags(), --cluster-join on and
+  // --join-timeout 120: it waits as pending until `latentctl cluster
+  // add-node` admits it, and serves only then, so it is not waited for
+  // (its WaitForPorts() does, once the test admitted it).
+  Daemon* StartJoiner(const std::vector<std::string>& args);
+
+  // Starts node i again from its data directory with the arguments it
+  // was first started with (its addresses the same only if they were
+  // fixed: FixedPortArgs), after the test stopped or killed it, and waits
+  // for its ports (check ok()). The Daemon* node(i) gave before is gone.
+  Daemon* Restart(int i);
+
+  // Node i (in start order). REQUIRES: i < size().
+  Daemon* node(int i) const { return nodes_[i].daemon.get(); }
+  int size() const { return static_cast<int>(nodes_.size()); }
+  std::vector<Daemon*> nodes() const;
+  // dir()/node<i>, whether or not node i was started.
+  std::string data_dir(int i) const;
+  // Every node's log, each headed by its data directory (for messages).
+  std::string Logs() const;
+
+  // Stops (SIGTERM) every node still running, the last started first,
+  // and fails the test (with its log) for each that does not exit 0.
+  void StopAll();
+
+ private:
+  struct Node {
+    std::vector<std::string> args;  // as the Daemon got them
+    std::unique_ptr<Daemon> daemon;
+  };
+  Daemon* Add(std::vector<std::string> args, bool wait);
+
+  TestClusterOptions options_;
+  TempDir tmp_;
+  RedisServer redis_;  // after tmp_: stopped before it is removed
+  std::vector<std::string> key_args_;
+  std::vector<Node> nodes_;  // last: killed before Redis stops
+};
+
+// The flags giving a daemon blei-ap (ApCorpusArgs), `topics` topics and
+// `max_sweeps` sweeps: the training of most two- and three-node tests.
+std::vector<std::string> ApTrainingArgs(const char* topics = "20",
+                                        const char* max_sweeps = "30");
+
+// The corpus flags of a node training part `part` of what WriteApParts
+// wrote into `dir` (LDA-C with blei-ap's vocabulary), and 10 topics.
+std::vector<std::string> ApPartArgs(const std::string& dir, int part);
+
+// {flag, "127.0.0.1:PORT"} for each of `flags` (--listen,
+// --cluster-listen, --http), each port free now: for a node that must
+// come back at the same addresses (its id is its API address). A test
+// failure (and the flag left out) if no port can be had.
+std::vector<std::string> FixedPortArgs(
+    std::initializer_list<const char*> flags);
 
 // The id of a pending member of `cluster` (Redis at `redis`), as the
 // operator finds it in `latentctl cluster status --json`; waits up to 60 s

@@ -10,6 +10,7 @@
 // three thirds. Every process runs on 127.0.0.1 and is stopped at the end.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -18,11 +19,8 @@
 #include <thread>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "service/cluster/local_cluster.h"
 #include "sync/cluster_admin.h"
 #include "tests/service/daemon_cluster_util.h"
 #include "tests/service/daemon_harness.h"
@@ -37,13 +35,8 @@ constexpr int kNodes = 3;
 constexpr const char* kMaxSweeps = "60";
 
 // The cluster as Redis holds it.
-sync::ClusterStatus ReadStatus(const RedisServer& redis) {
-  auto client = sync::RedisClient::Connect(redis.address());
-  EXPECT_TRUE(client.ok()) << client.status();
-  if (!client.ok()) return {};
-  auto st = sync::ReadClusterStatus(client->get(), "failover");
-  EXPECT_TRUE(st.ok()) << st.status();
-  return st.ok() ? *st : sync::ClusterStatus{};
+sync::ClusterStatus ReadStatus(const TestCluster& cluster) {
+  return ReadStatus(cluster.redis(), cluster.name());
 }
 
 const sync::MemberStatus* FindMember(const sync::ClusterStatus& st,
@@ -59,177 +52,120 @@ uint64_t Sweep(Daemon* d) {
   return static_cast<uint64_t>(Metric(d, "latentd_sweeps_total"));
 }
 
-// The arguments of node i of the three training the thirds written into
-// `tmp` (cluster "failover", failure timeout 1 s, --max-sweeps
+// Cluster "failover" with a failure timeout of 1 s (what these tests
+// test), Redis persistent if `persistent_redis`.
+TestClusterOptions FailoverOptions(bool persistent_redis = false) {
+  return {.name = "failover",
+          .failure_timeout = "1",
+          .persistent_redis = persistent_redis};
+}
+
+// The arguments of node i of the three training the thirds WriteApParts
+// wrote into `dir` (--consistency `consistency`, --max-sweeps
 // `max_sweeps`).
-std::vector<std::vector<std::string>> ThirdsArgs(const std::string& tmp,
-                                                 const std::string& redis,
+std::vector<std::vector<std::string>> ThirdsArgs(const std::string& dir,
                                                  const char* consistency,
                                                  const char* max_sweeps) {
   std::vector<std::vector<std::string>> args(kNodes);
   for (int i = 0; i < kNodes; ++i) {
-    args[i] = {"--corpus",          absl::StrCat(tmp, "/part", i),
-               "--format",          "ldac",
-               "--vocab",           ApFile("vocab.txt.zst"),
-               "--topics",          "10",
-               "--max-sweeps",      max_sweeps,
-               "--cluster-size",    "3",
-               "--cluster",         "failover",
-               "--cluster-redis",   redis,
-               "--failure-timeout", "1",
-               "--consistency",     consistency};
-    for (const std::string& a : ClusterKeyArgs(tmp)) {
+    args[i] = ApPartArgs(dir, i);
+    for (const char* a :
+         {"--max-sweeps", max_sweeps, "--consistency", consistency}) {
       args[i].push_back(a);
     }
   }
   return args;
 }
 
-// Starts node i with `args[i]` (data directory tmp/node<i>) and waits
-// until node 2 has done 3 sweeps. Empty (and a test failure) if a node did
-// not start or train. Call it from the test's thread (see Daemon).
-std::vector<std::unique_ptr<Daemon>> StartThirds(
-    const std::string& tmp, const std::vector<std::vector<std::string>>& args) {
-  std::vector<std::unique_ptr<Daemon>> d;
-  for (int i = 0; i < kNodes; ++i) {
-    d.push_back(std::make_unique<Daemon>(absl::StrCat(tmp, "/node", i), args[i],
-                                         false));
-  }
-  for (auto& n : d) n->WaitForPorts();
-  for (auto& n : d) {
-    EXPECT_TRUE(n->ok()) << n->Log();
-    if (!n->ok()) return {};
-  }
-  for (int i = 0; i < 1200 && Sweep(d[2].get()) < 3; ++i) {
+// Starts the nodes of `cluster` with `args` and waits (up to 60 s) until
+// node 2 has done 3 sweeps. False (and a test failure) if a node did not
+// start or train.
+bool StartThirds(TestCluster* cluster,
+                 const std::vector<std::vector<std::string>>& args) {
+  if (!cluster->Start(args)) return false;
+  Daemon* c = cluster->node(2);
+  for (int i = 0; i < 1200 && Sweep(c) < 3; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_GE(Sweep(d[2].get()), 3u) << d[2]->Log();
-  if (Sweep(d[2].get()) < 3) return {};
-  return d;
+  EXPECT_GE(Sweep(c), 3u) << c->Log();
+  return Sweep(c) >= 3;
 }
 
-// Waits until every node of `d` has stopped training and drained (all
-// three members), then checks the exactness of the model: every row a
-// node exports is the same on every node exporting that word, and sums to
-// the word's frequency `freq` in the three thirds. Exports go under `tmp`.
-// Returns the seconds it took to drain.
-double DrainAndCheckExact(const std::vector<std::unique_ptr<Daemon>>& d,
-                          const std::string& tmp,
+// Waits until every node of `cluster` has stopped training and drained
+// (all three members), then checks that the model is exact: every node
+// exports the same counts (each holds every word of the cluster,
+// docs/latentd.md "Growing vocabulary in a cluster"), and each word's row
+// sums to its frequency `freq` in the three thirds. Exports go under the
+// cluster's directory. Returns the seconds it took to drain.
+double DrainAndCheckExact(const TestCluster& cluster,
                           const std::map<std::string, long long>& freq) {
   const Clock::time_point began = Clock::now();
-  // Everything drains: the same counts everywhere, each word's row summing
-  // to its frequency in the three thirds.
   auto done = [](const api::StatusResponse& s) {
     return !s.training() && s.pending() == 0 && s.cluster_members_size() == 3;
   };
-  for (auto& n : d) {
+  for (Daemon* n : cluster.nodes()) {
     auto c = n->Client(Protocol::kTcp);
     auto f = WaitStatus(c.get(), done, 150);
     EXPECT_TRUE(f.ok()) << f.status() << n->Log();
     if (!f.ok()) return -1;
   }
-  // Each node exports the words of its own vocabulary (its third's: the
-  // vocabulary is per node, docs/latentd.md "Cluster mode"), so the three
-  // exports differ in which rows they hold, not in any row: every row a
-  // node exports is the same on every node exporting that word, and sums to
-  // the word's frequency in the three thirds; together they hold every word.
-  std::map<std::string, std::string> lines[kNodes];
-  auto agree = [&]() {
-    std::map<std::string, std::string> all;
+  // The rounds drain in the background: until every node holds the same
+  // counts, the exports may differ.
+  std::string counts[kNodes];
+  std::map<std::string, long long> sums;
+  for (const Clock::time_point end = Clock::now() + std::chrono::seconds(30);
+       Clock::now() < end;
+       std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
     for (int i = 0; i < kNodes; ++i) {
-      for (const auto& [word, line] : lines[i]) {
-        auto [it, fresh] = all.emplace(word, line);
-        if (!fresh && it->second != line) return false;
-      }
+      counts[i] =
+          ExportCounts(cluster.node(i), absl::StrCat(cluster.dir(), "/x", i));
     }
-    if (all.size() != freq.size()) return false;
-    for (const auto& [word, line] : all) {
-      auto sum = RowSums(line);
-      if (sum.size() != 1 || sum.begin()->second != freq.at(word)) {
-        return false;
-      }
-    }
-    return true;
-  };
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    for (int i = 0; i < kNodes; ++i) {
-      lines[i].clear();
-      const std::string counts =
-          ExportCounts(d[i].get(), absl::StrCat(tmp, "/x", i));
-      for (absl::string_view line : absl::StrSplit(counts, '\n')) {
-        if (line.empty()) continue;
-        lines[i][std::string(line.substr(0, line.find('\t')))] =
-            std::string(line);
-      }
-    }
-    if (agree()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  size_t wrong = 0, differ = 0, shared = 0;
-  std::map<std::string, long long> covered;
-  for (int i = 0; i < kNodes; ++i) {
-    EXPECT_GT(lines[i].size(), freq.size() / 2) << "node " << i;
-    for (const auto& [word, line] : lines[i]) {
-      const long long sum = RowSums(line).begin()->second;
-      covered[word] = sum;
-      auto f = freq.find(word);
-      if (f == freq.end() || f->second != sum) {
-        if (++wrong <= 5) {
-          ADD_FAILURE() << "node " << i << ", " << word << ": frequency "
-                        << (f == freq.end() ? -1 : f->second) << ", row sum "
-                        << sum;
-        }
-      }
-      for (int j = i + 1; j < kNodes; ++j) {
-        auto other = lines[j].find(word);
-        if (other == lines[j].end()) continue;
-        ++shared;
-        if (other->second != line && ++differ <= 5) {
-          ADD_FAILURE() << word << ": node " << i << " exports " << line
-                        << ", node " << j << " " << other->second;
-        }
-      }
+    sums = RowSums(counts[0]);
+    if (sums == freq && counts[1] == counts[0] && counts[2] == counts[0]) {
+      break;
     }
   }
-  EXPECT_EQ(wrong, 0u);
-  EXPECT_EQ(differ, 0u) << "of " << shared << " rows exported by two nodes";
-  EXPECT_GT(shared, freq.size() / 2);
-  EXPECT_EQ(covered.size(), freq.size()) << "words no node exports";
+  for (int i = 1; i < kNodes; ++i) {
+    EXPECT_TRUE(counts[i] == counts[0])
+        << "node " << i << " exports other counts than node 0";
+  }
+  ExpectRowSums(sums, freq);
   return std::chrono::duration<double>(Clock::now() - began).count();
 }
 
-// Polls Redis (up to 15 s) until member `id` is down and the failover
+// Polls Redis (for up to 15 s) until member `id` is down and the failover
 // move done; returns the last status read.
-sync::ClusterStatus AwaitDown(const RedisServer& redis, const std::string& id) {
+sync::ClusterStatus AwaitDown(const TestCluster& cluster,
+                              const std::string& id) {
   sync::ClusterStatus st;
-  for (int i = 0; i < 300; ++i) {
-    st = ReadStatus(redis);
+  for (const Clock::time_point end = Clock::now() + std::chrono::seconds(15);
+       Clock::now() < end;
+       std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    st = ReadStatus(cluster);
     const sync::MemberStatus* m = FindMember(st, id);
     if (m != nullptr && m->state == sync::MemberState::kDown &&
         st.move.has_value() && st.move->status == sync::MoveStatus::kDone) {
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return st;
 }
 
 // After a down node `id` came back: drains and checks the model
-// (DrainAndCheckExact, exports under `tmp`), checks that Redis is at
-// `epoch` with `id` active in the ring, and stops every node (exit 0).
-void ExpectBackAndExact(const std::vector<std::unique_ptr<Daemon>>& d,
-                        const RedisServer& redis, const std::string& tmp,
+// (DrainAndCheckExact), checks that Redis is at `epoch` with `id` active in
+// the ring, and stops every node (exit 0).
+void ExpectBackAndExact(TestCluster* cluster,
                         const std::map<std::string, long long>& freq,
                         const std::string& id, uint64_t epoch) {
   std::printf("drained %.1f s after the return\n",
-              DrainAndCheckExact(d, tmp, freq));
-  const sync::ClusterStatus back = ReadStatus(redis);
+              DrainAndCheckExact(*cluster, freq));
+  const sync::ClusterStatus back = ReadStatus(*cluster);
   EXPECT_EQ(back.epoch, epoch);
   const sync::MemberStatus* m = FindMember(back, id);
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->state, sync::MemberState::kActive);
   EXPECT_TRUE(m->in_ring);
-  for (auto& n : d) EXPECT_EQ(n->Stop(), 0) << n->Log();
+  cluster->StopAll();
 }
 
 // The whole story under `consistency` (async, or ssp:1: the survivors are
@@ -239,39 +175,34 @@ void KillFailOverAndReturn(const char* consistency) {
   auto since = [](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
-  TempDir tmp;
-  RedisServer redis(tmp.path());
-  ASSERT_TRUE(redis.ok());
+  TestCluster cluster(FailoverOptions());
+  ASSERT_TRUE(cluster.ok());
+  RedisServer& redis = cluster.redis();
   const std::map<std::string, long long> freq =
-      WriteApParts(tmp.path(), kNodes);
+      WriteApParts(cluster.dir(), kNodes);
   ASSERT_FALSE(freq.empty());
-  // C restarts at the same addresses (its id is its API address).
-  auto api_port = PickFreePort();
-  auto sync_port = PickFreePort();
-  ASSERT_TRUE(api_port.ok() && sync_port.ok());
   std::vector<std::vector<std::string>> args =
-      ThirdsArgs(tmp.path(), redis.address(), consistency, kMaxSweeps);
-  for (const std::string& a :
-       {std::string("--listen"), absl::StrCat("127.0.0.1:", *api_port),
-        std::string("--cluster-listen"),
-        absl::StrCat("127.0.0.1:", *sync_port)}) {
-    args[2].push_back(a);
-  }
-  std::vector<std::unique_ptr<Daemon>> d = StartThirds(tmp.path(), args);
-  ASSERT_EQ(d.size(), static_cast<size_t>(kNodes));
-  Daemon* a = d[0].get();
-  Daemon* b = d[1].get();
-  const uint64_t epoch_before = ReadStatus(redis).epoch;
+      ThirdsArgs(cluster.dir(), consistency, kMaxSweeps);
+  // C restarts at the same addresses (its id is its API address).
+  const std::vector<std::string> fixed =
+      FixedPortArgs({"--listen", "--cluster-listen"});
+  ASSERT_EQ(fixed.size(), 4u);
+  args[2].insert(args[2].end(), fixed.begin(), fixed.end());
+  ASSERT_TRUE(StartThirds(&cluster, args));
+  Daemon* a = cluster.node(0);
+  Daemon* b = cluster.node(1);
+  Daemon* c = cluster.node(2);
+  const uint64_t epoch_before = ReadStatus(cluster).epoch;
   ASSERT_GE(epoch_before, 1u);
-  const std::string c_id = d[2]->tcp();
+  const std::string c_id = c->tcp();
   const uint64_t a_at_kill = Sweep(a), b_at_kill = Sweep(b);
-  const uint64_t c_at_kill = Sweep(d[2].get());
+  const uint64_t c_at_kill = Sweep(c);
   ASSERT_LT(a_at_kill + 10, 60u) << "the survivors must still be training";
   const Clock::time_point killed = Clock::now();
   std::printf("%s: killed C at sweep %d of A, %d of B, %.1f s into the test\n",
               consistency, static_cast<int>(a_at_kill),
               static_cast<int>(b_at_kill), since(began));
-  ASSERT_EQ(d[2]->Stop(SIGKILL, 10), SIGKILL);
+  ASSERT_EQ(c->Stop(SIGKILL, 10), SIGKILL);
 
   // Sampling never stops on the survivors: both sweep on within 2 s.
   bool advanced = false;
@@ -300,7 +231,7 @@ void KillFailOverAndReturn(const char* consistency) {
   }
 
   // A survivor declares C down: a new epoch without C, C marked down.
-  const sync::ClusterStatus down = AwaitDown(redis, c_id);
+  const sync::ClusterStatus down = AwaitDown(cluster, c_id);
   const double to_down =
       std::chrono::duration<double>(Clock::now() - killed).count();
   const sync::MemberStatus* c_down = FindMember(down, c_id);
@@ -347,12 +278,12 @@ void KillFailOverAndReturn(const char* consistency) {
   EXPECT_LT(slowest, 2.0);
 
   // C starts again from its data directory and is re-admitted by itself.
-  d[2] = std::make_unique<Daemon>(tmp.path() + "/node2", args[2], true);
-  ASSERT_TRUE(d[2]->ok()) << d[2]->Log();
-  EXPECT_NE(d[2]->Log().find("back in cluster failover"), std::string::npos)
-      << d[2]->Log();
+  c = cluster.Restart(2);
+  ASSERT_TRUE(c->ok()) << c->Log();
+  EXPECT_NE(c->Log().find("back in cluster failover"), std::string::npos)
+      << c->Log();
 
-  ExpectBackAndExact(d, redis, tmp.path(), freq, c_id, down.epoch + 1);
+  ExpectBackAndExact(&cluster, freq, c_id, down.epoch + 1);
 }
 
 TEST(DaemonFailover, AKilledDaemonIsFailedOverThenReturnsAndTheModelIsExact) {
@@ -373,35 +304,33 @@ TEST(DaemonFailover, UnderSspTheSurvivorsStopWaitingForTheDeadNode) {
 // image, arguments and data directory), and returns as a restarted node
 // does: epoch E+2 lists it, and the cluster ends exact.
 TEST(DaemonFailover, AStoppedDaemonDeclaredDownReturnsByItself) {
-  TempDir tmp;
-  RedisServer redis(tmp.path());
-  ASSERT_TRUE(redis.ok());
+  TestCluster cluster(FailoverOptions());
+  ASSERT_TRUE(cluster.ok());
   const std::map<std::string, long long> freq =
-      WriteApParts(tmp.path(), kNodes);
+      WriteApParts(cluster.dir(), kNodes);
   ASSERT_FALSE(freq.empty());
   std::vector<std::vector<std::string>> args =
-      ThirdsArgs(tmp.path(), redis.address(), "async", kMaxSweeps);
+      ThirdsArgs(cluster.dir(), "async", kMaxSweeps);
   // Fixed ports: C starts itself again at the same addresses.
-  for (const char* flag : {"--listen", "--cluster-listen", "--http"}) {
-    auto port = PickFreePort();
-    ASSERT_TRUE(port.ok());
-    args[2].push_back(flag);
-    args[2].push_back(absl::StrCat("127.0.0.1:", *port));
-  }
-  std::vector<std::unique_ptr<Daemon>> d = StartThirds(tmp.path(), args);
-  ASSERT_EQ(d.size(), static_cast<size_t>(kNodes));
-  Daemon* c = d[2].get();
+  const std::vector<std::string> fixed =
+      FixedPortArgs({"--listen", "--cluster-listen", "--http"});
+  ASSERT_EQ(fixed.size(), 6u);
+  args[2].insert(args[2].end(), fixed.begin(), fixed.end());
+  ASSERT_TRUE(StartThirds(&cluster, args));
+  Daemon* a = cluster.node(0);
+  Daemon* b = cluster.node(1);
+  Daemon* c = cluster.node(2);
   const std::string c_id = c->tcp();
-  const uint64_t epoch_before = ReadStatus(redis).epoch;
-  const uint64_t a_at_stop = Sweep(d[0].get()), b_at_stop = Sweep(d[1].get());
+  const uint64_t epoch_before = ReadStatus(cluster).epoch;
+  const uint64_t a_at_stop = Sweep(a), b_at_stop = Sweep(b);
   ASSERT_EQ(::kill(c->pid(), SIGSTOP), 0);
-  const sync::ClusterStatus down = AwaitDown(redis, c_id);
-  EXPECT_GT(Sweep(d[0].get()), a_at_stop);
-  EXPECT_GT(Sweep(d[1].get()), b_at_stop);
+  const sync::ClusterStatus down = AwaitDown(cluster, c_id);
+  EXPECT_GT(Sweep(a), a_at_stop);
+  EXPECT_GT(Sweep(b), b_at_stop);
   ASSERT_EQ(::kill(c->pid(), SIGCONT), 0);
   const sync::MemberStatus* c_down = FindMember(down, c_id);
   ASSERT_NE(c_down, nullptr);
-  ASSERT_EQ(c_down->state, sync::MemberState::kDown) << d[0]->Log();
+  ASSERT_EQ(c_down->state, sync::MemberState::kDown) << a->Log();
   EXPECT_EQ(down.epoch, epoch_before + 1);
 
   // C finds out, restarts itself and is back.
@@ -414,7 +343,7 @@ TEST(DaemonFailover, AStoppedDaemonDeclaredDownReturnsByItself) {
       << c->Log();
   EXPECT_NE(c->Log().find("this node was declared down"), std::string::npos);
   EXPECT_NE(c->Log().find("starting again to return"), std::string::npos);
-  ExpectBackAndExact(d, redis, tmp.path(), freq, c_id, epoch_before + 2);
+  ExpectBackAndExact(&cluster, freq, c_id, epoch_before + 2);
 }
 
 // Redis restart (issue 13, must-show 4): Redis, persistent (an append-only
@@ -425,25 +354,23 @@ TEST(DaemonFailover, AStoppedDaemonDeclaredDownReturnsByItself) {
 // until they have had a failure timeout to beat again, so nobody is
 // declared down, the epoch stays, and the cluster ends exact.
 TEST(DaemonRedisOutage, TrainingGoesOnAndNobodyIsDeclaredDown) {
-  TempDir tmp;
-  RedisServer redis(tmp.path(), /*persistent=*/true);
-  ASSERT_TRUE(redis.ok());
+  TestCluster cluster(FailoverOptions(/*persistent_redis=*/true));
+  ASSERT_TRUE(cluster.ok());
+  RedisServer& redis = cluster.redis();
   const std::map<std::string, long long> freq =
-      WriteApParts(tmp.path(), kNodes);
+      WriteApParts(cluster.dir(), kNodes);
   ASSERT_FALSE(freq.empty());
   // Long enough to train through the outage and the failure timeouts that
   // follow it (about 10 sweeps a second each on this machine).
-  const std::vector<std::vector<std::string>> args =
-      ThirdsArgs(tmp.path(), redis.address(), "async", "250");
-  std::vector<std::unique_ptr<Daemon>> d = StartThirds(tmp.path(), args);
-  ASSERT_EQ(d.size(), static_cast<size_t>(kNodes));
-  const sync::ClusterStatus before = ReadStatus(redis);
+  ASSERT_TRUE(StartThirds(&cluster, ThirdsArgs(cluster.dir(), "async", "250")));
+  const std::vector<Daemon*> d = cluster.nodes();
+  const sync::ClusterStatus before = ReadStatus(cluster);
   ASSERT_GE(before.epoch, 1u);
   ASSERT_EQ(before.members.size(), 3u);
 
   auto sweeps = [&]() {
     std::vector<uint64_t> v;
-    for (auto& n : d) v.push_back(Sweep(n.get()));
+    for (Daemon* n : d) v.push_back(Sweep(n));
     return v;
   };
   const std::vector<uint64_t> at_kill = sweeps();
@@ -482,7 +409,7 @@ TEST(DaemonRedisOutage, TrainingGoesOnAndNobodyIsDeclaredDown) {
   // declared down: the same epoch, every member active with a fresh
   // heartbeat, no failover anywhere.
   std::this_thread::sleep_for(std::chrono::seconds(3));
-  const sync::ClusterStatus after = ReadStatus(redis);
+  const sync::ClusterStatus after = ReadStatus(cluster);
   EXPECT_EQ(after.epoch, before.epoch);
   ASSERT_EQ(after.members.size(), 3u);
   for (const sync::MemberStatus& m : after.members) {
@@ -498,8 +425,8 @@ TEST(DaemonRedisOutage, TrainingGoesOnAndNobodyIsDeclaredDown) {
     EXPECT_GT(checked[i], at_restart[i]) << "node " << i;
     EXPECT_LT(checked[i], 250u)
         << "node " << i << ": training ended before the check";
-    EXPECT_EQ(Metric(d[i].get(), "latentd_cluster_failovers_total"), 0);
-    EXPECT_EQ(Metric(d[i].get(), "latentd_cluster_members"), 3);
+    EXPECT_EQ(Metric(d[i], "latentd_cluster_failovers_total"), 0);
+    EXPECT_EQ(Metric(d[i], "latentd_cluster_members"), 3);
     EXPECT_EQ(d[i]->Log().find(" down (no heartbeat"), std::string::npos)
         << d[i]->Log();
     EXPECT_EQ(d[i]->Log().find("was declared down"), std::string::npos)
@@ -507,9 +434,9 @@ TEST(DaemonRedisOutage, TrainingGoesOnAndNobodyIsDeclaredDown) {
   }
 
   std::printf("drained %.1f s after the check\n",
-              DrainAndCheckExact(d, tmp.path(), freq));
-  EXPECT_EQ(ReadStatus(redis).epoch, before.epoch);
-  for (auto& n : d) EXPECT_EQ(n->Stop(), 0) << n->Log();
+              DrainAndCheckExact(cluster, freq));
+  EXPECT_EQ(ReadStatus(cluster).epoch, before.epoch);
+  cluster.StopAll();
 }
 
 }  // namespace

@@ -73,7 +73,10 @@ class Daemon {
   bool WaitForPorts();
   ~Daemon();  // SIGKILL if still running
   bool ok() const { return ok_; }
+  // Whether its process has not been stopped (Stop) or seen exit yet.
+  bool running() const { return pid_ > 0; }
   pid_t pid() const { return pid_; }
+  const std::string& data_dir() const { return dir_; }
   const std::string& http() const { return http_; }
   const std::string& tcp() const { return tcp_; }
   const std::string& log_path() const { return log_; }

@@ -138,42 +138,23 @@ int64_t WordCount(service::ApiClient* client, const std::string& word) {
 // One round: a fresh cluster, ingestion, a kill at a random moment, the
 // failover, remove-node --lost, and the checks.
 void KillRemoveAndCheck(int round, std::mt19937* rng) {
-  TempDir tmp;
-  RedisServer redis(tmp.path());
-  ASSERT_TRUE(redis.ok());
-  WriteParts(tmp.path());
-  std::vector<std::unique_ptr<Daemon>> d;
+  // The failover is part of what this tests: a short failure timeout.
+  TestCluster cluster({.name = "replicated", .failure_timeout = "1"});
+  ASSERT_TRUE(cluster.ok());
+  RedisServer& redis = cluster.redis();
+  WriteParts(cluster.dir());
+  std::vector<std::vector<std::string>> args;
   for (int i = 0; i < kNodes; ++i) {
-    std::vector<std::string> args = {"--corpus",
-                                     absl::StrCat(tmp.path(), "/part", i),
-                                     "--format",
-                                     "ldac",
-                                     "--vocab",
-                                     ApFile("vocab.txt.zst"),
-                                     "--topics",
-                                     "10",
-                                     "--max-sweeps",
-                                     "1000000",
-                                     "--cluster-size",
-                                     "3",
-                                     "--cluster",
-                                     "replicated",
-                                     "--cluster-redis",
-                                     redis.address(),
-                                     "--failure-timeout",
-                                     "1",
-                                     "--replicas",
-                                     "2",
-                                     "--checkpoint-every",
-                                     "0"};
-    for (const std::string& a : ClusterKeyArgs(tmp.path())) args.push_back(a);
-    d.push_back(std::make_unique<Daemon>(absl::StrCat(tmp.path(), "/node", i),
-                                         args, false));
+    args.push_back(ApPartArgs(cluster.dir(), i));
+    for (const char* a : {"--max-sweeps", "1000000", "--replicas", "2",
+                          "--checkpoint-every", "0"}) {
+      args.back().push_back(a);
+    }
   }
-  for (auto& n : d) n->WaitForPorts();
-  for (auto& n : d) ASSERT_TRUE(n->ok()) << n->Log();
+  ASSERT_TRUE(cluster.Start(args));
+  const std::vector<Daemon*> d = cluster.nodes();
   std::vector<std::unique_ptr<service::ApiClient>> clients, checkers;
-  for (auto& n : d) {
+  for (Daemon* n : d) {
     clients.push_back(n->Client(Protocol::kTcp));
     checkers.push_back(n->Client(Protocol::kTcp));
     ASSERT_NE(clients.back(), nullptr);
@@ -211,7 +192,7 @@ void KillRemoveAndCheck(int round, std::mt19937* rng) {
   // The failover: a survivor declares the victim down.
   bool down = false;
   for (int i = 0; i < 300 && !down; ++i) {
-    down = IsDown(ReadStatus(redis, "replicated"), victim_id);
+    down = IsDown(ReadStatus(redis, cluster.name()), victim_id);
     if (!down) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   const double to_down =
@@ -230,7 +211,7 @@ void KillRemoveAndCheck(int round, std::mt19937* rng) {
   std::vector<service::ApiClient*> survivor_clients;
   for (int i = 0; i < kNodes; ++i) {
     if (i == victim) continue;
-    survivors.push_back(d[i].get());
+    survivors.push_back(d[i]);
     survivor_clients.push_back(checkers[i].get());
   }
   ASSERT_TRUE(down) << "node " << victim << " was not failed over"
@@ -295,7 +276,7 @@ void KillRemoveAndCheck(int round, std::mt19937* rng) {
       "acknowledged document in the model %.2f s after remove-node --lost\n",
       round, victim, delay_ms, acked_at_kill, to_down, ledger.acked.size(),
       ledger.failed.size(), static_cast<int>(adopted), to_model);
-  for (Daemon* s : survivors) EXPECT_EQ(s->Stop(), 0) << s->Log();
+  cluster.StopAll();  // the survivors
 }
 
 TEST(DaemonReplication, AcknowledgedIngestionSurvivesAKillAtARandomMoment) {
