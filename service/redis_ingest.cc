@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "base/log.h"
 #include "service/internal/redis_stream.h"
+#include "sync/redis_reply_bound.h"
 
 namespace latentd::service {
 namespace {
@@ -62,7 +63,11 @@ RedisIngester::RedisIngester(const RedisIngestOptions& options,
       rejected_(metrics->AddCounter("latentd_redis_rejected_total",
                                     "Redis entries without usable text")),
       errors_(metrics->AddCounter("latentd_redis_errors_total",
-                                  "Redis connection or command failures")) {}
+                                  "Redis connection or command failures")),
+      refused_(metrics->AddCounter(
+          "latentd_redis_refused_replies_total",
+          "Redis replies refused for declaring more array elements or "
+          "longer strings than the bound (the connection is reopened)")) {}
 
 RedisIngester::~RedisIngester() { Stop(); }
 
@@ -80,6 +85,8 @@ void RedisIngester::Run() {
       absl::StrCat("redis:", options_.stream, "/");
   while (!stop_.load(std::memory_order_relaxed)) {
     std::string error;
+    // Declared before the context, which it must outlive.
+    sync::RedisReplyBound bound(options_.reply_limits);
     Context c = Connect(options_.address, &error);
     if (c == nullptr) {
       errors_->Add();
@@ -87,6 +94,7 @@ void RedisIngester::Run() {
       absl::SleepFor(absl::Seconds(1));
       continue;
     }
+    bound.Install(c->reader);
     struct timeval tv = {5, 0};
     redisSetTimeout(c.get(), tv);
     Reply created(static_cast<redisReply*>(
@@ -94,6 +102,8 @@ void RedisIngester::Run() {
                      options_.stream.c_str(), options_.group.c_str())));
     if (created == nullptr) {
       errors_->Add();
+      Log(absl::StrCat("XGROUP CREATE failed: ",
+                       bound.refusal().empty() ? c->errstr : bound.refusal()));
       absl::SleepFor(absl::Seconds(1));
       continue;
     }
@@ -103,6 +113,13 @@ void RedisIngester::Run() {
           c.get(), "XREADGROUP GROUP %s %s COUNT %d BLOCK %d STREAMS %s %s",
           options_.group.c_str(), options_.consumer.c_str(), options_.batch,
           options_.block_ms, options_.stream.c_str(), backlog ? "0" : ">")));
+      if (r == nullptr && !bound.refusal().empty()) {
+        errors_->Add();
+        refused_->Add();
+        Log(absl::StrCat("XREADGROUP reply from ", options_.address,
+                         " refused: ", bound.refusal(), " (reconnecting)"));
+        break;  // the connection is dead: reconnect
+      }
       if (r == nullptr || r->type == REDIS_REPLY_ERROR) {
         errors_->Add();
         Log(absl::StrCat("XREADGROUP failed: ",

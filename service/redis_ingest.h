@@ -11,7 +11,11 @@
 // and counted as rejected, so it does not block the stream.
 //
 // Redis failures are retried with backoff (1 s); they never stop the
-// daemon. Thread-safety: Start/Stop from one thread; the consumer runs on
+// daemon. A reply is read through a RedisReplyBound (sync/redis_reply_bound.h):
+// one that declares more array elements or longer strings than
+// reply_limits allow is refused before hiredis allocates for it, logged,
+// counted (latentd_redis_refused_replies_total) and the connection is
+// reopened. Thread-safety: Start/Stop from one thread; the consumer runs on
 // its own thread.
 #ifndef LATENTD_SERVICE_REDIS_INGEST_H_
 #define LATENTD_SERVICE_REDIS_INGEST_H_
@@ -22,6 +26,7 @@
 
 #include "service/latentd_service.h"
 #include "service/metrics.h"
+#include "sync/redis_reply_bound.h"
 
 namespace latentd::service {
 
@@ -33,6 +38,8 @@ struct RedisIngestOptions {
   std::string consumer = "node-1";
   int batch = 100;     // entries per XREADGROUP
   int block_ms = 200;  // XREADGROUP BLOCK
+  // The bound on one reply (defaults: 2^20 elements, 64 MiB strings).
+  sync::RedisReplyLimits reply_limits;
 };
 
 class RedisIngester {
@@ -51,6 +58,7 @@ class RedisIngester {
   Counter* acked_;
   Counter* rejected_;
   Counter* errors_;
+  Counter* refused_;
   std::atomic<bool> stop_{false};  // relaxed: a polled flag
   std::thread thread_;
 };

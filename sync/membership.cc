@@ -103,6 +103,10 @@ absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Connected(
   return std::unique_ptr<RedisClient>(new RedisClient(c));
 }
 
+RedisClient::RedisClient(void* context) : context_(context) {
+  bound_.Install(Ctx(context_)->reader);
+}
+
 RedisClient::~RedisClient() { redisFree(Ctx(context_)); }
 
 absl::StatusOr<RedisReply> RedisClient::Command(
@@ -120,7 +124,8 @@ absl::StatusOr<RedisReply> RedisClient::Command(
   auto* r = static_cast<redisReply*>(redisCommandArgv(
       c, static_cast<int>(argv.size()), argv.data(), lens.data()));
   if (r == nullptr) {
-    return absl::UnavailableError(absl::StrCat("redis: ", c->errstr));
+    return absl::UnavailableError(absl::StrCat(
+        "redis: ", bound_.refusal().empty() ? c->errstr : bound_.refusal()));
   }
   if (r->type == REDIS_REPLY_ERROR) {
     std::string msg(r->str, r->len);

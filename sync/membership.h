@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "hashring/ring_config.h"
+#include "sync/redis_reply_bound.h"
 
 namespace latentd::sync {
 
@@ -46,16 +47,22 @@ class RedisClient {
   ~RedisClient();
 
   // Runs one command (binary-safe arguments). A Redis error reply becomes
-  // kFailedPrecondition, a connection problem kUnavailable.
+  // kFailedPrecondition, a connection problem or a reply over the
+  // RedisReplyBound's limits (the connection is then dead) kUnavailable.
   absl::StatusOr<RedisReply> Command(const std::vector<std::string>& args);
 
  private:
-  explicit RedisClient(void* context) : context_(context) {}
+  // Installs bound_ on the context's reader.
+  explicit RedisClient(void* context);
   // A client over a freshly opened `context` (a redisContext, or null),
   // or kUnavailable naming `where` (and the context freed).
   static absl::StatusOr<std::unique_ptr<RedisClient>> Connected(
       void* context, const std::string& where, absl::Duration timeout);
   void* context_;  // redisContext
+  // Every reply is read through it (a reply declaring more than 2^20
+  // array elements is kUnavailable, the connection dead); it outlives
+  // the context (the destructor frees the context first).
+  RedisReplyBound bound_;
 };
 
 struct MembershipOptions {
