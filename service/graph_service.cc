@@ -86,6 +86,10 @@ void GraphService::RegisterMetrics(MetricsRegistry* metrics) {
                              "Edges acknowledged by IngestEdges");
   m_.epoch_errors = r.AddCounter("latentd_graph_epoch_errors_total",
                                  "Graph epochs that failed");
+  m_.forwarded = r.AddCounter(
+      "latentd_graph_edges_forwarded_total",
+      "Graph cluster: ingested edges forwarded to their first endpoint's "
+      "owner node");
 }
 
 absl::Status GraphService::Init(MetricsRegistry* metrics) {
@@ -149,6 +153,35 @@ absl::Status GraphService::Init(MetricsRegistry* metrics) {
 }
 
 absl::Status GraphService::Rebuild(const GraphModel* previous) {
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<GraphTrainer> next,
+                           BuildTrainer(previous));
+  if (synced_ != nullptr) {
+    // A cluster member: the synchronized table moves onto the new trainer
+    // (its new vertices become keys) while no round runs.
+    LATENTD_RETURN_IF_ERROR(link_->GrowKeys([this, t = next.get()]()
+                                                ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                                  // Held by Rebuild's caller:
+                                                  // train_mu_.
+                                                  return synced_->Rebind(t);
+                                                }));
+    InstallUpdaterHook(next.get());
+  }
+  trainer_ = std::move(next);
+  return absl::OkStatus();
+}
+
+void GraphService::InstallUpdaterHook(GraphTrainer* trainer) {
+  trainer->SetUpdaterHook(
+      [this](std::span<const VertexId> vertices, std::span<const float> steps)
+          ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            // The updater, the vectors' single writer, during an epoch.
+            synced_->MarkApplied(vertices, steps);
+            return link_->AfterWrite();
+          });
+}
+
+absl::StatusOr<std::unique_ptr<GraphTrainer>> GraphService::BuildTrainer(
+    const GraphModel* previous) {
   EdgeList all;
   all.edges.reserve(file_edges_.size() + trained_ingested_.size());
   all.edges = file_edges_;
@@ -170,9 +203,19 @@ absl::Status GraphService::Rebuild(const GraphModel* previous) {
     full = full.WithEdges(std::move(train));
   }
   if (shard_) {
+    // The edge list's edges whose first endpoint the ring gives this node,
+    // and every edge this node acknowledged (IngestEdges routes an edge to
+    // that owner; one acknowledged here stays here, whatever the ring).
+    absl::flat_hash_set<std::pair<VertexKey, VertexKey>> ingested;
+    for (const Edge& e : trained_ingested_) {
+      ingested.insert(PairOf(e.src, e.dst));
+    }
     std::vector<GraphEdge> mine;
     for (const GraphEdge& e : full.edges()) {
-      if (shard_->contains(full.keys()[e.src])) mine.push_back(e);
+      const VertexKey a = full.keys()[e.src], b = full.keys()[e.dst];
+      if (shard_->contains(a) || ingested.contains(PairOf(a, b))) {
+        mine.push_back(e);
+      }
     }
     full = full.WithEdges(std::move(mine));
   }
@@ -196,12 +239,8 @@ absl::Status GraphService::Rebuild(const GraphModel* previous) {
       GraphTrainer::InitialRow(options_.trainer, key, &initial[v * d]);
     }
   }
-  LATENTD_ASSIGN_OR_RETURN(
-      std::unique_ptr<GraphTrainer> next,
-      GraphTrainer::Create(std::move(full), options_.trainer,
-                           std::move(initial), start_epoch));
-  trainer_ = std::move(next);
-  return absl::OkStatus();
+  return GraphTrainer::Create(std::move(full), options_.trainer,
+                              std::move(initial), start_epoch);
 }
 
 absl::Status GraphService::JoinCluster(ClusterLinkOptions link) {
@@ -234,13 +273,7 @@ absl::Status GraphService::JoinCluster(ClusterLinkOptions link) {
     }
     synced_ =
         std::make_unique<SyncedEmbeddings>(trainer_.get(), options_.consensus);
-    trainer_->SetUpdaterHook(
-        [this](std::span<const VertexId> vertices, std::span<const float> steps)
-            ABSL_NO_THREAD_SAFETY_ANALYSIS {
-              // The updater, the vectors' single writer, during an epoch.
-              synced_->MarkApplied(vertices, steps);
-              return link_->AfterWrite();
-            });
+    InstallUpdaterHook(trainer_.get());
     Log(absl::StrCat("graph: this node trains on ",
                      trainer_->graph().num_edges(), " edges (",
                      synced_->num_keys(), " vertices held) of ",
@@ -262,6 +295,10 @@ absl::Status GraphService::JoinCluster(ClusterLinkOptions link) {
       std::move(link), options_.trainer.dim + 2, std::move(factory));
   if (!created.ok()) return created.status();
   link_ = std::move(*created);
+  // A node resumed from a checkpoint has done its epochs: says so, or
+  // under bsp/ssp it would wait for the others to reach its epoch while
+  // they wait for it to reach theirs.
+  if (trainer_->epoch() > 0) link_->AnnounceSweep(trainer_->epoch());
   cluster_ = true;
   if (dual) synced_->RefreshConsensus(/*reset=*/true);
   {
@@ -658,11 +695,14 @@ absl::StatusOr<api::IngestEdgesResponse> GraphService::IngestEdges(
     const auto [lo, hi] = PairOf(e.src(), e.dst());
     edges.push_back({lo, hi, w});
   }
-  if (cluster_.load()) {
-    return absl::FailedPreconditionError(
-        "IngestEdges: a graph node in cluster mode trains on the share of "
-        "its edge list the ring gave it at start; ingesting edges there is "
-        "not built (restart the cluster with the new edges in the list)");
+  api::IngestEdgesResponse resp;
+  if (cluster_.load() && !request.local()) {
+    LATENTD_RETURN_IF_ERROR(ForwardToOwners(&edges, &resp));
+    if (edges.empty()) {
+      absl::MutexLock lock(&ingest_mu_);
+      resp.set_pending(pending_count_);
+      return resp;
+    }
   }
   absl::MutexLock lock(&ingest_mu_);
   if (stopping_ || ingest_file_ == nullptr) {
@@ -683,11 +723,62 @@ absl::StatusOr<api::IngestEdgesResponse> GraphService::IngestEdges(
     ingested_total_ += fresh.size();
     m_.ingested->Add(fresh.size());
   }
-  api::IngestEdgesResponse resp;
-  resp.set_accepted(fresh.size());
-  resp.set_duplicates(edges.size() - fresh.size());
+  resp.set_accepted(resp.accepted() + fresh.size());
+  resp.set_duplicates(resp.duplicates() + edges.size() - fresh.size());
   resp.set_pending(pending_count_);
   return resp;
+}
+
+absl::Status GraphService::ForwardToOwners(std::vector<Edge>* edges,
+                                           api::IngestEdgesResponse* resp) {
+  // One copy of the ring: it may move to a new epoch meanwhile.
+  const hashring::RingConfig config = link_->ring_config();
+  const std::shared_ptr<const hashring::Ring> ring = link_->ring();
+  std::vector<Edge> mine;
+  // By owner, in the order the owners first appear (deterministic).
+  std::vector<std::pair<std::string, api::IngestEdgesRequest>> others;
+  for (const Edge& e : *edges) {
+    const std::string& owner =
+        config.members[ring->Owner(VertexSyncKey(e.src))].id;
+    if (owner == link_->node_id()) {
+      mine.push_back(e);
+      continue;
+    }
+    auto it =
+        std::find_if(others.begin(), others.end(),
+                     [&owner](const auto& o) { return o.first == owner; });
+    if (it == others.end()) {
+      others.emplace_back(owner, api::IngestEdgesRequest());
+      it = std::prev(others.end());
+      it->second.set_local(true);
+    }
+    api::GraphEdge* out = it->second.add_edges();
+    out->set_src(e.src);
+    out->set_dst(e.dst);
+    out->set_weight(e.weight);
+  }
+  for (const auto& [owner, request] : others) {
+    if (!forwarder_) {
+      return absl::FailedPreconditionError(
+          "IngestEdges: this node cannot forward edges to their owner "
+          "(no forwarder set)");
+    }
+    absl::StatusOr<api::IngestEdgesResponse> r = forwarder_(owner, request);
+    if (!r.ok()) {
+      return absl::Status(
+          r.status().code(),
+          absl::StrCat("IngestEdges: forwarding ", request.edges_size(),
+                       " edges to their first endpoint's owner ", owner, ": ",
+                       r.status().message(),
+                       " (edges forwarded to other owners before it are "
+                       "acknowledged there; a retry finds them duplicates)"));
+    }
+    resp->set_accepted(resp->accepted() + r->accepted());
+    resp->set_duplicates(resp->duplicates() + r->duplicates());
+    m_.forwarded->Add(request.edges_size());
+  }
+  *edges = std::move(mine);
+  return absl::OkStatus();
 }
 
 absl::Status GraphService::AppendDurably(const std::vector<Edge>& edges) {

@@ -34,7 +34,17 @@
 // towards it by μ during the epoch, then EndSweep (push) and AnnounceSweep.
 // At max_epochs the node finishes, waits for every node to, drains, and
 // (dual) sets its copies to the final z̄. It serves and checkpoints the
-// vertices it holds only; IngestEdges is refused (the shard is fixed).
+// vertices it holds only.
+//
+// Ingestion in cluster mode (docs/latentd.md, "Ingesting edges into a
+// graph cluster"): an edge goes to the ring owner of its first endpoint
+// (the smaller key): IngestEdges forwards the others' edges to their
+// owners (the forwarder LatentdService sets; request.local on the way, so
+// the owner takes them), then appends its own as above. An edge
+// acknowledged by a node is trained by that node from then on, also after
+// a restart into another ring; at the epoch boundary that takes it, the
+// trainer is rebuilt and the synchronized table moved onto it inside
+// ClusterLink::GrowKeys, the vertices it newly holds becoming new keys.
 //
 // Thread-safety: the API methods and FillStatus may be called from any
 // number of threads at once, also while training runs. Start() and Stop()
@@ -44,6 +54,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -114,6 +125,16 @@ class GraphService {
     return cluster_.load() ? link_.get() : nullptr;
   }
 
+  // Sends edges to another member: the IngestEdges call at node `owner`
+  // (its API address, the member id). Returns that node's answer.
+  using EdgeForwarder = std::function<absl::StatusOr<api::IngestEdgesResponse>(
+      const std::string& owner, const api::IngestEdgesRequest& request)>;
+  // Sets how IngestEdges forwards in cluster mode. REQUIRES: before
+  // JoinCluster.
+  void SetEdgeForwarder(EdgeForwarder forwarder) {
+    forwarder_ = std::move(forwarder);
+  }
+
   // Starts the training thread.
   void Start();
   // Stops it after the current epoch and writes a checkpoint. Idempotent;
@@ -145,6 +166,17 @@ class GraphService {
   // the vectors of `previous` (by vertex key) where it has them.
   absl::Status Rebuild(const GraphModel* previous)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Rebuild's trainer, not yet installed.
+  absl::StatusOr<std::unique_ptr<GraphTrainer>> BuildTrainer(
+      const GraphModel* previous) ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Cluster mode: the updater hook that marks the synced table's changes.
+  void InstallUpdaterHook(GraphTrainer* trainer)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Cluster mode: forwards the edges another member owns (by first
+  // endpoint) to it, adding its answer to *resp, and leaves this node's in
+  // *edges. The first forward that fails fails the call.
+  absl::Status ForwardToOwners(std::vector<Edge>* edges,
+                               api::IngestEdgesResponse* resp);
   void TrainLoop();
   // Moves the pending edges into the graph; false if there were none.
   absl::StatusOr<bool> TakePending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
@@ -179,6 +211,7 @@ class GraphService {
       ABSL_GUARDED_BY(train_mu_);
   std::unique_ptr<SyncedEmbeddings> synced_ ABSL_GUARDED_BY(train_mu_);
   std::unique_ptr<ClusterLink> link_;  // set before Start()
+  EdgeForwarder forwarder_;            // set before JoinCluster
   std::atomic<bool> cluster_{false};
   bool cluster_finished_ ABSL_GUARDED_BY(train_mu_) = false;
 
@@ -222,6 +255,7 @@ class GraphService {
     Gauge* heldout_auc;
     Counter* ingested;
     Counter* epoch_errors;
+    Counter* forwarded;
   } m_{};
 };
 

@@ -131,6 +131,10 @@ absl::Status LatentdService::OpenGraph(MetricsRegistry* metrics) {
   GraphServiceOptions graph = options_.graph;
   graph.dir = options_.data_dir + "/graph";
   LATENTD_ASSIGN_OR_RETURN(graph_, GraphService::Open(graph, metrics));
+  graph_->SetEdgeForwarder(
+      [this](const std::string& owner, const api::IngestEdgesRequest& r) {
+        return ForwardEdges(owner, r);
+      });
   return absl::OkStatus();
 }
 

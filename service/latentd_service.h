@@ -375,6 +375,9 @@ class LatentdService {
   // *records); adds the number their owners accepted to *accepted.
   absl::Status ForwardToOwners(std::vector<IngestRecord>* records,
                                uint64_t* accepted);
+  // A graph cluster's edges for node `owner` (GraphService's forwarder).
+  absl::StatusOr<api::IngestEdgesResponse> ForwardEdges(
+      const std::string& owner, const api::IngestEdgesRequest& request) const;
   absl::StatusOr<api::GetUserProfileResponse> ForwardProfile(
       const std::string& owner,
       const api::GetUserProfileRequest& request) const;

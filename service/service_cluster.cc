@@ -340,6 +340,14 @@ absl::Status LatentdService::ForwardToOwners(std::vector<IngestRecord>* records,
   return absl::OkStatus();
 }
 
+absl::StatusOr<api::IngestEdgesResponse> LatentdService::ForwardEdges(
+    const std::string& owner, const api::IngestEdgesRequest& request) const {
+  LATENTD_ASSIGN_OR_RETURN(ApiClient * client, PeerClient(owner));
+  api::IngestEdgesResponse resp;
+  LATENTD_RETURN_IF_ERROR(client->Call(Method::kIngestEdges, request, &resp));
+  return resp;
+}
+
 absl::StatusOr<api::GetUserProfileResponse> LatentdService::ForwardProfile(
     const std::string& owner, const api::GetUserProfileRequest& request) const {
   LATENTD_ASSIGN_OR_RETURN(ApiClient * client, PeerClient(owner));

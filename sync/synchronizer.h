@@ -213,15 +213,19 @@ class Synchronizer {
   // Growing tables only: the keys replies brought that the table does not
   // hold and whose names are known, with their names (a snapshot).
   std::vector<std::pair<Key, std::string>> ForeignKeys();
-  // Growing tables only: waits until no round runs and, starting none
+  // Change mode only: waits until no round runs and, starting none
   // meanwhile, calls grow(), which appends keys to the table (and may only
-  // do that); then routes each new key to owner(key), an index into the
-  // channels of the current epoch (those given to the constructor or the
-  // last Reroute), and takes the changes kept aside for it (ForeignKeys)
-  // into the table as received corrections. grow()'s error is returned
-  // (the table must then be unchanged). kFailedPrecondition unless the
-  // table grows. REQUIRES: owner(key) < the number of those channels;
-  // not called concurrently with Reroute.
+  // do that, and mark existing keys changed); then routes each new key to
+  // owner(key), an index into the channels of the current epoch (those
+  // given to the constructor or the last Reroute), and, for a growing
+  // table, takes the changes kept aside for it (ForeignKeys) into the table
+  // as received corrections. A new key of a table that does not grow (a
+  // graph node's newly held vertex) is like a key it had from the start:
+  // its owner sends it the global once it first sends a change. grow()'s
+  // error is returned (the table must then be unchanged).
+  // kFailedPrecondition unless the table tracks changes. REQUIRES:
+  // owner(key) < the number of those channels; not called concurrently
+  // with Reroute.
   absl::Status AddKeys(const std::function<absl::Status()>& grow,
                        const std::function<uint32_t(Key)>& owner);
 

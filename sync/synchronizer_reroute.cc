@@ -157,9 +157,10 @@ std::vector<std::pair<Key, std::string>> Synchronizer::ForeignKeys() {
 
 absl::Status Synchronizer::AddKeys(const std::function<absl::Status()>& grow,
                                    const std::function<uint32_t(Key)>& owner) {
-  if (!grows_) {
+  if (!changes_) {
     return absl::FailedPreconditionError(
-        "adding keys needs a table that grows (AbelianTable::GrowsKeys)");
+        "adding keys needs a table that tracks its changes "
+        "(AbelianTable::TracksChanges)");
   }
   // Held throughout: no round starts, and (once idle) none runs, so the
   // per-key state is this call's alone.

@@ -1,7 +1,9 @@
 #include "sampler/graph/synced_embeddings.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "corpora/random.h"
 
 namespace latentd {
@@ -29,22 +31,65 @@ SyncedEmbeddings::SyncedEmbeddings(GraphTrainer* trainer, ConsensusMode mode)
   const GraphData& g = trainer->graph();
   const std::vector<uint32_t> degree = g.Degrees();
   index_of_.assign(g.num_vertices(), -1);
+  absl::MutexLock l(&mu_);
   for (size_t v = 0; v < degree.size(); ++v) {
-    if (degree[v] == 0) continue;
-    index_of_[v] = static_cast<int32_t>(held_.size());
-    held_.push_back(static_cast<VertexId>(v));
-    keys_.push_back(VertexSyncKey(g.keys()[v]));
-    degree_.push_back(degree[v]);
+    if (degree[v] > 0)
+      AppendHeld(static_cast<VertexId>(v), g.keys()[v], degree[v]);
+  }
+}
+
+void SyncedEmbeddings::AppendHeld(VertexId v, VertexKey key, uint32_t degree) {
+  const uint32_t i = static_cast<uint32_t>(held_.size());
+  index_of_[v] = static_cast<int32_t>(i);
+  held_.push_back(v);
+  keys_.push_back(VertexSyncKey(key));
+  degree_.push_back(degree);
+  taken_.resize(held_.size() * (dim_ + 2), 0);
+  others_.resize(held_.size() * (dim_ + 2), 0);
+  if (mode_ == ConsensusMode::kNaive) unsent_.resize(held_.size() * dim_, 0.0);
+  // A key starts changed under kDual (its whole copy is to be sent); under
+  // kNaive once it has steps to send.
+  const bool dirty = mode_ == ConsensusMode::kDual;
+  is_dirty_.push_back(dirty);
+  if (dirty) dirty_.push_back(i);
+}
+
+absl::Status SyncedEmbeddings::Rebind(GraphTrainer* trainer) {
+  const GraphData& old_graph = trainer_->graph();
+  const GraphData& g = trainer->graph();
+  if (g.num_vertices() < old_graph.num_vertices() ||
+      !std::equal(old_graph.keys().begin(), old_graph.keys().end(),
+                  g.keys().begin())) {
+    return absl::FailedPreconditionError(
+        "SyncedEmbeddings::Rebind: the new graph does not keep the vertex "
+        "ids of the old one");
+  }
+  const std::vector<uint32_t> degree = g.Degrees();
+  for (size_t i = 0; i < held_.size(); ++i) {
+    if (degree[held_[i]] == 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("SyncedEmbeddings::Rebind: vertex ", g.keys()[held_[i]],
+                       " lost its edges on this node"));
+    }
   }
   absl::MutexLock l(&mu_);
-  taken_.assign(held_.size() * (dim_ + 2), 0);
-  others_.assign(held_.size() * (dim_ + 2), 0);
-  if (mode_ == ConsensusMode::kNaive) unsent_.assign(held_.size() * dim_, 0.0);
-  // Every key starts changed (kDual: its whole copy is to be sent).
-  is_dirty_.assign(held_.size(), mode_ == ConsensusMode::kDual);
-  if (mode_ == ConsensusMode::kDual) {
-    for (uint32_t i = 0; i < held_.size(); ++i) dirty_.push_back(i);
+  trainer_ = trainer;
+  index_of_.resize(g.num_vertices(), -1);
+  for (size_t i = 0; i < held_.size(); ++i) {
+    if (degree[held_[i]] == degree_[i]) continue;
+    // w_i^(m) changed: the contribution (w x, w) is to be sent again.
+    degree_[i] = degree[held_[i]];
+    if (!is_dirty_[i]) {
+      is_dirty_[i] = true;
+      dirty_.push_back(static_cast<uint32_t>(i));
+    }
   }
+  for (size_t v = 0; v < degree.size(); ++v) {
+    if (degree[v] > 0 && index_of_[v] < 0) {
+      AppendHeld(static_cast<VertexId>(v), g.keys()[v], degree[v]);
+    }
+  }
+  return absl::OkStatus();
 }
 
 void SyncedEmbeddings::Contribution(size_t index,

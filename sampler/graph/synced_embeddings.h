@@ -29,6 +29,12 @@
 // copy the first time, then its change; kNaive: the steps not yet sent,
 // the rounding residue kept for next time).
 //
+// Growing (ingested edges, docs/latentd.md "Ingesting edges into a graph
+// cluster"): Rebind moves the table onto a trainer rebuilt over more edges;
+// vertices it now holds become new keys (appended: existing indices keep
+// theirs), and a held vertex whose degree here grew has its weight w_i^(m)
+// changed, both sent as changes by the next round.
+//
 // Thread-safety: the AbelianTable methods are thread-safe (one mutex).
 // MarkApplied and ApplyPending run on the trainer's single writer (its
 // updater hook, or while no epoch runs); Consensus, LambdaScale and
@@ -96,6 +102,16 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   std::vector<float> MuScale() const;
   // kDual: the mean over held vertices of ‖x_i − z̄_i‖ (Euclidean).
   double ConsensusDistance() const;
+  // Moves the table onto `trainer` (not owned; it must outlive this, and
+  // the previous one need not from now on), whose graph has the previous
+  // graph's vertices with the same ids and keys first and may have more
+  // vertices and edges. Appends the vertices it newly holds as keys and
+  // marks changed every held vertex whose degree here changed. The caller
+  // installs the updater hook on `trainer`. kFailedPrecondition (nothing
+  // changed) if a vertex id or key moved, or a held vertex lost its edges.
+  // REQUIRES: no epoch running on either trainer and no sync round
+  // running: inside ClusterLink::GrowKeys (Synchronizer::AddKeys).
+  absl::Status Rebind(GraphTrainer* trainer);
   // kDual, the dual step between epochs: gives the trainer Consensus() as
   // its target and the λ and μ scales; with `reset`, first sets every copy
   // to z̄ (GraphTrainer::ApplyCorrection). Returns ConsensusDistance() as
@@ -106,7 +122,11 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   // *row = this node's contribution now, quantized.
   void Contribution(size_t index, std::vector<int64_t>* row) const;
 
-  GraphTrainer* const trainer_;
+  // Appends vertex v (degree here `degree`) as a new key, changed.
+  void AppendHeld(VertexId v, VertexKey key, uint32_t degree)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  GraphTrainer* trainer_;  // changed only by Rebind (no round running)
   const ConsensusMode mode_;
   const uint32_t dim_;
   std::vector<VertexId> held_;     // index -> vertex

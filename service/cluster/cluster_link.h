@@ -200,8 +200,9 @@ class ClusterLink {
       ClusterLinkOptions options, SyncedTopicTable* table);
   // The same for a table of `dimension` coordinates per key that `factory`
   // builds once the ring is fixed (its error is Create's). The table's
-  // writer calls AfterWrite() instead of AfterBatch(); Leave() and
-  // GrowKeys() are for topic tables only. The table must outlive the link.
+  // writer calls AfterWrite() instead of AfterBatch(); Leave() is for
+  // topic tables only, GrowKeys() appends keys the table newly holds (a
+  // graph node's new vertices). The table must outlive the link.
   static absl::StatusOr<std::unique_ptr<ClusterLink>> Create(
       ClusterLinkOptions options, uint32_t dimension,
       LinkedTableFactory factory);
@@ -314,8 +315,9 @@ class ClusterLink {
   // resizes the TopicTable and appends the words to the SyncedTopicTable
   // (AddWords), then routes the new keys by the ring the rounds use and
   // takes in the changes the owners sent for them
-  // (Synchronizer::AddKeys). grow()'s error is returned (it must then have
-  // changed nothing). The training thread, with no sweep running.
+  // (Synchronizer::AddKeys; for a LinkedTable, grow() appends the keys it
+  // newly holds). grow()'s error is returned (it must then have changed
+  // nothing). The training thread, with no sweep running.
   absl::Status GrowKeys(const std::function<absl::Status()>& grow);
 
  private:

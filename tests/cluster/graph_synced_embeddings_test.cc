@@ -2,7 +2,8 @@
 // channels): after a consensus round every node's z̄ is the edge-weighted
 // mean of the copies, exactly up to the fixed-point rounding, with the
 // holder count and degree at the owner; in naive mode every node ends with
-// the start plus the sum of all nodes' steps.
+// the start plus the sum of all nodes' steps; a node that holds more
+// vertices after Rebind syncs them as new keys.
 #include <cmath>
 #include <memory>
 #include <random>
@@ -103,6 +104,69 @@ TEST(SyncedEmbeddings, DualConsensusIsTheEdgeWeightedMeanOfTheCopies) {
   EXPECT_EQ(holders, 2);
   EXPECT_EQ(degree, 3);
   EXPECT_GT(p.table[0]->ConsensusDistance(), 0.0);
+}
+
+// Ingested edges (GraphService in cluster mode): each node rebuilds its
+// trainer over more edges and moves its table onto it inside AddKeys.
+// Node 0 gains 1-4 (vertex 4 new, vertex 1's degree there 3), node 1
+// gains 3-0 (vertex 0 newly held there). After a round the owners count
+// the new holders and degrees, and z̄ of vertex 0 is the mean of both
+// nodes' copies.
+TEST(SyncedEmbeddings, RebindAddsNewlyHeldVerticesAsKeys) {
+  Pair p(ConsensusMode::kDual);
+  p.Round();
+  EdgeList list;
+  list.edges = {
+      {0, 1, 1.0f}, {1, 2, 1.0f}, {1, 3, 1.0f}, {3, 0, 1.0f}, {1, 4, 1.0f}};
+  const GraphData g = *GraphData::FromEdgeList(list);
+  const std::vector<GraphEdge>& e = g.edges();
+  const std::vector<GraphEdge> parts[2] = {{e[0], e[1], e[4]}, {e[2], e[3]}};
+  for (int i = 0; i < 2; ++i) {
+    const size_t before = p.table[i]->num_keys();
+    std::unique_ptr<GraphTrainer> next =
+        *GraphTrainer::Create(g.WithEdges(parts[i]), p.trainer[i]->options());
+    ASSERT_TRUE(p.sync[i]
+                    ->AddKeys([&] { return p.table[i]->Rebind(next.get()); },
+                              [](sync::Key k) { return uint32_t(k % 2); })
+                    .ok());
+    next->SetUpdaterHook(p.table[i]->Hook());
+    p.trainer[i] = std::move(next);
+    EXPECT_EQ(p.table[i]->num_keys(), before + 1) << i;
+  }
+  // A graph that renumbers vertices is refused.
+  EdgeList other;
+  other.edges = {{9, 8, 1.0f}};
+  std::unique_ptr<GraphTrainer> wrong = *GraphTrainer::Create(
+      *GraphData::FromEdgeList(other), p.trainer[0]->options());
+  EXPECT_EQ(p.table[0]->Rebind(wrong.get()).code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  ASSERT_TRUE(p.trainer[0]->RunEpoch().ok());
+  p.Round();
+  auto at_owner = [&p](VertexKey v, int64_t* holders, int64_t* degree) {
+    const sync::Key key = VertexSyncKey(v);
+    for (const sync::SparseEntry& e : p.shard[key % 2]->Global(key)) {
+      if (e.topic == 3) *holders = e.count;
+      if (e.topic == 4) *degree = e.count;
+    }
+  };
+  int64_t holders = 0, degree = 0;
+  at_owner(0, &holders, &degree);
+  EXPECT_EQ(holders, 2);
+  EXPECT_EQ(degree, 2);
+  at_owner(1, &holders, &degree);
+  EXPECT_EQ(degree, 4);
+  at_owner(4, &holders, &degree);
+  EXPECT_EQ(holders, 1);
+  EXPECT_EQ(degree, 1);
+  const VertexId v0 = *g.Find(0);
+  const std::vector<float> a = p.Row(0, v0), b = p.Row(1, v0);
+  for (int node = 0; node < 2; ++node) {
+    const std::vector<float> zbar = p.table[node]->Consensus();
+    for (int k = 0; k < 3; ++k) {
+      EXPECT_NEAR(zbar[v0 * 3 + k], (a[k] + b[k]) / 2, 1e-6) << node;
+    }
+  }
 }
 
 TEST(SyncedEmbeddings, NaiveNodesEndWithTheSumOfEveryNodesSteps) {
