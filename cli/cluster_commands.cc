@@ -69,7 +69,10 @@ namespace {
 // The options add-node and remove-node share.
 void AddMoveOptions(CLI::App* sub, ClusterCommands* c) {
   sub->add_option("--cluster-redis", c->redis_url,
-                  "Redis holding the cluster, as the nodes' --cluster-redis")
+                  "Redis holding the cluster, as the nodes' --cluster-redis "
+                  "(or $LATENTD_CLUSTER_REDIS: a url with a password stays "
+                  "out of ps)")
+      ->envname("LATENTD_CLUSTER_REDIS")
       ->required();
   sub->add_option("--cluster", c->cluster, "Name of the cluster")
       ->capture_default_str();
@@ -110,8 +113,11 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
       "read from the cluster's Redis");
   c->status
       ->add_option("--cluster-redis", c->redis_url,
-                   "Redis holding the cluster (redis://host:port or "
-                   "unix:/path), as the nodes' --cluster-redis")
+                   "Redis holding the cluster (redis://[:PASSWORD@]host:port "
+                   "or unix:/path), as the nodes' --cluster-redis (or "
+                   "$LATENTD_CLUSTER_REDIS: a url with a password stays out "
+                   "of ps)")
+      ->envname("LATENTD_CLUSTER_REDIS")
       ->required();
   c->status->add_option("--cluster", c->cluster, "Name of the cluster")
       ->capture_default_str();

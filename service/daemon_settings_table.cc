@@ -380,8 +380,10 @@ void AddServingSettings(const AddFn& add) {
 
 // Streaming input.
 void AddIngestSettings(const AddFn& add) {
-  add("redis", "", "host:port|unix:/path|empty",
-      "Redis server whose stream is ingested (empty: none)",
+  add("redis", "", "redis://[:PASSWORD@]host:port|unix:/path|empty",
+      "Redis server whose stream is ingested (empty: none); a password in "
+      "the url is sent as AUTH (keep it in this file, mode 0600, not on the "
+      "command line)",
       String([](DaemonConfig* c) { return &c->redis.address; }));
   add("redis-stream", "latentd:ingest", "a key", "Stream to consume",
       String([](DaemonConfig* c) { return &c->redis.stream; }));
@@ -412,8 +414,11 @@ void AddIngestSettings(const AddFn& add) {
 
 // Cluster mode (service/cluster/cluster_link.h).
 void AddClusterSettings(const AddFn& add) {
-  add("cluster-redis", "", "redis://host:port|unix:/path|empty",
-      "Redis holding the cluster's membership (empty: a single node)",
+  add("cluster-redis", "", "redis://[:PASSWORD@]host:port|unix:/path|empty",
+      "Redis holding the cluster's membership (empty: a single node); a "
+      "password in the url (redis://:PASSWORD@host:port, "
+      "unix://:PASSWORD@/path) is sent as AUTH: keep it in this file, mode "
+      "0600, not on the command line",
       [](std::string_view v, DaemonConfig* c) {
         c->cluster.redis_url = std::string(v);
         c->service.cluster_mode = !v.empty();

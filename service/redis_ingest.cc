@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "service/internal/redis_stream.h"
 #include "sync/redis_reply_bound.h"
+#include "sync/redis_url.h"
 
 namespace latentd::service {
 namespace {
@@ -31,25 +32,12 @@ using Context = std::unique_ptr<redisContext, ContextDeleter>;
 void Log(const std::string& line) { log::Warning("latentd redis", line); }
 
 Context Connect(const std::string& address, std::string* error) {
-  struct timeval tv = {2, 0};
-  redisContext* c;
-  if (absl::StartsWith(address, "unix:")) {
-    c = redisConnectUnixWithTimeout(address.substr(5).c_str(), tv);
-  } else {
-    const size_t colon = address.rfind(':');
-    const std::string host =
-        colon == std::string::npos ? address : address.substr(0, colon);
-    const int port = colon == std::string::npos
-                         ? 6379
-                         : std::atoi(address.c_str() + colon + 1);
-    c = redisConnectWithTimeout(host.c_str(), port, tv);
-  }
-  Context ctx(c);
-  if (c == nullptr || c->err) {
-    *error = c == nullptr ? "out of memory" : c->errstr;
+  absl::StatusOr<redisContext*> c = sync::OpenRedis(address, absl::Seconds(2));
+  if (!c.ok()) {
+    *error = std::string(c.status().message());
     return nullptr;
   }
-  return ctx;
+  return Context(*c);
 }
 
 }  // namespace
@@ -90,7 +78,7 @@ void RedisIngester::Run() {
     Context c = Connect(options_.address, &error);
     if (c == nullptr) {
       errors_->Add();
-      Log(absl::StrCat("cannot connect to ", options_.address, ": ", error));
+      Log(absl::StrCat("cannot connect: ", error));
       absl::SleepFor(absl::Seconds(1));
       continue;
     }
@@ -116,7 +104,8 @@ void RedisIngester::Run() {
       if (r == nullptr && !bound.refusal().empty()) {
         errors_->Add();
         refused_->Add();
-        Log(absl::StrCat("XREADGROUP reply from ", options_.address,
+        Log(absl::StrCat("XREADGROUP reply from ",
+                         sync::RedactRedisUrl(options_.address),
                          " refused: ", bound.refusal(), " (reconnecting)"));
         break;  // the connection is dead: reconnect
       }

@@ -8,19 +8,12 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "sync/redis_url.h"
 
 namespace latentd::sync {
 namespace {
 
 redisContext* Ctx(void* p) { return static_cast<redisContext*>(p); }
-
-timeval ToTv(absl::Duration d) {
-  timeval tv;
-  tv.tv_sec = static_cast<time_t>(absl::ToInt64Seconds(d));
-  tv.tv_usec = static_cast<suseconds_t>(
-      absl::ToInt64Microseconds(d - absl::Seconds(tv.tv_sec)));
-  return tv;
-}
 
 RedisReply Flatten(const redisReply* r) {
   RedisReply out;
@@ -63,44 +56,9 @@ std::string RingKey(std::string_view cluster) {
 
 absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Connect(
     std::string_view url, absl::Duration timeout) {
-  std::string_view rest = url;
-  if (rest.substr(0, 5) == "unix:") {
-    const std::string path(rest.substr(5));
-    return Connected(redisConnectUnixWithTimeout(path.c_str(), ToTv(timeout)),
-                     path, timeout);
-  }
-  if (rest.substr(0, 8) == "redis://") rest.remove_prefix(8);
-  while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
-  std::string host(rest);
-  int port = 6379;
-  const size_t colon = rest.rfind(':');
-  if (colon != std::string_view::npos) {
-    host = std::string(rest.substr(0, colon));
-    const std::string_view p = rest.substr(colon + 1);
-    if (!absl::SimpleAtoi(absl::string_view(p.data(), p.size()), &port) ||
-        port <= 0 || port > 65535) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("redis url '", std::string(url), "': bad port"));
-    }
-  }
-  if (host.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("redis url '", std::string(url), "': no host"));
-  }
-  return Connected(redisConnectWithTimeout(host.c_str(), port, ToTv(timeout)),
-                   absl::StrCat(host, ":", port), timeout);
-}
-
-absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Connected(
-    void* context, const std::string& where, absl::Duration timeout) {
-  redisContext* c = Ctx(context);
-  if (c == nullptr || c->err) {
-    std::string why = c ? c->errstr : "out of memory";
-    if (c) redisFree(c);
-    return absl::UnavailableError(absl::StrCat("redis ", where, ": ", why));
-  }
-  redisSetTimeout(c, ToTv(timeout));
-  return std::unique_ptr<RedisClient>(new RedisClient(c));
+  absl::StatusOr<redisContext*> c = OpenRedis(url, timeout);
+  if (!c.ok()) return c.status();
+  return std::unique_ptr<RedisClient>(new RedisClient(*c));
 }
 
 RedisClient::RedisClient(void* context) : context_(context) {

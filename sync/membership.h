@@ -38,10 +38,11 @@ struct RedisReply {
 
 class RedisClient {
  public:
-  // `url`: "redis://host:port", "host:port", "host" (port 6379) or
-  // "unix:/path/to/socket".
+  // `url`: any form of sync/redis_url.h ("redis://[:PASSWORD@]host:port",
+  // "host:port", "unix:/path", ...); AUTH is sent when it names a password.
   // kInvalidArgument for a malformed url, kUnavailable if unreachable
-  // within `timeout` (also the per-command timeout).
+  // within `timeout` (also the per-command timeout), kPermissionDenied if
+  // Redis refuses the credentials.
   static absl::StatusOr<std::unique_ptr<RedisClient>> Connect(
       std::string_view url, absl::Duration timeout = absl::Seconds(2));
   ~RedisClient();
@@ -54,10 +55,6 @@ class RedisClient {
  private:
   // Installs bound_ on the context's reader.
   explicit RedisClient(void* context);
-  // A client over a freshly opened `context` (a redisContext, or null),
-  // or kUnavailable naming `where` (and the context freed).
-  static absl::StatusOr<std::unique_ptr<RedisClient>> Connected(
-      void* context, const std::string& where, absl::Duration timeout);
   void* context_;  // redisContext
   // Every reply is read through it (a reply declaring more than 2^20
   // array elements is kUnavailable, the connection dead); it outlives

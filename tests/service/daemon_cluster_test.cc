@@ -247,8 +247,11 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
 // Mutual TLS on the sync port (--cluster-tls-*): two daemons train one
 // exact model over it, and /metrics reports the sync port's connections
 // and caps (--cluster-max-connections*).
-TEST(DaemonCluster, TwoNodesTrainOverMutualTlsOnTheSyncPort) {
-  TestCluster cluster({.name = "tls"});
+// Hardened: mutual TLS on the sync port, and a Redis that requires a
+// password (the nodes' --cluster-redis url carries it; latentctl takes it
+// from $LATENTD_CLUSTER_REDIS, out of ps, and never prints it).
+TEST(DaemonCluster, TwoNodesTrainOverMutualTlsAndAPasswordedRedis) {
+  TestCluster cluster({.name = "tls", .redis_password = "r3dis-pw"});
   ASSERT_TRUE(cluster.ok());
   sync::testing::TestPki pki;
   ASSERT_TRUE(pki.ok()) << "openssl failed";
@@ -270,6 +273,19 @@ TEST(DaemonCluster, TwoNodesTrainOverMutualTlsOnTheSyncPort) {
                    "\"sync\"}"),
             64);
   EXPECT_GE(Metric(a, "latentd_connections{listener=\"sync\"}"), 1);
+  ::setenv("LATENTD_CLUSTER_REDIS", cluster.redis().address().c_str(), 1);
+  auto [rc, out] = Latentctl({"cluster", "status", "--cluster", "tls"});
+  ::unsetenv("LATENTD_CLUSTER_REDIS");
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find(a->tcp()), std::string::npos) << out;
+  EXPECT_EQ(out.find("r3dis-pw"), std::string::npos) << out;
+  const std::string wrong = "unix://:wr0ng-pw@" + cluster.dir() + "/redis.sock";
+  auto [bad_rc, bad_out] = Latentctl(
+      {"cluster", "status", "--cluster", "tls", "--cluster-redis", wrong});
+  EXPECT_NE(bad_rc, 0) << bad_out;
+  EXPECT_NE(bad_out.find("refused the credentials"), std::string::npos)
+      << bad_out;
+  EXPECT_EQ(bad_out.find("wr0ng-pw"), std::string::npos) << bad_out;
   cluster.StopAll();
 }
 

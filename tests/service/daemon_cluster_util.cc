@@ -122,7 +122,7 @@ int64_t Sum(const std::vector<int64_t>& v) {
 
 TestCluster::TestCluster(TestClusterOptions options)
     : options_(std::move(options)),
-      redis_(tmp_.path(), options_.persistent_redis) {
+      redis_(tmp_.path(), options_.persistent_redis, options_.redis_password) {
   if (options_.key) key_args_ = ClusterKeyArgs(tmp_.path());
 }
 

@@ -65,6 +65,9 @@ struct TestClusterOptions {
   // Redis keeps its data in an append-only file (RedisServer's
   // `persistent`): a Restart() after Kill() finds what was written.
   bool persistent_redis = false;
+  // Non-empty: Redis requires this password (AUTH), and the nodes' and
+  // latentctl's --cluster-redis url carries it.
+  std::string redis_password = "";
 };
 
 // The set-up of every multi-daemon test: a fresh temporary directory, a

@@ -85,8 +85,12 @@ int StopProcess(pid_t pid, int sig, double timeout_s) {
   return -1;
 }
 
-RedisServer::RedisServer(const std::string& dir, bool persistent)
-    : dir_(dir), socket_(dir + "/redis.sock"), persistent_(persistent) {
+RedisServer::RedisServer(const std::string& dir, bool persistent,
+                         std::string password)
+    : dir_(dir),
+      socket_(dir + "/redis.sock"),
+      password_(std::move(password)),
+      persistent_(persistent) {
   Start();
 }
 
@@ -99,6 +103,10 @@ bool RedisServer::Start() {
                                                       "--appendfsync", "always"}
                            : std::vector<const char*>{"--appendonly", "no"}) {
     argv.push_back(a);
+  }
+  if (!password_.empty()) {
+    argv.push_back("--requirepass");
+    argv.push_back(password_);
   }
   pid_ = Spawn(argv, dir_ + "/redis.log");
   ok_ = false;
@@ -134,6 +142,16 @@ redisContext* RedisServer::Connect() const {
   if (c == nullptr || c->err) {
     if (c) redisFree(c);
     return nullptr;
+  }
+  if (!password_.empty()) {
+    auto* r =
+        static_cast<redisReply*>(redisCommand(c, "AUTH %s", password_.c_str()));
+    const bool ok = r != nullptr && r->type == REDIS_REPLY_STATUS;
+    if (r != nullptr) freeReplyObject(r);
+    if (!ok) {
+      redisFree(c);
+      return nullptr;
+    }
   }
   return c;
 }

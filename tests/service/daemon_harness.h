@@ -40,10 +40,16 @@ class RedisServer {
   // `persistent`, it keeps its data in an append-only file in `dir`
   // (fsynced on every write), as an operator runs it: a Restart() finds
   // what was written before the Kill(). Otherwise nothing is saved.
-  explicit RedisServer(const std::string& dir, bool persistent = false);
+  // With `password`, it requires AUTH (--requirepass): address() then
+  // carries the password (sync/redis_url.h) and Connect() authenticates.
+  explicit RedisServer(const std::string& dir, bool persistent = false,
+                       std::string password = "");
   ~RedisServer();
   bool ok() const { return ok_; }
-  std::string address() const { return "unix:" + socket_; }
+  std::string address() const {
+    return password_.empty() ? "unix:" + socket_
+                             : "unix://:" + password_ + "@" + socket_;
+  }
   // A connection for the test's own commands.
   redisContext* Connect() const;
   // SIGKILL and wait: clients find the socket gone.
@@ -53,7 +59,7 @@ class RedisServer {
 
  private:
   bool Start();
-  std::string dir_, socket_;
+  std::string dir_, socket_, password_;
   bool persistent_ = false;
   pid_t pid_ = -1;
   bool ok_ = false;

@@ -25,63 +25,12 @@
 #include "gtest/gtest.h"
 #include "hashring/ring_config.h"
 #include "sync/membership.h"
+#include "tests/sync/unix_redis.h"
 
 namespace latentd::sync {
 namespace {
 
 using ::testing::HasSubstr;
-
-// redis-server listening only on a Unix socket; stopped (SIGTERM, reaped)
-// on destruction, or when the test process dies.
-class UnixRedis {
- public:
-  static std::unique_ptr<UnixRedis> Start() {
-    auto r = std::make_unique<UnixRedis>();
-    char dir[] = "/tmp/latentd-cluster-admin-XXXXXX";
-    if (::mkdtemp(dir) == nullptr) return nullptr;
-    r->dir_ = dir;
-    r->socket_ = r->dir_ + "/redis.sock";
-    r->pid_ = ::fork();
-    if (r->pid_ < 0) return nullptr;
-    if (r->pid_ == 0) {
-      // Dies with the test even if the test is killed before its teardown.
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-      const int devnull = ::open("/dev/null", O_WRONLY);
-      if (devnull >= 0) {
-        ::dup2(devnull, STDOUT_FILENO);
-        ::dup2(devnull, STDERR_FILENO);
-      }
-      ::execlp("redis-server", "redis-server", "--port", "0", "--unixsocket",
-               r->socket_.c_str(), "--unixsocketperm", "700", "--save", "",
-               "--appendonly", "no", "--dir", r->dir_.c_str(),
-               static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    for (int i = 0; i < 250; ++i) {
-      if (r->Connect() != nullptr) return r;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return nullptr;
-  }
-  ~UnixRedis() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    if (!socket_.empty()) ::unlink(socket_.c_str());
-    if (!dir_.empty()) ::rmdir(dir_.c_str());
-  }
-  std::string url() const { return "unix:" + socket_; }
-  std::unique_ptr<RedisClient> Connect() const {
-    auto c = RedisClient::Connect(url(), absl::Seconds(2));
-    if (!c.ok() || !(*c)->Command({"PING"}).ok()) return nullptr;
-    return *std::move(c);
-  }
-
- private:
-  pid_t pid_ = -1;
-  std::string dir_, socket_;
-};
 
 class ClusterAdminTest : public ::testing::Test {
  protected:
