@@ -46,6 +46,7 @@ void SyncedEmbeddings::AppendHeld(VertexId v, VertexKey key, uint32_t degree) {
   degree_.push_back(degree);
   taken_.resize(held_.size() * (dim_ + 2), 0);
   others_.resize(held_.size() * (dim_ + 2), 0);
+  dual_.resize(held_.size() * dim_, 0.0f);
   if (mode_ == ConsensusMode::kNaive) unsent_.resize(held_.size() * dim_, 0.0);
   // A key starts changed under kDual (its whole copy is to be sent); under
   // kNaive once it has steps to send.
@@ -94,12 +95,16 @@ absl::Status SyncedEmbeddings::Rebind(GraphTrainer* trainer) {
 
 void SyncedEmbeddings::Contribution(size_t index,
                                     std::vector<int64_t>* row) const {
-  std::vector<float> x(dim_);
+  std::vector<float> x(dim_), u(dim_, 0.0f);
   trainer_->ReadRow(held_[index], x.data());
+  if (mode_ == ConsensusMode::kDual) {
+    absl::MutexLock l(&mu_);
+    std::copy_n(&dual_[index * dim_], dim_, u.data());
+  }
   row->assign(dim_ + 2, 0);
   const double w = degree_[index];
   for (uint32_t k = 0; k < dim_; ++k) {
-    (*row)[k] = std::llround(static_cast<double>(x[k]) * w * kScale);
+    (*row)[k] = std::llround((double{x[k]} + u[k]) * w * kScale);
   }
   (*row)[dim_] = 1;
   (*row)[dim_ + 1] = degree_[index];
@@ -141,10 +146,17 @@ bool SyncedEmbeddings::TakeDirtyList(std::vector<uint32_t>* out) {
 void SyncedEmbeddings::TakeChange(size_t index, sync::SparseVector* out) {
   std::vector<int64_t> delta(dim_ + 2, 0);
   if (mode_ == ConsensusMode::kDual) {
+    // Unlisted before the row is read: an update the read misses (the
+    // updater writes the row, then MarkApplied) lists the key again. Read
+    // first and unlisted after, such an update found the key still listed,
+    // and its step was never sent (the nodes' final z̄ then differed).
+    {
+      absl::MutexLock l(&mu_);
+      is_dirty_[index] = false;
+    }
     std::vector<int64_t> now;
     Contribution(index, &now);
     absl::MutexLock l(&mu_);
-    is_dirty_[index] = false;
     for (uint32_t k = 0; k < dim_ + 2; ++k) {
       int64_t& taken = taken_[index * (dim_ + 2) + k];
       delta[k] = now[k] - taken;
@@ -264,7 +276,22 @@ double SyncedEmbeddings::ConsensusDistance() const {
 
 double SyncedEmbeddings::RefreshConsensus(bool reset) {
   const double distance = ConsensusDistance();
-  std::vector<float> zbar = Consensus();
+  const std::vector<float> zbar = Consensus();
+  // The copies' targets: z̄ − u for a held vertex (kDual), z̄ otherwise.
+  std::vector<float> target = zbar;
+  if (mode_ == ConsensusMode::kDual) {
+    std::vector<float> x(dim_);
+    absl::MutexLock l(&mu_);
+    for (size_t i = 0; i < held_.size(); ++i) {
+      const size_t v = held_[i];
+      trainer_->ReadRow(held_[i], x.data());
+      for (uint32_t k = 0; k < dim_; ++k) {
+        float& u = dual_[i * dim_ + k];
+        u += x[k] - zbar[v * dim_ + k];  // the dual ascent step
+        target[v * dim_ + k] = zbar[v * dim_ + k] - u;
+      }
+    }
+  }
   if (reset) {
     std::vector<float> x(dim_), delta(dim_);
     for (size_t v = 0; v < zbar.size() / dim_; ++v) {
@@ -273,7 +300,19 @@ double SyncedEmbeddings::RefreshConsensus(bool reset) {
       trainer_->ApplyCorrection(static_cast<VertexId>(v), delta);
     }
   }
-  trainer_->SetConsensusTarget(zbar);
+  if (mode_ == ConsensusMode::kDual) {
+    // x + u is what a copy contributes: unchanged by a reset with its dual
+    // step (z̄ + u + x − z̄), changed without one. Listed either way, so
+    // that a round that read x and u half-way through sends them settled.
+    absl::MutexLock l(&mu_);
+    for (size_t i = 0; i < held_.size(); ++i) {
+      if (!is_dirty_[i]) {
+        is_dirty_[i] = true;
+        dirty_.push_back(static_cast<uint32_t>(i));
+      }
+    }
+  }
+  trainer_->SetConsensusTarget(target);
   trainer_->SetVertexScales(LambdaScale(), MuScale());
   return distance;
 }

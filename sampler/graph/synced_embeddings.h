@@ -8,14 +8,15 @@
 // integers (value · 2^24, rounded; vector addition of integers is exact, so
 // the sums commute and the synchronizer can batch, delay and merge them):
 //
-//   kDual   coordinates 0..dim-1: this node's local copy weighted by the
-//           vertex's edges here, w_i^(m) x_i^(m); dim: 1 (this node holds
-//           the vertex); dim+1: w_i^(m). The owner's global is then
-//           (Σ_m w x, holders, degree), and the consensus z̄_i = Σ_m w x /
-//           Σ_m w: the stationary point in z of the penalty
-//           Σ_m (μ w_i^(m) / 2)‖x_i^(m) − z_i‖², which each node applies
-//           to its copies (the penalty form of the consensus relaxation,
-//           no Lagrange multipliers). A node also takes the share
+//   kDual   coordinates 0..dim-1: this node's local copy plus its scaled
+//           dual variable (consensus ADMM, ρ = μ w), weighted by the
+//           vertex's edges here, w_i^(m) (x_i^(m) + u_i^(m)); dim: 1 (this
+//           node holds the vertex); dim+1: w_i^(m). The owner's global is
+//           then (Σ_m w (x + u), holders, degree), and the consensus z̄_i =
+//           Σ_m w (x + u) / Σ_m w. RefreshConsensus takes the dual step u ←
+//           u + x − z̄ and gives the trainer z̄ − u as the copy's target
+//           (its μ w / 2 ‖x − target‖² pull); at a fixed point Σ_m ∇f_m(z̄)
+//           = 0, the single node's optimum. A node also takes the share
 //           w_i^(m) / degree of the vertex's λ term.
 //   kNaive  one shared Z (no local copies): coordinates 0..dim-1 are the
 //           SGD steps this node applied; every node adds the others' steps
@@ -91,9 +92,9 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   // ApplyPending.
   GraphTrainer::UpdaterHook Hook();
 
-  // kDual: the consensus z̄ as this node knows it: its own copies as they
-  // are now with the others' as last heard (num_vertices × dim; a vertex
-  // not held here keeps its own value). kNaive: the vectors.
+  // kDual: the consensus z̄ as this node knows it: its own contributions
+  // (copy + dual) as they are now with the others' as last heard (num_vertices
+  // × dim; a vertex not held here keeps its own value). kNaive: the vectors.
   std::vector<float> Consensus() const;
   // kDual: per vertex, degree here / degree in the cluster (1 where the
   // cluster's degree is not known yet), for GraphTrainer::SetVertexScales.
@@ -112,9 +113,11 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   // REQUIRES: no epoch running on either trainer and no sync round
   // running: inside ClusterLink::GrowKeys (Synchronizer::AddKeys).
   absl::Status Rebind(GraphTrainer* trainer);
-  // kDual, the dual step between epochs: gives the trainer Consensus() as
-  // its target and the λ and μ scales; with `reset`, first sets every copy
-  // to z̄ (GraphTrainer::ApplyCorrection). Returns ConsensusDistance() as
+  // kDual, between epochs: takes z̄ = Consensus(), the dual step u ← u +
+  // x − z̄, gives the trainer z̄ − u as its target (z̄ for vertices not
+  // held) and the λ and μ scales; with `reset`, sets every copy to z̄
+  // (GraphTrainer::ApplyCorrection: a held copy's contribution x + u is
+  // then unchanged). Lists every held key. Returns ConsensusDistance() as
   // it was before. REQUIRES: no epoch running (the writer's side).
   double RefreshConsensus(bool reset);
 
@@ -138,6 +141,8 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   std::vector<int64_t> taken_ ABSL_GUARDED_BY(mu_);
   // The others' sum as received (corrections), (dim + 2) per index.
   std::vector<int64_t> others_ ABSL_GUARDED_BY(mu_);
+  // kDual: the scaled dual variables u_i^(m) (ADMM), dim per index.
+  std::vector<float> dual_ ABSL_GUARDED_BY(mu_);
   // kNaive: steps applied here and not yet sent, dim per index.
   std::vector<double> unsent_ ABSL_GUARDED_BY(mu_);
   // kNaive: received steps not yet applied to the trainer.

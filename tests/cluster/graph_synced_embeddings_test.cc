@@ -4,9 +4,11 @@
 // holder count and degree at the owner; in naive mode every node ends with
 // the start plus the sum of all nodes' steps; a node that holds more
 // vertices after Rebind syncs them as new keys.
+#include <atomic>
 #include <cmath>
 #include <memory>
 #include <random>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "sampler/graph/synced_embeddings.h"
@@ -185,6 +187,70 @@ TEST(SyncedEmbeddings, NaiveNodesEndWithTheSumOfEveryNodesSteps) {
     EXPECT_NEAR(p.Row(0, v1)[k], expected, 1e-5);
     EXPECT_NEAR(p.Row(1, v1)[k], expected, 1e-5);
   }
+}
+
+// The writer updates rows while rounds take the changes (as the updater
+// and the synchronizer's thread do): once the writer stops and the last
+// listed keys are taken, what was taken of every key is its copy as it is
+// now. A step written between a round's read of the row and its unlisting
+// of the key used to be lost for good when it was the key's last (the key
+// was still listed when the writer marked it, and unlisted after), so the
+// nodes' final z̄ differed. Each trial ends the writer at another moment.
+TEST(SyncedEmbeddings, NoStepIsLostWhileRoundsTakeChangesConcurrently) {
+  constexpr uint32_t kDim = 256;
+  EdgeList list;
+  list.edges = {{0, 1, 1.0f}};
+  GraphTrainerOptions o;
+  o.dim = kDim;
+  o.negatives = 0;
+  auto trainer = *GraphTrainer::Create(*GraphData::FromEdgeList(list), o);
+  SyncedEmbeddings table(trainer.get(), ConsensusMode::kDual);
+  ASSERT_EQ(table.num_keys(), 2u);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> step(-0.01f, 0.01f);
+  int lost = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::atomic<bool> started{false}, done{false};
+    std::thread rounds([&table, &started, &done] {
+      std::vector<uint32_t> dirty;
+      sync::SparseVector delta;
+      started.store(true);
+      while (!done.load()) {
+        dirty.clear();
+        table.TakeDirtyList(&dirty);
+        for (uint32_t i : dirty) table.TakeChange(i, &delta);
+      }
+    });
+    while (!started.load()) std::this_thread::yield();
+    const int steps = 100 + trial % 97;
+    for (int n = 0; n < steps; ++n) {
+      std::vector<float> s(kDim);
+      for (float& x : s) x = step(rng);
+      trainer->ApplyCorrection(0, s);
+      table.MarkApplied(std::vector<VertexId>{0}, s);
+    }
+    done.store(true);
+    rounds.join();
+    std::vector<uint32_t> dirty;
+    table.TakeDirtyList(&dirty);
+    sync::SparseVector delta;
+    for (uint32_t i : dirty) table.TakeChange(i, &delta);
+    // Read: what was taken (no other node: nothing received). Vertex 0
+    // has weight (degree) 1.
+    sync::SparseVector taken;
+    table.Read(0, &taken);
+    std::vector<int64_t> dense(kDim + 2, 0);
+    for (const sync::SparseEntry& e : taken) dense[e.topic] = e.count;
+    std::vector<float> row(kDim);
+    trainer->ReadRow(0, row.data());
+    for (uint32_t k = 0; k < kDim; ++k) {
+      if (dense[k] != std::llround(double{row[k]} * SyncedEmbeddings::kScale)) {
+        ++lost;
+        break;
+      }
+    }
+  }
+  EXPECT_EQ(lost, 0) << "trials whose last steps were never taken";
 }
 
 }  // namespace

@@ -259,20 +259,21 @@ Result GraphClusterDaemon::single_;
 TEST_F(GraphClusterDaemon, DualMatchesSingleNodeAndNaiveIsWorse) {
   const Result dual2 = RunCluster(2, "dual", "bsp");
   const Result dual3 = RunCluster(3, "dual", "bsp");
-  // Measured (kEpochs = 40, η = 0.3): 2 nodes about +1% objective, 3
-  // nodes about +1.5-2%; the AUC within 0.005. The issue asks for 1%:
-  // reached on 2 nodes only about half the time (the consensus averages
-  // the copies' steps, so a vertex split over more nodes moves slower).
+  // Measured (kEpochs = 40, η = 0.3, ADMM): 2 nodes +0.7% objective, 3
+  // nodes +1.3-1.4%; the AUC within 0.005. The issue asks for 1%: met on
+  // 2 nodes, not on 3 (docs/latentd.md says what is left of the gap).
   for (const auto& [nodes, r, bound] :
        {std::tuple{2, &dual2, 0.02}, std::tuple{3, &dual3, 0.03}}) {
     EXPECT_LT(std::abs(r->objective / single_.objective - 1), bound) << nodes;
     EXPECT_LT(std::abs(r->auc - single_.auc), 0.01) << nodes;
     EXPECT_LT(r->last_distance, 0.5 * r->first_distance) << nodes;
-    // After the final round every copy is z̄ (up to the 2^-24 fixed point:
-    // < 1e-8 in most runs; about one run in five a node's final z̄ of some
-    // vertex is off by up to 0.003, a last change the drain missed, not
-    // found yet: see docs/latentd.md).
-    EXPECT_LT(r->copies_disagree, 0.01) << nodes;
+    // After the final round every copy is z̄, up to the 2^-24 fixed point
+    // and float rounding (measured < 2e-8). It was off by up to 0.06 in
+    // about one run in ten under load: a step the updater wrote while a
+    // round read the row was never sent (SyncedEmbeddings::TakeChange
+    // unlisted the key after reading it; graph_synced_embeddings_test
+    // NoStepIsLostWhileRoundsTakeChangesConcurrently).
+    EXPECT_LT(r->copies_disagree, 1e-6) << nodes;
   }
   const Result naive2 = RunCluster(2, "naive", "async");
   const Result naive3 = RunCluster(3, "naive", "async");
