@@ -424,13 +424,15 @@ int main(int argc, char** argv) {
   std::map<std::string, std::string> flag_values;
   for (const auto& s : latentd::service::DaemonSettings()) {
     // An alias's row has no default of its own: its setting's help says it.
-    app.add_option(
+    CLI::Option* option = app.add_option(
         "--" + s.name, flag_values[s.name],
         s.alias_of.empty()
             ? absl::StrCat(s.help, " [", s.bounds, "; default '",
                            s.default_value, "'",
                            s.runtime ? "" : "; restart to change", "]")
             : s.help);
+    // An on|off setting given bare (`--cluster-join`, `--join`) is on.
+    if (s.bounds == "on|off") option->expected(0, 1)->default_str("on");
   }
   CLI11_PARSE(app, argc, argv);
   if (print_config || print_docs) {

@@ -653,6 +653,7 @@ struct SettingAlias {
 constexpr SettingAlias kAliases[] = {
     {"corpus-vocab", "vocab", true},  // latentctl and the node say --vocab
     {"num-topics", "topics", false},  // gensim's num_topics, Mallet's
+    {"join", "cluster-join", false},  // the elastic-cluster design's name
 };
 
 // Gives each setting its aliases (named in its help) and appends a row per

@@ -181,7 +181,8 @@ bool TestCluster::Start(int nodes, const std::vector<std::string>& args) {
 
 Daemon* TestCluster::StartJoiner(const std::vector<std::string>& args) {
   std::vector<std::string> joiner = args;
-  for (const char* a : {"--cluster-join", "on", "--join-timeout", "120"}) {
+  // The alias given bare (an on|off setting without a value is on).
+  for (const char* a : {"--join", "--join-timeout", "120"}) {
     joiner.push_back(a);
   }
   return Add(std::move(joiner), /*wait=*/false);

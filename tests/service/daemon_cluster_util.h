@@ -114,7 +114,7 @@ class TestCluster {
   // The same with `args` for each of `nodes` nodes.
   bool Start(int nodes, const std::vector<std::string>& args);
 
-  // Starts node size() with `args`, Flags(), --cluster-join on and
+  // Starts node size() with `args`, Flags(), --join (--cluster-join on) and
   // --join-timeout 120: it waits as pending until `latentctl cluster
   // add-node` admits it, and serves only then, so it is not waited for
   // (its WaitForPorts() does, once the test admitted it).
