@@ -396,16 +396,37 @@ TEST(DaemonCluster, ADaemonJoinsARunningClusterWhenAdmitted) {
   Daemon* b = cluster.node(1);
   Daemon* c = cluster.StartJoiner(ApTrainingArgs("20", "6"));
 
-  // The operator finds the pending node in `cluster status` and admits it.
+  // The operator finds the pending node in `cluster status`; two
+  // operators admit it at once: one wins (epoch 1 -> 2), the other is told
+  // why it changed nothing (the node is no longer pending, a move runs, or
+  // the ring changed under it).
   const std::string pending = PendingNode(redis.address(), "grow");
   ASSERT_FALSE(pending.empty()) << c->Log();
-  auto [rc, out] = Latentctl({"cluster", "add-node", pending, "--cluster-redis",
-                              redis.address(), "--cluster", "grow"});
+  std::pair<int, std::string> admits[2];
+  {
+    std::vector<std::thread> operators;
+    for (auto& result : admits) {
+      operators.emplace_back([&result, &pending, &redis] {
+        result = Latentctl({"cluster", "add-node", pending, "--cluster-redis",
+                            redis.address(), "--cluster", "grow"});
+      });
+    }
+    for (std::thread& t : operators) t.join();
+  }
+  const int won = admits[0].first == 0 ? 0 : 1;
+  const auto& [rc, out] = admits[won];
+  const auto& [lost_rc, lost_out] = admits[1 - won];
   ASSERT_EQ(rc, 0) << out << c->Log();
   EXPECT_NE(out.find("admitted " + pending + ": epoch 1 -> 2"),
             std::string::npos)
       << out;
-  // A second admission of the same node changes nothing.
+  EXPECT_NE(lost_rc, 0) << lost_out;
+  EXPECT_TRUE(lost_out.find("not pending") != std::string::npos ||
+              lost_out.find("a move is already running") != std::string::npos ||
+              lost_out.find("changed concurrently") != std::string::npos ||
+              lost_out.find("admitted concurrently") != std::string::npos)
+      << lost_out;
+  // A later admission of the same node changes nothing either.
   auto [again, again_out] =
       Latentctl({"cluster", "add-node", pending, "--cluster-redis",
                  redis.address(), "--cluster", "grow"});
@@ -459,7 +480,8 @@ TEST(DaemonCluster, ADaemonJoinsARunningClusterWhenAdmitted) {
 // remove-node ID --drop` removes one while they train: it takes its
 // documents' counts out of the model, hands its keys to the two left and
 // exits 0 by itself; the two end with one model over their own documents.
-// Bad removals change nothing and say why.
+// Bad removals (an unknown node, two modes, the last node) change nothing
+// and say why.
 TEST(DaemonCluster, ARemovedDaemonTakesItsDocumentsOutAndExits) {
   // Loopback development without a cluster key: allowed, and said loudly.
   TestCluster cluster({.name = "shrink", .key = false});
@@ -498,6 +520,26 @@ TEST(DaemonCluster, ARemovedDaemonTakesItsDocumentsOutAndExits) {
   EXPECT_EQ(c->Stop(/*sig=*/0, 30), 0) << c->Log();  // 0: just wait
 
   ExpectOneModelOverTheirTokens(a, b);
+  // Down to one node: its removal is refused and the ring stays as it was.
+  auto [rb, rb_out] = ctl({"cluster", "remove-node", b->tcp(), "--drop"});
+  ASSERT_EQ(rb, 0) << rb_out << b->Log();
+  EXPECT_EQ(b->Stop(/*sig=*/0, 30), 0) << b->Log();
+  auto [before_rc, before] = ctl({"cluster", "status", "--json"});
+  ASSERT_EQ(before_rc, 0) << before;
+  auto [last, last_out] = ctl({"cluster", "remove-node", a->tcp()});
+  EXPECT_NE(last, 0) << last_out;
+  EXPECT_NE(last_out.find("is the last active member"), std::string::npos)
+      << last_out;
+  auto [after_rc, after] = ctl({"cluster", "status", "--json"});
+  ASSERT_EQ(after_rc, 0) << after;
+  auto epoch_of = [](const std::string& json) {
+    const size_t at = json.find("\"epoch\"");
+    return at == std::string::npos ? std::string()
+                                   : json.substr(at, json.find(',', at) - at);
+  };
+  EXPECT_FALSE(epoch_of(before).empty()) << before;
+  EXPECT_EQ(epoch_of(before), epoch_of(after)) << after;
+  EXPECT_NE(after.find(a->tcp()), std::string::npos) << after;
   cluster.StopAll();
 }
 
