@@ -22,6 +22,13 @@ if(LATENTD_SANITIZE_FLAGS)
   if(LATENTD_SANITIZE MATCHES "undefined")
     list(APPEND LATENTD_SANITIZE_FLAGS -fno-sanitize-recover=all)
   endif()
-  add_compile_options(${LATENTD_SANITIZE_FLAGS} -fno-omit-frame-pointer -g)
+  # Line tables are all a sanitizer report needs (file:line per frame);
+  # full debug info made the ASan build of ops/test.sh ~10% slower.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    add_compile_options(${LATENTD_SANITIZE_FLAGS} -fno-omit-frame-pointer
+                        -gline-tables-only)
+  else()
+    add_compile_options(${LATENTD_SANITIZE_FLAGS} -fno-omit-frame-pointer -g)
+  endif()
   add_link_options(${LATENTD_SANITIZE_FLAGS})
 endif()
