@@ -15,9 +15,11 @@ LinkScores ScoreRanking(std::span<const double> positives,
   all.reserve(positives.size() + negatives.size());
   for (double s : positives) all.push_back({s, true});
   for (double s : negatives) all.push_back({s, false});
-  // Ascending score; within a tie negatives first (AP: pessimistic).
+  // Ascending score; within a tie positives first, so that AP, which
+  // walks from the top, meets a tie's negatives before its positives
+  // (pessimistic: a scorer that ties everything gets no credit for it).
   std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) {
-    return x.first != y.first ? x.first < y.first : x.second < y.second;
+    return x.first != y.first ? x.first < y.first : x.second > y.second;
   });
   LinkScores out;
   const double np = static_cast<double>(positives.size());

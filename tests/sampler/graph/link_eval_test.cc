@@ -20,6 +20,15 @@ TEST(LinkEval, AucAndAveragePrecisionOfKnownRankings) {
       0.5);
   const std::vector<double> same = {1, 1};
   EXPECT_DOUBLE_EQ(ScoreRanking(same, same).auc, 0.5);
+  // A tie counts against AP: n,n,p,p from the top, (1/3 + 2/4) / 2. (It
+  // counted for it, p,p,n,n, 1.0: common neighbours, which scores most
+  // pairs 0, had an AP of 0.99 at an AUC of 0.5.)
+  EXPECT_DOUBLE_EQ(ScoreRanking(same, same).average_precision,
+                   (1.0 / 3 + 2.0 / 4) / 2);
+  EXPECT_DOUBLE_EQ(
+      ScoreRanking(std::vector<double>{0, 0, 0}, std::vector<double>{0, 0, 0})
+          .average_precision,
+      (1.0 / 4 + 2.0 / 5 + 3.0 / 6) / 3);
   // One positive above one of two negatives.
   EXPECT_DOUBLE_EQ(
       ScoreRanking(std::vector<double>{2}, std::vector<double>{1, 3}).auc, 0.5);
