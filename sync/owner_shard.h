@@ -143,6 +143,22 @@ class OwnerShard {
   // (a global-mode sender's contributions are not kept). O(keys).
   void RetractSender(const std::string& node_id);
 
+  // Replicated key state (sync/owner_replicator.h): per key, the part of
+  // its global that no live member but this owner could re-seed: the
+  // contributions of the slots of `self_id` and of every node for which
+  // live(node_id) is false (failed over, not yet retracted), and the
+  // unattributed rest (the global less every slot's contributions; node_id
+  // "" in `contributors`). Empty parts are left out. O(keys · slots).
+  struct ReplicaEntries {
+    std::vector<HandoffHolder> contributors;
+    std::vector<Key> keys;  // per entry
+    std::vector<uint32_t> contributor_of;
+    std::vector<SparseVector> values;
+  };
+  ReplicaEntries ReplicaSnapshot(
+      const std::string& self_id,
+      const std::function<bool(const std::string&)>& live) const;
+
   // The global value of `key` (empty if never seen).
   SparseVector Global(Key key) const;
   // Every key with its global value, in no particular order.

@@ -263,6 +263,48 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
   return absl::OkStatus();
 }
 
+OwnerShard::ReplicaEntries OwnerShard::ReplicaSnapshot(
+    const std::string& self_id,
+    const std::function<bool(const std::string&)>& live) const {
+  ReplicaEntries out;
+  absl::MutexLock l(&mu_);
+  // Per slot: its index in out.contributors if replicated, else -1.
+  std::vector<int> index(tracked_.size(), -1);
+  for (size_t s = 0; s < tracked_.size(); ++s) {
+    const Tracked& t = tracked_[s];
+    if (t.node_id.empty() || !t.changes) continue;
+    if (t.node_id != self_id && live(t.node_id)) continue;
+    index[s] = static_cast<int>(out.contributors.size());
+    HandoffHolder& h = out.contributors.emplace_back();
+    h.set_node_id(t.node_id);
+    h.set_incarnation(t.incarnation);
+    h.set_changes_only(true);
+  }
+  const uint32_t rest = static_cast<uint32_t>(out.contributors.size());
+  out.contributors.emplace_back();  // node_id "": the unattributed rest
+  SparseVector residual, sum;
+  for (const auto& [key, g] : globals_) {
+    ReadGlobal(g, &residual);
+    for (size_t s = 0; s < g.contributed.size(); ++s) {
+      const SparseVector& c = g.contributed[s];
+      if (c.empty()) continue;
+      AddSparse(residual, c, -1, &sum);
+      residual.swap(sum);
+      if (s < index.size() && index[s] >= 0) {
+        out.keys.push_back(key);
+        out.contributor_of.push_back(static_cast<uint32_t>(index[s]));
+        out.values.push_back(c);
+      }
+    }
+    if (!residual.empty()) {
+      out.keys.push_back(key);
+      out.contributor_of.push_back(rest);
+      out.values.push_back(residual);
+    }
+  }
+  return out;
+}
+
 void OwnerShard::ClearSlot(int s) {
   const uint64_t bit = uint64_t{1} << s;
   all_keys_ &= ~bit;

@@ -1,0 +1,94 @@
+// ReplicaStore: the copies this node holds, as a backup, of other owners'
+// key state (docs/latentd.md, "Replicated key state"). Per owner, per key,
+// per contributor: a vector that the owner's ReplicaUpdates add to. What an
+// owner replicates is the part of each key's global that no surviving
+// member could re-seed if the owner failed (sync/owner_replicator.h): so
+// when an owner fails, the member that becomes a key's owner takes that
+// key's copy over (TakeOver) and imports it into its owner shard as a key
+// hand-off, while the survivors re-seed their own contributions.
+//
+// Updates of one stream (one owner process) apply in sequence order, each
+// once: an update whose sequence is not above the last one applied from
+// its stream is a duplicate (applied already; OK, nothing changes); an
+// update from a new stream starts that owner's sequence afresh. A `reset`
+// update drops everything held from its owner before adding its entries.
+//
+// Thread-safety: thread-safe (one mutex).
+#ifndef LATENTD_SYNC_REPLICA_STORE_H_
+#define LATENTD_SYNC_REPLICA_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "sync/abelian_table.h"
+#include "sync/sync.pb.h"
+
+namespace latentd::sync {
+
+struct ReplicaStoreStats {
+  uint64_t updates_applied = 0;
+  uint64_t updates_duplicate = 0;
+  uint64_t keys_taken_over = 0;  // by TakeOver
+};
+
+class ReplicaStore {
+ public:
+  explicit ReplicaStore(uint32_t dimension) : dimension_(dimension) {}
+
+  // Validates and applies `update` (see above); *duplicate says whether it
+  // had been applied already. kInvalidArgument, nothing applied, for a
+  // malformed update (lengths that do not add up, a contributor index out
+  // of range, a topic >= dimension, another dimension, no owner).
+  absl::Status Apply(const ReplicaUpdate& update, bool* duplicate);
+
+  // Removes the copies of `owner`'s keys for which take(key) is true and
+  // returns them as key hand-offs into `epoch` for `to_node` (chunks of at
+  // most max_keys_per_chunk keys, from "replica-of:" + owner, numbered from
+  // 0): each key's global is the sum of its entries, its holders the
+  // attributed contributors (with what each contributed; nothing unseen),
+  // so that OwnerShard::ImportKeys adds it as if the failed owner had
+  // handed the key off with only that part of its global.
+  std::vector<KeyHandoff> TakeOver(const std::string& owner,
+                                   const std::function<bool(Key)>& take,
+                                   uint64_t epoch, const std::string& to_node,
+                                   size_t max_keys_per_chunk = 50000);
+
+  // Drops the copies of `owner`'s keys for which drop(key) is true (keys
+  // this node no longer backs up).
+  void Drop(const std::string& owner, const std::function<bool(Key)>& drop);
+
+  // Keys held, over all owners.
+  size_t num_keys() const;
+  // The sum of `owner`'s entries for `key` (empty if none): for tests.
+  SparseVector Sum(const std::string& owner, Key key) const;
+  ReplicaStoreStats stats() const;
+
+ private:
+  struct Entry {
+    uint32_t contributor = 0;  // index into Owner::contributors
+    SparseVector value;
+  };
+  struct Owner {
+    uint64_t stream = 0;
+    uint64_t last_sequence = 0;
+    std::vector<HandoffHolder> contributors;
+    absl::flat_hash_map<Key, std::vector<Entry>> keys;
+  };
+  // The index of `c` among o's contributors (added if new).
+  static uint32_t ContributorIndex(Owner* o, const HandoffHolder& c);
+
+  const uint32_t dimension_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Owner> owners_ ABSL_GUARDED_BY(mu_);
+  ReplicaStoreStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace latentd::sync
+
+#endif  // LATENTD_SYNC_REPLICA_STORE_H_

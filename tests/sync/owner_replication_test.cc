@@ -1,0 +1,342 @@
+// Replicated key state (sync/owner_replicator.h, sync/replica_store.h):
+// three owners, each replicating its own part of its keys to the next one.
+// After an owner fails, its backup imports the copies and the survivors
+// re-seed their own contributions: the new owner's globals count every
+// node's deltas, the failed one's included. A refill then copies the new
+// owner's part to its new backup, so a second failure loses nothing
+// either. Also: a batch is answered only once its backup has it, a failed
+// send is retried, and the store refuses malformed updates.
+#include <deque>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "sync/owner_replicator.h"
+#include "sync/owner_shard.h"
+#include "sync/replica_store.h"
+
+namespace latentd::sync {
+namespace {
+
+constexpr uint32_t kK = 6;
+constexpr Key kKeys = 60;
+
+std::string Id(int n) { return absl::StrCat("n", n); }
+
+SparseVector Dense2Sparse(const std::vector<int64_t>& d) {
+  SparseVector v;
+  for (uint32_t k = 0; k < d.size(); ++k) {
+    if (d[k] != 0) v.push_back({k, d[k]});
+  }
+  return v;
+}
+
+SparseVector Sum(const SparseVector& a, const SparseVector& b) {
+  SparseVector out;
+  AddSparse(a, b, +1, &out);
+  return out;
+}
+
+// A node: its owner shard, the copies it holds as a backup, and its
+// replicator, whose sends go straight into the backup's store (through a
+// hook that may hold or fail them).
+struct Node {
+  std::string id;
+  std::unique_ptr<OwnerShard> shard = std::make_unique<OwnerShard>(kK);
+  std::unique_ptr<ReplicaStore> store = std::make_unique<ReplicaStore>(kK);
+  std::unique_ptr<OwnerReplicator> replicator;
+  std::unique_ptr<OwnerChannel> channel;
+  uint64_t sequence[3] = {0, 0, 0};  // per owner, as a sender
+};
+
+class Replication : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int n = 0; n < 3; ++n) nodes_[n].id = Id(n);
+    for (int n = 0; n < 3; ++n) {
+      OwnerReplicatorOptions o;
+      o.node_id = Id(n);
+      o.retry_interval = absl::Milliseconds(5);
+      o.log = [](std::string_view) {};
+      nodes_[n].replicator = std::make_unique<OwnerReplicator>(
+          o, nodes_[n].shard.get(),
+          [this](const std::string& backup, const ReplicaUpdate& u,
+                 std::function<void(absl::Status)> done) {
+            Deliver(backup, u, std::move(done));
+          });
+      nodes_[n].channel = nodes_[n].replicator->MakeChannel();
+    }
+    SetRing({0, 1, 2});
+  }
+
+  void Deliver(const std::string& backup, const ReplicaUpdate& u,
+               std::function<void(absl::Status)> done) {
+    if (fail_next_ > 0) {
+      --fail_next_;
+      done(absl::UnavailableError("injected"));
+      return;
+    }
+    for (Node& n : nodes_) {
+      if (n.id != backup) continue;
+      bool duplicate = false;
+      done(n.store->Apply(u, &duplicate));
+      return;
+    }
+    done(absl::UnavailableError("no such node"));
+  }
+
+  // The ring over `alive`: key k is owned by the first alive node from
+  // k % 3 on, and backed up by the next alive one.
+  int OwnerOf(Key k) const {
+    for (int i = 0; i < 3; ++i) {
+      const int n = static_cast<int>((k + i) % 3);
+      if (alive_[n]) return n;
+    }
+    return -1;
+  }
+  std::vector<std::string> BackupsOf(Key k) const {
+    const int owner = OwnerOf(k);
+    for (int i = 1; i < 3; ++i) {
+      const int n = (owner + i) % 3;
+      if (alive_[n]) return {Id(n)};
+    }
+    return {};
+  }
+  void SetRing(const std::vector<int>& alive) {
+    for (bool& a : alive_) a = false;
+    for (int n : alive) alive_[n] = true;
+    ++epoch_;
+    for (int n : alive) {
+      std::vector<std::string> members;
+      for (int m : alive) {
+        if (m != n) members.push_back(Id(m));
+      }
+      nodes_[n].replicator->SetBackups(
+          epoch_, [this](Key k) { return BackupsOf(k); }, members, 1);
+    }
+  }
+  bool Live(const std::string& id) const {
+    for (int n = 0; n < 3; ++n) {
+      if (Id(n) == id) return alive_[n];
+    }
+    return false;
+  }
+
+  // Sender n's next change-mode batch header to `owner`.
+  void Stamp(int n, int owner, DeltaBatch* b) {
+    b->set_node_id(Id(n));
+    b->set_incarnation(100 + n);
+    b->set_sequence(++nodes_[n].sequence[owner]);
+    b->set_dimension(kK);
+    b->set_changes_only(true);
+  }
+
+  // Sender n sends `deltas` (key -> delta) to each key's owner: its own
+  // through its replicating channel, the others' straight to their shards.
+  void Send(int n, const std::map<Key, SparseVector>& deltas) {
+    std::map<int, DeltaBatch> batches;
+    for (const auto& [k, d] : deltas) {
+      DeltaBatch& b = batches[OwnerOf(k)];
+      b.add_keys(k);
+      AppendToBlock(d, b.mutable_deltas());
+      contributed_[n][k] = Sum(contributed_[n][k], d);
+    }
+    for (auto& [owner, b] : batches) {
+      Stamp(n, owner, &b);
+      if (owner == n) {
+        bool answered = false;
+        nodes_[n].channel->Send(b, [&](absl::StatusOr<DeltaReply> r) {
+          ASSERT_TRUE(r.ok()) << r.status();
+          answered = true;
+        });
+        // Answered only once the backup holds the deltas (the replicator's
+        // thread delivers them).
+        for (int i = 0; i < 2000 && !answered; ++i) {
+          absl::SleepFor(absl::Milliseconds(1));
+        }
+        ASSERT_TRUE(answered);
+      } else {
+        DeltaReply reply;
+        ASSERT_TRUE(nodes_[owner].shard->Apply(b, &reply).ok());
+      }
+    }
+  }
+
+  std::map<Key, SparseVector> RandomDeltas(std::mt19937_64& rng) {
+    std::map<Key, SparseVector> out;
+    for (Key k = 0; k < kKeys; ++k) {
+      if (rng() % 3 == 0) continue;
+      std::vector<int64_t> d(kK, 0);
+      d[rng() % kK] += 1 + static_cast<int64_t>(rng() % 4);
+      d[rng() % kK] -= static_cast<int64_t>(rng() % 2);
+      out[k] = Dense2Sparse(d);
+    }
+    return out;
+  }
+
+  // Fails node `dead`: the ring drops it, each key's new owner imports the
+  // copies it holds, and the survivors re-seed their own contributions
+  // there (everything they contributed to the keys that moved).
+  void Fail(int dead, const std::vector<int>& alive) {
+    std::map<Key, int> old_owner;
+    for (Key k = 0; k < kKeys; ++k) old_owner[k] = OwnerOf(k);
+    nodes_[dead].replicator->Stop();
+    SetRing(alive);
+    for (int n : alive) {
+      for (const KeyHandoff& h : nodes_[n].store->TakeOver(
+               Id(dead), [&](Key k) { return OwnerOf(k) == n; }, epoch_,
+               Id(n))) {
+        ASSERT_TRUE(nodes_[n].shard->ImportKeys(h).ok());
+      }
+    }
+    for (int n : alive) {
+      std::map<int, DeltaBatch> batches;
+      for (Key k = 0; k < kKeys; ++k) {
+        if (old_owner[k] != dead || contributed_[n][k].empty()) continue;
+        DeltaBatch& b = batches[OwnerOf(k)];
+        b.add_keys(k);
+        AppendToBlock(contributed_[n][k], b.mutable_deltas());
+      }
+      for (auto& [owner, b] : batches) {
+        Stamp(n, owner, &b);
+        DeltaReply reply;
+        ASSERT_TRUE(nodes_[owner].shard->Apply(b, &reply).ok());
+      }
+    }
+    for (int n : alive) {
+      nodes_[n].replicator->Refill(
+          [this](const std::string& id) { return Live(id); });
+    }
+  }
+
+  void ExpectGlobalsCount(const std::vector<int>& contributors) {
+    for (Key k = 0; k < kKeys; ++k) {
+      SparseVector want;
+      for (int n : contributors) want = Sum(want, contributed_[n][k]);
+      EXPECT_EQ(nodes_[OwnerOf(k)].shard->Global(k), want) << "key " << k;
+    }
+  }
+
+  void AwaitReplicated(const std::vector<int>& alive) {
+    for (int i = 0; i < 2000; ++i) {
+      uint64_t missing = 0;
+      for (int n : alive) {
+        missing += nodes_[n].replicator->stats().keys_under_replicated;
+      }
+      if (missing == 0) return;
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    FAIL() << "copies still missing";
+  }
+
+  Node nodes_[3];
+  bool alive_[3] = {true, true, true};
+  uint64_t epoch_ = 0;
+  int fail_next_ = 0;
+  std::map<Key, SparseVector> contributed_[3];
+};
+
+TEST_F(Replication, ABackupHoldsWhatItsOwnerContributed) {
+  std::mt19937_64 rng(1);
+  for (int round = 0; round < 5; ++round) {
+    for (int n = 0; n < 3; ++n) Send(n, RandomDeltas(rng));
+  }
+  for (Key k = 0; k < kKeys; ++k) {
+    const int owner = OwnerOf(k);
+    const int backup = (owner + 1) % 3;
+    EXPECT_EQ(nodes_[backup].store->Sum(Id(owner), k), contributed_[owner][k])
+        << "key " << k;
+  }
+}
+
+TEST_F(Replication, AFailedSendIsRetriedBeforeTheBatchIsAnswered) {
+  std::mt19937_64 rng(2);
+  fail_next_ = 3;
+  Send(0, RandomDeltas(rng));
+  EXPECT_EQ(fail_next_, 0);
+  EXPECT_GE(nodes_[0].replicator->stats().updates_failed, 3u);
+  for (Key k = 0; k < kKeys; ++k) {
+    if (OwnerOf(k) != 0) continue;
+    EXPECT_EQ(nodes_[1].store->Sum(Id(0), k), contributed_[0][k]);
+  }
+}
+
+TEST_F(Replication, TwoFailuresInTurnLoseNoCount) {
+  std::mt19937_64 rng(3);
+  for (int round = 0; round < 4; ++round) {
+    for (int n = 0; n < 3; ++n) Send(n, RandomDeltas(rng));
+  }
+  ExpectGlobalsCount({0, 1, 2});
+
+  Fail(0, {1, 2});
+  ExpectGlobalsCount({0, 1, 2});  // node 0's counts stay in the model
+  AwaitReplicated({1, 2});
+  for (int round = 0; round < 3; ++round) {
+    for (int n : {1, 2}) Send(n, RandomDeltas(rng));
+  }
+  ExpectGlobalsCount({0, 1, 2});
+
+  // Node 1 owns two thirds of the keys now; node 2 holds their copies
+  // (node 0's part included, from the refill) and takes them over.
+  Fail(1, {2});
+  ExpectGlobalsCount({0, 1, 2});
+
+  // Node 0 is removed as lost: what it contributed leaves the model.
+  nodes_[2].shard->RetractSender(Id(0));
+  ExpectGlobalsCount({1, 2});
+}
+
+TEST(ReplicaStore, DuplicatesAndMalformedUpdatesChangeNothing) {
+  ReplicaStore store(kK);
+  ReplicaUpdate u;
+  u.set_owner("a");
+  u.set_stream(7);
+  u.set_sequence(1);
+  u.set_dimension(kK);
+  HandoffHolder* c = u.add_contributors();
+  c->set_node_id("a");
+  c->set_incarnation(9);
+  u.add_keys(5);
+  u.add_contributor_of(0);
+  AppendToBlock({{1, 3}}, u.mutable_values());
+  bool duplicate = true;
+  ASSERT_TRUE(store.Apply(u, &duplicate).ok());
+  EXPECT_FALSE(duplicate);
+  ASSERT_TRUE(store.Apply(u, &duplicate).ok());
+  EXPECT_TRUE(duplicate);
+  EXPECT_EQ(store.Sum("a", 5), (SparseVector{{1, 3}}));
+
+  ReplicaUpdate bad = u;
+  bad.set_sequence(2);
+  bad.set_contributor_of(0, 4);
+  absl::Status s = store.Apply(bad, &duplicate);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("contributor 4"), std::string::npos) << s;
+  bad = u;
+  bad.set_sequence(2);
+  bad.mutable_values()->set_topics(0, kK);  // topic out of range
+  EXPECT_EQ(store.Apply(bad, &duplicate).code(),
+            absl::StatusCode::kInvalidArgument);
+  bad = u;
+  bad.set_dimension(kK + 1);
+  EXPECT_EQ(store.Apply(bad, &duplicate).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.Sum("a", 5), (SparseVector{{1, 3}}));
+
+  // A reset drops what the owner had sent before.
+  ReplicaUpdate reset = u;
+  reset.set_sequence(3);
+  reset.set_reset(true);
+  reset.set_keys(0, 6);
+  ASSERT_TRUE(store.Apply(reset, &duplicate).ok());
+  EXPECT_TRUE(store.Sum("a", 5).empty());
+  EXPECT_EQ(store.Sum("a", 6), (SparseVector{{1, 3}}));
+  EXPECT_EQ(store.num_keys(), 1u);
+}
+
+}  // namespace
+}  // namespace latentd::sync
