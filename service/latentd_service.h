@@ -570,6 +570,10 @@ class LatentdService {
     Counter* counts_retracted;
     Counter* reseed_refused;
     Counter* stale_refused;
+    Counter* sync_bytes;
+    Gauge* keys_under_replicated;
+    Gauge* replica_keys;
+    Counter* replica_bytes;
     Counter* rounds_failed;
     Counter* failovers;
     Gauge* last_failover_seconds;

@@ -62,6 +62,21 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
       "How long the latest of those took: from the detection (Redis time) "
       "to the first sync round this node completed with the new owners; -1 "
       "if none yet");
+  cm_.sync_bytes = r.AddCounter(
+      "latentd_cluster_sync_bytes_sent_total",
+      "Bytes of delta batches this node sent to remote owners, frame "
+      "headers included (the copies to backups are counted apart)");
+  cm_.keys_under_replicated = r.AddGauge(
+      "latentd_cluster_keys_under_replicated",
+      "Copies of this owner's keys its backups do not hold yet (--replicas "
+      "k: per key k-1; a refill not yet acknowledged, a backup that does not "
+      "answer, or a ring of fewer than k members)");
+  cm_.replica_keys = r.AddGauge(
+      "latentd_cluster_replica_keys",
+      "Keys of other owners this node holds copies of, as their backup");
+  cm_.replica_bytes = r.AddCounter(
+      "latentd_cluster_replica_bytes_sent_total",
+      "Bytes of key-state copies this owner's backups acknowledged");
   // The sync port's connections, as the API listeners' (its caps are
   // known once joined).
   auto sync_connections =
@@ -83,7 +98,13 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
     cm_.reseed_refused->SetTotal(st.batches_reseed_refused);
     cm_.stale_refused->SetTotal(st.batches_stale_refused);
     cm_.rounds_failed->SetTotal(link->counters().failed_rounds.load());
+    cm_.sync_bytes->SetTotal(link->counters().bytes_sent.load());
     cm_.failovers->SetTotal(link->failovers());
+    const sync::OwnerReplicatorStats rs = link->replication_stats();
+    cm_.keys_under_replicated->Set(
+        static_cast<double>(rs.keys_under_replicated));
+    cm_.replica_keys->Set(static_cast<double>(link->replica_keys_held()));
+    cm_.replica_bytes->SetTotal(rs.bytes_sent);
     cm_.last_failover_seconds->Set(
         link->failovers() == 0 ? -1.0 : link->last_failover_seconds());
   });
@@ -107,6 +128,7 @@ absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
     }
     return graph_->JoinCluster(std::move(options));
   }
+  options.key_replicas = options_.replicas;
   absl::MutexLock lock(&train_mu_);
   TopicTable* table = trainer_->mutable_table();
   // Every word of the cluster, named, so that words any node brings reach

@@ -11,8 +11,10 @@ namespace latentd::sync {
 
 struct OwnerReplicator::Waiter {
   size_t remaining = 0;
-  OwnerChannel::DoneFn done;
+  OwnerChannel::DoneFn done;  // null once answered (kUnavailable)
+  absl::Time deadline;
   DeltaReply reply;
+  std::tuple<std::string, uint64_t, uint64_t> batch;
 };
 
 class OwnerReplicator::Channel final : public OwnerChannel {
@@ -69,8 +71,12 @@ void OwnerReplicator::Enqueue(const std::string& backup, Pending p) {
 void OwnerReplicator::Release(const std::shared_ptr<Waiter>& w,
                               DoneList* dones) {
   if (w == nullptr || w->remaining == 0) return;
-  if (--w->remaining == 0) {
-    dones->push_back([w] { w->done(std::move(w->reply)); });
+  if (--w->remaining != 0) return;
+  waiting_.erase(w->batch);
+  if (w->done) {
+    dones->push_back([done = std::move(w->done), reply = std::move(w->reply)] {
+      done(std::move(reply));
+    });
   }
 }
 
@@ -85,6 +91,16 @@ void OwnerReplicator::Send(const DeltaBatch& batch, OwnerChannel::DoneFn done) {
   {
     absl::MutexLock l(&mu_);
     status = shard_->Apply(batch, &reply);
+    if (status.ok() && reply.duplicate() && !stop_) {
+      // A resend of a batch still awaiting its copies waits on them.
+      auto it = waiting_.find(std::make_tuple(
+          batch.node_id(), batch.incarnation(), batch.sequence()));
+      if (it != waiting_.end()) {
+        it->second->done = std::move(done);
+        it->second->deadline = absl::Now() + options_.ack_timeout;
+        return;
+      }
+    }
     if (status.ok() && !reply.duplicate() && !stop_ && backups_ != nullptr &&
         batch.keys_size() > 0) {
       // The batch's deltas, split by backup: each backup gets the entries
@@ -115,7 +131,11 @@ void OwnerReplicator::Send(const DeltaBatch& batch, OwnerChannel::DoneFn done) {
         auto w = std::make_shared<Waiter>();
         w->remaining = by_backup.size();
         w->done = std::move(done);
+        w->deadline = absl::Now() + options_.ack_timeout;
         w->reply = std::move(reply);
+        w->batch = std::make_tuple(batch.node_id(), batch.incarnation(),
+                                   batch.sequence());
+        waiting_[w->batch] = w;
         for (auto& [b, u] : by_backup) {
           Enqueue(b, Pending{.update = std::move(u), .waiter = w});
         }
@@ -198,6 +218,19 @@ void OwnerReplicator::Refill(
   }
 }
 
+void OwnerReplicator::ExpireWaiters(DoneList* dones) {
+  const absl::Time now = absl::Now();
+  for (auto& [batch, w] : waiting_) {
+    if (!w->done || w->deadline > now) continue;
+    dones->push_back([done = std::move(w->done)] {
+      done(absl::UnavailableError(
+          "this owner's backups have not acknowledged the copies of the "
+          "batch yet"));
+    });
+    w->done = nullptr;
+  }
+}
+
 void OwnerReplicator::Stop() {
   DoneList dones;
   {
@@ -205,6 +238,8 @@ void OwnerReplicator::Stop() {
     if (stop_) return;
     stop_ = true;
     for (auto& [id, s] : streams_) DropStream(&s, &dones);
+    // (An answered waiter's resend never came: answer nothing more.)
+    waiting_.clear();
   }
   for (auto& d : dones) d();
   if (thread_.joinable()) thread_.join();
@@ -225,6 +260,14 @@ void OwnerReplicator::Loop() {
     mu_.AwaitWithTimeout(absl::Condition(this, &OwnerReplicator::WorkReady),
                          options_.retry_interval);
     if (stop_) break;
+    DoneList dones;
+    ExpireWaiters(&dones);
+    if (!dones.empty()) {
+      mu_.Unlock();
+      for (auto& d : dones) d();
+      mu_.Lock();
+      continue;
+    }
     const absl::Time now = absl::Now();
     struct Out {
       std::string backup;

@@ -16,7 +16,10 @@
 // applies each batch and answers it only once every backup of the batch's
 // keys has acknowledged the batch's deltas (one ordered stream per backup,
 // one update in flight, resent after retry_interval until acknowledged or
-// the backup leaves the ring). The other senders' deltas are not copied:
+// the backup leaves the ring). Until then the batch is answered kUnavailable
+// every ack_timeout, like a remote owner that does not answer: its resend
+// (same sequence; the shard does not apply it twice) waits on the same
+// copies. The other senders' deltas are not copied:
 // they re-seed. So replication costs each owner's own deltas once per
 // backup, not every sender's.
 //
@@ -40,6 +43,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -56,6 +60,11 @@ namespace latentd::sync {
 struct OwnerReplicatorOptions {
   std::string node_id;  // this owner's member id
   absl::Duration retry_interval = absl::Milliseconds(100);
+  // An own batch whose backups have not all acknowledged it this long
+  // after it was sent is answered kUnavailable (its sender resends it, same
+  // sequence, and is answered once they have): a backup that does not
+  // answer makes the owner's own keys wait, never hang.
+  absl::Duration ack_timeout = absl::Seconds(2);
   size_t max_entries_per_update = 20000;
   LogFn log = LogToStderr;
 };
@@ -130,6 +139,8 @@ class OwnerReplicator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnSent(const std::string& backup, uint64_t generation, size_t bytes,
               absl::Status status);
+  // Answers kUnavailable the waiters past their deadline.
+  void ExpireWaiters(DoneList* dones) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Loop();
   bool WorkReady() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -146,6 +157,11 @@ class OwnerReplicator {
   uint64_t generations_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, Stream> streams_ ABSL_GUARDED_BY(mu_);
   uint64_t short_keys_ ABSL_GUARDED_BY(mu_) = 0;
+  // Own batches whose copies are not all acknowledged, by (sender,
+  // incarnation, sequence): a resend waits on the same copies.
+  absl::flat_hash_map<std::tuple<std::string, uint64_t, uint64_t>,
+                      std::shared_ptr<Waiter>>
+      waiting_ ABSL_GUARDED_BY(mu_);
   OwnerReplicatorStats stats_ ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };

@@ -31,76 +31,15 @@ Usage: ops/bench/failover_bench.py --build build [--kills 10] [--topics 10]
 import argparse
 import json
 import os
-import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def metric(http, name):
-    """The unlabelled sample `name` of the daemon at `http`; None if none."""
-    try:
-        with urllib.request.urlopen(f"http://{http}/metrics", timeout=5) as r:
-            for line in r.read().decode().splitlines():
-                parts = line.split()
-                if len(parts) == 2 and parts[0] == name:
-                    return float(parts[1])
-    except OSError:
-        return None
-    return None
-
-
-class Node:
-    def __init__(self, i, tmp, common):
-        self.i = i
-        self.dir = os.path.join(tmp, f"node{i}")
-        self.tcp = f"127.0.0.1:{free_port()}"
-        self.http = f"127.0.0.1:{free_port()}"
-        self.args = common + [
-            "--corpus", os.path.join(tmp, f"part{i}"),
-            "--data-dir", self.dir,
-            "--listen", self.tcp, "--http", self.http,
-            "--cluster-listen", f"127.0.0.1:{free_port()}"]
-        self.log = os.path.join(tmp, f"node{i}.log")
-        self.proc = None
-
-    def start(self):
-        with open(self.log, "a") as log:
-            self.proc = subprocess.Popen(self.args, stdout=log,
-                                         stderr=subprocess.STDOUT)
-
-    def wait_up(self, timeout=60):
-        end = time.time() + timeout
-        while time.time() < end:
-            if self.proc.poll() is not None:
-                sys.exit(f"node{self.i} exited; see {self.log}")
-            if metric(self.http, "latentd_sweeps_total") is not None:
-                return
-            time.sleep(0.05)
-        sys.exit(f"node{self.i} did not come up; see {self.log}")
-
-    def kill(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_cluster import (Node, metric, start_redis,  # noqa: E402
+                           write_ap_thirds, write_cluster_key)
 
 
 def wait_until(pred, timeout, what):
@@ -138,33 +77,11 @@ def main():
     latentctl = os.path.join(o.build, "cli", "latentctl")
     ap = os.path.join(o.data, "blei-ap")
     tmp = tempfile.mkdtemp(prefix="failover-bench-")
-    sock = os.path.join(tmp, "redis.sock")
-    redis = subprocess.Popen(
-        ["redis-server", "--port", "0", "--unixsocket", sock, "--save", "",
-         "--appendonly", "no", "--dir", tmp],
-        stdout=open(os.path.join(tmp, "redis.log"), "w"),
-        stderr=subprocess.STDOUT)
+    redis, url = start_redis(tmp)
     nodes = []
     try:
-        parts = [open(os.path.join(tmp, f"part{i}"), "w") for i in range(3)]
-        docs = subprocess.run(["zstdcat", os.path.join(ap, "ap.dat.zst")],
-                              check=True, capture_output=True, text=True)
-        d = 0
-        for line in docs.stdout.splitlines():
-            if line.strip():
-                parts[d % 3].write(line + "\n")
-                d += 1
-        for f in parts:
-            f.close()
-        key = os.path.join(tmp, "cluster.key")
-        with open(key, "w") as f:
-            f.write("failover-bench-key-0123456789abcdef\n")
-        os.chmod(key, 0o600)
-        for _ in range(200):
-            if os.path.exists(sock):
-                break
-            time.sleep(0.025)
-        url = "unix:" + sock
+        write_ap_thirds(ap, tmp)
+        key = write_cluster_key(tmp)
         common = [latentd, "--format", "ldac",
                   "--vocab", os.path.join(ap, "vocab.txt.zst"),
                   "--topics", str(o.topics), "--max-sweeps", "1000000",

@@ -21,6 +21,7 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, SyncedTopicTable* topics,
       table_(topics),
       factory_(std::move(factory)),
       owner_(std::make_unique<sync::OwnerShard>(dimension)),
+      replicas_(std::make_unique<sync::ReplicaStore>(dimension)),
       clocks_(std::make_unique<sync::ClockTable>(std::vector<std::string>{})) {
   if (topics != nullptr) {
     apply_pending_ = [topics] { return topics->ApplyPending(); };
@@ -195,6 +196,26 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
       responder.Reply(std::string());
       return;
     }
+    case sync::MESSAGE_TYPE_REPLICA_UPDATE: {
+      sync::ReplicaUpdate u;
+      if (!u.ParseFromString(request.payload)) {
+        responder.Reply(absl::InvalidArgumentError("unparsable ReplicaUpdate"));
+        return;
+      }
+      if (absl::Status s = CheckSender(request, u.owner()); !s.ok()) {
+        responder.Reply(s);
+        return;
+      }
+      bool duplicate = false;
+      if (absl::Status s = replicas_->Apply(u, &duplicate); !s.ok()) {
+        options_.log(absl::StrCat("refused replica update from ", u.owner(),
+                                  ": ", s.ToString()));
+        responder.Reply(s);
+        return;
+      }
+      responder.Reply(std::string());
+      return;
+    }
     default:
       responder.Reply(absl::UnimplementedError(
           absl::StrCat("unknown message type ", request.type)));
@@ -245,6 +266,21 @@ absl::Status ClusterLink::Join() {
     }
     table_ = t.table;
     apply_pending_ = std::move(t.apply_pending);
+  }
+  if (options_.key_replicas > 1) {
+    sync::OwnerReplicatorOptions ro;
+    ro.node_id = node_id_;
+    ro.log = options_.log;
+    ro.ack_timeout = options_.call_timeout;
+    replicator_ = std::make_unique<sync::OwnerReplicator>(
+        ro, owner_.get(),
+        [this](const std::string& backup, const sync::ReplicaUpdate& u,
+               std::function<void(absl::Status)> done) {
+          SendReplicaUpdate(backup, u, std::move(done));
+        });
+    LATENTD_RETURN_IF_ERROR(SetReplicaBackups(config));
+    // (Drops whatever the backups kept of an earlier process of this node.)
+    RefillReplicas(config);
   }
   LATENTD_ASSIGN_OR_RETURN(
       std::vector<std::unique_ptr<sync::OwnerChannel>> channels,
@@ -504,6 +540,8 @@ void ClusterLink::Stop() {
         " key hand-off(s) not taken by their new owners: those keys' "
         "globals are lost to the cluster"));
   }
+  // (Answers the own batches still awaiting their backups.)
+  if (replicator_) replicator_->Stop();
   if (sync_) sync_->Stop();
   if (server_) server_->Stop();
   for (Peer* p : PeerList()) p->client->Close();

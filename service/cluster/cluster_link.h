@@ -78,7 +78,9 @@
 #include "sync/cluster_admin.h"
 #include "sync/consistency.h"
 #include "sync/membership.h"
+#include "sync/owner_replicator.h"
 #include "sync/owner_shard.h"
+#include "sync/replica_store.h"
 #include "sync/synchronizer.h"
 #include "sync/transport.h"
 
@@ -181,6 +183,16 @@ struct ClusterLinkOptions {
   // latentd's --failure-timeout defaults to 1.5 s). Heartbeats go out
   // every failure_timeout / 5 (at least every 20 ms, at most every second).
   absl::Duration failure_timeout = absl::ZeroDuration();
+  // Replicated key state (sync/owner_replicator.h; docs/latentd.md,
+  // "Replicated key state"): copies of each key, the owner's included. With
+  // k > 1 the part of each owned key's global that no survivor could
+  // re-seed goes to the key's k-1 next members on the ring before the
+  // owner's own batches are answered, and a failed-over member's counts
+  // stay in the model (its copies taken over by its keys' new owners)
+  // until it returns or is removed as lost. With 1 (this library's default;
+  // latentd passes --replicas) a failed-over member's counts leave the
+  // model at once.
+  uint32_t key_replicas = 1;
   sync::LogFn log = sync::LogToStderr;
 };
 
@@ -300,6 +312,13 @@ class ClusterLink {
   // its detection (Redis time) to the first sync round this node completed
   // with the new owners. Negative if none yet.
   uint64_t failovers() const { return failovers_.load(); }
+  // Replicated key state (key_replicas > 1; zeros otherwise): what this
+  // owner copies to its backups, and the keys this node holds copies of
+  // for other owners.
+  sync::OwnerReplicatorStats replication_stats() const {
+    return replicator_ ? replicator_->stats() : sync::OwnerReplicatorStats{};
+  }
+  size_t replica_keys_held() const { return replicas_->num_keys(); }
   double last_failover_seconds() const {
     return static_cast<double>(last_failover_us_.load()) / 1e6;
   }
@@ -408,6 +427,26 @@ class ClusterLink {
   std::string node_id_;
   std::string address_;
   std::unique_ptr<sync::OwnerShard> owner_;
+  // Copies of other owners' keys held here, and (key_replicas > 1) the
+  // replicator of this node's own shard (see ClusterLinkOptions).
+  std::unique_ptr<sync::ReplicaStore> replicas_;
+  std::unique_ptr<sync::OwnerReplicator> replicator_;
+  // Failed-over members whose counts are kept (key_replicas > 1) until
+  // they return or are removed as lost. Ring-watch thread only.
+  std::vector<std::string> kept_down_;
+  // Names the backups of `config`'s ring to the replicator (before its
+  // synchronizer re-routes by that ring).
+  absl::Status SetReplicaBackups(const hashring::RingConfig& config);
+  // Sends the backups a refill; live: the members of `config`.
+  void RefillReplicas(const hashring::RingConfig& config);
+  // The replicator's transport: one ReplicaUpdate to a backup.
+  void SendReplicaUpdate(const std::string& backup,
+                         const sync::ReplicaUpdate& update,
+                         std::function<void(absl::Status)> done);
+  // Failover (phase 1): imports the copies held here of `dead`'s keys that
+  // this node owns in the new ring (`owns`), and drops the rest.
+  void TakeOverReplicas(const std::string& dead, uint64_t epoch,
+                        const std::function<bool(sync::Key)>& owns);
   // Filled with the members once the ring is known; peers' progress may
   // arrive before that.
   std::unique_ptr<sync::ClockTable> clocks_;

@@ -95,7 +95,10 @@ ClusterLink::ChannelsFor(const hashring::RingConfig& config) {
   for (const hashring::Member& m : config.members) {
     clocks_->Add(m.id);
     if (m.id == node_id_) {
-      channels.push_back(sync::MakeLocalChannel(owner_.get()));
+      // (With copies, the own batches are answered once the backups hold
+      // them.)
+      channels.push_back(replicator_ ? replicator_->MakeChannel()
+                                     : sync::MakeLocalChannel(owner_.get()));
       continue;
     }
     LATENTD_ASSIGN_OR_RETURN(Peer * peer, FindOrAddPeer(m));
@@ -232,6 +235,14 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
       leave = move.mode;  // the drain epoch of this node's removal
     }
   }
+  if (st.ok() && st->move && st->move->status != sync::MoveStatus::kRunning &&
+      st->move->kind == sync::MoveKind::kRemove &&
+      st->move->mode == sync::RemoveMode::kLost && st->move->node != node_id_ &&
+      st->move->to_epoch == next.version && lost.empty()) {
+    // A failed-over member removed as lost: latentctl ends that move at
+    // once (nobody drains it), but its kept counts must still leave.
+    lost.push_back(st->move->node);
+  }
   if (!listed && !leaving_.load() && st.ok()) {
     for (const sync::MemberStatus& m : st->members) {
       if (m.id != node_id_ || m.state != sync::MemberState::kDown) continue;
@@ -281,6 +292,20 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
                             " keys off in ", handoffs.size(), " chunk(s)"));
   for (sync::KeyHandoff& h : handoffs) outgoing_.push_back(std::move(h));
   outgoing_count_.store(outgoing_.size());
+  if (replicator_) {
+    // A failed (or lost) owner's keys that this node owns now: the part of
+    // their globals that no survivor re-seeds comes from the copies here.
+    for (const std::string& dead : lost) {
+      TakeOverReplicas(dead, next.version,
+                       [&](sync::Key k) { return new_owner(k).empty(); });
+    }
+    // The backups of the new ring, now: an own batch awaiting a backup
+    // that left (or died) is answered, so that no round, nor a GrowKeys
+    // waiting for the rounds to end, holds phase 2 up. (Until phase 2 the
+    // shard refuses the own batches, routed by the old ring: nothing is
+    // copied meanwhile, and phase 2 refills.)
+    LATENTD_RETURN_IF_ERROR(SetReplicaBackups(next));
+  }
   change_ = RingChange{.next = next,
                        .ring = ring,
                        .since = absl::Now(),
@@ -365,7 +390,16 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
     for (const hashring::Member& n : c.next.members) kept |= n.id == m.id;
     if (!kept) {
       clocks_->MarkDead(m.id);  // no longer holds back SSP
-      if (std::find(c.lost.begin(), c.lost.end(), m.id) != c.lost.end()) {
+      if (c.failover && replicator_ &&
+          std::find(c.lost.begin(), c.lost.end(), m.id) != c.lost.end()) {
+        // Failed over with copies: its counts stay (its keys' new owners
+        // took its part over) until it returns or is removed as lost.
+        kept_down_.push_back(m.id);
+        options_.log(absl::StrCat("ring epoch ", c.next.version, ": ", m.id,
+                                  " failed over; its counts stay in the "
+                                  "model until it returns or is lost"));
+      } else if (std::find(c.lost.begin(), c.lost.end(), m.id) !=
+                 c.lost.end()) {
         // Lost: its documents are gone, so are its counts.
         owner_->RetractSender(m.id);
         options_.log(absl::StrCat("ring epoch ", c.next.version, ": ", m.id,
@@ -375,6 +409,29 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
       }
     }
   }
+  for (const std::string& id : c.lost) {
+    // A failed-over member now removed as lost (it was out of the ring
+    // already): what it contributed leaves the model.
+    auto kept = std::find(kept_down_.begin(), kept_down_.end(), id);
+    bool was_member = false;
+    for (const hashring::Member& m : before.members) was_member |= m.id == id;
+    if (kept == kept_down_.end() || was_member) continue;
+    kept_down_.erase(kept);
+    owner_->RetractSender(id);
+    options_.log(absl::StrCat("ring epoch ", c.next.version, ": ", id,
+                              " lost; its counts taken out here"));
+  }
+  // (A failed-over member back in the ring: its new process's counts
+  // replace the kept ones as it reaches each owner.)
+  std::erase_if(kept_down_, [&c](const std::string& id) {
+    for (const hashring::Member& m : c.next.members) {
+      if (m.id == id) return true;
+    }
+    return false;
+  });
+  // The backups of the new ring get what they must hold of this node's
+  // keys (those it took over or was handed included).
+  RefillReplicas(c.next);
   options_.log(absl::StrCat("ring epoch ", c.next.version, " in effect after ",
                             absl::FormatDuration(absl::Now() - c.since)));
   if (c.failover) {

@@ -116,11 +116,13 @@ absl::Status ClusterLink::DetectFailure(sync::RedisClient* redis) {
     if (next.ok()) {
       options_.log(absl::StrFormat(
           "declared %s down (no heartbeat for %.2f s, more than the failure "
-          "timeout %s): ring epoch %d -> %d without it; its counts leave the "
-          "model until it returns",
+          "timeout %s): ring epoch %d -> %d without it; its counts %s "
+          "until it returns",
           m.id, (st.now_ms - m.heartbeat->unix_ms) / 1000.0,
           absl::FormatDuration(options_.failure_timeout), st.epoch,
-          next->version));
+          next->version,
+          options_.key_replicas > 1 ? "stay in the model (its keys' copies)"
+                                    : "leave the model"));
     } else if (absl::IsUnavailable(next.status())) {
       return next.status();
     } else if (!absl::IsFailedPrecondition(next.status()) &&

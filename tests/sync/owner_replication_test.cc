@@ -6,6 +6,7 @@
 // owner's part to its new backup, so a second failure loses nothing
 // either. Also: a batch is answered only once its backup has it, a failed
 // send is retried, and the store refuses malformed updates.
+#include <atomic>
 #include <deque>
 #include <map>
 #include <memory>
@@ -61,6 +62,7 @@ class Replication : public ::testing::Test {
       OwnerReplicatorOptions o;
       o.node_id = Id(n);
       o.retry_interval = absl::Milliseconds(5);
+      o.ack_timeout = absl::Milliseconds(50);
       o.log = [](std::string_view) {};
       nodes_[n].replicator = std::make_unique<OwnerReplicator>(
           o, nodes_[n].shard.get(),
@@ -75,6 +77,10 @@ class Replication : public ::testing::Test {
 
   void Deliver(const std::string& backup, const ReplicaUpdate& u,
                std::function<void(absl::Status)> done) {
+    if (backup_down_) {
+      done(absl::UnavailableError("backup down"));
+      return;
+    }
     if (fail_next_ > 0) {
       --fail_next_;
       done(absl::UnavailableError("injected"));
@@ -237,6 +243,7 @@ class Replication : public ::testing::Test {
   bool alive_[3] = {true, true, true};
   uint64_t epoch_ = 0;
   int fail_next_ = 0;
+  std::atomic<bool> backup_down_{false};
   std::map<Key, SparseVector> contributed_[3];
 };
 
@@ -263,6 +270,44 @@ TEST_F(Replication, AFailedSendIsRetriedBeforeTheBatchIsAnswered) {
     if (OwnerOf(k) != 0) continue;
     EXPECT_EQ(nodes_[1].store->Sum(Id(0), k), contributed_[0][k]);
   }
+}
+
+// A backup that does not answer makes the owner's own batch fail after
+// ack_timeout (as an owner that does not answer would), never hang; its
+// resend (same sequence) is answered once the backup has the copies.
+TEST_F(Replication, ABatchWaitingOnADeadBackupFailsAndItsResendWaits) {
+  backup_down_ = true;
+  DeltaBatch b;
+  b.add_keys(0);  // owned by node 0, backed up by node 1
+  AppendToBlock({{2, 5}}, b.mutable_deltas());
+  Stamp(0, 0, &b);
+  std::atomic<int> answers{0};
+  absl::Status first;
+  nodes_[0].channel->Send(b, [&](absl::StatusOr<DeltaReply> r) {
+    first = r.status();
+    ++answers;
+  });
+  for (int i = 0; i < 2000 && answers == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ASSERT_EQ(answers, 1);
+  EXPECT_EQ(first.code(), absl::StatusCode::kUnavailable) << first;
+  EXPECT_GT(nodes_[0].replicator->stats().keys_under_replicated, 0u);
+
+  bool resent = false;
+  nodes_[0].channel->Send(b, [&](absl::StatusOr<DeltaReply> r) {
+    EXPECT_TRUE(r.ok()) << r.status();  // (the first application's reply)
+    resent = true;
+  });
+  absl::SleepFor(absl::Milliseconds(20));
+  EXPECT_FALSE(resent) << "answered before the backup held the copies";
+  backup_down_ = false;
+  for (int i = 0; i < 2000 && !resent; ++i) {
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  EXPECT_TRUE(resent);
+  EXPECT_EQ(nodes_[1].store->Sum(Id(0), 0), (SparseVector{{2, 5}}));
+  EXPECT_EQ(nodes_[0].shard->Global(0), (SparseVector{{2, 5}}));
 }
 
 TEST_F(Replication, TwoFailuresInTurnLoseNoCount) {
