@@ -44,6 +44,14 @@ std::string HeartbeatText(const sync::ClusterStatus& status,
         &out, "; epoch %d, %d retracted, %d re-seeds, %d stale", h.epoch,
         h.senders_retracted, h.reseed_refused, h.stale_refused);
   }
+  if (h.has_replication) {
+    absl::StrAppendFormat(&out, "; %d keys under-replicated, %d failovers",
+                          h.under_replicated, h.failovers);
+    if (h.last_failover_ms >= 0) {
+      absl::StrAppendFormat(&out, " (last %.2f s)",
+                            h.last_failover_ms / 1000.0);
+    }
+  }
   out.push_back(')');
   return out;
 }
@@ -321,6 +329,11 @@ std::string FormatClusterStatusJson(const sync::ClusterStatus& s) {
                         ",\"sendersRetracted\":", h.senders_retracted,
                         ",\"reseedRefused\":", h.reseed_refused,
                         ",\"staleRefused\":", h.stale_refused);
+      }
+      if (h.has_replication) {
+        absl::StrAppend(&out, ",\"keysUnderReplicated\":", h.under_replicated,
+                        ",\"failovers\":", h.failovers,
+                        ",\"lastFailoverMs\":", h.last_failover_ms);
       }
       absl::StrAppend(&out, "}");
     }

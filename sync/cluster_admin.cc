@@ -189,7 +189,8 @@ absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
                                          const std::string& value) {
   const std::vector<std::string> parts = absl::StrSplit(value, ' ');
   Heartbeat hb;
-  hb.has_counters = parts.size() == 8;
+  hb.has_replication = parts.size() == 11;
+  hb.has_counters = parts.size() == 8 || hb.has_replication;
   if ((parts.size() != 4 && !hb.has_counters) ||
       !absl::SimpleAtoi(parts[0], &hb.unix_ms) ||
       !absl::SimpleAtoi(parts[1], &hb.sweep) ||
@@ -198,10 +199,16 @@ absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
       (hb.has_counters && (!absl::SimpleAtoi(parts[4], &hb.epoch) ||
                            !absl::SimpleAtoi(parts[5], &hb.senders_retracted) ||
                            !absl::SimpleAtoi(parts[6], &hb.reseed_refused) ||
-                           !absl::SimpleAtoi(parts[7], &hb.stale_refused)))) {
+                           !absl::SimpleAtoi(parts[7], &hb.stale_refused))) ||
+      (hb.has_replication &&
+       (!absl::SimpleAtoi(parts[8], &hb.under_replicated) ||
+        !absl::SimpleAtoi(parts[9], &hb.failovers) ||
+        !absl::SimpleAtoi(parts[10], &hb.last_failover_ms)))) {
     return Corrupt(key, absl::StrCat("field ", Quote(id), " is ", Quote(value),
                                      ", not 'unix_ms sweep keys documents "
-                                     "[epoch retracted reseeds stale]'"));
+                                     "[epoch retracted reseeds stale "
+                                     "[under-replicated failovers "
+                                     "last-failover-ms]]'"));
   }
   return hb;
 }
@@ -732,6 +739,9 @@ absl::Status WriteHeartbeat(RedisClient* redis, std::string_view cluster,
             std::to_string(heartbeat.senders_retracted),
             std::to_string(heartbeat.reseed_refused),
             std::to_string(heartbeat.stale_refused),
+            std::to_string(heartbeat.under_replicated),
+            std::to_string(heartbeat.failovers),
+            std::to_string(heartbeat.last_failover_ms),
             std::to_string(
                 std::max<int64_t>(0, absl::ToInt64Milliseconds(alive_for)))},
            keys.Alive(id)));

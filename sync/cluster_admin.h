@@ -33,8 +33,10 @@
 //                                   about 10000 entries
 //   latentd:NAME:heartbeats  hash   id -> "unix_ms sweep keys documents
 //                                   epoch senders_retracted reseed_refused
-//                                   stale_refused" (the last four may be
-//                                   absent), written by WriteHeartbeat
+//                                   stale_refused under_replicated
+//                                   failovers last_failover_ms" (older
+//                                   nodes write the first 4 or 8), written
+//                                   by WriteHeartbeat
 //   latentd:NAME:alive:ID    string the node's liveness record: written with
 //                                   each heartbeat, with a TTL of the
 //                                   failure timeout (PX), so it exists only
@@ -216,6 +218,14 @@ struct Heartbeat {
   uint64_t reseed_refused = 0;
   uint64_t stale_refused = 0;
   bool has_counters = false;  // read side: the four fields above were there
+  // Replicated key state and failovers (ClusterLink): copies of its keys
+  // its backups do not hold yet, failovers it took part in as a survivor,
+  // and how long the latest took (ms, -1 if none). A line without them
+  // (an older node) reads with has_replication false.
+  uint64_t under_replicated = 0;
+  uint64_t failovers = 0;
+  int64_t last_failover_ms = -1;
+  bool has_replication = false;
 };
 
 struct MemberStatus {

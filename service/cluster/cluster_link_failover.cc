@@ -66,6 +66,10 @@ void ClusterLink::LivenessLoop() {
     beat.senders_retracted = st.senders_retracted;
     beat.reseed_refused = st.batches_reseed_refused;
     beat.stale_refused = st.batches_stale_refused;
+    beat.under_replicated = replication_stats().keys_under_replicated;
+    beat.failovers = failovers();
+    beat.last_failover_ms =
+        failovers() == 0 ? -1 : last_failover_us_.load() / 1000;
     absl::Status s = sync::WriteHeartbeat(redis.get(), options_.cluster,
                                           node_id_, beat, timeout);
     if (s.ok() && !beaten) {

@@ -187,9 +187,9 @@ inline constexpr char kHeartbeatScript[] = R"lua(
 local err = wrong_type()
 if err then return err end
 local now = now_ms()
-redis.call('HSET', KEYS[7], ARGV[1], now .. ' ' .. table.concat(ARGV, ' ', 2, 8))
-if tonumber(ARGV[9]) > 0 then
-  redis.call('SET', KEYS[8], now, 'PX', ARGV[9])
+redis.call('HSET', KEYS[7], ARGV[1], now .. ' ' .. table.concat(ARGV, ' ', 2, 11))
+if tonumber(ARGV[12]) > 0 then
+  redis.call('SET', KEYS[8], now, 'PX', ARGV[12])
 end
 return {'ok'}
 )lua";

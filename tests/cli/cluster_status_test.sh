@@ -54,9 +54,10 @@ NOW=$((T[0] * 1000 + T[1] / 1000))
 cli HSET "$P:states" node0 active node1 leaving >/dev/null
 cli HSET "$P:pending" node2 10.0.0.3:7070 >/dev/null
 # node0's heartbeat is an older node's (4 fields); node1's carries the
-# epoch it routes by and its failover counters (retracted, re-seeds, stale).
+# epoch it routes by, its failover counters (retracted, re-seeds, stale),
+# its keys under-replicated, failovers and the latest one's duration.
 cli HSET "$P:heartbeats" node0 "$((NOW - 1500)) 12 3456 100" \
-  node1 "$((NOW - 3000)) 13 2000 90 3 1 2 4" >/dev/null
+  node1 "$((NOW - 3000)) 13 2000 90 3 1 2 4 6 2 1380" >/dev/null
 cli HSET "$P:move" kind remove node node1 mode handoff phase drain \
   from_epoch 2 to_epoch 3 started_ms "$((NOW - 4000))" updated_ms "$NOW" \
   finished_ms 0 status running error "" keys 10 bytes 2048 documents 7 >/dev/null
@@ -78,7 +79,7 @@ grep -qxF "members: 3" <<<"$OUT" || fail "not 3 members"
 grep -qE '^  node0  127\.0\.0\.1:7000  active   yes   ([1-9]|[1-5][0-9])\.[0-9] s ago \(sweep 12, 3456 keys, 100 documents\)$' <<<"$OUT" &&
   ! grep -qE ' 1\.[0-4] s ago ' <<<"$OUT" ||
   fail "node0's line"
-grep -qE '^  node1  127\.0\.0\.1:7001  leaving  yes   ([3-9]|[1-5][0-9])\.[0-9] s ago \(sweep 13, 2000 keys, 90 documents; epoch 3, 1 retracted, 2 re-seeds, 4 stale\)$' <<<"$OUT" ||
+grep -qE '^  node1  127\.0\.0\.1:7001  leaving  yes   ([3-9]|[1-5][0-9])\.[0-9] s ago \(sweep 13, 2000 keys, 90 documents; epoch 3, 1 retracted, 2 re-seeds, 4 stale; 6 keys under-replicated, 2 failovers \(last 1\.38 s\)\)$' <<<"$OUT" ||
   fail "node1's line"
 grep -qE '^  node2  10\.0\.0\.3:7070   pending  no    -$' <<<"$OUT" ||
   fail "node2's line"
@@ -101,6 +102,8 @@ assert "epoch" not in hb, hb
 hb1 = s["members"][1]["heartbeat"]
 assert (hb1["sweep"], hb1["epoch"], hb1["sendersRetracted"],
         hb1["reseedRefused"], hb1["staleRefused"]) == (13, 3, 1, 2, 4), hb1
+assert (hb1["keysUnderReplicated"], hb1["failovers"],
+        hb1["lastFailoverMs"]) == (6, 2, 1380), hb1
 m = s["move"]
 assert (m["kind"], m["node"], m["mode"], m["phase"], m["status"]) == \
     ("remove", "node1", "handoff", "drain", "running"), m

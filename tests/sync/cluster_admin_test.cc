@@ -417,7 +417,17 @@ TEST_F(ClusterAdminTest, StatusShowsStatesAndHeartbeats) {
   ASSERT_TRUE(RegisterPending(redis_.get(), cluster_, "c", "10.0.0.3:7").ok());
   ASSERT_TRUE(RemoveNode(redis_.get(), cluster_, "b", RemoveMode::kDrop).ok());
   ASSERT_TRUE(WriteHeartbeat(redis_.get(), cluster_, "a",
-                             {0, 12, 3456, 100, 7, 1, 2, 3})
+                             {.unix_ms = 0,
+                              .sweep = 12,
+                              .keys = 3456,
+                              .documents = 100,
+                              .epoch = 7,
+                              .senders_retracted = 1,
+                              .reseed_refused = 2,
+                              .stale_refused = 3,
+                              .under_replicated = 4,
+                              .failovers = 5,
+                              .last_failover_ms = 1234})
                   .ok());
   auto s = ReadClusterStatus(redis_.get(), cluster_);
   ASSERT_TRUE(s.ok()) << s.status();
@@ -434,6 +444,10 @@ TEST_F(ClusterAdminTest, StatusShowsStatesAndHeartbeats) {
   EXPECT_EQ(s->members[0].heartbeat->senders_retracted, 1u);
   EXPECT_EQ(s->members[0].heartbeat->reseed_refused, 2u);
   EXPECT_EQ(s->members[0].heartbeat->stale_refused, 3u);
+  EXPECT_TRUE(s->members[0].heartbeat->has_replication);
+  EXPECT_EQ(s->members[0].heartbeat->under_replicated, 4u);
+  EXPECT_EQ(s->members[0].heartbeat->failovers, 5u);
+  EXPECT_EQ(s->members[0].heartbeat->last_failover_ms, 1234);
   EXPECT_LE(s->members[0].heartbeat->unix_ms, s->now_ms);
   EXPECT_GT(s->members[0].heartbeat->unix_ms, s->now_ms - 5000);
   EXPECT_EQ(s->members[1].state, MemberState::kLeaving);
