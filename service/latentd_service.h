@@ -400,6 +400,22 @@ class LatentdService {
   // cluster as lost, every 500 ms (AdoptLostOrigins).
   void ReplicaLoop();
   absl::Status AdoptLostOrigins();
+  // GetUserProfile for a user whose owner failed over (docs/latentd.md,
+  // "Replicated ingestion"): this node, the user's owner now, holds copies
+  // of the events that owner acknowledged. Folds each copy of `user`'s into
+  // model `v` (not adding it to the model: the failed node's counts are
+  // still in it) and adds its expected topic counts to *counts (K
+  // entries), its known tokens to *tokens and the copies to *events. The
+  // copies of a failed-over origin are indexed by user once (copies_).
+  absl::Status AddCopiedEvents(const std::string& user, const ModelView& v,
+                               std::vector<double>* counts, double* tokens,
+                               uint64_t* events) const;
+  mutable absl::Mutex copies_mu_;
+  // Failed-over origin -> user -> the words of each copied event.
+  mutable absl::flat_hash_map<
+      std::string,
+      absl::flat_hash_map<std::string, std::vector<std::vector<std::string>>>>
+      copies_ ABSL_GUARDED_BY(copies_mu_);
 
   ServiceOptions options_;
   Tokenizer tokenizer_;

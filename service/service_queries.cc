@@ -1,6 +1,7 @@
 // The read-only calls of LatentdService: every one reads one published
 // ModelView and nothing else, so it needs no lock beyond taking the pointer.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -189,26 +190,39 @@ absl::StatusOr<api::GetUserProfileResponse> LatentdService::GetUserProfile(
     if (!owner.empty()) return ForwardProfile(owner, request);
   }
   std::shared_ptr<const ModelView> v = view();
+  const std::vector<double>& alpha = v->snapshot.alpha;
+  std::vector<double> counts(alpha.size(), 0.0);
+  uint64_t tokens = 0, events = 0;
   auto it = v->users.find(request.user());
-  if (it == v->users.end()) {
+  if (it != v->users.end()) {
+    const UserTopics& u = it->second;
+    tokens = u.tokens;
+    events = u.events;
+    for (const auto& [k, c] : u.topic_counts) {
+      if (k < counts.size()) counts[k] = static_cast<double>(c);
+    }
+  }
+  // Events its failed-over owner had acknowledged, from the copies here.
+  double copied_tokens = 0;
+  uint64_t copied = 0;
+  LATENTD_RETURN_IF_ERROR(
+      AddCopiedEvents(request.user(), *v, &counts, &copied_tokens, &copied));
+  if (it == v->users.end() && copied == 0) {
     return absl::NotFoundError(absl::StrCat(
         "user '", request.user(),
         "' is not in the model (unknown, or events not merged yet)"));
   }
-  const UserTopics& u = it->second;
-  const std::vector<double>& alpha = v->snapshot.alpha;
   const double alpha_sum = std::accumulate(alpha.begin(), alpha.end(), 0.0);
+  const double total = static_cast<double>(tokens) + copied_tokens;
   std::vector<double> theta(alpha.size());
   for (uint32_t k = 0; k < alpha.size(); ++k) {
-    auto c = u.topic_counts.find(k);
-    const double n = c == u.topic_counts.end() ? 0 : c->second;
-    theta[k] = (n + alpha[k]) / (static_cast<double>(u.tokens) + alpha_sum);
+    theta[k] = (counts[k] + alpha[k]) / (total + alpha_sum);
   }
   api::GetUserProfileResponse resp;
   *resp.mutable_version() = Version(*v);
   resp.set_user(request.user());
-  resp.set_tokens(u.tokens);
-  resp.set_events(u.events);
+  resp.set_tokens(tokens + static_cast<uint64_t>(std::llround(copied_tokens)));
+  resp.set_events(events + copied);
   const auto ranked = Ranked(theta);
   const size_t n = std::min<size_t>(OrDefault(request.top(), 5), ranked.size());
   for (size_t i = 0; i < n; ++i) {

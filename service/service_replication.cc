@@ -200,4 +200,60 @@ absl::Status LatentdService::AdoptLostOrigins() {
   return absl::OkStatus();
 }
 
+absl::Status LatentdService::AddCopiedEvents(const std::string& user,
+                                             const ModelView& v,
+                                             std::vector<double>* counts,
+                                             double* tokens,
+                                             uint64_t* events) const {
+  const ClusterLink* link = JoinedLink();
+  if (link == nullptr || replicas_ == nullptr) return absl::OkStatus();
+  const std::vector<std::string> down = link->failed_over_members();
+  std::vector<std::vector<std::string>> docs;
+  {
+    absl::MutexLock l(&copies_mu_);
+    absl::erase_if(copies_, [&down](const auto& e) {
+      return std::find(down.begin(), down.end(), e.first) == down.end();
+    });
+    for (const std::string& origin : down) {
+      auto it = copies_.find(origin);
+      if (it == copies_.end()) {
+        // (A failed-over origin's log no longer grows: index it once.)
+        LATENTD_ASSIGN_OR_RETURN(std::vector<IngestRecord> records,
+                                 replicas_->Read(origin));
+        it = copies_.try_emplace(origin).first;
+        for (IngestRecord& r : records) {
+          if (!r.user.empty()) {
+            it->second[r.user].push_back(std::move(r.words));
+          }
+        }
+      }
+      auto u = it->second.find(user);
+      if (u != it->second.end()) {
+        docs.insert(docs.end(), u->second.begin(), u->second.end());
+      }
+    }
+  }
+  if (docs.empty()) return absl::OkStatus();
+  InferOptions o = options_.infer;
+  internal::CpuGate::Pass pass = infer_gate_.Enter();
+  FoldIn fold_in(*v.table, v.snapshot.alpha, v.snapshot.beta);
+  std::vector<WordId> ids;
+  for (const std::vector<std::string>& words : docs) {
+    ++*events;
+    ids.clear();
+    for (const std::string& w : words) {
+      std::optional<WordId> id = v.vocab.Find(w);
+      if (id.has_value() && *id < v.snapshot.vocab_size) ids.push_back(*id);
+    }
+    if (ids.empty()) continue;
+    LATENTD_ASSIGN_OR_RETURN(std::vector<double> theta,
+                             fold_in.Infer(ids, o, /*stream=*/0));
+    for (size_t k = 0; k < theta.size() && k < counts->size(); ++k) {
+      (*counts)[k] += theta[k] * static_cast<double>(ids.size());
+    }
+    *tokens += static_cast<double>(ids.size());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace latentd::service

@@ -319,6 +319,12 @@ class ClusterLink {
     return replicator_ ? replicator_->stats() : sync::OwnerReplicatorStats{};
   }
   size_t replica_keys_held() const { return replicas_->num_keys(); }
+  // Members failed over and not yet back nor removed as lost (with
+  // key_replicas > 1 their counts are still in the model). Any thread.
+  std::vector<std::string> failed_over_members() const {
+    absl::MutexLock l(&failed_over_mu_);
+    return failed_over_;
+  }
   double last_failover_seconds() const {
     return static_cast<double>(last_failover_us_.load()) / 1e6;
   }
@@ -434,6 +440,8 @@ class ClusterLink {
   // Failed-over members whose counts are kept (key_replicas > 1) until
   // they return or are removed as lost. Ring-watch thread only.
   std::vector<std::string> kept_down_;
+  mutable absl::Mutex failed_over_mu_;
+  std::vector<std::string> failed_over_ ABSL_GUARDED_BY(failed_over_mu_);
   // Names the backups of `config`'s ring to the replicator (before its
   // synchronizer re-routes by that ring).
   absl::Status SetReplicaBackups(const hashring::RingConfig& config);

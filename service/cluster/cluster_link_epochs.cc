@@ -429,6 +429,22 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
     }
     return false;
   });
+  {
+    absl::MutexLock l(&failed_over_mu_);
+    if (c.failover) {
+      for (const std::string& id : c.lost) failed_over_.push_back(id);
+    } else {
+      std::erase_if(failed_over_, [&c](const std::string& id) {
+        return std::find(c.lost.begin(), c.lost.end(), id) != c.lost.end();
+      });
+    }
+    std::erase_if(failed_over_, [&c](const std::string& id) {
+      for (const hashring::Member& m : c.next.members) {
+        if (m.id == id) return true;  // back
+      }
+      return false;
+    });
+  }
   // The backups of the new ring get what they must hold of this node's
   // keys (those it took over or was handed included).
   RefillReplicas(c.next);

@@ -221,6 +221,34 @@ void KillRemoveAndCheck(int round, std::mt19937* rng) {
       << "ingestion failed after the failover: "
       << (ledger.errors.empty() ? "" : ledger.errors.back());
 
+  // While the victim is down, every acknowledged event is in its user's
+  // profile already: the users it owned are owned by their backups, which
+  // profile the copies they hold by folding them into the model.
+  const Clock::time_point profiling = Clock::now();
+  int short_profiles = 0;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    short_profiles = 0;
+    for (const auto& [user, acked] : ledger.user_acked) {
+      api::GetUserProfileRequest req;
+      req.set_user(user);
+      api::GetUserProfileResponse resp;
+      absl::Status s =
+          survivor_clients[0]->Call(Method::kGetUserProfile, req, &resp);
+      if (!s.ok() || resp.events() < static_cast<uint64_t>(acked)) {
+        ++short_profiles;
+      }
+      EXPECT_LE(resp.events(),
+                static_cast<uint64_t>(acked) + ledger.user_failed[user])
+          << user;
+    }
+    if (short_profiles == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(short_profiles, 0)
+      << "profiles lack acknowledged events while the victim is down";
+  const double to_profiles =
+      std::chrono::duration<double>(Clock::now() - profiling).count();
+
   auto [rc, out] = Latentctl({"cluster", "remove-node", victim_id, "--lost",
                               "--cluster-redis", redis.address(), "--cluster",
                               "replicated"});
@@ -272,10 +300,11 @@ void KillRemoveAndCheck(int round, std::mt19937* rng) {
   std::printf(
       "round %d: killed node %d %d ms into ingestion (%d documents "
       "acknowledged by then); failed over %.2f s after the kill; %zu "
-      "acknowledged, %zu failed in all; %d copies adopted; every "
+      "acknowledged, %zu failed in all; every acknowledged event in its "
+      "user's profile %.2f s after the failover; %d copies adopted; every "
       "acknowledged document in the model %.2f s after remove-node --lost\n",
       round, victim, delay_ms, acked_at_kill, to_down, ledger.acked.size(),
-      ledger.failed.size(), static_cast<int>(adopted), to_model);
+      ledger.failed.size(), to_profiles, static_cast<int>(adopted), to_model);
   cluster.StopAll();  // the survivors
 }
 
