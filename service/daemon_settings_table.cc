@@ -510,13 +510,17 @@ void AddClusterSettings(const AddFn& add) {
       "members of the ring for the document or its user hold it fsynced; "
       "a backup that cannot be reached fails it (UNAVAILABLE). The copies "
       "of a node removed with `latentctl cluster remove-node --lost` are "
-      "adopted by the nodes holding them. 1: no copies",
+      "adopted by the nodes holding them. The same k copies each key's "
+      "state that only its owner holds (its own counts): a failed-over "
+      "node's counts then stay in the model until it returns or is removed "
+      "as lost. 1: no copies (a failed-over node's counts leave the model)",
       Int<uint32_t>("replicas", 1, 8,
                     [](DaemonConfig* c) { return &c->service.replicas; }));
   add("failure-timeout", "1.5", "0 or 0.1..3600",
       "Seconds without a heartbeat in Redis after which a ring member is "
-      "declared down and failed over: the others take its counts out of the "
-      "model and its keys over until it returns (restarted from its data "
+      "declared down and failed over: the others take its keys over (with "
+      "--replicas 2 or more its counts stay in the model from the copies; "
+      "with 1 they leave it) until it returns (restarted from its data "
       "directory, it is re-admitted by itself). Heartbeats go out every "
       "fifth of it. 0: never (a dead node's keys wait for it, or for "
       "`latentctl cluster remove-node --lost`)",
