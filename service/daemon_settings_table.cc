@@ -583,9 +583,19 @@ void AddGraphSettings(const AddFn& add) {
   add("graph-mu", "0.01", "0..1000000",
       "Consensus strength mu of a graph cluster's dual decomposition: each "
       "node's copy of a vertex is pulled towards the consensus by "
-      "(mu/2)|x - z|^2, weighted by its edges there (cluster mode only)",
+      "(mu/2)|x - z|^2, weighted by its edges there and the negatives they "
+      "draw (cluster mode only)",
       Double("graph-mu", 0, 1e6,
              [=](DaemonConfig* c) { return &graph(c)->trainer.mu; }));
+  add("graph-step-scale-max", "2", "1..16",
+      "Dual graph consensus: a node's SGD steps on its copy of a vertex are "
+      "scaled by the vertex's total weight in the cluster over its weight "
+      "here (so that averaging the copies moves the consensus as far as a "
+      "single node's epoch would), at most this much; 1 turns it off. "
+      "Lower it if training diverges with a learning rate close to the "
+      "single node's limit",
+      Double("graph-step-scale-max", 1, 16,
+             [=](DaemonConfig* c) { return &graph(c)->max_step_scale; }));
   add("graph-consensus", "dual", "dual|naive",
       "How a graph cluster (--graph-edges with --cluster-redis and no "
       "corpus) agrees on the vectors: dual decomposition (local copies "

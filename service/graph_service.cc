@@ -271,8 +271,8 @@ absl::Status GraphService::JoinCluster(ClusterLinkOptions link) {
           " no edge of ", options_.edges_path, " (too few edges for ",
           config.members.size(), " nodes)"));
     }
-    synced_ =
-        std::make_unique<SyncedEmbeddings>(trainer_.get(), options_.consensus);
+    synced_ = std::make_unique<SyncedEmbeddings>(
+        trainer_.get(), options_.consensus, options_.max_step_scale);
     InstallUpdaterHook(trainer_.get());
     Log(absl::StrCat("graph: this node trains on ",
                      trainer_->graph().num_edges(), " edges (",
@@ -292,7 +292,8 @@ absl::Status GraphService::JoinCluster(ClusterLinkOptions link) {
                    link.consistency.ToString(), ", ",
                    dual ? "dual decomposition" : "naive shared Z", ")"));
   absl::StatusOr<std::unique_ptr<ClusterLink>> created = ClusterLink::Create(
-      std::move(link), options_.trainer.dim + 2, std::move(factory));
+      std::move(link), options_.trainer.dim + SyncedEmbeddings::kExtra,
+      std::move(factory));
   if (!created.ok()) return created.status();
   link_ = std::move(*created);
   // A node resumed from a checkpoint has done its epochs: says so, or

@@ -96,6 +96,8 @@ struct GraphServiceOptions {
   // Cluster mode only: dual decomposition (trainer.mu > 0 needed) or the
   // naive shared Z, kept to compare with.
   ConsensusMode consensus = ConsensusMode::kDual;
+  // Dual: the cap on a copy's step scale (SyncedEmbeddings::StepScale).
+  double max_step_scale = SyncedEmbeddings::kDefaultMaxStepScale;
 };
 
 class GraphService {

@@ -16,12 +16,15 @@
 //               without triangles made here (SparseBipartite), where the
 //               neighbourhood heuristics have nothing to go on.
 //   consensus   ca-HepTh training split on --nodes in-process nodes: the
-//               whole-graph objective per epoch of dual-sync against
-//               naive-sync and naive-async (service/cluster/graph_cluster.h),
-//               and the single-node objective as the reference.
+//               whole-graph objective per epoch of each of --variants
+//               (service/cluster/graph_cluster.h; default dual-sync,
+//               dual-async, naive-sync, naive-async) with --dim,
+//               --learning-rate and --mu, and the single-node objective
+//               of the same trainer as the reference.
 //
 // Usage: graph_bench [--sections throughput,quality,consensus]
-//        [--epochs 20] [--threads 2] [--nodes 4] [--target-auc 0.9]
+//        [--epochs 20] [--nodes 4] [--target-auc 0.9] [--variants LIST]
+//        [--dim 32] [--learning-rate 0.1] [--mu 0.01]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -71,8 +74,11 @@ GraphData Load(const std::string& file) {
   return *std::move(g);
 }
 
-std::unique_ptr<GraphTrainer> MakeTrainer(const GraphData& g, int threads) {
-  GraphTrainerOptions o;
+// The consensus section's trainer settings (--dim, --learning-rate, --mu).
+GraphTrainerOptions consensus_trainer;
+
+std::unique_ptr<GraphTrainer> MakeTrainer(const GraphData& g, int threads,
+                                          GraphTrainerOptions o = {}) {
   o.threads = threads;
   absl::StatusOr<std::unique_ptr<GraphTrainer>> t = GraphTrainer::Create(g, o);
   if (!t.ok()) std::exit(1);
@@ -186,7 +192,7 @@ void Quality(const std::string& name, const GraphData& g, int epochs,
       mf.auc / sv.auc, mf.auc / aa.auc, target, to_target);
 }
 
-void Consensus(int nodes, int epochs) {
+void Consensus(int nodes, int epochs, const std::string& variants) {
   const GraphData g = Load("snap-ca-HepTh/CA-HepTh.txt.zst");
   absl::StatusOr<LinkSplit> split = latentd::SplitHeldout(g, 0.1, 1);
   if (!split.ok()) std::exit(1);
@@ -194,26 +200,31 @@ void Consensus(int nodes, int epochs) {
       "\n== consensus: ca-HepTh training split, %d in-process nodes, "
       "whole-graph objective per epoch\n",
       nodes);
-  std::unique_ptr<GraphTrainer> single = MakeTrainer(split->train, 1);
+  std::unique_ptr<GraphTrainer> single =
+      MakeTrainer(split->train, 1, consensus_trainer);
   std::vector<std::vector<double>> rows(epochs);
   std::vector<std::string> names = {"single"};
   for (int e = 0; e < epochs; ++e) {
     if (!single->RunEpoch().ok()) std::exit(1);
     rows[e].push_back(single->Objective().total());
   }
-  for (latentd::GraphConsensusVariant v :
-       {latentd::GraphConsensusVariant::kDualSync,
-        latentd::GraphConsensusVariant::kDualAsync,
-        latentd::GraphConsensusVariant::kNaiveSync,
-        latentd::GraphConsensusVariant::kNaiveAsync}) {
+  for (const std::string& name :
+       std::vector<std::string>(absl::StrSplit(variants, ','))) {
+    absl::StatusOr<latentd::GraphConsensusVariant> v =
+        latentd::ParseGraphConsensusVariant(name);
+    if (!v.ok()) {
+      std::fprintf(stderr, "graph_bench: %s\n",
+                   std::string(v.status().message()).c_str());
+      std::exit(2);
+    }
     latentd::GraphClusterOptions o;
     o.nodes = nodes;
-    o.variant = v;
-    o.trainer.mu = 0.01;
+    o.variant = *v;
+    o.trainer = consensus_trainer;
     o.reset_to_consensus = true;
     auto cluster = latentd::GraphCluster::Start(split->train, o);
     if (!cluster.ok()) std::exit(1);
-    names.push_back(latentd::GraphConsensusVariantName(v));
+    names.push_back(name);
     for (int e = 0; e < epochs; ++e) {
       absl::StatusOr<latentd::GraphClusterEpoch> r = (*cluster)->RunEpoch();
       rows[e].push_back(r.ok() ? r->objective : -1);
@@ -250,6 +261,17 @@ int main(int argc, char** argv) {
                  "Epochs (throughput)")
       ->capture_default_str();
   app.add_option("--nodes", nodes, "Nodes (consensus)")->capture_default_str();
+  std::string variants = "dual-sync,dual-async,naive-sync,naive-async";
+  app.add_option("--variants", variants, "Consensus variants to run")
+      ->capture_default_str();
+  consensus_trainer.mu = 0.01;
+  app.add_option("--dim", consensus_trainer.dim, "d (consensus)")
+      ->capture_default_str();
+  app.add_option("--learning-rate", consensus_trainer.learning_rate,
+                 "η (consensus)")
+      ->capture_default_str();
+  app.add_option("--mu", consensus_trainer.mu, "μ of the dual variants")
+      ->capture_default_str();
   app.add_option("--target-auc", target, "Held-out AUC to time (quality)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -266,7 +288,7 @@ int main(int argc, char** argv) {
           "communities, 4 edges a user)",
           SparseBipartite(8000, 4000, 20, 4, 1), epochs, target);
     } else if (s == "consensus") {
-      Consensus(nodes, epochs);
+      Consensus(nodes, epochs, variants);
     } else {
       std::fprintf(stderr, "graph_bench: unknown section '%s'\n", s.c_str());
       return 2;

@@ -1,5 +1,7 @@
 #include "sampler/graph/graph_objective.h"
 
+#include <algorithm>
+
 #include "corpora/random.h"
 #include "oneapi/tbb/blocked_range.h"
 #include "oneapi/tbb/parallel_reduce.h"
@@ -8,12 +10,26 @@
 namespace latentd {
 
 std::vector<VertexId> NegativePool(const GraphData& graph) {
-  std::vector<uint32_t> degree = graph.Degrees();
+  const std::vector<uint32_t> degree = graph.Degrees();
   std::vector<VertexId> pool;
   for (size_t v = 0; v < degree.size(); ++v) {
     if (degree[v] > 0) pool.push_back(static_cast<VertexId>(v));
   }
   return pool;
+}
+
+std::vector<double> ExpectedTouches(const GraphData& graph, int negatives) {
+  const std::vector<uint32_t> degree = graph.Degrees();
+  const int n = std::max(negatives, 0);
+  const size_t pool = static_cast<size_t>(std::count_if(
+      degree.begin(), degree.end(), [](uint32_t d) { return d > 0; }));
+  const double uniform =
+      pool == 0 ? 0 : static_cast<double>(n) * graph.num_edges() / pool;
+  std::vector<double> touches(degree.size(), 0.0);
+  for (size_t v = 0; v < degree.size(); ++v) {
+    if (degree[v] > 0) touches[v] = degree[v] * (1 + n / 2.0) + uniform;
+  }
+  return touches;
 }
 
 void DrawNegatives(const GraphEdge& edge, uint64_t edge_index, int negatives,

@@ -32,6 +32,14 @@ struct PairTerm {
 // from (a node of a cluster knows only the vertices its edges touch).
 std::vector<VertexId> NegativePool(const GraphData& graph);
 
+// Expected touches of each vertex's vector in one epoch over `graph`'s
+// edges with `negatives` per edge: its edges (1 + negatives/2 each: the
+// edge and the negatives drawn from its side) plus its uniform draws from
+// NegativePool (negatives · edges / pool size); 0 for a vertex without an
+// edge. The λ and μ terms are spread over these touches, and a cluster
+// node weighs its copy of a vertex by them.
+std::vector<double> ExpectedTouches(const GraphData& graph, int negatives);
+
 // The negatives of edge `edge_index` for one pass, appended to *out: for
 // q < negatives, side a = src (q even) or dst (q odd), b uniform from
 // `pool`; a draw equal to either endpoint is skipped (so an edge may get

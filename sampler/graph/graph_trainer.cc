@@ -88,6 +88,7 @@ struct GraphTrainer::Impl {
   std::vector<float> share;         // 1 / expected touches per epoch
   std::vector<float> lambda_scale;  // per vertex, or empty (1)
   std::vector<float> mu_scale;      // per vertex, or empty (1)
+  std::vector<float> step_scale;    // per vertex, or empty (1)
   std::vector<float> z;             // num_vertices × dim
   std::vector<float> target;        // consensus target, or empty
   std::vector<uint32_t> order;      // the epoch's edge order
@@ -181,18 +182,11 @@ absl::StatusOr<std::unique_ptr<GraphTrainer>> GraphTrainer::Create(
   }
   auto impl = std::make_unique<Impl>(std::move(graph), options);
   impl->epoch = start_epoch;
-  // Expected touches of vertex i per epoch: its edges, the negatives drawn
-  // from its side (negatives/2 per edge), and uniform draws from the pool.
-  const std::vector<uint32_t> degree = impl->graph.Degrees();
-  const double uniform = impl->pool.empty()
-                             ? 0
-                             : static_cast<double>(options.negatives) *
-                                   impl->graph.num_edges() / impl->pool.size();
+  const std::vector<double> touches =
+      ExpectedTouches(impl->graph, options.negatives);
   impl->share.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    const double c = degree[i] * (1 + options.negatives / 2.0) +
-                     (degree[i] > 0 ? uniform : 0);
-    impl->share[i] = c > 0 ? static_cast<float>(1 / c) : 0.0f;
+    impl->share[i] = touches[i] > 0 ? static_cast<float>(1 / touches[i]) : 0;
   }
   if (!initial.empty()) {
     impl->z = std::move(initial);
@@ -254,6 +248,12 @@ absl::StatusOr<EpochResult> GraphTrainer::RunEpoch() {
     return b;
   };
   auto combine = [&](BatchPtr b) -> BatchPtr {
+    if (!m.step_scale.empty()) {
+      for (size_t s = 0; s < b->vertices.size(); ++s) {
+        const float scale = m.step_scale[b->vertices[s]];
+        for (uint32_t k = 0; k < d; ++k) b->grad[s * d + k] *= scale;
+      }
+    }
     for (float& g : b->grad) {
       g *= -eta;
       if (!std::isfinite(g)) {
@@ -337,9 +337,11 @@ void GraphTrainer::SetConsensusTarget(std::span<const float> target) {
 }
 
 void GraphTrainer::SetVertexScales(std::span<const float> lambda_scale,
-                                   std::span<const float> mu_scale) {
+                                   std::span<const float> mu_scale,
+                                   std::span<const float> step_scale) {
   impl_->lambda_scale.assign(lambda_scale.begin(), lambda_scale.end());
   impl_->mu_scale.assign(mu_scale.begin(), mu_scale.end());
+  impl_->step_scale.assign(step_scale.begin(), step_scale.end());
 }
 
 void GraphTrainer::ReadRow(VertexId v, float* out) const {

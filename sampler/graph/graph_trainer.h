@@ -114,7 +114,8 @@ class GraphTrainer {
   // proportion to the edges it fits). Copied; empty = 1 for all.
   // REQUIRES: each empty or num_vertices values; no epoch running.
   void SetVertexScales(std::span<const float> lambda_scale,
-                       std::span<const float> mu_scale);
+                       std::span<const float> mu_scale,
+                       std::span<const float> step_scale = {});
   // Copies row v into out[0..dim) with relaxed loads: safe from any thread
   // while an epoch runs (a row being updated may be seen in part).
   void ReadRow(VertexId v, float* out) const;

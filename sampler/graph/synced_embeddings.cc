@@ -26,26 +26,45 @@ sync::Key VertexSyncKey(VertexKey vertex) {
   return k == sync::kTopicTotalsKey ? k - 1 : k;
 }
 
-SyncedEmbeddings::SyncedEmbeddings(GraphTrainer* trainer, ConsensusMode mode)
-    : trainer_(trainer), mode_(mode), dim_(trainer->options().dim) {
+SyncedEmbeddings::SyncedEmbeddings(GraphTrainer* trainer, ConsensusMode mode,
+                                   double max_step_scale)
+    : trainer_(trainer),
+      mode_(mode),
+      dim_(trainer->options().dim),
+      max_step_scale_(std::max(1.0, max_step_scale)) {
   const GraphData& g = trainer->graph();
-  const std::vector<uint32_t> degree = g.Degrees();
+  const std::vector<uint32_t> weight = CopyWeights(*trainer);
   index_of_.assign(g.num_vertices(), -1);
   absl::MutexLock l(&mu_);
-  for (size_t v = 0; v < degree.size(); ++v) {
-    if (degree[v] > 0)
-      AppendHeld(static_cast<VertexId>(v), g.keys()[v], degree[v]);
+  for (size_t v = 0; v < weight.size(); ++v) {
+    if (weight[v] > 0)
+      AppendHeld(static_cast<VertexId>(v), g.keys()[v], weight[v]);
   }
 }
 
-void SyncedEmbeddings::AppendHeld(VertexId v, VertexKey key, uint32_t degree) {
+std::vector<uint32_t> SyncedEmbeddings::CopyWeights(
+    const GraphTrainer& trainer) {
+  const std::vector<double> touches =
+      ExpectedTouches(trainer.graph(), trainer.options().negatives);
+  std::vector<uint32_t> weight(touches.size());
+  for (size_t v = 0; v < touches.size(); ++v) {
+    weight[v] =
+        touches[v] > 0
+            ? static_cast<uint32_t>(std::max<double>(
+                  1, std::min<double>(std::round(2 * touches[v]), 1u << 30)))
+            : 0;
+  }
+  return weight;
+}
+
+void SyncedEmbeddings::AppendHeld(VertexId v, VertexKey key, uint32_t weight) {
   const uint32_t i = static_cast<uint32_t>(held_.size());
   index_of_[v] = static_cast<int32_t>(i);
   held_.push_back(v);
   keys_.push_back(VertexSyncKey(key));
-  degree_.push_back(degree);
-  taken_.resize(held_.size() * (dim_ + 2), 0);
-  others_.resize(held_.size() * (dim_ + 2), 0);
+  weight_.push_back(weight);
+  taken_.resize(held_.size() * (dim_ + kExtra), 0);
+  others_.resize(held_.size() * (dim_ + kExtra), 0);
   dual_.resize(held_.size() * dim_, 0.0f);
   if (mode_ == ConsensusMode::kNaive) unsent_.resize(held_.size() * dim_, 0.0);
   // A key starts changed under kDual (its whole copy is to be sent); under
@@ -65,9 +84,9 @@ absl::Status SyncedEmbeddings::Rebind(GraphTrainer* trainer) {
         "SyncedEmbeddings::Rebind: the new graph does not keep the vertex "
         "ids of the old one");
   }
-  const std::vector<uint32_t> degree = g.Degrees();
+  const std::vector<uint32_t> weight = CopyWeights(*trainer);
   for (size_t i = 0; i < held_.size(); ++i) {
-    if (degree[held_[i]] == 0) {
+    if (weight[held_[i]] == 0) {
       return absl::FailedPreconditionError(
           absl::StrCat("SyncedEmbeddings::Rebind: vertex ", g.keys()[held_[i]],
                        " lost its edges on this node"));
@@ -77,17 +96,17 @@ absl::Status SyncedEmbeddings::Rebind(GraphTrainer* trainer) {
   trainer_ = trainer;
   index_of_.resize(g.num_vertices(), -1);
   for (size_t i = 0; i < held_.size(); ++i) {
-    if (degree[held_[i]] == degree_[i]) continue;
+    if (weight[held_[i]] == weight_[i]) continue;
     // w_i^(m) changed: the contribution (w x, w) is to be sent again.
-    degree_[i] = degree[held_[i]];
+    weight_[i] = weight[held_[i]];
     if (!is_dirty_[i]) {
       is_dirty_[i] = true;
       dirty_.push_back(static_cast<uint32_t>(i));
     }
   }
-  for (size_t v = 0; v < degree.size(); ++v) {
-    if (degree[v] > 0 && index_of_[v] < 0) {
-      AppendHeld(static_cast<VertexId>(v), g.keys()[v], degree[v]);
+  for (size_t v = 0; v < weight.size(); ++v) {
+    if (weight[v] > 0 && index_of_[v] < 0) {
+      AppendHeld(static_cast<VertexId>(v), g.keys()[v], weight[v]);
     }
   }
   return absl::OkStatus();
@@ -101,20 +120,21 @@ void SyncedEmbeddings::Contribution(size_t index,
     absl::MutexLock l(&mu_);
     std::copy_n(&dual_[index * dim_], dim_, u.data());
   }
-  row->assign(dim_ + 2, 0);
-  const double w = degree_[index];
+  row->assign(dim_ + kExtra, 0);
+  const double w = weight_[index];
   for (uint32_t k = 0; k < dim_; ++k) {
     (*row)[k] = std::llround((double{x[k]} + u[k]) * w * kScale);
   }
   (*row)[dim_] = 1;
-  (*row)[dim_ + 1] = degree_[index];
+  (*row)[dim_ + 1] = weight_[index];
 }
 
 void SyncedEmbeddings::Read(size_t index, sync::SparseVector* out) const {
   absl::MutexLock l(&mu_);
-  std::vector<int64_t> sum(dim_ + 2);
-  for (uint32_t k = 0; k < dim_ + 2; ++k) {
-    sum[k] = taken_[index * (dim_ + 2) + k] + others_[index * (dim_ + 2) + k];
+  std::vector<int64_t> sum(dim_ + kExtra);
+  for (uint32_t k = 0; k < dim_ + kExtra; ++k) {
+    sum[k] = taken_[index * (dim_ + kExtra) + k] +
+             others_[index * (dim_ + kExtra) + k];
   }
   AppendCanonical(sum, out);
 }
@@ -126,8 +146,8 @@ void SyncedEmbeddings::EnqueueCorrection(size_t index,
   if (mode_ == ConsensusMode::kNaive) step.assign(dim_, 0.0f);
   bool any = false;
   for (const sync::SparseEntry& e : correction) {
-    if (e.topic >= dim_ + 2) continue;  // the synchronizer checked sizes
-    others_[index * (dim_ + 2) + e.topic] += e.count;
+    if (e.topic >= dim_ + kExtra) continue;  // the synchronizer checked sizes
+    others_[index * (dim_ + kExtra) + e.topic] += e.count;
     if (mode_ == ConsensusMode::kNaive && e.topic < dim_) {
       step[e.topic] = static_cast<float>(e.count / kScale);
       any = true;
@@ -144,7 +164,7 @@ bool SyncedEmbeddings::TakeDirtyList(std::vector<uint32_t>* out) {
 }
 
 void SyncedEmbeddings::TakeChange(size_t index, sync::SparseVector* out) {
-  std::vector<int64_t> delta(dim_ + 2, 0);
+  std::vector<int64_t> delta(dim_ + kExtra, 0);
   if (mode_ == ConsensusMode::kDual) {
     // Unlisted before the row is read: an update the read misses (the
     // updater writes the row, then MarkApplied) lists the key again. Read
@@ -157,8 +177,8 @@ void SyncedEmbeddings::TakeChange(size_t index, sync::SparseVector* out) {
     std::vector<int64_t> now;
     Contribution(index, &now);
     absl::MutexLock l(&mu_);
-    for (uint32_t k = 0; k < dim_ + 2; ++k) {
-      int64_t& taken = taken_[index * (dim_ + 2) + k];
+    for (uint32_t k = 0; k < dim_ + kExtra; ++k) {
+      int64_t& taken = taken_[index * (dim_ + kExtra) + k];
       delta[k] = now[k] - taken;
       taken = now[k];
     }
@@ -169,7 +189,7 @@ void SyncedEmbeddings::TakeChange(size_t index, sync::SparseVector* out) {
       double& unsent = unsent_[index * dim_ + k];
       delta[k] = std::llround(unsent * kScale);
       unsent -= delta[k] / kScale;
-      taken_[index * (dim_ + 2) + k] += delta[k];
+      taken_[index * (dim_ + kExtra) + k] += delta[k];
     }
   }
   AppendCanonical(delta, out);
@@ -227,7 +247,7 @@ std::vector<float> SyncedEmbeddings::Consensus() const {
   for (size_t i = 0; i < held_.size(); ++i) {
     Contribution(i, &mine);
     absl::MutexLock l(&mu_);
-    const int64_t* o = &others_[i * (dim_ + 2)];
+    const int64_t* o = &others_[i * (dim_ + kExtra)];
     const int64_t weight = mine[dim_ + 1] + o[dim_ + 1];
     for (uint32_t k = 0; k < dim_; ++k) {
       out[size_t{held_[i]} * dim_ + k] =
@@ -237,23 +257,37 @@ std::vector<float> SyncedEmbeddings::Consensus() const {
   return out;
 }
 
-std::vector<float> SyncedEmbeddings::LambdaScale() const {
-  std::vector<float> out(index_of_.size(), 1.0f);
+std::vector<float> SyncedEmbeddings::PerHeld(
+    float unheld, const std::function<float(double share)>& of_share) const {
+  std::vector<float> out(index_of_.size(), unheld);
   absl::MutexLock l(&mu_);
   for (size_t i = 0; i < held_.size(); ++i) {
-    const int64_t total =
-        taken_[i * (dim_ + 2) + dim_ + 1] + others_[i * (dim_ + 2) + dim_ + 1];
+    const int64_t total = taken_[i * (dim_ + kExtra) + dim_ + 1] +
+                          others_[i * (dim_ + kExtra) + dim_ + 1];
     if (total > 0) {
-      out[held_[i]] =
-          static_cast<float>(degree_[i]) / static_cast<float>(total);
+      out[held_[i]] = of_share(static_cast<double>(weight_[i]) / total);
     }
   }
   return out;
 }
 
+std::vector<float> SyncedEmbeddings::LambdaScale() const {
+  return PerHeld(1.0f, [](double share) { return static_cast<float>(share); });
+}
+
+std::vector<float> SyncedEmbeddings::StepScale() const {
+  return PerHeld(1.0f, [this](double share) {
+    return static_cast<float>(std::min(max_step_scale_, 1 / share));
+  });
+}
+
 std::vector<float> SyncedEmbeddings::MuScale() const {
   std::vector<float> out(index_of_.size(), 0.0f);
-  for (size_t i = 0; i < held_.size(); ++i) out[held_[i]] = degree_[i];
+  // ρ_i^(m) = μ w_i^(m) / (2 + negatives): in edge-equivalents, so that μ
+  // means what it did when a copy was weighed by its edges alone.
+  const float per_edge = 2.0f + std::max(trainer_->options().negatives, 0);
+  for (size_t i = 0; i < held_.size(); ++i)
+    out[held_[i]] = static_cast<float>(weight_[i]) / per_edge;
   return out;
 }
 
@@ -313,7 +347,7 @@ double SyncedEmbeddings::RefreshConsensus(bool reset) {
     }
   }
   trainer_->SetConsensusTarget(target);
-  trainer_->SetVertexScales(LambdaScale(), MuScale());
+  trainer_->SetVertexScales(LambdaScale(), MuScale(), StepScale());
   return distance;
 }
 

@@ -9,15 +9,20 @@
 // the sums commute and the synchronizer can batch, delay and merge them):
 //
 //   kDual   coordinates 0..dim-1: this node's local copy plus its scaled
-//           dual variable (consensus ADMM, ρ = μ w), weighted by the
-//           vertex's edges here, w_i^(m) (x_i^(m) + u_i^(m)); dim: 1 (this
-//           node holds the vertex); dim+1: w_i^(m). The owner's global is
-//           then (Σ_m w (x + u), holders, degree), and the consensus z̄_i =
-//           Σ_m w (x + u) / Σ_m w. RefreshConsensus takes the dual step u ←
-//           u + x − z̄ and gives the trainer z̄ − u as the copy's target
-//           (its μ w / 2 ‖x − target‖² pull); at a fixed point Σ_m ∇f_m(z̄)
-//           = 0, the single node's optimum. A node also takes the share
-//           w_i^(m) / degree of the vertex's λ term.
+//           dual variable (consensus ADMM, ρ = μ w / (2 + negatives)),
+//           weighted by the copy's weight w_i^(m) (x_i^(m) + u_i^(m)); dim:
+//           1 (this node holds the vertex); dim+1: w_i^(m), twice the
+//           copy's expected touches per epoch (ExpectedTouches: its edges
+//           here and the negatives they draw; w / (2 + negatives) is its
+//           edges when negatives come only from its side). The owner's
+//           global is then (Σ_m w (x + u), holders, W = Σ_m w), and the
+//           consensus z̄_i = Σ_m w (x + u) / W. RefreshConsensus takes the
+//           dual step u ← u + x − z̄ and gives the trainer z̄ − u as the
+//           copy's target (its ρ / 2 ‖x − target‖² pull) and scales the
+//           copy's steps by min(max_step_scale, W / w) (StepScale says
+//           why); at a fixed point Σ_m ∇f_m(z̄) = 0, the single node's
+//           optimum. A node also takes the share w_i^(m) / W of the
+//           vertex's λ term.
 //   kNaive  one shared Z (no local copies): coordinates 0..dim-1 are the
 //           SGD steps this node applied; every node adds the others' steps
 //           to its own vectors as they arrive (corrections, applied by the
@@ -33,8 +38,8 @@
 // Growing (ingested edges, docs/latentd.md "Ingesting edges into a graph
 // cluster"): Rebind moves the table onto a trainer rebuilt over more edges;
 // vertices it now holds become new keys (appended: existing indices keep
-// theirs), and a held vertex whose degree here grew has its weight w_i^(m)
-// changed, both sent as changes by the next round.
+// theirs), and a held vertex whose touches here changed has its weight
+// w_i^(m) changed, both sent as changes by the next round.
 //
 // Thread-safety: the AbelianTable methods are thread-safe (one mutex).
 // MarkApplied and ApplyPending run on the trainer's single writer (its
@@ -45,6 +50,7 @@
 #define LATENTD_SAMPLER_GRAPH_SYNCED_EMBEDDINGS_H_
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -66,14 +72,20 @@ sync::Key VertexSyncKey(VertexKey vertex);
 class SyncedEmbeddings final : public sync::AbelianTable {
  public:
   static constexpr double kScale = 16777216.0;  // 2^24
+  // Coordinates after the dim of the vector: holders, weight.
+  static constexpr uint32_t kExtra = 2;
 
   // `trainer` (not owned) must outlive this. Holds every vertex with an
   // edge in trainer->graph().
-  SyncedEmbeddings(GraphTrainer* trainer, ConsensusMode mode);
+  // kDual: a copy's steps are scaled by min(max_step_scale, W_i / w_i^(m))
+  // (StepScale; values below 1 count as 1).
+  SyncedEmbeddings(GraphTrainer* trainer, ConsensusMode mode,
+                   double max_step_scale = kDefaultMaxStepScale);
+  static constexpr double kDefaultMaxStepScale = 2.0;
 
   size_t num_keys() const override { return held_.size(); }
   sync::Key key(size_t index) const override { return keys_[index]; }
-  uint32_t dimension() const override { return dim_ + 2; }
+  uint32_t dimension() const override { return dim_ + kExtra; }
   void Read(size_t index, sync::SparseVector* out) const override;
   void EnqueueCorrection(size_t index,
                          const sync::SparseVector& correction) override;
@@ -96,18 +108,31 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   // (copy + dual) as they are now with the others' as last heard (num_vertices
   // × dim; a vertex not held here keeps its own value). kNaive: the vectors.
   std::vector<float> Consensus() const;
-  // kDual: per vertex, degree here / degree in the cluster (1 where the
-  // cluster's degree is not known yet), for GraphTrainer::SetVertexScales.
+  // kDual: per vertex, w_i^(m) / W_i (1 where the cluster's W is not known
+  // yet), for GraphTrainer::SetVertexScales.
   std::vector<float> LambdaScale() const;
-  // kDual: per vertex, its degree here (0 where not held): the μ weights.
+  // kDual: per vertex, w_i^(m) / (2 + negatives) (0 where not held): the
+  // μ weights.
   std::vector<float> MuScale() const;
+  // kDual: per vertex, min(max_step_scale, W_i / w_i^(m)) where W_i is the
+  // cluster's total weight of the vertex as last heard (1 where not held
+  // or not known yet): the copy's SGD steps are scaled by it. Why: z̄ is
+  // the w-weighted mean of the copies, and a copy that fits a share
+  // w/W of the vertex's terms moves it about that share of what the single
+  // node's epoch would, so the mean moves by Σ (w/W)² of it — 1/M of a
+  // single node's step for a vertex split evenly over M nodes. Scaling
+  // each copy's steps by W/w makes the mean move by the sum, as a single
+  // node's epoch does; the cap keeps η · scale stable (the fixed point is
+  // the same: the scale preconditions, it does not change the gradient's
+  // zeros).
+  std::vector<float> StepScale() const;
   // kDual: the mean over held vertices of ‖x_i − z̄_i‖ (Euclidean).
   double ConsensusDistance() const;
   // Moves the table onto `trainer` (not owned; it must outlive this, and
   // the previous one need not from now on), whose graph has the previous
   // graph's vertices with the same ids and keys first and may have more
   // vertices and edges. Appends the vertices it newly holds as keys and
-  // marks changed every held vertex whose degree here changed. The caller
+  // marks changed every held vertex whose weight here changed. The caller
   // installs the updater hook on `trainer`. kFailedPrecondition (nothing
   // changed) if a vertex id or key moved, or a held vertex lost its edges.
   // REQUIRES: no epoch running on either trainer and no sync round
@@ -125,17 +150,25 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   // *row = this node's contribution now, quantized.
   void Contribution(size_t index, std::vector<int64_t>* row) const;
 
-  // Appends vertex v (degree here `degree`) as a new key, changed.
-  void AppendHeld(VertexId v, VertexKey key, uint32_t degree)
+  // Per vertex: of_share(w_i^(m) / W_i) where this node holds it and W_i
+  // is known, `unheld` elsewhere.
+  std::vector<float> PerHeld(
+      float unheld, const std::function<float(double share)>& of_share) const;
+  // Appends vertex v (weight here `weight`) as a new key, changed.
+  void AppendHeld(VertexId v, VertexKey key, uint32_t weight)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Per vertex of trainer.graph(), w_i^(m): twice its expected touches per
+  // epoch here (ExpectedTouches), rounded, at least 1; 0 if never touched.
+  static std::vector<uint32_t> CopyWeights(const GraphTrainer& trainer);
 
   GraphTrainer* trainer_;  // changed only by Rebind (no round running)
   const ConsensusMode mode_;
   const uint32_t dim_;
+  const double max_step_scale_;
   std::vector<VertexId> held_;     // index -> vertex
   std::vector<sync::Key> keys_;    // index -> sync key
   std::vector<int32_t> index_of_;  // vertex -> index, -1 if not held
-  std::vector<uint32_t> degree_;   // index -> edges here
+  std::vector<uint32_t> weight_;   // index -> w_i^(m)
   mutable absl::Mutex mu_;
   // kDual: the contribution last taken, (dim + 2) per index.
   std::vector<int64_t> taken_ ABSL_GUARDED_BY(mu_);

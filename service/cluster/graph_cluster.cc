@@ -142,7 +142,8 @@ absl::StatusOr<std::unique_ptr<GraphCluster>> GraphCluster::Start(
     if (!IsDual(options.variant)) t.mu = 0;
     LATENTD_ASSIGN_OR_RETURN(
         node.trainer, GraphTrainer::Create(graph.WithEdges(parts[i]), t));
-    node.table = std::make_unique<SyncedEmbeddings>(node.trainer.get(), mode);
+    node.table = std::make_unique<SyncedEmbeddings>(node.trainer.get(), mode,
+                                                    options.max_step_scale);
     node.trainer->SetUpdaterHook(node.table->Hook());
     node.shard = std::make_unique<sync::OwnerShard>(node.table->dimension());
   }

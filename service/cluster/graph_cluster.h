@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "sampler/graph/graph_data.h"
 #include "sampler/graph/graph_trainer.h"
+#include "sampler/graph/synced_embeddings.h"
 
 namespace latentd {
 
@@ -58,6 +59,9 @@ struct GraphClusterOptions {
   // Dual: after each consensus round every copy is set to z̄ (then pulled
   // towards it with μ during the epoch); else it keeps its value.
   bool reset_to_consensus = false;
+  // Dual: the cap on a copy's step scale (SyncedEmbeddings::StepScale);
+  // 1 turns the scaling off.
+  double max_step_scale = SyncedEmbeddings::kDefaultMaxStepScale;
   // The async variants' pause between background rounds.
   absl::Duration round_interval = absl::Milliseconds(5);
 };

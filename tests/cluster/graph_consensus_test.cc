@@ -1,12 +1,11 @@
 // Graph factorization across 2 and 3 in-process nodes (service/cluster/
 // graph_cluster.h) on SNAP ca-HepTh, edges split by the ring owner of their
-// first endpoint: synchronous dual decomposition ends within 6% of the
-// single-node objective after 30 epochs (the issue asks for 1%: not
-// reached) and within 0.01 of its held-out AUC (asynchronous: 10%, 0.02),
-// the copies'
-// disagreement before each consensus shrinks, and on 8 nodes the naive
-// shared-Z variant with the same one exchange per epoch is measurably worse
-// in objective (both are printed).
+// first endpoint: synchronous dual decomposition ends within 1% of the
+// single-node objective after 30 epochs (the issue's bound) and within
+// 0.01 of its held-out AUC (asynchronous, on 2 nodes: 1.5%, 0.01), the
+// copies' disagreement before each consensus shrinks, and on 8 nodes the
+// naive shared-Z variant with the same one exchange per epoch is measurably
+// worse in objective (both are printed).
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -106,9 +105,9 @@ double GraphConsensus::single_auc_ = 0;
 TEST_F(GraphConsensus, DualSyncMatchesSingleNodeOnTwoAndThreeNodes) {
   for (int nodes : {2, 3}) {
     const Run r = Train(nodes, GraphConsensusVariant::kDualSync);
-    // The issue asks for 1%; after 30 epochs the cluster is still a few
-    // percent behind (its consensus averages the copies' steps: slower).
-    EXPECT_LT(std::abs(r.objective / single_objective_ - 1), 0.06) << nodes;
+    // Measured: +0.3% on 2 nodes, +0.9% on 3 (+3.9% on 3 without the
+    // copies' step scaling, SyncedEmbeddings::StepScale).
+    EXPECT_LT(std::abs(r.objective / single_objective_ - 1), 0.01) << nodes;
     EXPECT_LT(std::abs(r.auc - single_auc_), 0.01) << nodes;
     EXPECT_LT(r.last_distance, 0.7 * r.first_distance) << nodes;
   }
@@ -117,9 +116,9 @@ TEST_F(GraphConsensus, DualSyncMatchesSingleNodeOnTwoAndThreeNodes) {
 TEST_F(GraphConsensus, DualAsyncConverges) {
   const Run r = Train(2, GraphConsensusVariant::kDualAsync);
   // The copies are reset to a z̄ that lags (what the background rounds
-  // have brought so far): further behind than dual-sync.
-  EXPECT_LT(std::abs(r.objective / single_objective_ - 1), 0.10);
-  EXPECT_LT(std::abs(r.auc - single_auc_), 0.02);
+  // have brought so far): a little behind dual-sync (measured +0.7%).
+  EXPECT_LT(std::abs(r.objective / single_objective_ - 1), 0.015);
+  EXPECT_LT(std::abs(r.auc - single_auc_), 0.01);
   EXPECT_LT(r.last_distance, 0.7 * r.first_distance);
 }
 

@@ -1,7 +1,7 @@
 // SyncedEmbeddings through the real Synchronizer and OwnerShards (direct
 // channels): after a consensus round every node's z̄ is the edge-weighted
 // mean of the copies, exactly up to the fixed-point rounding, with the
-// holder count and degree at the owner; in naive mode every node ends with
+// holder count and weight at the owner; in naive mode every node ends with
 // the start plus the sum of all nodes' steps; a node that holds more
 // vertices after Rebind syncs them as new keys.
 #include <atomic>
@@ -91,20 +91,24 @@ TEST(SyncedEmbeddings, DualConsensusIsTheEdgeWeightedMeanOfTheCopies) {
     }
     const std::vector<float> ls = p.table[node]->LambdaScale();
     EXPECT_FLOAT_EQ(ls[v1], node == 0 ? 2.0f / 3 : 1.0f / 3);
+    // Steps scaled by W / w, at most 2: 6 / 4 on node 0, 6 / 2 capped.
+    const std::vector<float> steps = p.table[node]->StepScale();
+    EXPECT_FLOAT_EQ(steps[v1], node == 0 ? 1.5f : 2.0f);
   }
   // Vertex 0 is node 0's alone: its consensus is its copy.
   const VertexId v0 = *p.trainer[0]->graph().Find(0);
   EXPECT_NEAR(p.table[0]->Consensus()[v0 * 3], p.Row(0, v0)[0], 1e-6);
-  // The owner holds Σ w x, 2 holders, degree 3.
+  // The owner holds Σ w x, 2 holders, W = 6: with no negatives a copy's
+  // weight is twice its edges (2 and 1 here).
   const sync::Key key = VertexSyncKey(1);
   const sync::SparseVector g = p.shard[key % 2]->Global(key);
-  int64_t holders = 0, degree = 0;
+  int64_t holders = 0, weight = 0;
   for (const sync::SparseEntry& e : g) {
     if (e.topic == 3) holders = e.count;
-    if (e.topic == 4) degree = e.count;
+    if (e.topic == 4) weight = e.count;
   }
   EXPECT_EQ(holders, 2);
-  EXPECT_EQ(degree, 3);
+  EXPECT_EQ(weight, 6);
   EXPECT_GT(p.table[0]->ConsensusDistance(), 0.0);
 }
 
@@ -145,22 +149,22 @@ TEST(SyncedEmbeddings, RebindAddsNewlyHeldVerticesAsKeys) {
 
   ASSERT_TRUE(p.trainer[0]->RunEpoch().ok());
   p.Round();
-  auto at_owner = [&p](VertexKey v, int64_t* holders, int64_t* degree) {
+  auto at_owner = [&p](VertexKey v, int64_t* holders, int64_t* weight) {
     const sync::Key key = VertexSyncKey(v);
     for (const sync::SparseEntry& e : p.shard[key % 2]->Global(key)) {
       if (e.topic == 3) *holders = e.count;
-      if (e.topic == 4) *degree = e.count;
+      if (e.topic == 4) *weight = e.count;
     }
   };
-  int64_t holders = 0, degree = 0;
-  at_owner(0, &holders, &degree);
+  int64_t holders = 0, weight = 0;
+  at_owner(0, &holders, &weight);
   EXPECT_EQ(holders, 2);
-  EXPECT_EQ(degree, 2);
-  at_owner(1, &holders, &degree);
-  EXPECT_EQ(degree, 4);
-  at_owner(4, &holders, &degree);
+  EXPECT_EQ(weight, 2 * 2);  // weights: twice the edges (no negatives)
+  at_owner(1, &holders, &weight);
+  EXPECT_EQ(weight, 2 * 4);
+  at_owner(4, &holders, &weight);
   EXPECT_EQ(holders, 1);
-  EXPECT_EQ(degree, 1);
+  EXPECT_EQ(weight, 2 * 1);
   const VertexId v0 = *g.Find(0);
   const std::vector<float> a = p.Row(0, v0), b = p.Row(1, v0);
   for (int node = 0; node < 2; ++node) {
@@ -236,7 +240,7 @@ TEST(SyncedEmbeddings, NoStepIsLostWhileRoundsTakeChangesConcurrently) {
     sync::SparseVector delta;
     for (uint32_t i : dirty) table.TakeChange(i, &delta);
     // Read: what was taken (no other node: nothing received). Vertex 0
-    // has weight (degree) 1.
+    // has weight 2 (twice its one edge; no negatives).
     sync::SparseVector taken;
     table.Read(0, &taken);
     std::vector<int64_t> dense(kDim + 2, 0);
@@ -244,7 +248,8 @@ TEST(SyncedEmbeddings, NoStepIsLostWhileRoundsTakeChangesConcurrently) {
     std::vector<float> row(kDim);
     trainer->ReadRow(0, row.data());
     for (uint32_t k = 0; k < kDim; ++k) {
-      if (dense[k] != std::llround(double{row[k]} * SyncedEmbeddings::kScale)) {
+      if (dense[k] !=
+          std::llround(2 * double{row[k]} * SyncedEmbeddings::kScale)) {
         ++lost;
         break;
       }

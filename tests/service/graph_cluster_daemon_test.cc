@@ -259,11 +259,11 @@ Result GraphClusterDaemon::single_;
 TEST_F(GraphClusterDaemon, DualMatchesSingleNodeAndNaiveIsWorse) {
   const Result dual2 = RunCluster(2, "dual", "bsp");
   const Result dual3 = RunCluster(3, "dual", "bsp");
-  // Measured (kEpochs = 40, η = 0.3, ADMM): 2 nodes +0.7% objective, 3
-  // nodes +1.3-1.4%; the AUC within 0.005. The issue asks for 1%: met on
-  // 2 nodes, not on 3 (docs/latentd.md says what is left of the gap).
+  // The issue's bound, 1%. Measured in process (kEpochs = 40, η = 0.3,
+  // ADMM with the copies' steps scaled, SyncedEmbeddings::StepScale): 2
+  // nodes +0.2%, 3 nodes +0.5% (+0.7% and +1.3-1.4% without the scaling).
   for (const auto& [nodes, r, bound] :
-       {std::tuple{2, &dual2, 0.02}, std::tuple{3, &dual3, 0.03}}) {
+       {std::tuple{2, &dual2, 0.01}, std::tuple{3, &dual3, 0.01}}) {
     EXPECT_LT(std::abs(r->objective / single_.objective - 1), bound) << nodes;
     EXPECT_LT(std::abs(r->auc - single_.auc), 0.01) << nodes;
     EXPECT_LT(r->last_distance, 0.5 * r->first_distance) << nodes;
