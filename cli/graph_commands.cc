@@ -15,6 +15,7 @@
 #include "sampler/graph/graph_model.h"
 #include "sampler/graph/link_eval.h"
 #include "sampler/model_dir.h"
+#include "service/cluster/graph_cluster.h"
 
 namespace latentd {
 namespace {
@@ -45,6 +46,88 @@ absl::StatusOr<std::vector<float>> VectorsFor(const GraphModel& model,
   return z;
 }
 
+// `graph train --nodes N`: the epochs on in-process nodes, then the
+// consensus written as the model (checkpoints only at the end).
+absl::Status TrainOnNodes(const GraphTrainCommand& c, const GraphData& train,
+                          const std::optional<LinkSplit>& split, FILE* out,
+                          FILE* err) {
+  LATENTD_ASSIGN_OR_RETURN(GraphConsensusVariant variant,
+                           ParseGraphConsensusVariant(c.consensus));
+  GraphClusterOptions o;
+  o.nodes = c.nodes;
+  o.variant = variant;
+  o.trainer = c.trainer;
+  o.reset_to_consensus = true;
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<GraphCluster> cluster,
+                           GraphCluster::Start(train, o));
+  std::string edges;
+  for (int i = 0; i < cluster->nodes(); ++i) {
+    absl::StrAppend(&edges, i ? " " : "", cluster->edges_on(i));
+  }
+  std::fprintf(err,
+               "%zu vertices, %zu training edges on %d nodes (%s), %s, dim "
+               "%u, %d negatives, mu %g\n",
+               train.num_vertices(), train.num_edges(), c.nodes, edges.c_str(),
+               c.consensus.c_str(), c.trainer.dim, c.trainer.negatives,
+               c.trainer.mu);
+  LinkScores last_scores;
+  double seconds = 0, objective = cluster->Objective();
+  int done = 0;
+  for (int e = 0; e < c.epochs; ++e) {
+    LATENTD_ASSIGN_OR_RETURN(GraphClusterEpoch r, cluster->RunEpoch());
+    seconds += r.seconds;
+    objective = r.objective;
+    done = e + 1;
+    std::string line = absl::StrFormat(
+        "epoch %d/%d: objective %.6g, copies' distance to consensus %.4g, "
+        "%.3f s",
+        e + 1, c.epochs, r.objective, r.consensus_distance, r.seconds);
+    if (split) {
+      const std::vector<float> z = cluster->Embeddings();
+      const uint32_t d = c.trainer.dim;
+      last_scores = EvaluateLinks(*split, [&](VertexId a, VertexId b) {
+        double dot = 0;
+        for (uint32_t k = 0; k < d; ++k) {
+          dot += double{z[size_t{a} * d + k]} * z[size_t{b} * d + k];
+        }
+        return dot;
+      });
+      absl::StrAppendFormat(&line, ", held-out AUC %.4f AP %.4f",
+                            last_scores.auc, last_scores.average_precision);
+    }
+    std::fprintf(err, "%s\n", line.c_str());
+    if (c.stop != nullptr && c.stop->load()) {
+      std::fprintf(err, "stopping after epoch %d\n", e + 1);
+      break;
+    }
+  }
+  LATENTD_RETURN_IF_ERROR(cluster->Quiesce());
+  GraphModel::Header h;
+  h.dim = c.trainer.dim;
+  h.epoch = static_cast<uint64_t>(done);
+  h.seed = c.trainer.seed;
+  h.negatives = c.trainer.negatives;
+  h.lambda = c.trainer.lambda;
+  LATENTD_RETURN_IF_ERROR(SaveGraphCheckpoint(
+      GraphModel(h, train.keys(), cluster->Embeddings()), c.out_dir));
+  std::fprintf(err, "wrote %s (epoch %d, the consensus of %d nodes)\n",
+               GraphModelPath(c.out_dir).c_str(), done, c.nodes);
+  if (c.json) {
+    std::string json = absl::StrFormat(
+        "{\"modelDir\":\"%s\",\"epoch\":%d,\"vertices\":%d,\"edges\":%d,"
+        "\"dim\":%d,\"nodes\":%d,\"objective\":%.9g,"
+        "\"trainingSeconds\":%.6g",
+        c.out_dir, done, train.num_vertices(), train.num_edges(), c.trainer.dim,
+        c.nodes, objective, seconds);
+    if (split) {
+      absl::StrAppendFormat(&json, ",\"heldoutAuc\":%.6f,\"heldoutAp\":%.6f",
+                            last_scores.auc, last_scores.average_precision);
+    }
+    std::fprintf(out, "%s}\n", json.c_str());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunGraphTrain(const GraphTrainCommand& c, FILE* out, FILE* err) {
@@ -54,6 +137,15 @@ absl::Status RunGraphTrain(const GraphTrainCommand& c, FILE* out, FILE* err) {
   }
   LATENTD_RETURN_IF_ERROR(c.trainer.Validate());
   if (c.out_dir.empty()) return absl::InvalidArgumentError("--out is required");
+  if (c.nodes < 1 || c.nodes > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--nodes ", c.nodes, " is not in [1, 64]"));
+  }
+  if (c.nodes > 1 && c.resume) {
+    return absl::InvalidArgumentError(
+        "--resume trains on one node: the in-process nodes of --nodes start "
+        "from the seeded vectors");
+  }
   const bool has_model = Exists(GraphModelPath(c.out_dir)) ||
                          Exists(GraphPrevModelPath(c.out_dir));
   if (has_model && !c.resume && !c.overwrite) {
@@ -87,6 +179,10 @@ absl::Status RunGraphTrain(const GraphTrainCommand& c, FILE* out, FILE* err) {
     split = std::move(s);
     std::fprintf(err, "held out %zu edges and %zu non-edges\n",
                  split->positives.size(), split->negatives.size());
+  }
+  if (c.nodes > 1) {
+    LATENTD_RETURN_IF_ERROR(MakeModelDirectory(c.out_dir));
+    return TrainOnNodes(c, train, split, out, err);
   }
   std::vector<float> initial;
   uint64_t start_epoch = 0;
@@ -299,6 +395,24 @@ void AddGraphCommands(CLI::App* app, GraphCommands* c) {
   tr->add_option("--checkpoint-every", t.checkpoint_every,
                  "Write DIR/graph.bin every N epochs (and at the end); 0 = "
                  "only at the end")
+      ->capture_default_str();
+  tr->add_option("--nodes", t.nodes,
+                 "Train on this many in-process nodes (edges split by the "
+                 "ring owner of their first endpoint) that agree by "
+                 "--consensus; the model written is their consensus")
+      ->capture_default_str();
+  tr->add_option("--consensus", t.consensus,
+                 "With --nodes > 1: dual-sync | dual-async (local copies "
+                 "pulled to their consensus, ADMM) | naive-sync | naive-async "
+                 "(one shared Z, the nodes' steps summed; to compare)")
+      ->check(CLI::IsMember(
+          {"dual-sync", "dual-async", "naive-sync", "naive-async"}))
+      ->capture_default_str();
+  t.trainer.mu = 0.01;  // the daemon's --graph-mu default
+  tr->add_option("--mu", t.trainer.mu,
+                 "With --nodes > 1 and a dual consensus: the strength mu of "
+                 "each copy's pull towards the consensus (> 0; one node has "
+                 "no copies, so it is ignored there)")
       ->capture_default_str();
   tr->add_flag("--resume", t.resume, "Continue the model in --out");
   tr->add_flag("--overwrite", t.overwrite, "Replace a model already in --out");

@@ -70,6 +70,12 @@ struct GraphTrainCommand {
   int epochs = 20;
   double holdout = 0;  // fraction of edges held out; 0 = none
   int checkpoint_every = 5;
+  // > 1: train on this many in-process nodes (service/cluster/
+  // graph_cluster.h), the edges split by the ring owner of their first
+  // endpoint, with `consensus` (dual-sync, dual-async, naive-sync,
+  // naive-async) and trainer.mu; the model written is the consensus.
+  int nodes = 1;
+  std::string consensus = "dual-sync";
   bool resume = false;
   bool overwrite = false;
   bool json = false;  // a JSON summary on stdout at the end

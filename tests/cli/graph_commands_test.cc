@@ -112,6 +112,42 @@ TEST(GraphCommands, TrainsScoresAndResumes) {
             absl::StatusCode::kNotFound);
 }
 
+// --nodes: in-process nodes agree by consensus; the model written is their
+// consensus, and --mu 0 (no pull) or --resume is refused with the reason.
+TEST(GraphCommands, TrainsOnSeveralNodesWithMu) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("g.txt"), Ring(60));
+  GraphTrainCommand c = Train(dir);
+  c.nodes = 3;
+  c.json = true;
+  c.trainer.mu = 0.05;
+  Capture out, err;
+  ASSERT_TRUE(RunGraphTrain(c, out.f(), err.f()).ok()) << err.str();
+  EXPECT_NE(err.str().find("on 3 nodes"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("mu 0.05"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("epoch 3/3: objective"), std::string::npos);
+  EXPECT_NE(out.str().find("\"nodes\":3"), std::string::npos) << out.str();
+  absl::StatusOr<GraphModel> m = GraphModel::Load(GraphModelPath(c.out_dir));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->num_vertices(), 60u);
+  EXPECT_EQ(m->header().epoch, 3u);
+
+  c.overwrite = true;
+  c.trainer.mu = 0;
+  absl::Status s = RunGraphTrain(c, out.f(), err.f());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("mu > 0"), std::string::npos) << s;
+  c.trainer.mu = 0.01;
+  c.resume = true;
+  s = RunGraphTrain(c, out.f(), err.f());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--resume"), std::string::npos) << s;
+  c.resume = false;
+  c.nodes = 0;
+  EXPECT_EQ(RunGraphTrain(c, out.f(), err.f()).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(GraphCommands, BadInputIsAClearError) {
   testing::TempDir dir;
   Capture out, err;
