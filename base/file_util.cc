@@ -5,6 +5,8 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "base/file_system.h"
 #include "base/status_macros.h"
 
@@ -94,6 +96,31 @@ absl::Status WriteFileAtomically(const std::string& path,
     (void)FileSystem::Default()->Remove(tmp);
   }
   return status;
+}
+
+absl::StatusOr<std::string> KeepDamagedCopy(const std::string& path) {
+  const std::string stem = absl::StrCat(
+      path, ".damaged-",
+      absl::FormatTime("%Y%m%dT%H%M%SZ", absl::Now(), absl::UTCTimeZone()));
+  std::string kept = stem;
+  for (int i = 1; PathExists(kept); ++i) kept = absl::StrCat(stem, "-", i);
+  FileSystem* fs = FileSystem::Default();
+  if (!fs->Link(path, kept).ok()) {
+    LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ReadableFile> in,
+                             fs->OpenForRead(path));
+    LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> out,
+                             fs->OpenForWrite(kept, WriteMode::kTruncate));
+    std::string buf(1 << 20, '\0');
+    for (;;) {
+      LATENTD_ASSIGN_OR_RETURN(size_t got, in->Read(buf.data(), buf.size()));
+      if (got == 0) break;
+      LATENTD_RETURN_IF_ERROR(out->Append(std::string_view(buf.data(), got)));
+    }
+    LATENTD_RETURN_IF_ERROR(out->Sync());
+    LATENTD_RETURN_IF_ERROR(out->Close());
+  }
+  LATENTD_RETURN_IF_ERROR(SyncDirectoryOf(kept));
+  return kept;
 }
 
 }  // namespace latentd

@@ -51,6 +51,11 @@ absl::Status RenameDurably(const std::string& from, const std::string& to);
 absl::Status WriteFileAtomically(const std::string& path,
                                  std::string_view contents);
 
+// Keeps a damaged file's bytes under a second name before it is repaired:
+// PATH.damaged-<UTC time>[-N], a hard link (a durable copy, streamed, where
+// there are no hard links), its directory fsynced. Returns the name.
+absl::StatusOr<std::string> KeepDamagedCopy(const std::string& path);
+
 }  // namespace latentd
 
 #endif  // LATENTD_BASE_FILE_UTIL_H_

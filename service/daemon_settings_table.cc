@@ -398,8 +398,10 @@ void AddIngestSettings(const AddFn& add) {
           [](DaemonConfig* c) { return &c->service.compact_log_bytes; }));
   add("refuse-ingest-loss", "off", "on|off",
       "Refuse to start when damage in DIR/ingest.log lost acknowledged "
-      "documents not merged yet (off: start without them, log an error "
-      "naming their sequences, count them in latentd_ingest_lost_total)",
+      "documents not merged yet, or a damaged block of DIR/tokens.lts would "
+      "lose its documents (off: start without them, log an error naming "
+      "their sequences or document indices, count them in "
+      "latentd_ingest_lost_total or latentd_token_store_docs_lost_total)",
       Bool("refuse-ingest-loss",
            [](DaemonConfig* c) { return &c->service.refuse_ingest_loss; }));
   add("watch-dir", "", "a directory",

@@ -225,25 +225,6 @@ IngestLog::Scan IngestLog::ScanLog(std::string_view all,
   return scan;
 }
 
-absl::StatusOr<std::string> IngestLog::KeepAside(const std::string& path,
-                                                 std::string_view bytes) {
-  const std::string stem = absl::StrCat(
-      path, ".damaged-",
-      absl::FormatTime("%Y%m%dT%H%M%SZ", absl::Now(), absl::UTCTimeZone()));
-  std::string kept = stem;
-  for (int i = 1; PathExists(kept); ++i) {
-    kept = absl::StrCat(stem, "-", i);
-  }
-  // A second name for the damaged file (a copy where there are no hard
-  // links); the rewrite then replaces only `path`.
-  if (FileSystem::Default()->Link(path, kept).ok()) {
-    LATENTD_RETURN_IF_ERROR(SyncDirectoryOf(kept));
-  } else {
-    LATENTD_RETURN_IF_ERROR(WriteFileAtomically(kept, bytes));
-  }
-  return kept;
-}
-
 IngestLog::IngestLog(std::string path, std::unique_ptr<WritableFile> file,
                      uint64_t size, uint64_t last_sequence)
     : path_(std::move(path)),
@@ -326,7 +307,7 @@ absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Repair(
   // Keep the evidence first: a crash before the rewrite leaves the damaged
   // log in place (repaired again on the next start), one after it the
   // repaired log; the damaged bytes are kept aside either way.
-  LATENTD_ASSIGN_OR_RETURN(found.kept_aside, KeepAside(path, all));
+  LATENTD_ASSIGN_OR_RETURN(found.kept_aside, KeepDamagedCopy(path));
   LATENTD_RETURN_IF_ERROR(WriteFileAtomically(path, out));
   absl::StatusOr<std::unique_ptr<WritableFile>> file =
       FileSystem::Default()->OpenForWrite(path, WriteMode::kKeep);

@@ -157,10 +157,6 @@ class IngestLog {
       const std::string& path, std::string_view all, Scan scan,
       const IngestLogOpenOptions& options, std::vector<IngestRecord>* records,
       IngestLogRepair* repair);
-  // Gives the damaged file at `path` (holding `bytes`) a second name,
-  // PATH.damaged-<UTC time>[-N], and returns it.
-  static absl::StatusOr<std::string> KeepAside(const std::string& path,
-                                               std::string_view bytes);
 
   const std::string path_;
   mutable absl::Mutex mu_;

@@ -17,6 +17,7 @@
 #include "base/file_util.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "corpora/token_store_repair.h"
 #include "sampler/checkpoint_files.h"
 #include "sampler/model_dir.h"
 #include "service/api_client.h"
@@ -181,13 +182,12 @@ absl::Status LatentdService::OpenTrainer() {
   LATENTD_ASSIGN_OR_RETURN(vocab_, Vocabulary::Load(paths.vocab()));
   vocab_saved_ = vocab_.size();
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<TokenStore> store,
-                           WithStoreAdvice(OpenFileTokenStore(paths.tokens())));
+                           OpenScannedStore(paths.tokens()));
   if (vocab_.size() < store->meta().vocab_size) {
     return absl::DataLossError(
         absl::StrCat(paths.vocab(), " has ", vocab_.size(), " words but ",
                      paths.tokens(), " uses ", store->meta().vocab_size));
   }
-  LATENTD_ASSIGN_OR_RETURN(scan_, WithStoreAdvice(ScanStore(store.get())));
   if (HasSnapshot(paths)) {
     // The newest snapshot that verifies; an older one only costs the α
     // optimized since, as the counts and the sweep come from the store.
@@ -219,6 +219,42 @@ absl::Status LatentdService::OpenTrainer() {
                      " documents, ", heldout_->meta().num_tokens, " tokens"));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<TokenStore>> LatentdService::OpenScannedStore(
+    const std::string& path) {
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<TokenStore> store,
+                           WithStoreAdvice(OpenFileTokenStore(path)));
+  absl::StatusOr<StoreScan> scan = ScanStore(store.get());
+  if (scan.ok() || scan.status().code() != absl::StatusCode::kDataLoss) {
+    LATENTD_ASSIGN_OR_RETURN(scan_, std::move(scan));
+    return store;
+  }
+  if (options_.refuse_ingest_loss) {
+    return absl::DataLossError(absl::StrCat(
+        scan.status().message(),
+        " (not repaired: --refuse-ingest-loss on; with it off the damaged "
+        "blocks' documents are dropped and the rest kept)"));
+  }
+  log::Error("latentd",
+             absl::StrCat(scan.status().message(), "; repairing ", path));
+  store.reset();
+  LATENTD_ASSIGN_OR_RETURN(TokenStoreRepair repair,
+                           WithStoreAdvice(RepairFileTokenStore(path)));
+  for (const TokenStoreDamage& d : repair.damage) {
+    log::Error("latentd", absl::StrCat(path, ": lost ", d.Describe()));
+  }
+  m_.store_damage->Add(repair.damage.size());
+  m_.store_docs_lost->Add(repair.docs_lost());
+  LogWarning(absl::StrCat(
+      path, " rewritten without the damage: ", repair.docs_lost(),
+      " documents (", repair.tokens_lost(),
+      " tokens) are now empty, every other document keeps its index; the "
+      "damaged file is kept as ",
+      repair.kept_aside));
+  LATENTD_ASSIGN_OR_RETURN(store, WithStoreAdvice(OpenFileTokenStore(path)));
+  LATENTD_ASSIGN_OR_RETURN(scan_, WithStoreAdvice(ScanStore(store.get())));
+  return store;
 }
 
 absl::Status LatentdService::ReplayLog() {

@@ -135,6 +135,9 @@ struct ServiceOptions {
   // their sequences and counting them (latentd_ingest_lost_total); true
   // refuses to start (kDataLoss), the log left as it is for an operator.
   // Damaged records merged already are skipped either way.
+  // The same for the token store: false repairs a damaged block at start
+  // (its documents lost, now empty; logged with their indices, counted in
+  // latentd_token_store_docs_lost_total), true refuses to start.
   bool refuse_ingest_loss = false;
   // JoinCluster will be called (cluster mode). Until it has succeeded,
   // Ingest, IngestRecords and GetUserProfile answer kUnavailable: the
@@ -301,6 +304,11 @@ class LatentdService {
   // Start-up steps of Init(), in order.
   absl::Status BuildStore() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status OpenTrainer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Opens the token store at `path` and scans it into scan_; a damaged
+  // block is repaired (RepairFileTokenStore: its documents lost, reported
+  // and counted) unless options_.refuse_ingest_loss.
+  absl::StatusOr<std::unique_ptr<TokenStore>> OpenScannedStore(
+      const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status ReplayLog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // Logs what IngestLog::Open repaired and counts it.
   void ReportLogRepair(const IngestLogRepair& repair);
@@ -571,6 +579,8 @@ class LatentdService {
     Counter* snapshots_refused;
     Counter* log_damage;
     Counter* lost;
+    Counter* store_damage;
+    Counter* store_docs_lost;
     Gauge* coherence_umass;
     Gauge* coherence_npmi;
     Gauge* coherence_sweep;

@@ -82,6 +82,13 @@ void LatentdService::RegisterMetrics(MetricsRegistry* metrics) {
   m_.lost = r.AddCounter(
       "latentd_ingest_lost_total",
       "Acknowledged documents lost to ingest log damage before they merged");
+  m_.store_damage =
+      r.AddCounter("latentd_token_store_damage_total",
+                   "Damaged blocks of the token store repaired at start-up");
+  m_.store_docs_lost = r.AddCounter(
+      "latentd_token_store_docs_lost_total",
+      "Documents lost with damaged token store blocks (kept as empty "
+      "documents)");
   m_.snapshots_refused = r.AddCounter(
       "latentd_snapshots_refused_total",
       "Snapshot files passed over at start-up (damaged, or not fitting the "

@@ -11,9 +11,10 @@
 #                         latentctl train and latentd do by default
 #   sstart-t1, sstart-t2  --kernel auto after the sparse start (1 topic per
 #                         word, --sparse-start 1)
-#   mh-t1                 MH every sweep (2 cycles a token), uniform start
+#   mh-t1, mh-t2          MH every sweep (2 cycles a token), uniform start
 #   mh-sparse-t1          MH every sweep after the sparse start
 #   dense                 the plain O(K) sampler, one thread
+# (CONFIGS picks some, e.g. CONFIGS="sparse-t1 auto-t1")
 #   news20.lines.zst  K=100 (target -9.22), K=1000 (target -9.83): the
 #                     log-likelihoods WarpLDA reaches in 100 iterations
 #                     (issue 15; no WarpLDA binary on the dev machine)
@@ -59,7 +60,7 @@ QUALITY_SEEDS=${QUALITY_SEEDS:-1 2 3}
 DATA=${LATENTD_DATA_DIR:-../shared/data}
 BIN=$BUILD/ops/bench/lda_bench
 LOG=$(mktemp -d)/lda_bench
-CONFIGS="sparse-t1 sparse-t2 auto-t1 auto-t2 sstart-t1 sstart-t2 mh-t1 mh-sparse-t1 dense"
+CONFIGS=${CONFIGS:-sparse-t1 sparse-t2 auto-t1 auto-t2 sstart-t1 sstart-t2 mh-t1 mh-t2 mh-sparse-t1 dense}
 
 config_args() {  # name -> lda_bench arguments
   case $1 in
@@ -70,6 +71,7 @@ config_args() {  # name -> lda_bench arguments
     sstart-t1) echo --kernel auto --init-row-topics 1 --threads 1 ;;
     sstart-t2) echo --kernel auto --init-row-topics 1 --threads 2 ;;
     mh-t1) echo --kernel mh --threads 1 ;;
+    mh-t2) echo --kernel mh --threads 2 ;;
     mh-sparse-t1) echo --kernel mh --init-row-topics 1 --threads 1 ;;
     dense) echo --engine dense ;;
   esac

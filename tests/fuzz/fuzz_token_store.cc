@@ -4,13 +4,17 @@
 // decoders behind them see the bytes). A damaged
 // store is an error naming the file; what it reads back keeps the header's
 // bounds (every word < vocab_size, every topic < num_topics, documents
-// well formed) and adds up to the header's counts.
+// well formed) and adds up to the header's counts. A store that fails its
+// pass goes through RepairFileTokenStore: refused, or repaired into a store
+// that reads clean with the header's document count (the lost ones empty).
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "base/file_system.h"
 #include "corpora/token_store.h"
+#include "corpora/token_store_repair.h"
 #include "tests/fuzz/fuzz_util.h"
 #include "xxhash.h"
 
@@ -53,6 +57,31 @@ void FixChecksums(std::string* s) {
   }
 }
 
+// A full pass; false at the first error.
+bool ReadsClean(latentd::TokenStore& store) {
+  absl::StatusOr<std::unique_ptr<latentd::BatchReader>> reader = store.Read();
+  if (!reader.ok()) return false;
+  latentd::DocBatch batch;
+  for (;;) {
+    absl::StatusOr<bool> more = (*reader)->Next(&batch);
+    if (!more.ok()) return false;
+    if (!*more) return true;
+  }
+}
+
+void CheckRepair(const std::string& path, const latentd::TokenStoreMeta& meta) {
+  using namespace latentd;
+  absl::StatusOr<TokenStoreRepair> repair = RepairFileTokenStore(path);
+  if (!repair.ok()) return;
+  if (!repair->kept_aside.empty()) {
+    (void)FileSystem::Default()->Remove(repair->kept_aside);
+  }
+  absl::StatusOr<std::unique_ptr<TokenStore>> again = OpenFileTokenStore(path);
+  LATENTD_FUZZ_CHECK(again.ok());
+  LATENTD_FUZZ_CHECK((*again)->meta().num_docs == meta.num_docs);
+  LATENTD_FUZZ_CHECK(ReadsClean(**again));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -70,8 +99,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t docs = 0, tokens = 0, batches = 0;
   while (true) {
     absl::StatusOr<bool> more = (*reader)->Next(&batch);
-    if (!more.ok() || !*more) {
-      if (more.ok()) {
+    if (!more.ok()) {
+      reader->reset();
+      store->reset();
+      CheckRepair(path, meta);
+      break;
+    }
+    if (!*more) {
+      {
         LATENTD_FUZZ_CHECK(docs == meta.num_docs);
         LATENTD_FUZZ_CHECK(tokens == meta.num_tokens);
         LATENTD_FUZZ_CHECK(batches == meta.num_batches);

@@ -452,6 +452,71 @@ TEST_F(ServiceLogDamage, UnmergedRecordIsLostAndSaid) {
   EXPECT_EQ(st->merged_sequence(), 3u);
 }
 
+// Offset of the first byte of block `b`'s payload in a token store file.
+uint64_t StorePayloadOffset(const std::string& path, int b) {
+  const std::string bytes = ReadFile(path);
+  uint64_t at = 64;  // the file header
+  for (int i = 0;; ++i) {
+    uint64_t payload;
+    std::memcpy(&payload, bytes.data() + at + 16, sizeof(payload));
+    if (i == b) return at + 40;
+    at += 40 + payload;
+  }
+}
+
+// A damaged block of tokens.lts no longer stops the node: at start its
+// documents are dropped (kept as empty documents, so every other one keeps
+// its index), said with their indices and counted, the damaged file kept
+// aside, the counts rebuilt from what is left; the node samples on. With
+// --refuse-ingest-loss it refuses to start instead and changes nothing.
+TEST(TokenStoreRepair, ADamagedBlockLosesOnlyItsDocuments) {
+  ServiceOptions o = SmallService(TempDir("store-block"));
+  o.build.batch_tokens = 200;  // several blocks (each document has 14)
+  TrainAndStop(o);
+  const std::string store = o.data_dir + "/tokens.lts";
+  FlipByte(store, StorePayloadOffset(store, 1) + 3);
+  const std::string damaged = ReadFile(store);
+
+  ServiceOptions strict = o;
+  strict.refuse_ingest_loss = true;
+  Opened refused = OpenCapturing(strict);
+  ASSERT_FALSE(refused.service.ok());
+  EXPECT_EQ(refused.service.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(Contains(std::string(refused.service.status().message()),
+                       "--refuse-ingest-loss on"))
+      << refused.service.status();
+  EXPECT_EQ(ReadFile(store), damaged);
+
+  o.max_sweeps = 6;
+  Opened s = OpenCapturing(o);
+  ASSERT_TRUE(s.service.ok()) << s.service.status();
+  for (size_t at = 0, end; at < s.log.size(); at = end + 1) {
+    end = s.log.find('\n', at);
+    if (end == std::string::npos) end = s.log.size();
+    const std::string line = s.log.substr(at, end - at);
+    if (Contains(line, "tokens.lts")) std::printf("%s\n", line.c_str());
+  }
+  EXPECT_TRUE(Contains(s.log, "tokens.lts: lost documents ")) << s.log;
+  EXPECT_TRUE(Contains(s.log, "tokens.lts.damaged-")) << s.log;
+  const std::string metrics = s.metrics->RenderText();
+  EXPECT_TRUE(Contains(metrics, "latentd_token_store_damage_total 1"))
+      << metrics;
+  EXPECT_FALSE(Contains(metrics, "latentd_token_store_docs_lost_total 0"));
+  auto st = (*s.service)->Status({});
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->documents(), 60u);  // the lost ones are empty, not gone
+  EXPECT_LT(st->tokens(), 60u * 14);
+  // It samples on from the repaired store.
+  (*s.service)->Start();
+  uint64_t sweep = 0;
+  for (int i = 0; i < 500 && sweep < o.max_sweeps; ++i) {
+    sweep = (*s.service)->Status({})->version().sweep();
+    if (sweep < o.max_sweeps) ::usleep(10000);
+  }
+  EXPECT_GE(sweep, o.max_sweeps);
+  ASSERT_TRUE((*s.service)->Stop().ok());
+}
+
 // latentd --refuse-ingest-loss (and its config line) sets the option.
 TEST(DaemonSettings, RefuseIngestLoss) {
   auto config = ResolveConfig({}, {});
