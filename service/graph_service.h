@@ -161,6 +161,8 @@ class GraphService {
   api::GraphStatus Status(size_t history_points = 0) const;
 
  private:
+  // {a, b} in order, the key of an undirected pair.
+  static std::pair<VertexKey, VertexKey> PairOf(VertexKey a, VertexKey b);
   explicit GraphService(const GraphServiceOptions& options);
   absl::Status Init(MetricsRegistry* metrics);
   void RegisterMetrics(MetricsRegistry* metrics);
