@@ -83,15 +83,8 @@ absl::Status TrainOnNodes(const GraphTrainCommand& c, const GraphData& train,
         "%.3f s",
         e + 1, c.epochs, r.objective, r.consensus_distance, r.seconds);
     if (split) {
-      const std::vector<float> z = cluster->Embeddings();
-      const uint32_t d = c.trainer.dim;
-      last_scores = EvaluateLinks(*split, [&](VertexId a, VertexId b) {
-        double dot = 0;
-        for (uint32_t k = 0; k < d; ++k) {
-          dot += double{z[size_t{a} * d + k]} * z[size_t{b} * d + k];
-        }
-        return dot;
-      });
+      last_scores =
+          EvaluateEmbedding(*split, cluster->Embeddings(), c.trainer.dim);
       absl::StrAppendFormat(&line, ", held-out AUC %.4f AP %.4f",
                             last_scores.auc, last_scores.average_precision);
     }

@@ -248,15 +248,17 @@ absl::StatusOr<EpochResult> GraphTrainer::RunEpoch() {
     return b;
   };
   auto combine = [&](BatchPtr b) -> BatchPtr {
-    if (!m.step_scale.empty()) {
-      for (size_t s = 0; s < b->vertices.size(); ++s) {
-        const float scale = m.step_scale[b->vertices[s]];
-        for (uint32_t k = 0; k < d; ++k) b->grad[s * d + k] *= scale;
+    // One pass: step = −η · (the vertex's step scale) · gradient.
+    for (size_t s = 0; s < b->vertices.size(); ++s) {
+      const float rate =
+          m.step_scale.empty() ? -eta : -eta * m.step_scale[b->vertices[s]];
+      float* g = &b->grad[s * d];
+      bool finite = true;
+      for (uint32_t k = 0; k < d; ++k) {
+        g[k] *= rate;
+        finite &= std::isfinite(g[k]);
       }
-    }
-    for (float& g : b->grad) {
-      g *= -eta;
-      if (!std::isfinite(g)) {
+      if (!finite) {
         fail(absl::InternalError(absl::StrCat(
             "graph training diverged in epoch ", m.epoch + 1, " (batch ",
             b->index, "): a step is not finite; lower the learning rate (",

@@ -50,6 +50,17 @@ LinkScores ScoreRanking(std::span<const double> positives,
   return out;
 }
 
+LinkScores EvaluateEmbedding(const LinkSplit& split, std::span<const float> z,
+                             uint32_t dim) {
+  return EvaluateLinks(split, [&](VertexId a, VertexId b) {
+    double dot = 0;
+    for (uint32_t k = 0; k < dim; ++k) {
+      dot += double{z[size_t{a} * dim + k]} * z[size_t{b} * dim + k];
+    }
+    return dot;
+  });
+}
+
 LinkScores EvaluateLinks(const LinkSplit& split, const PairScorer& scorer) {
   std::vector<double> pos, neg;
   pos.reserve(split.positives.size());

@@ -31,6 +31,9 @@ LinkScores ScoreRanking(std::span<const double> positives,
 using PairScorer = std::function<double(VertexId, VertexId)>;
 // Scores every held-out pair of `split` with `scorer`.
 LinkScores EvaluateLinks(const LinkSplit& split, const PairScorer& scorer);
+// The same with ⟨z_a, z_b⟩ as the score, z num_vertices × dim (row-major).
+LinkScores EvaluateEmbedding(const LinkSplit& split, std::span<const float> z,
+                             uint32_t dim);
 
 // Neighbour-set heuristics over a graph's edges.
 class NeighborIndex {

@@ -42,14 +42,7 @@ inline std::string GraphDataDir() {
 // graph's vertices × dim).
 inline double EmbeddingAuc(const LinkSplit& split, std::span<const float> z,
                            uint32_t dim) {
-  return EvaluateLinks(split,
-                       [&](VertexId a, VertexId b) {
-                         double s = 0;
-                         for (uint32_t k = 0; k < dim; ++k)
-                           s += z[a * dim + k] * z[b * dim + k];
-                         return s;
-                       })
-      .auc;
+  return EvaluateEmbedding(split, z, dim).auc;
 }
 
 }  // namespace latentd::testing
