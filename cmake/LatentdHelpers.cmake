@@ -3,10 +3,20 @@
 
 set(LATENTD_WARNINGS -Wall -Wextra)
 
+# latentd_options(target [TEST]): TEST for a target that links GoogleTest
+# (it reuses the test PCH, cmake/LatentdPch.cmake).
 function(latentd_options target)
+  cmake_parse_arguments(ARG "TEST" "" "" ${ARGN})
   target_compile_options(${target} PRIVATE ${LATENTD_WARNINGS})
   if(LATENTD_NATIVE)
     target_compile_options(${target} PRIVATE -march=native)
+  endif()
+  if(ARG_TEST AND TARGET latentd_test_pch)  # cmake/LatentdPch.cmake
+    target_precompile_headers(${target} REUSE_FROM latentd_test_pch)
+    target_compile_options(${target} PRIVATE ${LATENTD_PCH_WARNINGS})
+  elseif(NOT ARG_TEST AND TARGET latentd_pch)
+    target_precompile_headers(${target} REUSE_FROM latentd_pch)
+    target_compile_options(${target} PRIVATE ${LATENTD_PCH_WARNINGS})
   endif()
 endfunction()
 
@@ -27,7 +37,7 @@ function(latentd_test name)
   add_executable(${name} ${ARG_SRCS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest
                                         GTest::gtest_main Threads::Threads)
-  latentd_options(${name})
+  latentd_options(${name} TEST)
   add_test(NAME ${name} COMMAND ${name}
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   if(NOT ARG_TIMEOUT)
