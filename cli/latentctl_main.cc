@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
   // ---- train ----
   latentd::TrainCommandOptions train;
   std::string format = "lines", optimize_alpha = "on", stopwords = "on",
-              kernel = "auto", on_malformed = "skip", batch_overlay = "on";
+              kernel = "auto", on_malformed = "skip", batch_overlay = "on",
+              start = "progressive";
   int threads = 1;
   uint32_t topics = 100;
   CLI::App* t = app.add_subcommand(
@@ -168,6 +169,14 @@ int main(int argc, char** argv) {
                 "MH cycles (a word and a document proposal) per token "
                 "(kernel mh, auto)")
       ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  t->add_option("--start", start,
+                "The first sweep's starting state: progressive (one pass "
+                "first draws each token given the tokens placed before it: "
+                "rows start as sparse as the data makes them; reaches a "
+                "log-likelihood 2-3x sooner, held-out as good, README) | "
+                "uniform (every token a uniformly random topic)")
+      ->check(CLI::IsMember({"progressive", "uniform"}))
       ->capture_default_str();
   t->add_option("--sparse-start", train.trainer.init_row_topics,
                 "Before the first sweep, give each word's tokens one of this "
@@ -309,6 +318,7 @@ int main(int argc, char** argv) {
     train.trainer.pipeline.kernel_options.batch_overlay = OnOff(batch_overlay);
     train.trainer.pipeline.threads = threads;
     train.trainer.pipeline.kernel = *latentd::ParseKernelKind(kernel);
+    train.trainer.progressive_start = start == "progressive";
     train.stop = &g_stop;
     std::signal(SIGINT, OnSignal);
     std::signal(SIGTERM, OnSignal);

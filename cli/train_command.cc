@@ -61,6 +61,9 @@ ModelSettings TrainSettings(const TrainCommandOptions& o, size_t vocab) {
   s["train.optimize_alpha"] = o.trainer.optimize_alpha ? "true" : "false";
   s["train.kernel"] = std::string(KernelKindName(o.trainer.pipeline.kernel));
   s["train.sparse_start"] = absl::StrCat(o.trainer.init_row_topics);
+  s["train.start"] = o.trainer.init_row_topics > 0 ? "sparse"
+                     : o.trainer.progressive_start ? "progressive"
+                                                   : "uniform";
   const KernelOptions& kernel = o.trainer.pipeline.kernel_options;
   s["train.batch_overlay"] = kernel.batch_overlay ? "true" : "false";
   s["train.overlay_max_word_tokens"] =
@@ -272,6 +275,10 @@ absl::Status RunTrain(const TrainCommandOptions& o, FILE* out, FILE* err) {
     absl::StrAppend(&line, "  ", std::string(KernelKindName(r.kernel)));
     if (r.sparse_start) {
       absl::StrAppendFormat(&line, " (sparse start %.3f s)", r.init_seconds);
+    }
+    if (r.progressive_start) {
+      absl::StrAppendFormat(&line, " (progressive start %.3f s)",
+                            r.init_seconds);
     }
     if (r.alpha_updated) absl::StrAppend(&line, "  (alpha updated)");
     if (o.resume) absl::StrAppend(&line, "  (model sweep ", r.sweep, ")");

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "sampler/internal/mh_kernel.h"
+#include "sampler/internal/progressive_start_kernel.h"
 #include "sampler/internal/sparse_lda_kernel.h"
 
 namespace latentd {
@@ -28,6 +29,8 @@ std::string_view KernelKindName(KernelKind kind) {
       return "auto";
     case KernelKind::kSparseInit:
       return "sparse-init";
+    case KernelKind::kProgressiveStart:
+      return "progressive-start";
   }
   return "?";
 }
@@ -47,6 +50,8 @@ std::unique_ptr<SamplingKernel> MakeKernel(KernelKind kind, TopicId num_topics,
     case KernelKind::kSparseInit:
       return std::make_unique<internal::SparseInitKernel>(
           num_topics, options.init_row_topics);
+    case KernelKind::kProgressiveStart:
+      return std::make_unique<internal::ProgressiveStartKernel>(num_topics);
   }
   return nullptr;
 }

@@ -39,9 +39,13 @@ struct SweepParams {
 // One token whose topic changed.
 struct TopicChange {
   WordId word;
-  TopicId old_topic;
+  TopicId old_topic;  // kUncounted: the change only adds new_topic
   TopicId new_topic;
 };
+
+// TopicChange::old_topic of a token the table did not count: the tokens of
+// the progressive start's pass, drawn into a cleared table.
+inline constexpr TopicId kUncounted = ~TopicId{0};
 
 class SamplingKernel {
  public:
@@ -71,6 +75,11 @@ enum class KernelKind {
   // counts; so every word row starts with at most that many topics and the
   // first exact sweep is cheap. Not accepted by ParseKernelKind.
   kSparseInit,
+  // Not a sampler either: the pass of the progressive start
+  // (TrainerOptions::progressive_start), which draws each token given the
+  // tokens placed before it into a cleared table
+  // (internal/progressive_start_kernel.h). Not accepted by ParseKernelKind.
+  kProgressiveStart,
 };
 
 // "sparse", "dense", "mh", "auto"; anything else is kInvalidArgument.

@@ -101,7 +101,7 @@ struct SweepPipeline::Impl {
   NiceObserver nice_observer;
   const TopicId num_topics;
   static constexpr size_t kKinds =
-      static_cast<size_t>(KernelKind::kSparseInit) + 1;
+      static_cast<size_t>(KernelKind::kProgressiveStart) + 1;
   tbb::enumerable_thread_specific<
       std::array<std::unique_ptr<SamplingKernel>, kKinds>>
       kernels;

@@ -160,13 +160,17 @@ absl::StatusOr<SweepReport> Trainer::Sweep() {
 
   const uint64_t done = sweep_ + 1;
   SweepReport report;
-  if (sweep_ == 0 && options_.init_row_topics > 0) {
-    // The sparse start: one cheap pass before the first sweep.
-    pipeline_.SetKernel(KernelKind::kSparseInit);
+  const bool sparse = options_.init_row_topics > 0;
+  if (sweep_ == 0 && (sparse || options_.progressive_start)) {
+    // The start's pass before the first sweep: the sparse start's, or the
+    // progressive start's, which draws every token into a cleared table.
+    if (!sparse) table_->Clear();
+    pipeline_.SetKernel(sparse ? KernelKind::kSparseInit
+                               : KernelKind::kProgressiveStart);
     absl::StatusOr<SweepResult> init =
         pipeline_.Run(store_.get(), table_.get(), params, nullptr);
     if (!init.ok()) return Failed(done, init.status());
-    report.sparse_start = true;
+    (sparse ? report.sparse_start : report.progressive_start) = true;
     report.init_seconds = init->seconds;
   }
   report.kernel = ChooseKernel(&report.mean_row_topics);

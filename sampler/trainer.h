@@ -62,6 +62,13 @@ struct TrainerOptions {
   // the first sweeps cost what later ones do (the uniform start makes every
   // row of a frequent word dense). 0: start from the store's topics.
   uint32_t init_row_topics = 0;
+  // The progressive start: training from a store at sweep 0 clears the
+  // table and runs, before its first sweep, one KernelKind::
+  // kProgressiveStart pass, which draws each token given the tokens placed
+  // before it (internal/progressive_start_kernel.h). Ignored with
+  // init_row_topics > 0. Single node only: a cluster member's table also
+  // holds the other nodes' counts, which the clearing would drop.
+  bool progressive_start = false;
   // pipeline.kernel may be kAuto: then auto_kernel decides per sweep.
   PipelineOptions pipeline;
   AutoKernelOptions auto_kernel;
@@ -78,6 +85,7 @@ struct SweepReport {
   // The sweep began with the sparse start's pass, which took init_seconds
   // (included in result.seconds).
   bool sparse_start = false;
+  bool progressive_start = false;  // likewise, the progressive start's
   double init_seconds = 0;
   // With kAuto: the statistic the choice was made on (else 0).
   double mean_row_topics = 0;

@@ -180,6 +180,19 @@ void AddModelSettings(const AddFn& add) {
       Int<int>("mh-steps", 1, 64, [](DaemonConfig* c) {
         return &c->service.trainer.pipeline.kernel_options.mh.steps;
       }));
+  add("start", "progressive", "progressive|uniform",
+      "The first sweep's starting state (first start): progressive (one "
+      "pass first draws each token given the tokens placed before it, so "
+      "rows start as sparse as the data makes them; 2-3x sooner to a "
+      "log-likelihood, held-out as good, README) | uniform (every token a "
+      "uniformly random topic). A cluster member always starts uniform",
+      [](std::string_view v, DaemonConfig* c) -> absl::Status {
+        if (v != "progressive" && v != "uniform") {
+          return Bad("start", v, "progressive|uniform");
+        }
+        c->service.trainer.progressive_start = v == "progressive";
+        return absl::OkStatus();
+      });
   add("sparse-start", "0", "0..65536",
       "Sparse start (first start): before the first sweep, give each word's "
       "tokens one of this many topics fixed per word, so rows start sparse "

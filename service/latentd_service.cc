@@ -188,6 +188,13 @@ absl::Status LatentdService::OpenTrainer() {
         absl::StrCat(paths.vocab(), " has ", vocab_.size(), " words but ",
                      paths.tokens(), " uses ", store->meta().vocab_size));
   }
+  if (options_.cluster_mode && options_.trainer.progressive_start) {
+    // The pass clears the table, which in a cluster also holds the other
+    // nodes' counts.
+    options_.trainer.progressive_start = false;
+    Log("start progressive is for a single node: this cluster member starts "
+        "from the store's uniform topics");
+  }
   if (HasSnapshot(paths)) {
     // The newest snapshot that verifies; an older one only costs the α
     // optimized since, as the counts and the sweep come from the store.

@@ -5,7 +5,9 @@
 // Engines:
 //   latentd  the product path: file token store streamed through the TBB
 //            pipeline, --kernel (auto, sparse, dense, mh), --threads
-//            samplers, --init-row-topics (the sparse start, 0: uniform),
+//            samplers, --progressive-start (the product's default start;
+//            without it the uniform start), --init-row-topics (the sparse
+//            start, 0: off),
 //            --no-overlay (a batch's tokens do not see its own moves on
 //            the word rows: the sampler before issue 15),
 //            --overlay-max-word-tokens (the overlay follows only words
@@ -109,6 +111,7 @@ int main(int argc, char** argv) {
   std::string kernel = "sparse";
   double max_seconds = 0, mh_refresh = 1.0;
   uint32_t init_row_topics = 0;
+  bool progressive_start = false;
   double target_ll = 0, beta = 0.01, alpha = 0;
   uint64_t seed = 1, batch_tokens = 16384, min_batches = 128;
   int64_t overlay_max_word_tokens = latentd::kDefaultOverlayMaxWordTokens;
@@ -133,6 +136,9 @@ int main(int argc, char** argv) {
   app.add_option("--init-row-topics", init_row_topics,
                  "Sparse start: topics per word of the first pass (0: off)")
       ->capture_default_str();
+  app.add_flag("--progressive-start", progressive_start,
+               "Progressive start: a first pass drawing each token given "
+               "those placed before it");
   app.add_option("--max-seconds", max_seconds,
                  "Stop after this many seconds of sampling (0: no limit)")
       ->capture_default_str();
@@ -277,6 +283,7 @@ int main(int argc, char** argv) {
     options.pipeline.threads = threads;
     options.pipeline.kernel = *latentd::ParseKernelKind(kernel);
     options.init_row_topics = init_row_topics;
+    options.progressive_start = progressive_start;
     options.pipeline.kernel_options.mh.steps = mh_steps;
     options.pipeline.kernel_options.mh.refresh = mh_refresh;
     options.pipeline.kernel_options.batch_overlay = !no_overlay;

@@ -7,8 +7,10 @@
 #
 # Workloads (corpus × K), each with these configurations:
 #   sparse-t1, sparse-t2  SparseLDA, uniform start, 1 and 2 threads (baseline)
-#   auto-t1, auto-t2      --kernel auto from the uniform start: what
+#   auto-t1, auto-t2      --kernel auto after the progressive start: what
 #                         latentctl train and latentd do by default
+#   uniform-t1, uniform-t2  --kernel auto from the uniform start (the
+#                         default before the progressive start)
 #   sstart-t1, sstart-t2  --kernel auto after the sparse start (1 topic per
 #                         word, --sparse-start 1)
 #   mh-t1, mh-t2          MH every sweep (2 cycles a token), uniform start
@@ -60,14 +62,16 @@ QUALITY_SEEDS=${QUALITY_SEEDS:-1 2 3}
 DATA=${LATENTD_DATA_DIR:-../shared/data}
 BIN=$BUILD/ops/bench/lda_bench
 LOG=$(mktemp -d)/lda_bench
-CONFIGS=${CONFIGS:-sparse-t1 sparse-t2 auto-t1 auto-t2 sstart-t1 sstart-t2 mh-t1 mh-t2 mh-sparse-t1 dense}
+CONFIGS=${CONFIGS:-sparse-t1 sparse-t2 auto-t1 auto-t2 uniform-t1 uniform-t2 sstart-t1 sstart-t2 mh-t1 mh-t2 mh-sparse-t1 dense}
 
 config_args() {  # name -> lda_bench arguments
   case $1 in
     sparse-t1) echo --kernel sparse --threads 1 ;;
     sparse-t2) echo --kernel sparse --threads 2 ;;
-    auto-t1) echo --kernel auto --threads 1 ;;
-    auto-t2) echo --kernel auto --threads 2 ;;
+    auto-t1) echo --kernel auto --progressive-start --threads 1 ;;
+    auto-t2) echo --kernel auto --progressive-start --threads 2 ;;
+    uniform-t1) echo --kernel auto --threads 1 ;;
+    uniform-t2) echo --kernel auto --threads 2 ;;
     sstart-t1) echo --kernel auto --init-row-topics 1 --threads 1 ;;
     sstart-t2) echo --kernel auto --init-row-topics 1 --threads 2 ;;
     mh-t1) echo --kernel mh --threads 1 ;;

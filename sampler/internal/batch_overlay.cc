@@ -1,5 +1,7 @@
 #include "sampler/internal/batch_overlay.h"
 
+#include "sampler/sampling_kernel.h"
+
 namespace latentd::internal {
 
 BatchOverlay::BatchOverlay(TopicId num_topics, int64_t max_word_tokens)
@@ -106,7 +108,7 @@ void BatchOverlay::MakeBig() {
 void BatchOverlay::Move(TopicId from, TopicId to, int64_t word_tokens) {
   if (from == to || unfollowed_) return;
   if (big_ != nullptr) {
-    AddBig(from, -1);
+    if (from != kUncounted) AddBig(from, -1);
     AddBig(to, +1);
     return;
   }
@@ -124,7 +126,7 @@ void BatchOverlay::Move(TopicId from, TopicId to, int64_t word_tokens) {
     list_ = &lists_[slot.list];
     list_->clear();
   }
-  AddSmall(from, -1);
+  if (from != kUncounted) AddSmall(from, -1);
   AddSmall(to, +1);
   if (list_->size() > kSmall) MakeBig();
 }

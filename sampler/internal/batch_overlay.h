@@ -83,7 +83,9 @@ class BatchOverlay {
   // Records that one token of the focused word moved from `from` to `to`;
   // `word_tokens` is the word's tokens in the table (its row's total), read
   // only at its first move in the batch to decide whether it is followed
-  // (see max_word_tokens). REQUIRES: a word is focused.
+  // (see max_word_tokens). `from` may be kUncounted (sampling_kernel.h): a
+  // token the table did not count, which only adds to `to`.
+  // REQUIRES: a word is focused.
   void Move(TopicId from, TopicId to, int64_t word_tokens);
   // Whether the focused word is followed, as decided at its first move in
   // this batch (true before then).

@@ -20,7 +20,8 @@ void DeltaCombiner::Combine(const std::vector<TopicChange>& changes,
   TopicId max_topic = 0;
   for (const TopicChange& c : changes) {
     max_word = std::max(max_word, c.word);
-    max_topic = std::max({max_topic, c.old_topic, c.new_topic});
+    max_topic = std::max(max_topic, c.new_topic);
+    if (c.old_topic != kUncounted) max_topic = std::max(max_topic, c.old_topic);
   }
   // key = word | topic | sign, the sign lowest so that the +1 and −1 of one
   // (word, topic) end up adjacent.
@@ -31,7 +32,8 @@ void DeltaCombiner::Combine(const std::vector<TopicChange>& changes,
   for (const TopicChange& c : changes) {
     if (c.old_topic == c.new_topic) continue;
     const uint64_t word = uint64_t{c.word} << (topic_bits + 1);
-    keys_[n++] = word | (uint64_t{c.old_topic} << 1);
+    if (c.old_topic != kUncounted)
+      keys_[n++] = word | (uint64_t{c.old_topic} << 1);
     keys_[n++] = word | (uint64_t{c.new_topic} << 1) | 1;
   }
   keys_.resize(n);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "corpora/random.h"
+#include "sampler/internal/sparse_buckets.h"
 #include "sampler/internal/upper_bound.h"
 
 namespace latentd::internal {
@@ -228,13 +229,9 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
 
   // The smoothing and document buckets live in locals (registers) across
   // the token loop; MoveCount keeps them current.
-  double s = 0, r = 0;
-  for (TopicId k = 0; k < num_topics_; ++k) {
-    n_k_[k] = table.TopicTotal(k);
-    inv_denom_[k] = 1.0 / (static_cast<double>(n_k_[k]) + beta_sum_);
-    s += alpha_[k] * beta_ * inv_denom_[k];
-    coef_[k] = alpha_[k] * inv_denom_[k];
-  }
+  double s = LoadTopicTerms(table, alpha_, beta_, beta_sum_, n_k_.data(),
+                            inv_denom_.data(), coef_.data());
+  double r = 0;
 
   for (size_t d = 0; d < batch->num_docs(); ++d) {
     std::span<const WordId> words = batch->doc_words(d);
@@ -276,28 +273,16 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
       }
 
       double u = rng.Uniform() * (s + r + q);
-      TopicId new_topic = num_topics_ - 1;
+      TopicId new_topic;
       if (u < q) {
         new_topic =
             reuse ? DrawReused(u, table, old_topic, &rng) : DrawFromCache(u);
       } else if ((u -= q) < r && !doc_topics_.empty()) {
-        new_topic = doc_topics_.back();
-        for (TopicId k : doc_topics_) {
-          u -= n_dk_[k] * beta_ * inv_denom_[k];
-          if (u <= 0) {
-            new_topic = k;
-            break;
-          }
-        }
+        new_topic = DrawDocBucket(u, doc_topics_, n_dk_.data(), beta_,
+                                  inv_denom_.data());
       } else {
-        u -= r;
-        for (TopicId k = 0; k < num_topics_; ++k) {
-          u -= alpha_[k] * beta_ * inv_denom_[k];
-          if (u <= 0) {
-            new_topic = k;
-            break;
-          }
-        }
+        new_topic = DrawSmoothingBucket(u - r, num_topics_, alpha_, beta_,
+                                        inv_denom_.data());
       }
 
       MoveCount(new_topic, +1, s, r);

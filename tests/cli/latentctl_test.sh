@@ -16,6 +16,14 @@ fail() { echo "FAIL: $*"; exit 1; }
 grep -q "loglik/token" "$DIR/err" || fail "no progress lines"
 grep -q "^sweep 1/5 .* ETA " "$DIR/err" || fail "no 'sweep i/N' with ETA: $(head -5 "$DIR/err")"
 grep -q "^sweep 5/5 " "$DIR/err" || fail "no last sweep line"
+# The default start is progressive: the first sweep line says so and what
+# the pass took; the settings record it.
+grep -q "^sweep 1/5 .*(progressive start [0-9.]* s)" "$DIR/err" ||
+  fail "no progressive start on sweep 1: $(head -2 "$DIR/err")"
+grep -q "progressive start" <(grep "^sweep 2/5" "$DIR/err") &&
+  fail "progressive start again on sweep 2"
+grep -q "train.start.*progressive" "$DIR/m/settings"* ||
+  fail "settings lack train.start: $(ls "$DIR/m")"
 grep -q "held-out log-likelihood per token -[0-9.]*, perplexity [0-9.]* (document completion" "$DIR/err" ||
   fail "no held-out line: $(tail -3 "$DIR/err")"
 # evaluate scores the same held-out documents the same way: the same value.
@@ -85,6 +93,8 @@ grep -q "bad.ldac:1" "$DIR/be" || fail "no file:line: $(cat "$DIR/be")"
 "$CTL" train --corpus "$DIR/empty.txt" --topics 2 --sweeps 1 --out "$DIR/c" 2>"$DIR/ce" && fail "empty corpus accepted"
 grep -qi "empty corpus" "$DIR/ce" || fail "empty corpus message: $(cat "$DIR/ce")"
 "$CTL" train --corpus x --topics 0 --out "$DIR/d" 2>/dev/null && fail "--topics 0 accepted"
+"$CTL" train --corpus x --start random --out "$DIR/d" 2>"$DIR/de" && fail "--start random accepted"
+grep -q "start" "$DIR/de" || fail "--start random message: $(cat "$DIR/de")"
 # A bag-of-words file read as lines (the default format): a hint names the
 # format it looks like.
 printf '3 0:1 1:2 5:1\n2 0:1 3:1\n' >"$DIR/x.ldac"

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "sampler/internal/batch_overlay.h"
 #include "sampler/sampling_kernel.h"
+#include "tests/sampler/chi_square.h"
 
 namespace latentd {
 namespace {
@@ -42,37 +43,6 @@ std::string Name(const KernelUnderTest& k) {
 }
 std::unique_ptr<SamplingKernel> Make(const KernelUnderTest& k, TopicId K) {
   return MakeKernel(k.kind, K, {.mh = k.mh, .batch_overlay = k.overlay});
-}
-
-// Chi-square statistic of `observed` counts against probabilities `p`
-// (summing to 1), cells expected fewer than 5 times pooled into one;
-// *cells gets the number of cells.
-double ChiSquare(const std::vector<int>& observed, const std::vector<double>& p,
-                 int draws, int* cells) {
-  double chi2 = 0, pooled_expected = 0, pooled_observed = 0;
-  *cells = 0;
-  for (size_t o = 0; o < p.size(); ++o) {
-    const double expected = p[o] * draws;
-    if (expected < 5) {
-      pooled_expected += expected;
-      pooled_observed += observed[o];
-      continue;
-    }
-    chi2 += (observed[o] - expected) * (observed[o] - expected) / expected;
-    ++*cells;
-  }
-  if (pooled_expected > 0) {
-    chi2 += (pooled_observed - pooled_expected) *
-            (pooled_observed - pooled_expected) / pooled_expected;
-    ++*cells;
-  }
-  return chi2;
-}
-
-// P(chi2 > dof + 4.3·sqrt(2·dof)) < 0.001 for the degrees of freedom here.
-double ChiSquareBound(int cells) {
-  const double dof = cells - 1;
-  return dof + 4.3 * std::sqrt(2 * dof);
 }
 
 class KernelExactness : public ::testing::TestWithParam<KernelUnderTest> {};
