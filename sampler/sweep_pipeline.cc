@@ -274,6 +274,7 @@ absl::Status RebuildTable(TokenStore* store, TopicTable* table) {
   DocBatch batch;
   std::vector<WordTopicDelta> deltas;
   std::vector<TopicChange> adds;
+  internal::DeltaCombiner combiner;
   while (true) {
     LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
     if (!more) break;
@@ -287,20 +288,9 @@ absl::Status RebuildTable(TokenStore* store, TopicTable* table) {
             " topic ", batch.topics[i], " outside the model (",
             table->vocab_size(), " words, ", table->num_topics(), " topics)"));
       }
-      adds.push_back({batch.words[i], batch.topics[i], batch.topics[i]});
+      adds.push_back({batch.words[i], kUncounted, batch.topics[i]});
     }
-    deltas.clear();
-    std::sort(adds.begin(), adds.end(), [](const auto& a, const auto& b) {
-      return a.word != b.word ? a.word < b.word : a.new_topic < b.new_topic;
-    });
-    for (const TopicChange& a : adds) {
-      if (!deltas.empty() && deltas.back().word == a.word &&
-          deltas.back().topic == a.new_topic) {
-        ++deltas.back().delta;
-      } else {
-        deltas.push_back({a.word, a.new_topic, 1});
-      }
-    }
+    combiner.Combine(adds, &deltas);
     LATENTD_RETURN_IF_ERROR(table->Apply(deltas));
   }
   table->Quiesce();
