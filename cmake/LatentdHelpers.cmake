@@ -11,7 +11,10 @@ function(latentd_options target)
   if(LATENTD_NATIVE)
     target_compile_options(${target} PRIVATE -march=native)
   endif()
-  if(ARG_TEST AND TARGET latentd_test_pch)  # cmake/LatentdPch.cmake
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "SHARED_LIBRARY" OR type STREQUAL "MODULE_LIBRARY")
+    # PIC code: not the PCH's (cmake/LatentdPch.cmake).
+  elseif(ARG_TEST AND TARGET latentd_test_pch)  # cmake/LatentdPch.cmake
     target_precompile_headers(${target} REUSE_FROM latentd_test_pch)
     target_compile_options(${target} PRIVATE ${LATENTD_PCH_WARNINGS})
   elseif(NOT ARG_TEST AND TARGET latentd_pch)

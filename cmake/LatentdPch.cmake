@@ -1,5 +1,5 @@
-# Precompiled headers for every latentd target of a GCC build (the Release
-# tree of ops/test.sh and the dev build). Parsing the standard library,
+# Precompiled headers for every latentd target (the Release and sanitizer
+# trees of ops/test.sh, the dev build). Parsing the standard library,
 # Abseil, protobuf and GoogleTest headers was over half of each translation
 # unit's compile time (daemon_test.cc: 6.5 s of 10), paid again in each of
 # ~400 units. Two PCHs, each built once and reused (REUSE_FROM) by every
@@ -7,13 +7,15 @@
 # libraries and programs, latentd_test_pch (the same plus gtest.h, whose
 # GTEST_HAS_PTHREAD definition comes only with GTest::gtest) for tests.
 # GCC falls back to parsing the headers if a target's flags make a PCH
-# unusable (a -Winvalid-pch warning), so a mismatch costs time, never a
-# wrong build. Clang builds (the sanitizer and fuzzing trees) use none:
-# they compile every unit from its own includes, which also catches a
-# missing #include a PCH would hide.
-option(LATENTD_PCH "Precompile the common third-party headers (GCC)" ON)
+# unusable (a -Winvalid-pch warning); clang accepts a PCH whose macros a
+# target's extend or lack and refuses one they contradict (an error), so
+# every definition the PCH sees is the same for all targets. Shared
+# libraries (PIC) do not use it. ops/tsan.sh builds without one
+# (-DLATENTD_PCH=OFF): every unit from its own includes, which also
+# catches a missing #include the PCH would hide.
+option(LATENTD_PCH "Precompile the common third-party headers" ON)
 
-if(LATENTD_PCH AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+if(LATENTD_PCH AND CMAKE_CXX_COMPILER_ID MATCHES "^(GNU|Clang)$")
   # hiredis's pkg-config flags define _FILE_OFFSET_BITS=64 for the targets
   # that use it, and glibc's headers in the PCH test it: defined for every
   # target, one PCH fits them all (a no-op on 64-bit Debian, where off_t is
@@ -24,12 +26,13 @@ if(LATENTD_PCH AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   # on moving or copying a short string; GCC bugs 105545, 105651) once
   # those headers come from a PCH: they lose the system-header status that
   # hides them otherwise (8 sites here, pushing a string literal into a
-  # vector among them). So a PCH build leaves those three out; the clang
-  # trees of ops/test.sh compile every unit without a PCH and with -Wall,
-  # where clang's own bounds checks stay on, and LATENTD_PCH=OFF restores
-  # them in a GCC build.
-  set(LATENTD_PCH_WARNINGS -Wno-array-bounds -Wno-stringop-overread
-                           -Wno-stringop-overflow)
+  # vector among them). So a GCC PCH build leaves those three out; the
+  # clang trees keep clang's own bounds checks, and LATENTD_PCH=OFF
+  # restores them in a GCC build.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    set(LATENTD_PCH_WARNINGS -Wno-array-bounds -Wno-stringop-overread
+                             -Wno-stringop-overflow)
+  endif()
   set(pch_headers
     <algorithm> <atomic> <chrono> <cmath> <cstdint> <cstdio> <cstdlib>
     <cstring> <filesystem> <fstream> <functional> <map> <memory> <mutex>

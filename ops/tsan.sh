@@ -35,7 +35,7 @@ REGEX=${1:-^($(IFS='|'; echo "${CHECKS[*]}|${TESTS[*]}"))\$}
 
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLATENTD_SANITIZE=thread \
-  -DLATENTD_BUILD_BENCHMARKS=OFF >/dev/null
+  -DLATENTD_BUILD_BENCHMARKS=OFF -DLATENTD_PCH=OFF >/dev/null
 cmake --build "$BUILD" -j"$JOBS" --target absl_mutex_hb absl_mutex_hb_check \
   "${TESTS[@]}"
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0:second_deadlock_stack=1:suppressions=$PWD/ops/tsan.supp}
