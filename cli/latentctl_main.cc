@@ -182,8 +182,8 @@ int main(int argc, char** argv) {
                 "Before the first sweep, give each word's tokens one of this "
                 "many topics fixed per word, so rows start sparse and the "
                 "first sweeps are cheap; its held-out perplexity is worse "
-                "than the uniform start's (README) (0: the uniform random "
-                "start)")
+                "than the uniform start's (README); takes precedence over "
+                "--start (0: off, --start decides)")
       ->check(CLI::Range(0u, latentd::kMaxTopics))
       ->capture_default_str();
   t->add_option("--batch-overlay", batch_overlay,

@@ -197,7 +197,8 @@ void AddModelSettings(const AddFn& add) {
       "Sparse start (first start): before the first sweep, give each word's "
       "tokens one of this many topics fixed per word, so rows start sparse "
       "and the first sweeps are cheap; its held-out perplexity is worse than "
-      "the uniform start's (README) (0: the uniform random start)",
+      "the uniform start's (README); takes precedence over start "
+      "(0: off, start decides)",
       Int<uint32_t>("sparse-start", 0, kMaxTopics, [](DaemonConfig* c) {
         return &c->service.trainer.init_row_topics;
       }));
