@@ -1,31 +1,42 @@
 #include "sampler/store_counts.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "base/status_macros.h"
-#include "sampler/internal/delta_combiner.h"
 
 namespace latentd {
 
 absl::StatusOr<std::vector<WordTopicDelta>> StoreCounts(TokenStore* store,
                                                         int sign,
                                                         uint64_t* documents) {
-  // Every token as a change from nothing, summed per (word, topic) by the
-  // pipeline's combiner (radix sort).
-  std::vector<TopicChange> tokens;
+  std::vector<std::pair<WordId, TopicId>> tokens;
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
   DocBatch batch;
   uint64_t docs = 0;
   for (;;) {
     LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
     if (!more) break;
-    for (size_t i = 0; i < batch.num_tokens(); ++i) {
-      tokens.push_back({batch.words[i], kUncounted, batch.topics[i]});
+    for (size_t d = 0; d < batch.num_docs(); ++d) {
+      auto words = batch.doc_words(d);
+      auto topics = batch.doc_topics(d);
+      for (size_t i = 0; i < words.size(); ++i) {
+        tokens.emplace_back(words[i], topics[i]);
+      }
+      ++docs;
     }
-    docs += batch.num_docs();
   }
+  // 8 bytes a token, sorted in place: this holds a whole store at once
+  // (a node's hand-off), so not the pipeline's DeltaCombiner, which needs
+  // about 36 bytes a token and suits a batch.
+  std::sort(tokens.begin(), tokens.end());
   std::vector<WordTopicDelta> out;
-  internal::DeltaCombiner().Combine(tokens, &out);
-  if (sign != 1) {
-    for (WordTopicDelta& d : out) d.delta *= sign;
+  for (const auto& [w, k] : tokens) {
+    if (!out.empty() && out.back().word == w && out.back().topic == k) {
+      out.back().delta += sign;
+    } else {
+      out.push_back({w, k, sign});
+    }
   }
   if (documents != nullptr) *documents = docs;
   return out;
