@@ -133,11 +133,17 @@ absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
   std::vector<TopicId> touched;
   slot_cache_.resize(deltas.size());
   groups_.clear();
+  for (size_t begin = 0; begin < deltas.size();) {
+    size_t end = begin + 1;
+    while (end < deltas.size() && deltas[end].word == deltas[begin].word) ++end;
+    groups_.push_back({begin, end, nullptr});
+    begin = end;
+  }
   absl::Status status;
-  for (size_t begin = 0; begin < deltas.size() && status.ok();) {
+  for (size_t g = 0; g < groups_.size() && status.ok(); ++g) {
+    PrefetchGroups(deltas, g);
+    const size_t begin = groups_[g].begin, end = groups_[g].end;
     const WordId word = deltas[begin].word;
-    size_t end = begin;
-    while (end < deltas.size() && deltas[end].word == word) ++end;
     if (word >= vocab_size_) {
       status = absl::FailedPreconditionError(
           absl::StrCat("delta for word ", word, " is outside the table (",
@@ -174,8 +180,7 @@ absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
       }
       topic_delta_[d.topic] += d.delta;
     }
-    groups_.push_back({begin, end, block});
-    begin = end;
+    groups_[g].block = block;
   }
   for (size_t t = 0; t < touched.size() && status.ok(); ++t) {
     const TopicId k = touched[t];
@@ -222,6 +227,34 @@ absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
   }
   ResetTouched(touched);
   return absl::OkStatus();
+}
+
+void TopicTable::PrefetchGroups(std::span<const WordTopicDelta> deltas,
+                                size_t g) const {
+  // Each group's row is a cache miss of its own (rows are visited in word
+  // order, which no hardware prefetcher follows): the row pointers of the
+  // groups kFar ahead, the row heads kNear ahead, and the entries a dense
+  // row's deltas will read kNearest ahead.
+  constexpr size_t kFar = 8, kNear = 4, kNearest = 2;
+  auto word_of = [&](size_t h) { return deltas[groups_[h].begin].word; };
+  if (g + kFar < groups_.size() && word_of(g + kFar) < vocab_size_) {
+    PrefetchRowPointer(word_of(g + kFar));
+  }
+  if (g + kNear < groups_.size() && word_of(g + kNear) < vocab_size_) {
+    PrefetchRow(word_of(g + kNear));
+  }
+  if (g + kNearest < groups_.size() && word_of(g + kNearest) < vocab_size_) {
+    const RowGroup& next = groups_[g + kNearest];
+    const RowBlock* block =
+        rows_[word_of(g + kNearest)].load(std::memory_order_relaxed);
+    if (block != nullptr && block->dense) {
+      for (size_t i = next.begin; i < next.end; ++i) {
+        if (deltas[i].topic < num_topics_) {
+          __builtin_prefetch(&EntriesOf(block)[deltas[i].topic]);
+        }
+      }
+    }
+  }
 }
 
 void TopicTable::ResetTouched(const std::vector<TopicId>& touched) {

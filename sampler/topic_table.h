@@ -171,6 +171,9 @@ class TopicTable {
   std::vector<uint64_t> slot_of_;
   uint32_t map_generation_ = 0;
   void ResetTouched(const std::vector<TopicId>& touched);
+  // Writer: prefetches the rows Apply's validation of groups_[g] will
+  // reach a few groups later.
+  void PrefetchGroups(std::span<const WordTopicDelta> deltas, size_t g) const;
 };
 
 // ---- Layout shared by the inline reader. ----

@@ -46,6 +46,34 @@ TEST(TopicTable, RejectsNegativeCountsAndLeavesTableUnchanged) {
   EXPECT_FALSE(table.Apply(bad_topic).ok());
 }
 
+// Apply looks a few word groups ahead to prefetch their rows: a word or
+// topic out of range further on is still refused by name, and the groups
+// before it, dense rows among them, are left unchanged.
+TEST(TopicTable, RejectsAnOutOfRangeGroupAfterValidOnes) {
+  const TopicId K = 8;
+  TopicTable table(20, K);
+  std::vector<WordTopicDelta> init;
+  for (WordId w = 0; w < 20; ++w) {
+    for (TopicId k = 0; k < (w % 2 == 0 ? K : 2); ++k)
+      init.push_back({w, k, 1});
+  }
+  ASSERT_TRUE(table.Apply(init).ok());
+  ASSERT_TRUE(table.RowIsDense(0));
+  const int64_t tokens = table.TotalTokens();
+  for (const WordTopicDelta& last :
+       {WordTopicDelta{1000000, 0, 1}, WordTopicDelta{19, 1000000, 1}}) {
+    std::vector<WordTopicDelta> deltas;
+    for (WordId w = 0; w < 12; ++w) deltas.push_back({w, 1, 1});
+    deltas.push_back(last);
+    absl::Status s = table.Apply(deltas);
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_NE(s.message().find("outside the table"), std::string::npos)
+        << s.message();
+    EXPECT_EQ(table.TotalTokens(), tokens);
+    for (WordId w = 0; w < 12; ++w) EXPECT_EQ(table.Get(w, 1), 1);
+  }
+}
+
 TEST(TopicTable, RowsGrowThenTurnDenseWithoutLosingCounts) {
   const TopicId K = 200;
   TopicTable table(1, K);
