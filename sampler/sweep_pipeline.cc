@@ -106,8 +106,11 @@ struct SweepPipeline::Impl {
       std::array<std::unique_ptr<SamplingKernel>, kKinds>>
       kernels;
   uint64_t runs = 0;  // Run() calls so far; stamps SweepParams::run
-  tbb::concurrent_queue<WorkPtr> pool;   // reused BatchWork objects
-  internal::DeltaCombiner combiner;      // the serial combiner stage's
+  tbb::concurrent_queue<WorkPtr> pool;  // reused BatchWork objects
+  // The combiner stage's, one a thread: a batch's changes fold into its
+  // deltas independently of every other batch's, so the stage runs in
+  // parallel and only the count updater is left between the samplers.
+  tbb::enumerable_thread_specific<internal::DeltaCombiner> combiners;
   CountUpdaterHook count_updater_hook;   // runs in the count updater
   absl::Mutex* quiesce_mutex = nullptr;  // held around table->Quiesce()
 };
@@ -156,7 +159,7 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
   // serial stage's calls one after another (its token in `stage`), a batch's
   // hand-off from one stage to the next (and through the pool), and every
   // stage before Run goes on after the pipeline.
-  enum { kRead, kCombine, kUpdate, kWrite, kStages };
+  enum { kRead, kUpdate, kWrite, kStages };
   const char stage[kStages] = {};
   tsan::Release(&stage[kRead]);
 
@@ -189,11 +192,9 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
     return work;
   };
   auto combine = [&](WorkPtr work) -> WorkPtr {
-    tsan::Acquire(&stage[kCombine]);
     tsan::Acquire(work.get());
-    impl_->combiner.Combine(work->changes, &work->deltas);
-    tsan::Release(&stage[kCombine]);
-    tsan::Release(work.get());  // last: it also covers reading `stage`
+    impl_->combiners.local().Combine(work->changes, &work->deltas);
+    tsan::Release(work.get());
     return work;
   };
   auto update = [&](WorkPtr work) -> WorkPtr {
@@ -237,18 +238,17 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
 
   LowerThreadPriority(impl_->options.nice);
   impl_->arena.execute([&] {
-    tbb::parallel_pipeline(
-        static_cast<size_t>(in_flight),
-        tbb::make_filter<void, WorkPtr>(tbb::filter_mode::serial_in_order,
-                                        read) &
-            tbb::make_filter<WorkPtr, WorkPtr>(tbb::filter_mode::parallel,
-                                               sample) &
-            tbb::make_filter<WorkPtr, WorkPtr>(
-                tbb::filter_mode::serial_out_of_order, combine) &
-            tbb::make_filter<WorkPtr, WorkPtr>(
-                tbb::filter_mode::serial_in_order, update) &
-            tbb::make_filter<WorkPtr, void>(tbb::filter_mode::serial_in_order,
-                                            write));
+    tbb::parallel_pipeline(static_cast<size_t>(in_flight),
+                           tbb::make_filter<void, WorkPtr>(
+                               tbb::filter_mode::serial_in_order, read) &
+                               tbb::make_filter<WorkPtr, WorkPtr>(
+                                   tbb::filter_mode::parallel, sample) &
+                               tbb::make_filter<WorkPtr, WorkPtr>(
+                                   tbb::filter_mode::parallel, combine) &
+                               tbb::make_filter<WorkPtr, WorkPtr>(
+                                   tbb::filter_mode::serial_in_order, update) &
+                               tbb::make_filter<WorkPtr, void>(
+                                   tbb::filter_mode::serial_in_order, write));
   });
   // Every batch went through the write stage; the last read saw the end.
   tsan::Acquire(&stage[kWrite]);

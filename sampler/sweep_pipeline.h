@@ -3,7 +3,7 @@
 //
 //   reader (serial, in order)   next DocBatch from the store
 //   samplers (parallel)         SamplingKernel::SampleBatch -> TopicChanges
-//   combiner (serial)           changes -> net (word, topic) deltas
+//   combiner (parallel)         changes -> net (word, topic) deltas
 //   count updater (in order)    TopicTable::Apply, the table's only writer
 //   writer (in order)           batch with new topics -> the store's next
 //                               version; DocTopicStats; progress
