@@ -305,6 +305,12 @@ int main(int argc, char** argv) {
       const double cpu_seconds = ProcessCpuSeconds() - cpu_start;
       if (!report.ok()) return 1;
       kernel_ran = std::string(latentd::KernelKindName(report->kernel));
+      if (report->init_seconds > 0) {
+        char init[64];
+        std::snprintf(init, sizeof init, " after a %.3f s start pass",
+                      report->init_seconds);
+        kernel_ran += init;
+      }
       if (report->mean_row_topics > 0) {
         kernel_ran += " (auto: mean row topics " +
                       std::to_string(report->mean_row_topics) + ")";

@@ -5,6 +5,13 @@
 #include "sampler/internal/upper_bound.h"
 
 namespace latentd::internal {
+namespace {
+
+// How many tokens ahead the pass prefetches a row's pointer and the row.
+constexpr size_t kPrefetchPointer = 8;
+constexpr size_t kPrefetchRow = 3;
+
+}  // namespace
 
 ProgressiveStartKernel::ProgressiveStartKernel(TopicId num_topics)
     : num_topics_(num_topics),
@@ -52,6 +59,14 @@ void ProgressiveStartKernel::SampleBatch(const SweepParams& params,
     double r = 0;
     for (size_t i = 0; i < words.size(); ++i) {
       const WordId w = words[i];
+      // Rows of the coming tokens, as SparseLdaKernel fetches them.
+      if (i + kPrefetchPointer < words.size()) {
+        table.PrefetchRowPointer(words[i + kPrefetchPointer]);
+        overlay_.Prefetch(words[i + kPrefetchPointer]);
+      }
+      if (i + kPrefetchRow < words.size()) {
+        table.PrefetchRow(words[i + kPrefetchRow]);
+      }
       // q: the word's tokens placed so far, in the table (the batches
       // applied) and in the overlay (this batch's; every delta positive).
       overlay_.Focus(w);
