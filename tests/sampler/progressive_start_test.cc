@@ -16,6 +16,7 @@
 #include "sampler/sweep_pipeline.h"
 #include "sampler/trainer.h"
 #include "tests/sampler/chi_square.h"
+#include "tests/sampler/store_writer_util.h"
 
 namespace latentd {
 namespace {
@@ -141,26 +142,14 @@ std::unique_ptr<TokenStore> SyntheticStore(TopicId K) {
   meta.num_topics = K;
   meta.vocab_size = o.vocab_size;
   std::unique_ptr<TokenStore> store = CreateInMemoryTokenStore(meta);
-  auto writer = store->Rewrite(meta);
-  EXPECT_TRUE(writer.ok());
+  testing::StoreFill fill(store.get(), meta, 3000);
   Rng rng(3);
-  DocBatch batch;
-  uint64_t index = 0;
   for (const std::vector<WordId>& doc : corpus->docs) {
     std::vector<TopicId> z(doc.size());
     for (TopicId& t : z) t = static_cast<TopicId>(rng.UniformInt(K));
-    batch.AddDocument("", "", doc, z);
-    if (batch.num_tokens() > 3000) {
-      batch.index = index++;
-      EXPECT_TRUE((*writer)->Append(batch).ok());
-      batch.Clear();
-    }
+    fill.Add("", doc, z);
   }
-  if (batch.num_docs() > 0) {
-    batch.index = index;
-    EXPECT_TRUE((*writer)->Append(batch).ok());
-  }
-  EXPECT_TRUE((*writer)->Commit().ok());
+  fill.Commit();
   return store;
 }
 

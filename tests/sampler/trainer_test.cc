@@ -14,22 +14,19 @@
 #include "corpora/random.h"
 #include "gtest/gtest.h"
 #include "sampler/fold_in.h"
+#include "tests/sampler/store_writer_util.h"
 
 namespace latentd {
 namespace {
 
 // A store of random documents with uniformly drawn initial topics.
-std::unique_ptr<TokenStore> RandomStore(TokenStore* into, int docs,
-                                        WordId vocab, TopicId topics,
-                                        uint64_t seed) {
+void RandomStore(TokenStore* into, int docs, WordId vocab, TopicId topics,
+                 uint64_t seed) {
   Rng rng(seed);
   TokenStoreMeta meta;
   meta.num_topics = topics;
   meta.vocab_size = vocab;
-  auto writer = into->Rewrite(meta);
-  EXPECT_TRUE(writer.ok());
-  DocBatch batch;
-  uint64_t index = 0;
+  testing::StoreFill fill(into, meta, 2000);
   for (int d = 0; d < docs; ++d) {
     const size_t len = 1 + rng.UniformInt(60);
     std::vector<WordId> words(len);
@@ -39,19 +36,9 @@ std::unique_ptr<TokenStore> RandomStore(TokenStore* into, int docs,
       words[i] = static_cast<WordId>(rng.UniformInt(1 + rng.UniformInt(vocab)));
       z[i] = static_cast<TopicId>(rng.UniformInt(topics));
     }
-    batch.AddDocument("doc" + std::to_string(d), "", words, z);
-    if (batch.num_tokens() > 2000) {
-      batch.index = index++;
-      EXPECT_TRUE((*writer)->Append(batch).ok());
-      batch.Clear();
-    }
+    fill.Add("doc" + std::to_string(d), words, z);
   }
-  if (batch.num_docs() > 0) {
-    batch.index = index;
-    EXPECT_TRUE((*writer)->Append(batch).ok());
-  }
-  EXPECT_TRUE((*writer)->Commit().ok());
-  return nullptr;
+  fill.Commit();
 }
 
 std::unique_ptr<TokenStore> MemoryStore(int docs, WordId vocab, TopicId topics,
