@@ -20,6 +20,7 @@ phase() {
 }
 start=$SECONDS
 ops/install-deps.sh
+phase "install dependencies"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build "$BUILD" -j"$(nproc)"
 phase "release build"
