@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   std::string corpus, vocab, format = "lines", engine = "latentd",
                              work_dir = "/tmp/lda_bench";
   uint32_t topics = 100;
-  int threads = 1, sweeps = 50, mh_steps = 2;
+  int threads = 1, sweeps = 50, mh_steps = 2, in_flight = 0;
   std::string kernel = "sparse";
   double max_seconds = 0, mh_refresh = 1.0;
   uint32_t init_row_topics = 0;
@@ -125,6 +125,10 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "Sampler threads (latentd)")
       ->capture_default_str();
   app.add_option("--sweeps", sweeps, "Sweeps")->capture_default_str();
+  app.add_option("--in-flight", in_flight,
+                 "latentd: batches in the pipeline at once (0: 2 x threads "
+                 "+ 1, one with one thread)")
+      ->capture_default_str();
   app.add_option("--kernel", kernel, "latentd kernel: auto|sparse|dense|mh")
       ->check(CLI::IsMember({"auto", "sparse", "dense", "mh"}))
       ->capture_default_str();
@@ -281,6 +285,7 @@ int main(int argc, char** argv) {
     options.beta = beta;
     options.optimize_alpha = false;
     options.pipeline.threads = threads;
+    options.pipeline.max_batches_in_flight = in_flight;
     options.pipeline.kernel = *latentd::ParseKernelKind(kernel);
     options.init_row_topics = init_row_topics;
     options.progressive_start = progressive_start;
