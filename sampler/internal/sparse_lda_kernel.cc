@@ -47,7 +47,9 @@ SparseLdaKernel::SparseLdaKernel(TopicId num_topics, bool batch_overlay,
       // A sparse row's walk fills at most K slots, the overlay's positive
       // deltas at most K more.
       q_topics_(2 * size_t{num_topics}),
-      q_mass_(2 * size_t{num_topics}) {
+      q_mass_(2 * size_t{num_topics}),
+      q_count_(2 * size_t{num_topics}),
+      slot_map_(2 * size_t{num_topics}, 0) {
   doc_topics_.reserve(num_topics);
 }
 
@@ -128,51 +130,98 @@ void SparseLdaKernel::BuildWordCache(const TopicTable& table, WordId word,
     if (moved) {
       const int32_t* ov = overlay_.ScatteredDeltas();
       table.ForEachSlot(word, [&](TopicId k, Count c) {
-        c += std::min(ov[k], 0) - (k == excluded);
-        q += (c > 0 ? c : 0) * coef_[k];
+        const Count x = c + std::min(ov[k], 0) - (k == excluded);
+        q += (x > 0 ? x : 0) * coef_[k];
         q_topics_[n] = k;
         q_mass_[n] = q;
+        q_count_[n] = c;
         n += (c > 0);
       });
+      row_slots_ = n;
       overlay_.ForEachEntry([&](TopicId k, int32_t d) {
         q += (d > 0 ? d : 0) * coef_[k];
         q_topics_[n] = k;
         q_mass_[n] = q;
+        q_count_[n] = 0;
         n += (d > 0);
       });
     } else {
       int64_t tokens = 0;
       table.ForEachSlot(word, [&](TopicId k, Count c) {
         tokens += c;
-        c -= (k == excluded);
-        q += (c > 0 ? c : 0) * coef_[k];
+        const Count x = c - (k == excluded);
+        q += (x > 0 ? x : 0) * coef_[k];
         q_topics_[n] = k;
         q_mass_[n] = q;
+        q_count_[n] = c;
         n += (c > 0);
       });
       row_tokens_ = tokens;
+      row_slots_ = n;
     }
   }
   cache_word_ = word;
   cache_size_ = n;
   cache_total_ = q;
-  cache_valid_ = cache_dense_;
+  // Reusing a sparse cache costs a map of its slots and a few intervals: a
+  // short row is cheaper built again.
+  cache_valid_ = cache_dense_ || n >= kMinReusedSlots;
+  slot_map_ready_ = false;
   num_dirty_ = 0;
   dirty_[num_dirty_++] = excluded;
 }
 
+void SparseLdaKernel::MapSlots() {
+  if (++slot_map_generation_ == 0) {  // wrapped: no stale stamp may match
+    std::fill(slot_map_.begin(), slot_map_.end(), 0);
+    slot_map_generation_ = 1;
+  }
+  const uint64_t stamp = uint64_t{slot_map_generation_} << 32;
+  for (uint32_t j = 0; j < cache_size_; ++j) {
+    const TopicId k = q_topics_[j];
+    slot_map_[j < row_slots_ ? k : num_topics_ + k] = stamp | j;
+  }
+  slot_map_ready_ = true;
+}
+
+int64_t SparseLdaKernel::MappedSlot(size_t key) const {
+  const uint64_t v = slot_map_[key];
+  return (v >> 32) == slot_map_generation_
+             ? static_cast<int64_t>(v & 0xffffffffu)
+             : -1;
+}
+
+void SparseLdaKernel::AddInterval(uint32_t slot) {
+  iv_slot_[num_iv_] = slot;
+  iv_mass_[num_iv_++] = q_mass_[slot] - (slot > 0 ? q_mass_[slot - 1] : 0.0);
+}
+
 double SparseLdaKernel::ReusedMass(const TopicTable& table, TopicId excluded) {
+  if (!cache_dense_ && !slot_map_ready_) MapSlots();
   dirty_fresh_sum_ = 0;
-  double built = 0;
+  num_iv_ = 0;
   for (uint32_t j = 0; j < num_dirty_; ++j) {
     const TopicId k = dirty_[j];
-    const Count c =
-        table.Get(cache_word_, k) + overlay_.Delta(k) - (k == excluded);
-    dirty_built_[j] = q_mass_[k] - (k > 0 ? q_mass_[k - 1] : 0.0);
+    Count table_count;
+    if (cache_dense_) {
+      table_count = table.Get(cache_word_, k);
+      AddInterval(k);
+    } else {
+      // The table's count as the build read it (the row's slot, if the
+      // topic had one), and the topic's intervals: its row slot and the
+      // slot of a positive overlay delta.
+      const int64_t row = MappedSlot(k);
+      const int64_t moved = MappedSlot(size_t{num_topics_} + k);
+      table_count = row >= 0 ? q_count_[row] : 0;
+      if (row >= 0) AddInterval(static_cast<uint32_t>(row));
+      if (moved >= 0) AddInterval(static_cast<uint32_t>(moved));
+    }
+    const Count c = table_count + overlay_.Delta(k) - (k == excluded);
     dirty_fresh_[j] = (c > 0 ? c : 0) * coef_[k];
-    built += dirty_built_[j];
     dirty_fresh_sum_ += dirty_fresh_[j];
   }
+  double built = 0;
+  for (uint32_t m = 0; m < num_iv_; ++m) built += iv_mass_[m];
   return std::max(cache_total_ - built, 0.0) + dirty_fresh_sum_;
 }
 
@@ -192,30 +241,31 @@ TopicId SparseLdaKernel::DrawReused(double u, const TopicTable& table,
   }
   // The rest of the mass is the cached row minus the dirty topics' old
   // intervals: map u onto the cached running sum, skipping those intervals
-  // in ascending order.
+  // in ascending order of their slots.
   u -= dirty_fresh_sum_;
-  uint32_t order[kMaxDirty];
-  for (uint32_t j = 0; j < num_dirty_; ++j) {
-    uint32_t at = j;
-    for (; at > 0 && dirty_[order[at - 1]] > dirty_[j]; --at) {
+  uint32_t order[kMaxIntervals];
+  for (uint32_t m = 0; m < num_iv_; ++m) {
+    uint32_t at = m;
+    for (; at > 0 && iv_slot_[order[at - 1]] > iv_slot_[m]; --at) {
       order[at] = order[at - 1];
     }
-    order[at] = j;
+    order[at] = m;
   }
-  for (uint32_t m = 0; m < num_dirty_; ++m) {
-    const TopicId k = dirty_[order[m]];
-    if (u < (k > 0 ? q_mass_[k - 1] : 0.0)) break;
-    u += dirty_built_[order[m]];
+  for (uint32_t m = 0; m < num_iv_; ++m) {
+    const uint32_t slot = iv_slot_[order[m]];
+    if (u < (slot > 0 ? q_mass_[slot - 1] : 0.0)) break;
+    u += iv_mass_[order[m]];
   }
-  const TopicId k = UpperBound(q_mass_.data(), cache_size_, u);
-  for (uint32_t j = 0; j < num_dirty_; ++j) {
-    if (dirty_[j] != k) continue;
-    // Rounding put u on a dirty interval's edge: draw again from a fresh
-    // row, which is exact.
+  bool exact = u < cache_total_;
+  const uint32_t j = UpperBound(q_mass_.data(), cache_size_, u);
+  for (uint32_t m = 0; m < num_iv_; ++m) exact &= iv_slot_[m] != j;
+  if (!exact) {
+    // Rounding put u on a dirty interval's edge or past the end: draw
+    // again from a fresh row, which is exact.
     BuildWordCache(table, cache_word_, excluded);
     return DrawFromCache(rng->Uniform() * cache_total_);
   }
-  return k;
+  return cache_dense_ ? j : q_topics_[j];
 }
 
 void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,

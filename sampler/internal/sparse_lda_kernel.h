@@ -51,13 +51,15 @@ class SparseLdaKernel final : public SamplingKernel {
   std::vector<TopicId> doc_topics_;  // topics with n_dk > 0
   std::vector<uint32_t> doc_pos_;    // position of a topic in doc_topics_
   // The q bucket of the current word: the running mass over its row's
-  // non-zero topics, or, for a dense row, over all K topics. A dense row's
+  // non-zero topics (then the overlay's positive deltas of the word, if it
+  // moved in this batch), or, for a dense row, over all K topics. The
   // cache is reused by the next tokens of the same word in the same
-  // document (bag-of-words corpora keep a word's tokens together, and the
-  // frequent words, which have the dense rows, repeat most): only the
-  // masses of the topics whose coefficient or exclusion changed since the
-  // build (the dirty topics) are recomputed. The counts read are the
-  // table's plus the overlay's, which it focuses on `word`.
+  // document (bag-of-words corpora keep a word's tokens together: a third
+  // of news20's tokens repeat the token before): only the masses of the
+  // topics whose coefficient, count or exclusion changed since the build
+  // (the dirty topics) are recomputed, from the table's count as the build
+  // read it (a dense row's, read again) plus the overlay's, which it
+  // focuses on `word`.
   void BuildWordCache(const TopicTable& table, WordId word, TopicId excluded);
   // A draw from the built cache for u in [0, cache_total_).
   TopicId DrawFromCache(double u) const;
@@ -70,10 +72,26 @@ class SparseLdaKernel final : public SamplingKernel {
   TopicId DrawReused(double u, const TopicTable& table, TopicId excluded,
                      Rng* rng);
 
+  // Sparse caches: maps each topic to its row slot and its overlay slot,
+  // on the first reuse after a build.
+  void MapSlots();
+  // The slot of key (topic: row slot; K + topic: overlay slot), or -1.
+  int64_t MappedSlot(size_t key) const;
+  // Adds the cache slot's mass to the dirty intervals.
+  void AddInterval(uint32_t slot);
+
   static constexpr uint32_t kMaxDirty = 8;
-  std::vector<TopicId> q_topics_;  // sparse rows: the slots' topics
-  std::vector<double> q_mass_;     // running sum of the slots' masses
-  bool cache_valid_ = false;       // reusable (a dense row's)
+  static constexpr uint32_t kMaxIntervals = 2 * kMaxDirty;
+  // The shortest sparse cache that is reused (news20, K=100 and K=1000).
+  static constexpr uint32_t kMinReusedSlots = 32;
+  std::vector<TopicId> q_topics_;   // sparse rows: the slots' topics
+  std::vector<double> q_mass_;      // running sum of the slots' masses
+  std::vector<Count> q_count_;      // sparse rows: the slots' table counts
+  uint32_t row_slots_ = 0;          // sparse: the row's slots (then overlay's)
+  std::vector<uint64_t> slot_map_;  // MapSlots: generation << 32 | slot
+  uint32_t slot_map_generation_ = 0;
+  bool slot_map_ready_ = false;
+  bool cache_valid_ = false;  // reusable by the word's next token
   bool cache_dense_ = false;
   WordId cache_word_ = 0;
   uint32_t cache_size_ = 0;
@@ -83,9 +101,12 @@ class SparseLdaKernel final : public SamplingKernel {
   int64_t row_tokens_ = 0;
   uint32_t num_dirty_ = 0;
   TopicId dirty_[kMaxDirty];
-  double dirty_built_[kMaxDirty];  // mass in the cache
   double dirty_fresh_[kMaxDirty];  // mass now
   double dirty_fresh_sum_ = 0;
+  // The dirty topics' slots in the cache and the masses they hold there.
+  uint32_t num_iv_ = 0;
+  uint32_t iv_slot_[kMaxIntervals];
+  double iv_mass_[kMaxIntervals];
 };
 
 // The plain O(K) conditional over dense scratch; exact reference. Sees its

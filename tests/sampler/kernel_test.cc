@@ -258,6 +258,22 @@ TEST_P(OverlayExactness, TwoDocumentsJointMatchesSequentialConditionals) {
                         400000);
 }
 
+// A sparse row's cache reused while the overlay holds the word's moves:
+// word 1 (three topics of six, so sparse) moves in the first document, and
+// the second repeats it three times, so its cache is built with the
+// overlay's deltas as slots of their own and then reused.
+TEST_P(OverlayExactness, RepeatedSparseWordAfterItsMovesMatches) {
+  ExpectJointLawMatches(GetParam(),
+                        {.K = 6,
+                         .words = {1, 0, 1, 1, 1},
+                         .topics = {2, 0, 5, 5, 2},
+                         .background = {{2, 1, 0, 3, 0, 1}, {0, 3, 0, 0, 0, 0}},
+                         .alpha = {0.2, 0.5, 0.1, 0.3, 0.4, 0.2},
+                         .beta = 0.05,
+                         .doc_lengths = {2, 3}},
+                        400000);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Kernels, KernelExactness,
     ::testing::Values(KernelUnderTest{KernelKind::kSparseLda, {}},
