@@ -128,6 +128,14 @@ void SweepPipeline::SetKernel(KernelKind kind) { impl_->options.kernel = kind; }
 
 KernelKind SweepPipeline::kernel() const { return impl_->options.kernel; }
 
+void SweepPipeline::SetMaxBatchesInFlight(int batches) {
+  impl_->options.max_batches_in_flight = batches;
+}
+
+int SweepPipeline::max_batches_in_flight() const {
+  return impl_->options.max_batches_in_flight;
+}
+
 void SweepPipeline::SetQuiesceMutex(absl::Mutex* mu) {
   impl_->quiesce_mutex = mu;
 }

@@ -89,6 +89,10 @@ class SweepPipeline {
   // progress. Each thread keeps one kernel object of each kind it ran.
   void SetKernel(KernelKind kind);
   KernelKind kernel() const;
+  // PipelineOptions::max_batches_in_flight of the next Run()s; call only
+  // while no Run() is in progress.
+  void SetMaxBatchesInFlight(int batches);
+  int max_batches_in_flight() const;
   // If set, Run() holds `mu` while it re-lays the table out after a sweep
   // (TopicTable::Quiesce), so a reader outside the pipeline that holds `mu`
   // never sees a row mid-move. `mu` must outlive the pipeline; set it only

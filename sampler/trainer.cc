@@ -167,8 +167,20 @@ absl::StatusOr<SweepReport> Trainer::Sweep() {
     if (!sparse) table_->Clear();
     pipeline_.SetKernel(sparse ? KernelKind::kSparseInit
                                : KernelKind::kProgressiveStart);
+    // The progressive pass draws into a table that starts empty, where a
+    // batch sees nothing of the batches in flight beside it: one batch a
+    // sampler thread, not the sweeps' 2·threads + 1 (news20, 2 threads:
+    // the log-likelihood after sweep 10 is about 0.01 nat higher, which
+    // is worth a sweep at K=100, for 0.01-0.05 s more in the pass).
+    const int in_flight = pipeline_.max_batches_in_flight();
+    if (!sparse) {
+      const int threads = std::max(options_.pipeline.threads, 1);
+      pipeline_.SetMaxBatchesInFlight(
+          in_flight > 0 ? std::min(in_flight, threads) : threads);
+    }
     absl::StatusOr<SweepResult> init =
         pipeline_.Run(store_.get(), table_.get(), params, nullptr);
+    pipeline_.SetMaxBatchesInFlight(in_flight);
     if (!init.ok()) return Failed(done, init.status());
     (sparse ? report.sparse_start : report.progressive_start) = true;
     report.init_seconds = init->seconds;
