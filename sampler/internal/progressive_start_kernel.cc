@@ -5,13 +5,6 @@
 #include "sampler/internal/upper_bound.h"
 
 namespace latentd::internal {
-namespace {
-
-// How many tokens ahead the pass prefetches a row's pointer and the row.
-constexpr size_t kPrefetchPointer = 8;
-constexpr size_t kPrefetchRow = 3;
-
-}  // namespace
 
 ProgressiveStartKernel::ProgressiveStartKernel(TopicId num_topics)
     : num_topics_(num_topics),
@@ -59,14 +52,7 @@ void ProgressiveStartKernel::SampleBatch(const SweepParams& params,
     double r = 0;
     for (size_t i = 0; i < words.size(); ++i) {
       const WordId w = words[i];
-      // Rows of the coming tokens, as SparseLdaKernel fetches them.
-      if (i + kPrefetchPointer < words.size()) {
-        table.PrefetchRowPointer(words[i + kPrefetchPointer]);
-        overlay_.Prefetch(words[i + kPrefetchPointer]);
-      }
-      if (i + kPrefetchRow < words.size()) {
-        table.PrefetchRow(words[i + kPrefetchRow]);
-      }
+      PrefetchRows(table, &overlay_, words, i);
       // q: the word's tokens placed so far, in the table (the batches
       // applied) and in the overlay (this batch's; every delta positive).
       overlay_.Focus(w);
@@ -99,11 +85,8 @@ void ProgressiveStartKernel::SampleBatch(const SweepParams& params,
       topics[i] = topic;
       changes->push_back({w, kUncounted, topic});
     }
-    for (TopicId k : doc_topics_) {
-      n_dk_[k] = 0;
-      coef_[k] = alpha_[k] * inv_denom_[k];
-    }
-    doc_topics_.clear();
+    EndDocument(doc_topics_, n_dk_.data(), coef_.data(), alpha_,
+                inv_denom_.data());
   }
 }
 

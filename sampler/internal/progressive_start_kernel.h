@@ -1,5 +1,5 @@
 // KernelKind::kProgressiveStart: the pass of the progressive start
-// (TrainerOptions::start = kProgressive). The table is cleared before the
+// (TrainerOptions::progressive_start). The table is cleared before the
 // pass, so it counts only the tokens the pass has placed so far; each token
 // is drawn from the collapsed conditional given those tokens — the
 // document's tokens before it, the word's tokens in the batches already

@@ -1,16 +1,19 @@
 // What the kernels that split the conditional as SparseLDA does share
 // (sparse_lda_kernel.h, progressive_start_kernel.h): a batch's topic terms,
-// and the draws from the document and smoothing buckets (for u within a
+// the draws from the document and smoothing buckets (for u within a
 // bucket's mass, the topic whose interval holds it, walking the
-// document's topics (r) or all K (s)).
+// document's topics (r) or all K (s)), the reset of the document terms at a
+// document's end, and the prefetch of the coming tokens' rows.
 //
 // Thread-safety: pure functions.
 #ifndef LATENTD_SAMPLER_INTERNAL_SPARSE_BUCKETS_H_
 #define LATENTD_SAMPLER_INTERNAL_SPARSE_BUCKETS_H_
 
+#include <span>
 #include <vector>
 
 #include "corpora/types.h"
+#include "sampler/internal/batch_overlay.h"
 #include "sampler/topic_table.h"
 
 namespace latentd::internal {
@@ -51,6 +54,32 @@ inline TopicId DrawSmoothingBucket(double u, TopicId num_topics,
     if (u <= 0) return k;
   }
   return num_topics - 1;  // rounding
+}
+
+// At a document's end: n_dk back to 0 and coef to α_k inv_denom for the
+// document's topics, which are then forgotten.
+inline void EndDocument(std::vector<TopicId>& doc_topics, Count* n_dk,
+                        double* coef, const double* alpha,
+                        const double* inv_denom) {
+  for (TopicId k : doc_topics) {
+    n_dk[k] = 0;
+    coef[k] = alpha[k] * inv_denom[k];
+  }
+  doc_topics.clear();
+}
+
+// Before token i of a document: prefetches the row pointer (and the
+// overlay's index slot, if `overlay` is not null) of the word 8 tokens
+// ahead and the row of the word 3 tokens ahead, so that their cache misses
+// overlap the work on this one. No effect on results.
+inline void PrefetchRows(const TopicTable& table, const BatchOverlay* overlay,
+                         std::span<const WordId> words, size_t i) {
+  constexpr size_t kPointerAhead = 8, kRowAhead = 3;
+  if (i + kPointerAhead < words.size()) {
+    table.PrefetchRowPointer(words[i + kPointerAhead]);
+    if (overlay != nullptr) overlay->Prefetch(words[i + kPointerAhead]);
+  }
+  if (i + kRowAhead < words.size()) table.PrefetchRow(words[i + kRowAhead]);
 }
 
 }  // namespace latentd::internal

@@ -28,10 +28,6 @@ inline double RunningSum(double* m, uint32_t n) {
   return q;
 }
 
-// How many tokens ahead the kernel prefetches a row's pointer and the row.
-constexpr size_t kPrefetchPointer = 8;
-constexpr size_t kPrefetchRow = 3;
-
 }  // namespace
 
 SparseLdaKernel::SparseLdaKernel(TopicId num_topics, bool batch_overlay,
@@ -302,14 +298,7 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
     for (size_t i = 0; i < words.size(); ++i) {
       const WordId w = words[i];
       const TopicId old_topic = topics[i];
-      // Rows of the coming tokens, so their cache misses overlap this one.
-      if (i + kPrefetchPointer < words.size()) {
-        table.PrefetchRowPointer(words[i + kPrefetchPointer]);
-        if (use_overlay_) overlay_.Prefetch(words[i + kPrefetchPointer]);
-      }
-      if (i + kPrefetchRow < words.size()) {
-        table.PrefetchRow(words[i + kPrefetchRow]);
-      }
+      PrefetchRows(table, use_overlay_ ? &overlay_ : nullptr, words, i);
       MoveCount(old_topic, -1, s, r);
 
       const bool reuse =
@@ -344,11 +333,8 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
       }
     }
 
-    for (TopicId k : doc_topics_) {
-      n_dk_[k] = 0;
-      coef_[k] = alpha_[k] * inv_denom_[k];
-    }
-    doc_topics_.clear();
+    EndDocument(doc_topics_, n_dk_.data(), coef_.data(), alpha_,
+                inv_denom_.data());
   }
 }
 
