@@ -126,8 +126,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--sweeps", sweeps, "Sweeps")->capture_default_str();
   app.add_option("--in-flight", in_flight,
-                 "latentd: batches in the pipeline at once (0: 2 x threads "
-                 "+ 1, one with one thread)")
+                 "latentd: batches in the pipeline at once in the sweeps (0: "
+                 "2 x threads + 1, one with one thread); the progressive "
+                 "start's pass keeps at most one a thread")
       ->capture_default_str();
   app.add_option("--kernel", kernel, "latentd kernel: auto|sparse|dense|mh")
       ->check(CLI::IsMember({"auto", "sparse", "dense", "mh"}))
