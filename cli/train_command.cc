@@ -111,9 +111,12 @@ absl::StatusOr<std::unique_ptr<Trainer>> StartTrainer(
   return Trainer::Create(o.trainer, std::move(store));
 }
 
-// model.bin, keeping the one it replaces as model.prev.bin.
-absl::Status Checkpoint(const ModelSnapshot& snapshot, const ModelPaths& paths,
-                        FILE* err) {
+// model.bin, keeping the one it replaces as model.prev.bin, once the token
+// store's version of the same sweep is durable (its commit runs in the
+// background): a snapshot newer than the store on disk would not resume.
+absl::Status Checkpoint(Trainer& trainer, const ModelSnapshot& snapshot,
+                        const ModelPaths& paths, FILE* err) {
+  LATENTD_RETURN_IF_ERROR(trainer.store()->WaitDurable());
   std::string warning;
   LATENTD_RETURN_IF_ERROR(SaveCheckpoint(snapshot, paths, &warning));
   if (!warning.empty()) absl::FPrintF(err, "warning: %s\n", warning);
@@ -174,7 +177,7 @@ absl::Status Finish(const TrainCommandOptions& o, Trainer& trainer,
                     RunTotals run, FILE* out, FILE* err) {
   ModelPaths paths(o.out_dir);
   const ModelSnapshot snapshot = trainer.Snapshot();
-  LATENTD_RETURN_IF_ERROR(Checkpoint(snapshot, paths, err));
+  LATENTD_RETURN_IF_ERROR(Checkpoint(trainer, snapshot, paths, err));
   LATENTD_ASSIGN_OR_RETURN(Vocabulary vocab, Vocabulary::Load(paths.vocab()));
   LATENTD_RETURN_IF_ERROR(
       ExportModelText(snapshot, vocab, o.top_words, o.out_dir));
@@ -285,7 +288,8 @@ absl::Status RunTrain(const TrainCommandOptions& o, FILE* out, FILE* err) {
     if (s + 1 < o.sweeps) absl::StrAppend(&line, "  ETA ", Duration(eta));
     absl::FPrintF(err, "%s\n", line);
     if (o.checkpoint_every > 0 && r.sweep % o.checkpoint_every == 0) {
-      LATENTD_RETURN_IF_ERROR(Checkpoint(trainer->Snapshot(), paths, err));
+      LATENTD_RETURN_IF_ERROR(
+          Checkpoint(*trainer, trainer->Snapshot(), paths, err));
     }
   }
   absl::FPrintF(err, "%.2f s sampling\n", wall);

@@ -66,6 +66,17 @@ class BatchWriter {
   // but not durable". A caller that must know compares meta() before and
   // after.
   virtual absl::Status Commit() = 0;
+  // Like Commit, but the wait for durability (FileTokenStore: the fsync,
+  // rename and directory fsync, about 10 ms of device latency a sweep
+  // here) runs on a thread of the store's while the caller goes on. The
+  // new version is current when this returns: meta() and Read() give it,
+  // and the next Rewrite() may start at once. Its commit's outcome is
+  // reported by the first of: the next writer's Commit() or
+  // CommitInBackground() (which then fails, committing nothing), or
+  // TokenStore::WaitDurable(). After a failure the version stays current
+  // but not durable (a crash would bring back the one before it) until a
+  // later commit succeeds. The in-memory store commits at once.
+  virtual absl::Status CommitInBackground() { return Commit(); }
 };
 
 class TokenStore {
@@ -80,6 +91,14 @@ class TokenStore {
   // reads the current version and appends each batch with its new topics.
   virtual absl::StatusOr<std::unique_ptr<BatchWriter>> Rewrite(
       const TokenStoreMeta& meta) = 0;
+  // Waits for a commit running in the background (CommitInBackground) and
+  // returns OK if the current version is durable: what a crash would
+  // bring back. Call it before anything that must not get ahead of the
+  // store on disk (a checkpoint, the end of training). Fails with the
+  // background commit's error, or, if the current version was left not
+  // durable by an earlier failure, kDataLoss saying so (when only the
+  // directory's fsync had failed, it is tried again first).
+  virtual absl::Status WaitDurable() { return absl::OkStatus(); }
 };
 
 // Opens an existing store file. Checks header and version; the blocks are

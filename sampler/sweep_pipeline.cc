@@ -269,7 +269,9 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
     table->Quiesce();
   }
   LATENTD_RETURN_IF_ERROR(error.status());
-  LATENTD_RETURN_IF_ERROR(writer->Commit());
+  LATENTD_RETURN_IF_ERROR(impl_->options.background_commit
+                              ? writer->CommitInBackground()
+                              : writer->Commit());
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -666,6 +666,9 @@ absl::Status LatentdService::Publish() {
 }
 
 absl::Status LatentdService::WriteCheckpoint() {
+  // The store's version of this sweep must be on disk first (sweeps commit
+  // it in the background): a snapshot newer than it would not resume.
+  LATENTD_RETURN_IF_ERROR(trainer_->store()->WaitDurable());
   ModelPaths paths(options_.data_dir);
   std::string warning;
   ModelSnapshot snapshot = trainer_->Snapshot();

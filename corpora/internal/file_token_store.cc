@@ -1,9 +1,17 @@
 // FileTokenStore: the token store as one file (layout in
 // token_store_format.h). Each reader opens its own descriptor, so a pass over
 // the old version keeps working while a writer renames the new one over it.
+//
+// A version is written under a temporary name, PATH.tmp or PATH.1.tmp (its
+// writer's slot), and renamed over PATH once fsynced. A background commit
+// (CommitInBackground) leaves the fsync and the rename to a thread of the
+// store's: until that thread has renamed it, the current version is read
+// from its temporary name, and the next writer takes the other slot, so
+// the next sweep reads and writes while the device flushes.
 #include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -98,8 +106,8 @@ class FileTokenStore;
 class FileBatchWriter : public BatchWriter {
  public:
   FileBatchWriter(FileTokenStore* store, std::unique_ptr<WritableFile> file,
-                  TokenStoreMeta meta)
-      : store_(store), file_(std::move(file)), meta_(meta) {}
+                  TokenStoreMeta meta, int slot)
+      : store_(store), file_(std::move(file)), meta_(meta), slot_(slot) {}
   ~FileBatchWriter() override;
 
   absl::Status Append(const DocBatch& batch) override {
@@ -116,11 +124,19 @@ class FileBatchWriter : public BatchWriter {
   }
 
   absl::Status Commit() override;
+  absl::Status CommitInBackground() override;
 
  private:
+  // Spends the writer: waits for the store's background commit (the
+  // previous version's) and reports its failure; else writes the header.
+  // On failure the temporary file is gone.
+  absl::Status Finish();
+  void Abandon();
+
   FileTokenStore* store_;
   std::unique_ptr<WritableFile> file_;
   TokenStoreMeta meta_;
+  const int slot_;  // which temporary name the version is written under
   internal::EncodedBlock block_;
   bool done_ = false;
 };
@@ -129,15 +145,47 @@ class FileTokenStore : public TokenStore {
  public:
   FileTokenStore(std::string path, TokenStoreMeta meta, bool has_file)
       : path_(std::move(path)), meta_(meta), has_file_(has_file) {}
+  ~FileTokenStore() override { (void)JoinBackground(); }
 
   const TokenStoreMeta& meta() const override { return meta_; }
 
   absl::StatusOr<std::unique_ptr<BatchReader>> Read() override {
     if (!has_file_) return std::make_unique<EmptyBatchReader>();
-    LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ReadableFile> file,
-                             FileSystem::Default()->OpenForRead(path_));
+    FileSystem* fs = FileSystem::Default();
+    std::unique_ptr<ReadableFile> file;
+    const int slot = background_ != nullptr ? background_->slot : live_slot_;
+    if (slot >= 0) {
+      // The current version is under its temporary name until the
+      // background commit renames it: a miss means that happened.
+      absl::StatusOr<std::unique_ptr<ReadableFile>> tmp =
+          fs->OpenForRead(temp_path(slot));
+      if (tmp.ok()) {
+        file = std::move(*tmp);
+      } else if (!absl::IsNotFound(tmp.status()) || background_ == nullptr) {
+        return tmp.status();
+      }
+    }
+    if (file == nullptr) {
+      LATENTD_ASSIGN_OR_RETURN(file, fs->OpenForRead(path_));
+    }
     LATENTD_ASSIGN_OR_RETURN(TokenStoreMeta meta, ReadHeader(*file));
     return std::make_unique<FileBatchReader>(std::move(file), meta);
+  }
+
+  absl::Status WaitDurable() override {
+    LATENTD_RETURN_IF_ERROR(JoinBackground());
+    if (durable_) return absl::OkStatus();
+    if (live_slot_ < 0) {
+      // Renamed over path_, but the directory's fsync failed: try again.
+      LATENTD_RETURN_IF_ERROR(SyncDirectoryOf(path_));
+      durable_ = true;
+      return absl::OkStatus();
+    }
+    // Its fsync or rename failed; an fsync after a failed one may not tell
+    // the truth, so only the next commit makes the store durable again.
+    return absl::DataLossError(absl::StrCat(
+        path_, ": the current version (sweep ", meta_.sweep,
+        ") is not durable: its commit failed; the next one will retry"));
   }
 
   absl::StatusOr<std::unique_ptr<BatchWriter>> Rewrite(
@@ -149,57 +197,145 @@ class FileTokenStore : public TokenStore {
     }
     TokenStoreMeta fresh = meta;
     fresh.num_docs = fresh.num_tokens = fresh.num_batches = 0;
+    // Not the slot that holds the current version under its temporary name.
+    const int busy = background_ != nullptr ? background_->slot : live_slot_;
+    const int slot = busy == 0 ? 1 : 0;
     absl::StatusOr<std::unique_ptr<WritableFile>> file =
-        FileSystem::Default()->OpenForWrite(temp_path(), WriteMode::kTruncate);
+        FileSystem::Default()->OpenForWrite(temp_path(slot),
+                                            WriteMode::kTruncate);
     absl::Status status = file.status();
     // The header is written again, with the final counts, by Commit.
     if (status.ok())
       status = (*file)->Append(internal::EncodeFileHeader(fresh));
     if (!status.ok()) {
       writer_active_ = false;
-      (void)FileSystem::Default()->Remove(temp_path());
+      (void)FileSystem::Default()->Remove(temp_path(slot));
       return status;
     }
-    return std::make_unique<FileBatchWriter>(this, std::move(*file), fresh);
+    return std::make_unique<FileBatchWriter>(this, std::move(*file), fresh,
+                                             slot);
   }
 
-  std::string temp_path() const { return path_ + ".tmp"; }
+  std::string temp_path(int slot) const {
+    return slot == 0 ? path_ + ".tmp" : path_ + ".1.tmp";
+  }
   const std::string& path() const { return path_; }
+  // A synchronous commit renamed its version over path(): it is current,
+  // and durable once MarkDurable() (the directory fsynced).
   void Committed(const TokenStoreMeta& meta) {
     meta_ = meta;
     has_file_ = true;
+    live_slot_ = -1;
+    durable_ = false;
   }
+  void MarkDurable() { durable_ = true; }
   void WriterDone() { writer_active_ = false; }
 
+  // Makes the version written under `slot` to `file` (header written,
+  // buffer flushed) current, and starts its fsync, rename and directory
+  // fsync on a thread. REQUIRES: no background commit running.
+  void CommitInBackground(std::unique_ptr<WritableFile> file, int slot,
+                          const TokenStoreMeta& meta) {
+    meta_ = meta;
+    has_file_ = true;
+    durable_ = false;
+    live_slot_ = slot;
+    background_ = std::make_unique<Background>();
+    background_->slot = slot;
+    Background* job = background_.get();
+    FileSystem* fs = FileSystem::Default();
+    job->thread = std::thread([job, fs, file = std::move(file),
+                               from = temp_path(slot), to = path_]() mutable {
+      absl::Status s = file->Sync();
+      absl::Status closed = file->Close();
+      if (s.ok()) s = closed;
+      if (s.ok()) s = fs->Rename(from, to);
+      if (!s.ok()) {
+        job->status = s;
+        return;
+      }
+      job->renamed = true;
+      absl::Status synced = SyncDirectoryOf(to);
+      if (!synced.ok()) {
+        job->status = absl::Status(
+            synced.code(),
+            absl::StrCat(to, ": the new version is current but not ",
+                         "durable (", synced.message(), ")"));
+      }
+    });
+  }
+
+  // Waits for the background commit, if one runs, and returns its
+  // failure once (later calls return OK; WaitDurable still tells).
+  absl::Status JoinBackground() {
+    if (background_ == nullptr) return absl::OkStatus();
+    background_->thread.join();
+    if (background_->renamed) live_slot_ = -1;
+    durable_ = background_->status.ok();
+    absl::Status status = std::move(background_->status);
+    background_.reset();
+    if (!status.ok()) {
+      return absl::Status(
+          status.code(),
+          absl::StrCat(
+              "background commit of ", path_, " failed (the ",
+              "version stays current, not durable): ", status.message()));
+    }
+    return absl::OkStatus();
+  }
+
  private:
+  // A commit's fsync, rename and directory fsync, running on `thread`;
+  // `status` and `renamed` are read after joining it.
+  struct Background {
+    int slot = 0;
+    std::thread thread;
+    absl::Status status;
+    bool renamed = false;
+  };
+
   const std::string path_;
   TokenStoreMeta meta_;
   bool has_file_;
   std::atomic<bool> writer_active_{false};
+  std::unique_ptr<Background> background_;
+  // The slot whose temporary name holds the current version (a background
+  // commit that has not renamed it, or failed to), or -1: it is at path_.
+  int live_slot_ = -1;
+  bool durable_ = true;  // the current version is at path_ and fsynced
 };
 
 FileBatchWriter::~FileBatchWriter() {
-  if (!done_) {
-    (void)file_->Close();
-    (void)FileSystem::Default()->Remove(store_->temp_path());
-  }
+  if (!done_) Abandon();
   store_->WriterDone();
 }
 
-absl::Status FileBatchWriter::Commit() {
+void FileBatchWriter::Abandon() {
+  (void)file_->Close();
+  (void)FileSystem::Default()->Remove(store_->temp_path(slot_));
+}
+
+absl::Status FileBatchWriter::Finish() {
   if (done_) return absl::FailedPreconditionError("writer already spent");
   done_ = true;
-  FileSystem* fs = FileSystem::Default();
-  absl::Status status = file_->Flush();
+  absl::Status status = store_->JoinBackground();
+  if (status.ok()) status = file_->Flush();
   if (status.ok()) {
     status = file_->WriteAt(0, internal::EncodeFileHeader(meta_));
   }
-  if (status.ok()) status = file_->Sync();
+  if (!status.ok()) Abandon();
+  return status;
+}
+
+absl::Status FileBatchWriter::Commit() {
+  LATENTD_RETURN_IF_ERROR(Finish());
+  FileSystem* fs = FileSystem::Default();
+  absl::Status status = file_->Sync();
   if (status.ok()) status = file_->Close();
-  if (status.ok()) status = fs->Rename(store_->temp_path(), store_->path());
+  if (status.ok())
+    status = fs->Rename(store_->temp_path(slot_), store_->path());
   if (!status.ok()) {
-    (void)file_->Close();
-    (void)fs->Remove(store_->temp_path());
+    Abandon();
     return status;
   }
   // Renamed: the new version is current (readers open it from now on), so
@@ -212,6 +348,13 @@ absl::Status FileBatchWriter::Commit() {
         absl::StrCat(store_->path(), ": the new version is current but not ",
                      "durable (", synced.message(), ")"));
   }
+  store_->MarkDurable();
+  return absl::OkStatus();
+}
+
+absl::Status FileBatchWriter::CommitInBackground() {
+  LATENTD_RETURN_IF_ERROR(Finish());
+  store_->CommitInBackground(std::move(file_), slot_, meta_);
   return absl::OkStatus();
 }
 

@@ -360,16 +360,16 @@ TEST_F(Faults, CheckpointFailsCleanlyAtEachStep) {
 // fault clears the sweeps resume and the document is merged.
 TEST_F(Faults, SweepFailuresAreRetriedAndIngestGoesOn) {
   const std::vector<std::pair<std::string, FileFault>> cases = {
-      {"write-eio", {.op = FileOp::kWrite, .path_glob = "*/tokens.lts.tmp"}},
+      {"write-eio", {.op = FileOp::kWrite, .path_glob = "*/tokens.lts*tmp"}},
       {"write-enospc-short",
        {.op = FileOp::kWrite,
-        .path_glob = "*/tokens.lts.tmp",
+        .path_glob = "*/tokens.lts*tmp",
         .error = ENOSPC,
         .short_write = true}},
-      {"fsync", {.op = FileOp::kSync, .path_glob = "*/tokens.lts.tmp"}},
+      {"fsync", {.op = FileOp::kSync, .path_glob = "*/tokens.lts*tmp"}},
       {"create",
        {.op = FileOp::kOpenWrite,
-        .path_glob = "*/tokens.lts.tmp",
+        .path_glob = "*/tokens.lts*tmp",
         .error = ENOSPC}},
       {"rename", {.op = FileOp::kRename, .path_glob = "*/tokens.lts"}},
   };
