@@ -136,6 +136,10 @@ int SweepPipeline::max_batches_in_flight() const {
   return impl_->options.max_batches_in_flight;
 }
 
+void SweepPipeline::SetSerialPrefixBatches(int batches) {
+  impl_->options.serial_prefix_batches = batches;
+}
+
 void SweepPipeline::SetQuiesceMutex(absl::Mutex* mu) {
   impl_->quiesce_mutex = mu;
 }
@@ -161,6 +165,15 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
   }
   ErrorSlot error;
   SweepResult result;
+  // Batches through the count updater so far, for the serial prefix: the
+  // read of batch b < serial_prefix waits until b batches are applied.
+  // Every batch passes the updater (a failed one too), so the wait ends.
+  const uint64_t serial_prefix =
+      in_flight > 1 ? static_cast<uint64_t>(
+                          std::max(impl_->options.serial_prefix_batches, 0))
+                    : 0;
+  absl::Mutex applied_mu;
+  uint64_t applied = 0;  // guarded by applied_mu
 
   // For ThreadSanitizer (base/tsan.h; nothing in other builds), what oneTBB
   // orders out of TSan's sight: Run's setup before the first read, each
@@ -180,6 +193,16 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
       absl::StatusOr<bool> more = reader->Next(&work->batch);
       if (!more.ok()) error.Set(more.status());
       if (!more.ok() || !*more) work = nullptr;
+    }
+    if (work != nullptr && work->batch.index < serial_prefix) {
+      const uint64_t before = work->batch.index;
+      struct Applied {
+        const uint64_t* count;
+        uint64_t want;
+        bool Done() const { return *count >= want; }
+      } applied_before{&applied, before};
+      absl::MutexLock lock(&applied_mu);
+      applied_mu.Await(absl::Condition(&applied_before, &Applied::Done));
     }
     if (work == nullptr) {
       fc.stop();
@@ -217,6 +240,10 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
         s = impl_->count_updater_hook(table, work->deltas);
         if (!s.ok()) error.Set(s);
       }
+    }
+    if (serial_prefix > 0) {
+      absl::MutexLock lock(&applied_mu);
+      ++applied;
     }
     tsan::Release(&stage[kUpdate]);
     tsan::Release(work.get());  // last: it also covers reading `stage`

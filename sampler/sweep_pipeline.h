@@ -37,6 +37,11 @@ struct PipelineOptions {
   // Batches alive at once across all stages; 0 picks 2·threads + 1 (1 when
   // threads == 1, which makes single-thread sweeps reproducible).
   int max_batches_in_flight = 0;
+  // The first this many batches of a Run are sampled one at a time, each
+  // once the one before it is applied to the table (the rest as many at
+  // once as above). For a pass that starts from an empty table, where a
+  // batch sampled beside the first ones would see none of them.
+  int serial_prefix_batches = 0;
   // The kernel of the samplers (kAuto runs SparseLDA here: choosing is the
   // Trainer's job). SetKernel changes it between runs.
   KernelKind kernel = KernelKind::kSparseLda;
@@ -101,6 +106,9 @@ class SweepPipeline {
   // while no Run() is in progress.
   void SetMaxBatchesInFlight(int batches);
   int max_batches_in_flight() const;
+  // PipelineOptions::serial_prefix_batches of the next Run()s; call only
+  // while no Run() is in progress.
+  void SetSerialPrefixBatches(int batches);
   // If set, Run() holds `mu` while it re-lays the table out after a sweep
   // (TopicTable::Quiesce), so a reader outside the pipeline that holds `mu`
   // never sees a row mid-move. `mu` must outlive the pipeline; set it only

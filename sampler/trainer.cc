@@ -51,6 +51,11 @@ absl::Status CheckOptions(const TrainerOptions& o, const TokenStoreMeta& m) {
                      o.pipeline.kernel_options.mh.steps, " and ",
                      o.pipeline.kernel_options.mh.refresh));
   }
+  if (o.progressive_serial_batches < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("progressive serial batches must be at least 0, got ",
+                     o.progressive_serial_batches));
+  }
   if (m.num_tokens == 0) {
     return absl::InvalidArgumentError("the token store holds no tokens");
   }
@@ -177,10 +182,12 @@ absl::StatusOr<SweepReport> Trainer::Sweep() {
       const int threads = std::max(options_.pipeline.threads, 1);
       pipeline_.SetMaxBatchesInFlight(
           in_flight > 0 ? std::min(in_flight, threads) : threads);
+      pipeline_.SetSerialPrefixBatches(options_.progressive_serial_batches);
     }
     absl::StatusOr<SweepResult> init =
         pipeline_.Run(store_.get(), table_.get(), params, nullptr);
     pipeline_.SetMaxBatchesInFlight(in_flight);
+    pipeline_.SetSerialPrefixBatches(options_.pipeline.serial_prefix_batches);
     if (!init.ok()) return Failed(done, init.status());
     (sparse ? report.sparse_start : report.progressive_start) = true;
     report.init_seconds = init->seconds;

@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
   double max_seconds = 0, mh_refresh = 1.0;
   uint32_t init_row_topics = 0;
   bool progressive_start = false;
+  int serial_batches = latentd::TrainerOptions().progressive_serial_batches;
   double target_ll = 0, beta = 0.01, alpha = 0;
   uint64_t seed = 1, batch_tokens = 16384, min_batches = 128;
   int64_t overlay_max_word_tokens = latentd::kDefaultOverlayMaxWordTokens;
@@ -144,6 +145,10 @@ int main(int argc, char** argv) {
   app.add_flag("--progressive-start", progressive_start,
                "Progressive start: a first pass drawing each token given "
                "those placed before it");
+  app.add_option("--serial-batches", serial_batches,
+                 "Progressive start: its pass samples this many first "
+                 "batches one at a time (0: none)")
+      ->capture_default_str();
   app.add_option("--max-seconds", max_seconds,
                  "Stop after this many seconds of sampling (0: no limit)")
       ->capture_default_str();
@@ -290,6 +295,7 @@ int main(int argc, char** argv) {
     options.pipeline.kernel = *latentd::ParseKernelKind(kernel);
     options.init_row_topics = init_row_topics;
     options.progressive_start = progressive_start;
+    options.progressive_serial_batches = serial_batches;
     options.pipeline.kernel_options.mh.steps = mh_steps;
     options.pipeline.kernel_options.mh.refresh = mh_refresh;
     options.pipeline.kernel_options.batch_overlay = !no_overlay;

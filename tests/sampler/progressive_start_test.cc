@@ -170,6 +170,52 @@ void ExpectTableMatchesStore(Trainer& trainer) {
   }
 }
 
+// The topics of every token of the store, in order.
+std::vector<TopicId> StoreTopics(TokenStore& store) {
+  std::vector<TopicId> topics;
+  absl::StatusOr<std::unique_ptr<BatchReader>> reader = store.Read();
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return topics;
+  DocBatch batch;
+  for (;;) {
+    absl::StatusOr<bool> more = (*reader)->Next(&batch);
+    EXPECT_TRUE(more.ok()) << more.status();
+    if (!more.ok() || !*more) return topics;
+    topics.insert(topics.end(), batch.topics.begin(), batch.topics.end());
+  }
+}
+
+// The serial prefix (PipelineOptions::serial_prefix_batches): a batch in
+// it is sampled once every batch before it is applied, so a pass whose
+// every batch is in it draws on two threads exactly what it draws on one.
+TEST(ProgressiveStartPass, SerialPrefixDrawsOnTwoThreadsAsOnOne) {
+  const TopicId K = 12;
+  auto pass = [&](int threads, int serial_batches) {
+    std::unique_ptr<TokenStore> store = SyntheticStore(K);
+    EXPECT_GE(store->meta().num_batches, 8u);
+    PipelineOptions po;
+    po.threads = threads;
+    po.max_batches_in_flight = threads;
+    po.serial_prefix_batches = serial_batches;
+    po.kernel = KernelKind::kProgressiveStart;
+    SweepPipeline pipeline(po, K);
+    TopicTable table(store->meta().vocab_size, K);
+    SweepParams params;
+    params.table = &table;
+    params.alpha.assign(K, 0.1);
+    params.beta = 0.01;
+    params.beta_sum = 0.01 * static_cast<double>(table.vocab_size());
+    params.seed = 5;
+    absl::StatusOr<SweepResult> r =
+        pipeline.Run(store.get(), &table, params, nullptr);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return StoreTopics(*store);
+  };
+  const std::vector<TopicId> one = pass(1, 0);
+  ASSERT_FALSE(one.empty());
+  EXPECT_EQ(pass(2, 1000), one);
+}
+
 class ProgressiveStartTrainer : public ::testing::TestWithParam<int> {};
 
 TEST_P(ProgressiveStartTrainer, OnePassFirstThenExactSweepsFromABetterState) {
