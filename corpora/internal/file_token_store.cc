@@ -32,6 +32,29 @@ absl::StatusOr<TokenStoreMeta> ReadHeader(ReadableFile& file) {
   return internal::DecodeFileHeader(header, file.path());
 }
 
+// Makes a written version durable and current, as a commit does: fsync,
+// close, rename `from` over `to`, fsync the directory. *renamed says whether
+// the rename happened: then a failure is only the directory's fsync, and
+// the version is current but not durable.
+absl::Status SyncAndRename(FileSystem& fs, WritableFile& file,
+                           const std::string& from, const std::string& to,
+                           bool* renamed) {
+  *renamed = false;
+  absl::Status status = file.Sync();
+  absl::Status closed = file.Close();
+  if (status.ok()) status = closed;
+  if (status.ok()) status = fs.Rename(from, to);
+  LATENTD_RETURN_IF_ERROR(status);
+  *renamed = true;
+  absl::Status synced = fs.SyncDirectory(DirectoryOf(to));
+  if (!synced.ok()) {
+    return absl::Status(
+        synced.code(), absl::StrCat(to, ": the new version is current but not ",
+                                    "durable (", synced.message(), ")"));
+  }
+  return absl::OkStatus();
+}
+
 class FileBatchReader : public BatchReader {
  public:
   FileBatchReader(std::unique_ptr<ReadableFile> file, TokenStoreMeta meta)
@@ -244,25 +267,10 @@ class FileTokenStore : public TokenStore {
     background_->slot = slot;
     Background* job = background_.get();
     FileSystem* fs = FileSystem::Default();
-    job->thread = std::thread([job, fs, file = std::move(file),
-                               from = temp_path(slot), to = path_]() mutable {
-      absl::Status s = file->Sync();
-      absl::Status closed = file->Close();
-      if (s.ok()) s = closed;
-      if (s.ok()) s = fs->Rename(from, to);
-      if (!s.ok()) {
-        job->status = s;
-        return;
-      }
-      job->renamed = true;
-      absl::Status synced = SyncDirectoryOf(to);
-      if (!synced.ok()) {
-        job->status = absl::Status(
-            synced.code(),
-            absl::StrCat(to, ": the new version is current but not ",
-                         "durable (", synced.message(), ")"));
-      }
-    });
+    job->thread = std::thread(
+        [job, fs, file = std::move(file), from = temp_path(slot), to = path_] {
+          job->status = SyncAndRename(*fs, *file, from, to, &job->renamed);
+        });
   }
 
   // Waits for the background commit, if one runs, and returns its
@@ -329,27 +337,19 @@ absl::Status FileBatchWriter::Finish() {
 
 absl::Status FileBatchWriter::Commit() {
   LATENTD_RETURN_IF_ERROR(Finish());
-  FileSystem* fs = FileSystem::Default();
-  absl::Status status = file_->Sync();
-  if (status.ok()) status = file_->Close();
-  if (status.ok())
-    status = fs->Rename(store_->temp_path(slot_), store_->path());
-  if (!status.ok()) {
+  bool renamed = false;
+  absl::Status status =
+      SyncAndRename(*FileSystem::Default(), *file_, store_->temp_path(slot_),
+                    store_->path(), &renamed);
+  if (!renamed) {
     Abandon();
     return status;
   }
   // Renamed: the new version is current (readers open it from now on), so
-  // meta() must say so even if the directory's fsync fails below.
+  // meta() says so even if the directory's fsync failed.
   store_->Committed(meta_);
-  absl::Status synced = SyncDirectoryOf(store_->path());
-  if (!synced.ok()) {
-    return absl::Status(
-        synced.code(),
-        absl::StrCat(store_->path(), ": the new version is current but not ",
-                     "durable (", synced.message(), ")"));
-  }
-  store_->MarkDurable();
-  return absl::OkStatus();
+  if (status.ok()) store_->MarkDurable();
+  return status;
 }
 
 absl::Status FileBatchWriter::CommitInBackground() {
