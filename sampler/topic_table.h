@@ -64,6 +64,17 @@ class TopicTable {
   // dense until the next Quiesce() (so Get() on it is O(1)).
   template <typename Fn>
   bool ForEachSlot(WordId word, Fn&& fn) const;
+  // A row's slots as ForEachSlot visits them, for readers that walk them
+  // in vector steps (sampler/internal/row_masses.h): each is a packed
+  // count << 32 | topic, read with relaxed loads (or whole aligned 8-byte
+  // lanes) while the writer may store to it. `entries` is null for a row
+  // never written. dense: as ForEachSlot's result.
+  struct RawRow {
+    const std::atomic<uint64_t>* entries = nullptr;
+    uint32_t size = 0;
+    bool dense = false;
+  };
+  RawRow Raw(WordId word) const;
   // Hints that `word`'s row will be read soon: PrefetchRowPointer a few
   // tokens ahead, then PrefetchRow (which reads the pointer) closer in, so
   // that the row is in cache when the kernel gets there. No effect on
@@ -216,6 +227,13 @@ inline void TopicTable::PrefetchRow(WordId word) const {
   __builtin_prefetch(p + 64);
   __builtin_prefetch(p + 128);
   __builtin_prefetch(p + 192);
+}
+
+inline TopicTable::RawRow TopicTable::Raw(WordId word) const {
+  const RowBlock* block = rows_[word].load(std::memory_order_acquire);
+  if (block == nullptr) return {};
+  return {EntriesOf(block), block->size.load(std::memory_order_acquire),
+          block->dense};
 }
 
 template <typename Fn>

@@ -1,6 +1,7 @@
 #include "sampler/internal/progressive_start_kernel.h"
 
 #include "corpora/random.h"
+#include "sampler/internal/row_masses.h"
 #include "sampler/internal/sparse_buckets.h"
 #include "sampler/internal/upper_bound.h"
 
@@ -13,9 +14,10 @@ ProgressiveStartKernel::ProgressiveStartKernel(TopicId num_topics)
       inv_denom_(num_topics),
       coef_(num_topics),
       n_dk_(num_topics, 0),
-      // A row shows each topic at most once, the overlay at most K more.
-      q_topics_(2 * size_t{num_topics}),
-      q_mass_(2 * size_t{num_topics}) {
+      // A row shows each topic at most once (RowMasses may write
+      // kRowMassesSlack past them), the overlay at most K more.
+      q_topics_(2 * size_t{num_topics} + kRowMassesSlack),
+      q_mass_(2 * size_t{num_topics} + kRowMassesSlack) {
   doc_topics_.reserve(num_topics);
 }
 
@@ -56,13 +58,12 @@ void ProgressiveStartKernel::SampleBatch(const SweepParams& params,
       // q: the word's tokens placed so far, in the table (the batches
       // applied) and in the overlay (this batch's; every delta positive).
       overlay_.Focus(w);
-      uint32_t n = 0;
-      double q = 0;
-      table.ForEachNonZero(w, [&](TopicId k, Count c) {
-        q += c * coef_[k];
-        q_topics_[n] = k;
-        q_mass_[n++] = q;
-      });
+      const TopicTable::RawRow row = table.Raw(w);
+      int64_t row_tokens;
+      uint32_t n =
+          RowMasses(row.entries, row.size, coef_.data(), kNoExcludedTopic,
+                    {q_topics_.data(), q_mass_.data(), nullptr}, &row_tokens);
+      double q = n > 0 ? q_mass_[n - 1] : 0.0;
       overlay_.ForEachEntry([&](TopicId k, int32_t c) {
         q += c * coef_[k];
         q_topics_[n] = k;

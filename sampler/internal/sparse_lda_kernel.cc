@@ -3,32 +3,11 @@
 #include <algorithm>
 
 #include "corpora/random.h"
+#include "sampler/internal/row_masses.h"
 #include "sampler/internal/sparse_buckets.h"
 #include "sampler/internal/upper_bound.h"
 
 namespace latentd::internal {
-namespace {
-
-// Replaces m[0..n) by its running sum and returns the total, four slots at
-// a time: the sum carried from block to block is the only dependency chain,
-// one add per four slots instead of one per slot.
-inline double RunningSum(double* m, uint32_t n) {
-  double q = 0;
-  uint32_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const double s01 = m[i] + m[i + 1];
-    const double s23 = m[i + 2] + m[i + 3];
-    m[i] = q + m[i];
-    m[i + 1] = q + s01;
-    m[i + 2] = q + (s01 + m[i + 2]);
-    q += s01 + s23;
-    m[i + 3] = q;
-  }
-  for (; i < n; ++i) m[i] = (q += m[i]);
-  return q;
-}
-
-}  // namespace
 
 SparseLdaKernel::SparseLdaKernel(TopicId num_topics, bool batch_overlay,
                                  int64_t overlay_max_word_tokens)
@@ -40,11 +19,12 @@ SparseLdaKernel::SparseLdaKernel(TopicId num_topics, bool batch_overlay,
       coef_(num_topics),
       n_dk_(num_topics, 0),
       doc_pos_(num_topics),
-      // A sparse row's walk fills at most K slots, the overlay's positive
-      // deltas at most K more.
-      q_topics_(2 * size_t{num_topics}),
-      q_mass_(2 * size_t{num_topics}),
-      q_count_(2 * size_t{num_topics}),
+      // A sparse row's walk fills at most K slots (RowMasses may write
+      // kRowMassesSlack past them), the overlay's positive deltas at most K
+      // more.
+      q_topics_(2 * size_t{num_topics} + kRowMassesSlack),
+      q_mass_(2 * size_t{num_topics} + kRowMassesSlack),
+      q_count_(2 * size_t{num_topics} + kRowMassesSlack),
       slot_map_(2 * size_t{num_topics}, 0) {
   doc_topics_.reserve(num_topics);
 }
@@ -84,14 +64,17 @@ bool SparseLdaKernel::MarkDirty(TopicId topic) {
 
 void SparseLdaKernel::BuildWordCache(const TopicTable& table, WordId word,
                                      TopicId excluded) {
-  // Branch-free: every slot is written, and the output advances past it only
-  // if its mass is positive. A dense row is kept whole instead (slot =
-  // topic; a zero-mass slot is never the result of a binary search), which
-  // is what lets the next tokens of the word reuse it.
+  // A sparse row keeps its slots with a positive count (RowMasses, or the
+  // branch-free loop below when the overlay adds to it: every slot is
+  // written, the output advances past it only if its count is positive). A
+  // dense row is kept whole instead (slot = topic; a zero-mass slot is
+  // never the result of a binary search), which is what lets the next
+  // tokens of the word reuse it.
   uint32_t n = 0;
   // A row seen dense stays dense while samplers run, so the dense loop's
   // slot i is topic i; a row turning dense meanwhile is read as sparse.
-  cache_dense_ = table.RowIsDense(word);
+  const TopicTable::RawRow row = table.Raw(word);
+  cache_dense_ = row.dense;
   if (use_overlay_) overlay_.Focus(word);
   double q = 0;
   // The batch's own moves of the word, if any (the overlay is focused on
@@ -142,17 +125,10 @@ void SparseLdaKernel::BuildWordCache(const TopicTable& table, WordId word,
         n += (d > 0);
       });
     } else {
-      int64_t tokens = 0;
-      table.ForEachSlot(word, [&](TopicId k, Count c) {
-        tokens += c;
-        const Count x = c - (k == excluded);
-        q += (x > 0 ? x : 0) * coef_[k];
-        q_topics_[n] = k;
-        q_mass_[n] = q;
-        q_count_[n] = c;
-        n += (c > 0);
-      });
-      row_tokens_ = tokens;
+      n = RowMasses(row.entries, row.size, coef_.data(), excluded,
+                    {q_topics_.data(), q_mass_.data(), q_count_.data()},
+                    &row_tokens_);
+      q = n > 0 ? q_mass_[n - 1] : 0.0;
       row_slots_ = n;
     }
   }

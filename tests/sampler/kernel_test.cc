@@ -239,6 +239,24 @@ TEST_P(KernelExactness, LongRowsJointMatchesSequentialConditionals) {
   ExpectJointLawMatches(GetParam(), c, 400000);
 }
 
+// A sparse row long enough for the vector walk (row_masses.h, 32 slots or
+// more: word 0 has 36 topics of 80, under the dense threshold of 40),
+// whose cache the word's second token reuses.
+TEST_P(KernelExactness, VectorWalkRowJointMatchesSequentialConditionals) {
+  JointCase c;
+  c.K = 80;
+  c.words = {0, 0};
+  c.topics = {6, 45};
+  c.background = {std::vector<Count>(80, 0), std::vector<Count>(80, 0)};
+  for (TopicId k = 0; k < 80; ++k) {
+    if (k % 9 < 4) c.background[0][k] = 1 + (k * 7) % 6;
+    c.alpha.push_back(0.02 + 0.01 * (k % 3));
+  }
+  c.background[1][3] = 4;
+  c.beta = 0.05;
+  ExpectJointLawMatches(GetParam(), c, 400000);
+}
+
 // Two documents sharing words: the overlay carries the first document's
 // moves over to the second, whose coefficients differ. Word 0's row is
 // dense (5 of 6 topics), word 1's sparse with one topic, so a move of word
