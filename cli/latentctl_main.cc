@@ -178,6 +178,13 @@ int main(int argc, char** argv) {
                 "uniform (every token a uniformly random topic)")
       ->check(CLI::IsMember({"progressive", "uniform"}))
       ->capture_default_str();
+  t->add_option("--progressive-stride", train.trainer.progressive_stride,
+                "The progressive start's pass draws every this many-th "
+                "batch first (a sample spread over the whole corpus, which "
+                "may come ordered by source or time), then the rest; 1: "
+                "one pass in corpus order (README)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   t->add_option("--sparse-start", train.trainer.init_row_topics,
                 "Before the first sweep, give each word's tokens one of this "
                 "many topics fixed per word, so rows start sparse and the "

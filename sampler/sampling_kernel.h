@@ -34,6 +34,12 @@ struct SweepParams {
   // that keep snapshots of the table across batches drop them when it
   // changes, since the table may have been rebuilt in between.
   uint64_t run = 0;
+  // For the progressive start's pass in two stages (Trainer): with a
+  // stride above 1 the progressive kernel samples only the batches whose
+  // index is a multiple of it (the first stage) or only the others (the
+  // second), and passes the rest through unchanged. Other kernels ignore it.
+  uint32_t progressive_stride = 1;
+  bool progressive_first_stage = true;
 };
 
 // One token whose topic changed.

@@ -1,6 +1,7 @@
 #include "sampler/trainer.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -50,6 +51,10 @@ absl::Status CheckOptions(const TrainerOptions& o, const TokenStoreMeta& m) {
         absl::StrCat("MH steps must be at least 1 and refresh positive, got ",
                      o.pipeline.kernel_options.mh.steps, " and ",
                      o.pipeline.kernel_options.mh.refresh));
+  }
+  if (o.progressive_stride < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "progressive stride must be at least 1, got ", o.progressive_stride));
   }
   if (o.progressive_serial_batches < 0) {
     return absl::InvalidArgumentError(
@@ -182,10 +187,10 @@ absl::StatusOr<SweepReport> Trainer::Sweep() {
       const int threads = std::max(options_.pipeline.threads, 1);
       pipeline_.SetMaxBatchesInFlight(
           in_flight > 0 ? std::min(in_flight, threads) : threads);
-      pipeline_.SetSerialPrefixBatches(options_.progressive_serial_batches);
     }
     absl::StatusOr<SweepResult> init =
-        pipeline_.Run(store_.get(), table_.get(), params, nullptr);
+        sparse ? pipeline_.Run(store_.get(), table_.get(), params, nullptr)
+               : RunProgressivePass(params);
     pipeline_.SetMaxBatchesInFlight(in_flight);
     pipeline_.SetSerialPrefixBatches(options_.pipeline.serial_prefix_batches);
     if (!init.ok()) return Failed(done, init.status());
@@ -222,6 +227,31 @@ absl::StatusOr<SweepReport> Trainer::Sweep() {
     report.alpha_updated = true;
   }
   return report;
+}
+
+absl::StatusOr<SweepResult> Trainer::RunProgressivePass(SweepParams params) {
+  const uint32_t stride = static_cast<uint32_t>(options_.progressive_stride);
+  params.progressive_stride = stride;
+  params.progressive_first_stage = true;
+  // The first stage's first batches are the store's 0, s, 2s, ...: every
+  // batch before the last of them waits its turn (the second stage's pass
+  // through at once).
+  const int64_t serial =
+      int64_t{options_.progressive_serial_batches} * int64_t{stride};
+  pipeline_.SetSerialPrefixBatches(static_cast<int>(
+      std::min<int64_t>(serial, std::numeric_limits<int>::max())));
+  LATENTD_ASSIGN_OR_RETURN(
+      SweepResult first,
+      pipeline_.Run(store_.get(), table_.get(), params, nullptr));
+  if (stride == 1) return first;
+  params.progressive_first_stage = false;
+  pipeline_.SetSerialPrefixBatches(0);
+  LATENTD_ASSIGN_OR_RETURN(
+      SweepResult second,
+      pipeline_.Run(store_.get(), table_.get(), params, nullptr));
+  second.changed += first.changed;
+  second.seconds += first.seconds;
+  return second;
 }
 
 absl::Status Trainer::ReloadStore() {

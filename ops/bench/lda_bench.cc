@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
   uint32_t init_row_topics = 0;
   bool progressive_start = false;
   int serial_batches = latentd::TrainerOptions().progressive_serial_batches;
+  int progressive_stride = latentd::TrainerOptions().progressive_stride;
   double target_ll = 0, beta = 0.01, alpha = 0;
   uint64_t seed = 1, batch_tokens = 16384, min_batches = 128;
   int64_t overlay_max_word_tokens = latentd::kDefaultOverlayMaxWordTokens;
@@ -146,9 +147,14 @@ int main(int argc, char** argv) {
                "Progressive start: a first pass drawing each token given "
                "those placed before it");
   app.add_option("--serial-batches", serial_batches,
-                 "Progressive start: its pass samples this many first "
-                 "batches one at a time (0: none)")
+                 "Progressive start: its first stage samples this many "
+                 "first batches one at a time (0: none)")
       ->capture_default_str();
+  app.add_option("--progressive-stride", progressive_stride,
+                 "Progressive start: its first stage samples every this "
+                 "many-th batch, the second the rest (1: one stage)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--max-seconds", max_seconds,
                  "Stop after this many seconds of sampling (0: no limit)")
       ->capture_default_str();
@@ -296,6 +302,7 @@ int main(int argc, char** argv) {
     options.init_row_topics = init_row_topics;
     options.progressive_start = progressive_start;
     options.progressive_serial_batches = serial_batches;
+    options.progressive_stride = progressive_stride;
     options.pipeline.kernel_options.mh.steps = mh_steps;
     options.pipeline.kernel_options.mh.refresh = mh_refresh;
     options.pipeline.kernel_options.batch_overlay = !no_overlay;

@@ -37,6 +37,11 @@ void ProgressiveStartKernel::Add(TopicId k, double& s, double& r) {
 void ProgressiveStartKernel::SampleBatch(const SweepParams& params,
                                          DocBatch* batch,
                                          std::vector<TopicChange>* changes) {
+  if (params.progressive_stride > 1 &&
+      (batch->index % params.progressive_stride == 0) !=
+          params.progressive_first_stage) {
+    return;  // the other stage's batch
+  }
   const TopicTable& table = *params.table;
   alpha_ = params.alpha.data();
   beta_ = params.beta;

@@ -11,6 +11,10 @@
 // does. Unlike the sparse start it imposes nothing on the rows, so
 // the topics are the data's.
 //
+// The pass may run in two stages (SweepParams::progressive_stride, set by
+// the Trainer): the kernel then samples one stage's batches and passes the
+// other's through, uncounted, to the stage that samples them.
+//
 // Every token is reported as a TopicChange from kUncounted: the combiner
 // then only adds it (the table did not count it at its old topic).
 //

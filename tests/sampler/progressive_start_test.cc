@@ -185,6 +185,17 @@ std::vector<TopicId> StoreTopics(TokenStore& store) {
   }
 }
 
+// The parameters of the pass tests' progressive passes.
+SweepParams PassParams(const TopicTable& table) {
+  SweepParams params;
+  params.table = &table;
+  params.alpha.assign(table.num_topics(), 0.1);
+  params.beta = 0.01;
+  params.beta_sum = 0.01 * static_cast<double>(table.vocab_size());
+  params.seed = 5;
+  return params;
+}
+
 // The serial prefix (PipelineOptions::serial_prefix_batches): a batch in
 // it is sampled once every batch before it is applied, so a pass whose
 // every batch is in it draws on two threads exactly what it draws on one.
@@ -200,12 +211,7 @@ TEST(ProgressiveStartPass, SerialPrefixDrawsOnTwoThreadsAsOnOne) {
     po.kernel = KernelKind::kProgressiveStart;
     SweepPipeline pipeline(po, K);
     TopicTable table(store->meta().vocab_size, K);
-    SweepParams params;
-    params.table = &table;
-    params.alpha.assign(K, 0.1);
-    params.beta = 0.01;
-    params.beta_sum = 0.01 * static_cast<double>(table.vocab_size());
-    params.seed = 5;
+    SweepParams params = PassParams(table);
     absl::StatusOr<SweepResult> r =
         pipeline.Run(store.get(), &table, params, nullptr);
     EXPECT_TRUE(r.ok()) << r.status();
@@ -214,6 +220,74 @@ TEST(ProgressiveStartPass, SerialPrefixDrawsOnTwoThreadsAsOnOne) {
   const std::vector<TopicId> one = pass(1, 0);
   ASSERT_FALSE(one.empty());
   EXPECT_EQ(pass(2, 1000), one);
+}
+
+// The pass in two stages (SweepParams::progressive_stride): the first
+// draws store batches 0, s, 2s, ... into the empty table and leaves the
+// others' topics as they were, uncounted; the second draws the rest, so
+// that every token is counted once.
+TEST(ProgressiveStartPass, TwoStagesDrawEveryTokenOnce) {
+  const TopicId K = 12;
+  const uint32_t stride = 4;
+  std::unique_ptr<TokenStore> store = SyntheticStore(K);
+  ASSERT_GE(store->meta().num_batches, 2 * stride);
+  const std::vector<TopicId> before = StoreTopics(*store);
+  // The store's batch of each token.
+  std::vector<uint64_t> batch_of;
+  {
+    absl::StatusOr<std::unique_ptr<BatchReader>> reader = store->Read();
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    DocBatch batch;
+    while (*(*reader)->Next(&batch)) {
+      batch_of.insert(batch_of.end(), batch.num_tokens(), batch.index);
+    }
+  }
+  PipelineOptions po;
+  po.threads = 2;
+  po.max_batches_in_flight = 2;
+  po.kernel = KernelKind::kProgressiveStart;
+  SweepPipeline pipeline(po, K);
+  TopicTable table(store->meta().vocab_size, K);
+  SweepParams params = PassParams(table);
+  params.progressive_stride = stride;
+
+  params.progressive_first_stage = true;
+  absl::StatusOr<SweepResult> first =
+      pipeline.Run(store.get(), &table, params, nullptr);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::vector<TopicId> after_first = StoreTopics(*store);
+  ASSERT_EQ(after_first.size(), before.size());
+  int64_t first_tokens = 0;
+  size_t moved_first = 0, moved_other = 0;
+  for (size_t i = 0; i < before.size(); ++i) {
+    const bool in_first = batch_of[i] % stride == 0;
+    first_tokens += in_first;
+    (in_first ? moved_first : moved_other) += after_first[i] != before[i];
+  }
+  EXPECT_EQ(table.TotalTokens(), first_tokens);
+  EXPECT_EQ(moved_other, 0u);
+  EXPECT_GT(moved_first, 0u);
+
+  params.progressive_first_stage = false;
+  absl::StatusOr<SweepResult> second =
+      pipeline.Run(store.get(), &table, params, nullptr);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(table.TotalTokens(), static_cast<int64_t>(before.size()));
+  const std::vector<TopicId> after_second = StoreTopics(*store);
+  size_t moved_again = 0;
+  for (size_t i = 0; i < before.size(); ++i) {
+    if (batch_of[i] % stride == 0) {
+      moved_again += after_second[i] != after_first[i];
+    }
+  }
+  EXPECT_EQ(moved_again, 0u);
+  TopicTable rebuilt(table.vocab_size(), K);
+  ASSERT_TRUE(RebuildTable(store.get(), &rebuilt).ok());
+  for (WordId w = 0; w < table.vocab_size(); ++w) {
+    for (TopicId k = 0; k < K; ++k) {
+      ASSERT_EQ(table.Get(w, k), rebuilt.Get(w, k)) << w << " " << k;
+    }
+  }
 }
 
 class ProgressiveStartTrainer : public ::testing::TestWithParam<int> {};

@@ -309,6 +309,12 @@ TEST(Trainer, RejectsMismatchedOptions) {
   options.beta = 0.01;
   options.pipeline.threads = 0;
   EXPECT_FALSE(Trainer::Create(options, MemoryStore(10, 50, 40, 1)).ok());
+  options.pipeline.threads = 1;
+  options.progressive_stride = 0;
+  auto stride = Trainer::Create(options, MemoryStore(10, 50, 40, 1));
+  EXPECT_EQ(stride.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(stride.status().message().find("progressive stride"),
+            std::string::npos);
   TokenStoreMeta meta;
   meta.num_topics = 40;
   meta.vocab_size = 50;
