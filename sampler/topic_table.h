@@ -75,6 +75,9 @@ class TopicTable {
     bool dense = false;
   };
   RawRow Raw(WordId word) const;
+  // A RawRow slot's topic and count.
+  static constexpr TopicId RawTopic(uint64_t slot) { return TopicOf(slot); }
+  static constexpr Count RawCount(uint64_t slot) { return CountOf(slot); }
   // Hints that `word`'s row will be read soon: PrefetchRowPointer a few
   // tokens ahead, then PrefetchRow (which reads the pointer) closer in, so
   // that the row is in cache when the kernel gets there. No effect on

@@ -14,8 +14,8 @@
 // exactly nothing; the sums add the same masses in a different order, so
 // they can differ in the last bits. A sweep is reproducible on one machine,
 // not bit for bit across CPUs that differ in AVX-512. news20, K=1000, one
-// thread: 3-4% less time for the same sweeps; K=100 (shorter rows): the
-// same.
+// thread: 1-4% less time for the same sweeps (the walk is mostly bound by
+// memory); K=100 (shorter rows): the same.
 //
 // Thread-safety: pure functions of their arguments. The row may be written
 // by the table's writer meanwhile: each 8-byte slot is read whole (an
@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "corpora/types.h"
+#include "sampler/topic_table.h"
 
 namespace latentd::internal {
 
@@ -85,8 +86,8 @@ inline uint32_t RowMassesScalar(const std::atomic<uint64_t>* entries,
   uint32_t n = 0;
   for (uint32_t i = 0; i < size; ++i) {
     const uint64_t e = entries[i].load(std::memory_order_relaxed);
-    const TopicId k = static_cast<TopicId>(e & 0xffffffffu);
-    const Count c = static_cast<Count>(e >> 32);
+    const TopicId k = TopicTable::RawTopic(e);
+    const Count c = TopicTable::RawCount(e);
     sum += c;
     const Count x = c - (k == excluded);
     q += (x > 0 ? x : 0) * coef[k];

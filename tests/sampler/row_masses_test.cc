@@ -6,6 +6,7 @@
 
 #include "corpora/random.h"
 #include "gtest/gtest.h"
+#include "sampler/topic_table.h"
 
 namespace latentd::internal {
 namespace {
@@ -66,7 +67,7 @@ TEST(RowMasses, KeepsPositiveSlotsWithTheirRunningMass) {
       TopicId excluded = kNoExcludedTopic;
       if (variant < 2 && size > 0) {
         const uint32_t at = static_cast<uint32_t>(rng.UniformInt(size));
-        excluded = static_cast<TopicId>(row[at].load() & 0xffffffffu);
+        excluded = TopicTable::RawTopic(row[at].load());
         if (variant == 0) row[at].store(uint64_t{1} << 32 | excluded);
       }
       // The definition.
@@ -77,8 +78,8 @@ TEST(RowMasses, KeepsPositiveSlotsWithTheirRunningMass) {
       double q = 0;
       for (const auto& slot : row) {
         const uint64_t e = slot.load();
-        const TopicId k = static_cast<TopicId>(e & 0xffffffffu);
-        const Count c = static_cast<Count>(e >> 32);
+        const TopicId k = TopicTable::RawTopic(e);
+        const Count c = TopicTable::RawCount(e);
         tokens += c;
         q += std::max(c - (k == excluded ? 1 : 0), 0) * coef[k];
         if (c > 0) {
