@@ -154,7 +154,7 @@ class Replication : public ::testing::Test {
     for (auto& [owner, b] : batches) {
       Stamp(n, owner, &b);
       if (owner == n) {
-        bool answered = false;
+        std::atomic<bool> answered{false};
         nodes_[n].channel->Send(b, [&](absl::StatusOr<DeltaReply> r) {
           ASSERT_TRUE(r.ok()) << r.status();
           answered = true;
@@ -242,7 +242,7 @@ class Replication : public ::testing::Test {
   Node nodes_[3];
   bool alive_[3] = {true, true, true};
   uint64_t epoch_ = 0;
-  int fail_next_ = 0;
+  std::atomic<int> fail_next_{0};  // set by the test, read by the replicator
   std::atomic<bool> backup_down_{false};
   std::map<Key, SparseVector> contributed_[3];
 };
@@ -264,7 +264,7 @@ TEST_F(Replication, AFailedSendIsRetriedBeforeTheBatchIsAnswered) {
   std::mt19937_64 rng(2);
   fail_next_ = 3;
   Send(0, RandomDeltas(rng));
-  EXPECT_EQ(fail_next_, 0);
+  EXPECT_EQ(fail_next_.load(), 0);
   EXPECT_GE(nodes_[0].replicator->stats().updates_failed, 3u);
   for (Key k = 0; k < kKeys; ++k) {
     if (OwnerOf(k) != 0) continue;
@@ -294,7 +294,7 @@ TEST_F(Replication, ABatchWaitingOnADeadBackupFailsAndItsResendWaits) {
   EXPECT_EQ(first.code(), absl::StatusCode::kUnavailable) << first;
   EXPECT_GT(nodes_[0].replicator->stats().keys_under_replicated, 0u);
 
-  bool resent = false;
+  std::atomic<bool> resent{false};
   nodes_[0].channel->Send(b, [&](absl::StatusOr<DeltaReply> r) {
     EXPECT_TRUE(r.ok()) << r.status();  // (the first application's reply)
     resent = true;
