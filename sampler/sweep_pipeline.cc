@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <memory>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
@@ -31,7 +33,11 @@ struct BatchWork {
   std::vector<TopicChange> changes;
   std::vector<WordTopicDelta> deltas;
 };
-using WorkPtr = std::unique_ptr<BatchWork>;
+// What travels between the stages: a plain pointer, which oneTBB passes as
+// is. (A std::unique_ptr token would be moved into a slot oneTBB allocates
+// and frees for every stage, out of ThreadSanitizer's sight.) The
+// BatchWork objects are owned by SweepPipeline::Impl::works.
+using WorkPtr = BatchWork*;
 
 // First error of a run; stages stop early once one is set.
 class ErrorSlot {
@@ -106,7 +112,10 @@ struct SweepPipeline::Impl {
       std::array<std::unique_ptr<SamplingKernel>, kKinds>>
       kernels;
   uint64_t runs = 0;  // Run() calls so far; stamps SweepParams::run
-  tbb::concurrent_queue<WorkPtr> pool;  // reused BatchWork objects
+  // Every BatchWork made (appended only by the serial read stage, at most
+  // one per batch in flight), and those not in the pipeline now.
+  std::vector<std::unique_ptr<BatchWork>> works;
+  tbb::concurrent_queue<WorkPtr> pool;
   // The combiner stage's, one a thread: a batch's changes fold into its
   // deltas independently of every other batch's, so the stage runs in
   // parallel and only the count updater is left between the samplers.
@@ -186,13 +195,18 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
 
   auto read = [&](tbb::flow_control& fc) -> WorkPtr {
     tsan::Acquire(&stage[kRead]);
-    WorkPtr work;
+    WorkPtr work = nullptr;
     if (!error.failed()) {
-      if (!impl_->pool.try_pop(work)) work = std::make_unique<BatchWork>();
-      tsan::Acquire(work.get());  // from the write that put it in the pool
+      if (!impl_->pool.try_pop(work)) {
+        work = impl_->works.emplace_back(std::make_unique<BatchWork>()).get();
+      }
+      tsan::Acquire(work);  // from the write that put it in the pool
       absl::StatusOr<bool> more = reader->Next(&work->batch);
       if (!more.ok()) error.Set(more.status());
-      if (!more.ok() || !*more) work = nullptr;
+      if (!more.ok() || !*more) {
+        impl_->pool.push(work);
+        work = nullptr;
+      }
     }
     if (work != nullptr && work->batch.index < serial_prefix) {
       const uint64_t before = work->batch.index;
@@ -207,30 +221,30 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
     if (work == nullptr) {
       fc.stop();
     } else {
-      tsan::Release(work.get());
+      tsan::Release(work);
     }
     tsan::Release(&stage[kRead]);
     return work;
   };
   auto sample = [&](WorkPtr work) -> WorkPtr {
-    tsan::Acquire(work.get());
+    tsan::Acquire(work);
     work->changes.clear();
     if (!error.failed()) {
       impl_->LocalKernel(kind).SampleBatch(params, &work->batch,
                                            &work->changes);
     }
-    tsan::Release(work.get());
+    tsan::Release(work);
     return work;
   };
   auto combine = [&](WorkPtr work) -> WorkPtr {
-    tsan::Acquire(work.get());
+    tsan::Acquire(work);
     impl_->combiners.local().Combine(work->changes, &work->deltas);
-    tsan::Release(work.get());
+    tsan::Release(work);
     return work;
   };
   auto update = [&](WorkPtr work) -> WorkPtr {
     tsan::Acquire(&stage[kUpdate]);
-    tsan::Acquire(work.get());
+    tsan::Acquire(work);
     if (!error.failed()) {
       absl::Status s = table->Apply(work->deltas);
       if (!s.ok()) {
@@ -246,12 +260,12 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
       ++applied;
     }
     tsan::Release(&stage[kUpdate]);
-    tsan::Release(work.get());  // last: it also covers reading `stage`
+    tsan::Release(work);  // last: it also covers reading `stage`
     return work;
   };
   auto write = [&](WorkPtr work) {
     tsan::Acquire(&stage[kWrite]);
-    tsan::Acquire(work.get());
+    tsan::Acquire(work);
     if (!error.failed()) {
       absl::Status s = writer->Append(work->batch);
       if (!s.ok()) error.Set(s);
@@ -266,8 +280,8 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
       result.changed += work->changes.size();
       ++result.batches;
     }
-    tsan::Release(work.get());  // to the read that takes it from the pool
-    impl_->pool.push(std::move(work));
+    tsan::Release(work);  // to the read that takes it from the pool
+    impl_->pool.push(work);
     tsan::Release(&stage[kWrite]);
   };
 
