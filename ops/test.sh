@@ -5,9 +5,10 @@
 # run: the unit GoogleTest binaries (ctest label unit_gtest) and the
 # libFuzzer harnesses built with clang, ASan and UBSan in BUILD-asan, the
 # unit tests run there, and every harness fuzzed for FUZZ_SECONDS
-# (ops/fuzz.sh). Prints how long each phase took.
+# (ops/fuzz.sh); then ThreadSanitizer over the multi-threaded tests in
+# BUILD-tsan (ops/tsan.sh). Prints how long each phase took.
 # Usage: ops/test.sh [build-dir] (default: build-test)
-# Environment: SANITIZERS=0 skips the sanitizer run; FUZZ_SECONDS (default
+# Environment: SANITIZERS=0 skips the sanitizer runs (both); FUZZ_SECONDS (default
 # 5) per harness; FUZZ_SEED (default 1: the same mutations every run, so a
 # finding reproduces; longer exploratory fuzzing is ops/fuzz.sh's job).
 set -euo pipefail
@@ -44,3 +45,5 @@ phase "asan+ubsan unit tests"
 FUZZ_SEED=${FUZZ_SEED:-1} FUZZ_BUILD="$ASAN_BUILD" FUZZ_NO_BUILD=1 \
   ops/fuzz.sh "$FUZZ_SECONDS"
 phase "fuzzers (${FUZZ_SECONDS}s each)"
+TSAN_BUILD="$BUILD-tsan" ops/tsan.sh
+phase "tsan build and tests"
