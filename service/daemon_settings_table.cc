@@ -181,9 +181,10 @@ void AddModelSettings(const AddFn& add) {
         return &c->service.trainer.pipeline.kernel_options.mh.steps;
       }));
   add("start", "progressive", "progressive|uniform",
-      "The first sweep's starting state (first start): progressive (one "
-      "pass first draws each token given the tokens placed before it, so "
-      "rows start as sparse as the data makes them; 2-3x sooner to a "
+      "The first sweep's starting state (first start): progressive (a "
+      "first pass draws each token given the tokens placed before it, every "
+      "16th batch of the corpus first, then the rest, so rows start as "
+      "sparse as the data makes them; 2-3x sooner to a "
       "log-likelihood, held-out as good, README) | uniform (every token a "
       "uniformly random topic). A cluster member always starts uniform",
       [](std::string_view v, DaemonConfig* c) -> absl::Status {

@@ -239,7 +239,7 @@ TEST_P(KernelExactness, LongRowsJointMatchesSequentialConditionals) {
   ExpectJointLawMatches(GetParam(), c, 400000);
 }
 
-// A sparse row long enough for the vector walk (row_masses.h, 32 slots or
+// A sparse row long enough for the vector walk (row_masses.h, 16 slots or
 // more: word 0 has 36 topics of 80, under the dense threshold of 40),
 // whose cache the word's second token reuses.
 TEST_P(KernelExactness, VectorWalkRowJointMatchesSequentialConditionals) {
