@@ -96,6 +96,7 @@ absl::Status LatentdService::Init(MetricsRegistry* metrics) {
     return absl::InvalidArgumentError(
         absl::StrCat("data directory ", dir, ": ", made.message()));
   }
+  LATENTD_ASSIGN_OR_RETURN(dir_lock_, DirectoryLock::Acquire(dir));
   absl::MutexLock lock(&train_mu_);
   if (!PathExists(ModelPaths(dir).tokens())) {
     if (options_.corpus.path.empty() && !options_.graph.edges_path.empty()) {

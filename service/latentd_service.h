@@ -59,6 +59,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/dir_lock.h"
 #include "corpora/corpus_builder.h"
 #include "corpora/document_reader.h"
 #include "corpora/tokenizer.h"
@@ -426,6 +427,9 @@ class LatentdService {
       copies_ ABSL_GUARDED_BY(copies_mu_);
 
   ServiceOptions options_;
+  // Held from Init until the service is destroyed: one process a data
+  // directory (a second one would reuse ingest sequences).
+  std::optional<DirectoryLock> dir_lock_;
   Tokenizer tokenizer_;
   std::unique_ptr<IngestLog> log_;
   std::unique_ptr<ReplicaLogs> replicas_;  // see replica_logs()

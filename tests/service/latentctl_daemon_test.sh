@@ -17,6 +17,14 @@ start_latentd "$DIR/latentd.log" --data-dir "$DIR/node" \
   --http 127.0.0.1:0 --listen 127.0.0.1:0
 wait_ports "$DIR/node"
 
+# A second daemon on the same data directory exits non-zero naming the
+# first (it would reuse the ingest log's sequences).
+if "$LATENTD" --data-dir "$DIR/node" --listen 127.0.0.1:0 >"$DIR/second.log" 2>&1; then
+  fail "a second latentd started on a data directory in use"
+fi
+grep -q "data directory $DIR/node is in use by process $PID" "$DIR/second.log" ||
+  fail "second daemon's message: $(cat "$DIR/second.log")"
+
 "$CTL" status --addr "$TCP" --json | grep -q '"topics":10' || fail "status --json"
 "$CTL" status --addr "$TCP" >"$DIR/s" || fail "status"
 grep -q "^topics: 10$" "$DIR/s" || fail "status text: $(cat "$DIR/s")"
