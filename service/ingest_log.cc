@@ -18,6 +18,7 @@ namespace {
 
 constexpr size_t kHeaderBytes = 12;              // u32 length + u64 hash
 constexpr uint32_t kMaxRecordBytes = 64u << 20;  // sanity bound
+constexpr uint32_t kLostMarker = 0xffffffffu;    // see IngestRecord::lost
 
 void PutU32(std::string* out, uint32_t v) {
   char b[4];
@@ -68,7 +69,9 @@ std::string Encode(const IngestRecord& r) {
   PutString(&payload, r.user);
   PutU32(&payload, static_cast<uint32_t>(r.words.size()));
   for (const std::string& w : r.words) PutString(&payload, w);
-  if (!r.topics.empty()) {
+  if (r.lost) {
+    PutU32(&payload, kLostMarker);
+  } else if (!r.topics.empty()) {
     PutU32(&payload, static_cast<uint32_t>(r.topics.size()));
     for (TopicId k : r.topics) PutU32(&payload, k);
   }
@@ -92,8 +95,13 @@ bool Decode(std::string_view payload, IngestRecord* r) {
     if (!c.String(&w) || w.empty()) return false;
   }
   if (c.done()) return true;
+  if (!c.U32(&n)) return false;
+  if (n == kLostMarker && r->words.empty()) {
+    r->lost = true;
+    return c.done();
+  }
   // A hand-off's topics: one per word.
-  if (!c.U32(&n) || n != r->words.size() || n == 0) return false;
+  if (n != r->words.size() || n == 0) return false;
   r->topics.resize(n);
   for (TopicId& k : r->topics) {
     if (!c.U32(&k) || k >= kMaxTopics) return false;
@@ -154,7 +162,53 @@ size_t NextIntact(std::string_view all, size_t pos, uint64_t after,
   return std::string_view::npos;
 }
 
+// The mark's bytes: u64 sequence, u64 xxh64 of those 8 bytes.
+constexpr size_t kMarkBytes = 16;
+
+std::string EncodeMark(uint64_t sequence) {
+  std::string out;
+  PutU64(&out, sequence);
+  PutU64(&out, XXH64(out.data(), 8, 0));
+  return out;
+}
+
+// What PATH.acked holds: the highest acknowledged sequence, 0 if there is no
+// mark (a new log, or one written before marks) or it did not verify.
+struct AckMark {
+  uint64_t sequence = 0;
+  bool exists = false;
+  bool damaged = false;
+};
+
+absl::StatusOr<AckMark> ReadAckMark(const std::string& log_path) {
+  const std::string path = AckMarkPath(log_path);
+  AckMark mark;
+  absl::StatusOr<std::string> bytes = ReadFileToString(path, 4096);
+  if (absl::IsNotFound(bytes.status())) return mark;
+  if (!bytes.ok())
+    return LogError(log_path, "cannot read its mark", bytes.status());
+  mark.exists = true;
+  // Empty: created, never written (a crash in the first Open).
+  if (bytes->empty()) return mark;
+  uint64_t seq = 0;
+  uint64_t hash = 0;
+  if (bytes->size() == kMarkBytes) {
+    std::memcpy(&seq, bytes->data(), 8);
+    std::memcpy(&hash, bytes->data() + 8, 8);
+  }
+  if (bytes->size() != kMarkBytes || XXH64(bytes->data(), 8, 0) != hash) {
+    mark.damaged = true;
+    return mark;
+  }
+  mark.sequence = seq;
+  return mark;
+}
+
 }  // namespace
+
+std::string AckMarkPath(const std::string& log_path) {
+  return log_path + ".acked";
+}
 
 std::string IngestLogDamage::Describe() const {
   std::string out = absl::StrCat(bytes, " bytes at offset ", offset,
@@ -183,7 +237,7 @@ uint64_t IngestLogRepair::lost() const {
 }
 
 IngestLog::Scan IngestLog::ScanLog(std::string_view all,
-                                   uint64_t merged_through) {
+                                   uint64_t merged_through, uint64_t acked) {
   Scan scan;
   size_t pos = 0;
   uint64_t last = 0;
@@ -198,17 +252,10 @@ IngestLog::Scan IngestLog::ScanLog(std::string_view all,
       continue;
     }
     const size_t next = NextIntact(all, pos, last, &r, &size);
+    if (next == std::string_view::npos) break;  // the end: see below
     IngestLogDamage d;
     d.offset = pos;
     d.after_sequence = last;
-    if (next == std::string_view::npos) {
-      // The end: a torn append, unless the store merged past `last`.
-      if (last < merged_through) {
-        d.bytes = all.size() - pos;
-        scan.damage.push_back(d);
-      }
-      break;
-    }
     d.bytes = next - pos;
     d.before_sequence = r.sequence;
     // Unmerged sequences are never compacted away, so exactly those
@@ -222,15 +269,32 @@ IngestLog::Scan IngestLog::ScanLog(std::string_view all,
     pos = next;
   }
   scan.end = pos;
+  // The end: a torn append (never acknowledged), unless the store merged
+  // past `last` or the mark says later records were acknowledged. A tail
+  // cut off whole (no bytes left) is damage then too.
+  if (last < std::max(merged_through, acked)) {
+    IngestLogDamage d;
+    d.offset = pos;
+    d.bytes = all.size() - pos;
+    d.after_sequence = last;
+    const uint64_t first = std::max(last, merged_through) + 1;
+    if (first <= acked) {
+      d.first_lost = first;
+      d.last_lost = acked;
+    }
+    scan.damage.push_back(d);
+  }
   return scan;
 }
 
 IngestLog::IngestLog(std::string path, std::unique_ptr<WritableFile> file,
-                     uint64_t size, uint64_t last_sequence)
+                     std::unique_ptr<WritableFile> mark, uint64_t size,
+                     uint64_t last_sequence)
     : path_(std::move(path)),
       file_(std::move(file)),
       size_(size),
-      last_sequence_(last_sequence) {}
+      last_sequence_(last_sequence),
+      mark_(std::move(mark)) {}
 
 IngestLog::~IngestLog() {
   absl::MutexLock lock(&mu_);
@@ -245,35 +309,70 @@ absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Open(
     const IngestLogOpenOptions& options, IngestLogRepair* repair) {
   records->clear();
   if (repair != nullptr) *repair = IngestLogRepair();
-  // Created if missing, before it is read.
-  absl::StatusOr<std::unique_ptr<WritableFile>> file =
-      FileSystem::Default()->OpenForWrite(path, WriteMode::kKeep);
-  if (!file.ok()) return LogError(path, "cannot open", file.status());
-  LATENTD_ASSIGN_OR_RETURN(std::string data, ReadAll(path));
-  Scan scan = ScanLog(data, options.merged_through);
-  if (!scan.damage.empty()) {
-    // Damage is repaired by a rewrite, never in place.
-    file->reset();
-    return Repair(path, data, std::move(scan), options, records, repair);
+  LATENTD_ASSIGN_OR_RETURN(const AckMark mark, ReadAckMark(path));
+  std::unique_ptr<IngestLog> log;
+  {
+    // Created if missing, before it is read.
+    absl::StatusOr<std::unique_ptr<WritableFile>> file =
+        FileSystem::Default()->OpenForWrite(path, WriteMode::kKeep);
+    if (!file.ok()) return LogError(path, "cannot open", file.status());
+    LATENTD_ASSIGN_OR_RETURN(std::string data, ReadAll(path));
+    Scan scan = ScanLog(data, options.merged_through, mark.sequence);
+    if (!scan.damage.empty()) {
+      // Damage is repaired by a rewrite, never in place.
+      file->reset();
+      LATENTD_ASSIGN_OR_RETURN(log, Repair(path, data, std::move(scan), options,
+                                           mark.sequence, records, repair));
+    } else {
+      const size_t pos = scan.end;
+      *records = std::move(scan.records);
+      const uint64_t last = records->empty() ? 0 : records->back().sequence;
+      if (pos != data.size()) {
+        // Never acknowledged: the append did not finish.
+        absl::Status cut = (*file)->Truncate(pos);
+        if (cut.ok()) cut = (*file)->Sync();
+        if (!cut.ok()) return LogError(path, "cannot cut off a torn tail", cut);
+      }
+      log.reset(new IngestLog(path, *std::move(file), nullptr, pos, last));
+    }
   }
-  const size_t pos = scan.end;
-  *records = std::move(scan.records);
-  const uint64_t last = records->empty() ? 0 : records->back().sequence;
-  if (pos != data.size()) {
-    // Never acknowledged: the append did not finish.
-    absl::Status cut = (*file)->Truncate(pos);
-    if (cut.ok()) cut = (*file)->Sync();
-    if (!cut.ok()) return LogError(path, "cannot cut off a torn tail", cut);
+  if (repair != nullptr) repair->ack_mark_damaged = mark.damaged;
+  absl::StatusOr<std::unique_ptr<WritableFile>> mark_file =
+      FileSystem::Default()->OpenForWrite(AckMarkPath(path), WriteMode::kKeep);
+  if (!mark_file.ok()) {
+    return LogError(path, "cannot open its mark", mark_file.status());
+  }
+  absl::MutexLock lock(&log->mu_);
+  log->mark_ = *std::move(mark_file);
+  // A record durable but not acknowledged when the process stopped is kept,
+  // and so acknowledged now; a repair's tombstone is at least the mark.
+  if (!mark.exists || mark.damaged || log->last_sequence_ != mark.sequence) {
+    LATENTD_RETURN_IF_ERROR(log->WriteMark(log->last_sequence_));
   }
   LATENTD_RETURN_IF_ERROR(SyncDirectoryOf(path));
-  return std::unique_ptr<IngestLog>(
-      new IngestLog(path, *std::move(file), pos, last));
+  return log;
+}
+
+absl::Status IngestLog::Remove(const std::string& path) {
+  FileSystem* fs = FileSystem::Default();
+  for (const std::string& p : {AckMarkPath(path), path}) {
+    absl::Status removed = fs->Remove(p);
+    if (!removed.ok() && !absl::IsNotFound(removed)) return removed;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status IngestLog::WriteMark(uint64_t sequence) {
+  absl::Status status = mark_->WriteAt(0, EncodeMark(sequence));
+  if (status.ok()) status = mark_->DataSync();
+  if (!status.ok()) return LogError(path_, "cannot write its mark", status);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Repair(
     const std::string& path, std::string_view all, Scan scan,
-    const IngestLogOpenOptions& options, std::vector<IngestRecord>* records,
-    IngestLogRepair* repair) {
+    const IngestLogOpenOptions& options, uint64_t acked,
+    std::vector<IngestRecord>* records, IngestLogRepair* repair) {
   IngestLogRepair found;
   found.damage = std::move(scan.damage);
   if (!options.repair) {
@@ -291,16 +390,18 @@ absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Repair(
                      " acknowledged record(s) not yet merged are damaged", what,
                      " (left as it is: refusing to start)"));
   }
-  // The intact records, then (if the damage took the last merged ones) a
-  // tombstone at the merged sequence, so that sequences go on past it.
+  // The intact records, then (if the damage took the last merged or
+  // acknowledged ones) a tombstone at the highest of those, so that
+  // sequences go on past it and are never used twice.
   std::string out;
   for (const auto& [begin, end] : scan.spans) {
     out.append(all.substr(begin, end - begin));
   }
   uint64_t last = scan.records.empty() ? 0 : scan.records.back().sequence;
-  if (last < options.merged_through) {
+  if (last < std::max(options.merged_through, acked)) {
     IngestRecord& tomb = scan.records.emplace_back();
-    tomb.sequence = options.merged_through;
+    tomb.sequence = std::max(options.merged_through, acked);
+    tomb.lost = acked > options.merged_through;
     out += Encode(tomb);
     last = tomb.sequence;
   }
@@ -315,7 +416,7 @@ absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Repair(
   *records = std::move(scan.records);
   if (repair != nullptr) *repair = std::move(found);
   return std::unique_ptr<IngestLog>(
-      new IngestLog(path, *std::move(file), out.size(), last));
+      new IngestLog(path, *std::move(file), nullptr, out.size(), last));
 }
 
 absl::Status IngestLog::Append(std::vector<IngestRecord>* records) {
@@ -337,6 +438,11 @@ absl::Status IngestLog::Append(std::vector<IngestRecord>* records) {
     }
     dirty_tail_ = false;
   }
+  if (mark_dirty_) {
+    absl::Status reset = WriteMark(last_sequence_);
+    if (!reset.ok()) return reset;
+    mark_dirty_ = false;
+  }
   std::string data;
   uint64_t seq = last_sequence_;
   for (IngestRecord& r : *records) {
@@ -345,6 +451,12 @@ absl::Status IngestLog::Append(std::vector<IngestRecord>* records) {
   }
   absl::Status status = file_->WriteAt(size_, data);
   if (status.ok()) status = file_->DataSync();
+  if (status.ok()) {
+    status = WriteMark(seq);
+    // The mark may have reached the disk all the same: written back to
+    // last_sequence_ before anything else is acknowledged.
+    mark_dirty_ = !status.ok();
+  }
   if (!status.ok()) {
     // Not acknowledged: cut off what may have been written (a short write,
     // or the whole of it before a failed fdatasync). If that fails too, the

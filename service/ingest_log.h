@@ -11,12 +11,19 @@
 // payload, then the payload: u64 sequence, strings (u32 length + bytes)
 // source, doc id, user, u32 word count, the words, and, only for a record
 // that carries its topics (a hand-off), u32 topic count (= word count) and
-// the topics as u32. A torn or corrupt tail
+// the topics as u32; a lost-records placeholder has no words and then
+// u32 0xffffffff. A torn or corrupt tail
 // (a crash in the middle of an append, never acknowledged) is cut off by
 // Open(); corruption before the last record is kDataLoss, or, when the
 // caller asks for a repair (IngestLogOpenOptions), is skipped and reported
 // (IngestLogRepair), the damaged file kept aside. Compact() bounds the file:
 // merged records shrink to tombstones or go.
+//
+// Beside it, PATH.acked holds the highest sequence ever acknowledged (u64
+// and its xxh64, rewritten in place and fdatasync'ed after the records'
+// own fdatasync, before Append returns). It tells a torn tail (never
+// acknowledged: cut off) from damage to acknowledged last records (reported
+// as lost, never cut silently), and keeps sequences from being reused.
 //
 // Thread-safety: Append and the accessors are safe from any thread (one
 // internal mutex serializes appends).
@@ -51,6 +58,10 @@ struct IngestRecord {
   // word: the topics the tokens had on the node that handed the document
   // off (`latentctl cluster remove-node --handoff`), which the merge keeps.
   std::vector<TopicId> topics;
+  // A placeholder (no words) that Open() writes when damage lost
+  // acknowledged records: it holds the highest lost sequence, so sequences
+  // go on past it; there is nothing to merge.
+  bool lost = false;
 };
 
 // How Open() treats damage before the end of the log.
@@ -71,6 +82,9 @@ struct IngestLogOpenOptions {
   // still kDataLoss (naming the sequences), nothing changed.
   bool refuse_loss = false;
 };
+
+// The acknowledgement mark PATH.acked (see the file comment).
+std::string AckMarkPath(const std::string& log_path);
 
 // One stretch of the log that held no intact record.
 struct IngestLogDamage {
@@ -94,28 +108,38 @@ struct IngestLogDamage {
 struct IngestLogRepair {
   std::vector<IngestLogDamage> damage;  // in file order
   std::string kept_aside;  // the damaged file's new name; "" if none
-  uint64_t lost() const;   // Σ damage[i].lost()
+  // PATH.acked did not verify: the log's last records could not be checked
+  // against it (a torn tail was taken as unacknowledged, as without it).
+  bool ack_mark_damaged = false;
+  uint64_t lost() const;  // Σ damage[i].lost()
 };
 
 class IngestLog {
  public:
-  // Opens (creating if missing) the log at `path`, fills *records with every
-  // intact record, in order, and cuts off a torn tail: a stretch at the end
-  // that holds no intact record (an append that did not finish, never
-  // acknowledged), unless the token store has merged past it (see
-  // IngestLogOpenOptions::merged_through: then it is damage). Damage before
-  // that is kDataLoss naming the path and offset, or, with options.repair,
-  // is skipped and reported in *repair (if given; cleared first). Fails
-  // naming the path on I/O errors.
+  // Opens (creating if missing) the log at `path` and its mark PATH.acked,
+  // fills *records with every intact record, in order, and cuts off a torn
+  // tail: a stretch at the end that holds no intact record (an append that
+  // did not finish, never acknowledged), unless the mark or the token store
+  // (IngestLogOpenOptions::merged_through) says records past the last
+  // intact one were acknowledged: then it is damage, and the records the
+  // mark names are lost. Damage is kDataLoss naming the path and offset,
+  // or, with options.repair, is skipped and reported in *repair (if given;
+  // cleared first); sequences go on after the highest acknowledged one
+  // either way. Fails naming the path on I/O errors.
   static absl::StatusOr<std::unique_ptr<IngestLog>> Open(
       const std::string& path, std::vector<IngestRecord>* records,
       const IngestLogOpenOptions& options = {},
       IngestLogRepair* repair = nullptr);
   ~IngestLog();
 
-  // Assigns consecutive sequences to *records, appends them, and fdatasyncs.
-  // Returns when they are durable. On failure (a write, a short write or
-  // the fdatasync; kUnavailable naming the log and the cause) nothing is
+  // Removes the log at `path` and its mark (a replica log whose documents
+  // were adopted). NotFound is not an error.
+  static absl::Status Remove(const std::string& path);
+
+  // Assigns consecutive sequences to *records, appends them, fdatasyncs,
+  // then raises the mark PATH.acked to the last of them and fdatasyncs it.
+  // Returns when both are durable. On failure (a write, a short write or
+  // an fdatasync; kUnavailable naming the log and the cause) nothing is
   // acknowledged: the file is cut back to its previous length (if that
   // fails, the next Append cuts it before it writes, or fails), the
   // sequences are not used up, and the next Append may succeed.
@@ -140,7 +164,8 @@ class IngestLog {
   absl::Status Compact(uint64_t merged_through, size_t keep_sources);
 
  private:
-  IngestLog(std::string path, std::unique_ptr<WritableFile> file, uint64_t size,
+  IngestLog(std::string path, std::unique_ptr<WritableFile> file,
+            std::unique_ptr<WritableFile> mark, uint64_t size,
             uint64_t last_sequence);
 
   // What Open() read: the intact records with their byte spans, where the
@@ -151,12 +176,17 @@ class IngestLog {
     size_t end = 0;
     std::vector<IngestLogDamage> damage;
   };
-  static Scan ScanLog(std::string_view all, uint64_t merged_through);
+  // `acked`: the mark; records up to it were acknowledged.
+  static Scan ScanLog(std::string_view all, uint64_t merged_through,
+                      uint64_t acked);
   // Open() on a damaged log: kDataLoss, or the rewrite (see Open()).
   static absl::StatusOr<std::unique_ptr<IngestLog>> Repair(
       const std::string& path, std::string_view all, Scan scan,
-      const IngestLogOpenOptions& options, std::vector<IngestRecord>* records,
-      IngestLogRepair* repair);
+      const IngestLogOpenOptions& options, uint64_t acked,
+      std::vector<IngestRecord>* records, IngestLogRepair* repair);
+
+  // Writes `sequence` into the mark and fdatasyncs it.
+  absl::Status WriteMark(uint64_t sequence) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string path_;
   mutable absl::Mutex mu_;
@@ -167,6 +197,11 @@ class IngestLog {
   // false after a compaction whose directory fsync failed.
   bool directory_synced_ ABSL_GUARDED_BY(mu_) = true;
   uint64_t last_sequence_ ABSL_GUARDED_BY(mu_);
+  // PATH.acked, open for rewriting in place.
+  std::unique_ptr<WritableFile> mark_ ABSL_GUARDED_BY(mu_);
+  // A failed append may have left a mark above last_sequence_ on disk: the
+  // next Append writes last_sequence_ back first.
+  bool mark_dirty_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace latentd::service

@@ -285,6 +285,7 @@ absl::Status LatentdService::ReplayLog() {
     absl::MutexLock plock(&pending_mu_);
     for (IngestRecord& rec : records) {
       if (!rec.source.empty()) sources_.insert(rec.source);
+      if (rec.lost) continue;  // reported when the log was repaired
       if (rec.sequence > scan_.merged_sequence && rec.words.empty()) {
         return absl::DataLossError(absl::StrCat(
             LogPath(dir), ": record ", rec.sequence,
@@ -311,8 +312,14 @@ absl::Status LatentdService::ReplayLog() {
 }
 
 void LatentdService::ReportLogRepair(const IngestLogRepair& repair) {
-  if (repair.damage.empty()) return;
   const std::string log = LogPath(options_.data_dir);
+  if (repair.ack_mark_damaged) {
+    log::Error("latentd",
+               absl::StrCat(AckMarkPath(log),
+                            " did not verify: the log's last records could "
+                            "not be checked against it; rewritten"));
+  }
+  if (repair.damage.empty()) return;
   for (const IngestLogDamage& d : repair.damage) {
     if (d.lost() > 0) {
       log::Error("latentd", absl::StrCat(log, ": damaged ", d.Describe()));

@@ -139,10 +139,8 @@ absl::Status ReplicaLogs::Drop(const std::string& origin) {
   if (it == origins_.end()) return absl::OkStatus();
   it->second.log.reset();
   origins_.erase(it);
-  FileSystem* fs = FileSystem::Default();
-  absl::Status removed = fs->Remove(PathOf(origin));
-  if (!removed.ok() && !absl::IsNotFound(removed)) return removed;
-  return fs->SyncDirectory(dir_);
+  LATENTD_RETURN_IF_ERROR(IngestLog::Remove(PathOf(origin)));
+  return FileSystem::Default()->SyncDirectory(dir_);
 }
 
 uint64_t ReplicaLogs::records() const {

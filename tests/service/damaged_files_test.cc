@@ -25,6 +25,7 @@
 #include "service/ingest_log.h"
 #include "service/latentd_service.h"
 #include "service/metrics.h"
+#include "xxhash.h"
 
 namespace latentd::service {
 namespace {
@@ -366,6 +367,102 @@ TEST(IngestLogRepair, DamagedMergedTailKeepsTheSequenceGoing) {
   EXPECT_EQ(next[0].sequence, 6u);
 }
 
+// Before: damage to the last record looked like a torn append and was cut
+// off silently, and the next append used its sequence again.
+TEST(IngestLogRepair, DamagedAcknowledgedLastRecordIsLostNotCut) {
+  const std::string dir = TempDir("log-last");
+  const std::string path = WriteLog(dir);
+  FlipByte(path, RecordOffsets(path)[4] + 20);  // record 5, acknowledged
+  const std::string damaged = ReadFile(path);
+  std::vector<IngestRecord> records;
+  auto strict = IngestLog::Open(path, &records);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(ReadFile(path), damaged) << "a strict open changed the log";
+
+  IngestLogRepair repair;
+  auto log = IngestLog::Open(path, &records,
+                             {.repair = true, .merged_through = 2}, &repair);
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(Sequences(records), (std::vector<uint64_t>{1, 2, 3, 4, 5}))
+      << "sequence 5 is a tombstone: the sequence goes on past it";
+  EXPECT_TRUE(records.back().words.empty());
+  EXPECT_EQ(repair.lost(), 1u);
+  ASSERT_EQ(repair.damage.size(), 1u);
+  EXPECT_TRUE(Contains(repair.damage[0].Describe(), "sequence 5 lost"))
+      << repair.damage[0].Describe();
+  EXPECT_EQ(ReadFile(repair.kept_aside), damaged);
+  std::vector<IngestRecord> next = {Rec("zeta")};
+  ASSERT_TRUE((*log)->Append(&next).ok());
+  EXPECT_EQ(next[0].sequence, 6u);
+}
+
+// An acknowledged tail cut off whole (the file shortened) is lost too.
+TEST(IngestLogRepair, TruncatedAcknowledgedTailIsLost) {
+  const std::string dir = TempDir("log-truncated");
+  const std::string path = WriteLog(dir);
+  ASSERT_EQ(::truncate(path.c_str(), RecordOffsets(path)[3]), 0);
+  std::vector<IngestRecord> records;
+  IngestLogRepair repair;
+  auto refused = IngestLog::Open(
+      path, &records, {.repair = true, .refuse_loss = true}, &repair);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_TRUE(
+      Contains(std::string(refused.status().message()), "sequences 4..5 lost"))
+      << refused.status();
+  auto log = IngestLog::Open(path, &records, {.repair = true}, &repair);
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_EQ(repair.lost(), 2u);
+  EXPECT_EQ((*log)->last_sequence(), 5u);
+}
+
+// A record durable in the log whose mark was not yet raised (a crash
+// between the two fdatasyncs: never acknowledged) is kept, and a torn
+// append after it is cut without a report.
+TEST(IngestLogRepair, TornTailAfterTheMarkIsCutSilently) {
+  const std::string dir = TempDir("log-torn");
+  const std::string path = WriteLog(dir);
+  {
+    // The mark as it was before sequence 5.
+    std::string mark(16, '\0');
+    const uint64_t four = 4;
+    std::memcpy(mark.data(), &four, 8);
+    const uint64_t hash = XXH64(mark.data(), 8, 0);
+    std::memcpy(mark.data() + 8, &hash, 8);
+    std::ofstream(AckMarkPath(path), std::ios::binary) << mark;
+    std::ofstream(path, std::ios::binary | std::ios::app) << "\x40\x00torn";
+  }
+  std::vector<IngestRecord> records;
+  IngestLogRepair repair;
+  auto log = IngestLog::Open(path, &records, {.repair = true}, &repair);
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_TRUE(repair.damage.empty());
+  EXPECT_FALSE(repair.ack_mark_damaged);
+  EXPECT_EQ(Sequences(records), (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+  log->reset();
+  // The kept record is acknowledged now: losing it later is reported.
+  ASSERT_EQ(::truncate(path.c_str(), RecordOffsets(path)[4]), 0);
+  auto again = IngestLog::Open(path, &records);
+  EXPECT_EQ(again.status().code(), absl::StatusCode::kDataLoss);
+}
+
+// A damaged mark cannot vouch for the tail: said, and rewritten.
+TEST(IngestLogRepair, DamagedMarkIsReportedAndRewritten) {
+  const std::string dir = TempDir("log-mark");
+  const std::string path = WriteLog(dir);
+  FlipByte(AckMarkPath(path), 3);
+  std::vector<IngestRecord> records;
+  IngestLogRepair repair;
+  auto log = IngestLog::Open(path, &records, {.repair = true}, &repair);
+  ASSERT_TRUE(log.ok()) << log.status();
+  EXPECT_TRUE(repair.ack_mark_damaged);
+  EXPECT_EQ(records.size(), 5u);
+  log->reset();
+  auto again = IngestLog::Open(path, &records, {.repair = true}, &repair);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(repair.ack_mark_damaged);
+}
+
 // Before: a flipped length field made everything after it a "torn tail",
 // silently cut.
 TEST(IngestLogRepair, StrictOpenReportsADamagedLengthInsteadOfCutting) {
@@ -451,6 +548,27 @@ TEST_F(ServiceLogDamage, UnmergedRecordIsLostAndSaid) {
   auto st = (*s.service)->Status({});
   EXPECT_EQ(st->documents(), 62u);  // 1 and 3
   EXPECT_EQ(st->merged_sequence(), 3u);
+}
+
+// The daemon: the last acknowledged record damaged before it was merged.
+TEST_F(ServiceLogDamage, DamagedLastRecordIsLostAndItsSequenceNotReused) {
+  Ingest(/*merge=*/false);
+  FlipByte(log_, RecordOffsets(log_)[1] + 20);  // undo: sequence 2 intact
+  FlipByte(log_, RecordOffsets(log_)[2] + 20);  // sequence 3, the last
+  Opened s = OpenCapturing(o_);
+  ASSERT_TRUE(s.service.ok()) << s.service.status();
+  EXPECT_TRUE(Contains(s.log, "sequence 3 lost (acknowledged, not merged)"))
+      << s.log;
+  EXPECT_TRUE(Contains(s.metrics->RenderText(), "latentd_ingest_lost_total 1"));
+  LatentdService::LogRange appended;
+  ASSERT_TRUE((*s.service)->IngestRecords({Rec("league")}, &appended).ok());
+  EXPECT_EQ(appended.first, 4u) << "sequence 3 was used again";
+  ASSERT_TRUE((*s.service)->Stop().ok());
+  std::vector<IngestRecord> records;
+  auto log = IngestLog::Open(log_, &records);
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.back().sequence, 4u);
 }
 
 // Offset of the first byte of block `b`'s payload in a token store file.

@@ -84,7 +84,7 @@ TEST(CpuGate, AdmitsAtMostSlotsInArrivalOrder) {
 
 TEST(IngestLog, AppendsReopensAndCutsATornTail) {
   const std::string path = TempPath("ingest.log");
-  std::remove(path.c_str());
+  ASSERT_TRUE(IngestLog::Remove(path).ok());
   std::vector<IngestRecord> existing;
   {
     auto log = IngestLog::Open(path, &existing);
@@ -119,7 +119,7 @@ TEST(IngestLog, AppendsReopensAndCutsATornTail) {
 
 TEST(IngestLog, DamageBeforeTheEndIsDataLoss) {
   const std::string path = TempPath("damaged.log");
-  std::remove(path.c_str());
+  ASSERT_TRUE(IngestLog::Remove(path).ok());
   std::vector<IngestRecord> existing;
   {
     auto log = IngestLog::Open(path, &existing);
@@ -209,7 +209,7 @@ TEST(StoreMerge, MergesUsersAndIsIdempotent) {
 // topics reads back without them.
 TEST(IngestLog, KeepsTheTopicsOfAHandedOffRecord) {
   const std::string path = TempPath("handoff.log");
-  std::remove(path.c_str());
+  ASSERT_TRUE(IngestLog::Remove(path).ok());
   std::vector<IngestRecord> existing;
   {
     auto log = IngestLog::Open(path, &existing);
@@ -480,7 +480,7 @@ TEST(LatentdService, ClusterModeRefusesUsersUntilJoined) {
 
 TEST(IngestLog, CompactKeepsTombstonesAndSequences) {
   const std::string path = TempPath("compact.log");
-  std::remove(path.c_str());
+  ASSERT_TRUE(IngestLog::Remove(path).ok());
   std::vector<IngestRecord> existing;
   auto log = IngestLog::Open(path, &existing);
   ASSERT_TRUE(log.ok());
