@@ -1,8 +1,10 @@
 #include "service/dir_watcher.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,8 +29,10 @@ DirWatcher::DirWatcher(const DirWatchOptions& options, LatentdService* service,
       service_(service),
       files_(metrics->AddCounter("latentd_watch_files_total",
                                  "Files ingested from the watched directory")),
-      rejected_(metrics->AddCounter("latentd_watch_rejected_total",
-                                    "Watched files without words")) {}
+      rejected_(metrics->AddCounter(
+          "latentd_watch_rejected_total",
+          "Watched files rejected: no words, over max-text-bytes, a "
+          "symbolic link or not a regular file")) {}
 
 DirWatcher::~DirWatcher() {
   Stop();
@@ -84,24 +88,91 @@ void DirWatcher::Wait(int inotify_fd) {
   }
 }
 
+namespace {
+
+// What became of one directory entry's bytes.
+struct WatchedFile {
+  absl::Status status;  // !ok: retry later (the file could not be read)
+  std::string reject;   // non-empty: move it to rejected/ for this reason
+  std::string text;
+};
+
+// Reads the regular file `path` (never through a symbolic link), checking
+// its size on the open file before reading: at most `max_bytes`.
+WatchedFile ReadWatched(const std::string& path, size_t max_bytes) {
+  WatchedFile out;
+  const int fd =
+      ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP) {
+      out.reject =
+          "a symbolic link (only regular files in the directory "
+          "are read)";
+    } else {
+      out.status = ErrnoError(errno, "cannot open", path);
+    }
+    return out;
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    out.status = ErrnoError(errno, "cannot stat", path);
+  } else if (!S_ISREG(st.st_mode)) {
+    out.reject = "not a regular file";
+  } else if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    out.reject = absl::StrCat(st.st_size, " bytes, over the limit of ",
+                              max_bytes, " (max-text-bytes)");
+  } else {
+    out.text.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < out.text.size()) {
+      const ssize_t n =
+          ::pread(fd, out.text.data() + got, out.text.size() - got, got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        out.status = ErrnoError(errno, "cannot read", path);
+        break;
+      }
+      if (n == 0) break;  // shrunk since fstat: take what is there
+      got += static_cast<size_t>(n);
+    }
+    out.text.resize(got);
+  }
+  ::close(fd);
+  return out;
+}
+
+}  // namespace
+
 void DirWatcher::Poll() {
   std::error_code ec;
   const fs::path dir(options_.dir);
+  // The text limit, and room for a "user: <id>" line before it.
+  const size_t max_bytes = service_->max_text_bytes() + 4096;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     if (stop_.load(std::memory_order_relaxed)) return;
-    if (!e.is_regular_file(ec)) continue;
+    const fs::file_type type = e.symlink_status(ec).type();
+    if (type == fs::file_type::directory) continue;  // done/, rejected/
     const std::string name = e.path().filename().string();
     if (absl::StartsWith(name, ".") || absl::EndsWith(name, ".tmp")) continue;
     // A file that cannot be read (EIO, say) is neither ingested in part
     // nor rejected: it stays for the next poll.
-    absl::StatusOr<std::string> read = ReadFileToString(e.path().string());
-    if (!read.ok()) {
+    WatchedFile read = ReadWatched(e.path().string(), max_bytes);
+    if (!read.status.ok()) {
       log::Warning(
           "latentd watch",
-          absl::StrCat(name, ": ", read.status().message(), " (will retry)"));
+          absl::StrCat(name, ": ", read.status.message(), " (will retry)"));
       continue;
     }
-    std::string text = *std::move(read);
+    if (!read.reject.empty()) {
+      rejected_->Add();
+      log::Warning("latentd watch",
+                   absl::StrCat(name, " rejected: ", read.reject));
+      absl::Status moved = FileSystem::Default()->Rename(
+          e.path().string(), (dir / "rejected" / name).string());
+      if (!moved.ok()) log::Warning("latentd watch", moved.message());
+      continue;
+    }
+    std::string text = std::move(read.text);
     std::string user;
     if (absl::StartsWith(text, "user:")) {
       const size_t nl = text.find('\n');

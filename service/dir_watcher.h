@@ -2,10 +2,13 @@
 // file (doc id = file name; a first line "user: <id>" makes it that user's
 // event). Writers should create a file under a name starting with '.' or
 // ending in ".tmp" and rename it when complete; such names are skipped.
-// Once durable, a file is moved to <dir>/done/; a file without words goes to
-// <dir>/rejected/. A crash between the fsync and the move is harmless: the
-// record's source "file:<name>" is in the ingest log, so the file is only
-// moved, not ingested twice.
+// Once durable, a file is moved to <dir>/done/. Only regular files directly
+// in <dir> are read, never through a symbolic link, and a file larger than
+// the service's max_text_bytes (plus 4 KiB for the user line) is refused on
+// its size before it is read; those, and a file without words, go to
+// <dir>/rejected/ with a warning naming the reason. A crash between the fsync
+// and the move is harmless: the record's source "file:<name>" is in the ingest
+// log, so the file is only moved, not ingested twice.
 //
 // New files are seen at once through inotify (a file closed after writing,
 // or renamed into the directory); the directory is also rescanned every

@@ -254,6 +254,8 @@ class LatentdService {
   absl::StatusOr<uint64_t> IngestRecords(std::vector<IngestRecord> records,
                                          LogRange* appended = nullptr,
                                          bool route = true);
+  // The largest text a document may have (ServiceOptions::max_text_bytes).
+  size_t max_text_bytes() const { return options_.max_text_bytes; }
   // True if a record with this non-empty source is in the ingest log.
   bool SourceIngested(const std::string& source) const;
   // Cluster mode with replicas > 1: the replica copies this node holds of

@@ -81,5 +81,52 @@ TEST(DirWatcher, SeesNewFilesAtOnceThroughInotify) {
   fs::remove_all(dir);
 }
 
+// Only regular files inside the directory are read: a symbolic link to a
+// file elsewhere is rejected unread (its words never learned), and a file
+// over the size limit is rejected on its fstat size, before any read.
+TEST(DirWatcher, RejectsSymlinksAndOversizedFilesUnread) {
+  const fs::path dir = fs::path(::testing::TempDir()) /
+                       ("dir_watcher_reject_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "watch");
+  WriteFile(dir / "corpus.txt", "oil prices opec\nfootball goal team\n");
+  WriteFile(dir / "secret.txt", "zanzibar quokka");
+  ServiceOptions o;
+  o.data_dir = (dir / "node").string();
+  o.corpus.path = (dir / "corpus.txt").string();
+  o.trainer.num_topics = 2;
+  o.max_text_bytes = 1000;
+  MetricsRegistry metrics;
+  auto service = LatentdService::Open(o, &metrics);
+  ASSERT_TRUE(service.ok()) << service.status();
+  fs::create_symlink(dir / "secret.txt", dir / "watch" / "link.txt");
+  WriteFile(dir / "watch" / "big.txt", std::string(6000, 'a') + " oil");
+  WriteFile(dir / "watch" / "fine.txt", "oil barrel");
+  ::testing::internal::CaptureStderr();
+  DirWatcher watcher({.dir = (dir / "watch").string(), .poll_ms = 3600000},
+                     service->get(), &metrics);
+  watcher.Start();
+  EXPECT_TRUE(
+      Within(5, [&] { return fs::exists(dir / "watch/done/fine.txt"); }));
+  EXPECT_TRUE(Within(
+      5, [&] { return fs::is_symlink(dir / "watch/rejected/link.txt"); }));
+  EXPECT_TRUE(
+      Within(5, [&] { return fs::exists(dir / "watch/rejected/big.txt"); }));
+  watcher.Stop();
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("link.txt rejected: a symbolic link"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("big.txt rejected: 6004 bytes, over the limit of 5096"),
+            std::string::npos)
+      << log;
+  EXPECT_FALSE((*service)->SourceIngested("file:link.txt"));
+  EXPECT_FALSE((*service)->SourceIngested("file:big.txt"));
+  EXPECT_TRUE(fs::exists(dir / "secret.txt")) << "the link's target moved";
+  EXPECT_TRUE(metrics.RenderText().find("latentd_watch_rejected_total 2") !=
+              std::string::npos);
+  ASSERT_TRUE((*service)->Stop().ok());
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace latentd::service
