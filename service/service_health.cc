@@ -1,5 +1,6 @@
 // LatentdService::Readiness (GET /readyz): whether this node should be
 // sent traffic now. Liveness (GET /healthz) is only "the process answers".
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,6 +20,23 @@ absl::Status CheckWritable(const char* what, const std::string& path) {
       what, " ", path, " is not writable: ", std::strerror(errno)));
 }
 
+// kUnavailable unless the file system holding `dir` has `need` bytes free
+// for this process (a full disk passes access(2), and every append fails).
+absl::Status CheckFreeSpace(const std::string& dir, uint64_t need) {
+  struct statvfs fs;
+  if (::statvfs(dir.c_str(), &fs) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("data directory ", dir,
+                     ": cannot stat its file system: ", std::strerror(errno)));
+  }
+  const uint64_t free = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  if (free >= need) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(
+      "data directory ", dir, ": its file system has ", free,
+      " bytes free, under the ", need,
+      " an ingest may need (2 x max-text-bytes): ingest would fail"));
+}
+
 }  // namespace
 
 absl::Status LatentdService::Readiness() const {
@@ -30,7 +48,11 @@ absl::Status LatentdService::Readiness() const {
     if (options_.cluster_mode && !graph_->joined()) {
       return absl::UnavailableError("still joining its cluster");
     }
-    return CheckWritable("data directory", options_.data_dir);
+    absl::Status s = CheckWritable("data directory", options_.data_dir);
+    if (s.ok()) {
+      s = CheckFreeSpace(options_.data_dir, 2 * options_.max_text_bytes);
+    }
+    return s;
   }
   if (view() == nullptr) return absl::UnavailableError("no model loaded yet");
   if (options_.cluster_mode && JoinedLink() == nullptr) {
@@ -45,6 +67,8 @@ absl::Status LatentdService::Readiness() const {
   // the data directory and rename them.
   absl::Status s = CheckWritable("ingest log", log_->path());
   if (s.ok()) s = CheckWritable("data directory", options_.data_dir);
+  if (s.ok())
+    s = CheckFreeSpace(options_.data_dir, 2 * options_.max_text_bytes);
   return s;
 }
 
