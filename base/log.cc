@@ -91,4 +91,17 @@ void Write(Level level, std::string_view component, std::string_view message) {
         spdlog::string_view_t(message.data(), message.size()));
 }
 
+int64_t Throttle::Pass() {
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  if (now < next_) {
+    ++held_;
+    return -1;
+  }
+  next_ = now + interval_;
+  const int64_t held = held_;
+  held_ = 0;
+  return held;
+}
+
 }  // namespace latentd::log

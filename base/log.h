@@ -16,11 +16,15 @@
 #ifndef LATENTD_BASE_LOG_H_
 #define LATENTD_BASE_LOG_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace latentd::log {
 
@@ -63,6 +67,26 @@ template <typename Message>
 void Error(std::string_view component, const Message& message) {
   Write(Level::kError, component, AsView(message));
 }
+
+// Lets at most one line through per `interval` for an event that can repeat
+// at any rate (a failing accept loop): the caller asks Pass() before it logs.
+//
+//   if (int64_t held = throttle.Pass(); held >= 0) log::Warning(..., held);
+//
+// Thread-safety: Pass may be called from any thread.
+class Throttle {
+ public:
+  explicit Throttle(absl::Duration interval) : interval_(interval) {}
+  // -1: hold this line back. Else log it: the value is how many lines were
+  // held back since the last one let through.
+  int64_t Pass();
+
+ private:
+  const absl::Duration interval_;
+  absl::Mutex mu_;
+  absl::Time next_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  int64_t held_ ABSL_GUARDED_BY(mu_) = 0;
+};
 
 }  // namespace latentd::log
 

@@ -1,5 +1,6 @@
 #include "sync/transport.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <future>
@@ -377,6 +378,10 @@ struct ServerImpl : std::enable_shared_from_this<ServerImpl> {
       std::make_shared<TransportStats>();
   TransportStats& stats = *shared_stats;
   uint16_t port = 0;
+  // The accept chain's state: one accept outstanding at a time, so these
+  // are touched by one handler at a time.
+  int accept_backoff_ms = 0;
+  log::Throttle accept_log{absl::Seconds(10)};
 
   absl::Mutex mu;
   bool stopped ABSL_GUARDED_BY(mu) = false;
@@ -428,14 +433,38 @@ struct ServerImpl : std::enable_shared_from_this<ServerImpl> {
           }
           if (ec) {
             if (ec == asio::error::operation_aborted) return;
-            if (options.log) {
-              options.log(absl::StrCat("accept failed: ", ec.message()));
-            }
-          } else {
-            OnAccepted(std::move(s));
+            RetryAcceptLater(ec);
+            return;
           }
+          accept_backoff_ms = 0;
+          OnAccepted(std::move(s));
           Accept();
         });
+  }
+
+  // An accept failed (EMFILE or ENFILE: out of file descriptors, which a
+  // retry at once would meet again and again): waits 10 ms, doubling up to
+  // 1 s while it keeps failing, with one log line per 10 s at most. The
+  // pending connections wait in the listen backlog.
+  void RetryAcceptLater(const asio::error_code& ec) {
+    accept_backoff_ms = std::clamp(2 * accept_backoff_ms, 10, 1000);
+    stats.accept_failures.fetch_add(1, std::memory_order_relaxed);
+    if (const int64_t held = accept_log.Pass(); held >= 0 && options.log) {
+      options.log(absl::StrCat("accept failed: ", ec.message(),
+                               "; retrying in ", accept_backoff_ms, " ms (",
+                               held, " more failures since the last line)"));
+    }
+    auto self = shared_from_this();
+    auto timer = std::make_shared<asio::steady_timer>(
+        loop->impl()->io, std::chrono::milliseconds(accept_backoff_ms));
+    timer->async_wait([this, self, timer](const asio::error_code& wait) {
+      if (wait) return;
+      {
+        absl::MutexLock l(&mu);
+        if (stopped) return;
+      }
+      Accept();
+    });
   }
 
   void OnAccepted(asio::ip::tcp::socket socket) {

@@ -113,6 +113,9 @@ struct TransportStats {
   std::atomic<uint64_t> connections_refused_max{0};
   std::atomic<uint64_t> connections_refused_per_address{0};
   std::atomic<uint64_t> connections_idle_closed{0};
+  // Server: accepts that failed (out of file descriptors), each followed by
+  // a back-off of 10 ms doubling to 1 s.
+  std::atomic<uint64_t> accept_failures{0};
 };
 
 struct ClientOptions {

@@ -6,6 +6,8 @@
 //   latentd_connections_refused_total{listener,reason}
 //       closed at once: reason="max_connections" or "per_address"
 //   latentd_connections_timed_out_total{listener}   closed as idle
+//   latentd_accept_failures_total{listener}         accepts that failed (out
+//       of file descriptors); each backs the accept loop off
 // A cap of 0 means none.
 //
 // Thread-safety: the pointers are the registry's metrics (atomics).
@@ -45,6 +47,11 @@ struct ConnectionMetrics {
                       absl::StrCat(l, ",reason=\"per_address\""));
     timed_out = m->AddCounter("latentd_connections_timed_out_total",
                               "Connections closed after their idle timeout", l);
+    accept_failures = m->AddCounter(
+        "latentd_accept_failures_total",
+        "Accepts that failed (out of file descriptors); the listener backs "
+        "off, the clients wait in the backlog",
+        l);
   }
 
   // The caps reported (for a listener whose options come after its
@@ -64,6 +71,8 @@ struct ConnectionMetrics {
         s.connections_refused_per_address.load(std::memory_order_relaxed));
     timed_out->SetTotal(
         s.connections_idle_closed.load(std::memory_order_relaxed));
+    accept_failures->SetTotal(
+        s.accept_failures.load(std::memory_order_relaxed));
   }
 
   Gauge* open;
@@ -72,6 +81,7 @@ struct ConnectionMetrics {
   Counter* refused_max;
   Counter* refused_per_address;
   Counter* timed_out;
+  Counter* accept_failures;
 };
 
 }  // namespace latentd::service::internal

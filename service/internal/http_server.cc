@@ -306,9 +306,17 @@ void HttpServer::AcceptAll() {
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EMFILE || errno == ENFILE) {
-        log::Warning("latentd http",
-                     absl::StrCat("accept: ", std::strerror(errno)));
-        ::usleep(kTickMs * 1000);  // the backlog keeps the rest
+        // Out of file descriptors: the backlog keeps the rest until the
+        // next tick; one line per 10 s at most.
+        metrics_.accept_failures->Add();
+        if (const int64_t held = accept_log_.Pass(); held >= 0) {
+          log::Warning("latentd http",
+                       absl::StrCat("accept: ", std::strerror(errno),
+                                    "; retrying every ", kTickMs, " ms (", held,
+                                    " more failures since the last "
+                                    "line)"));
+        }
+        ::usleep(kTickMs * 1000);
       }
       return;  // EAGAIN: all taken
     }

@@ -45,6 +45,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/log.h"
 #include "service/internal/connection_metrics.h"
 #include "service/metrics.h"
 #include "sync/tls.h"
@@ -124,6 +125,7 @@ class HttpServer {
   const HttpServerOptions options_;
   const RequestFn serve_;
   ConnectionMetrics metrics_;
+  log::Throttle accept_log_{absl::Seconds(10)};  // the acceptor's thread
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // eventfd, readable once Stop() begins
