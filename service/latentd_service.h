@@ -29,7 +29,7 @@
 // profiles are what InferDocument would say, and the counts stay exact.
 //
 // Cluster mode (JoinCluster, service_cluster.cc): the node is a member of a
-// training cluster (DESIGN.md, "Many nodes") over its own token store. Its
+// training cluster (docs/design.md, "Many nodes") over its own token store. Its
 // table is kept in step with the cluster's global counts by a ClusterLink;
 // a user's events and profile live on the user's owner by the ring, and
 // the other nodes forward them there over the API. The vocabulary grows

@@ -1,5 +1,5 @@
 // The keyed Abelian table the synchronizer reads deltas from and writes
-// corrections into (DESIGN.md, "Many nodes"). sync/ defines it; the
+// corrections into (docs/design.md, "Many nodes"). sync/ defines it; the
 // sampler's table implements it (sampler/synced_table.h), so sync/ never
 // includes sampler/ headers.
 //

@@ -1,5 +1,5 @@
 // OwnerShard: the global values of the keys this node owns by the ring
-// (DESIGN.md, "Many nodes"). For each incoming DeltaBatch it applies every
+// (docs/design.md, "Many nodes"). For each incoming DeltaBatch it applies every
 // key's δ (global += δ) and answers with the globals; a batch whose
 // (node, incarnation, sequence) it has already applied is answered without
 // being applied again.

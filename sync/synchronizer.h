@@ -1,4 +1,4 @@
-// Synchronizer: the client side of the smart-master protocol (DESIGN.md,
+// Synchronizer: the client side of the smart-master protocol (docs/design.md,
 // "Many nodes"). For each key index of an AbelianTable it keeps x_old, the
 // last global value incorporated. One round for one owner:
 //

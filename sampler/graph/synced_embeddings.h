@@ -1,7 +1,7 @@
 // SyncedEmbeddings: a node's vertex vectors (a GraphTrainer's) seen as the
 // keyed Abelian table the cluster synchronizer works on (sync/
-// abelian_table.h), for graph factorization across nodes (DESIGN.md, "Graph
-// factorization by dual decomposition").
+// abelian_table.h), for graph factorization across nodes (docs/design.md,
+// "Graph consensus").
 //
 // A held vertex (one with an edge on this node) is one key, its sync key
 // VertexSyncKey(vertex id). Its value has dim + 2 coordinates of fixed-point

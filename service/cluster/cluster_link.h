@@ -1,7 +1,7 @@
 // ClusterLink: what makes a sampler a member of a training cluster — the
 // sync server, Redis membership and the ring, this node's owner shard
 // (server side), the synchronizer (client side) over the node's
-// SyncedTopicTable, peer heartbeats and the consistency clocks (DESIGN.md,
+// SyncedTopicTable, peer heartbeats and the consistency clocks (docs/design.md,
 // "Many nodes"). The sampler itself stays with its owner: ClusterNode
 // (a corpus shard, for tests and benchmarks) and LatentdService in cluster
 // mode (the daemon) both drive their pipeline and call in here:
