@@ -163,7 +163,7 @@ struct ServiceOptions {
   // when this node's own API runs TLS, verified against the tls-ca file.
   sync::ClientTls peer_tls;
   // Cluster mode: copies of each acknowledged document, on distinct nodes
-  // (--replicas; docs/latentd.md "Replicated ingestion"). With k > 1 a
+  // (--replicas; docs/design.md "Replicated ingestion"). With k > 1 a
   // document is acknowledged only once this node's ingest log and the
   // replica logs (DIR/replicas, service/replica_logs.h) of the next k-1
   // distinct members of the ring for that document or user hold it
@@ -245,7 +245,7 @@ class LatentdService {
   // stay accepted by their owners, which drop them if sent again with the
   // same source). With options.replicas > 1 the records kept here are first
   // copied to their backups (kUnavailable, nothing appended here, if one
-  // cannot take them; docs/latentd.md "Replicated ingestion").
+  // cannot take them; docs/design.md "Replicated ingestion").
   struct LogRange {
     uint64_t first = 0;
     uint64_t last = 0;
@@ -408,7 +408,7 @@ class LatentdService {
   // cluster as lost, every 500 ms (AdoptLostOrigins).
   void ReplicaLoop();
   absl::Status AdoptLostOrigins();
-  // GetUserProfile for a user whose owner failed over (docs/latentd.md,
+  // GetUserProfile for a user whose owner failed over (docs/design.md,
   // "Replicated ingestion"): this node, the user's owner now, holds copies
   // of the events that owner acknowledged. Folds each copy of `user`'s into
   // model `v` (not adding it to the model: the failed node's counts are

@@ -114,7 +114,7 @@ class AbelianTable {
     out->clear();
   }
 
-  // Growing key sets (docs/latentd.md, "Growing vocabulary in a
+  // Growing key sets (docs/design.md, "Growing vocabulary in a
   // cluster"). A table that returns true wants every key of the cluster,
   // not just those it writes: the synchronizer asks the owners for every
   // key (DeltaBatch.all_keys), tells them each key's name (KeyName) the

@@ -35,8 +35,8 @@
 // copy the first time, then its change; kNaive: the steps not yet sent,
 // the rounding residue kept for next time).
 //
-// Growing (ingested edges, docs/latentd.md "Ingesting edges into a graph
-// cluster"): Rebind moves the table onto a trainer rebuilt over more edges;
+// Growing (ingested edges, docs/design.md "Graph
+// consensus"): Rebind moves the table onto a trainer rebuilt over more edges;
 // vertices it now holds become new keys (appended: existing indices keep
 // theirs), and a held vertex whose touches here changed has its weight
 // w_i^(m) changed, both sent as changes by the next round.
