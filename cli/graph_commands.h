@@ -9,7 +9,7 @@
 // reads an edge list (corpora/edge_list.h), trains vertex vectors
 // (sampler/graph/graph_trainer.h) and prints one line per epoch to stderr:
 // the objective and, with --holdout, the held-out ROC AUC and average
-// precision (the split protocol of docs/latentd.md). DIR/graph.bin holds
+// precision (the split protocol of docs/design.md). DIR/graph.bin holds
 // the model (sampler/graph/graph_model.h), written every --checkpoint-every
 // epochs and at the end, the previous one kept as DIR/graph.prev.bin.
 //

@@ -174,23 +174,24 @@ int main(int argc, char** argv) {
                 "The first sweep's starting state: progressive (one pass "
                 "first draws each token given the tokens placed before it: "
                 "rows start as sparse as the data makes them; reaches a "
-                "log-likelihood 2-3x sooner, held-out as good, README) | "
-                "uniform (every token a uniformly random topic)")
+                "log-likelihood 2-3x sooner, held-out as good, "
+                "docs/benchmarks.md) | uniform (every token a uniformly "
+                "random topic)")
       ->check(CLI::IsMember({"progressive", "uniform"}))
       ->capture_default_str();
   t->add_option("--progressive-stride", train.trainer.progressive_stride,
                 "The progressive start's pass draws every this many-th "
                 "batch first (a sample spread over the whole corpus, which "
                 "may come ordered by source or time), then the rest; 1: "
-                "one pass in corpus order (README)")
+                "one pass in corpus order (docs/benchmarks.md)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   t->add_option("--sparse-start", train.trainer.init_row_topics,
                 "Before the first sweep, give each word's tokens one of this "
                 "many topics fixed per word, so rows start sparse and the "
                 "first sweeps are cheap; its held-out perplexity is worse "
-                "than the uniform start's (README); takes precedence over "
-                "--start (0: off, --start decides)")
+                "than the uniform start's (docs/benchmarks.md); takes "
+                "precedence over --start (0: off, --start decides)")
       ->check(CLI::Range(0u, latentd::kMaxTopics))
       ->capture_default_str();
   t->add_option("--batch-overlay", batch_overlay,

@@ -10,7 +10,7 @@
 // A cluster node declared down while alive (its heartbeats came late: it
 // was stopped, or starved, longer than --failure-timeout) shuts down as on
 // SIGTERM and then executes itself again with the same arguments, so that
-// it returns to the cluster as a restarted node does (docs/latentd.md,
+// it returns to the cluster as a restarted node does (docs/design.md,
 // "Failure detection and failover"); only with fixed --listen and
 // --cluster-listen ports, since its API address is its id in the ring.
 //

@@ -30,8 +30,14 @@ install(FILES ${PROJECT_SOURCE_DIR}/ops/latentd.conf
 install(FILES ${PROJECT_BINARY_DIR}/ops/systemd/latentd.service
         DESTINATION ${LATENTD_SYSTEMD_UNIT_DIR})
 install(FILES ${PROJECT_SOURCE_DIR}/README.md
-              ${PROJECT_SOURCE_DIR}/docs/latentd.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# docs/ keeps its name, so that README.md's links hold where it is installed.
+install(FILES ${PROJECT_SOURCE_DIR}/docs/design.md
+              ${PROJECT_SOURCE_DIR}/docs/operations.md
+              ${PROJECT_SOURCE_DIR}/docs/api.md
+              ${PROJECT_SOURCE_DIR}/docs/benchmarks.md
+              ${PROJECT_SOURCE_DIR}/docs/testing.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
 
 # --- Debian package -------------------------------------------------------
 set(CPACK_GENERATOR DEB)

@@ -17,7 +17,7 @@ using TopicId = uint32_t;   // 0 .. K-1
 using Count = int32_t;      // a word-topic or doc-topic count
 using DocIndex = uint64_t;  // position of a document in a token store
 
-// Reserved key of the topic-totals vector n_k (DESIGN.md "Keys"). No word
+// Reserved key of the topic-totals vector n_k (docs/design.md "Keys"). No word
 // hashes to it: HashWord() remaps the one colliding value.
 inline constexpr WordKey kTopicTotalsKey = ~WordKey{0};
 

@@ -20,8 +20,8 @@
 # report for guarded counting; tsan_absl_mutex_hb_race_test: a real race is
 # still reported). What oneTBB orders (a pipeline's stages, parallel_reduce)
 # is annotated in latentd's code (base/tsan.h). tsan.supp lists what remains,
-# examined and found to be third-party (see docs/latentd.md, "Fuzzing and
-# sanitizers"); its check (tsan_tbb_suppressions_*) shows that it hides no
+# examined and found to be third-party (see docs/testing.md,
+# "Sanitizers"); its check (tsan_tbb_suppressions_*) shows that it hides no
 # race in a pipeline stage or a reduce body.
 #
 # Usage: ops/tsan.sh [ctest -R regex]   (default: the tests above)

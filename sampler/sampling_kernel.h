@@ -102,7 +102,7 @@ struct MhOptions {
   double refresh = 1.0;
 };
 
-// KernelOptions::overlay_max_word_tokens's default (measured, README).
+// KernelOptions::overlay_max_word_tokens's default (docs/benchmarks.md).
 inline constexpr int64_t kDefaultOverlayMaxWordTokens = 256;
 
 // Settings of every kernel kind, one struct so the pipeline passes them on.
@@ -120,7 +120,7 @@ struct KernelOptions {
   // sampler's): a batch holds about its share of the corpus (under 1%) of
   // a frequent word's tokens, so its own moves barely change that word's
   // row, while following them is most of the overlay's cost
-  // (batch_overlay.h; measured in README, "What the overlay costs").
+  // (batch_overlay.h; docs/benchmarks.md, "Kernels").
   int64_t overlay_max_word_tokens = kDefaultOverlayMaxWordTokens;
   uint32_t init_row_topics = 8;  // kSparseInit's topics per word, >= 1
 };

@@ -1,5 +1,5 @@
 // SweepPipeline: one Gibbs sweep over a token store as a oneTBB
-// parallel_pipeline (DESIGN.md "One node"):
+// parallel_pipeline (docs/design.md "One node"):
 //
 //   reader (serial, in order)   next DocBatch from the store
 //   samplers (parallel)         SamplingKernel::SampleBatch -> TopicChanges

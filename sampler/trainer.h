@@ -32,7 +32,7 @@ namespace latentd {
 // first sweep that fails either test on, SparseLDA (exact) runs for good, so
 // training always ends exact.
 //
-// The threshold is measured (README, "Sampler kernels"): on news20 the
+// The threshold is measured (docs/benchmarks.md, "Kernels"): on news20 the
 // uniform random start has 81, 422 and 801 mean row topics at K=100, 1000
 // and 4000, and at each of them an MH sweep was no faster than a SparseLDA
 // sweep (3.4x slower at K=4000) and gained less log-likelihood. So the

@@ -1,7 +1,7 @@
 // API authentication: bearer tokens with roles, read from the daemon's
 // tokens file (setting api-tokens), checked by both front ends (the HTTP
 // gateway's "Authorization: Bearer TOKEN" header, the framed TCP API's
-// AuthenticatedCall envelope; docs/latentd.md "Authentication").
+// AuthenticatedCall envelope; docs/api.md "Authentication").
 //
 // Tokens file: one "ROLE TOKEN" per line, ROLE one of read, write, admin;
 // '#' starts a comment; blank lines are skipped. A token has at least

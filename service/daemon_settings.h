@@ -104,7 +104,7 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ReadConfigFile(
 // A commented config file listing every setting with its default (settings
 // without a default are commented out).
 std::string ExampleConfig();
-// The table as Markdown, for docs/latentd.md.
+// The table as Markdown, for docs/operations.md.
 std::string SettingsMarkdown();
 
 }  // namespace latentd::service

@@ -185,8 +185,9 @@ void AddModelSettings(const AddFn& add) {
       "first pass draws each token given the tokens placed before it, every "
       "16th batch of the corpus first, then the rest, so rows start as "
       "sparse as the data makes them; 2-3x sooner to a "
-      "log-likelihood, held-out as good, README) | uniform (every token a "
-      "uniformly random topic). A cluster member always starts uniform",
+      "log-likelihood, held-out as good, docs/benchmarks.md) | uniform "
+      "(every token a uniformly random topic). A cluster member always "
+      "starts uniform",
       [](std::string_view v, DaemonConfig* c) -> absl::Status {
         if (v != "progressive" && v != "uniform") {
           return Bad("start", v, "progressive|uniform");
@@ -198,8 +199,8 @@ void AddModelSettings(const AddFn& add) {
       "Sparse start (first start): before the first sweep, give each word's "
       "tokens one of this many topics fixed per word, so rows start sparse "
       "and the first sweeps are cheap; its held-out perplexity is worse than "
-      "the uniform start's (README); takes precedence over start "
-      "(0: off, start decides)",
+      "the uniform start's (docs/benchmarks.md); takes precedence over "
+      "start (0: off, start decides)",
       Int<uint32_t>("sparse-start", 0, kMaxTopics, [](DaemonConfig* c) {
         return &c->service.trainer.init_row_topics;
       }));

@@ -1,5 +1,5 @@
 // GraphService: the graph model a latentd node serves next to its topic
-// model (latentd --graph-edges; docs/latentd.md "Graph serving"). It trains
+// model (latentd --graph-edges; docs/operations.md "Graph nodes"). It trains
 // vertex embeddings by graph factorization (sampler/graph/graph_trainer.h)
 // in a background thread, one epoch after another, and answers the graph
 // calls of service/api.proto from the model published after each epoch.
@@ -23,8 +23,8 @@
 // their ids and vectors; new vertices start at random) and publishes the
 // model at once, so new vertices are known before that epoch ends.
 //
-// Cluster mode (JoinCluster, before Start; docs/latentd.md "Graph
-// consensus across latentd nodes"): every node is given the same edge
+// Cluster mode (JoinCluster, before Start; docs/design.md "Graph
+// consensus"): every node is given the same edge
 // list; once the ring is fixed the node keeps the edges whose first
 // endpoint's vertex key the ring gives it, and its vectors become local
 // copies synchronized through a ClusterLink (SyncedEmbeddings: dual
@@ -36,8 +36,8 @@
 // (dual) sets its copies to the final z̄. It serves and checkpoints the
 // vertices it holds only.
 //
-// Ingestion in cluster mode (docs/latentd.md, "Ingesting edges into a
-// graph cluster"): an edge goes to the ring owner of its first endpoint
+// Ingestion in cluster mode (docs/design.md, "Graph
+// consensus"): an edge goes to the ring owner of its first endpoint
 // (the smaller key): IngestEdges forwards the others' edges to their
 // owners (the forwarder LatentdService sets; request.local on the way, so
 // the owner takes them), then appends its own as above. An edge

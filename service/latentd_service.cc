@@ -37,7 +37,7 @@ void PadSnapshot(ModelSnapshot* s, uint32_t vocab_size) {
 }
 
 // A damaged token store stops the node: unlike model.bin it is kept once,
-// since a second copy would double the largest file (docs/latentd.md,
+// since a second copy would double the largest file (docs/operations.md,
 // "Checkpoints and damaged files"). The error says what to do.
 template <typename T>
 absl::StatusOr<T> WithStoreAdvice(absl::StatusOr<T> result) {
@@ -270,8 +270,8 @@ absl::Status LatentdService::ReplayLog() {
   // Replay the ingest log: records after the store's merged sequence.
   std::vector<IngestRecord> records;
   // A damaged record does not stop the node: skipped if merged already,
-  // else lost and said so (docs/latentd.md, "Checkpoints and damaged
-  // files"), unless options_.refuse_ingest_loss.
+  // else lost and said so (docs/operations.md,
+  // "Checkpoints and damaged files"), unless options_.refuse_ingest_loss.
   IngestLogRepair repair;
   LATENTD_ASSIGN_OR_RETURN(
       log_, IngestLog::Open(LogPath(dir), &records,

@@ -29,7 +29,7 @@
 // profiles are what InferDocument would say, and the counts stay exact.
 //
 // Cluster mode (JoinCluster, service_cluster.cc): the node is a member of a
-// training cluster (DESIGN.md, "Many nodes") over its own token store. Its
+// training cluster (docs/design.md, "Many nodes") over its own token store. Its
 // table is kept in step with the cluster's global counts by a ClusterLink;
 // a user's events and profile live on the user's owner by the ring, and
 // the other nodes forward them there over the API. The vocabulary grows
@@ -164,7 +164,7 @@ struct ServiceOptions {
   // when this node's own API runs TLS, verified against the tls-ca file.
   sync::ClientTls peer_tls;
   // Cluster mode: copies of each acknowledged document, on distinct nodes
-  // (--replicas; docs/latentd.md "Replicated ingestion"). With k > 1 a
+  // (--replicas; docs/design.md "Replicated ingestion"). With k > 1 a
   // document is acknowledged only once this node's ingest log and the
   // replica logs (DIR/replicas, service/replica_logs.h) of the next k-1
   // distinct members of the ring for that document or user hold it
@@ -246,7 +246,7 @@ class LatentdService {
   // stay accepted by their owners, which drop them if sent again with the
   // same source). With options.replicas > 1 the records kept here are first
   // copied to their backups (kUnavailable, nothing appended here, if one
-  // cannot take them; docs/latentd.md "Replicated ingestion").
+  // cannot take them; docs/design.md "Replicated ingestion").
   struct LogRange {
     uint64_t first = 0;
     uint64_t last = 0;
@@ -411,7 +411,7 @@ class LatentdService {
   // cluster as lost, every 500 ms (AdoptLostOrigins).
   void ReplicaLoop();
   absl::Status AdoptLostOrigins();
-  // GetUserProfile for a user whose owner failed over (docs/latentd.md,
+  // GetUserProfile for a user whose owner failed over (docs/design.md,
   // "Replicated ingestion"): this node, the user's owner now, holds copies
   // of the events that owner acknowledged. Folds each copy of `user`'s into
   // model `v` (not adding it to the model: the failed node's counts are

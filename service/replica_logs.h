@@ -1,5 +1,5 @@
 // ReplicaLogs: the replica copies a cluster node holds of documents other
-// nodes acknowledged (--replicas 2, docs/latentd.md "Replicated
+// nodes acknowledged (--replicas 2, docs/design.md "Replicated
 // ingestion"). A node that appends documents to its ingest log first sends
 // each one to its backup (the next distinct member of the ring for that
 // document or user), which appends it here, in the log of its origin,

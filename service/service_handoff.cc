@@ -2,7 +2,7 @@
 // the leaving node ships its documents with their topics to the remaining
 // members (HandOffDocuments), which take them as Ingest calls carrying
 // words and topics (HandedOffWords) and merge them keeping those topics.
-// Why this is exact: docs/latentd.md, "Growing and shrinking the cluster".
+// Why this is exact: docs/design.md, "Growing and shrinking the cluster".
 #include <algorithm>
 #include <memory>
 #include <string>

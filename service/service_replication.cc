@@ -1,4 +1,4 @@
-// LatentdService's replicated ingestion (--replicas; docs/latentd.md,
+// LatentdService's replicated ingestion (--replicas; docs/design.md,
 // "Replicated ingestion"): primary-backup, the node that appends a
 // document to its ingest log is its primary and acknowledges it only once
 // its backups (the next distinct members of the ring for the document or

@@ -1,5 +1,5 @@
 // The keyed Abelian table the synchronizer reads deltas from and writes
-// corrections into (DESIGN.md, "Many nodes"). sync/ defines it; the
+// corrections into (docs/design.md, "Many nodes"). sync/ defines it; the
 // sampler's table implements it (sampler/synced_table.h), so sync/ never
 // includes sampler/ headers.
 //
@@ -114,7 +114,7 @@ class AbelianTable {
     out->clear();
   }
 
-  // Growing key sets (docs/latentd.md, "Growing vocabulary in a
+  // Growing key sets (docs/design.md, "Growing vocabulary in a
   // cluster"). A table that returns true wants every key of the cluster,
   // not just those it writes: the synchronizer asks the owners for every
   // key (DeltaBatch.all_keys), tells them each key's name (KeyName) the

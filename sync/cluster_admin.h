@@ -64,7 +64,7 @@
 //                                   members, states, heartbeats entries
 //                                   are deleted)
 //
-// Failover (docs/latentd.md, "Failure detection and failover"):
+// Failover (docs/design.md, "Failure detection and failover"):
 //
 //            DeclareDown (heartbeat older           ReturnNode (the node
 //            than the failure timeout)              restarted from its data

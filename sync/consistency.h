@@ -1,4 +1,4 @@
-// Consistency control between nodes (DESIGN.md, "Many nodes"):
+// Consistency control between nodes (docs/design.md, "Many nodes"):
 //
 //   async   no bound (YahooLDA)
 //   ssp:s   a node starts sweep t only once every live node has completed

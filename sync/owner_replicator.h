@@ -1,4 +1,4 @@
-// OwnerReplicator: replicated key state (docs/latentd.md, "Replicated key
+// OwnerReplicator: replicated key state (docs/design.md, "Replicated key
 // state"). A key's global is the sum of what its holders contributed. Each
 // live holder keeps its own contributions (Synchronizer, "Restarts") and
 // re-seeds them at a key's new owner when the old one fails; the part no

@@ -1,5 +1,5 @@
 // OwnerShard: the global values of the keys this node owns by the ring
-// (DESIGN.md, "Many nodes"). For each incoming DeltaBatch it applies every
+// (docs/design.md, "Many nodes"). For each incoming DeltaBatch it applies every
 // key's δ (global += δ) and answers with the globals; a batch whose
 // (node, incarnation, sequence) it has already applied is answered without
 // being applied again.
@@ -28,7 +28,7 @@
 // owner that got it first, which answers it (for keys it handed off, with
 // the changes its last reply carried) without applying it again.
 //
-// Restarts (docs/latentd.md, "Restart and rejoin"). In change mode the
+// Restarts (docs/design.md, "Restart and rejoin"). In change mode the
 // shard also keeps, per key and tracked sender, what that sender's
 // incarnation has contributed (the sum of the deltas applied from it; it
 // moves with the key in a hand-off). Incarnations are drawn increasing
@@ -44,7 +44,7 @@
 // it held) is refused with kAborted and applies nothing; its sender
 // re-seeds the shard with its contributions (sync/synchronizer.h).
 //
-// Every key to every holder (growing vocabulary, docs/latentd.md "Growing
+// Every key to every holder (growing vocabulary, docs/design.md "Growing
 // vocabulary"): a change-mode sender whose batches say all_keys is made a
 // holder of every key this shard has (its unseen change: the global) when
 // it first reaches the shard, and of every key created, imported or handed

@@ -1,6 +1,6 @@
 // Peer authentication on the sync port: a shared cluster key, a mutual
 // challenge-response handshake at connection start, and a MAC on every
-// frame after it (docs/latentd.md, "Security").
+// frame after it (docs/operations.md, "Security").
 //
 // Threat model. Whoever holds the cluster key is a member: it may send
 // count deltas, key hand-offs and progress, as any node. Whoever does not

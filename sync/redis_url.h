@@ -15,7 +15,7 @@
 // the URL in the configuration file (mode 0600) instead. Every message and
 // log line names a Redis by Where() or RedactRedisUrl, never with its
 // password. hiredis 0.14 (Debian 12) has no TLS: reach a remote Redis over
-// a tunnel or keep it on loopback (docs/latentd.md, "Security").
+// a tunnel or keep it on loopback (docs/operations.md, "Security").
 //
 // Thread-safety: the functions are reentrant; a returned connection is
 // the caller's alone.

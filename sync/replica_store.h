@@ -1,5 +1,5 @@
 // ReplicaStore: the copies this node holds, as a backup, of other owners'
-// key state (docs/latentd.md, "Replicated key state"). Per owner, per key,
+// key state (docs/design.md, "Replicated key state"). Per owner, per key,
 // per contributor: a vector that the owner's ReplicaUpdates add to. What an
 // owner replicates is the part of each key's global that no surviving
 // member could re-seed if the owner failed (sync/owner_replicator.h): so

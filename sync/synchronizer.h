@@ -1,4 +1,4 @@
-// Synchronizer: the client side of the smart-master protocol (DESIGN.md,
+// Synchronizer: the client side of the smart-master protocol (docs/design.md,
 // "Many nodes"). For each key index of an AbelianTable it keeps x_old, the
 // last global value incorporated. One round for one owner:
 //
@@ -34,7 +34,7 @@
 // O(changes), not O(row length), both ways. FullPass is then the same as
 // Flush.
 //
-// Restarts, change mode (docs/latentd.md, "Restart and rejoin"). Per key
+// Restarts, change mode (docs/design.md, "Restart and rejoin"). Per key
 // the synchronizer keeps what this incarnation has contributed (the deltas
 // owners acknowledged) and what it has received (the corrections replies
 // brought), so that the table's value is contributed + received + the
@@ -51,7 +51,7 @@
 // out when the new one first reaches it (sync/owner_shard.h). Costs one
 // more sparse vector per key for each (about the table's own size).
 //
-// Growing key sets, change mode (AbelianTable::GrowsKeys; docs/latentd.md,
+// Growing key sets, change mode (AbelianTable::GrowsKeys; docs/design.md,
 // "Growing vocabulary in a cluster"). Batches ask the owners for every key
 // (DeltaBatch.all_keys) and carry the name of each key the first time it
 // goes to its current owner. A reply's change of a key the table does not

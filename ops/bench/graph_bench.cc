@@ -6,7 +6,7 @@
 //               the pipeline with 1 thread and with 2 threads over
 //               --throughput-epochs epochs; prints the 2/1 ratio.
 //   quality     ca-HepTh and ca-GrQc, the held-out protocol of
-//               docs/latentd.md (10% of edges, as many non-edges): seconds
+//               docs/design.md (10% of edges, as many non-edges): seconds
 //               of training until the held-out AUC first reaches --target-auc
 //               (checked after each epoch; evaluation not timed), and the
 //               AUC / average precision after --epochs, beside common

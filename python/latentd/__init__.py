@@ -4,7 +4,7 @@ Standard library only (HTTP/JSON through urllib); pandas, when installed,
 turns topic, document-topic and topic-word tables into DataFrames. See
 client.py for the calls, messages.py for the answers, model_export.py for
 the whole model (export_model), errors.py for the exceptions, and
-docs/latentd.md "Python client" for the whole API.
+docs/api.md "Python client" for the whole API.
 """
 
 from latentd.client import DEFAULT_ADDRESS, DEFAULT_TIMEOUT_SECONDS, Client

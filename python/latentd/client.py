@@ -251,10 +251,10 @@ class Client:
         vocabulary."""
         return fetch_model(self.call, page_words, attempts)
 
-    # The graph model (a daemon started with --graph-edges; docs/latentd.md
-    # "Graph serving"). Vertex ids are the edge list's integer ids. A
+    # The graph model (a daemon started with --graph-edges; docs/api.md
+    # "Graph calls"). Vertex ids are the edge list's integer ids. A
     # vertex the graph lacks raises NotFoundError naming it; a daemon that
-    # serves no graph FailedPreconditionError.
+    # serves no graph InvalidArgumentError (code FAILED_PRECONDITION).
 
     def embedding(self, vertex: int) -> List[float]:
         """z_vertex, the vertex's d values (GetEmbedding; read role)."""

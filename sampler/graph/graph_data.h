@@ -1,7 +1,7 @@
 // GraphData: an undirected edge list with its vertices numbered densely
 // (VertexId 0..n-1 in order of first appearance), what the graph
 // factorization solver trains on; and the held-out split of the link
-// prediction protocol (docs/latentd.md, "Graph factorization").
+// prediction protocol (docs/design.md, "Graph factorization").
 //
 // Thread-safety: plain values; const methods may be called concurrently.
 #ifndef LATENTD_SAMPLER_GRAPH_GRAPH_DATA_H_

@@ -1,4 +1,4 @@
-// The graph factorization objective, evaluated exactly (docs/latentd.md,
+// The graph factorization objective, evaluated exactly (docs/design.md,
 // "Graph factorization"):
 //
 //   F(Z) = Σ_{(a,b,y,w) ∈ pairs} (w/2)(y − ⟨z_a, z_b⟩)² + (λ/2) Σ_i ‖z_i‖²

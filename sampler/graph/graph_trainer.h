@@ -1,5 +1,5 @@
 // GraphTrainer: graph factorization (Ahmed et al., WWW 2013) by SGD over
-// the edges of one node, on the LDA sweep's pipeline shape (DESIGN.md,
+// the edges of one node, on the LDA sweep's pipeline shape (docs/design.md,
 // "One node"), one oneTBB parallel_pipeline per epoch:
 //
 //   reader (serial, in order)  the next `batch_edges` edges of the epoch's

@@ -1,7 +1,7 @@
 // SyncedEmbeddings: a node's vertex vectors (a GraphTrainer's) seen as the
 // keyed Abelian table the cluster synchronizer works on (sync/
-// abelian_table.h), for graph factorization across nodes (DESIGN.md, "Graph
-// factorization by dual decomposition").
+// abelian_table.h), for graph factorization across nodes (docs/design.md,
+// "Graph consensus").
 //
 // A held vertex (one with an edge on this node) is one key, its sync key
 // VertexSyncKey(vertex id). Its value has dim + 2 coordinates of fixed-point
@@ -35,8 +35,8 @@
 // copy the first time, then its change; kNaive: the steps not yet sent,
 // the rounding residue kept for next time).
 //
-// Growing (ingested edges, docs/latentd.md "Ingesting edges into a graph
-// cluster"): Rebind moves the table onto a trainer rebuilt over more edges;
+// Growing (ingested edges, docs/design.md "Graph
+// consensus"): Rebind moves the table onto a trainer rebuilt over more edges;
 // vertices it now holds become new keys (appended: existing indices keep
 // theirs), and a held vertex whose touches here changed has its weight
 // w_i^(m) changed, both sent as changes by the next round.

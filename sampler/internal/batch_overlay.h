@@ -31,7 +31,7 @@
 // have the widest records). A rare word's tokens can all sit in one batch,
 // where its own moves are most of its row: those are followed. The choice
 // is made at a word's first move in a batch, from its tokens in the table,
-// and holds for the rest of the batch. README, "What the overlay costs".
+// and holds for the rest of the batch. docs/benchmarks.md, "Kernels".
 //
 // Thread-safety: none; each kernel object (one thread) owns one.
 #ifndef LATENTD_SAMPLER_INTERNAL_BATCH_OVERLAY_H_

@@ -229,7 +229,7 @@ absl::Status ClusterLink::Join() {
   // at its heartbeat again (so that a quick restart is not failed over).
   liveness_ = std::thread([this] { LivenessLoop(); });
   // A node failed over and restarted from its data directory returns as an
-  // admitted node joins (docs/latentd.md, "Failure detection and
+  // admitted node joins (docs/design.md, "Failure detection and
   // failover"): the members hand its keys back, then it pushes its counts.
   const bool returning = !options_.join && IsDown(redis.get());
   const bool joining = options_.join || returning;
@@ -291,7 +291,7 @@ absl::Status ClusterLink::Join() {
     sweep_.store(PeersClock());
     clocks_->Update(node_id_, sweep_.load(), false);
   } else if (const uint64_t clock = PeersClock(); clock > 0) {
-    // Restarting into a running cluster (docs/latentd.md, "Restart and
+    // Restarting into a running cluster (docs/design.md, "Restart and
     // rejoin"): the owners take this node's previous incarnation's counts
     // out as this one pushes its store's, and the owner shard here, new
     // and empty, is re-seeded by every member. Start at the cluster's

@@ -1,7 +1,7 @@
 // ClusterLink: what makes a sampler a member of a training cluster — the
 // sync server, Redis membership and the ring, this node's owner shard
 // (server side), the synchronizer (client side) over the node's
-// SyncedTopicTable, peer heartbeats and the consistency clocks (DESIGN.md,
+// SyncedTopicTable, peer heartbeats and the consistency clocks (docs/design.md,
 // "Many nodes"). The sampler itself stays with its owner: ClusterNode
 // (a corpus shard, for tests and benchmarks) and LatentdService in cluster
 // mode (the daemon) both drive their pipeline and call in here:
@@ -37,7 +37,7 @@
 // written before it polled) marks the skipped ones' phase sets too, so
 // that members waiting at the skipped epoch are not held forever.
 //
-// Failure detection and failover (docs/latentd.md, "Failure detection and
+// Failure detection and failover (docs/design.md, "Failure detection and
 // failover"), with failure_timeout > 0: a liveness thread writes this
 // node's heartbeat and alive key (TTL failure_timeout) to Redis every
 // failure_timeout / 5, and looks for ring members whose heartbeat is older
@@ -118,7 +118,7 @@ struct ClusterLinkOptions {
   // hand-offs).
   absl::Duration join_timeout = absl::Seconds(60);
 
-  // ---- Security (docs/latentd.md, "Security") ----
+  // ---- Security (docs/operations.md, "Security") ----
   // The shared cluster key (sync::LoadClusterKey reads a key file): every
   // sync connection, both ways, proves it in a handshake and every frame
   // carries a MAC (sync/peer_auth.h); a peer without it gets nothing
@@ -183,7 +183,7 @@ struct ClusterLinkOptions {
   // latentd's --failure-timeout defaults to 1.5 s). Heartbeats go out
   // every failure_timeout / 5 (at least every 20 ms, at most every second).
   absl::Duration failure_timeout = absl::ZeroDuration();
-  // Replicated key state (sync/owner_replicator.h; docs/latentd.md,
+  // Replicated key state (sync/owner_replicator.h; docs/design.md,
   // "Replicated key state"): copies of each key, the owner's included. With
   // k > 1 the part of each owned key's global that no survivor could
   // re-seed goes to the key's k-1 next members on the ring before the
@@ -205,7 +205,7 @@ class ClusterLink {
   // A member restarting into a running cluster (same id and address, the
   // ring still lists it) rejoins at the cluster's sweep clock: the owners
   // replace its previous incarnation's counts with the table's, and the
-  // members re-seed its new, empty owner shard (docs/latentd.md, "Restart
+  // members re-seed its new, empty owner shard (docs/design.md, "Restart
   // and rejoin"). `table` must outlive the link, and no sweep may run
   // during Create.
   static absl::StatusOr<std::unique_ptr<ClusterLink>> Create(
@@ -329,7 +329,7 @@ class ClusterLink {
     return static_cast<double>(last_failover_us_.load()) / 1e6;
   }
 
-  // ---- Growing vocabulary (docs/latentd.md, "Growing vocabulary in a
+  // ---- Growing vocabulary (docs/design.md, "Growing vocabulary in a
   // cluster"; a table constructed with names) ----
   // The keys the owners sent that the table does not hold yet, with their
   // words. Any thread.

@@ -1,5 +1,5 @@
 // GraphCluster: graph factorization across several nodes in one process
-// (DESIGN.md, "Graph factorization by dual decomposition"): what the
+// (docs/design.md, "Graph consensus"): what the
 // consensus tests and the graph benchmark run. Each node is a GraphTrainer
 // on its share of the edges, a SyncedEmbeddings over its vectors, the
 // OwnerShard of the vertex keys the ring gives it, and a Synchronizer with a

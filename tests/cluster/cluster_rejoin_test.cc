@@ -1,4 +1,4 @@
-// Restart and rejoin (docs/latentd.md, "Restart and rejoin"): a member
+// Restart and rejoin (docs/design.md, "Restart and rejoin"): a member
 // that dies while the cluster samples (its unsent changes and its owner
 // shard lost with it) and starts again with the same id and address
 // rejoins the running cluster. The owners replace its previous counts with

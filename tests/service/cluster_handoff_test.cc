@@ -1,4 +1,4 @@
-// Shrinking a training cluster (issue 12, "Must show" 2; docs/latentd.md
+// Shrinking a training cluster (issue 12, "Must show" 2; docs/design.md
 // "Growing and shrinking the cluster"): three daemons train thirds of
 // blei-ap; while they train, `latentctl cluster remove-node C` removes one.
 // With --handoff (the default: no mode given) C stops sampling and ships

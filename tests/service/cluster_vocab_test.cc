@@ -1,4 +1,4 @@
-// Growing vocabulary in a cluster (issue 12, docs/latentd.md "Growing
+// Growing vocabulary in a cluster (issue 12, docs/design.md "Growing
 // vocabulary in a cluster"): words that no node had reach every node, and
 // every node of a drained cluster exports the same files. Redis and the
 // daemons run on 127.0.0.1 (Unix socket, kernel-picked ports) and are
@@ -38,7 +38,7 @@ TEST(ClusterVocabulary, NewWordsIngestedOnOneNodeReachEveryNodesExport) {
   TestCluster cluster({.name = "words"});
   ASSERT_TRUE(cluster.ok());
   std::vector<std::string> args = ApTrainingArgs("20", "10");
-  // α is each node's own when learned (docs/latentd.md): fixed here, so
+  // α is each node's own when learned (docs/design.md): fixed here, so
   // that alpha.txt too is the same on both.
   args.push_back("--optimize-alpha");
   args.push_back("off");

@@ -1,4 +1,4 @@
-// Failure detection and failover (issue 13; docs/latentd.md, "Failure
+// Failure detection and failover (issue 13; docs/design.md, "Failure
 // detection and failover"): three daemons train thirds of blei-ap under
 // async with a private redis-server (Unix socket). One is killed with
 // SIGKILL mid-sweep. The other two keep sampling; a survivor declares it
@@ -96,7 +96,7 @@ bool StartThirds(TestCluster* cluster,
 // Waits until every node of `cluster` has stopped training and drained
 // (all three members), then checks that the model is exact: every node
 // exports the same counts (each holds every word of the cluster,
-// docs/latentd.md "Growing vocabulary in a cluster"), and each word's row
+// docs/design.md "Growing vocabulary in a cluster"), and each word's row
 // sums to its frequency `freq` in the three thirds. Exports go under the
 // cluster's directory. Returns the seconds it took to drain.
 double DrainAndCheckExact(const TestCluster& cluster,

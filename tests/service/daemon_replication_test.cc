@@ -1,4 +1,4 @@
-// Replicated ingestion (issue 13, must-show 3; docs/latentd.md, "Replicated
+// Replicated ingestion (issue 13, must-show 3; docs/design.md, "Replicated
 // ingestion"): three daemons with --replicas 2 train small thirds of
 // blei-ap; a client thread ingests one document per call, half of them
 // users' events for users spread over the ring, each carrying a word no
@@ -260,7 +260,7 @@ void KillRemoveAndCheck(int round, std::mt19937* rng) {
   // the epoch) while its copies come back as fresh documents only once
   // each holder has adopted them (it looks every 500 ms) and merged them:
   // until both are done a word of the victim's may count 0 or 2
-  // (docs/latentd.md, "Replicated ingestion"). So the end state is awaited
+  // (docs/design.md, "Replicated ingestion"). So the end state is awaited
   // first: no survivor holds a replica log of the victim's any more, and
   // none has documents waiting for a merge (adopted users' events go to
   // the user's owner, which merges them in turn).

@@ -1,5 +1,5 @@
-// IngestEdges in a graph cluster (docs/latentd.md, "Ingesting edges into a
-// graph cluster"): Redis and 2 graph-only daemons on snap-ca-GrQc (dual,
+// IngestEdges in a graph cluster (docs/design.md, "Graph
+// consensus"): Redis and 2 graph-only daemons on snap-ca-GrQc (dual,
 // bsp, training without end). Edges ingested at either node go to the ring
 // owner of their first endpoint, are acknowledged once durable there and
 // enter its training graph: the nodes' training edges add up to the edge

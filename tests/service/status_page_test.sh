@@ -96,7 +96,7 @@ single() {
     --eval-every 2 --holdout 0.05 --heldout-every 5
   wait_ports "$DIR/node"
   wait_idle "$TCP"
-  # Coherence is scored once sampling stops (docs/latentd.md).
+  # Coherence is scored once sampling stops (docs/operations.md).
   scored() {
     "$CTL" status --addr "$TCP" --json >"$DIR/status.json" &&
       grep -q '"meanCoherenceUmass":' "$DIR/status.json"

@@ -1,4 +1,4 @@
-// The arithmetic of the graph factorization objective (DESIGN.md, "Graph
+// The arithmetic of the graph factorization objective (docs/design.md, "Graph
 // factorization"), shared by the trainer's workers and the gradient check
 // so that the check covers the code that trains:
 //

@@ -1,5 +1,5 @@
 // Single node on SNAP ca-GrQc (../shared/data), the held-out protocol of
-// docs/latentd.md: the objective decreases, and the held-out AUC reaches
+// docs/design.md: the objective decreases, and the held-out AUC reaches
 // 0.95 and beats a truncated SVD of the same split computed here. Common
 // neighbours and Adamic-Adar are printed beside them.
 #include <cstdio>
