@@ -65,6 +65,11 @@ struct ReaderOptions {
   std::string vocab_path;      // uci/ldac vocabulary; "" = words "w<id>"
   TokenizerOptions tokenizer;  // raw-text formats only
   bool skip_malformed = true;  // false: the first malformed record is fatal
+  // Bag-of-words formats (uci, ldac), where a few bytes can announce
+  // millions of tokens: the largest count of one word in one document, and
+  // the most tokens in one document. A record over either is malformed.
+  uint64_t max_word_count = uint64_t{1} << 16;
+  uint64_t max_document_tokens = uint64_t{1} << 20;
 };
 
 struct ReadStats {

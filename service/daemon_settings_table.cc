@@ -274,6 +274,29 @@ void AddModelSettings(const AddFn& add) {
       Int<size_t>("max-ingest-docs", 1, 1000000, [](DaemonConfig* c) {
         return &c->service.max_documents_per_ingest;
       }));
+  add("max-document-tokens", "1048576", "1..1073741824",
+      "Most tokens in one document: an ingested one, or one of an LDA-C or "
+      "UCI corpus (a longer one is refused, or skipped as malformed)",
+      Int<uint64_t>("max-document-tokens", 1, int64_t{1} << 30,
+                    [](DaemonConfig* c) {
+                      return &c->service.corpus.max_document_tokens;
+                    }));
+  add("max-word-count", "65536", "1..1073741824",
+      "Largest count of one word in one document of an LDA-C or UCI corpus "
+      "(a larger one is skipped as malformed)",
+      Int<uint64_t>("max-word-count", 1, int64_t{1} << 30, [](DaemonConfig* c) {
+        return &c->service.corpus.max_word_count;
+      }));
+  add("max-word-bytes", "128", "1..65536",
+      "Longest word taken from an ingested text (longer ones are dropped, as "
+      "stop words are), given in a word list, or asked for (refused)",
+      Int<size_t>("max-word-bytes", 1, 65536,
+                  [](DaemonConfig* c) { return &c->service.max_word_bytes; }));
+  add("max-id-bytes", "1024", "1..1048576",
+      "Longest user id, document id or source of an ingested document "
+      "(refused)",
+      Int<size_t>("max-id-bytes", 1, 1 << 20,
+                  [](DaemonConfig* c) { return &c->service.max_id_bytes; }));
 }
 
 // The API front ends.

@@ -194,6 +194,16 @@ void DirWatcher::Poll() {
       records[0].doc_id = name;
       records[0].user = user;
       records[0].words = std::move(*words);
+      if (absl::Status limits = service_->CheckDocumentLimits(records[0]);
+          !limits.ok()) {
+        rejected_->Add();
+        log::Warning("latentd watch",
+                     absl::StrCat(name, " rejected: ", limits.message()));
+        absl::Status moved = FileSystem::Default()->Rename(
+            e.path().string(), (dir / "rejected" / name).string());
+        if (!moved.ok()) log::Warning("latentd watch", moved.message());
+        continue;
+      }
       absl::StatusOr<uint64_t> n = service_->IngestRecords(std::move(records));
       if (!n.ok()) {
         log::Warning(

@@ -126,6 +126,11 @@ struct ServiceOptions {
   int infer_slots = 0;
   size_t max_documents_per_ingest = 1000;
   size_t max_text_bytes = 1 << 20;  // per document or inferred text
+  // Ingested documents (CheckDocumentLimits): longer words are dropped from
+  // texts and refused in word lists; longer user ids, document ids and
+  // sources are refused. Tokens per document: corpus.max_document_tokens.
+  size_t max_word_bytes = 128;
+  size_t max_id_bytes = 1024;
   // Compact the ingest log (IngestLog::Compact) after a merge once it is
   // this big; 0 = never. Tombstones of the last `keep_sources` sourced
   // records stay for deduplicating redeliveries.
@@ -254,6 +259,10 @@ class LatentdService {
   absl::StatusOr<uint64_t> IngestRecords(std::vector<IngestRecord> records,
                                          LogRange* appended = nullptr,
                                          bool route = true);
+  // kInvalidArgument naming the field unless `r` is within the limits of
+  // ServiceOptions: max_id_bytes (user, doc_id, source), max_word_bytes
+  // (each word), corpus.max_document_tokens (its words).
+  absl::Status CheckDocumentLimits(const IngestRecord& r) const;
   // The largest text a document may have (ServiceOptions::max_text_bytes).
   size_t max_text_bytes() const { return options_.max_text_bytes; }
   // True if a record with this non-empty source is in the ingest log.

@@ -133,11 +133,18 @@ void RedisIngester::Run() {
                            " rejected: ", words.status().message()));
           continue;
         }
-        IngestRecord& rec = records.emplace_back();
+        IngestRecord rec;
         rec.source = source_prefix + e.id;
         rec.doc_id = e.doc_id.empty() ? e.id : e.doc_id;
         rec.user = e.user;
         rec.words = std::move(*words);
+        if (absl::Status limits = service_->CheckDocumentLimits(rec);
+            !limits.ok()) {
+          rejected_->Add();
+          Log(absl::StrCat("entry ", e.id, " rejected: ", limits.message()));
+          continue;
+        }
+        records.push_back(std::move(rec));
       }
       absl::StatusOr<uint64_t> n = service_->IngestRecords(std::move(records));
       if (!n.ok()) {

@@ -21,11 +21,41 @@ absl::StatusOr<std::vector<std::string>> LatentdService::TokenizeDocument(
                      options_.max_text_bytes));
   }
   std::vector<std::string> words = tokenizer_.Tokenize(text);
+  std::erase_if(words, [this](const std::string& w) {
+    return w.size() > options_.max_word_bytes;
+  });
   if (words.empty()) {
     return absl::InvalidArgumentError(
         "empty document: no words left after tokenization");
   }
   return words;
+}
+
+absl::Status LatentdService::CheckDocumentLimits(const IngestRecord& r) const {
+  const size_t max_id = options_.max_id_bytes;
+  for (const auto& [what, value] :
+       {std::pair<const char*, const std::string*>{"user id", &r.user},
+        {"document id", &r.doc_id},
+        {"source", &r.source}}) {
+    if (value->size() > max_id) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " of ", value->size(), " bytes is over the limit of ", max_id,
+          " (max-id-bytes)"));
+    }
+  }
+  if (r.words.size() > options_.corpus.max_document_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        r.words.size(), " words are over the limit of ",
+        options_.corpus.max_document_tokens, " (max-document-tokens)"));
+  }
+  for (size_t i = 0; i < r.words.size(); ++i) {
+    if (r.words[i].size() > options_.max_word_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "word ", i, " of ", r.words[i].size(), " bytes is over the limit of ",
+          options_.max_word_bytes, " (max-word-bytes)"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 bool LatentdService::SourceIngested(const std::string& source) const {
@@ -99,6 +129,10 @@ absl::StatusOr<std::vector<IngestRecord>> LatentdService::RequestRecords(
     r.source = d.source();
     r.words = std::move(*words);
     r.topics = std::move(topics);
+    if (absl::Status limits = CheckDocumentLimits(r); !limits.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("document ", i, ": ", limits.message()));
+    }
   }
   return records;
 }

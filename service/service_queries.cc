@@ -96,6 +96,11 @@ absl::StatusOr<api::GetTopicResponse> LatentdService::GetTopic(
 
 absl::StatusOr<api::WordTopicsResponse> LatentdService::WordTopics(
     const api::WordTopicsRequest& request) const {
+  if (request.word().size() > options_.max_word_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a word of ", request.word().size(), " bytes is over the limit of ",
+        options_.max_word_bytes, " (max-word-bytes)"));
+  }
   std::vector<std::string> words = tokenizer_.Tokenize(request.word());
   if (words.size() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(

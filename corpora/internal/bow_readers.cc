@@ -17,11 +17,6 @@
 namespace latentd::internal {
 namespace {
 
-// Largest count of one word in one record, and tokens in one document:
-// bigger values are damage, and would otherwise exhaust memory.
-constexpr uint64_t kMaxCount = uint64_t{1} << 24;
-constexpr uint64_t kMaxDocTokens = uint64_t{1} << 26;
-
 // Word names by id: the vocabulary file's lines, or "w<id>".
 class IdWords {
  public:
@@ -74,7 +69,9 @@ class UciReader : public ReaderBase {
         words_(std::move(words)),
         num_docs_(d),
         num_words_(w),
-        nnz_(nnz) {}
+        nnz_(nnz),
+        max_count_(options.max_word_count),
+        max_doc_tokens_(options.max_document_tokens) {}
 
   absl::StatusOr<bool> Next(RawDocument* doc) override {
     doc->words.clear();
@@ -122,8 +119,10 @@ class UciReader : public ReaderBase {
       LATENTD_ASSIGN_OR_RETURN(bool ok, ParseEntry(&e));
       if (!ok) continue;
       if (e.doc == current_) {
-        if (doc_tokens_ + e.count > kMaxDocTokens) {
-          LATENTD_RETURN_IF_ERROR(Bad("document longer than the limit"));
+        if (doc_tokens_ + e.count > max_doc_tokens_) {
+          LATENTD_RETURN_IF_ERROR(Bad(
+              absl::StrCat("document ", current_, " has more than ",
+                           max_doc_tokens_, " tokens (max-document-tokens)")));
           continue;
         }
         AddEntry(e, doc);
@@ -160,9 +159,9 @@ class UciReader : public ReaderBase {
       what = absl::StrCat("wordID \"", ToAbsl(fields_[1]), "\" not in 1..",
                           num_words_);
     } else if (!ParseInt(fields_[2], &count) || count <= 0 ||
-               static_cast<uint64_t>(count) > kMaxCount) {
+               static_cast<uint64_t>(count) > max_count_) {
       what = absl::StrCat("count \"", ToAbsl(fields_[2]), "\" not in 1..",
-                          kMaxCount);
+                          max_count_, " (max-word-count)");
     } else if (e->doc < current_) {
       what = absl::StrCat("docID ", e->doc, " after docID ", current_,
                           " (entries must be sorted by docID)");
@@ -185,6 +184,7 @@ class UciReader : public ReaderBase {
   std::unique_ptr<InputFile> file_;
   const IdWords words_;
   const uint64_t num_docs_, num_words_, nnz_;
+  const uint64_t max_count_, max_doc_tokens_;  // ReaderOptions' limits
   std::string line_;
   std::vector<std::string_view> fields_;
   uint64_t current_ = 0;  // docID being read; 0 before the first
@@ -217,7 +217,9 @@ class LdaCReader : public ReaderBase {
         file_(std::move(file)),
         words_(std::move(words)),
         max_id_(words_.from_file() ? words_.size() - 1
-                                   : Vocabulary::kMaxSize - 1) {}
+                                   : Vocabulary::kMaxSize - 1),
+        max_count_(options.max_word_count),
+        max_doc_tokens_(options.max_document_tokens) {}
 
   absl::StatusOr<bool> Next(RawDocument* doc) override {
     doc->user.clear();
@@ -239,7 +241,7 @@ class LdaCReader : public ReaderBase {
     SplitWhitespace(line_, &fields_);
     if (fields_.empty()) return true;
     uint64_t n;
-    if (!ParseUint(fields_[0], kMaxDocTokens, &n)) {
+    if (!ParseUint(fields_[0], max_doc_tokens_, &n)) {
       return Bad(absl::StrCat("term count N \"", ToAbsl(fields_[0]),
                               "\" is not a number"));
     }
@@ -261,10 +263,14 @@ class LdaCReader : public ReaderBase {
                                 max_id_));
       }
       if (!ParseInt(pair.substr(colon + 1), &count) || count <= 0 ||
-          static_cast<uint64_t>(count) > kMaxCount ||
-          tokens + static_cast<uint64_t>(count) > kMaxDocTokens) {
+          static_cast<uint64_t>(count) > max_count_) {
         return Bad(absl::StrCat("count in \"", ToAbsl(pair), "\" not in 1..",
-                                kMaxCount));
+                                max_count_, " (max-word-count)"));
+      }
+      if (tokens + static_cast<uint64_t>(count) > max_doc_tokens_) {
+        return Bad(
+            absl::StrCat("more than ", max_doc_tokens_,
+                         " tokens in the document (max-document-tokens)"));
       }
       tokens += static_cast<uint64_t>(count);
       words_.Append(id, id, static_cast<uint64_t>(count), &doc->words);
@@ -281,6 +287,7 @@ class LdaCReader : public ReaderBase {
   std::unique_ptr<InputFile> file_;
   const IdWords words_;
   const uint64_t max_id_;
+  const uint64_t max_count_, max_doc_tokens_;  // ReaderOptions' limits
   std::string line_;
   std::vector<std::string_view> fields_;
 };

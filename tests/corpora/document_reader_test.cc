@@ -275,6 +275,41 @@ TEST_F(DocumentReaderTest, LdaCMalformedRecords) {
   ExpectMalformed(CorpusFormat::kLdaC, "1 0:1\n1 0:1:2\n", 2, "count", vocab);
 }
 
+// A few bytes must not announce millions of tokens: a 46-byte LDA-C line
+// with counts of 2^24 was 67 M tokens (4.6 GB RSS) before these limits.
+TEST_F(DocumentReaderTest, BagOfWordsCountsAndLengthsAreBounded) {
+  const std::string vocab = "a\nb\nc\n";
+  ExpectMalformed(CorpusFormat::kLdaC,
+                  "1 0:1\n3 0:16777216 1:16777216 2:16777216\n", 2,
+                  "not in 1..65536 (max-word-count)", vocab);
+  ReaderOptions o = Options(CorpusFormat::kLdaC, "tight.dat",
+                            "2 0:3 1:3\n2 0:4 1:3\n1 2:7\n");
+  o.max_word_count = 5;
+  o.max_document_tokens = 6;
+  ReadResult r = ReadAll(o);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.docs.size(), 1u);  // 3+3; 4+3 is over 6; 7 is over 5
+  EXPECT_EQ(r.stats.malformed, 2u);
+  ASSERT_EQ(r.stats.messages.size(), 2u);
+  EXPECT_TRUE(Contains(r.stats.messages[0], "tight.dat:2:"))
+      << r.stats.messages[0];
+  EXPECT_TRUE(Contains(r.stats.messages[0], "max-document-tokens"))
+      << r.stats.messages[0];
+  EXPECT_TRUE(Contains(r.stats.messages[1], "max-word-count"))
+      << r.stats.messages[1];
+  // UCI: a document whose entries add up past the limit.
+  o = Options(CorpusFormat::kUci, "tight.uci",
+              "2\n2\n3\n1 1 3\n1 2 4\n2 1 2\n");
+  o.max_document_tokens = 6;
+  r = ReadAll(o);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(r.stats.malformed, 1u);
+  ASSERT_FALSE(r.stats.messages.empty());
+  EXPECT_TRUE(
+      Contains(r.stats.messages[0], "document 1 has more than 6 tokens"))
+      << r.stats.messages[0];
+}
+
 TEST_F(DocumentReaderTest, SkippedRecordsAreCountedButOnlyFirstMessagesKept) {
   std::string contents;
   for (int i = 0; i < 25; ++i) contents += "2 0:1\n1 1:1\n";

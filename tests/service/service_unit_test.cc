@@ -302,6 +302,62 @@ ServiceOptions SmallService(const std::string& dir) {
   return o;
 }
 
+// Fields a client sends are bounded (a 1 MB word and a 3 MB user id were
+// kept forever): long ids and word lists are refused naming the field and
+// the setting; a long word in a text is dropped; a long query word refused.
+TEST(LatentdService, IngestedFieldsAreBounded) {
+  const std::string dir = TempPath("svc-limits");
+  std::filesystem::remove_all(dir);
+  ServiceOptions o = SmallService(dir);
+  o.max_id_bytes = 16;
+  o.max_word_bytes = 8;
+  MetricsRegistry metrics;
+  auto s = LatentdService::Open(o, &metrics);
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto ingest = [&](const std::string& text, const std::string& user,
+                    const std::string& source) {
+    api::IngestRequest r;
+    api::Document* d = r.add_documents();
+    d->set_text(text);
+    d->set_user(user);
+    d->set_source(source);
+    return (*s)->Ingest(r);
+  };
+  auto long_user = ingest("oil prices", std::string(17, 'u'), "");
+  ASSERT_FALSE(long_user.ok());
+  EXPECT_EQ(long_user.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(long_user.status().message().find(
+                "document 0: user id of 17 bytes is over the limit of 16 "
+                "(max-id-bytes)"),
+            std::string::npos)
+      << long_user.status();
+  auto long_source = ingest("oil prices", "", std::string(3 << 20, 's'));
+  ASSERT_FALSE(long_source.ok());
+  EXPECT_NE(long_source.status().message().find("source of 3145728 bytes"),
+            std::string::npos)
+      << long_source.status();
+  // "abcdefghijklm" (13 bytes) is dropped; the document keeps "oil".
+  auto long_word = ingest("oil abcdefghijklm", "", "");
+  ASSERT_TRUE(long_word.ok()) << long_word.status();
+  auto only_long = ingest("abcdefghijklm", "", "");
+  ASSERT_FALSE(only_long.ok());
+  EXPECT_NE(only_long.status().message().find("empty document"),
+            std::string::npos)
+      << only_long.status();
+  api::WordTopicsRequest q;
+  q.set_word(std::string(1 << 20, 'w'));
+  auto topics = (*s)->WordTopics(q);
+  ASSERT_FALSE(topics.ok());
+  EXPECT_NE(topics.status().message().find("max-word-bytes"), std::string::npos)
+      << topics.status();
+  IngestRecord words;
+  words.words = {"oil", std::string(9, 'x')};
+  EXPECT_NE((*s)->CheckDocumentLimits(words).message().find(
+                "word 1 of 9 bytes is over the limit of 8"),
+            std::string::npos);
+  ASSERT_TRUE((*s)->Stop().ok());
+}
+
 TEST(LatentdService, InfersDeterministicallyAndDropsRedeliveries) {
   const std::string dir = TempPath("svc");
   std::filesystem::remove_all(dir);
