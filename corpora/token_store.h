@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -100,6 +101,31 @@ class TokenStore {
   // directory's fsync had failed, it is tried again first).
   virtual absl::Status WaitDurable() { return absl::OkStatus(); }
 };
+
+// Calls fn(batch, d) for every document of `store`'s current version, in
+// store order (batch.first_doc + d is its index). fn returns void or
+// absl::Status; the pass stops at the first error, of the store or of fn,
+// and returns it.
+template <typename Fn>
+absl::Status ForEachDocument(TokenStore* store, Fn&& fn) {
+  absl::StatusOr<std::unique_ptr<BatchReader>> reader = store->Read();
+  if (!reader.ok()) return reader.status();
+  DocBatch batch;
+  for (;;) {
+    absl::StatusOr<bool> more = (*reader)->Next(&batch);
+    if (!more.ok()) return more.status();
+    if (!*more) return absl::OkStatus();
+    for (size_t d = 0; d < batch.num_docs(); ++d) {
+      if constexpr (std::is_void_v<
+                        std::invoke_result_t<Fn&, const DocBatch&, size_t>>) {
+        fn(static_cast<const DocBatch&>(batch), d);
+      } else {
+        absl::Status s = fn(static_cast<const DocBatch&>(batch), d);
+        if (!s.ok()) return s;
+      }
+    }
+  }
+}
 
 // Opens an existing store file. Checks header and version; the blocks are
 // checked as they are read.

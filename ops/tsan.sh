@@ -7,9 +7,8 @@
 # transport, plain and TLS) and the service core (service_unit_test,
 # service_ingest_fold_in_test, service_dir_watcher_test: training thread,
 # views, ingestion, queries). Built with clang in a build directory of its
-# own (default build-tsan); a clean build and run took 113 s here
-# (2026-11-28). Not part of ops/test.sh; run it after a change to
-# threading.
+# own (default build-tsan). ops/test.sh runs it as its last phase; run it
+# alone after a change to threading.
 #
 # Debian's oneTBB, Abseil and protobuf are not TSan-instrumented: TSan sees
 # none of their synchronization. For absl::Mutex and absl::CondVar (what

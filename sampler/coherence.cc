@@ -143,15 +143,10 @@ absl::StatusOr<CoherenceReport> StoreCoherence(
   }
   CoherenceCounter counter(TopicTopWords(model, options.top_words),
                            model.vocab_size, options.top_words);
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
-  DocBatch batch;
-  while (true) {
-    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
-    if (!more) break;
-    for (size_t d = 0; d < batch.num_docs(); ++d) {
-      counter.AddDocument(batch.doc_words(d));
-    }
-  }
+  LATENTD_RETURN_IF_ERROR(
+      ForEachDocument(store, [&](const DocBatch& batch, size_t d) {
+        counter.AddDocument(batch.doc_words(d));
+      }));
   return counter.Report();
 }
 

@@ -211,16 +211,11 @@ absl::Status FinishPerplexity(PerplexityResult* result) {
 absl::StatusOr<PerplexityResult> DocumentCompletionPerplexity(
     FoldIn* fold_in, TokenStore* store, const InferOptions& options) {
   PerplexityResult result;
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
-  DocBatch batch;
-  while (true) {
-    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
-    if (!more) break;
-    for (size_t d = 0; d < batch.num_docs(); ++d) {
-      LATENTD_RETURN_IF_ERROR(AddDocumentCompletion(
-          fold_in, batch.doc_words(d), options, batch.first_doc + d, &result));
-    }
-  }
+  LATENTD_RETURN_IF_ERROR(
+      ForEachDocument(store, [&](const DocBatch& batch, size_t d) {
+        return AddDocumentCompletion(fold_in, batch.doc_words(d), options,
+                                     batch.first_doc + d, &result);
+      }));
   LATENTD_RETURN_IF_ERROR(FinishPerplexity(&result));
   return result;
 }

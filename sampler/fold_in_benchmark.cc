@@ -74,15 +74,13 @@ Model& TrainedModel(TopicId k) {
   for (int s = 0; s < 20; ++s) {
     if (!m.trainer->Sweep().ok()) std::exit(1);
   }
-  auto docs = m.trainer->store()->Read();
-  DocBatch batch;
-  while ((*docs)->Next(&batch).value_or(false)) {
-    for (size_t d = 0; d < batch.num_docs(); ++d) {
-      auto words = batch.doc_words(d);
-      if (words.size() < kDocTokens) continue;
-      m.docs.emplace_back(words.begin(), words.begin() + kDocTokens);
-    }
-  }
+  absl::Status read =
+      ForEachDocument(m.trainer->store(), [&](const DocBatch& batch, size_t d) {
+        auto words = batch.doc_words(d);
+        if (words.size() < kDocTokens) return;
+        m.docs.emplace_back(words.begin(), words.begin() + kDocTokens);
+      });
+  if (!read.ok()) std::exit(1);
   return m;
 }
 

@@ -85,30 +85,24 @@ absl::Status ExportDocTopics(TokenStore* store,
                              const std::vector<double>& alpha,
                              const std::string& path) {
   const double alpha_sum = std::accumulate(alpha.begin(), alpha.end(), 0.0);
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
   std::string out;
   std::vector<Count> n_dk(alpha.size(), 0);
   std::vector<TopicId> used;
-  DocBatch batch;
-  while (true) {
-    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
-    if (!more) break;
-    for (size_t d = 0; d < batch.num_docs(); ++d) {
-      for (TopicId t : batch.doc_topics(d)) {
-        if (n_dk[t]++ == 0) used.push_back(t);
-      }
-      std::sort(used.begin(), used.end());
-      absl::StrAppend(&out, batch.first_doc + d, "\t", batch.doc_ids[d]);
-      const double norm = batch.doc_length(d) + alpha_sum;
-      for (TopicId k : used) {
-        absl::StrAppendFormat(&out, "\t%d:%.5f", k,
-                              (n_dk[k] + alpha[k]) / norm);
-        n_dk[k] = 0;
-      }
-      out += '\n';
-      used.clear();
+  LATENTD_RETURN_IF_ERROR(ForEachDocument(store, [&](const DocBatch& batch,
+                                                     size_t d) {
+    for (TopicId t : batch.doc_topics(d)) {
+      if (n_dk[t]++ == 0) used.push_back(t);
     }
-  }
+    std::sort(used.begin(), used.end());
+    absl::StrAppend(&out, batch.first_doc + d, "\t", batch.doc_ids[d]);
+    const double norm = batch.doc_length(d) + alpha_sum;
+    for (TopicId k : used) {
+      absl::StrAppendFormat(&out, "\t%d:%.5f", k, (n_dk[k] + alpha[k]) / norm);
+      n_dk[k] = 0;
+    }
+    out += '\n';
+    used.clear();
+  }));
   return WriteFileAtomically(path, out);
 }
 

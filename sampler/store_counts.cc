@@ -11,21 +11,16 @@ absl::StatusOr<std::vector<WordTopicDelta>> StoreCounts(TokenStore* store,
                                                         int sign,
                                                         uint64_t* documents) {
   std::vector<std::pair<WordId, TopicId>> tokens;
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
-  DocBatch batch;
   uint64_t docs = 0;
-  for (;;) {
-    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
-    if (!more) break;
-    for (size_t d = 0; d < batch.num_docs(); ++d) {
-      auto words = batch.doc_words(d);
-      auto topics = batch.doc_topics(d);
-      for (size_t i = 0; i < words.size(); ++i) {
-        tokens.emplace_back(words[i], topics[i]);
-      }
-      ++docs;
-    }
-  }
+  LATENTD_RETURN_IF_ERROR(
+      ForEachDocument(store, [&](const DocBatch& batch, size_t d) {
+        auto words = batch.doc_words(d);
+        auto topics = batch.doc_topics(d);
+        for (size_t i = 0; i < words.size(); ++i) {
+          tokens.emplace_back(words[i], topics[i]);
+        }
+        ++docs;
+      }));
   // 8 bytes a token, sorted in place: this holds a whole store at once
   // (a node's hand-off), so not the pipeline's DeltaCombiner, which needs
   // about 36 bytes a token and suits a batch.

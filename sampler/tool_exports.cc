@@ -127,27 +127,20 @@ struct DocRow {
 
 // Calls row(doc) for every document of the store in order.
 template <typename Row>
-absl::Status ForEachDocument(TokenStore* store,
-                             const std::vector<double>& alpha, Row row) {
+absl::Status ForEachDocumentRow(TokenStore* store,
+                                const std::vector<double>& alpha, Row row) {
   const double alpha_sum = std::accumulate(alpha.begin(), alpha.end(), 0.0);
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
   std::vector<Count> n_dk(alpha.size());
   std::vector<double> theta(alpha.size());
-  DocBatch batch;
-  while (true) {
-    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
-    if (!more) return absl::OkStatus();
-    for (size_t d = 0; d < batch.num_docs(); ++d) {
-      std::fill(n_dk.begin(), n_dk.end(), 0);
-      for (TopicId t : batch.doc_topics(d)) ++n_dk[t];
-      const double norm = batch.doc_length(d) + alpha_sum;
-      for (size_t k = 0; k < alpha.size(); ++k) {
-        theta[k] = (n_dk[k] + alpha[k]) / norm;
-      }
-      LATENTD_RETURN_IF_ERROR(
-          row(DocRow{batch.first_doc + d, batch.doc_ids[d], &batch, d, theta}));
+  return latentd::ForEachDocument(store, [&](const DocBatch& batch, size_t d) {
+    std::fill(n_dk.begin(), n_dk.end(), 0);
+    for (TopicId t : batch.doc_topics(d)) ++n_dk[t];
+    const double norm = batch.doc_length(d) + alpha_sum;
+    for (size_t k = 0; k < alpha.size(); ++k) {
+      theta[k] = (n_dk[k] + alpha[k]) / norm;
     }
-  }
+    return row(DocRow{batch.first_doc + d, batch.doc_ids[d], &batch, d, theta});
+  });
 }
 
 absl::Status CheckStore(const ModelSnapshot& m, TokenStore* store) {
@@ -186,7 +179,7 @@ absl::Status WritePyldavis(const ModelSnapshot& m, const Vocabulary& vocab,
   std::vector<uint32_t> lengths;
   lengths.reserve(store->meta().num_docs);
   LATENTD_RETURN_IF_ERROR(
-      ForEachDocument(store, m.alpha, [&](const DocRow& r) -> absl::Status {
+      ForEachDocumentRow(store, m.alpha, [&](const DocRow& r) -> absl::Status {
         b += lengths.empty() ? "\n[" : ",\n[";
         for (size_t k = 0; k < r.theta.size(); ++k) {
           if (k > 0) b += ',';
@@ -271,7 +264,7 @@ absl::Status WriteMalletDocTopics(const ModelSnapshot& m, TokenStore* store,
   LATENTD_ASSIGN_OR_RETURN(Out out, Out::Open(path));
   std::string& b = out.buf();
   LATENTD_RETURN_IF_ERROR(
-      ForEachDocument(store, m.alpha, [&](const DocRow& r) -> absl::Status {
+      ForEachDocumentRow(store, m.alpha, [&](const DocRow& r) -> absl::Status {
         absl::StrAppend(&b, r.index, "\t", MalletName(r.id));
         for (double t : r.theta) absl::StrAppend(&b, "\t", JavaDoubleString(t));
         b += '\n';
@@ -288,7 +281,7 @@ absl::Status WriteMalletState(const ModelSnapshot& m, const Vocabulary& vocab,
   for (double a : m.alpha) absl::StrAppend(&b, JavaDoubleString(a), " ");
   absl::StrAppend(&b, "\n#beta : ", JavaDoubleString(m.beta), "\n");
   LATENTD_RETURN_IF_ERROR(
-      ForEachDocument(store, m.alpha, [&](const DocRow& r) -> absl::Status {
+      ForEachDocumentRow(store, m.alpha, [&](const DocRow& r) -> absl::Status {
         std::span<const WordId> words = r.batch->doc_words(r.d);
         std::span<const TopicId> topics = r.batch->doc_topics(r.d);
         for (size_t pos = 0; pos < words.size(); ++pos) {
@@ -311,8 +304,8 @@ absl::Status WriteCsv(const ModelSnapshot& m, const Vocabulary& vocab,
     for (TopicId k = 0; k < m.num_topics; ++k)
       absl::StrAppend(&b, ",topic_", k);
     b += "\r\n";
-    LATENTD_RETURN_IF_ERROR(
-        ForEachDocument(store, m.alpha, [&](const DocRow& r) -> absl::Status {
+    LATENTD_RETURN_IF_ERROR(ForEachDocumentRow(
+        store, m.alpha, [&](const DocRow& r) -> absl::Status {
           absl::StrAppend(&b, r.index, ",");
           AppendCsvField(&b, r.id);
           for (double t : r.theta) {

@@ -429,4 +429,18 @@ void TopicTable::Clear() {
   for (TopicId k = 0; k < num_topics_; ++k) totals_[k].store(0);
 }
 
+double TopicTable::MeanRowTopics() const {
+  double weighted = 0, tokens = 0;
+  for (WordId w = 0; w < vocab_size(); ++w) {
+    double n_w = 0, nnz = 0;
+    ForEachNonZero(w, [&](TopicId, Count c) {
+      n_w += c;
+      ++nnz;
+    });
+    weighted += n_w * nnz;
+    tokens += n_w;
+  }
+  return tokens > 0 ? weighted / tokens : 0;
+}
+
 }  // namespace latentd

@@ -56,6 +56,10 @@ class TopicTable {
   // is a value the writer stored). REQUIRES: word < vocab_size().
   template <typename Fn>
   void ForEachNonZero(WordId word, Fn&& fn) const;
+  // The token-weighted mean number of non-zero topics of the word rows: the
+  // expected row length SparseLDA's word bucket walks per token. O(table);
+  // a reader as ForEachNonZero is (during an Apply it sees a mix).
+  double MeanRowTopics() const;
   // Like ForEachNonZero, but also calls fn for the row's zero-count slots
   // (holes of a sparse row, absent topics of a dense one), with Count 0, so
   // a hot loop can run without a data-dependent branch. A topic may appear

@@ -113,33 +113,13 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Resume(
   return t;
 }
 
-namespace {
-
-// The token-weighted mean number of non-zero topics of the word rows: the
-// expected row length SparseLDA's word bucket walks per token.
-double MeanRowTopics(const TopicTable& table) {
-  double weighted = 0, tokens = 0;
-  for (WordId w = 0; w < table.vocab_size(); ++w) {
-    double n_w = 0, nnz = 0;
-    table.ForEachNonZero(w, [&](TopicId, Count c) {
-      n_w += c;
-      ++nnz;
-    });
-    weighted += n_w * nnz;
-    tokens += n_w;
-  }
-  return tokens > 0 ? weighted / tokens : 0;
-}
-
-}  // namespace
-
 KernelKind Trainer::ChooseKernel(double* mean_row_topics) {
   if (options_.pipeline.kernel != KernelKind::kAuto) {
     return options_.pipeline.kernel;
   }
   if (auto_exact_) return KernelKind::kSparseLda;
   if (mh_sweeps_ < options_.auto_kernel.max_mh_sweeps) {
-    *mean_row_topics = MeanRowTopics(*table_);
+    *mean_row_topics = table_->MeanRowTopics();
     if (*mean_row_topics >= options_.auto_kernel.mh_min_row_topics) {
       ++mh_sweeps_;
       return KernelKind::kMh;

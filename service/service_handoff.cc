@@ -136,41 +136,35 @@ absl::Status LatentdService::HandOffDocuments() {
 
   // Every document of the store (its index in the store names it: the
   // source that makes a resend idempotent at the receiver).
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader,
-                           trainer_->store()->Read());
   const size_t per_call = std::max<size_t>(
       1, std::min<size_t>(options_.max_documents_per_ingest, 1000));
-  DocBatch batch;
-  uint64_t index = 0;
-  for (;;) {
-    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
-    if (!more) break;
-    for (size_t d = 0; d < batch.num_docs(); ++d, ++index) {
-      auto words = batch.doc_words(d);
-      if (words.empty()) continue;
-      const std::string source =
-          absl::StrCat("handoff:", link_->node_id(), "/", index);
-      const std::string& user = batch.users[d];
-      const size_t m =
-          ring->Owner(user.empty() ? HashWord(source) : UserKey(user));
-      Receiver& r = receivers[m];
-      api::Document* doc = r.request.add_documents();
-      doc->set_id(batch.doc_ids[d]);
-      doc->set_user(user);
-      doc->set_source(source);
-      auto topics = batch.doc_topics(d);
-      for (size_t i = 0; i < words.size(); ++i) {
-        const std::string& w = vocab_.word(words[i]);
-        doc->add_words(w);
-        doc->add_topics(topics[i]);
-        r.bytes += w.size() + 8;
-      }
-      if (static_cast<size_t>(r.request.documents_size()) >= per_call ||
-          r.bytes >= kHandoffRequestBytes) {
-        LATENTD_RETURN_IF_ERROR(send(m));
-      }
-    }
-  }
+  LATENTD_RETURN_IF_ERROR(ForEachDocument(
+      trainer_->store(), [&](const DocBatch& batch, size_t d) -> absl::Status {
+        auto words = batch.doc_words(d);
+        if (words.empty()) return absl::OkStatus();
+        const std::string source = absl::StrCat("handoff:", link_->node_id(),
+                                                "/", batch.first_doc + d);
+        const std::string& user = batch.users[d];
+        const size_t m =
+            ring->Owner(user.empty() ? HashWord(source) : UserKey(user));
+        Receiver& r = receivers[m];
+        api::Document* doc = r.request.add_documents();
+        doc->set_id(batch.doc_ids[d]);
+        doc->set_user(user);
+        doc->set_source(source);
+        auto topics = batch.doc_topics(d);
+        for (size_t i = 0; i < words.size(); ++i) {
+          const std::string& w = vocab_.word(words[i]);
+          doc->add_words(w);
+          doc->add_topics(topics[i]);
+          r.bytes += w.size() + 8;
+        }
+        if (static_cast<size_t>(r.request.documents_size()) >= per_call ||
+            r.bytes >= kHandoffRequestBytes) {
+          return send(m);
+        }
+        return absl::OkStatus();
+      }));
   uint64_t shipped = 0;
   for (size_t m = 0; m < receivers.size(); ++m) {
     LATENTD_RETURN_IF_ERROR(send(m));

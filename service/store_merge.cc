@@ -47,22 +47,6 @@ bool ParseIngestDocId(std::string_view doc_id, uint64_t* sequence,
          ParseU64(doc_id.substr(a + 1, b - a - 1), events);
 }
 
-namespace {
-
-// Calls fn(batch, d) for every document of the store, in order.
-template <typename Fn>
-absl::Status ForEachDocument(TokenStore* store, Fn&& fn) {
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
-  DocBatch batch;
-  for (;;) {
-    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
-    if (!more) return absl::OkStatus();
-    for (size_t d = 0; d < batch.num_docs(); ++d) fn(batch, d);
-  }
-}
-
-}  // namespace
-
 absl::StatusOr<StoreScan> ScanStore(TokenStore* store) {
   StoreScan scan;
   LATENTD_RETURN_IF_ERROR(

@@ -66,37 +66,15 @@ double PeakRssMiB() {
 // the table, the document part from a pass over the store.
 absl::StatusOr<double> LogLikelihoodPerToken(latentd::Trainer& trainer) {
   latentd::DocTopicStats stats(trainer.alpha());
-  auto reader = trainer.store()->Read();
-  if (!reader.ok()) return reader.status();
-  latentd::DocBatch batch;
-  while (true) {
-    absl::StatusOr<bool> more = (*reader)->Next(&batch);
-    if (!more.ok()) return more.status();
-    if (!*more) break;
-    for (size_t d = 0; d < batch.num_docs(); ++d) {
-      stats.AddDocument(batch.doc_topics(d));
-    }
-  }
+  absl::Status read = latentd::ForEachDocument(
+      trainer.store(), [&](const latentd::DocBatch& batch, size_t d) {
+        stats.AddDocument(batch.doc_topics(d));
+      });
+  if (!read.ok()) return read;
   const double ll =
       latentd::WordLogLikelihood(trainer.table(), trainer.beta()) +
       stats.log_likelihood();
   return ll / static_cast<double>(stats.tokens());
-}
-
-// The token-weighted mean of the word rows' non-zero topics: what a
-// SparseLDA token walks (chains in other states cost differently).
-double MeanRowTopics(const latentd::TopicTable& table) {
-  double weighted = 0, tokens = 0;
-  for (latentd::WordId w = 0; w < table.vocab_size(); ++w) {
-    double n_w = 0, nnz = 0;
-    table.ForEachNonZero(w, [&](latentd::TopicId, latentd::Count c) {
-      n_w += c;
-      ++nnz;
-    });
-    weighted += n_w * nnz;
-    tokens += n_w;
-  }
-  return tokens > 0 ? weighted / tokens : 0;
 }
 
 }  // namespace
@@ -261,21 +239,16 @@ int main(int argc, char** argv) {
     // The same initial assignments, held in memory.
     std::vector<std::vector<latentd::WordId>> docs;
     std::vector<std::vector<latentd::TopicId>> z;
-    auto reader = (*store)->Read();
-    if (!reader.ok()) return 1;
-    latentd::DocBatch batch;
-    while (true) {
-      absl::StatusOr<bool> more = (*reader)->Next(&batch);
-      if (!more.ok()) {
-        std::fprintf(stderr, "%s\n",
-                     std::string(more.status().message()).c_str());
-        return 1;
-      }
-      if (!*more) break;
-      for (size_t d = 0; d < batch.num_docs(); ++d) {
-        docs.emplace_back(batch.doc_words(d).begin(), batch.doc_words(d).end());
-        z.emplace_back(batch.doc_topics(d).begin(), batch.doc_topics(d).end());
-      }
+    absl::Status read = latentd::ForEachDocument(
+        store->get(), [&](const latentd::DocBatch& batch, size_t d) {
+          docs.emplace_back(batch.doc_words(d).begin(),
+                            batch.doc_words(d).end());
+          z.emplace_back(batch.doc_topics(d).begin(),
+                         batch.doc_topics(d).end());
+        });
+    if (!read.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(read.message()).c_str());
+      return 1;
     }
     latentd::bench::DenseGibbs dense(std::move(docs), std::move(z),
                                      built->vocab.size(), topics, alpha, beta,
@@ -343,7 +316,7 @@ int main(int argc, char** argv) {
       record(s, report->result.seconds, cpu_seconds, report->result.tokens,
              *ll);
       std::printf("rows sweep %d mean_row_topics %.1f\n", s,
-                  MeanRowTopics((*trainer)->table()));
+                  (*trainer)->table().MeanRowTopics());
     }
   }
   std::printf(

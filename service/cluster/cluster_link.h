@@ -26,9 +26,9 @@
 // Reroute) and members that left the ring stop counting for SSP. Between
 // the phases the owners refuse batches routed by the old ring (they are
 // sent again later), so a key's changes reach every holder in order. A
-// ring that no longer lists this node is not followed yet (leaving is the
-// remove-node flow's, not built yet): logged, and the node stays at its
-// epoch. One change at a time: a newer epoch seen during a change waits.
+// ring that no longer lists this node is not followed here: leaving is
+// the link owner's (LatentdService's remove-node --drop / --handoff, see
+// LeaveRequested); the link logs it and stays at its epoch. One change at a time: a newer epoch seen during a change waits.
 // A member removed as lost (remove-node --lost) is never waited for: once
 // the ring lacks it, each member takes what it contributed out of its
 // owner shard (OwnerShard::RetractSender), re-seeds the keys it owned at

@@ -179,8 +179,8 @@ absl::Status ClusterNode::Leave() {
   }
   if (*mode != sync::RemoveMode::kDrop) {
     return absl::UnimplementedError(
-        "removal with hand-off (shipping the documents to the remaining "
-        "nodes) is not built yet; remove with --drop");
+        "an in-process ClusterNode leaves only with --drop (the hand-off "
+        "of documents is latentd's, service/service_handoff.cc)");
   }
   // The corrections queued so far first, then minus every token's count.
   LATENTD_RETURN_IF_ERROR(synced_->ApplyPending());
