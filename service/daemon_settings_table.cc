@@ -351,6 +351,32 @@ void AddServingSettings(const AddFn& add) {
       "the connection is dropped",
       Int<int>("http-write-timeout", 1, 3600,
                [](DaemonConfig* c) { return &c->http.write_timeout_seconds; }));
+  add("http-request-timeout", "30", "1..3600",
+      "Seconds an HTTP request may take to arrive whole (headers and body) "
+      "from its first byte; later, its connection is closed "
+      "(latentd_http_requests_refused_total{reason=\"timeout\"}). A "
+      "request takes a worker thread only once it has arrived",
+      Int<int>("http-request-timeout", 1, 3600, [](DaemonConfig* c) {
+        return &c->http.request_timeout_seconds;
+      }));
+  add("http-max-header-bytes", "65536", "1024..16777216",
+      "Largest HTTP request line plus headers, in bytes; more is answered "
+      "431 Request Header Fields Too Large and the connection closed",
+      Int<size_t>("http-max-header-bytes", 1024, 16 << 20,
+                  [](DaemonConfig* c) { return &c->http.max_header_bytes; }));
+  add("http-max-headers", "100", "8..10000",
+      "Most header lines in one HTTP request (a chunked body's trailers "
+      "included); more is answered 431 and the connection closed",
+      Int<int>("http-max-headers", 8, 10000,
+               [](DaemonConfig* c) { return &c->http.max_headers; }));
+  add("http-max-bytes-in-flight", "268435456", "0..2^40",
+      "Bytes of HTTP requests received but not yet served, all connections "
+      "together; a request that would take more is answered 503 and its "
+      "connection closed (0: no cap)",
+      Int<size_t>("http-max-bytes-in-flight", 0, int64_t{1} << 40,
+                  [](DaemonConfig* c) {
+                    return &c->http.max_request_bytes_in_flight;
+                  }));
   add("api-tokens", "", "a file",
       "Bearer tokens of the HTTP and TCP APIs, one \"ROLE TOKEN\" per line "
       "(ROLE: read, write or admin; tokens of 16 or more characters); empty: "
@@ -377,6 +403,15 @@ void AddServingSettings(const AddFn& add) {
       "own in progress) before it is closed; clients reconnect (0: never)",
       Int<int>("listen-idle-timeout", 0, 86400,
                [](DaemonConfig* c) { return &c->rpc.idle_timeout_seconds; }));
+  add("listen-max-bytes-in-flight", "268435456", "0..2^40",
+      "Payload bytes of TCP API frames still arriving, all connections "
+      "together (a frame's buffer grows as its bytes come, never from what "
+      "its header announces); a frame that would take more closes its "
+      "connection, logged and counted in "
+      "latentd_frames_over_budget_total{listener=\"tcp\"} (0: no cap)",
+      Int<size_t>(
+          "listen-max-bytes-in-flight", 0, int64_t{1} << 40,
+          [](DaemonConfig* c) { return &c->rpc.max_request_bytes_in_flight; }));
   add("tls-cert", "", "a file",
       "TLS certificate (PEM, then any intermediates) for both APIs: HTTPS "
       "on --http, TLS on --listen; with tls-key. Empty: no TLS",
@@ -529,6 +564,15 @@ void AddClusterSettings(const AddFn& add) {
                [](DaemonConfig* c) {
                  return &c->cluster.max_connections_per_address;
                }));
+  add("cluster-max-bytes-in-flight", "1073741824", "0..2^40",
+      "Payload bytes of sync port frames still arriving, all connections "
+      "together; a frame that would take more closes its connection, "
+      "logged and counted in "
+      "latentd_frames_over_budget_total{listener=\"sync\"} (0: no cap)",
+      Int<size_t>("cluster-max-bytes-in-flight", 0, int64_t{1} << 40,
+                  [](DaemonConfig* c) {
+                    return &c->cluster.max_request_bytes_in_flight;
+                  }));
   add("cluster-idle-timeout", "300", "0..86400",
       "Seconds a sync port connection may go without a frame (none of its "
       "calls in progress) before it is closed; peers reconnect (0: never)",

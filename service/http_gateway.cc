@@ -119,6 +119,11 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   so.idle_timeout = absl::Seconds(options.idle_timeout_seconds);
   so.read_timeout = absl::Seconds(options.read_timeout_seconds);
   so.write_timeout = absl::Seconds(options.write_timeout_seconds);
+  so.request_timeout = absl::Seconds(options.request_timeout_seconds);
+  so.limits.max_body_bytes = options.max_body_bytes;
+  so.limits.max_header_bytes = options.max_header_bytes;
+  so.limits.max_headers = options.max_headers;
+  so.max_request_bytes_in_flight = options.max_request_bytes_in_flight;
   absl::StatusOr<std::unique_ptr<internal::HttpServer>> server =
       internal::HttpServer::Start(
           so,

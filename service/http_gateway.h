@@ -83,6 +83,16 @@ struct HttpOptions {
   // same for an answer the client does not read.
   int read_timeout_seconds = 5;
   int write_timeout_seconds = 5;
+  // A request must arrive whole within this many seconds of its first
+  // byte, or its connection is closed.
+  int request_timeout_seconds = 30;
+  // Request line + headers: at most this many bytes and header lines;
+  // more is answered 431 (a chunked body's trailers count too).
+  size_t max_header_bytes = 64 << 10;
+  int max_headers = 100;
+  // Bytes of requests received and not yet served, all connections
+  // together; a request that would take more is answered 503 (0: no cap).
+  size_t max_request_bytes_in_flight = size_t{256} << 20;
   // Connections the kernel queues before the gateway accepts them.
   int listen_backlog = 1024;
   // The API's bearer tokens; nullptr: no authentication. Not owned; must

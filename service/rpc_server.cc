@@ -39,6 +39,7 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(
   so.tls = options.tls;
   so.max_connections = options.max_connections;
   so.max_connections_per_address = options.max_connections_per_address;
+  so.max_request_bytes_in_flight = options.max_request_bytes_in_flight;
   so.idle_timeout = options.idle_timeout_seconds > 0
                         ? absl::Seconds(options.idle_timeout_seconds)
                         : absl::InfiniteDuration();

@@ -52,6 +52,9 @@ struct RpcOptions {
   int max_connections_per_address = 512;
   // A connection with no call for this long is closed (clients reconnect).
   int idle_timeout_seconds = 60;
+  // Payload bytes of frames still arriving, all connections together; a
+  // frame that would take more closes its connection (0: no cap).
+  size_t max_request_bytes_in_flight = size_t{256} << 20;
   // The API's bearer tokens; nullptr: no authentication. Not owned; must
   // outlive the server.
   const ApiTokens* tokens = nullptr;

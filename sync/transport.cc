@@ -482,6 +482,7 @@ struct ServerImpl : std::enable_shared_from_this<ServerImpl> {
     ConnectionOptions co = MakeConnectionOptions(
         options, PeerHandshake::Role::kServer, &stats, shared_from_this());
     co.idle_timeout = options.idle_timeout;
+    co.max_request_bytes_in_flight = options.max_request_bytes_in_flight;
     std::weak_ptr<ServerImpl> weak = weak_from_this();
     // The frame callback needs the connection it belongs to: a cell filled
     // in right after construction (before Start, so before any frame).

@@ -27,6 +27,15 @@
 // a client reconnects on its next call. A TLS or cluster-key handshake not
 // finished within frame_timeout closes the connection.
 //
+// Memory. A frame's buffer grows with the bytes that arrive (from 4 KiB,
+// doubling up to the announced size), never with what its header
+// announces, so a peer that announces a large frame and sends nothing holds
+// a few KiB. Before its handshakes are done a connection holds only fixed
+// buffers: the TLS record buffers, a cluster-key handshake message (at most
+// kMaxHandshakeBody), and, for a plaintext client at a TLS port, at most
+// 16 KiB of its first frame. The Server's max_request_bytes_in_flight caps
+// the bytes all its connections buffer for frames still arriving.
+//
 // Failure model. A frame with a bad magic, type 0, a payload over the
 // receiver's max_frame_bytes, or a connection that ends mid-frame, or that
 // stalls mid-frame longer than frame_timeout, closes that one connection and
@@ -116,6 +125,11 @@ struct TransportStats {
   // Server: accepts that failed (out of file descriptors), each followed by
   // a back-off of 10 ms doubling to 1 s.
   std::atomic<uint64_t> accept_failures{0};
+  // Server: payload bytes buffered now for frames still arriving (the
+  // max_request_bytes_in_flight budget's use), and frames whose
+  // connection was closed because the budget was spent.
+  std::atomic<int64_t> request_bytes_in_flight{0};
+  std::atomic<uint64_t> frames_over_budget{0};
 };
 
 struct ClientOptions {
@@ -223,6 +237,11 @@ struct ServerOptions {
   // Idle connections (between frames, no call in progress) are closed
   // after this long; infinite: never.
   absl::Duration idle_timeout = absl::InfiniteDuration();
+  // Payload bytes all connections together may hold for frames still
+  // arriving; a frame that would take more closes its connection
+  // (kResourceExhausted, logged, TransportStats::frames_over_budget).
+  // 0: no budget (each frame is still bounded by max_frame_bytes).
+  size_t max_request_bytes_in_flight = 0;
   LogFn log = LogToStderr;
 };
 

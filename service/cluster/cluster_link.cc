@@ -68,6 +68,7 @@ absl::Status ClusterLink::StartServer() {
   so.max_connections = options_.max_connections;
   so.max_connections_per_address = options_.max_connections_per_address;
   so.idle_timeout = options_.idle_timeout;
+  so.max_request_bytes_in_flight = options_.max_request_bytes_in_flight;
   if (!options_.cluster_key.empty()) {
     so.auth = std::make_shared<sync::PeerAuth>(
         sync::PeerAuth{options_.cluster_key, options_.node_id});

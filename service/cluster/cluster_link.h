@@ -142,6 +142,10 @@ struct ClusterLinkOptions {
   int max_connections = 1024;
   int max_connections_per_address = 256;
   absl::Duration idle_timeout = absl::Seconds(300);
+  // Payload bytes of frames still arriving on the sync port, all
+  // connections together; a frame that would take more closes its
+  // connection (0: no cap).
+  size_t max_request_bytes_in_flight = size_t{1} << 30;
 
   // ---- Sync ----
   sync::Consistency consistency;

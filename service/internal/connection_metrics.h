@@ -8,6 +8,10 @@
 //   latentd_connections_timed_out_total{listener}   closed as idle
 //   latentd_accept_failures_total{listener}         accepts that failed (out
 //       of file descriptors); each backs the accept loop off
+//   latentd_request_bytes_in_flight{listener}       framed listeners: payload
+//       bytes buffered for frames still arriving (gauge)
+//   latentd_frames_over_budget_total{listener}      framed listeners: frames
+//       whose connection was closed as the budget for those bytes was spent
 // A cap of 0 means none.
 //
 // Thread-safety: the pointers are the registry's metrics (atomics).
@@ -52,6 +56,15 @@ struct ConnectionMetrics {
         "Accepts that failed (out of file descriptors); the listener backs "
         "off, the clients wait in the backlog",
         l);
+    bytes_in_flight = m->AddGauge(
+        "latentd_request_bytes_in_flight",
+        "Payload bytes buffered for frames still arriving (framed listeners)",
+        l);
+    over_budget = m->AddCounter(
+        "latentd_frames_over_budget_total",
+        "Frames whose connection was closed because the listener's budget "
+        "for request bytes in flight was spent",
+        l);
   }
 
   // The caps reported (for a listener whose options come after its
@@ -73,6 +86,9 @@ struct ConnectionMetrics {
         s.connections_idle_closed.load(std::memory_order_relaxed));
     accept_failures->SetTotal(
         s.accept_failures.load(std::memory_order_relaxed));
+    bytes_in_flight->Set(static_cast<double>(
+        s.request_bytes_in_flight.load(std::memory_order_relaxed)));
+    over_budget->SetTotal(s.frames_over_budget.load(std::memory_order_relaxed));
   }
 
   Gauge* open;
@@ -82,6 +98,8 @@ struct ConnectionMetrics {
   Counter* refused_per_address;
   Counter* timed_out;
   Counter* accept_failures;
+  Gauge* bytes_in_flight;
+  Counter* over_budget;
 };
 
 }  // namespace latentd::service::internal

@@ -87,7 +87,8 @@ bool WaitFor(int fd, short events, int ms) {
 // lives as long as the connection, so bytes of a pipelined next request
 // read along with this one are not lost.
 struct HttpConnection {
-  HttpConnection(int fd, uint64_t id) : fd(fd), id(id) {}
+  HttpConnection(int fd, uint64_t id, const HttpRequestLimits& limits)
+      : fd(fd), id(id), scanner(limits) {}
   ~HttpConnection() {
     if (ssl != nullptr) {
       if (tls_ready) SSL_shutdown(ssl);  // close_notify, best effort
@@ -104,42 +105,39 @@ struct HttpConnection {
   std::string remote_ip, local_ip;
   int remote_port = 0, local_port = 0;
   // Guarded by the server's mu_: a worker is serving it (not in the epoll
-  // set), or since when it has been idle.
+  // set); since when it has been idle (no request begun); when its
+  // current request began and when its last byte came (InfinitePast: no
+  // request in progress).
   bool busy = false;
   absl::Time idle_since;
-  // Only the worker serving the connection touches these.
-  char buf[4096];
-  size_t begin = 0, end = 0;
+  absl::Time request_since = absl::InfinitePast();
+  absl::Time last_byte = absl::InfinitePast();
+  // Only the worker serving the connection touches these: the bytes
+  // received and not yet served (whole requests are served from the
+  // front), the budget they hold, and where the first request ends.
+  std::string in;
+  size_t charged = 0;
+  HttpRequestScanner scanner;
+  bool sent_continue = false;
 };
 
 namespace {
 
-// httplib::Stream over a Conn, with the server's stall limits.
+// httplib::Stream over one whole request buffered in a Conn (reads past
+// its end see EOF), writing the answer with the write stall limit.
 class ConnStream final : public httplib::Stream {
  public:
-  ConnStream(HttpConnection* c, int read_ms, int write_ms)
-      : c_(c), read_ms_(read_ms), write_ms_(write_ms) {}
+  ConnStream(HttpConnection* c, size_t request_size, int write_ms)
+      : c_(c), end_(request_size), write_ms_(write_ms) {}
 
-  bool is_readable() const override {
-    return c_->begin < c_->end ||
-           (c_->ssl != nullptr && SSL_pending(c_->ssl) > 0) ||
-           WaitFor(c_->fd, POLLIN, read_ms_);
-  }
+  bool is_readable() const override { return pos_ < end_; }
   bool is_writable() const override {
     return WaitFor(c_->fd, POLLOUT, write_ms_);
   }
   ssize_t read(char* ptr, size_t size) override {
-    if (c_->begin == c_->end) {
-      // Large reads (bodies) go straight to the caller's buffer.
-      if (size >= sizeof(c_->buf)) return Recv(ptr, size);
-      const ssize_t n = Recv(c_->buf, sizeof(c_->buf));
-      if (n <= 0) return n;
-      c_->begin = 0;
-      c_->end = static_cast<size_t>(n);
-    }
-    const size_t n = std::min(size, c_->end - c_->begin);
-    std::memcpy(ptr, c_->buf + c_->begin, n);
-    c_->begin += n;
+    const size_t n = std::min(size, end_ - pos_);
+    std::memcpy(ptr, c_->in.data() + pos_, n);
+    pos_ += n;
     return static_cast<ssize_t>(n);
   }
   ssize_t write(const char* ptr, size_t size) override {
@@ -162,19 +160,7 @@ class ConnStream final : public httplib::Stream {
   socket_t socket() const override { return c_->fd; }
 
  private:
-  // recv with the read stall limit: -1 on a timeout or an error, 0 at EOF.
-  ssize_t Recv(char* ptr, size_t size) {
-    if (c_->ssl != nullptr) return Tls(true, ptr, size);
-    for (;;) {
-      const ssize_t n = ::recv(c_->fd, ptr, size, 0);
-      if (n >= 0) return n;
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN || !WaitFor(c_->fd, POLLIN, read_ms_)) return -1;
-    }
-  }
-
-  // SSL_read / SSL_write with the stall limits: -1 on a timeout or an
-  // error, 0 at the peer's close_notify (or EOF).
+  // SSL_write with the stall limit: -1 on a timeout or an error.
   ssize_t Tls(bool reading, char* ptr, size_t size) {
     const int n = static_cast<int>(std::min<size_t>(size, 1 << 30));
     for (;;) {
@@ -185,7 +171,7 @@ class ConnStream final : public httplib::Stream {
       const int e = SSL_get_error(c_->ssl, r);
       if (e == SSL_ERROR_ZERO_RETURN) return 0;
       if (e == SSL_ERROR_WANT_READ) {
-        if (!WaitFor(c_->fd, POLLIN, read_ms_)) return -1;
+        if (!WaitFor(c_->fd, POLLIN, write_ms_)) return -1;
       } else if (e == SSL_ERROR_WANT_WRITE) {
         if (!WaitFor(c_->fd, POLLOUT, write_ms_)) return -1;
       } else if (!(e == SSL_ERROR_SYSCALL && errno == EINTR)) {
@@ -195,7 +181,9 @@ class ConnStream final : public httplib::Stream {
   }
 
   HttpConnection* const c_;
-  const int read_ms_, write_ms_;
+  const size_t end_;
+  size_t pos_ = 0;
+  const int write_ms_;
 };
 
 }  // namespace
@@ -205,7 +193,27 @@ HttpServer::HttpServer(const HttpServerOptions& options, RequestFn serve,
     : options_(options),
       serve_(std::move(serve)),
       metrics_(metrics, "http", options.max_connections,
-               options.max_connections_per_address) {}
+               options.max_connections_per_address) {
+  constexpr char kRefusedName[] = "latentd_http_requests_refused_total";
+  refused_body_ = metrics->AddCounter(
+      kRefusedName,
+      "HTTP requests refused before they were read whole, and their "
+      "connections closed (reason: body 413, headers 431, malformed 400, "
+      "bytes_in_flight 503, timeout: not arrived within the request or "
+      "read timeout)",
+      "reason=\"body\"");
+  refused_headers_ =
+      metrics->AddCounter(kRefusedName, "", "reason=\"headers\"");
+  refused_malformed_ =
+      metrics->AddCounter(kRefusedName, "", "reason=\"malformed\"");
+  refused_budget_ =
+      metrics->AddCounter(kRefusedName, "", "reason=\"bytes_in_flight\"");
+  refused_timeout_ =
+      metrics->AddCounter(kRefusedName, "", "reason=\"timeout\"");
+  bytes_in_flight_ = metrics->AddGauge(
+      "latentd_http_request_bytes_in_flight",
+      "Bytes of HTTP requests received and not yet served, all connections");
+}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -348,7 +356,7 @@ void HttpServer::AcceptAll() {
       ::close(fd);
       continue;
     }
-    auto c = std::make_shared<HttpConnection>(fd, id);
+    auto c = std::make_shared<HttpConnection>(fd, id, options_.limits);
     const int yes = 1;  // no Nagle/delayed-ACK stalls on small answers
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof(yes));
     c->remote_ip = std::move(remote_ip);
@@ -372,13 +380,28 @@ void HttpServer::AcceptAll() {
 
 void HttpServer::CloseIdle() {
   std::vector<std::shared_ptr<Conn>> closing;  // closed outside the lock
-  const absl::Time cutoff = absl::Now() - options_.idle_timeout;
+  const absl::Time now = absl::Now();
+  size_t late_requests = 0;
   absl::MutexLock lock(&mu_);
   for (const auto& [id, c] : conns_) {
-    if (!c->busy && c->idle_since < cutoff) closing.push_back(c);
+    if (c->busy) continue;
+    if (c->request_since != absl::InfinitePast()) {
+      // A request in progress: whole within request_timeout, no gap over
+      // read_timeout.
+      if (now - c->request_since > options_.request_timeout ||
+          now - c->last_byte > options_.read_timeout) {
+        closing.push_back(c);
+        ++late_requests;
+      }
+    } else if (now - c->idle_since > options_.idle_timeout) {
+      closing.push_back(c);
+    }
   }
   for (const auto& c : closing) Drop(c->id);
   metrics_.timed_out->Add(closing.size());
+  refused_timeout_->Add(late_requests);
+  bytes_in_flight_->Set(
+      static_cast<double>(in_flight_.load(std::memory_order_relaxed)));
 }
 
 void HttpServer::WorkerLoop() {
@@ -454,31 +477,180 @@ HttpServer::TlsStep HttpServer::Handshake(Conn* c) {
 void HttpServer::Serve(const std::shared_ptr<Conn>& c) {
   if (options_.tls && !c->tls_ready) {
     const TlsStep step = Handshake(c.get());
-    absl::MutexLock lock(&mu_);
-    if (step == TlsStep::kFailed) {
-      Drop(c->id);
-    } else {
-      // Idle until the (next) bytes; a handshake keeps the connect time, so
-      // the idle timeout bounds all of it.
-      Rearm(c, step == TlsStep::kDone ? absl::Now() : c->idle_since);
+    if (step != TlsStep::kDone) {
+      absl::MutexLock lock(&mu_);
+      if (step == TlsStep::kFailed) {
+        Drop(c->id);
+      } else {
+        // Idle until the next bytes; a handshake keeps the connect time, so
+        // the idle timeout bounds all of it.
+        Rearm(c, c->idle_since);
+      }
+      return;
     }
-    return;
+    absl::MutexLock lock(&mu_);
+    c->idle_since = absl::Now();
   }
-  ConnStream stream(c.get(), Millis(options_.read_timeout),
-                    Millis(options_.write_timeout));
+  // Read what came, serve what is whole, until the socket has no more.
   bool keep = true;
-  do {
-    const bool stopping = stopping_.load(std::memory_order_acquire);
-    bool closed = false;
-    keep = serve_(stream, stopping, &closed) && !closed && !stopping;
-    // Until no pipelined request is read already (by us or by TLS).
-  } while (keep && (c->begin < c->end ||
-                    (c->ssl != nullptr && SSL_pending(c->ssl) > 0)));
+  Fill fill = Fill::kMore;
+  while (keep && fill == Fill::kMore) {
+    fill = Receive(c.get());
+    if (fill != Fill::kClosed) keep = ServeBuffered(c.get());
+  }
   absl::MutexLock lock(&mu_);
-  if (keep) {
-    Rearm(c, absl::Now());
+  if (keep && fill == Fill::kWait) {
+    const absl::Time now = absl::Now();
+    if (c->scanner.started()) {
+      if (c->request_since == absl::InfinitePast()) c->request_since = now;
+    } else {
+      c->request_since = absl::InfinitePast();
+    }
+    Rearm(c, c->scanner.started() ? c->idle_since : now);
   } else {
     Drop(c->id);
+  }
+}
+
+HttpServer::Fill HttpServer::Receive(Conn* c) {
+  char chunk[16 << 10];
+  ssize_t n = 0;
+  if (c->ssl != nullptr) {
+    for (;;) {
+      ERR_clear_error();
+      const int r = SSL_read(c->ssl, chunk, sizeof(chunk));
+      if (r > 0) {
+        n = r;
+        break;
+      }
+      const int e = SSL_get_error(c->ssl, r);
+      if (e == SSL_ERROR_WANT_READ) return Fill::kWait;
+      if (e == SSL_ERROR_WANT_WRITE &&
+          WaitFor(c->fd, POLLOUT, Millis(options_.write_timeout))) {
+        continue;
+      }
+      return Fill::kClosed;  // close_notify, EOF or an error
+    }
+  } else {
+    for (;;) {
+      n = ::recv(c->fd, chunk, sizeof(chunk), 0);
+      if (n > 0) break;
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return Fill::kWait;
+      }
+      return Fill::kClosed;
+    }
+  }
+  const size_t after = c->in.size() + static_cast<size_t>(n);
+  if (after > c->charged) {
+    const int64_t more = static_cast<int64_t>(after - c->charged);
+    const int64_t before =
+        in_flight_.fetch_add(more, std::memory_order_relaxed);
+    c->charged = after;
+    if (options_.max_request_bytes_in_flight > 0 &&
+        static_cast<size_t>(before + more) >
+            options_.max_request_bytes_in_flight) {
+      Refuse(c, 503,
+             absl::StrCat("the server holds ",
+                          options_.max_request_bytes_in_flight,
+                          " bytes of requests in flight already (its "
+                          "budget); retry later"),
+             refused_budget_);
+      return Fill::kClosed;
+    }
+  }
+  c->in.append(chunk, static_cast<size_t>(n));
+  absl::MutexLock lock(&mu_);
+  c->last_byte = absl::Now();
+  if (c->request_since == absl::InfinitePast()) c->request_since = c->last_byte;
+  return Fill::kMore;
+}
+
+bool HttpServer::ServeBuffered(Conn* c) {
+  while (!c->in.empty()) {
+    const HttpRequestScanner::State state = c->scanner.Scan(c->in);
+    if (state == HttpRequestScanner::State::kError) {
+      const int status = c->scanner.error_status();
+      Refuse(c, status, c->scanner.error_message(),
+             status == 413   ? refused_body_
+             : status == 431 ? refused_headers_
+                             : refused_malformed_);
+      return false;
+    }
+    if (state == HttpRequestScanner::State::kIncomplete) {
+      if (c->scanner.awaits_continue() && !c->sent_continue) {
+        // The client waits for this before it sends the body; httplib,
+        // which sees the whole request later, need not say it again.
+        c->sent_continue = true;
+        static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        ConnStream stream(c, 0, Millis(options_.write_timeout));
+        if (stream.write(kContinue, sizeof(kContinue) - 1) < 0) return false;
+      }
+      return true;
+    }
+    const size_t size = c->scanner.request_size();
+    bool keep = true;
+    {
+      ConnStream stream(c, size, Millis(options_.write_timeout));
+      const bool stopping = stopping_.load(std::memory_order_acquire);
+      bool closed = false;
+      keep = serve_(stream, stopping, &closed) && !closed && !stopping;
+    }
+    c->in.erase(0, size);
+    c->scanner.Reset();
+    c->sent_continue = false;
+    {
+      absl::MutexLock lock(&mu_);
+      c->request_since = c->in.empty() ? absl::InfinitePast() : c->last_byte;
+    }
+    Uncharge(c);
+    if (!keep) return false;
+  }
+  return true;
+}
+
+void HttpServer::Uncharge(Conn* c) {
+  if (c->in.capacity() > (64 << 10) && c->in.size() < (16 << 10)) {
+    c->in.shrink_to_fit();  // a large request is gone: give its memory back
+  }
+  if (c->charged > c->in.size()) {
+    in_flight_.fetch_sub(static_cast<int64_t>(c->charged - c->in.size()),
+                         std::memory_order_relaxed);
+    c->charged = c->in.size();
+  }
+}
+
+void HttpServer::Refuse(Conn* c, int status, const std::string& message,
+                        Counter* reason) {
+  reason->Add();
+  const char* text = status == 413   ? "413 Payload Too Large"
+                     : status == 431 ? "431 Request Header Fields Too Large"
+                     : status == 503 ? "503 Service Unavailable"
+                                     : "400 Bad Request";
+  const char* code = status == 400   ? "INVALID_ARGUMENT"
+                     : status == 503 ? "UNAVAILABLE"
+                                     : "RESOURCE_EXHAUSTED";
+  // The body is an api.Error in JSON, as the gateway's other errors (the
+  // messages are ours: nothing to escape).
+  const std::string body =
+      absl::StrCat("{\"code\":\"", code, "\",\"message\":\"", message, "\"}");
+  const std::string answer = absl::StrCat(
+      "HTTP/1.1 ", text,
+      "\r\nContent-Type: application/json\r\nContent-Length: ", body.size(),
+      "\r\nConnection: close\r\n\r\n", body);
+  ConnStream stream(c, 0, Millis(options_.write_timeout));
+  (void)stream.write(answer.data(), answer.size());
+  log::Debug("latentd http",
+             absl::StrCat("refused a request from ", c->remote_ip, ":",
+                          c->remote_port, " (", text, "): ", message));
+  // Read a little of what the client sends on (a close with unread bytes
+  // resets the connection, which could lose the answer); the rest is not
+  // read, and the connection closes.
+  ::shutdown(c->fd, SHUT_WR);
+  char sink[4096];
+  for (int i = 0; i < 16; ++i) {
+    if (::recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT) <= 0) break;
   }
 }
 
@@ -500,6 +672,11 @@ void HttpServer::Drop(uint64_t id) {
   auto it = conns_.find(id);
   if (it == conns_.end()) return;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, it->second->fd, nullptr);
+  // Not busy (or its own worker drops it): no other thread reads these.
+  Conn& c = *it->second;
+  in_flight_.fetch_sub(static_cast<int64_t>(c.charged),
+                       std::memory_order_relaxed);
+  c.charged = 0;
   auto from = per_address_.find(it->second->remote_ip);
   if (from != per_address_.end() && --from->second <= 0) {
     per_address_.erase(from);

@@ -12,9 +12,24 @@
 // connection holds no thread, only a slot in the epoll set:
 //   - a connection waiting for its (next) request is idle; after
 //     idle_timeout it is closed;
-//   - once it has bytes, one worker reads the request, runs the handler and
-//     writes the answer; a read or write that makes no progress for
-//     read_timeout / write_timeout drops the connection;
+//   - a request is read as its bytes come: a worker takes the connection
+//     for one non-blocking read (plain or through TLS), appends what came
+//     to the connection's buffer and puts it back into the epoll set, so a
+//     client that trickles its request holds no thread between its bytes
+//     (issue 29). Only once the request has fully arrived (headers and
+//     body, framed by HttpRequestScanner) does a worker run the handler
+//     and write the answer; a write that makes no progress for
+//     write_timeout drops the connection;
+//   - a request must arrive whole within request_timeout of its first byte,
+//     and no gap between its bytes may exceed read_timeout; else the
+//     connection is closed (latentd_http_requests_refused_total
+//     {reason="timeout"});
+//   - the request's limits (HttpRequestLimits: body, header bytes, header
+//     lines) are checked as it arrives: over one, it is answered 413 or
+//     431 and the connection closed, with what came so far the only memory
+//     it took. All connections together buffer at most
+//     max_request_bytes_in_flight bytes of requests not yet served; a
+//     request that would take more is answered 503 and closed;
 //   - at most max_connections are open, and max_connections_per_address
 //     from one client address; a connection beyond either is answered 503
 //     (without TLS) and closed at once, never queued.
@@ -47,6 +62,7 @@
 #include "absl/time/time.h"
 #include "base/log.h"
 #include "service/internal/connection_metrics.h"
+#include "service/internal/http_request_scanner.h"
 #include "service/metrics.h"
 #include "sync/tls.h"
 
@@ -70,9 +86,15 @@ struct HttpServerOptions {
   absl::Duration idle_timeout = absl::Seconds(5);   // between requests
   absl::Duration read_timeout = absl::Seconds(5);   // no byte in a request
   absl::Duration write_timeout = absl::Seconds(5);  // no byte of an answer
+  // A request not arrived whole this long after its first byte: closed.
+  absl::Duration request_timeout = absl::Seconds(30);
+  HttpRequestLimits limits;
+  // Bytes of requests not yet served, all connections together; 0: no cap.
+  size_t max_request_bytes_in_flight = size_t{256} << 20;
 };
 
-// Serves one request from `stream`: reads it, answers it, returns false if
+// Serves one request from `stream`, which holds the whole request (reads
+// past its end see EOF): reads it, answers it, returns false if
 // the connection must close (unreadable request, failed write). Sets
 // *connection_closed when the client asked to close. `close_connection`
 // asks the answer to say "Connection: close" (the server is stopping).
@@ -108,9 +130,19 @@ class HttpServer {
   void AcceptAll();
   void CloseIdle();
   void WorkerLoop();
-  // Serves `c`'s requests while it has bytes buffered, then makes it idle
-  // again or drops it.
+  // Reads what `c` has sent, serves each request that has arrived whole,
+  // then puts it back into the epoll set or drops it.
   void Serve(const std::shared_ptr<Conn>& c);
+  // Serves every whole request in `c`'s buffer; false: drop `c`.
+  bool ServeBuffered(Conn* c);
+  // One non-blocking read into `c`'s buffer.
+  enum class Fill { kMore, kWait, kClosed };
+  Fill Receive(Conn* c);
+  // Answers a refused request (plain text, or nothing over TLS that is not
+  // up) and counts it under `reason`.
+  void Refuse(Conn* c, int status, const std::string& message, Counter* reason);
+  // Gives back the budget `c` holds for bytes no longer buffered.
+  void Uncharge(Conn* c);
   // TLS: one step of `c`'s handshake. kWait: it needs more bytes (the
   // connection goes back to idle); kFailed: drop it.
   enum class TlsStep { kDone, kWait, kFailed };
@@ -125,6 +157,14 @@ class HttpServer {
   const HttpServerOptions options_;
   const RequestFn serve_;
   ConnectionMetrics metrics_;
+  // latentd_http_requests_refused_total{reason}.
+  Counter* refused_body_;
+  Counter* refused_headers_;
+  Counter* refused_malformed_;
+  Counter* refused_budget_;
+  Counter* refused_timeout_;
+  Gauge* bytes_in_flight_;
+  std::atomic<int64_t> in_flight_{0};  // bytes buffered, all connections
   log::Throttle accept_log_{absl::Seconds(10)};  // the acceptor's thread
   int listen_fd_ = -1;
   int epoll_fd_ = -1;

@@ -1,5 +1,6 @@
 #include "sync/internal/connection.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string_view>
@@ -203,9 +204,12 @@ void Connection::RefusePlaintext() {
           RefusedPlaintext();
           return;
         }
-        // A framed call without TLS: read it whole, and its reply is the
-        // error.
-        payload_.assign(header->payload_size, '\0');
+        // A framed call without TLS: read (at most 16 KiB of) it, so that
+        // the close is no reset that loses the answer; its reply is the
+        // error. Nothing it announces is allocated.
+        constexpr size_t kMaxDrain = 16 << 10;
+        payload_.assign(std::min<size_t>(header->payload_size, kMaxDrain),
+                        '\0');
         asio::async_read(
             socket_.tcp(), asio::buffer(payload_),
             [this, self, id = header->request_id](const asio::error_code& e2,
@@ -416,61 +420,119 @@ void Connection::ReadHeader() {
 }
 
 void Connection::ReadPayload(FrameHeader header) {
-  const size_t mac_bytes = mac_ ? kMacBytes : 0;
-  payload_.assign(header.payload_size + mac_bytes, '\0');
+  const size_t want = header.payload_size + (mac_ ? kMacBytes : 0);
+  payload_.clear();
+  payload_filled_ = 0;
+  if (want == 0) {
+    DeliverFrame(header);
+    return;
+  }
   auto self = shared_from_this();
-  if (!payload_.empty()) {
-    read_timer_.expires_after(ToChrono(options_.frame_timeout));
-    read_timer_.async_wait([this, self](const asio::error_code& ec) {
-      if (ec || closed_) return;
+  read_timer_.expires_after(ToChrono(options_.frame_timeout));
+  read_timer_.async_wait([this, self](const asio::error_code& ec) {
+    if (ec || closed_) return;
+    options_.stats->connections_rejected.fetch_add(1,
+                                                   std::memory_order_relaxed);
+    Fail(absl::DeadlineExceededError("frame stalled past frame_timeout"));
+  });
+  ReadPayloadSome(header, want);
+}
+
+bool Connection::GrowPayload(size_t want) {
+  // Start small and double: what is held follows what arrived.
+  constexpr size_t kFirstChunk = 4096;
+  const size_t size =
+      std::min(want, std::max(kFirstChunk, 2 * payload_.size()));
+  if (size > payload_charged_ && options_.max_request_bytes_in_flight > 0) {
+    const int64_t more = static_cast<int64_t>(size - payload_charged_);
+    const int64_t before = options_.stats->request_bytes_in_flight.fetch_add(
+        more, std::memory_order_relaxed);
+    if (static_cast<size_t>(before + more) >
+        options_.max_request_bytes_in_flight) {
+      options_.stats->request_bytes_in_flight.fetch_sub(
+          more, std::memory_order_relaxed);
+      options_.stats->frames_over_budget.fetch_add(1,
+                                                   std::memory_order_relaxed);
       options_.stats->connections_rejected.fetch_add(1,
                                                      std::memory_order_relaxed);
-      Fail(absl::DeadlineExceededError("frame stalled past frame_timeout"));
-    });
+      Fail(absl::ResourceExhaustedError(absl::StrCat(
+          "frame of ", want, " bytes refused: this listener's budget of ",
+          options_.max_request_bytes_in_flight,
+          " request bytes in flight is spent (max_request_bytes_in_flight)")));
+      return false;
+    }
+    payload_charged_ = size;
   }
-  asio::async_read(
-      socket_, asio::buffer(payload_.data(), payload_.size()),
-      [this, self, header](const asio::error_code& ec, size_t n) {
-        read_timer_.cancel();
+  payload_.resize(size);
+  return true;
+}
+
+void Connection::ReleasePayload() {
+  if (payload_charged_ > 0) {
+    options_.stats->request_bytes_in_flight.fetch_sub(
+        static_cast<int64_t>(payload_charged_), std::memory_order_relaxed);
+    payload_charged_ = 0;
+  }
+}
+
+void Connection::ReadPayloadSome(FrameHeader header, size_t want) {
+  if (payload_filled_ == payload_.size() && !GrowPayload(want)) return;
+  auto self = shared_from_this();
+  socket_.async_read_some(
+      asio::buffer(payload_.data() + payload_filled_,
+                   payload_.size() - payload_filled_),
+      [this, self, header, want](const asio::error_code& ec, size_t n) {
         if (closed_) return;
+        payload_filled_ += n;
+        options_.stats->bytes_received.fetch_add(n, std::memory_order_relaxed);
         if (ec) {
+          read_timer_.cancel();
           if (ec == asio::error::eof) {
             options_.stats->connections_rejected.fetch_add(
                 1, std::memory_order_relaxed);
             Fail(absl::DataLossError(
-                absl::StrCat("truncated frame: connection ended after ", n,
-                             " of ", payload_.size(), " payload bytes")));
+                absl::StrCat("truncated frame: connection ended after ",
+                             payload_filled_, " of ", want, " payload bytes")));
           } else {
             Fail(absl::UnavailableError(ec.message()));
           }
           return;
         }
-        options_.stats->bytes_received.fetch_add(n, std::memory_order_relaxed);
-        Frame frame;
-        if (mac_) {
-          const std::string_view all(payload_);
-          absl::Status verified =
-              mac_->Verify(std::string_view(header_.data(), header_.size()),
-                           all.substr(0, header.payload_size),
-                           all.substr(header.payload_size));
-          if (!verified.ok()) {
-            options_.stats->connections_rejected.fetch_add(
-                1, std::memory_order_relaxed);
-            Fail(verified);
-            return;
-          }
-          payload_.resize(header.payload_size);
-          frame.peer_id = handshake_->peer_id();
+        if (payload_filled_ < want) {
+          ReadPayloadSome(header, want);
+          return;
         }
-        options_.stats->frames_received.fetch_add(1, std::memory_order_relaxed);
-        frame.type = header.type;
-        frame.request_id = header.request_id;
-        frame.payload = std::move(payload_);
-        payload_.clear();
-        if (options_.role == PeerHandshake::Role::kServer) ++calls_in_progress_;
-        on_frame_(std::move(frame));
-        if (!closed_) ReadHeader();
+        read_timer_.cancel();
+        DeliverFrame(header);
       });
+}
+
+void Connection::DeliverFrame(const FrameHeader& header) {
+  ReleasePayload();
+  Frame frame;
+  if (mac_) {
+    const std::string_view all(payload_);
+    absl::Status verified = mac_->Verify(
+        std::string_view(header_.data(), header_.size()),
+        all.substr(0, header.payload_size), all.substr(header.payload_size));
+    if (!verified.ok()) {
+      options_.stats->connections_rejected.fetch_add(1,
+                                                     std::memory_order_relaxed);
+      Fail(verified);
+      return;
+    }
+    payload_.resize(header.payload_size);
+    frame.peer_id = handshake_->peer_id();
+  }
+  options_.stats->frames_received.fetch_add(1, std::memory_order_relaxed);
+  frame.type = header.type;
+  frame.request_id = header.request_id;
+  frame.payload = std::move(payload_);
+  payload_.clear();
+  payload_filled_ = 0;
+  if (options_.role == PeerHandshake::Role::kServer) ++calls_in_progress_;
+  on_frame_(std::move(frame));
+  if (!closed_) ReadHeader();
 }
 
 void Connection::Send(std::string bytes) {
@@ -551,6 +613,7 @@ void Connection::Fail(absl::Status why) {
   write_timer_.cancel();
   out_.clear();
   out_bytes_ = 0;
+  ReleasePayload();  // the buffer goes with the connection
   CloseFn done = std::move(on_close_);
   if (done) done(why);
 }

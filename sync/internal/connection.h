@@ -97,6 +97,10 @@ struct ConnectionOptions {
   // frame (sync/peer_auth.h); frames flow only once it has succeeded.
   std::shared_ptr<const PeerAuth> auth;
   PeerHandshake::Role role = PeerHandshake::Role::kServer;
+  // Server: the budget for payload bytes of frames still arriving, shared
+  // by the listener's connections through stats->request_bytes_in_flight.
+  // 0: none.
+  size_t max_request_bytes_in_flight = 0;
   TransportStats* stats = nullptr;    // not owned; outlives the connection
   std::shared_ptr<void> stats_owner;  // keeps *stats alive
 };
@@ -149,6 +153,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Established();
   void ReadHeader();
   void ReadPayload(FrameHeader header);
+  // Reads more of the frame's payload into payload_ (grown as bytes come,
+  // up to `want` bytes), then delivers the frame once all are there.
+  void ReadPayloadSome(FrameHeader header, size_t want);
+  void DeliverFrame(const FrameHeader& header);
+  // Grows payload_ towards `want` bytes, charging the listener's budget;
+  // false (the budget is spent) closes the connection.
+  bool GrowPayload(size_t want);
+  // Gives the budget back for what payload_ holds (the frame was delivered
+  // or the connection closed).
+  void ReleasePayload();
   void DoSend(std::string bytes);
   void WriteNext();
   void Fail(absl::Status why);  // on the strand
@@ -169,7 +183,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::array<char, kHandshakeHeaderSize> hs_header_{};
   std::unique_ptr<PeerHandshake> handshake_;  // with options_.auth
   std::unique_ptr<FrameMac> mac_;             // once the handshake is done
-  std::string payload_;  // payload, then its MAC when authenticated
+  std::string payload_;         // payload, then its MAC when authenticated
+  size_t payload_filled_ = 0;   // bytes of payload_ read so far
+  size_t payload_charged_ = 0;  // bytes of the budget payload_ holds
   std::deque<std::string> out_;
   size_t out_bytes_ = 0;
   bool writing_ = false;
