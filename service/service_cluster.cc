@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/file_util.h"
 #include "base/status_macros.h"
 #include "corpora/types.h"
 #include "sampler/store_counts.h"
@@ -110,6 +113,27 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
   });
 }
 
+namespace {
+
+// A node whose sync server is to pick a port (port 0) asks for the port its
+// last run bound, kept in `file`, so that a restart with the same command
+// line comes back at the address the ring knows. Only for the same host: a
+// changed --cluster-listen host wins. True if it did.
+bool RememberedSyncAddress(const std::string& file, std::string* listen) {
+  if (!absl::EndsWith(*listen, ":0")) return false;
+  absl::StatusOr<std::string> saved = ReadFileToString(file, 256);
+  if (!saved.ok()) return false;
+  const std::string address(absl::StripAsciiWhitespace(*saved));
+  const std::string host = listen->substr(0, listen->size() - 1);
+  if (!absl::StartsWith(address, host) || address.size() == host.size()) {
+    return false;
+  }
+  *listen = address;
+  return true;
+}
+
+}  // namespace
+
 absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
   if (started_ || link_ != nullptr || !options_.cluster_mode) {
     return absl::FailedPreconditionError(
@@ -129,6 +153,9 @@ absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
     return graph_->JoinCluster(std::move(options));
   }
   options.key_replicas = options_.replicas;
+  const std::string address_file = options_.data_dir + "/cluster.address";
+  const bool remembered = RememberedSyncAddress(address_file, &options.listen);
+  const std::string listen = options.listen;
   absl::MutexLock lock(&train_mu_);
   TopicTable* table = trainer_->mutable_table();
   // Every word of the cluster, named, so that words any node brings reach
@@ -159,9 +186,19 @@ absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
     pipeline->SetCountUpdaterHook(nullptr);
     pipeline->SetQuiesceMutex(nullptr);
     synced_.reset();
+    if (remembered) {
+      return absl::Status(
+          link.status().code(),
+          absl::StrCat(link.status().message(), " (the sync address ", listen,
+                       " is the one this node had, ", "kept in ", address_file,
+                       ": the ring knows it there; free the port, or give "
+                       "--cluster-listen)"));
+    }
     return link.status();
   }
   link_ = std::move(*link);
+  LATENTD_RETURN_IF_ERROR(
+      WriteFileAtomically(address_file, link_->address() + "\n"));
   joined_.store(true, std::memory_order_release);
   Log(absl::StrCat("joined: ", link_->ring_config().members.size(),
                    " members; sync server on ", link_->address()));
