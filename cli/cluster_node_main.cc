@@ -7,8 +7,8 @@
 //
 //   latentd-cluster-node --cluster-redis redis://127.0.0.1:6379
 //     --cluster demo --cluster-listen 127.0.0.1:7001 --cluster-size 3
-//     --shard 0 --shards 3 --corpus ../shared/data/blei-ap/ap.dat.zst
-//     --format ldac --vocab ../shared/data/blei-ap/vocab.txt.zst
+//     --shard 0 --shards 3 --corpus corpus.ldac
+//     --format ldac --vocab vocab.txt
 //     --consistency ssp:1 --cluster-key /etc/latentd/cluster.key
 //
 // A setting latentd also has keeps latentd's flag name (--cluster-redis,

@@ -33,16 +33,31 @@ function(latentd_library name)
   latentd_options(${name})
 endfunction()
 
-# latentd_test(NAME SRCS a_test.cc DEPS lib LABELS unit [TIMEOUT s])
+# latentd_test(NAME SRCS a_test.cc DEPS lib LABELS unit [TIMEOUT s] [DATA]
+#              [DATA_TESTS filter])
 # Registers each GoogleTest binary with ctest as one test carrying LABELS.
+# DATA: it reads the real corpora (see latentd_needs_data). DATA_TESTS: only
+# the tests that GoogleTest filter names do; they run as a second ctest
+# test, NAME_real_data, and NAME runs the others.
 function(latentd_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "DATA" "TIMEOUT;DATA_TESTS" "SRCS;DEPS;LABELS"
+                        ${ARGN})
   add_executable(${name} ${ARG_SRCS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest
-                                        GTest::gtest_main Threads::Threads)
+                                        latentd_gtest_main Threads::Threads)
   latentd_options(${name} TEST)
-  add_test(NAME ${name} COMMAND ${name}
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set(tests ${name})
+  if(ARG_DATA_TESTS)
+    add_test(NAME ${name} COMMAND ${name} --gtest_filter=-${ARG_DATA_TESTS}
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    add_test(NAME ${name}_real_data
+             COMMAND ${name} --gtest_filter=${ARG_DATA_TESTS}
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    list(APPEND tests ${name}_real_data)
+  else()
+    add_test(NAME ${name} COMMAND ${name}
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  endif()
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
@@ -53,9 +68,30 @@ function(latentd_test name)
     list(APPEND ARG_LABELS unit_gtest)
     set_property(GLOBAL APPEND PROPERTY LATENTD_UNIT_GTESTS ${name})
   endif()
-  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}"
-                       TIMEOUT ${ARG_TIMEOUT}
-                       ENVIRONMENT "LATENTD_DATA_DIR=${PROJECT_SOURCE_DIR}/../shared/data")
+  # Exit code 77: nothing failed and a test was skipped (tests/gtest_main.cc).
+  set_tests_properties(${tests} PROPERTIES LABELS "${ARG_LABELS}"
+                       TIMEOUT ${ARG_TIMEOUT} SKIP_RETURN_CODE 77)
+  if(ARG_DATA)
+    latentd_needs_data(${name})
+  elseif(ARG_DATA_TESTS)
+    latentd_needs_data(${name}_real_data)
+  endif()
+endfunction()
+
+# latentd_needs_data(TEST...): ctest tests that read the real corpora under
+# the cache variable LATENTD_DATA_DIR (GoogleTest: tests/data_dir.h). They,
+# and no other test, get it in their environment, and the label data
+# (`ctest -L data` runs them, `-LE data` leaves them out); where a file they
+# need is missing they print "SKIP: <path> ..." and exit 77, which ctest
+# reports as skipped. The other tests train on generated corpora
+# (tests/testdata).
+function(latentd_needs_data)
+  foreach(test ${ARGN})
+    set_property(TEST ${test} APPEND PROPERTY LABELS data)
+    set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT
+                 "LATENTD_DATA_DIR=${LATENTD_DATA_DIR}")
+    set_property(TEST ${test} PROPERTY SKIP_RETURN_CODE 77)
+  endforeach()
 endfunction()
 
 # latentd_benchmark(NAME SRCS a_benchmark.cc DEPS lib)

@@ -10,9 +10,13 @@
 # Usage: ops/test.sh [build-dir] (default: build-test)
 # Environment: SANITIZERS=0 skips the sanitizer runs (both); FUZZ_SECONDS (default
 # 5) per harness; FUZZ_SEED (default 1: the same mutations every run, so a
-# finding reproduces; longer exploratory fuzzing is ops/fuzz.sh's job).
+# finding reproduces; longer exploratory fuzzing is ops/fuzz.sh's job);
+# LATENTD_DATA_DIR (default ../shared/data beside the checkout): the real
+# corpora of the tests labelled data, which are skipped, each naming the
+# file it lacks, where they are absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export LATENTD_DATA_DIR=${LATENTD_DATA_DIR:-$PWD/../shared/data}
 BUILD=${1:-build-test}
 FUZZ_SECONDS=${FUZZ_SECONDS:-5}
 phase() {
@@ -22,7 +26,8 @@ phase() {
 start=$SECONDS
 ops/install-deps.sh
 phase "install dependencies"
-cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DLATENTD_DATA_DIR="$LATENTD_DATA_DIR"
 cmake --build "$BUILD" -j"$(nproc)"
 phase "release build"
 ctest --test-dir "$BUILD" -j"$(nproc)" --output-on-failure
@@ -32,7 +37,8 @@ if [ "${SANITIZERS:-1}" = "0" ]; then exit 0; fi
 ASAN_BUILD="$BUILD-asan"
 CC=clang CXX=clang++ cmake -S . -B "$ASAN_BUILD" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLATENTD_SANITIZE=address,undefined \
-  -DLATENTD_BUILD_FUZZERS=ON -DLATENTD_BUILD_BENCHMARKS=OFF >/dev/null
+  -DLATENTD_BUILD_FUZZERS=ON -DLATENTD_BUILD_BENCHMARKS=OFF \
+  -DLATENTD_DATA_DIR="$LATENTD_DATA_DIR" >/dev/null
 cmake --build "$ASAN_BUILD" -j"$(nproc)" --target unit_gtests fuzzers
 phase "asan+ubsan build (unit, fuzzers)"
 # kernel_test is left out: pure arithmetic (chi-square checks of the

@@ -2,13 +2,14 @@
 // dense fold-in, which draws each token from all K conditionals
 // (n_dk + α_k)(n_wk + β)/(n_k + Vβ) of the frozen model.
 //
-// Model: blei-ap (../shared/data, or $LATENTD_DATA_DIR) after 20 sweeps at
-// K = 100 (and K = 1000), α = 50/K, β = 0.01. Documents: 200 tokens each,
-// the first 200 tokens of AP documents long enough, cycled. 30 iterations,
-// 10 burn-in (the daemon's defaults). After the usual table the program
-// prints documents per second of both and their ratio.
+// Model: blei-ap (under $LATENTD_DATA_DIR, the real corpora) after 20
+// sweeps at K = 100 (and K = 1000), α = 50/K, β = 0.01. Documents: 200
+// tokens each, the first 200 tokens of AP documents long enough, cycled.
+// 30 iterations, 10 burn-in (the daemon's defaults). After the usual table
+// the program prints documents per second of both and their ratio.
 //
-//   build/sampler/fold_in_benchmark --benchmark_min_time=1
+//   LATENTD_DATA_DIR=DIR build/sampler/fold_in_benchmark
+//       --benchmark_min_time=1
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -44,8 +45,12 @@ Model& TrainedModel(TopicId k) {
   Model& m = models[k];
   if (m.trainer != nullptr) return m;
   const char* env = std::getenv("LATENTD_DATA_DIR");
-  const std::string dir =
-      std::string(env ? env : "../shared/data") + "/blei-ap";
+  if (env == nullptr || *env == '\0') {
+    std::fprintf(stderr, "set LATENTD_DATA_DIR to the real corpora "
+                         "(it reads blei-ap/ap.dat.zst there)\n");
+    std::exit(1);
+  }
+  const std::string dir = std::string(env) + "/blei-ap";
   ReaderOptions input;
   input.format = CorpusFormat::kLdaC;
   input.path = dir + "/ap.dat.zst";

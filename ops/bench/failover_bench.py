@@ -76,6 +76,12 @@ def main():
     latentd = os.path.join(o.build, "cli", "latentd")
     latentctl = os.path.join(o.build, "cli", "latentctl")
     ap = os.path.join(o.data, "blei-ap")
+    for f in ("ap.dat.zst", "vocab.txt.zst"):
+        if not os.path.exists(os.path.join(ap, f)):
+            # Exit 77: what ctest's bench_failover_smoke counts as skipped.
+            print("SKIP: real data %s is missing (LATENTD_DATA_DIR)"
+                  % os.path.join(ap, f))
+            sys.exit(77)
     tmp = tempfile.mkdtemp(prefix="failover-bench-")
     redis, url = start_redis(tmp)
     nodes = []

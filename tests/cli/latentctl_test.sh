@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# End to end through latentctl: train on AP, list topics, infer (text, and
-# JSON with --json), and bad input (unknown topic, unknown words, empty
-# lines, a malformed corpus, an LDA-C or UCI file read as lines, bad flags)
-# each give a clear error while good input still works.
+# End to end through latentctl: train on the test corpus (tests/testdata),
+# list topics, infer (text, and JSON with --json), and bad input (unknown
+# topic, unknown words, empty lines, a malformed corpus, an LDA-C or UCI
+# file read as lines, bad flags) each give a clear error while good input
+# still works.
 set -u
 CTL=$1
-DATA=${LATENTD_DATA_DIR:-../shared/data}
+CORPUS=${LATENTD_TEST_CORPUS:?the test corpus directory (tests/testdata)}
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-"$CTL" train --corpus "$DATA/blei-ap/ap.dat.zst" --vocab "$DATA/blei-ap/vocab.txt.zst" \
+"$CTL" train --corpus "$CORPUS/corpus.ldac" --vocab "$CORPUS/vocab.txt" \
   --format ldac --topics 10 --sweeps 5 --out "$DIR/m" --holdout 0.1 \
   >"$DIR/out" 2>"$DIR/err" || fail "train: $(cat "$DIR/err")"
 grep -q "loglik/token" "$DIR/err" || fail "no progress lines"

@@ -114,11 +114,11 @@ TEST_F(ClusterTest, ExactThroughARingEpochChangeSsp1) {
   EXPECT_EQ(log_.Count("ring epoch 1 -> 2"), 3);
 }
 
-// Grow (issue 12, must-show 1, with AP's third shard as the new node's
-// documents): two nodes train two thirds of AP; a third starts with --join,
-// registers as pending, is admitted mid-training (AdmitNode, what
+// Grow (issue 12, must-show 1, with the corpus's third shard as the new
+// node's documents): two nodes train two thirds of it; a third starts with
+// --join, registers as pending, is admitted mid-training (AdmitNode, what
 // `latentctl cluster add-node` runs), takes its keys from the two, pushes
-// its counts and samples. The model then covers all of AP exactly, and the
+// its counts and samples. The model then covers all of it exactly, and the
 // move is recorded as done.
 void RunGrow(ClusterNodeOptions base) {
   auto cluster = LocalCluster::Start(base, 2, {}, /*shards=*/3);
@@ -183,7 +183,7 @@ void RunGrow(ClusterNodeOptions base) {
   for (auto& n : nodes) EXPECT_EQ(n->epoch(), 2u) << n->node_id();
   auto rounds = (*cluster)->Drain();
   ASSERT_TRUE(rounds.ok()) << rounds.status();
-  EXPECT_EQ((*cluster)->total_tokens(), 435838u);  // all of AP
+  EXPECT_EQ((*cluster)->total_tokens(), testing::TestCorpusSize().tokens);
   ExpectExact(**cluster);
   auto redis = sync::RedisClient::Connect(base.redis_url);
   ASSERT_TRUE(redis.ok());
@@ -206,8 +206,8 @@ TEST_F(ClusterTest, GrowSsp1) {
   RunGrow(o);
 }
 
-// Shrink with drop (issue 12, must-show 2b): three nodes train AP's
-// thirds; the operator removes node2 with --drop mid-training
+// Shrink with drop (issue 12, must-show 2b): three nodes train the
+// corpus's thirds; the operator removes node2 with --drop mid-training
 // (RemoveNode: the drain epoch); node2 stops sampling, takes its
 // documents' counts out of the model, pushes that, ends the drain (the
 // next epoch's ring lacks it), hands every key it owns to the two left and
@@ -275,7 +275,7 @@ void RunShrinkDrop(ClusterNodeOptions base) {
   for (auto& n : nodes) EXPECT_EQ(n->epoch(), 3u) << n->node_id();
   auto rounds = (*cluster)->Drain();
   ASSERT_TRUE(rounds.ok()) << rounds.status();
-  EXPECT_LT((*cluster)->total_tokens(), 435838u);
+  EXPECT_LT((*cluster)->total_tokens(), testing::TestCorpusSize().tokens);
   ExpectExact(**cluster);  // Σ n_k = the two nodes' tokens
   EXPECT_EQ(nodes[0]->ring_config().members.size(), 2u);
 }

@@ -1,6 +1,7 @@
 // Cluster fault and consistency tests (label cluster): 3 in-process nodes
 // on 127.0.0.1 with a private redis-server, over the first 600 documents of
-// blei-ap (about 116k tokens; node i gets documents i, i+3, ...), K = 20.
+// the test corpus (about 116k tokens; node i gets documents i, i+3, ...),
+// K = 20.
 //
 //   SspBound...       one node slowed down; no node ever starts a sweep
 //                     more than s ahead of the slowest (async as control)

@@ -1,10 +1,11 @@
 // Cluster tests (label cluster): a private redis-server and 3 in-process
 // nodes on 127.0.0.1, talking over loopback TCP, each training on a third
-// of blei-ap (document i goes to node i % 3, or by its id's hash).
+// of the test corpus (tests/testdata/test_corpus.h; document i goes to
+// node i % 3, or by its id's hash).
 //
 // Sizes are kept small for a 2-core CI machine: K = 20, 20 sweeps for the
-// exactness tests (full AP, 435k tokens), fewer sweeps and the first 600
-// documents for the SSP, failure and bad-frame tests.
+// exactness tests (the whole corpus, 436k tokens), fewer sweeps and the
+// first 600 documents for the SSP, failure and bad-frame tests.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -37,7 +38,8 @@ void RunExactness(ClusterNodeOptions base) {
   for (const auto& r : run->reports) EXPECT_EQ(r.size(), 20u);
   auto rounds = (*cluster)->Drain();
   ASSERT_TRUE(rounds.ok()) << rounds.status();
-  EXPECT_EQ((*cluster)->total_tokens(), 435838u);  // all of AP, no pruning
+  // All of the corpus, no pruning.
+  EXPECT_EQ((*cluster)->total_tokens(), testing::TestCorpusSize().tokens);
   ExpectExact(**cluster);
   uint64_t bytes = 0, r = 0;
   for (auto& n : (*cluster)->nodes()) {
@@ -51,8 +53,8 @@ void RunExactness(ClusterNodeOptions base) {
 
 TEST_F(ClusterTest, ExactAfterDrainAsync) { RunExactness(Base("async")); }
 TEST_F(ClusterTest, ExactAfterDrainSsp1) { RunExactness(Base("ssp:1")); }
-// BSP also splits AP by document id (ShardBy::kId): the total of 435,838
-// tokens then checks that the three shards are disjoint and cover it.
+// BSP also splits the corpus by document id (ShardBy::kId): the total of
+// its tokens then checks that the three shards are disjoint and cover it.
 TEST_F(ClusterTest, ExactAfterDrainBsp) {
   ClusterNodeOptions o = Base("bsp");
   o.shard_by = ShardBy::kId;
@@ -69,7 +71,7 @@ TEST_F(ClusterTest, ExactAfterDrainBsp) {
 TEST_F(ClusterTest, QualityWithinTwoPercentOfOneNode) {
   constexpr int kSweeps = 80;
   constexpr TopicId kTopics = 20;
-  auto reader = OpenDocumentReader(ApCorpus());
+  auto reader = OpenDocumentReader(TestCorpus());
   ASSERT_TRUE(reader.ok()) << reader.status();
   std::unique_ptr<TokenStore> store = CreateInMemoryTokenStore({});
   CorpusBuilderOptions build;

@@ -1,12 +1,12 @@
 // Shared by the cluster tests: a fixture with a private redis-server on
-// 127.0.0.1 (free port), node options over blei-ap, a log sink.
+// 127.0.0.1 (free port), node options over the test corpus
+// (tests/testdata/test_corpus.h), a log sink.
 #ifndef LATENTD_TESTS_CLUSTER_CLUSTER_TEST_UTIL_H_
 #define LATENTD_TESTS_CLUSTER_CLUSTER_TEST_UTIL_H_
 
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -18,19 +18,15 @@
 #include "gtest/gtest.h"
 #include "hashring/ring.h"
 #include "service/cluster/local_cluster.h"
+#include "tests/testdata/test_corpus.h"
 
 namespace latentd {
 
-inline std::string DataDir() {
-  const char* dir = std::getenv("LATENTD_DATA_DIR");
-  return dir != nullptr ? dir : "../shared/data";
-}
-
-inline ReaderOptions ApCorpus() {
+inline ReaderOptions TestCorpus() {
   ReaderOptions input;
   input.format = CorpusFormat::kLdaC;
-  input.path = DataDir() + "/blei-ap/ap.dat.zst";
-  input.vocab_path = DataDir() + "/blei-ap/vocab.txt.zst";
+  input.path = testing::TestCorpusFile("corpus.ldac");
+  input.vocab_path = testing::TestCorpusFile("vocab.txt");
   return input;
 }
 
@@ -64,7 +60,7 @@ class ClusterTest : public ::testing::Test {
     ClusterNodeOptions o;
     o.redis_url = redis_->url();
     o.cluster = absl::StrCat("test-", ::getpid(), "-", ++clusters_);
-    o.corpus = ApCorpus();
+    o.corpus = TestCorpus();
     o.num_topics = 20;
     o.seed = 7;
     o.threads = 1;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Cluster test with real processes (label cluster): a private redis-server
 # and three latentd-cluster-node processes on 127.0.0.1, each on a third of
-# the first 600 blei-ap documents, K = 20, ssp:1.
+# the first 600 documents of the test corpus, K = 20, ssp:1.
 #   1. all three finish; after the drain each node's final pass is quiet
 #      (its every key equals the owner's global) and nobody is unavailable;
 #   2. node 2 is killed with SIGKILL mid-run: the other two report one peer
@@ -9,7 +9,7 @@
 # Usage: node_processes_test.sh PATH/TO/latentd-cluster-node
 set -u
 NODE=${1:?usage: $0 latentd-cluster-node}
-DATA=${LATENTD_DATA_DIR:-../shared/data}/blei-ap
+CORPUS=${LATENTD_TEST_CORPUS:?the test corpus directory (tests/testdata)}
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -37,7 +37,7 @@ chmod 600 "$KEY"
 start_node() {  # cluster shard sweeps [extra flags]
   "$NODE" ${4:-} --cluster-key "$KEY" --redis "redis://127.0.0.1:$PORT" --cluster "$1" \
     --listen 127.0.0.1:0 --node-id "node$2" --members 3 --shard "$2" \
-    --shards 3 --corpus "$DATA/ap.dat.zst" --vocab "$DATA/vocab.txt.zst" \
+    --shards 3 --corpus "$CORPUS/corpus.ldac" --vocab "$CORPUS/vocab.txt" \
     --max-docs 600 --topics 20 --consistency ssp:1 --sweeps "$3" \
     --linger-s 60 >"$WORK/$1-$2.out" 2>"$WORK/$1-$2.err" &
   PIDS+=($!)

@@ -1,6 +1,6 @@
 // Edge-list reader: SNAP text with comments, weights, self-loops and
 // duplicates, compressed files, malformed lines, and the real SNAP graphs
-// of ../shared/data against the counts in their SOURCE.md.
+// under $LATENTD_DATA_DIR against the counts in their SOURCE.md.
 #include "corpora/edge_list.h"
 
 #include <string>
@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "tests/corpora/compress_util.h"
 #include "tests/corpora/test_util.h"
+#include "tests/data_dir.h"
 
 namespace latentd {
 namespace {
@@ -133,9 +134,13 @@ TEST(EdgeList, ReadsPlainZstdAndGzipFilesAlike) {
   EXPECT_TRUE(empty->edges.empty());
 }
 
-// The counts of ../shared/data/snap-*/SOURCE.md: SNAP lists each undirected
+// The counts of the real graphs' SOURCE.md (ctest: the test
+// corpora_edge_list_test_real_data, label data): SNAP lists each undirected
 // edge in both directions, so half the non-loop lines are duplicates.
 TEST(EdgeList, RealSnapGraphsMatchTheirSourceCounts) {
+  LATENTD_REQUIRE_DATA("snap-ca-GrQc/CA-GrQc.txt.zst",
+                       "snap-ca-HepTh/CA-HepTh.txt.zst",
+                       "snap-ego-facebook/facebook_combined.txt.zst");
   struct Graph {
     const char* file;
     uint64_t lines, self_loops, distinct_with_loops;
@@ -146,7 +151,7 @@ TEST(EdgeList, RealSnapGraphsMatchTheirSourceCounts) {
       {"snap-ego-facebook/facebook_combined.txt.zst", 88234, 0, 88234},
   };
   for (const Graph& g : graphs) {
-    const std::string path = testing::DataDir() + "/" + g.file;
+    const std::string path = testing::RealDataPath(g.file);
     absl::StatusOr<EdgeList> list = ReadEdgeList(path);
     ASSERT_TRUE(list.ok()) << list.status();
     const EdgeListStats& s = list->stats;

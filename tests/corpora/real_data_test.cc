@@ -1,5 +1,6 @@
-// Reads the real corpora under shared/data ($LATENTD_DATA_DIR) and checks
-// the counts their SOURCE.md files state. Skipped if the data is absent.
+// Reads the real corpora under $LATENTD_DATA_DIR (tests/data_dir.h; ctest
+// label data) and checks the counts their SOURCE.md files state. Each test
+// is skipped, naming the missing file, if its corpus is absent.
 #include <filesystem>
 #include <string>
 
@@ -8,6 +9,7 @@
 #include "corpora/document_reader.h"
 #include "gtest/gtest.h"
 #include "tests/corpora/test_util.h"
+#include "tests/data_dir.h"
 
 namespace latentd {
 namespace {
@@ -37,21 +39,12 @@ Counts CountAll(const ReaderOptions& options) {
   return c;
 }
 
-std::string DataFile(const std::string& relative) {
-  std::string path = testing::DataDir() + "/" + relative;
-  if (!std::filesystem::exists(path)) return "";
-  return path;
-}
-
-#define REQUIRE_DATA(path) \
-  if ((path).empty()) GTEST_SKIP() << "no data under " << testing::DataDir()
-
 TEST(RealData, BleiApLdaC) {
+  LATENTD_REQUIRE_DATA("blei-ap/ap.dat.zst", "blei-ap/vocab.txt.zst");
   ReaderOptions o;
   o.format = CorpusFormat::kLdaC;
-  o.path = DataFile("blei-ap/ap.dat.zst");
-  o.vocab_path = DataFile("blei-ap/vocab.txt.zst");
-  REQUIRE_DATA(o.path);
+  o.path = testing::RealDataPath("blei-ap/ap.dat.zst");
+  o.vocab_path = testing::RealDataPath("blei-ap/vocab.txt.zst");
   o.skip_malformed = false;  // the last line's trailing spaces are fine
   Counts c = CountAll(o);
   EXPECT_EQ(c.docs, 2246u);
@@ -62,11 +55,12 @@ TEST(RealData, BleiApLdaC) {
 }
 
 TEST(RealData, UciKos) {
+  LATENTD_REQUIRE_DATA("uci-kos/docword.kos.txt.zst",
+                       "uci-kos/vocab.kos.txt.zst");
   ReaderOptions o;
   o.format = CorpusFormat::kUci;
-  o.path = DataFile("uci-kos/docword.kos.txt.zst");
-  o.vocab_path = DataFile("uci-kos/vocab.kos.txt.zst");
-  REQUIRE_DATA(o.path);
+  o.path = testing::RealDataPath("uci-kos/docword.kos.txt.zst");
+  o.vocab_path = testing::RealDataPath("uci-kos/vocab.kos.txt.zst");
   o.skip_malformed = false;
   Counts c = CountAll(o);
   EXPECT_EQ(c.docs, 3430u);
@@ -77,10 +71,10 @@ TEST(RealData, UciKos) {
 }
 
 TEST(RealData, News20LinesWithAndWithoutStopwords) {
+  LATENTD_REQUIRE_DATA("20newsgroups-bydate/news20.lines.zst");
   ReaderOptions o;
   o.format = CorpusFormat::kLines;
-  o.path = DataFile("20newsgroups-bydate/news20.lines.zst");
-  REQUIRE_DATA(o.path);
+  o.path = testing::RealDataPath("20newsgroups-bydate/news20.lines.zst");
   o.tokenizer.remove_stopwords = false;
   o.tokenizer.min_length = 1;
   Counts c = CountAll(o);
@@ -94,11 +88,11 @@ TEST(RealData, News20LinesWithAndWithoutStopwords) {
 }
 
 TEST(RealData, BuildApStore) {
+  LATENTD_REQUIRE_DATA("blei-ap/ap.dat.zst", "blei-ap/vocab.txt.zst");
   ReaderOptions o;
   o.format = CorpusFormat::kLdaC;
-  o.path = DataFile("blei-ap/ap.dat.zst");
-  o.vocab_path = DataFile("blei-ap/vocab.txt.zst");
-  REQUIRE_DATA(o.path);
+  o.path = testing::RealDataPath("blei-ap/ap.dat.zst");
+  o.vocab_path = testing::RealDataPath("blei-ap/vocab.txt.zst");
   testing::TempDir dir;
   CorpusBuilderOptions b;
   b.num_topics = 50;

@@ -1,5 +1,5 @@
 // Helpers shared by the corpora tests: a scratch directory removed at the
-// end of the test, small file writers, and the shared data directory.
+// end of the test and small file writers.
 #ifndef LATENTD_TESTS_CORPORA_TEST_UTIL_H_
 #define LATENTD_TESTS_CORPORA_TEST_UTIL_H_
 
@@ -45,12 +45,6 @@ inline void WriteFile(const std::string& path, const std::string& contents) {
 inline std::string ReadFileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// The shared real-data directory: $LATENTD_DATA_DIR or ../shared/data.
-inline std::string DataDir() {
-  const char* dir = std::getenv("LATENTD_DATA_DIR");
-  return dir != nullptr && *dir != '\0' ? dir : "../shared/data";
 }
 
 }  // namespace latentd::testing

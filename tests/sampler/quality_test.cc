@@ -8,14 +8,10 @@
 #include "corpora/synthetic_corpus.h"
 #include "gtest/gtest.h"
 #include "sampler/trainer.h"
+#include "tests/data_dir.h"
 
 namespace latentd {
 namespace {
-
-std::string DataDir() {
-  const char* dir = std::getenv("LATENTD_DATA_DIR");
-  return dir != nullptr ? dir : "../shared/data";
-}
 
 // A synthetic-recovery run: the corpus, the chains, the kernel.
 struct SyntheticCase {
@@ -153,11 +149,10 @@ TEST(Quality, RecoversSyntheticTopicsWithMh) {
 }
 
 double LogLikelihoodAfter(int threads, int sweeps) {
-  const std::string ap = DataDir() + "/blei-ap";
   ReaderOptions input;
   input.format = CorpusFormat::kLdaC;
-  input.path = ap + "/ap.dat.zst";
-  input.vocab_path = ap + "/vocab.txt.zst";
+  input.path = testing::RealDataPath("blei-ap/ap.dat.zst");
+  input.vocab_path = testing::RealDataPath("blei-ap/vocab.txt.zst");
   auto reader = OpenDocumentReader(input);
   EXPECT_TRUE(reader.ok()) << reader.status();
   if (!reader.ok()) return 0;
@@ -188,8 +183,10 @@ double LogLikelihoodAfter(int threads, int sweeps) {
 }
 
 // With 2 and 4 threads the per-token log-likelihood after 60 sweeps is
-// within 1% of the one-thread run, on Blei's AP corpus.
+// within 1% of the one-thread run, on Blei's AP corpus (real data: the
+// ctest test quality_test_real_data, label data).
 TEST(Quality, ThreadsMatchOneThreadOnAp) {
+  LATENTD_REQUIRE_DATA("blei-ap/ap.dat.zst", "blei-ap/vocab.txt.zst");
   const double one = LogLikelihoodAfter(1, 60);
   ASSERT_LT(one, 0);
   for (int threads : {2, 4}) {

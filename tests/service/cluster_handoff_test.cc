@@ -1,6 +1,7 @@
 // Shrinking a training cluster (issue 12, "Must show" 2; docs/design.md
 // "Growing and shrinking the cluster"): three daemons train thirds of
-// blei-ap; while they train, `latentctl cluster remove-node C` removes one.
+// the test corpus; while they train, `latentctl cluster remove-node C`
+// removes one.
 // With --handoff (the default: no mode given) C stops sampling and ships
 // its documents with their topics to A and B, which add them to their
 // token stores; with --drop its documents leave the model. Either way C
@@ -31,21 +32,20 @@ namespace {
 using service::Protocol;
 
 constexpr int kNodes = 3;
-constexpr int kApDocuments = 2246;  // blei-ap
 
 // The sweeps `d` has completed.
 uint64_t Sweep(Daemon* d) {
   return static_cast<uint64_t>(Metric(d, "latentd_sweeps_total"));
 }
 
-// Starts the three nodes of `cluster` on the thirds WriteApParts wrote into
+// Starts the three nodes of `cluster` on the thirds WriteCorpusParts wrote into
 // its directory, node i with `extra[i]` (if given) added to its arguments;
 // true if all serve.
 bool StartThirds(TestCluster* cluster,
                  const std::vector<std::vector<std::string>>& extra = {}) {
   std::vector<std::vector<std::string>> args;
   for (int i = 0; i < kNodes; ++i) {
-    args.push_back(ApPartArgs(cluster->dir(), i));
+    args.push_back(CorpusPartArgs(cluster->dir(), i));
     for (const char* a : {"--max-sweeps", "40", "--optimize-alpha", "off"}) {
       args.back().push_back(a);
     }
@@ -60,12 +60,13 @@ bool StartThirds(TestCluster* cluster,
 // and checks the two left (see the top).
 void RemoveOneMidTraining(const std::string& mode) {
   const bool drop = mode == "--drop";
+  const uint64_t corpus = TestCorpusSize().documents;
   TestCluster cluster({.name = "handoff"});
   ASSERT_TRUE(cluster.ok());
   RedisServer& redis = cluster.redis();
   std::vector<std::map<std::string, long long>> parts;
   std::map<std::string, long long> freq =
-      WriteApParts(cluster.dir(), kNodes, &parts);
+      WriteCorpusParts(cluster.dir(), kNodes, &parts);
   ASSERT_FALSE(freq.empty());
   if (drop) {  // the model keeps A's and B's documents only
     freq = parts[0];
@@ -83,7 +84,7 @@ void RemoveOneMidTraining(const std::string& mode) {
       60);
   ASSERT_TRUE(c_status.ok()) << c_status.status() << c->Log();
   const uint64_t c_documents = c_status->documents();
-  EXPECT_EQ(c_documents, static_cast<uint64_t>(kApDocuments / kNodes));
+  EXPECT_EQ(c_documents, corpus / kNodes);
   for (int i = 0; i < 1200 && Sweep(c) < 3; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -121,12 +122,11 @@ void RemoveOneMidTraining(const std::string& mode) {
   ASSERT_TRUE(fb.ok()) << fb.status() << b->Log();
   // Every document of the three thirds (with drop: A's and B's), and
   // every token.
-  EXPECT_EQ(
-      fa->documents() + fb->documents(),
-      static_cast<uint64_t>(drop ? kApDocuments - c_documents : kApDocuments));
+  EXPECT_EQ(fa->documents() + fb->documents(),
+            drop ? corpus - c_documents : corpus);
   if (!drop) {  // each adopted some
-    EXPECT_GT(fa->documents(), static_cast<uint64_t>(kApDocuments / kNodes));
-    EXPECT_GT(fb->documents(), static_cast<uint64_t>(kApDocuments / kNodes));
+    EXPECT_GT(fa->documents(), corpus / kNodes);
+    EXPECT_GT(fb->documents(), corpus / kNodes);
   }
   EXPECT_EQ(static_cast<long long>(fa->tokens() + fb->tokens()), total_tokens);
 
@@ -168,7 +168,7 @@ TEST(ClusterShrink, AHandoffTheOthersRefuseFailsTheRemovalAndSaysWhy) {
   TestCluster cluster({.name = "handoff"});
   ASSERT_TRUE(cluster.ok());
   RedisServer& redis = cluster.redis();
-  ASSERT_FALSE(WriteApParts(cluster.dir(), kNodes).empty());
+  ASSERT_FALSE(WriteCorpusParts(cluster.dir(), kNodes).empty());
   const std::string kRead = "read-token-0123456789abcdef";
   auto tokens = [&](const std::string& name, const std::string& admin) {
     const std::string path = cluster.dir() + "/" + name;

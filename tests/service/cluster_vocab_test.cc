@@ -4,8 +4,6 @@
 // daemons run on 127.0.0.1 (Unix socket, kernel-picked ports) and are
 // stopped at the end.
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -24,11 +22,6 @@ namespace {
 using service::Method;
 using service::Protocol;
 
-std::string DataDir() {
-  const char* data = std::getenv("LATENTD_DATA_DIR");
-  return data != nullptr ? data : "../shared/data";
-}
-
 // Growing vocabulary (issue 12): documents with words no corpus had are
 // ingested into A while both train; the words become new keys at their
 // owners, which send them (named) to B. Once both have stopped and the
@@ -37,7 +30,7 @@ std::string DataDir() {
 TEST(ClusterVocabulary, NewWordsIngestedOnOneNodeReachEveryNodesExport) {
   TestCluster cluster({.name = "words"});
   ASSERT_TRUE(cluster.ok());
-  std::vector<std::string> args = ApTrainingArgs("20", "10");
+  std::vector<std::string> args = TrainingArgs("20", "10");
   // α is each node's own when learned (docs/design.md): fixed here, so
   // that alpha.txt too is the same on both.
   args.push_back("--optimize-alpha");
@@ -101,46 +94,20 @@ TEST(ClusterVocabulary, NewWordsIngestedOnOneNodeReachEveryNodesExport) {
   cluster.StopAll();
 }
 
-// Runs `command` under sh; its standard output (empty if it failed).
-std::string Shell(const std::string& command) {
-  FILE* p = ::popen(command.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while (p != nullptr && (n = std::fread(buf, 1, sizeof(buf), p)) > 0) {
-    out.append(buf, n);
-  }
-  const int status = p != nullptr ? ::pclose(p) : -1;
-  EXPECT_EQ(status, 0) << command;
-  return out;
-}
-
-// Up to `n` Reuters-21578 articles (their BODY, one line each) from the
-// first file of the collection.
-std::string ReutersLines(int n) {
-  const std::string sgm = Shell("zstd -dc " + DataDir() +
-                                "/reuters21578/reuters21578.tar.zst | tar -xO "
-                                "reuters21578/reut2-000.sgm");
-  std::string out;
-  size_t at = 0;
-  for (int i = 0; i < n; ++i) {
-    const size_t begin = sgm.find("<BODY>", at);
-    if (begin == std::string::npos) break;
-    const size_t end = sgm.find("</BODY>", begin);
-    if (end == std::string::npos) break;
-    std::string body = sgm.substr(begin + 6, end - begin - 6);
-    for (char& c : body) {
-      if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-    }
-    out += body + "\n";
-    at = end;
+// Lines [first, last] (1-based) of `path`, each with its newline.
+std::string Lines(const std::string& path, int first, int last) {
+  std::ifstream in(path);
+  std::string line, out;
+  for (int n = 1; n <= last && std::getline(in, line); ++n) {
+    if (n >= first) out += line + "\n";
   }
   return out;
 }
 
 // Grow with another corpus (issue 12): A and B train two halves of a
-// blei-ap subset; C, with Reuters-21578 articles (other words, another
-// format), starts with --cluster-join and is admitted while they train;
+// subset of the test corpus; C, with documents of another corpus (raw
+// text, other.lines: other topics, half its words new), starts with
+// --cluster-join and is admitted while they train;
 // all three run to --max-sweeps. Then every node exports the same files
 // (α fixed), every word's row adds up to that word's tokens in the three
 // stores together (words only C had included), and Σ n_k is their total.
@@ -149,29 +116,27 @@ TEST(ClusterVocabulary, ANodeWithAnotherCorpusJoinsAndEveryNodeHoldsAllWords) {
   ASSERT_TRUE(cluster.ok());
   RedisServer& redis = cluster.redis();
   const std::string& tmp = cluster.dir();
-  const std::string ap = DataDir() + "/blei-ap";
-  for (const auto& [name, lines] :
-       {std::pair<const char*, const char*>{"ap_a.dat", "1,150p"},
-        {"ap_b.dat", "151,300p"}}) {
-    std::ofstream(tmp + "/" + name)
-        << Shell("zstd -dc " + ap + "/ap.dat.zst | sed -n " + lines);
-  }
-  std::ofstream(tmp + "/reuters.lines") << ReutersLines(150);
+  const std::string docs = TestCorpusFile("corpus.ldac");
+  std::ofstream(tmp + "/part_a.dat") << Lines(docs, 1, 150);
+  std::ofstream(tmp + "/part_b.dat") << Lines(docs, 151, 300);
+  std::ofstream(tmp + "/other.lines")
+      << Lines(TestCorpusFile("other.lines"), 1, 150);
   auto common = [&](std::vector<std::string> args) {
     for (const char* a : {"--topics", "10", "--optimize-alpha", "off"}) {
       args.push_back(a);
     }
     return args;
   };
-  auto ap_args = [&](const char* file) {
+  auto part_args = [&](const char* file) {
     return common({"--corpus", tmp + "/" + file, "--format", "ldac",
-                   "--corpus-vocab", ap + "/vocab.txt.zst", "--max-sweeps",
-                   "150"});
+                   "--corpus-vocab", TestCorpusFile("vocab.txt"),
+                   "--max-sweeps", "150"});
   };
-  ASSERT_TRUE(cluster.Start({ap_args("ap_a.dat"), ap_args("ap_b.dat")}));
+  ASSERT_TRUE(
+      cluster.Start({part_args("part_a.dat"), part_args("part_b.dat")}));
   Daemon* a = cluster.node(0);
   Daemon* c =
-      cluster.StartJoiner(common({"--corpus", tmp + "/reuters.lines",
+      cluster.StartJoiner(common({"--corpus", tmp + "/other.lines",
                                   "--format", "lines", "--max-sweeps", "8"}));
   const std::string pending = PendingNode(redis.address(), "mixed");
   ASSERT_FALSE(pending.empty()) << c->Log();
@@ -230,7 +195,7 @@ TEST(ClusterVocabulary, ANodeWithAnotherCorpusJoinsAndEveryNodeHoldsAllWords) {
   long long total = 0;
   for (const auto& [word, n] : want) total += n;
   EXPECT_EQ(total, tokens);
-  // C's words (Reuters) and A's (AP) are all there.
+  // C's words (other.lines) and A's (corpus.ldac) are all there.
   EXPECT_GT(StoreWordCounts(cluster.data_dir(2)).size(), 100u);
 }
 

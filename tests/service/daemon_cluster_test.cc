@@ -75,7 +75,7 @@ TEST(DaemonCluster, ClusterModeWithoutAKeyRefusesToStart) {
   std::vector<std::string> args = {"--topics",        "5",
                                    "--cluster-redis", redis.address(),
                                    "--cluster",       "nokey"};
-  for (const std::string& a : ApCorpusArgs()) args.push_back(a);
+  for (const std::string& a : TestCorpusArgs()) args.push_back(a);
   Daemon none(tmp.path() + "/none", args, false);
   EXPECT_FALSE(none.WaitForPorts());
   EXPECT_NE(none.Log().find("needs the cluster key: --cluster-key FILE"),
@@ -95,7 +95,7 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
   TestCluster cluster({.name = "test"});
   ASSERT_TRUE(cluster.ok());
   RedisServer& redis = cluster.redis();
-  const std::vector<std::string> args = ApTrainingArgs("20", "12");
+  const std::vector<std::string> args = TrainingArgs("20", "12");
   // A also consumes a Redis stream of users' events.
   std::vector<std::string> a_args = args;
   for (const std::string& f :
@@ -255,7 +255,7 @@ TEST(DaemonCluster, TwoNodesTrainOverMutualTlsAndAPasswordedRedis) {
   ASSERT_TRUE(cluster.ok());
   sync::testing::TestPki pki;
   ASSERT_TRUE(pki.ok()) << "openssl failed";
-  std::vector<std::string> args = ApTrainingArgs("10", "3");
+  std::vector<std::string> args = TrainingArgs("10", "3");
   for (const std::string& a :
        {std::string("--cluster-tls-cert"), pki.path("server.pem"),
         std::string("--cluster-tls-key"), pki.path("server.key"),
@@ -307,7 +307,7 @@ TEST(DaemonCluster, ForwardingCarriesTheAdminTokenWhenTokensAreOn) {
                  kRead.c_str(), kWrite.c_str());
     std::fclose(f);
   }
-  std::vector<std::string> args = ApTrainingArgs("10", "3");
+  std::vector<std::string> args = TrainingArgs("10", "3");
   args.push_back("--api-tokens");
   args.push_back(tokens);
   ASSERT_TRUE(cluster.Start(2, args));
@@ -391,10 +391,10 @@ TEST(DaemonCluster, ADaemonJoinsARunningClusterWhenAdmitted) {
   TestCluster cluster({.name = "grow"});
   ASSERT_TRUE(cluster.ok());
   RedisServer& redis = cluster.redis();
-  ASSERT_TRUE(cluster.Start(2, ApTrainingArgs("20", "15")));
+  ASSERT_TRUE(cluster.Start(2, TrainingArgs("20", "15")));
   Daemon* a = cluster.node(0);
   Daemon* b = cluster.node(1);
-  Daemon* c = cluster.StartJoiner(ApTrainingArgs("20", "6"));
+  Daemon* c = cluster.StartJoiner(TrainingArgs("20", "6"));
 
   // The operator finds the pending node in `cluster status`; two
   // operators admit it at once: one wins (epoch 1 -> 2), the other is told
@@ -461,18 +461,20 @@ TEST(DaemonCluster, ADaemonJoinsARunningClusterWhenAdmitted) {
   EXPECT_EQ(na, nb);
   EXPECT_EQ(nb, nc);
   // Each member's heartbeat (about once a second) shows in cluster status.
+  const std::string documents =
+      absl::StrCat(" ", TestCorpusSize().documents, " documents");
   std::string status_out;
   for (int i = 0; i < 50; ++i) {
     auto [src, sout] = Latentctl({"cluster", "status", "--cluster-redis",
                                   redis.address(), "--cluster", "grow"});
     status_out = sout;
     if (src == 0 && sout.find(" ago (sweep ") != std::string::npos &&
-        sout.find(" 2246 documents)") != std::string::npos) {
+        sout.find(documents) != std::string::npos) {
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  EXPECT_NE(status_out.find("2246 documents"), std::string::npos) << status_out;
+  EXPECT_NE(status_out.find(documents), std::string::npos) << status_out;
   cluster.StopAll();
 }
 
@@ -487,7 +489,7 @@ TEST(DaemonCluster, ARemovedDaemonTakesItsDocumentsOutAndExits) {
   TestCluster cluster({.name = "shrink", .key = false});
   ASSERT_TRUE(cluster.ok());
   RedisServer& redis = cluster.redis();
-  ASSERT_TRUE(cluster.Start(3, ApTrainingArgs()));
+  ASSERT_TRUE(cluster.Start(3, TrainingArgs()));
   Daemon* a = cluster.node(0);
   Daemon* b = cluster.node(1);
   Daemon* c = cluster.node(2);
@@ -555,7 +557,7 @@ TEST(DaemonCluster, AKilledDaemonRestartsFromItsDirectoryAndStaysExact) {
   // daemon_failover_test's).
   TestCluster cluster({.name = "rejoin"});
   ASSERT_TRUE(cluster.ok());
-  const std::vector<std::string> args = ApTrainingArgs();
+  const std::vector<std::string> args = TrainingArgs();
   std::vector<std::string> b_args = args;
   for (const std::string& a : FixedPortArgs({"--listen", "--cluster-listen"})) {
     b_args.push_back(a);
@@ -615,7 +617,7 @@ TEST(DaemonCluster, ADaemonLostForGoodIsRemovedAndTheModelIsTheRest) {
   TestCluster cluster({.name = "lost"});
   ASSERT_TRUE(cluster.ok());
   RedisServer& redis = cluster.redis();
-  ASSERT_TRUE(cluster.Start(3, ApTrainingArgs()));
+  ASSERT_TRUE(cluster.Start(3, TrainingArgs()));
   Daemon* a = cluster.node(0);
   Daemon* b = cluster.node(1);
   Daemon* c = cluster.node(2);

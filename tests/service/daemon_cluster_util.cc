@@ -223,18 +223,20 @@ void TestCluster::StopAll() {
   }
 }
 
-std::vector<std::string> ApTrainingArgs(const char* topics,
-                                        const char* max_sweeps) {
-  std::vector<std::string> args = ApCorpusArgs();
+std::vector<std::string> TrainingArgs(const char* topics,
+                                      const char* max_sweeps) {
+  std::vector<std::string> args = TestCorpusArgs();
   for (const char* a : {"--topics", topics, "--max-sweeps", max_sweeps}) {
     args.push_back(a);
   }
   return args;
 }
 
-std::vector<std::string> ApPartArgs(const std::string& dir, int part) {
-  return {"--corpus", absl::StrCat(dir, "/part", part), "--format", "ldac",
-          "--vocab",  ApFile("vocab.txt.zst"),          "--topics", "10"};
+std::vector<std::string> CorpusPartArgs(const std::string& dir, int part) {
+  return {"--corpus", absl::StrCat(dir, "/part", part),
+          "--format", "ldac",
+          "--vocab",  TestCorpusFile("vocab.txt"),
+          "--topics", "10"};
 }
 
 std::vector<std::string> FixedPortArgs(
@@ -314,23 +316,18 @@ std::map<std::string, long long> StoreWordCounts(const std::string& dir) {
   return out;
 }
 
-std::string ApFile(const char* name) {
-  const char* data = std::getenv("LATENTD_DATA_DIR");
-  return std::string(data ? data : "../shared/data") + "/blei-ap/" + name;
-}
-
-std::map<std::string, long long> WriteApParts(
+std::map<std::string, long long> WriteCorpusParts(
     const std::string& dir, int parts,
     std::vector<std::map<std::string, long long>>* per_part) {
   if (per_part != nullptr) per_part->assign(parts, {});
   std::vector<std::string> vocab;
   std::map<std::string, long long> freq;
-  auto words = InputFile::Open(ApFile("vocab.txt.zst"));
+  auto words = InputFile::Open(TestCorpusFile("vocab.txt"));
   EXPECT_TRUE(words.ok()) << words.status();
   if (!words.ok()) return freq;
   std::string line;
   while ((*words)->ReadLine(&line).value_or(false)) vocab.push_back(line);
-  auto docs = InputFile::Open(ApFile("ap.dat.zst"));
+  auto docs = InputFile::Open(TestCorpusFile("corpus.ldac"));
   EXPECT_TRUE(docs.ok()) << docs.status();
   if (!docs.ok()) return freq;
   std::vector<std::ofstream> out;
@@ -353,7 +350,7 @@ std::map<std::string, long long> WriteApParts(
         freq[vocab[id]] += count;
         if (per_part != nullptr) (*per_part)[part][vocab[id]] += count;
       } else {
-        ADD_FAILURE() << "blei-ap document " << d << ": " << cells[j];
+        ADD_FAILURE() << "test corpus document " << d << ": " << cells[j];
       }
     }
   }

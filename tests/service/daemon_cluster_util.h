@@ -2,8 +2,8 @@
 // daemon_failover_test, daemon_replication_test, cluster_vocab_test,
 // cluster_handoff_test): a cluster of latentd processes with its private
 // Redis (TestCluster), latentctl runs, /metrics samples, what a node
-// reports, exports, the word counts of a node's token store, and blei-ap
-// split into parts.
+// reports, exports, the word counts of a node's token store, and the test
+// corpus (tests/testdata/test_corpus.h) split into parts.
 #ifndef LATENTD_TESTS_SERVICE_DAEMON_CLUSTER_UTIL_H_
 #define LATENTD_TESTS_SERVICE_DAEMON_CLUSTER_UTIL_H_
 
@@ -153,14 +153,16 @@ class TestCluster {
   std::vector<Node> nodes_;  // last: killed before Redis stops
 };
 
-// The flags giving a daemon blei-ap (ApCorpusArgs), `topics` topics and
-// `max_sweeps` sweeps: the training of most two- and three-node tests.
-std::vector<std::string> ApTrainingArgs(const char* topics = "20",
-                                        const char* max_sweeps = "30");
+// The flags giving a daemon the test corpus (TestCorpusArgs), `topics`
+// topics and `max_sweeps` sweeps: the training of most two- and three-node
+// tests.
+std::vector<std::string> TrainingArgs(const char* topics = "20",
+                                      const char* max_sweeps = "30");
 
-// The corpus flags of a node training part `part` of what WriteApParts
-// wrote into `dir` (LDA-C with blei-ap's vocabulary), and 10 topics.
-std::vector<std::string> ApPartArgs(const std::string& dir, int part);
+// The corpus flags of a node training part `part` of what WriteCorpusParts
+// wrote into `dir` (LDA-C with the test corpus's vocabulary), and 10
+// topics.
+std::vector<std::string> CorpusPartArgs(const std::string& dir, int part);
 
 // {flag, "127.0.0.1:PORT"} for each of `flags` (--listen,
 // --cluster-listen, --http), each port free now: for a node that must
@@ -190,14 +192,11 @@ void ExpectIdenticalExports(const std::map<std::string, std::string>& a,
 // the test if they cannot be read.
 std::map<std::string, long long> StoreWordCounts(const std::string& dir);
 
-// The path of blei-ap's file `name` under $LATENTD_DATA_DIR.
-std::string ApFile(const char* name);
-
-// Writes the documents of blei-ap (LDA-C) into `parts` files dir/part<i>
-// (document d into part d % parts) and returns each word's frequency in
-// them all, and in each part in *per_part (if given); fails the test (and
-// returns what it has) if blei-ap cannot be read.
-std::map<std::string, long long> WriteApParts(
+// Writes the documents of the test corpus (LDA-C) into `parts` files
+// dir/part<i> (document d into part d % parts) and returns each word's
+// frequency in them all, and in each part in *per_part (if given); fails
+// the test (and returns what it has) if the corpus cannot be read.
+std::map<std::string, long long> WriteCorpusParts(
     const std::string& dir, int parts,
     std::vector<std::map<std::string, long long>>* per_part = nullptr);
 

@@ -1,6 +1,6 @@
 // Failure detection and failover (issue 13; docs/design.md, "Failure
-// detection and failover"): three daemons train thirds of blei-ap under
-// async with a private redis-server (Unix socket). One is killed with
+// detection and failover"): three daemons train thirds of the test corpus
+// under async with a private redis-server (Unix socket). One is killed with
 // SIGKILL mid-sweep. The other two keep sampling; a survivor declares it
 // down once its heartbeat is older than --failure-timeout, the ring moves
 // to an epoch without it, and the survivors take its keys over (with
@@ -62,7 +62,7 @@ TestClusterOptions FailoverOptions(bool persistent_redis = false) {
           .persistent_redis = persistent_redis};
 }
 
-// The arguments of node i of the three training the thirds WriteApParts
+// The arguments of node i of the three training the thirds WriteCorpusParts
 // wrote into `dir` (--consistency `consistency`, --max-sweeps
 // `max_sweeps`).
 std::vector<std::vector<std::string>> ThirdsArgs(const std::string& dir,
@@ -70,7 +70,7 @@ std::vector<std::vector<std::string>> ThirdsArgs(const std::string& dir,
                                                  const char* max_sweeps) {
   std::vector<std::vector<std::string>> args(kNodes);
   for (int i = 0; i < kNodes; ++i) {
-    args[i] = ApPartArgs(dir, i);
+    args[i] = CorpusPartArgs(dir, i);
     for (const char* a :
          {"--max-sweeps", max_sweeps, "--consistency", consistency}) {
       args[i].push_back(a);
@@ -188,7 +188,7 @@ void KillFailOverAndReturn(const char* consistency) {
   ASSERT_TRUE(cluster.ok());
   RedisServer& redis = cluster.redis();
   const std::map<std::string, long long> freq =
-      WriteApParts(cluster.dir(), kNodes);
+      WriteCorpusParts(cluster.dir(), kNodes);
   ASSERT_FALSE(freq.empty());
   std::vector<std::vector<std::string>> args =
       ThirdsArgs(cluster.dir(), consistency, kMaxSweeps);
@@ -322,7 +322,7 @@ TEST(DaemonFailover, AFailedOverDaemonRemovedAsLostLeavesTheOthersExact) {
   TestCluster cluster(FailoverOptions());
   ASSERT_TRUE(cluster.ok());
   std::vector<std::map<std::string, long long>> parts;
-  ASSERT_FALSE(WriteApParts(cluster.dir(), kNodes, &parts).empty());
+  ASSERT_FALSE(WriteCorpusParts(cluster.dir(), kNodes, &parts).empty());
   ASSERT_EQ(parts.size(), static_cast<size_t>(kNodes));
   std::map<std::string, long long> kept = parts[0];
   for (const auto& [word, n] : parts[1]) kept[word] += n;
@@ -379,7 +379,7 @@ TEST(DaemonFailover, AStoppedDaemonDeclaredDownReturnsByItself) {
   TestCluster cluster(FailoverOptions());
   ASSERT_TRUE(cluster.ok());
   const std::map<std::string, long long> freq =
-      WriteApParts(cluster.dir(), kNodes);
+      WriteCorpusParts(cluster.dir(), kNodes);
   ASSERT_FALSE(freq.empty());
   std::vector<std::vector<std::string>> args =
       ThirdsArgs(cluster.dir(), "async", kMaxSweeps);
@@ -430,7 +430,7 @@ TEST(DaemonRedisOutage, TrainingGoesOnAndNobodyIsDeclaredDown) {
   ASSERT_TRUE(cluster.ok());
   RedisServer& redis = cluster.redis();
   const std::map<std::string, long long> freq =
-      WriteApParts(cluster.dir(), kNodes);
+      WriteCorpusParts(cluster.dir(), kNodes);
   ASSERT_FALSE(freq.empty());
   // Long enough to train through the outage and the failure timeouts that
   // follow it (about 10 sweeps a second each on this machine).

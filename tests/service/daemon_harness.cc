@@ -236,14 +236,6 @@ long long RedisPending(redisContext* c, const std::string& stream) {
   return n;
 }
 
-std::vector<std::string> ApCorpusArgs() {
-  const char* data = std::getenv("LATENTD_DATA_DIR");
-  const std::string dir =
-      std::string(data ? data : "../shared/data") + "/blei-ap";
-  return {"--corpus", dir + "/ap.dat.zst", "--format",
-          "ldac",     "--corpus-vocab",    dir + "/vocab.txt.zst"};
-}
-
 std::vector<std::string> ClusterKeyArgs(const std::string& dir) {
   const std::string path = dir + "/cluster.key";
   FILE* f = std::fopen(path.c_str(), "w");

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "service/api_client.h"
+#include "tests/testdata/test_corpus.h"
 
 namespace latentd::testing {
 
@@ -104,9 +105,6 @@ void XAdd(redisContext* c, const std::string& stream, const std::string& id,
 // Entries of `stream` delivered to the group "latentd" and not yet
 // acknowledged; -1 if unknown.
 long long RedisPending(redisContext* c, const std::string& stream);
-
-// The corpus the tests train on: blei-ap (LDA-C) under $LATENTD_DATA_DIR.
-std::vector<std::string> ApCorpusArgs();
 
 // Writes a cluster key file (mode 600) into `dir` and returns the flags
 // that give it to a daemon: {"--cluster-key", FILE}. Every node of one

@@ -1,8 +1,8 @@
 // Replicated ingestion (issue 13, must-show 3; docs/design.md, "Replicated
-// ingestion"): three daemons with --replicas 2 train small thirds of
-// blei-ap; a client thread ingests one document per call, half of them
-// users' events for users spread over the ring, each carrying a word no
-// other document has. At a random moment one daemon is killed with
+// ingestion"): three daemons with --replicas 2 train small thirds of the
+// test corpus; a client thread ingests one document per call, half of
+// them users' events for users spread over the ring, each carrying a word
+// no other document has. At a random moment one daemon is killed with
 // SIGKILL. Ingestion goes on through the failover (calls that need the
 // dead node fail until the ring moves, then none fails), then the dead
 // node is removed with `remove-node --lost`: the survivors adopt its
@@ -46,12 +46,12 @@ using Clock = std::chrono::steady_clock;
 constexpr int kNodes = 3;
 constexpr int kRounds = 5;
 constexpr int kUsers = 24;
-constexpr int kDocsPerNode = 100;  // of blei-ap, to start quickly
+constexpr int kDocsPerNode = 100;  // of the test corpus, to start quickly
 
-// The first kNodes * kDocsPerNode documents of blei-ap, document d into
+// The first kNodes * kDocsPerNode documents of the test corpus, document d into
 // dir/part<d % kNodes>.
 void WriteParts(const std::string& dir) {
-  auto docs = InputFile::Open(ApFile("ap.dat.zst"));
+  auto docs = InputFile::Open(TestCorpusFile("corpus.ldac"));
   ASSERT_TRUE(docs.ok()) << docs.status();
   std::vector<std::ofstream> parts;
   for (int i = 0; i < kNodes; ++i) {
@@ -147,7 +147,7 @@ void KillRemoveAndCheck(int round, std::mt19937* rng) {
   WriteParts(cluster.dir());
   std::vector<std::vector<std::string>> args;
   for (int i = 0; i < kNodes; ++i) {
-    args.push_back(ApPartArgs(cluster.dir(), i));
+    args.push_back(CorpusPartArgs(cluster.dir(), i));
     for (const char* a : {"--max-sweeps", "1000000", "--replicas", "2",
                           "--checkpoint-every", "0"}) {
       args.back().push_back(a);

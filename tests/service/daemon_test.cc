@@ -91,7 +91,7 @@ TEST(EndToEnd, IngestEverywhereAndAnswersAgree) {
   TempDir tmp;
   RedisServer redis(tmp.path());
   ASSERT_TRUE(redis.ok());
-  std::vector<std::string> args = ApCorpusArgs();
+  std::vector<std::string> args = TestCorpusArgs();
   const std::string address = redis.address();
   const std::string watch = tmp.path() + "/watch";
   for (std::string a :
@@ -216,7 +216,7 @@ TEST(Durability, KillNineAfterAcknowledgedIngest) {
   TempDir tmp;
   RedisServer redis(tmp.path());
   ASSERT_TRUE(redis.ok());
-  std::vector<std::string> args = ApCorpusArgs();
+  std::vector<std::string> args = TestCorpusArgs();
   const std::string address = redis.address();
   // A tiny compaction threshold: the log is compacted under the ingest.
   for (std::string a :
@@ -283,13 +283,14 @@ TEST(Durability, KillNineAfterAcknowledgedIngest) {
   auto http = d.Client(Protocol::kHttpJson);
   redisContext* rc = redis.Connect();
   ASSERT_NE(rc, nullptr);
+  const uint64_t corpus = TestCorpusSize().documents;
   auto st = WaitStatus(
       http.get(),
       [&](const api::StatusResponse& s) {
         return s.pending() == 0 && s.merged_sequence() >= 20 &&
                s.version().sweep() > checkpoint_sweep &&
                RedisPending(rc, "latentd:ingest") == 0 && s.users() == 2 &&
-               s.documents() == 2246 + 20 - 5 + 20 + 1 + 1;  // see below
+               s.documents() == corpus + 20 - 5 + 20 + 1 + 1;  // see below
       },
       60);
   // Documents: the corpus, 15 HTTP/TCP documents without a user plus the
@@ -332,7 +333,7 @@ TEST(BadRequests, GetErrorsAndDaemonGoesOn) {
                f);
     std::fclose(f);
   }
-  std::vector<std::string> args = ApCorpusArgs();
+  std::vector<std::string> args = TestCorpusArgs();
   args.push_back("--config");
   args.push_back(config);
   Daemon d(tmp.path() + "/node", args);
@@ -414,7 +415,7 @@ TEST(BadRequests, GetErrorsAndDaemonGoesOn) {
   api::StatusResponse s;
   ASSERT_TRUE(json->Call(Method::kStatus, api::StatusRequest(), &s).ok());
   EXPECT_EQ(s.ingested(), 0u);
-  EXPECT_EQ(s.documents(), 2246u);
+  EXPECT_EQ(s.documents(), TestCorpusSize().documents);
   r = h.Get("/metrics");
   ASSERT_TRUE(r);
   EXPECT_NE(r->body.find("latentd_request_errors_total{call=\"GetTopic\","
@@ -426,7 +427,7 @@ TEST(BadRequests, GetErrorsAndDaemonGoesOn) {
 
 TEST(Shutdown, GracefulUnderLoadLeavesLoadableCheckpoint) {
   TempDir tmp;
-  std::vector<std::string> args = ApCorpusArgs();
+  std::vector<std::string> args = TestCorpusArgs();
   for (std::string a : {"--topics", "20", "--checkpoint-every", "0"}) {
     args.push_back(a);
   }
@@ -474,12 +475,13 @@ TEST(Shutdown, GracefulUnderLoadLeavesLoadableCheckpoint) {
   auto http = again.Client(Protocol::kHttpJson);
   // Every acknowledged document is there, none twice (a reply lost in the
   // shutdown may leave a durable document its client did not see acked).
+  const uint64_t corpus = TestCorpusSize().documents;
   auto st = WaitStatus(
       http.get(),
       [&](const api::StatusResponse& s) {
         return s.pending() == 0 &&
-               s.documents() >= 2246u + static_cast<uint64_t>(acked.load()) &&
-               s.documents() == 2246u + s.merged_sequence();
+               s.documents() >= corpus + static_cast<uint64_t>(acked.load()) &&
+               s.documents() == corpus + s.merged_sequence();
       },
       60);
   ASSERT_TRUE(st.ok()) << st.status() << again.Log();

@@ -1,6 +1,7 @@
-// IngestEdges in a graph cluster (docs/design.md, "Graph
-// consensus"): Redis and 2 graph-only daemons on snap-ca-GrQc (dual,
-// bsp, training without end). Edges ingested at either node go to the ring
+// IngestEdges in a graph cluster (docs/design.md, "Ingesting edges into a
+// graph cluster"): Redis and 2 graph-only daemons on the test graph
+// (tests/testdata: graph.txt, in the shape of SNAP ca-GrQc; dual, bsp,
+// training without end). Edges ingested at either node go to the ring
 // owner of their first endpoint, are acknowledged once durable there and
 // enter its training graph: the nodes' training edges add up to the edge
 // list's plus the new ones, each new vertex is known to the node(s) whose
@@ -9,7 +10,6 @@
 // errors and change nothing. After a restart of both nodes (one SIGTERM,
 // one SIGKILL) into a new ring, every acknowledged edge is still trained.
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,15 +28,11 @@ using service::ApiClient;
 using service::Method;
 using service::Protocol;
 
-constexpr VertexKey kNewBase = 1000000000000000;  // above every GrQc id
+constexpr VertexKey kNewBase = 1000000000000000;  // above every vertex id
 constexpr int kNewVertices = 5;
 constexpr int kOldEndpoints = 20;
 
-std::string GrQcPath() {
-  const char* dir = std::getenv("LATENTD_DATA_DIR");
-  return std::string(dir != nullptr ? dir : "../shared/data") +
-         "/snap-ca-GrQc/CA-GrQc.txt.zst";
-}
+std::string GraphPath() { return TestCorpusFile("graph.txt"); }
 
 std::vector<std::unique_ptr<Daemon>> StartNodes(const std::string& dir,
                                                 const std::string& redis,
@@ -46,7 +42,7 @@ std::vector<std::unique_ptr<Daemon>> StartNodes(const std::string& dir,
     nodes.push_back(std::make_unique<Daemon>(
         absl::StrCat(dir, "/n", i),
         std::vector<std::string>{"--graph-edges",
-                                 GrQcPath(),
+                                 GraphPath(),
                                  "--graph-dim",
                                  "8",
                                  "--graph-max-epochs",
@@ -116,7 +112,7 @@ std::vector<bool> KnownNew(const Daemon& node) {
 }
 
 TEST(GraphClusterIngest, EdgesGoToTheirOwnerAndSurviveARestart) {
-  absl::StatusOr<EdgeList> list = ReadEdgeList(GrQcPath());
+  absl::StatusOr<EdgeList> list = ReadEdgeList(GraphPath());
   ASSERT_TRUE(list.ok()) << list.status();
   // 20 vertices of the edge list, each joined to one of 5 new vertices,
   // and one edge between two new vertices.

@@ -1,9 +1,10 @@
-// latentd --graph-edges on snap-ca-GrQc: the graph model trains in the
-// background with a held-out split; GetEmbedding, ScorePairs and
-// NearestVertices answer alike over HTTP/JSON, HTTP/protobuf and TCP, with
-// the API tokens' roles; bad requests get clear errors while the daemon
-// keeps serving; IngestEdges adds vertices; a restart resumes from the
-// checkpoint, and edges acknowledged just before a SIGKILL are kept.
+// latentd --graph-edges on the test graph (tests/testdata: graph.txt, in
+// the shape of SNAP ca-GrQc, with its edge 3466-937): the graph model
+// trains in the background with a held-out split; GetEmbedding, ScorePairs
+// and NearestVertices answer alike over HTTP/JSON, HTTP/protobuf and TCP,
+// with the API tokens' roles; bad requests get clear errors while the
+// daemon keeps serving; IngestEdges adds vertices; a restart resumes from
+// the checkpoint, and edges acknowledged just before a SIGKILL are kept.
 #include <httplib.h>
 
 #include <algorithm>
@@ -37,11 +38,7 @@ constexpr char kWrite[] = "graph-write-token-0123456789";
 constexpr char kAdmin[] = "graph-admin-token-0123456789";
 constexpr uint64_t kEpochs = 30;
 
-std::string GrQcPath() {
-  const char* dir = std::getenv("LATENTD_DATA_DIR");
-  return std::string(dir != nullptr ? dir : "../shared/data") +
-         "/snap-ca-GrQc/CA-GrQc.txt.zst";
-}
+std::string GraphPath() { return TestCorpusFile("graph.txt"); }
 
 // Runs a latentctl graph command's function with `input` as stdin; its
 // stdout and stderr into *out and *err.
@@ -112,7 +109,7 @@ class GraphDaemon : public ::testing::Test {
     args_.push_back("--max-sweeps");  // the topic model: done quickly
     args_.push_back("3");
     for (std::string a :
-         {std::string("--graph-edges"), GrQcPath(), std::string("--graph-dim"),
+         {std::string("--graph-edges"), GraphPath(), std::string("--graph-dim"),
           std::string("32"), std::string("--graph-holdout"), std::string("0.1"),
           std::string("--graph-max-epochs"), std::to_string(kEpochs),
           std::string("--graph-checkpoint-every"), std::string("10"),
@@ -120,12 +117,12 @@ class GraphDaemon : public ::testing::Test {
           std::string("--api-tokens"), tmp_.path() + "/tokens"}) {
       args_.push_back(a);
     }
-    absl::StatusOr<EdgeList> list = ReadEdgeList(GrQcPath());
+    absl::StatusOr<EdgeList> list = ReadEdgeList(GraphPath());
     ASSERT_TRUE(list.ok()) << list.status();
     edges_ = std::move(list->edges);
     absl::flat_hash_set<uint64_t> vertices;
     for (const Edge& e : edges_) vertices.insert({e.src, e.dst});
-    vertices_ = vertices.size();  // 5241: one vertex has only a self-loop
+    vertices_ = vertices.size();
   }
 
   TempDir tmp_;
@@ -150,7 +147,7 @@ TEST_F(GraphDaemon, TrainsServesIngestsAndRestarts) {
         90);
     ASSERT_TRUE(g.ok()) << g.status() << d.Log();
     EXPECT_EQ(g->vertices(), vertices_);
-    EXPECT_GT(g->heldout_pairs(), 2000u);  // ~1449 edges + as many non-edges
+    EXPECT_GT(g->heldout_pairs(), 2000u);  // ~1450 edges + as many non-edges
     EXPECT_GT(g->heldout_auc(), 0.9) << g->ShortDebugString();
     EXPECT_GT(g->heldout_average_precision(), 0.85);
     EXPECT_EQ(g->checkpoint_epoch(), kEpochs);
@@ -373,7 +370,7 @@ TEST_F(GraphDaemon, TrainsServesIngestsAndRestarts) {
 // No corpus: the node serves the graph only; the topic calls say why not.
 TEST_F(GraphDaemon, ServesAGraphWithoutATopicModel) {
   const std::string dir = tmp_.path() + "/graph-only";
-  const std::vector<std::string> args = {"--graph-edges",      GrQcPath(),
+  const std::vector<std::string> args = {"--graph-edges",      GraphPath(),
                                          "--graph-dim",        "8",
                                          "--graph-max-epochs", "3"};
   for (int start = 0; start < 2; ++start) {

@@ -7,13 +7,13 @@
 set -euo pipefail
 LATENTD=$1
 CTL=$2
-DATA=${LATENTD_DATA_DIR:-../shared/data}
+CORPUS=${LATENTD_TEST_CORPUS:?the test corpus directory (tests/testdata)}
 # shellcheck source=tests/service/daemon_lib.sh
 source "$(dirname "$0")/daemon_lib.sh"
 
 start_latentd "$DIR/latentd.log" --data-dir "$DIR/node" \
-  --corpus "$DATA/blei-ap/ap.dat.zst" --format ldac \
-  --vocab "$DATA/blei-ap/vocab.txt.zst" --topics 10 --max-sweeps 10 \
+  --corpus "$CORPUS/corpus.ldac" --format ldac \
+  --vocab "$CORPUS/vocab.txt" --topics 10 --max-sweeps 10 \
   --http 127.0.0.1:0 --listen 127.0.0.1:0
 wait_ports "$DIR/node"
 

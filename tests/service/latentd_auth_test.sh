@@ -12,7 +12,7 @@
 set -euo pipefail
 LATENTD=$1
 CTL=$2
-DATA=${LATENTD_DATA_DIR:-../shared/data}
+CORPUS=${LATENTD_TEST_CORPUS:?the test corpus directory (tests/testdata)}
 # shellcheck source=tests/service/daemon_lib.sh
 source "$(dirname "$0")/daemon_lib.sh"
 unset LATENTD_TOKEN
@@ -43,8 +43,8 @@ grep -q "$DIR/bad:2: token shorter than 16" "$DIR/bad.log" || fail "short token:
 start() {  # start [extra latentd flags...]
   rm -f "$DIR/node/ports"
   start_latentd "$DIR/latentd.log" --data-dir "$DIR/node" \
-    --corpus "$DATA/blei-ap/ap.dat.zst" --format ldac \
-    --vocab "$DATA/blei-ap/vocab.txt.zst" --topics 10 --max-sweeps 3 \
+    --corpus "$CORPUS/corpus.ldac" --format ldac \
+    --vocab "$CORPUS/vocab.txt" --topics 10 --max-sweeps 3 \
     --http 127.0.0.1:0 --listen 127.0.0.1:0 --api-tokens "$DIR/tokens" "$@"
   wait_ports "$DIR/node"
 }

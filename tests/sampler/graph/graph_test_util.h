@@ -1,9 +1,8 @@
 // Shared by the graph tests: a planted-partition random graph and the
-// shared data directory.
+// held-out AUC of an embedding.
 #ifndef LATENTD_TESTS_SAMPLER_GRAPH_GRAPH_TEST_UTIL_H_
 #define LATENTD_TESTS_SAMPLER_GRAPH_GRAPH_TEST_UTIL_H_
 
-#include <cstdlib>
 #include <span>
 #include <string>
 
@@ -31,11 +30,6 @@ inline EdgeList PlantedPartition(int groups, int size, double p_in,
     }
   }
   return list;
-}
-
-inline std::string GraphDataDir() {
-  const char* dir = std::getenv("LATENTD_DATA_DIR");
-  return dir != nullptr ? dir : "../shared/data";
 }
 
 // The held-out ROC AUC of ⟨z_a, z_b⟩ on `split` (z: the split's training
