@@ -608,7 +608,7 @@ class LatentdService {
     Counter* reseed_refused;
     Counter* stale_refused;
     // latentd_sync_batches_refused_total by reason (kRefusalReasons).
-    Counter* refused[6];
+    Counter* refused[7];
     Counter* sync_bytes;
     Gauge* keys_under_replicated;
     Gauge* replica_keys;

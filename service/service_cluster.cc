@@ -25,7 +25,7 @@ namespace {
 // ClusterMetrics::refused.
 constexpr const char* kRefusalReasons[] = {
     "not_member",      "incarnation",        "key_not_owned", "negative",
-    "sender_mismatch", "handoff_not_member"};
+    "sender_mismatch", "handoff_not_member", "identity"};
 }  // namespace
 
 void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
@@ -66,7 +66,8 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
         "sender outside the ring), incarnation (a sender process from the "
         "future), key_not_owned, negative (would take a key below the "
         "sender's own part), sender_mismatch (a frame speaking for another "
-        "node than its connection's), handoff_not_member",
+        "node than its connection's), handoff_not_member, identity (a "
+        "handshake claiming another node id than its certificate's)",
         absl::StrCat("reason=\"", kRefusalReasons[i], "\""));
   }
   cm_.rounds_failed = r.AddCounter(
@@ -122,7 +123,8 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
                                 st.refused_key_not_owned,
                                 st.refused_negative,
                                 link->sender_mismatches(),
-                                link->handoffs_refused()};
+                                link->handoffs_refused(),
+                                link->server_stats()->identity_refused.load()};
     static_assert(std::size(refused) == std::size(kRefusalReasons));
     for (size_t i = 0; i < std::size(refused); ++i) {
       cm_.refused[i]->SetTotal(refused[i]);

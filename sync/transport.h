@@ -116,6 +116,9 @@ struct TransportStats {
   // Server: accepts that failed (out of file descriptors), each followed by
   // a back-off of 10 ms doubling to 1 s.
   std::atomic<uint64_t> accept_failures{0};
+  // Server: handshakes refused because the node id claimed is not the one
+  // the peer's certificate names (PeerAuth::bind_identity).
+  std::atomic<uint64_t> identity_refused{0};
 };
 
 struct ClientOptions {

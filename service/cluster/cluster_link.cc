@@ -69,8 +69,8 @@ absl::Status ClusterLink::StartServer() {
   so.max_connections_per_address = options_.max_connections_per_address;
   so.idle_timeout = options_.idle_timeout;
   if (!options_.cluster_key.empty()) {
-    so.auth = std::make_shared<sync::PeerAuth>(
-        sync::PeerAuth{options_.cluster_key, options_.node_id});
+    so.auth = std::make_shared<sync::PeerAuth>(sync::PeerAuth{
+        options_.cluster_key, options_.node_id, options_.tls_require_node_id});
   }
   if (options_.tls.enabled()) {
     LATENTD_ASSIGN_OR_RETURN(so.tls,
@@ -86,8 +86,8 @@ absl::Status ClusterLink::StartServer() {
   address_ = absl::StrCat(host, ":", server_->port());
   node_id_ = options_.node_id.empty() ? address_ : options_.node_id;
   if (so.auth != nullptr) {
-    client_auth_ = std::make_shared<sync::PeerAuth>(
-        sync::PeerAuth{options_.cluster_key, node_id_});
+    client_auth_ = std::make_shared<sync::PeerAuth>(sync::PeerAuth{
+        options_.cluster_key, node_id_, options_.tls_require_node_id});
   } else if (so.tls != nullptr) {
     options_.log(absl::StrCat(
         "INSECURE: the sync port ", address_,

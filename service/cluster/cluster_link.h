@@ -136,6 +136,11 @@ struct ClusterLinkOptions {
   // certificate from that CA cannot join. Create() fails with
   // kInvalidArgument naming the file when one is missing or unusable.
   sync::MutualTlsFiles tls;
+  // With `tls`: a peer whose certificate names no node id (a subjectAltName
+  // URI latentd-node:<id>, ops/issue-node-cert.sh) is refused. A peer whose
+  // certificate names node ids is always refused if it claims another
+  // (sync/peer_auth.h).
+  bool tls_require_node_id = false;
   // Connection hygiene of the sync server (sync::ServerOptions): open
   // connections at once, and from one IP address (0: no cap); connections
   // without a frame this long are closed (peers reconnect on their next

@@ -232,6 +232,9 @@ void Connection::RefusedPlaintext() {
 }
 
 void Connection::AfterTls() {
+  if (socket_.tls() != nullptr && options_.tls && options_.tls->is_mutual()) {
+    cert_ids_ = PeerCertificateNodeIds(socket_.tls()->native_handle());
+  }
   if (!options_.auth) {
     established_ = true;
     read_timer_.cancel();
@@ -245,6 +248,27 @@ void Connection::AfterTls() {
   std::string hello = handshake_->Start();
   if (!hello.empty()) WriteHandshake(std::move(hello), nullptr);
   ReadHandshakeHeader();
+}
+
+absl::Status Connection::CheckPeerIdentity() const {
+  if (!options_.tls || !options_.tls->is_mutual()) return absl::OkStatus();
+  const std::string& claimed = handshake_->peer_id();
+  if (cert_ids_.empty()) {
+    if (!options_.auth->require_node_certificate) return absl::OkStatus();
+    return absl::PermissionDeniedError(absl::StrCat(
+        "identity refused: peer ", peer_, " claims node id '", claimed,
+        "' but its certificate names no node id (a subjectAltName URI ",
+        kNodeIdUriPrefix,
+        "<id>: ops/issue-node-cert.sh); per-node "
+        "certificates are required"));
+  }
+  for (const std::string& id : cert_ids_) {
+    if (id == claimed) return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(
+      absl::StrCat("identity refused: peer ", peer_, " claims node id '",
+                   claimed, "' but its certificate is node '",
+                   cert_ids_.front(), "''s; a member speaks only as itself"));
 }
 
 absl::Status Connection::HandshakeReadError(const asio::error_code& ec) {
@@ -310,6 +334,16 @@ void Connection::ReadHandshakeBody(HandshakeHeader header) {
               1, std::memory_order_relaxed);
           Fail(reply.status());
           return;
+        }
+        if (handshake_->done()) {
+          if (absl::Status id = CheckPeerIdentity(); !id.ok()) {
+            options_.stats->identity_refused.fetch_add(
+                1, std::memory_order_relaxed);
+            options_.stats->connections_rejected.fetch_add(
+                1, std::memory_order_relaxed);
+            Fail(id);
+            return;
+          }
         }
         if (!handshake_->done()) {
           if (!reply->empty()) WriteHandshake(std::move(*reply), nullptr);
@@ -461,6 +495,9 @@ void Connection::ReadPayload(FrameHeader header) {
           }
           payload_.resize(header.payload_size);
           frame.peer_id = handshake_->peer_id();
+        } else if (!cert_ids_.empty()) {
+          // TLS without the cluster key: the certificate names the sender.
+          frame.peer_id = cert_ids_.front();
         }
         options_.stats->frames_received.fetch_add(1, std::memory_order_relaxed);
         frame.type = header.type;
