@@ -252,10 +252,19 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
   SparseBlock* out = reply->mutable_globals();
   const bool versioned = batch.known_versions_size() > 0;
   for (int i = 0; i < batch.keys_size(); ++i) {
+    deltas.Next(&d);
+    if (duplicate && !globals_.contains(batch.keys(i))) {
+      // A resend creates no key (its keys were not admitted again): one
+      // this owner lacks is answered as empty, version 0.
+      reply->add_versions(0);
+      if (!versioned || batch.known_versions(i) != 0) {
+        AppendToBlock(SparseVector(), out);
+      }
+      continue;
+    }
     auto [it, created] = globals_.try_emplace(batch.keys(i));
     GlobalValue& g = it->second;
     if (created) g.holders |= all_keys_ & ~bit;
-    deltas.Next(&d);
     g.holders |= bit;
     g.pending &= ~bit;  // this reply carries it if it changed
     if (!duplicate && !d.empty()) {

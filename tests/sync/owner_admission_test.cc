@@ -142,6 +142,15 @@ TEST_F(OwnerAdmissionTest, OutOfRangeDeltasAreRefused) {
   EXPECT_EQ(owner_.num_keys(), 0u);
 }
 
+TEST_F(OwnerAdmissionTest, AResendCreatesNoKey) {
+  // Found by fuzz_sync_admission: a global-mode resend was not admitted
+  // again, yet made an (empty) entry for each of its keys.
+  ASSERT_TRUE(Apply(Batch("a", inc_a_, 1, {{2, {{0, 1}}}}, false)).ok());
+  EXPECT_TRUE(
+      Apply(Batch("a", inc_a_, 1, {{3, {{0, 1}}}, {5, {}}}, false)).ok());
+  EXPECT_EQ(owner_.num_keys(), 1u);
+}
+
 TEST(OwnerAdmission, GlobalModeSendersMayNotTakeAGlobalBelowZero) {
   OwnerShard owner(kK);
   OwnerAdmission a;
