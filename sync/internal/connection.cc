@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "openssl/ssl.h"
 #include "openssl/x509.h"
+#include "sync/internal/peer_identity.h"
 
 namespace latentd::sync::internal {
 namespace {
@@ -252,23 +253,8 @@ void Connection::AfterTls() {
 
 absl::Status Connection::CheckPeerIdentity() const {
   if (!options_.tls || !options_.tls->is_mutual()) return absl::OkStatus();
-  const std::string& claimed = handshake_->peer_id();
-  if (cert_ids_.empty()) {
-    if (!options_.auth->require_node_certificate) return absl::OkStatus();
-    return absl::PermissionDeniedError(absl::StrCat(
-        "identity refused: peer ", peer_, " claims node id '", claimed,
-        "' but its certificate names no node id (a subjectAltName URI ",
-        kNodeIdUriPrefix,
-        "<id>: ops/issue-node-cert.sh); per-node "
-        "certificates are required"));
-  }
-  for (const std::string& id : cert_ids_) {
-    if (id == claimed) return absl::OkStatus();
-  }
-  return absl::PermissionDeniedError(
-      absl::StrCat("identity refused: peer ", peer_, " claims node id '",
-                   claimed, "' but its certificate is node '",
-                   cert_ids_.front(), "''s; a member speaks only as itself"));
+  return internal::CheckPeerIdentity(peer_, handshake_->peer_id(), cert_ids_,
+                                     options_.auth->require_node_certificate);
 }
 
 absl::Status Connection::HandshakeReadError(const asio::error_code& ec) {
