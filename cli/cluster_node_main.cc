@@ -161,6 +161,10 @@ int main(int argc, char** argv) {
   app.add_option("--cluster-tls-ca", o.tls.ca_file,
                  "the cluster CA (PEM) every peer's certificate must chain "
                  "to");
+  app.add_option("--cluster-tls-require-node-id", o.tls_require_node_id,
+                 "on: refuse a peer whose certificate names no node id "
+                 "(as latentd's; ops/issue-node-cert.sh)")
+      ->default_str("off");
   app.add_option("--insecure", o.insecure,
                  "on: run without a cluster key; the sync port accepts "
                  "frames from anyone (loopback development only)")

@@ -22,9 +22,9 @@ cd "$(dirname "$0")/.."
 BUILD=${FUZZ_BUILD:-build-asan}
 JOBS=${FUZZ_JOBS:-$(nproc)}
 
-ALL=(fuzz_sync_frame fuzz_sync_owner fuzz_sync_reply fuzz_api fuzz_api_tokens
-     fuzz_document_reader fuzz_edge_list fuzz_tokenizer fuzz_token_store
-     fuzz_ingest_log fuzz_model_snapshot fuzz_ring_config)
+ALL=(fuzz_sync_frame fuzz_sync_owner fuzz_sync_admission fuzz_sync_reply
+     fuzz_api fuzz_api_tokens fuzz_document_reader fuzz_edge_list
+     fuzz_tokenizer fuzz_token_store fuzz_ingest_log fuzz_model_snapshot fuzz_ring_config)
 
 SECONDS_EACH=60
 if [ $# -gt 0 ] && [ "$1" != "--seeds" ]; then SECONDS_EACH=$1; shift; fi

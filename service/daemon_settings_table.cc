@@ -552,6 +552,14 @@ void AddClusterSettings(const AddFn& add) {
       "The cluster CA (PEM): a peer's certificate must chain to it, a peer "
       "without one is refused",
       String([](DaemonConfig* c) { return &c->cluster.tls.ca_file; }));
+  add("cluster-tls-require-node-id", "off", "on|off",
+      "With cluster-tls-*: refuse a peer whose certificate names no node id "
+      "(a subjectAltName URI latentd-node:ID, made by "
+      "ops/issue-node-cert.sh). A peer whose certificate names one is "
+      "refused whenever it claims another id, on or off; turn this on once "
+      "every member has a per-node certificate",
+      Bool("cluster-tls-require-node-id",
+           [](DaemonConfig* c) { return &c->cluster.tls_require_node_id; }));
   add("cluster-max-connections", "1024", "0..1000000",
       "Sync port connections open at once; one more is closed at once (0: "
       "no cap)",

@@ -440,7 +440,14 @@ void LatentdService::TrainLoop() {
         if (!cluster_finished_.exchange(true)) link_->Finish();
         if (synced_->HasPending()) {
           absl::Status applied = synced_->ApplyPending();
-          if (!applied.ok()) LogWarning(std::string(applied.message()));
+          if (!applied.ok()) {
+            LogWarning(std::string(applied.message()));
+            // The view can no longer take the globals (say a count would
+            // go negative): it is inconsistent with the cluster's.
+            MarkClusterFailed(absl::StrCat(
+                "its topic table is inconsistent with the cluster's: ",
+                applied.message()));
+          }
           pending_merged_ = true;  // publish
         }
       }
@@ -471,6 +478,14 @@ void LatentdService::TrainLoop() {
   }
 }
 
+void LatentdService::MarkClusterFailed(std::string_view why) {
+  {
+    absl::MutexLock l(&cluster_failure_mu_);
+    if (cluster_failure_.empty()) cluster_failure_ = std::string(why);
+  }
+  cluster_failed_ = true;
+}
+
 bool LatentdService::SamplingStopped() const {
   return (options_.max_sweeps > 0 &&
           trainer_->sweep() >= options_.max_sweeps) ||
@@ -493,7 +508,7 @@ bool LatentdService::SweepOnce() {
     if (link_ != nullptr) {
       // The trainer rebuilt the table from this store alone: it is out of
       // step with what the owners hold, so sampling here must stop.
-      cluster_failed_ = true;
+      MarkClusterFailed(absl::StrCat("a sweep failed: ", r.status().message()));
       LogWarning(
           "cluster mode: this node stops sampling (restart the cluster); "
           "it goes on serving queries and ingesting");

@@ -551,6 +551,11 @@ class LatentdService {
   absl::Status CheckJoined() const;
   // Set when a sweep failed in cluster mode: this node samples no more.
   std::atomic<bool> cluster_failed_{false};
+  // Why sampling stopped (cluster_failed_), for /readyz.
+  mutable absl::Mutex cluster_failure_mu_;
+  std::string cluster_failure_ ABSL_GUARDED_BY(cluster_failure_mu_);
+  // Sets cluster_failed_ and remembers `why` (the first reason is kept).
+  void MarkClusterFailed(std::string_view why);
   std::atomic<bool> cluster_finished_{false};
   // Set once an operator's removal of this node has begun here: it samples
   // no more.
@@ -611,6 +616,8 @@ class LatentdService {
     Counter* counts_retracted;
     Counter* reseed_refused;
     Counter* stale_refused;
+    // latentd_sync_batches_refused_total by reason (kRefusalReasons).
+    Counter* refused[7];
     Counter* sync_bytes;
     Gauge* keys_under_replicated;
     Gauge* replica_keys;

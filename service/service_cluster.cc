@@ -1,6 +1,7 @@
 // LatentdService in cluster mode: joining, the sweep hooks, merges into a
 // synchronized table, and routing users to their owners.
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -21,6 +22,14 @@ sync::Key LatentdService::UserKey(std::string_view user) {
   // Salted, so that users and the word of the same spelling spread apart.
   return HashWord(user) ^ 0x5bd1e9955bd1e995ULL;
 }
+
+namespace {
+// The label values of latentd_sync_batches_refused_total, in the order of
+// ClusterMetrics::refused.
+constexpr const char* kRefusalReasons[] = {
+    "not_member",      "incarnation",        "key_not_owned", "negative",
+    "sender_mismatch", "handoff_not_member", "identity"};
+}  // namespace
 
 void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
   MetricsRegistry& r = *metrics;
@@ -52,6 +61,18 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
       "latentd_cluster_stale_refused_total",
       "Batches refused as stale: from a superseded process of their sender, "
       "or routed by an earlier ring epoch");
+  for (size_t i = 0; i < std::size(kRefusalReasons); ++i) {
+    cm_.refused[i] = r.AddCounter(
+        "latentd_sync_batches_refused_total",
+        "Peer frames refused as hostile or impossible, nothing of them "
+        "applied (docs/operations.md, \"Threat model\"): not_member (a "
+        "sender outside the ring), incarnation (a sender process from the "
+        "future), key_not_owned, negative (would take a key below the "
+        "sender's own part), sender_mismatch (a frame speaking for another "
+        "node than its connection's), handoff_not_member, identity (a "
+        "handshake claiming another node id than its certificate's)",
+        absl::StrCat("reason=\"", kRefusalReasons[i], "\""));
+  }
   cm_.rounds_failed = r.AddCounter(
       "latentd_cluster_sync_rounds_failed_total",
       "Sync batches this node sent that failed (and were sent again)");
@@ -100,6 +121,17 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
     cm_.counts_retracted->SetTotal(st.counts_retracted);
     cm_.reseed_refused->SetTotal(st.batches_reseed_refused);
     cm_.stale_refused->SetTotal(st.batches_stale_refused);
+    const uint64_t refused[] = {st.refused_not_member,
+                                st.refused_incarnation,
+                                st.refused_key_not_owned,
+                                st.refused_negative,
+                                link->sender_mismatches(),
+                                link->handoffs_refused(),
+                                link->server_stats()->identity_refused.load()};
+    static_assert(std::size(refused) == std::size(kRefusalReasons));
+    for (size_t i = 0; i < std::size(refused); ++i) {
+      cm_.refused[i]->SetTotal(refused[i]);
+    }
     cm_.rounds_failed->SetTotal(link->counters().failed_rounds.load());
     cm_.sync_bytes->SetTotal(link->counters().bytes_sent.load());
     cm_.failovers->SetTotal(link->failovers());
@@ -226,7 +258,8 @@ absl::Status LatentdService::CheckJoined() const {
 }
 
 absl::Status LatentdService::ClusterBeforeSweep(uint64_t* t) {
-  if (link_->declared_down() && !cluster_failed_.exchange(true)) {
+  if (link_->declared_down() && !cluster_failed_.load()) {
+    MarkClusterFailed("this node was declared down and failed over");
     // Failed over while alive (its heartbeats were late): the others took
     // this node's counts out and its keys over; sampling here would feed
     // owners that no longer count it. A restart re-admits it.

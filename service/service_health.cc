@@ -59,9 +59,11 @@ absl::Status LatentdService::Readiness() const {
     return absl::UnavailableError("still joining its cluster");
   }
   if (cluster_failed_.load()) {
+    absl::MutexLock l(&cluster_failure_mu_);
     return absl::UnavailableError(
-        "this cluster node stopped sampling after a failed sweep (restart "
-        "the cluster)");
+        absl::StrCat("this cluster node stopped sampling",
+                     cluster_failure_.empty() ? "" : ": ", cluster_failure_,
+                     " (restart the cluster)"));
   }
   // Ingest appends to the log; merges and compaction write new files in
   // the data directory and rename them.

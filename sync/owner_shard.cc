@@ -21,6 +21,9 @@ constexpr size_t kFindAhead = 8;
 // The longest key name (a word) a batch may give.
 constexpr size_t kMaxNameBytes = 4096;
 
+// The most one delta may move a count by (the sampler's counts are int32).
+constexpr int64_t kMaxDeltaCount = int64_t{1} << 31;
+
 // Looks up keys(0), keys(1), ... in `map` in that order, ahead of use:
 // At(i) returns keys(i)'s value (nullptr if absent when it was looked up,
 // kFindAhead steps earlier) after calling found(value) on the value of
@@ -162,6 +165,7 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     }
   }
   absl::MutexLock l(&mu_);
+  LATENTD_RETURN_IF_ERROR(Admit(batch));
   if (batch.changes_only()) {
     if (batch.owner_incarnation() != 0 &&
         batch.owner_incarnation() != incarnation_) {
@@ -181,6 +185,27 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
       }
     }
   }
+  auto done = applied_.find({batch.node_id(), batch.incarnation()});
+  const bool duplicate =
+      done != applied_.end() && batch.sequence() <= done->second;
+  if (!duplicate) {
+    // Before anything changes (a new incarnation's slot retracts the old
+    // one's part): a batch applied under the old epoch is answered as a
+    // duplicate whatever its epoch, so that its sender never routes its
+    // deltas elsewhere.
+    if (epoch_ != 0 && batch.epoch() != 0 && batch.epoch() != epoch_) {
+      if (batch.epoch() < epoch_) {
+        ++stats_.batches_stale_refused;
+        return absl::FailedPreconditionError(absl::StrCat(
+            "stale epoch: batch routed by ring epoch ", batch.epoch(),
+            ", this owner serves epoch ", epoch_, "; nothing was applied"));
+      }
+      return absl::UnavailableError(absl::StrCat(
+          "owner at ring epoch ", epoch_, " has not reached epoch ",
+          batch.epoch(), " yet; nothing was applied"));
+    }
+    LATENTD_RETURN_IF_ERROR(CheckDeltas(batch));
+  }
   const int slot =
       TrackedSlot(batch.node_id(), batch.incarnation(), batch.changes_only());
   if (slot < 0 && batch.changes_only()) {
@@ -193,21 +218,6 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
         "sender ", batch.node_id(), " switched change mode mid-incarnation"));
   }
   uint64_t& last = applied_[{batch.node_id(), batch.incarnation()}];
-  const bool duplicate = batch.sequence() <= last;
-  // After the duplicate check: a batch applied under the old epoch is
-  // answered, so that its sender never routes its deltas elsewhere.
-  if (!duplicate && epoch_ != 0 && batch.epoch() != 0 &&
-      batch.epoch() != epoch_) {
-    if (batch.epoch() < epoch_) {
-      ++stats_.batches_stale_refused;
-      return absl::FailedPreconditionError(absl::StrCat(
-          "stale epoch: batch routed by ring epoch ", batch.epoch(),
-          ", this owner serves epoch ", epoch_, "; nothing was applied"));
-    }
-    return absl::UnavailableError(
-        absl::StrCat("owner at ring epoch ", epoch_, " has not reached epoch ",
-                     batch.epoch(), " yet; nothing was applied"));
-  }
   reply->set_duplicate(duplicate);
   if (duplicate) {
     ++stats_.batches_duplicate;
@@ -242,10 +252,19 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
   SparseBlock* out = reply->mutable_globals();
   const bool versioned = batch.known_versions_size() > 0;
   for (int i = 0; i < batch.keys_size(); ++i) {
+    deltas.Next(&d);
+    if (duplicate && !globals_.contains(batch.keys(i))) {
+      // A resend creates no key (its keys were not admitted again): one
+      // this owner lacks is answered as empty, version 0.
+      reply->add_versions(0);
+      if (!versioned || batch.known_versions(i) != 0) {
+        AppendToBlock(SparseVector(), out);
+      }
+      continue;
+    }
     auto [it, created] = globals_.try_emplace(batch.keys(i));
     GlobalValue& g = it->second;
     if (created) g.holders |= all_keys_ & ~bit;
-    deltas.Next(&d);
     g.holders |= bit;
     g.pending &= ~bit;  // this reply carries it if it changed
     if (!duplicate && !d.empty()) {
@@ -275,6 +294,117 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     me->changed.clear();
   }
   return absl::OkStatus();
+}
+
+absl::Status OwnerShard::Admit(const DeltaBatch& batch) {
+  if (!admission_.has_value()) return absl::OkStatus();
+  const OwnerAdmission& a = *admission_;
+  if (!a.members.empty() && !a.members.contains(batch.node_id())) {
+    if (epoch_ != 0 && batch.epoch() > epoch_) {
+      // Perhaps a joiner of a ring this owner has not reached: it is
+      // answered as any member routing by that ring would be (and takes
+      // nothing here).
+      return absl::UnavailableError(absl::StrCat(
+          "owner at ring epoch ", epoch_, " has not reached epoch ",
+          batch.epoch(), " yet; nothing was applied"));
+    }
+    ++stats_.refused_not_member;
+    return absl::PermissionDeniedError(absl::StrCat(
+        "sender '", batch.node_id(), "' is not a member of ring epoch ", epoch_,
+        "; nothing was applied"));
+  }
+  if (a.max_incarnation) {
+    const uint64_t bound = a.max_incarnation();
+    if (batch.incarnation() > bound) {
+      ++stats_.refused_incarnation;
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sender ", batch.node_id(), " incarnation ", batch.incarnation(),
+          " lies past this owner's clock (bound ", bound,
+          "; its clock runs ahead, or it is forged); nothing was applied"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OwnerShard::CheckDeltas(const DeltaBatch& batch) {
+  if (!admission_.has_value()) return absl::OkStatus();
+  const std::function<bool(Key)>* owns =
+      admission_->owns ? &admission_->owns : nullptr;
+  const bool counts = admission_->counts;
+  // The sender's slot, if this incarnation has one (its contributions).
+  int slot = -1;
+  for (size_t s = 0; s < tracked_.size(); ++s) {
+    const Tracked& t = tracked_[s];
+    if (t.node_id == batch.node_id() && t.incarnation == batch.incarnation() &&
+        t.changes) {
+      slot = static_cast<int>(s);
+    }
+  }
+  BlockReader deltas(batch.deltas(), dimension_);
+  SparseVector d;
+  SparseVector part;
+  for (int i = 0; i < batch.keys_size(); ++i) {
+    const Key key = batch.keys(i);
+    deltas.Next(&d);
+    if (owns != nullptr && !(*owns)(key)) {
+      ++stats_.refused_key_not_owned;
+      return absl::InvalidArgumentError(
+          absl::StrCat("delta batch from ", batch.node_id(), " holds key ", key,
+                       ", which this owner does not own in ring epoch ", epoch_,
+                       "; nothing was applied"));
+    }
+    if (!counts) continue;
+    bool negative = false;
+    for (const SparseEntry& e : d) {
+      if (e.count > kMaxDeltaCount || e.count < -kMaxDeltaCount) {
+        ++stats_.refused_negative;
+        return absl::InvalidArgumentError(
+            absl::StrCat("delta batch from ", batch.node_id(), " moves key ",
+                         key, " topic ", e.topic, " by ", e.count, " (at most ",
+                         kMaxDeltaCount, " at once); nothing was applied"));
+      }
+      negative = negative || e.count < 0;
+    }
+    if (!negative) continue;
+    // What the sender may take back: in change mode its own part, in
+    // global mode (no parts kept) the global.
+    part.clear();
+    auto it = globals_.find(key);
+    if (it != globals_.end()) {
+      const GlobalValue& g = it->second;
+      if (!batch.changes_only()) {
+        ReadGlobal(g, &part);
+      } else if (slot >= 0 &&
+                 static_cast<size_t>(slot) < g.contributed.size()) {
+        part = g.contributed[slot];
+      }
+    }
+    size_t j = 0;
+    for (const SparseEntry& e : d) {
+      if (e.count >= 0) continue;
+      while (j < part.size() && part[j].topic < e.topic) ++j;
+      const int64_t have =
+          j < part.size() && part[j].topic == e.topic ? part[j].count : 0;
+      if (have + e.count < 0) {
+        ++stats_.refused_negative;
+        return absl::InvalidArgumentError(absl::StrCat(
+            "delta batch from ", batch.node_id(), " would take key ", key,
+            " topic ", e.topic, " to ", have + e.count, " (", e.count,
+            " against ", batch.changes_only() ? "its own part " : "the global ",
+            have, "); nothing was applied"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+uint64_t IncarnationAt(absl::Time start, uint32_t random_bits) {
+  return (static_cast<uint64_t>(absl::ToUnixMicros(start)) << 12) |
+         (random_bits & 0xfff);
+}
+
+uint64_t IncarnationBound(absl::Time now, absl::Duration skew) {
+  return IncarnationAt(now + skew, 0xfff);
 }
 
 void OwnerShard::NotifyHolders(Key key, GlobalValue* g, const SparseVector& d,

@@ -44,6 +44,19 @@
 // it held) is refused with kAborted and applies nothing; its sender
 // re-seeds the shard with its contributions (sync/synchronizer.h).
 //
+// Admission (docs/operations.md, "Threat model"): with an Admission set
+// (SetAdmission), a new batch applies only if its sender is one of the
+// admitted members (kPermissionDenied otherwise, before it may take a
+// tracked slot), its incarnation is not past the bound
+// (kInvalidArgument), every key is one this owner owns in the epoch
+// served (kInvalidArgument), and no delta takes a key below zero through
+// its sender, for counts (OwnerAdmission::counts): in change mode below
+// the sender's own contribution to it (so no sender can take away what
+// others contributed), in global mode below the global
+// (kInvalidArgument). A refused batch applies nothing and is counted by
+// reason (OwnerShardStats). Without an Admission (a shard outside a ring:
+// tests, tools) every sender, key and delta is taken.
+//
 // Every key to every holder (growing vocabulary, docs/design.md "Growing
 // vocabulary"): a change-mode sender whose batches say all_keys is made a
 // holder of every key this shard has (its unseen change: the global) when
@@ -59,6 +72,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -69,6 +83,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "sync/abelian_table.h"
 #include "sync/sync.pb.h"
 
@@ -89,7 +104,41 @@ struct OwnerShardStats {
   // New batches refused as stale: from a sender incarnation superseded by a
   // later one, or routed by an earlier ring epoch (nothing applied).
   uint64_t batches_stale_refused = 0;
+  // New batches refused by admission (see the file comment); nothing of
+  // them was applied and no tracked slot was taken.
+  uint64_t refused_not_member = 0;   // sender not an admitted member
+  uint64_t refused_incarnation = 0;  // incarnation past the bound
+  uint64_t refused_key_not_owned = 0;
+  uint64_t refused_negative = 0;  // would take a key below the sender's part
 };
+
+// Who may send this owner batches, and what it owns, for one ring epoch.
+struct OwnerAdmission {
+  // The ids whose batches apply: the ring's members (during a ring change
+  // the old ring's and the new one's, so that a joiner is served in its
+  // own hand-off). Empty: every sender.
+  absl::flat_hash_set<std::string> members;
+  // Whether this owner owns `key` in the epoch; null: every key. Called
+  // under the shard's lock: it must not call back into the shard.
+  std::function<bool(Key)> owns;
+  // The largest sender incarnation taken now (called per batch); null: no
+  // bound. ClusterLink: IncarnationBound(absl::Now(), kMaxClockSkew).
+  std::function<uint64_t()> max_incarnation;
+  // The values are counts (topic counts; not a graph's fixed-point
+  // coordinates): no sender may take a key below its own part (change
+  // mode) or below zero (global mode), nor move a count by more than
+  // 2^31 at once.
+  bool counts = false;
+};
+
+// Sender incarnations as ClusterLink draws them: µs since 1970 at the
+// start, shifted left 12 bits, then 12 random bits; increasing over time.
+uint64_t IncarnationAt(absl::Time start, uint32_t random_bits);
+// The largest incarnation a process started by `now + skew` can have.
+uint64_t IncarnationBound(absl::Time now, absl::Duration skew);
+// How far ahead of an owner's clock a sender's may run (its incarnation
+// is refused past that): NTP keeps members within milliseconds.
+inline constexpr absl::Duration kMaxClockSkew = absl::Minutes(10);
 
 class OwnerShard {
  public:
@@ -107,8 +156,17 @@ class OwnerShard {
   absl::Status Apply(const DeltaBatch& batch, DeltaReply* reply);
 
   // The ring epoch served (0 = unversioned: batches of any epoch apply).
-  // Applies to the batches that arrive after the call.
+  // Applies to the batches that arrive after the call. An admission set
+  // for `epoch` (SetAdmission) takes effect with it.
   void SetEpoch(uint64_t epoch);
+
+  // Admission for ring epoch `epoch`: at once if that is the epoch
+  // served, else when SetEpoch or AdvanceEpoch moves to it (so that the
+  // owner's key set and epoch change in one step). Replaces any earlier
+  // admission for a later epoch than the one served.
+  void SetAdmission(uint64_t epoch, OwnerAdmission admission);
+  // Whether the admission in effect lists `node_id` (true without one).
+  bool Admits(const std::string& node_id) const;
   uint64_t epoch() const;
 
   // Moves to ring epoch `epoch` and, in the same step, removes every key
@@ -173,6 +231,20 @@ class OwnerShard {
   const uint64_t incarnation_;  // random, per OwnerShard
   mutable absl::Mutex mu_;
   uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  // The admission in effect (unset: every sender), and one waiting for its
+  // epoch.
+  std::optional<OwnerAdmission> admission_ ABSL_GUARDED_BY(mu_);
+  std::optional<std::pair<uint64_t, OwnerAdmission>> next_admission_
+      ABSL_GUARDED_BY(mu_);
+  // Moves to `epoch`, taking a waiting admission for it into effect.
+  void EnterEpoch(uint64_t epoch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Admission's checks of a new batch: sender, incarnation, keys, and
+  // that no delta takes a key below the sender's part (see the file
+  // comment). Changes nothing but the refusal counters.
+  absl::Status Admit(const DeltaBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckDeltas(const DeltaBatch& batch)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Hand-offs imported: (from_node, epoch, chunk).
   absl::flat_hash_set<std::tuple<std::string, uint64_t, uint32_t>> imported_
       ABSL_GUARDED_BY(mu_);

@@ -14,7 +14,30 @@ namespace latentd::sync {
 
 void OwnerShard::SetEpoch(uint64_t epoch) {
   absl::MutexLock l(&mu_);
+  EnterEpoch(epoch);
+}
+
+void OwnerShard::EnterEpoch(uint64_t epoch) {
   epoch_ = epoch;
+  if (next_admission_.has_value() && next_admission_->first == epoch) {
+    admission_ = std::move(next_admission_->second);
+    next_admission_.reset();
+  }
+}
+
+void OwnerShard::SetAdmission(uint64_t epoch, OwnerAdmission admission) {
+  absl::MutexLock l(&mu_);
+  if (epoch == epoch_) {
+    admission_ = std::move(admission);
+  } else if (epoch > epoch_) {
+    next_admission_.emplace(epoch, std::move(admission));
+  }
+}
+
+bool OwnerShard::Admits(const std::string& node_id) const {
+  absl::MutexLock l(&mu_);
+  return !admission_.has_value() || admission_->members.empty() ||
+         admission_->members.contains(node_id);
 }
 
 uint64_t OwnerShard::epoch() const {
@@ -28,7 +51,7 @@ std::vector<KeyHandoff> OwnerShard::AdvanceEpoch(
   LATENTD_CHECK(max_keys_per_chunk > 0);
   absl::MutexLock l(&mu_);
   LATENTD_CHECK(epoch > epoch_);
-  epoch_ = epoch;
+  EnterEpoch(epoch);
   std::vector<std::pair<std::string, Key>> moved;  // (destination, key)
   for (const auto& [key, g] : globals_) {
     std::string to = new_owner(key);

@@ -8,9 +8,12 @@
 // alter, reorder, replay or inject frames on a connection between members,
 // and learns nothing about the key from watching or answering handshakes.
 // Not covered: confidentiality (the sync port carries word hashes and topic
-// counts in the clear), and one key holder impersonating another (all
-// members are trusted alike; a member's claimed node id is bound to its
-// connection, so it cannot speak for another id on that connection).
+// counts in the clear), and one key holder impersonating another: with the
+// key alone any holder may claim any node id (a claimed id is bound to its
+// connection only, so it cannot speak for another id on that connection).
+// Per-node certificates close that: with mutual TLS, a peer whose
+// certificate names node ids (sync/tls.h, PeerCertificateNodeIds) is
+// refused if its hello claims another (TransportStats::identity_refused).
 //
 // Handshake (every message: a 12-byte header, magic "LTDH", u32 kind, u32
 // body size, then the body; integers big-endian):
@@ -55,6 +58,10 @@ inline constexpr size_t kMinClusterKeyBytes = 16;
 struct PeerAuth {
   std::string key;      // the shared cluster key; never logged
   std::string node_id;  // this side's node id, bound into the proofs
+  // With mutual TLS: refuse a peer whose certificate names no node id
+  // (sync/tls.h, kNodeIdUriPrefix). A peer whose certificate names node
+  // ids is always refused if it claims another id (Connection).
+  bool require_node_certificate = false;
 };
 
 inline constexpr size_t kMaxKeyFileBytes = 64 * 1024;

@@ -164,6 +164,30 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForMutualClient(
   return std::shared_ptr<const TlsContext>(std::move(t));
 }
 
+std::vector<std::string> PeerCertificateNodeIds(SSL* ssl) {
+  std::vector<std::string> ids;
+  X509* cert = SSL_get0_peer_certificate(ssl);
+  if (cert == nullptr) return ids;
+  auto* names = static_cast<GENERAL_NAMES*>(
+      X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  if (names == nullptr) return ids;
+  const std::string_view prefix(kNodeIdUriPrefix);
+  for (int i = 0; i < sk_GENERAL_NAME_num(names); ++i) {
+    const GENERAL_NAME* name = sk_GENERAL_NAME_value(names, i);
+    if (name->type != GEN_URI) continue;
+    const ASN1_IA5STRING* uri = name->d.uniformResourceIdentifier;
+    const std::string_view text(
+        reinterpret_cast<const char*>(ASN1_STRING_get0_data(uri)),
+        static_cast<size_t>(ASN1_STRING_length(uri)));
+    if (text.size() > prefix.size() &&
+        text.substr(0, prefix.size()) == prefix) {
+      ids.emplace_back(text.substr(prefix.size()));
+    }
+  }
+  GENERAL_NAMES_free(names);
+  return ids;
+}
+
 bool SetTlsPeerHost(SSL* ssl, const std::string& host) {
   asio::error_code ec;
   asio::ip::make_address(host, ec);

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -103,6 +104,16 @@ class TlsContext {
 // against its IP subjectAltNames; also sets SNI for a name. False if
 // OpenSSL refuses the parameters.
 bool SetTlsPeerHost(SSL* ssl, const std::string& host);
+
+// Node identities in certificates (docs/operations.md, "Per-node
+// certificates"): a member certificate names its node id as a
+// subjectAltName URI "latentd-node:<id>" (ops/issue-node-cert.sh).
+inline constexpr char kNodeIdUriPrefix[] = "latentd-node:";
+
+// The node ids the peer certificate of `ssl` names (its "latentd-node:"
+// URIs, prefix removed), in certificate order; empty if it has no
+// certificate or names none.
+std::vector<std::string> PeerCertificateNodeIds(SSL* ssl);
 
 // The most recent OpenSSL error on this thread as text ("" if none); clears
 // the thread's error queue.

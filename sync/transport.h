@@ -130,6 +130,9 @@ struct TransportStats {
   // connection was closed because the budget was spent.
   std::atomic<int64_t> request_bytes_in_flight{0};
   std::atomic<uint64_t> frames_over_budget{0};
+  // Server: handshakes refused because the node id claimed is not the one
+  // the peer's certificate names (PeerAuth::bind_identity).
+  std::atomic<uint64_t> identity_refused{0};
 };
 
 struct ClientOptions {

@@ -70,8 +70,8 @@ absl::Status ClusterLink::StartServer() {
   so.idle_timeout = options_.idle_timeout;
   so.max_request_bytes_in_flight = options_.max_request_bytes_in_flight;
   if (!options_.cluster_key.empty()) {
-    so.auth = std::make_shared<sync::PeerAuth>(
-        sync::PeerAuth{options_.cluster_key, options_.node_id});
+    so.auth = std::make_shared<sync::PeerAuth>(sync::PeerAuth{
+        options_.cluster_key, options_.node_id, options_.tls_require_node_id});
   }
   if (options_.tls.enabled()) {
     LATENTD_ASSIGN_OR_RETURN(so.tls,
@@ -87,8 +87,8 @@ absl::Status ClusterLink::StartServer() {
   address_ = absl::StrCat(host, ":", server_->port());
   node_id_ = options_.node_id.empty() ? address_ : options_.node_id;
   if (so.auth != nullptr) {
-    client_auth_ = std::make_shared<sync::PeerAuth>(
-        sync::PeerAuth{options_.cluster_key, node_id_});
+    client_auth_ = std::make_shared<sync::PeerAuth>(sync::PeerAuth{
+        options_.cluster_key, node_id_, options_.tls_require_node_id});
   } else if (so.tls != nullptr) {
     options_.log(absl::StrCat(
         "INSECURE: the sync port ", address_,
@@ -115,8 +115,18 @@ absl::Status ClusterLink::CheckSender(const sync::Frame& request,
   const absl::Status refused = absl::PermissionDeniedError(absl::StrCat(
       "a frame claiming to come from node '", claimed,
       "' arrived on the connection of node '", request.peer_id, "'; refused"));
-  options_.log(std::string(refused.message()));
+  sender_mismatches_.fetch_add(1);
+  LogRefusal(mismatch_log_, std::string(refused.message()));
   return refused;
+}
+
+void ClusterLink::LogRefusal(log::Throttle& throttle, const std::string& line) {
+  if (const int64_t held = throttle.Pass(); held >= 0) {
+    options_.log(held == 0 ? line
+                           : absl::StrCat(line, " (and ", held,
+                                          " refusals not logged since the "
+                                          "last one)"));
+  }
 }
 
 void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
@@ -139,8 +149,11 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
                            (absl::IsUnavailable(s) &&
                             absl::StrContains(s.message(), "ring epoch"));
         if (!epoch) {
-          options_.log(absl::StrCat("rejected delta batch from ",
-                                    batch.node_id(), ": ", s.ToString()));
+          LogRefusal(absl::IsPermissionDenied(s)  ? not_member_log_
+                     : absl::IsInvalidArgument(s) ? invalid_log_
+                                                  : invalid_log_,
+                     absl::StrCat("rejected delta batch from ", batch.node_id(),
+                                  ": ", s.ToString()));
         }
         responder.Reply(s);
         return;
@@ -183,6 +196,18 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
         responder.Reply(s);
         return;
       }
+      if (!owner_->Admits(h.from_node())) {
+        // Perhaps a member of a ring this node has not reached: it sends
+        // again until taken.
+        handoffs_refused_.fetch_add(1);
+        const absl::Status refused = absl::UnavailableError(
+            absl::StrCat("key hand-off from '", h.from_node(),
+                         "', not a member of this node's ring epoch ",
+                         owner_->epoch(), "; nothing was imported"));
+        LogRefusal(handoff_log_, std::string(refused.message()));
+        responder.Reply(refused);
+        return;
+      }
       absl::Status s = owner_->ImportKeys(h);
       if (s.ok()) {
         handoff_keys_in_.fetch_add(h.keys_size());
@@ -221,6 +246,31 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
       responder.Reply(absl::UnimplementedError(
           absl::StrCat("unknown message type ", request.type)));
   }
+}
+
+sync::OwnerAdmission ClusterLink::AdmissionFor(
+    const hashring::RingConfig& config,
+    std::shared_ptr<const hashring::Ring> ring,
+    const hashring::RingConfig* also) const {
+  sync::OwnerAdmission a;
+  uint32_t self = static_cast<uint32_t>(config.members.size());
+  for (uint32_t i = 0; i < config.members.size(); ++i) {
+    a.members.insert(config.members[i].id);
+    if (config.members[i].id == node_id_) self = i;
+  }
+  if (also != nullptr) {
+    for (const hashring::Member& m : also->members) a.members.insert(m.id);
+  }
+  // (A node the ring does not list owns nothing.)
+  a.owns = [ring = std::move(ring), self](sync::Key k) {
+    return ring->Owner(k) == self;
+  };
+  a.max_incarnation = [] {
+    return sync::IncarnationBound(absl::Now(), sync::kMaxClockSkew);
+  };
+  // Topic counts; a linked table (a graph's coordinates) may go negative.
+  a.counts = topics_ != nullptr;
+  return a;
 }
 
 absl::Status ClusterLink::Join() {
@@ -308,6 +358,7 @@ absl::Status ClusterLink::Join() {
   for (size_t i = 0; i < key_owner.size(); ++i) {
     key_owner[i] = ring->Owner(table_->key(i));
   }
+  owner_->SetAdmission(config.version, AdmissionFor(config, ring));
   owner_->SetEpoch(config.version);
   {
     absl::MutexLock l(&ring_mu_);
@@ -319,9 +370,7 @@ absl::Status ClusterLink::Join() {
   // Increasing over time (a later process of this node supersedes an
   // earlier one, sync/owner_shard.h): µs since 1970 (51 bits until 2041),
   // then 12 random bits.
-  so.incarnation =
-      (static_cast<uint64_t>(absl::ToUnixMicros(absl::Now())) << 12) |
-      (std::random_device{}() & 0xfff);
+  so.incarnation = sync::IncarnationAt(absl::Now(), std::random_device{}());
   so.round_byte_budget = options_.round_byte_budget;
   so.round_interval = options_.round_interval;
   so.min_key_weight = options_.min_key_weight;

@@ -73,6 +73,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/log.h"
 #include "hashring/ring.h"
 #include "sampler/synced_table.h"
 #include "sync/cluster_admin.h"
@@ -135,6 +136,11 @@ struct ClusterLinkOptions {
   // certificate from that CA cannot join. Create() fails with
   // kInvalidArgument naming the file when one is missing or unusable.
   sync::MutualTlsFiles tls;
+  // With `tls`: a peer whose certificate names no node id (a subjectAltName
+  // URI latentd-node:<id>, ops/issue-node-cert.sh) is refused. A peer whose
+  // certificate names node ids is always refused if it claims another
+  // (sync/peer_auth.h).
+  bool tls_require_node_id = false;
   // Connection hygiene of the sync server (sync::ServerOptions): open
   // connections at once, and from one IP address (0: no cap); connections
   // without a frame this long are closed (peers reconnect on their next
@@ -316,6 +322,11 @@ class ClusterLink {
   // its detection (Redis time) to the first sync round this node completed
   // with the new owners. Negative if none yet.
   uint64_t failovers() const { return failovers_.load(); }
+  // Frames refused as speaking for a node other than the one their
+  // connection proved (CheckSender), and key hand-offs refused as from a
+  // node the owner does not admit.
+  uint64_t sender_mismatches() const { return sender_mismatches_.load(); }
+  uint64_t handoffs_refused() const { return handoffs_refused_.load(); }
   // Replicated key state (key_replicas > 1; zeros otherwise): what this
   // owner copies to its backups, and the keys this node holds copies of
   // for other owners.
@@ -358,6 +369,14 @@ class ClusterLink {
   absl::Status CheckSender(const sync::Frame& request,
                            const std::string& claimed);
   absl::Status Join();
+  // What this node's owner shard takes at `config`'s epoch (sync::
+  // OwnerAdmission): batches from the members of `config` (and of `also`,
+  // the ring being left, if given), for the keys `ring` gives this node,
+  // from incarnations up to this node's clock plus sync::kMaxClockSkew.
+  sync::OwnerAdmission AdmissionFor(
+      const hashring::RingConfig& config,
+      std::shared_ptr<const hashring::Ring> ring,
+      const hashring::RingConfig* also = nullptr) const;
   // With `join`: registers as pending and returns the ring that admits
   // this node.
   absl::StatusOr<hashring::RingConfig> AwaitAdmission(sync::RedisClient* redis);
@@ -399,6 +418,8 @@ class ClusterLink {
   uint64_t PeersClock();
   struct Peer;
   void HandleFrame(sync::Frame request, sync::Responder responder);
+  // Logs a refusal of a peer's frame, at most one line per few seconds.
+  void LogRefusal(log::Throttle& throttle, const std::string& line);
   // The ring watcher thread: polls Redis, follows new epochs, resends
   // hand-offs.
   void WatchRing();
@@ -530,6 +551,14 @@ class ClusterLink {
   uint64_t hb_kick_ ABSL_GUARDED_BY(hb_mu_) = 0;
   std::thread heartbeat_;
   std::thread ring_watch_;
+  std::atomic<uint64_t> sender_mismatches_{0};
+  std::atomic<uint64_t> handoffs_refused_{0};
+  // Refusals of a peer's frames can come at any rate: at most one line a
+  // second of each kind (with how many were held back).
+  log::Throttle mismatch_log_{absl::Seconds(1)};
+  log::Throttle not_member_log_{absl::Seconds(1)};
+  log::Throttle invalid_log_{absl::Seconds(1)};
+  log::Throttle handoff_log_{absl::Seconds(1)};
   std::thread liveness_;
   bool stopped_ = false;
 };

@@ -278,6 +278,10 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
     const std::string& id = next.members[ring->Owner(k)].id;
     return id == node_id_ ? std::string() : id;
   };
+  // Both rings' members may send until the change ends (a joiner in its
+  // own hand-off, a leaving member draining).
+  const hashring::RingConfig current = ring_config();
+  owner_->SetAdmission(next.version, AdmissionFor(next, ring, &current));
   std::vector<sync::KeyHandoff> handoffs = owner_->AdvanceEpoch(
       next.version, new_owner, node_id_, options_.handoff_chunk_keys);
   size_t keys = 0, bytes = 0;
@@ -385,6 +389,8 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
     ring_config_ = c.next;
     ring_ = c.ring;
   }
+  // The change is over: only the new ring's members send from here on.
+  owner_->SetAdmission(c.next.version, AdmissionFor(c.next, c.ring));
   for (const hashring::Member& m : before.members) {
     bool kept = false;
     for (const hashring::Member& n : c.next.members) kept |= n.id == m.id;

@@ -149,6 +149,7 @@ class ClusterNode {
   uint64_t global_vocab_size() const { return global_vocab_; }
   const sync::SyncCounters& counters() const { return link_->counters(); }
   const sync::OwnerShard& owner() const { return link_->owner(); }
+  const ClusterLink& link() const { return *link_; }
   // REQUIRES (both): no sweep running.
   const SyncedTopicTable& synced_table() const { return *synced_; }
   const TopicTable& table() const { return *table_; }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
 #include "sync/membership.h"
 
@@ -114,6 +115,9 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     o.expected_members = static_cast<uint32_t>(nodes);
     o.node_id = absl::StrCat("node", i);
     o.listen = "127.0.0.1:0";
+    for (std::string* file : {&o.tls.cert_file, &o.tls.key_file}) {
+      *file = absl::StrReplaceAll(*file, {{"{node}", o.node_id}});
+    }
     if (static_cast<size_t>(i) < slow_down.size()) o.slow_down = slow_down[i];
     threads.emplace_back(
         [&made, i, o]() mutable { made[i] = ClusterNode::Create(o); });

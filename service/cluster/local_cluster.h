@@ -57,6 +57,8 @@ class LocalCluster {
  public:
   // Starts `nodes` nodes from `base` (node i gets shard i of `nodes`,
   // node id "node<i>", cluster `base.cluster`), all joined.
+  // "{node}" in base.tls's file names becomes the node id (per-node
+  // certificates).
   // slow_down[i], if given, overrides base.slow_down for node i.
   // With `shards` > nodes, node i gets shard i of `shards` and the other
   // shards are left for nodes that join later (Add).

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "openssl/ssl.h"
 #include "openssl/x509.h"
+#include "sync/internal/peer_identity.h"
 
 namespace latentd::sync::internal {
 namespace {
@@ -236,6 +237,9 @@ void Connection::RefusedPlaintext() {
 }
 
 void Connection::AfterTls() {
+  if (socket_.tls() != nullptr && options_.tls && options_.tls->is_mutual()) {
+    cert_ids_ = PeerCertificateNodeIds(socket_.tls()->native_handle());
+  }
   if (!options_.auth) {
     established_ = true;
     read_timer_.cancel();
@@ -249,6 +253,12 @@ void Connection::AfterTls() {
   std::string hello = handshake_->Start();
   if (!hello.empty()) WriteHandshake(std::move(hello), nullptr);
   ReadHandshakeHeader();
+}
+
+absl::Status Connection::CheckPeerIdentity() const {
+  if (!options_.tls || !options_.tls->is_mutual()) return absl::OkStatus();
+  return internal::CheckPeerIdentity(peer_, handshake_->peer_id(), cert_ids_,
+                                     options_.auth->require_node_certificate);
 }
 
 absl::Status Connection::HandshakeReadError(const asio::error_code& ec) {
@@ -314,6 +324,16 @@ void Connection::ReadHandshakeBody(HandshakeHeader header) {
               1, std::memory_order_relaxed);
           Fail(reply.status());
           return;
+        }
+        if (handshake_->done()) {
+          if (absl::Status id = CheckPeerIdentity(); !id.ok()) {
+            options_.stats->identity_refused.fetch_add(
+                1, std::memory_order_relaxed);
+            options_.stats->connections_rejected.fetch_add(
+                1, std::memory_order_relaxed);
+            Fail(id);
+            return;
+          }
         }
         if (!handshake_->done()) {
           if (!reply->empty()) WriteHandshake(std::move(*reply), nullptr);
@@ -523,6 +543,9 @@ void Connection::DeliverFrame(const FrameHeader& header) {
     }
     payload_.resize(header.payload_size);
     frame.peer_id = handshake_->peer_id();
+  } else if (!cert_ids_.empty()) {
+    // TLS without the cluster key: the certificate names the sender.
+    frame.peer_id = cert_ids_.front();
   }
   options_.stats->frames_received.fetch_add(1, std::memory_order_relaxed);
   frame.type = header.type;

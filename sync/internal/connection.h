@@ -182,6 +182,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::array<char, kFrameHeaderSize> header_{};
   std::array<char, kHandshakeHeaderSize> hs_header_{};
   std::unique_ptr<PeerHandshake> handshake_;  // with options_.auth
+  // With mutual TLS: the node ids the peer's certificate names.
+  std::vector<std::string> cert_ids_;
+  // OK unless the node id the peer proved the key with is not one its
+  // certificate names (or it names none and auth requires one).
+  absl::Status CheckPeerIdentity() const;
   std::unique_ptr<FrameMac> mac_;             // once the handshake is done
   std::string payload_;         // payload, then its MAC when authenticated
   size_t payload_filled_ = 0;   // bytes of payload_ read so far

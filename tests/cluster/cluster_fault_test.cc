@@ -277,13 +277,15 @@ TEST_F(ClusterTest, WrongKeyPeersAreRefusedAndTheModelIsUnchanged) {
   EXPECT_GE(log_.Count("did not start the cluster-key handshake"), 1);
   EXPECT_EQ(log_.Count("arrived on the connection of node 'intruder'"), 1);
 
-  // Control: the same batch, from a key holder in its own name, is applied
-  // (so the refusals above are what kept it out).
+  // The same batch, from a key holder in its own name: it is no member of
+  // the ring, so the owner refuses it too (issue 29).
   auto member = send(std::make_shared<sync::PeerAuth>(
                          sync::PeerAuth{kTestClusterKey, "intruder"}),
                      "intruder");
-  ASSERT_TRUE(member.ok()) << member.status();
-  EXPECT_NE(owner->owner().Global(sync::kTopicTotalsKey), before);
+  EXPECT_EQ(member.status().code(), absl::StatusCode::kPermissionDenied)
+      << member.status();
+  EXPECT_EQ(owner->owner().Global(sync::kTopicTotalsKey), before);
+  EXPECT_EQ(owner->owner().stats().refused_not_member, 1u);
 }
 
 }  // namespace

@@ -72,13 +72,16 @@ TEST_F(ClusterTest, TlsClusterRefusesPeersWithoutTheClusterCa) {
   EXPECT_GE(log_.Count("the client's certificate does not verify"), 1);
   EXPECT_GE(log_.Count("a client without TLS reached the TLS port"), 1);
 
-  // Control: the same batch through a certificate from the cluster CA is
-  // applied (so the refusals above are what kept it out).
+  // Control: the same batch through a certificate from the cluster CA
+  // passes TLS and the key (so the refusals above were TLS's) and reaches
+  // the owner, which refuses it as from no member of the ring (issue 29).
   auto member_tls = sync::TlsContext::ForMutualClient(node_files);
   ASSERT_TRUE(member_tls.ok()) << member_tls.status();
   auto member = send(*member_tls);
-  ASSERT_TRUE(member.ok()) << member.status();
-  EXPECT_NE(owner->owner().Global(sync::kTopicTotalsKey), before);
+  EXPECT_EQ(member.status().code(), absl::StatusCode::kPermissionDenied)
+      << member.status();
+  EXPECT_EQ(owner->owner().Global(sync::kTopicTotalsKey), before);
+  EXPECT_EQ(owner->owner().stats().refused_not_member, 1u);
 }
 
 TEST_F(ClusterTest, TlsFilesThatCannotBeUsedStopTheStart) {

@@ -1,15 +1,18 @@
 // libFuzzer harness: what a sync port reads before any handler runs — the
 // frame header, an error reply's status, the cluster-key handshake's header
-// and messages (both roles), and a frame's MAC. Arbitrary bytes must give
-// OK or an error, never a crash, and an accepted header must be in range.
+// and messages (both roles), the binding of the node id a peer proves to
+// its certificate's, and a frame's MAC. Arbitrary bytes must give OK or
+// an error, never a crash, and an accepted header must be in range.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fuzzer/FuzzedDataProvider.h"
 #include "sync/frame.h"
+#include "sync/internal/peer_identity.h"
 #include "sync/peer_auth.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -55,6 +58,45 @@ void FuzzHandshake(PeerHandshake::Role role, FuzzedDataProvider* fdp) {
   LATENTD_FUZZ_CHECK(!side.done());
 }
 
+// A client claiming a fuzzed node id runs the whole handshake with a
+// server of the same key: the server sees exactly the id the client
+// proved, and the certificate rule (internal::CheckPeerIdentity) admits it
+// iff its certificate names that id, or names none and none is required.
+void FuzzIdentity(FuzzedDataProvider* fdp) {
+  const std::string key = "0123456789abcdef-cluster-key";
+  const PeerAuth client_auth{key, fdp->ConsumeRandomLengthString(64)};
+  const PeerAuth server_auth{key, "node-0"};
+  PeerHandshake client(PeerHandshake::Role::kClient, &client_auth);
+  PeerHandshake server(PeerHandshake::Role::kServer, &server_auth);
+  std::string message = client.Start();
+  PeerHandshake* to = &server;
+  for (int i = 0; i < 4 && !message.empty(); ++i) {
+    absl::StatusOr<HandshakeHeader> h = DecodeHandshakeHeader(message.data());
+    LATENTD_FUZZ_CHECK(h.ok());
+    absl::StatusOr<std::string> reply = to->OnMessage(
+        h->kind, std::string_view(message).substr(kHandshakeHeaderSize));
+    if (!reply.ok()) return;  // an id the handshake does not carry
+    message = *reply;
+    to = to == &server ? &client : &server;
+  }
+  LATENTD_FUZZ_CHECK(server.done() && client.done());
+  LATENTD_FUZZ_CHECK(server.peer_id() == client_auth.node_id);
+  LATENTD_FUZZ_CHECK(client.peer_id() == server_auth.node_id);
+  std::vector<std::string> cert_ids;
+  const int n = fdp->ConsumeIntegralInRange<int>(0, 3);
+  bool named = false;
+  for (int i = 0; i < n; ++i) {
+    cert_ids.push_back(fdp->ConsumeBool() ? client_auth.node_id
+                                          : fdp->ConsumeRandomLengthString(64));
+    named = named || cert_ids.back() == client_auth.node_id;
+  }
+  const bool require = fdp->ConsumeBool();
+  const bool admitted =
+      internal::CheckPeerIdentity("peer", server.peer_id(), cert_ids, require)
+          .ok();
+  LATENTD_FUZZ_CHECK(admitted == (named || (cert_ids.empty() && !require)));
+}
+
 }  // namespace
 }  // namespace latentd::sync
 
@@ -70,6 +112,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzHandshake(
       server ? PeerHandshake::Role::kServer : PeerHandshake::Role::kClient,
       &fdp);
+
+  FuzzIdentity(&fdp);
 
   // A frame MAC from random bytes never verifies.
   FrameMac mac(std::string(32, 'k'), PeerHandshake::Role::kServer);

@@ -95,6 +95,8 @@ void SyncSeeds() {
   fuzz::AppendMessage(4, "node-1", &owner);
   fuzz::AppendMessage(5, "node-2", &owner);
   Seed("fuzz_sync_owner", "session", owner);
+  // Op 0 (a DeltaBatch) means the same to fuzz_sync_admission.
+  Seed("fuzz_sync_admission", "session", owner);
 
   // Client: local changes, a pass answered by the real owner, then one
   // answered with a recorded reply, then a flush.

@@ -68,6 +68,20 @@ void ExpectOneModelOverTheirTokens(Daemon* a, Daemon* b) {
 
 // Cluster mode needs the cluster key or an explicit --insecure; a key file
 // others can read is refused. Each refusal says what to do.
+// Every reason of latentd_sync_batches_refused_total is exported, and 0:
+// no member was refused anything (issue 29).
+void ExpectNoRefusals(Daemon* d) {
+  for (const char* reason :
+       {"not_member", "incarnation", "key_not_owned", "negative",
+        "sender_mismatch", "handoff_not_member", "identity"}) {
+    EXPECT_EQ(Metric(d, absl::StrCat("latentd_sync_batches_refused_total{"
+                                     "reason=\"",
+                                     reason, "\"}")),
+              0)
+        << reason;
+  }
+}
+
 TEST(DaemonCluster, ClusterModeWithoutAKeyRefusesToStart) {
   TempDir tmp;
   RedisServer redis(tmp.path());
@@ -273,6 +287,8 @@ TEST(DaemonCluster, TwoNodesTrainOverMutualTlsAndAPasswordedRedis) {
                    "\"sync\"}"),
             64);
   EXPECT_GE(Metric(a, "latentd_connections{listener=\"sync\"}"), 1);
+  ExpectNoRefusals(a);
+  ExpectNoRefusals(cluster.node(1));
   ::setenv("LATENTD_CLUSTER_REDIS", cluster.redis().address().c_str(), 1);
   auto [rc, out] = Latentctl({"cluster", "status", "--cluster", "tls"});
   ::unsetenv("LATENTD_CLUSTER_REDIS");
@@ -601,6 +617,9 @@ TEST(DaemonCluster, AKilledDaemonRestartsFromItsDirectoryAndStaysExact) {
             Metric(b, "latentd_cluster_epoch"));
   EXPECT_EQ(Metric(a, "latentd_cluster_members"), 2);
   EXPECT_EQ(Metric(a, "latentd_cluster_peers_unreachable"), 0);
+  // The restarted member's new process was taken, not refused.
+  ExpectNoRefusals(a);
+  ExpectNoRefusals(b);
   EXPECT_GT(Metric(a, "latentd_cluster_owned_keys") +
                 Metric(b, "latentd_cluster_owned_keys"),
             100);

@@ -39,18 +39,27 @@ class TestPki {
   TestPki& operator=(const TestPki&) = delete;
 
   std::string path(const std::string& name) const { return dir_ / name; }
+  // NAME.pem / NAME.key signed by the CA for IP 127.0.0.1, naming node
+  // `node_id` (subjectAltName URI latentd-node:ID, as
+  // ops/issue-node-cert.sh makes them). False if openssl failed.
+  bool IssueNodeCert(const std::string& name, const std::string& node_id) {
+    Issue(name, "ca",
+          absl::StrCat("URI:latentd-node:", node_id, ",IP:127.0.0.1"));
+    return ok_;
+  }
   // False if any openssl command failed.
   bool ok() const { return ok_; }
 
  private:
   // NAME.pem / NAME.key for IP 127.0.0.1, signed by CA.pem.
-  void Issue(const std::string& name, const std::string& ca) {
+  void Issue(const std::string& name, const std::string& ca,
+             const std::string& san = "IP:127.0.0.1") {
     Run(absl::StrCat("req -newkey rsa:2048 -nodes -subj /CN=", name,
                      " -keyout ", name, ".key -out ", name, ".csr"));
     Run(absl::StrCat("x509 -req -in ", name, ".csr -CA ", ca, ".pem -CAkey ",
                      ca, ".key -CAcreateserial -days 2 -extfile san.ext -out ",
                      name, ".pem"),
-        "subjectAltName=IP:127.0.0.1\n");
+        absl::StrCat("subjectAltName=", san, "\n"));
   }
   // openssl ARGS in the directory (`ext`: written to san.ext first).
   void Run(const std::string& args, const std::string& ext = "") {

@@ -1,0 +1,196 @@
+// OwnerShard's admission (sync/owner_shard.h): a batch from outside the
+// ring, from a sender process "from the future", for a key the owner does
+// not own, or that would take a key below what its sender contributed is
+// refused whole, counted, and takes no tracked slot; the members' batches
+// go on as before. Regressions of issue 29, defect 1.
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "sync/owner_shard.h"
+
+namespace latentd::sync {
+namespace {
+
+constexpr uint32_t kK = 4;
+
+uint64_t Incarnation() { return IncarnationAt(absl::Now(), 7); }
+
+DeltaBatch Batch(const std::string& id, uint64_t incarnation, uint64_t sequence,
+                 std::initializer_list<std::pair<Key, SparseVector>> deltas,
+                 bool changes = true) {
+  DeltaBatch b;
+  b.set_node_id(id);
+  b.set_incarnation(incarnation);
+  b.set_sequence(sequence);
+  b.set_dimension(kK);
+  b.set_changes_only(changes);
+  b.set_epoch(1);
+  for (const auto& [key, v] : deltas) {
+    b.add_keys(key);
+    AppendToBlock(v, b.mutable_deltas());
+  }
+  return b;
+}
+
+// Owner of the even keys, in a ring of "a" and "b", at epoch 1.
+class OwnerAdmissionTest : public ::testing::Test {
+ protected:
+  OwnerAdmissionTest() : owner_(kK) {
+    OwnerAdmission a;
+    a.members = {"a", "b"};
+    a.owns = [](Key k) { return k % 2 == 0; };
+    a.max_incarnation = [] {
+      return IncarnationBound(absl::Now(), kMaxClockSkew);
+    };
+    a.counts = true;
+    owner_.SetAdmission(1, std::move(a));
+    owner_.SetEpoch(1);
+  }
+  absl::Status Apply(const DeltaBatch& b) {
+    DeltaReply reply;
+    return owner_.Apply(b, &reply);
+  }
+  OwnerShard owner_;
+  const uint64_t inc_a_ = Incarnation();
+  const uint64_t inc_b_ = Incarnation() + 1;
+};
+
+TEST_F(OwnerAdmissionTest, NonMembersAreRefusedAndTakeNoSlot) {
+  ASSERT_TRUE(Apply(Batch("a", inc_a_, 1, {{2, {{0, 5}}}})).ok());
+  // Far more fake senders than tracked slots, with a fat delta each.
+  for (int i = 0; i < 100; ++i) {
+    absl::Status s =
+        Apply(Batch("fake-" + std::to_string(i), 1, 1, {{2, {{0, 100000}}}}));
+    EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  }
+  EXPECT_EQ(owner_.stats().refused_not_member, 100u);
+  EXPECT_EQ(owner_.Global(2), (SparseVector{{0, 5}}));
+  // The real members still get slots (change mode needs one).
+  EXPECT_TRUE(Apply(Batch("b", inc_b_, 1, {{4, {{1, 3}}}})).ok());
+  EXPECT_TRUE(Apply(Batch("a", inc_a_, 2, {{2, {{0, 1}}}})).ok());
+  EXPECT_EQ(owner_.Global(2), (SparseVector{{0, 6}}));
+  EXPECT_FALSE(owner_.Admits("fake-0"));
+  EXPECT_TRUE(owner_.Admits("b"));
+}
+
+TEST_F(OwnerAdmissionTest, NonMemberOfALaterEpochIsToldToWait) {
+  DeltaBatch b = Batch("joiner", 1, 1, {{2, {{0, 1}}}});
+  b.set_epoch(2);
+  EXPECT_EQ(Apply(b).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(owner_.stats().refused_not_member, 0u);
+  EXPECT_TRUE(owner_.Global(2).empty());
+}
+
+TEST_F(OwnerAdmissionTest, IncarnationFromTheFutureIsRefused) {
+  ASSERT_TRUE(Apply(Batch("a", inc_a_, 1, {{2, {{0, 5}}}})).ok());
+  // Claiming a's id with the largest incarnation would retract a's counts
+  // and supersede a for good.
+  absl::Status s =
+      Apply(Batch("a", std::numeric_limits<uint64_t>::max(), 1, {}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  s = Apply(Batch("a", IncarnationAt(absl::Now() + absl::Hours(1), 0), 1, {}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(owner_.stats().refused_incarnation, 2u);
+  EXPECT_EQ(owner_.stats().senders_retracted, 0u);
+  EXPECT_EQ(owner_.Global(2), (SparseVector{{0, 5}}));
+  EXPECT_TRUE(Apply(Batch("a", inc_a_, 2, {{2, {{0, 1}}}})).ok());
+  // A restart within the skew still supersedes (a later process of a).
+  EXPECT_TRUE(Apply(Batch("a", Incarnation() + 100, 1, {{2, {{0, 2}}}})).ok());
+  EXPECT_EQ(owner_.Global(2), (SparseVector{{0, 2}}));
+}
+
+TEST_F(OwnerAdmissionTest, KeysThisOwnerDoesNotOwnAreRefusedWhole) {
+  absl::Status s = Apply(Batch("a", inc_a_, 1, {{2, {{0, 1}}}, {3, {{0, 1}}}}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(owner_.stats().refused_key_not_owned, 1u);
+  EXPECT_EQ(owner_.num_keys(), 0u);
+  // Nothing of it applied: the same sequence goes through corrected.
+  EXPECT_TRUE(Apply(Batch("a", inc_a_, 1, {{2, {{0, 1}}}})).ok());
+  EXPECT_EQ(owner_.Global(2), (SparseVector{{0, 1}}));
+}
+
+TEST_F(OwnerAdmissionTest, NoSenderTakesAKeyBelowItsOwnPart) {
+  ASSERT_TRUE(Apply(Batch("a", inc_a_, 1, {{2, {{0, 5}, {1, 2}}}})).ok());
+  ASSERT_TRUE(Apply(Batch("b", inc_b_, 1, {{2, {{0, 1}}}})).ok());
+  // b contributed 1 to (2, topic 0): it may not take a's 5.
+  absl::Status s = Apply(Batch("b", inc_b_, 2, {{2, {{0, -2}}}}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  s = Apply(Batch("b", inc_b_, 2, {{2, {{0, -1000000000}}}}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  // A topic b never gave to, and a key it never sent.
+  s = Apply(Batch("b", inc_b_, 2, {{2, {{1, -1}}}}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  s = Apply(Batch("b", inc_b_, 2, {{4, {{0, -1}}}}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(owner_.stats().refused_negative, 4u);
+  EXPECT_EQ(owner_.Global(2), (SparseVector{{0, 6}, {1, 2}}));
+  // Each may take back exactly what it gave, in one step or several.
+  EXPECT_TRUE(Apply(Batch("b", inc_b_, 2, {{2, {{0, -1}}}})).ok());
+  EXPECT_TRUE(Apply(Batch("a", inc_a_, 2, {{2, {{0, -3}, {1, 1}}}})).ok());
+  EXPECT_TRUE(Apply(Batch("a", inc_a_, 3, {{2, {{0, -2}, {1, -3}}}})).ok());
+  EXPECT_TRUE(owner_.Global(2).empty());
+  EXPECT_EQ(Apply(Batch("a", inc_a_, 4, {{2, {{0, -1}}}})).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(OwnerAdmissionTest, OutOfRangeDeltasAreRefused) {
+  absl::Status s = Apply(Batch("a", inc_a_, 1, {{2, {{0, int64_t{1} << 40}}}}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_EQ(owner_.num_keys(), 0u);
+}
+
+TEST_F(OwnerAdmissionTest, AResendCreatesNoKey) {
+  // Found by fuzz_sync_admission: a global-mode resend was not admitted
+  // again, yet made an (empty) entry for each of its keys.
+  ASSERT_TRUE(Apply(Batch("a", inc_a_, 1, {{2, {{0, 1}}}}, false)).ok());
+  EXPECT_TRUE(
+      Apply(Batch("a", inc_a_, 1, {{3, {{0, 1}}}, {5, {}}}, false)).ok());
+  EXPECT_EQ(owner_.num_keys(), 1u);
+}
+
+TEST(OwnerAdmission, GlobalModeSendersMayNotTakeAGlobalBelowZero) {
+  OwnerShard owner(kK);
+  OwnerAdmission a;
+  a.counts = true;
+  owner.SetAdmission(0, std::move(a));
+  const uint64_t inc = Incarnation();
+  DeltaReply reply;
+  ASSERT_TRUE(
+      owner.Apply(Batch("a", inc, 1, {{2, {{0, 3}}}}, false), &reply).ok());
+  EXPECT_EQ(
+      owner.Apply(Batch("a", inc, 2, {{2, {{0, -4}}}}, false), &reply).code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(
+      owner.Apply(Batch("a", inc, 2, {{2, {{0, -3}}}}, false), &reply).ok());
+  EXPECT_TRUE(owner.Global(2).empty());
+}
+
+TEST(OwnerAdmission, ValuesThatAreNotCountsMayGoNegative) {
+  OwnerShard owner(kK);
+  OwnerAdmission a;
+  a.members = {"a"};
+  owner.SetAdmission(0, std::move(a));
+  DeltaReply reply;
+  EXPECT_TRUE(
+      owner.Apply(Batch("a", Incarnation(), 1, {{2, {{0, -7}}}}), &reply).ok());
+  EXPECT_EQ(owner.Global(2), (SparseVector{{0, -7}}));
+}
+
+TEST(OwnerAdmission, AnAdmissionForALaterEpochWaitsForIt) {
+  OwnerShard owner(kK);
+  owner.SetEpoch(1);
+  OwnerAdmission next;
+  next.members = {"a"};
+  owner.SetAdmission(2, std::move(next));
+  EXPECT_TRUE(owner.Admits("x"));  // epoch 1: no admission yet
+  owner.AdvanceEpoch(
+      2, [](Key) { return std::string(); }, "self");
+  EXPECT_FALSE(owner.Admits("x"));
+  EXPECT_TRUE(owner.Admits("a"));
+}
+
+}  // namespace
+}  // namespace latentd::sync
