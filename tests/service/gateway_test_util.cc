@@ -9,10 +9,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 
+#include "gtest/gtest.h"
 #include "httplib.h"
 
 namespace latentd::testing {
@@ -114,6 +116,49 @@ int ListenBacklog(int port) {
   }
   ::close(nl);
   return backlog;
+}
+
+int ConnectFrom(int from, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in src{};
+  src.sin_family = AF_INET;
+  src.sin_addr.s_addr = htonl(0x7F000000u | static_cast<uint32_t>(from));
+  sockaddr_in dst{};
+  dst.sin_family = AF_INET;
+  dst.sin_port = htons(static_cast<uint16_t>(port));
+  dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof(src)) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+void RaiseOpenFiles(rlim_t want) {
+  rlimit l{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &l), 0);
+  if (l.rlim_cur >= want) return;
+  ASSERT_GE(l.rlim_max, want) << "hard open-files limit too low";
+  l.rlim_cur = want;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &l), 0);
+}
+
+double TimeWithOneRetry(const std::function<bool()>& request, double bound_s) {
+  double best = 1e9;
+  for (int attempt = 0; attempt < 2 && best >= bound_s; ++attempt) {
+    const auto start = std::chrono::steady_clock::now();
+    const bool ok = request();
+    const double took = SecondsSince(start);
+    EXPECT_TRUE(ok) << "attempt " << attempt;
+    if (ok) best = std::min(best, took);
+  }
+  return best;
+}
+
+int PortOf(const std::string& address) {
+  return std::stoi(address.substr(address.rfind(':') + 1));
 }
 
 }  // namespace latentd::testing

@@ -4,9 +4,11 @@
 #ifndef LATENTD_TESTS_SERVICE_GATEWAY_TEST_UTIL_H_
 #define LATENTD_TESTS_SERVICE_GATEWAY_TEST_UTIL_H_
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,19 @@ struct Sockets {
 
 // A TCP connection to 127.0.0.1:port (blocking connect); -1 on failure.
 int ConnectLoopback(int port);
+// A blocking connection from 127.0.0.`from` to 127.0.0.1:port (a client of
+// another loopback address, so per-address caps do not pool them); -1 on
+// failure.
+int ConnectFrom(int from, int port);
+// Raises this process's open-files soft limit to `want` (a gtest failure if
+// the hard limit is lower).
+void RaiseOpenFiles(rlim_t want);
+// Runs `request` (true: answered correctly) and returns its seconds; tries
+// a second time if the first took `bound_s` or more.
+double TimeWithOneRetry(const std::function<bool()>& request,
+                        double bound_s = 0.100);
+// The port of "host:port".
+int PortOf(const std::string& address);
 
 // The listen backlog the kernel applies to the TCP socket listening on
 // 127.0.0.1:port (sock_diag), or -1 if there is none.

@@ -41,37 +41,6 @@ constexpr int kIdlePerListener = 1000;
 constexpr int kSourceAddresses = 8;  // 127.0.0.2 .. 127.0.0.9
 constexpr double kBoundSeconds = 0.100;
 
-// Raises this process's open-files soft limit to what the test needs
-// (three listeners' idle sockets, plus the daemon's side is its own).
-void RaiseOpenFiles(rlim_t want) {
-  rlimit l{};
-  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &l), 0);
-  if (l.rlim_cur >= want) return;
-  ASSERT_GE(l.rlim_max, want) << "hard open-files limit too low";
-  l.rlim_cur = want;
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &l), 0);
-}
-
-// A blocking connection from 127.0.0.`from` to 127.0.0.1:port; -1 on
-// failure.
-int ConnectFrom(int from, int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in src{};
-  src.sin_family = AF_INET;
-  src.sin_addr.s_addr = htonl(0x7F000000u | static_cast<uint32_t>(from));
-  sockaddr_in dst{};
-  dst.sin_family = AF_INET;
-  dst.sin_port = htons(static_cast<uint16_t>(port));
-  dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof(src)) != 0 ||
-      ::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // kIdlePerListener connections to `port` that send nothing, spread over
 // the source addresses.
 void OpenIdle(int port, Sockets* s) {
@@ -81,20 +50,6 @@ void OpenIdle(int port, Sockets* s) {
                      << std::strerror(errno);
     s->fds.push_back(fd);
   }
-}
-
-// Runs `request` (true: answered correctly) and returns its seconds; a
-// second try if the first was over the bound.
-double TimeWithOneRetry(const std::function<bool()>& request) {
-  double best = 1e9;
-  for (int attempt = 0; attempt < 2 && best >= kBoundSeconds; ++attempt) {
-    const auto start = Clock::now();
-    const bool ok = request();
-    const double took = SecondsSince(start);
-    EXPECT_TRUE(ok) << "attempt " << attempt;
-    if (ok) best = std::min(best, took);
-  }
-  return best;
 }
 
 // The value of the sample `name{labels}` in Prometheus text; -1 if absent.
@@ -124,10 +79,6 @@ double WaitForSample(int http_port, const std::string& name,
     ::usleep(50 * 1000);
   }
   return v;
-}
-
-int PortOf(const std::string& address) {
-  return std::stoi(address.substr(address.rfind(':') + 1));
 }
 
 TEST(IdleConnections, ARealRequestIsAnsweredWithin100msOnEveryListener) {

@@ -56,39 +56,12 @@ constexpr double kMaxGrowthBytes = 64 << 20;
 constexpr size_t kMaxBody = 4 << 20;  // latentd's default --max-body-bytes
 constexpr char kAdminToken[] = "admin-token-0123456789";
 
-void RaiseOpenFiles(rlim_t want) {
-  rlimit l{};
-  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &l), 0);
-  if (l.rlim_cur >= want) return;
-  ASSERT_GE(l.rlim_max, want) << "hard open-files limit too low";
-  l.rlim_cur = want;
-  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &l), 0);
-}
-
 // Resident bytes of process `pid`.
 double RssBytes(pid_t pid) {
   std::ifstream in(absl::StrCat("/proc/", pid, "/statm"));
   long long size = 0, resident = 0;
   in >> size >> resident;
   return static_cast<double>(resident) * ::sysconf(_SC_PAGESIZE);
-}
-
-int ConnectFrom(int from, int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in src{};
-  src.sin_family = AF_INET;
-  src.sin_addr.s_addr = htonl(0x7F000000u | static_cast<uint32_t>(from));
-  sockaddr_in dst{};
-  dst.sin_family = AF_INET;
-  dst.sin_port = htons(static_cast<uint16_t>(port));
-  dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&src), sizeof(src)) != 0 ||
-      ::connect(fd, reinterpret_cast<sockaddr*>(&dst), sizeof(dst)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 bool SendAll(int fd, const std::string& bytes) {
@@ -118,22 +91,6 @@ int HttpStatus(int port, const std::string& request, double timeout_s = 5) {
   const ssize_t n = ::recv(fd, buf, sizeof(buf) - 1, 0);
   if (n < 12) return 0;
   return std::atoi(buf + 9);  // "HTTP/1.1 200"
-}
-
-double TimeWithOneRetry(const std::function<bool()>& request) {
-  double best = 1e9;
-  for (int attempt = 0; attempt < 2 && best >= kBoundSeconds; ++attempt) {
-    const auto start = Clock::now();
-    const bool ok = request();
-    const double took = SecondsSince(start);
-    EXPECT_TRUE(ok) << "attempt " << attempt;
-    if (ok) best = std::min(best, took);
-  }
-  return best;
-}
-
-int PortOf(const std::string& address) {
-  return std::stoi(address.substr(address.rfind(':') + 1));
 }
 
 std::string TokensFile(const std::string& dir) {
