@@ -26,6 +26,7 @@
 #include "service/cluster/local_cluster.h"
 #include "sync/frame.h"
 #include "tests/cluster/cluster_test_util.h"
+#include "tests/data_dir.h"
 
 namespace latentd {
 namespace {
@@ -62,16 +63,24 @@ TEST_F(ClusterTest, ExactAfterDrainBsp) {
 }
 
 // The 3-node run's joint log-likelihood per token after N = 80 sweeps is
-// within 2% of a single-node Trainer's on the whole corpus (same K, α, β).
+// within 2% of a single-node Trainer's on the whole of Blei's AP corpus
+// (same K, α, β; real data: the ctest test cluster_test_real_data, label
+// data). The bound and the figures below are AP's: on the generated test
+// corpus the gap is about 2%, over the bound in 2 of 7 runs.
 // The first sweep's log-likelihood is about 30% worse, so the check has
 // room to fail. The cluster runs ssp:1 (1.5-1.8% behind after 50 sweeps,
 // less after 80); async with the per-sweep flush is 1.8-2.1% behind after
 // 40 sweeps on this 2-core machine, too close to the bound for a stable
 // test (ops/bench/cluster_bench.sh reports both).
 TEST_F(ClusterTest, QualityWithinTwoPercentOfOneNode) {
+  LATENTD_REQUIRE_DATA("blei-ap/ap.dat.zst", "blei-ap/vocab.txt.zst");
+  ReaderOptions ap;
+  ap.format = CorpusFormat::kLdaC;
+  ap.path = testing::RealDataPath("blei-ap/ap.dat.zst");
+  ap.vocab_path = testing::RealDataPath("blei-ap/vocab.txt.zst");
   constexpr int kSweeps = 80;
   constexpr TopicId kTopics = 20;
-  auto reader = OpenDocumentReader(TestCorpus());
+  auto reader = OpenDocumentReader(ap);
   ASSERT_TRUE(reader.ok()) << reader.status();
   std::unique_ptr<TokenStore> store = CreateInMemoryTokenStore({});
   CorpusBuilderOptions build;
@@ -96,7 +105,9 @@ TEST_F(ClusterTest, QualityWithinTwoPercentOfOneNode) {
     ll_one = report->log_likelihood_per_token;
   }
 
-  auto cluster = LocalCluster::Start(Base("ssp:1"), 3);
+  ClusterNodeOptions base = Base("ssp:1");
+  base.corpus = ap;
+  auto cluster = LocalCluster::Start(base, 3);
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   auto run = (*cluster)->RunSweeps(kSweeps);
   ASSERT_TRUE(run.ok()) << run.status();
