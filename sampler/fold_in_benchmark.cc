@@ -46,8 +46,9 @@ Model& TrainedModel(TopicId k) {
   if (m.trainer != nullptr) return m;
   const char* env = std::getenv("LATENTD_DATA_DIR");
   if (env == nullptr || *env == '\0') {
-    std::fprintf(stderr, "set LATENTD_DATA_DIR to the real corpora "
-                         "(it reads blei-ap/ap.dat.zst there)\n");
+    std::fprintf(stderr,
+                 "set LATENTD_DATA_DIR to the real corpora "
+                 "(it reads blei-ap/ap.dat.zst there)\n");
     std::exit(1);
   }
   const std::string dir = std::string(env) + "/blei-ap";

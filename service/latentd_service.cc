@@ -311,32 +311,6 @@ absl::Status LatentdService::ReplayLog() {
   return absl::OkStatus();
 }
 
-void LatentdService::ReportLogRepair(const IngestLogRepair& repair) {
-  const std::string log = LogPath(options_.data_dir);
-  if (repair.ack_mark_damaged) {
-    log::Error("latentd",
-               absl::StrCat(AckMarkPath(log),
-                            " did not verify: the log's last records could "
-                            "not be checked against it; rewritten"));
-  }
-  if (repair.damage.empty()) return;
-  for (const IngestLogDamage& d : repair.damage) {
-    if (d.lost() > 0) {
-      log::Error("latentd", absl::StrCat(log, ": damaged ", d.Describe()));
-    } else {
-      LogWarning(absl::StrCat(
-          log, ": damaged ", d.Describe(),
-          " (their sources are forgotten: a redelivery is ingested again)"));
-    }
-  }
-  m_.log_damage->Add(repair.damage.size());
-  m_.lost->Add(repair.lost());
-  LogWarning(absl::StrCat(log,
-                          " rewritten without the damage; the damaged "
-                          "file is kept as ",
-                          repair.kept_aside));
-}
-
 void LatentdService::Start() {
   if (started_) return;
   started_ = true;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
 #include "base/status_macros.h"
 #include "service/latentd_service.h"
 
@@ -160,6 +161,32 @@ absl::StatusOr<api::IngestResponse> LatentdService::Ingest(
   resp.set_first_sequence(appended.first);
   resp.set_last_sequence(appended.last);
   return resp;
+}
+
+void LatentdService::ReportLogRepair(const IngestLogRepair& repair) {
+  const std::string& log = log_->path();
+  if (repair.ack_mark_damaged) {
+    log::Error("latentd",
+               absl::StrCat(AckMarkPath(log),
+                            " did not verify: the log's last records could "
+                            "not be checked against it; rewritten"));
+  }
+  if (repair.damage.empty()) return;
+  for (const IngestLogDamage& d : repair.damage) {
+    if (d.lost() > 0) {
+      log::Error("latentd", absl::StrCat(log, ": damaged ", d.Describe()));
+    } else {
+      LogWarning(absl::StrCat(
+          log, ": damaged ", d.Describe(),
+          " (their sources are forgotten: a redelivery is ingested again)"));
+    }
+  }
+  m_.log_damage->Add(repair.damage.size());
+  m_.lost->Add(repair.lost());
+  LogWarning(absl::StrCat(log,
+                          " rewritten without the damage; the damaged "
+                          "file is kept as ",
+                          repair.kept_aside));
 }
 
 }  // namespace latentd::service

@@ -54,11 +54,11 @@ inline std::string MissingRealData(
 
 // Skips the current test (in a TEST body or a fixture's SetUp) unless every
 // file named exists under $LATENTD_DATA_DIR.
-#define LATENTD_REQUIRE_DATA(...)                                        \
-  do {                                                                   \
-    const std::string latentd_missing_ =                                 \
-        ::latentd::testing::MissingRealData({__VA_ARGS__});              \
-    if (!latentd_missing_.empty()) GTEST_SKIP() << latentd_missing_;     \
+#define LATENTD_REQUIRE_DATA(...)                                    \
+  do {                                                               \
+    const std::string latentd_missing_ =                             \
+        ::latentd::testing::MissingRealData({__VA_ARGS__});          \
+    if (!latentd_missing_.empty()) GTEST_SKIP() << latentd_missing_; \
   } while (0)
 
 #endif  // LATENTD_TESTS_DATA_DIR_H_

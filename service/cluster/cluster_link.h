@@ -28,14 +28,14 @@
 // sent again later), so a key's changes reach every holder in order. A
 // ring that no longer lists this node is not followed here: leaving is
 // the link owner's (LatentdService's remove-node --drop / --handoff, see
-// LeaveRequested); the link logs it and stays at its epoch. One change at a time: a newer epoch seen during a change waits.
-// A member removed as lost (remove-node --lost) is never waited for: once
-// the ring lacks it, each member takes what it contributed out of its
-// owner shard (OwnerShard::RetractSender), re-seeds the keys it owned at
-// their new owners (Synchronizer::Reroute), and the last member to put
-// that ring in effect ends the move. A node that skips an epoch (two were
-// written before it polled) marks the skipped ones' phase sets too, so
-// that members waiting at the skipped epoch are not held forever.
+// LeaveRequested); the link logs it and stays at its epoch. One change at a
+// time: a newer epoch seen during a change waits. A member removed as lost
+// (remove-node --lost) is never waited for: once the ring lacks it, each member
+// takes what it contributed out of its owner shard (OwnerShard::RetractSender),
+// re-seeds the keys it owned at their new owners (Synchronizer::Reroute), and
+// the last member to put that ring in effect ends the move. A node that skips
+// an epoch (two were written before it polled) marks the skipped ones' phase
+// sets too, so that members waiting at the skipped epoch are not held forever.
 //
 // Failure detection and failover (docs/design.md, "Failure detection and
 // failover"), with failure_timeout > 0: a liveness thread writes this

@@ -187,10 +187,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // OK unless the node id the peer proved the key with is not one its
   // certificate names (or it names none and auth requires one).
   absl::Status CheckPeerIdentity() const;
-  std::unique_ptr<FrameMac> mac_;             // once the handshake is done
-  std::string payload_;         // payload, then its MAC when authenticated
-  size_t payload_filled_ = 0;   // bytes of payload_ read so far
-  size_t payload_charged_ = 0;  // bytes of the budget payload_ holds
+  std::unique_ptr<FrameMac> mac_;  // once the handshake is done
+  std::string payload_;            // payload, then its MAC when authenticated
+  size_t payload_filled_ = 0;      // bytes of payload_ read so far
+  size_t payload_charged_ = 0;     // bytes of the budget payload_ holds
   std::deque<std::string> out_;
   size_t out_bytes_ = 0;
   bool writing_ = false;

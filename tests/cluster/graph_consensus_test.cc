@@ -28,8 +28,7 @@ class GraphConsensus : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!testing::MissingRealData({kGraph}).empty()) return;  // SetUp skips
-    absl::StatusOr<EdgeList> list =
-        ReadEdgeList(testing::RealDataPath(kGraph));
+    absl::StatusOr<EdgeList> list = ReadEdgeList(testing::RealDataPath(kGraph));
     ASSERT_TRUE(list.ok()) << list.status();
     absl::StatusOr<GraphData> graph = GraphData::FromEdgeList(*list);
     ASSERT_TRUE(graph.ok());

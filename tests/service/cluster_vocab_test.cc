@@ -136,8 +136,8 @@ TEST(ClusterVocabulary, ANodeWithAnotherCorpusJoinsAndEveryNodeHoldsAllWords) {
       cluster.Start({part_args("part_a.dat"), part_args("part_b.dat")}));
   Daemon* a = cluster.node(0);
   Daemon* c =
-      cluster.StartJoiner(common({"--corpus", tmp + "/other.lines",
-                                  "--format", "lines", "--max-sweeps", "8"}));
+      cluster.StartJoiner(common({"--corpus", tmp + "/other.lines", "--format",
+                                  "lines", "--max-sweeps", "8"}));
   const std::string pending = PendingNode(redis.address(), "mixed");
   ASSERT_FALSE(pending.empty()) << c->Log();
   auto ca = a->Client(Protocol::kTcp);

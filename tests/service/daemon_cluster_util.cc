@@ -233,10 +233,8 @@ std::vector<std::string> TrainingArgs(const char* topics,
 }
 
 std::vector<std::string> CorpusPartArgs(const std::string& dir, int part) {
-  return {"--corpus", absl::StrCat(dir, "/part", part),
-          "--format", "ldac",
-          "--vocab",  TestCorpusFile("vocab.txt"),
-          "--topics", "10"};
+  return {"--corpus", absl::StrCat(dir, "/part", part), "--format", "ldac",
+          "--vocab",  TestCorpusFile("vocab.txt"),      "--topics", "10"};
 }
 
 std::vector<std::string> FixedPortArgs(

@@ -16,10 +16,10 @@
 // tokens still change topic each sweep after 100 sweeps (AP: 26%; with
 // α = 0.1, β = 0.01, 6%), and a cluster of latentd daemons samples it at
 // AP's speed (3.4 against 3.8 M tokens/s; 5.4 with the sparser priors,
-// fast enough to change what the cluster tests see mid-training). The first words are English news words, so that the
-// texts the tests ingest ("oil prices rose ...") hold known words as well
-// as new ones; the rest are made-up words of letters (e.g. "bakemo"), each
-// one the Tokenizer keeps as it is.
+// fast enough to change what the cluster tests see mid-training). The first
+// words are English news words, so that the texts the tests ingest ("oil prices
+// rose ...") hold known words as well as new ones; the rest are made-up words
+// of letters (e.g. "bakemo"), each one the Tokenizer keeps as it is.
 //
 // other.lines is another corpus in another format: 300 documents of about
 // 100 words from 10 other topics, over 3,000 words of which about half are
@@ -50,18 +50,16 @@ namespace latentd {
 namespace {
 
 constexpr const char* kNewsWords[] = {
-    "oil",       "prices",   "rose",      "opec",      "ministers",
-    "met",       "vienna",   "soviet",    "union",     "united",
-    "states",    "signed",   "arms",      "treaty",    "stock",
-    "market",    "fell",     "sharply",   "wall",      "street",
-    "today",     "police",   "arrested",  "men",       "shooting",
-    "city",      "president", "told",     "congress",  "budget",
-    "deficit",   "crude",    "government", "percent",  "million",
-    "billion",   "company",  "officials", "people",    "year",
-    "trade",     "bank",     "court",     "war",       "party",
-    "election",  "report",   "world",     "price",     "national",
-    "dollar",    "workers",   "military", "house",     "senate",
-    "economy",   "minister", "talks",     "business",  "american",
+    "oil",      "prices",    "rose",       "opec",     "ministers", "met",
+    "vienna",   "soviet",    "union",      "united",   "states",    "signed",
+    "arms",     "treaty",    "stock",      "market",   "fell",      "sharply",
+    "wall",     "street",    "today",      "police",   "arrested",  "men",
+    "shooting", "city",      "president",  "told",     "congress",  "budget",
+    "deficit",  "crude",     "government", "percent",  "million",   "billion",
+    "company",  "officials", "people",     "year",     "trade",     "bank",
+    "court",    "war",       "party",      "election", "report",    "world",
+    "price",    "national",  "dollar",     "workers",  "military",  "house",
+    "senate",   "economy",   "minister",   "talks",    "business",  "american",
 };
 
 // `n` made-up words, in order: three consonant-vowel syllables ("bakemo"),

@@ -22,7 +22,7 @@ inline std::string TestCorpusFile(const std::string& name) {
 
 // latentd's flags that train on it.
 inline std::vector<std::string> TestCorpusArgs() {
-  return {"--corpus", TestCorpusFile("corpus.ldac"), "--format", "ldac",
+  return {"--corpus",       TestCorpusFile("corpus.ldac"), "--format", "ldac",
           "--corpus-vocab", TestCorpusFile("vocab.txt")};
 }
 
