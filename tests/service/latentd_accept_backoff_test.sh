@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Out of file descriptors: latentd runs under an open-files limit of 128
 # (soft and hard) and 300 clients connect to each API port and stay. The
-# accept loops back off instead of spinning (under 1 CPU second in 4 s)
-# and log at most a line per listener per 10 s; once the clients go,
+# accept loops back off instead of spinning
+# (the old loop spun at ~84% of a core: over 300 ticks in 4 s; the bound
+# is 200, half a core, for a loaded machine) and log at most a line per
+# listener per 10 s; once the clients go,
 # /healthz and Status answer again.
 # Usage: latentd_accept_backoff_test.sh LATENTD LATENTCTL
 set -euo pipefail
@@ -49,14 +51,14 @@ after=$(cpu_ticks)
 ticks=$((after - before))
 hz=$(getconf CLK_TCK)
 echo "held $(cat "$DIR/holding") connections; latentd used $ticks ticks ($hz a second) in 4 s"
-[ "$ticks" -lt "$hz" ] || fail "the accept loops spin: $ticks ticks of CPU in 4 s"
-grep -q "accept" "$DIR/latentd.log" || fail "no accept failure logged (did the limit bite?)"
-lines=$(grep -c "accept" "$DIR/latentd.log" || true)
+[ "$ticks" -lt $((2 * hz)) ] || fail "the accept loops spin: $ticks ticks of CPU in 4 s"
+grep -Eq "accept( failed)?: " "$DIR/latentd.log" || fail "no accept failure logged (did the limit bite?)"
+lines=$(grep -Ec "accept( failed)?: " "$DIR/latentd.log" || true)
 [ "$lines" -le 4 ] || fail "$lines accept lines in the log: not rate-limited"
 wait "$CLIENTS" || true
 wait_until 10 "no /healthz after the clients left" healthy
 "$CTL" status --addr "$TCP" >/dev/null || fail "Status after the clients left"
-curl -s "http://$HTTP/metrics" | grep -q '^latentd_accept_failures_total{listener="tcp"} [1-9]' ||
+curl -s "http://$HTTP/metrics" | grep -Eq '^latentd_accept_failures_total\{listener="(tcp|http)"\} [1-9]' ||
   fail "no accept failures counted: $(curl -s "http://$HTTP/metrics" | grep accept_failures)"
 stop_latentd
 echo "PASS"
