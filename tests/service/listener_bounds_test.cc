@@ -150,6 +150,14 @@ std::vector<std::string> Args(const std::string& dir) {
   return args;
 }
 
+// Args() with API tokens on (TokensFile), as a hostile client meets them.
+std::vector<std::string> ArgsWithTokens(const std::string& dir) {
+  std::vector<std::string> args = Args(dir);
+  args.push_back("--api-tokens");
+  args.push_back(TokensFile(dir));
+  return args;
+}
+
 TEST(HttpRequestScanner, FramesAndRefusesAsItArrives) {
   HttpRequestLimits limits;
   limits.max_body_bytes = 100;
@@ -201,10 +209,7 @@ TEST(HttpRequestScanner, FramesAndRefusesAsItArrives) {
 TEST(ListenerBounds, AnnouncedBytesTakeNoMemoryWithTokens) {
   RaiseOpenFiles(4 * kConns + 512);
   TempDir dir;
-  std::vector<std::string> args = Args(dir.path());
-  args.push_back("--api-tokens");
-  args.push_back(TokensFile(dir.path()));
-  Daemon d(dir.path() + "/node", args);
+  Daemon d(dir.path() + "/node", ArgsWithTokens(dir.path()));
   ASSERT_TRUE(d.ok()) << d.Log();
   const int http = PortOf(d.http());
   const int tcp = PortOf(d.tcp());
@@ -284,10 +289,7 @@ TEST(ListenerBounds, AnnouncedBytesTakeNoMemoryWithTokens) {
 TEST(ListenerBounds, SlowClientsHoldNoWorker) {
   RaiseOpenFiles(2 * kConns + 512);
   TempDir dir;
-  std::vector<std::string> args = Args(dir.path());
-  args.push_back("--api-tokens");
-  args.push_back(TokensFile(dir.path()));
-  Daemon d(dir.path() + "/node", args);
+  Daemon d(dir.path() + "/node", ArgsWithTokens(dir.path()));
   ASSERT_TRUE(d.ok()) << d.Log();
   const int http = PortOf(d.http());
   auto client = service::ApiClient::Create(d.tcp(), service::Protocol::kTcp,
