@@ -468,8 +468,10 @@ class ClusterLink {
   mutable absl::Mutex failed_over_mu_;
   std::vector<std::string> failed_over_ ABSL_GUARDED_BY(failed_over_mu_);
   // Names the backups of `config`'s ring to the replicator (before its
-  // synchronizer re-routes by that ring).
-  absl::Status SetReplicaBackups(const hashring::RingConfig& config);
+  // synchronizer re-routes by that ring). A `lost` member is no backup even
+  // while the ring lists it (its drain epoch): nobody waits for its copies.
+  absl::Status SetReplicaBackups(const hashring::RingConfig& config,
+                                 const std::vector<std::string>& lost = {});
   // Sends the backups a refill; live: the members of `config`.
   void RefillReplicas(const hashring::RingConfig& config);
   // The replicator's transport: one ReplicaUpdate to a backup.

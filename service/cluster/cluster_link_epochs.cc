@@ -299,7 +299,15 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
   if (replicator_) {
     // A failed (or lost) owner's keys that this node owns now: the part of
     // their globals that no survivor re-seeds comes from the copies here.
+    // Not while the ring still lists it (a lost member's drain epoch): its
+    // keys are still its own, and these copies are what the ring without
+    // it takes over.
     for (const std::string& dead : lost) {
+      bool still_listed = false;
+      for (const hashring::Member& m : next.members) {
+        still_listed |= m.id == dead;
+      }
+      if (still_listed) continue;
       TakeOverReplicas(dead, next.version,
                        [&](sync::Key k) { return new_owner(k).empty(); });
     }
@@ -308,7 +316,7 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
     // waiting for the rounds to end, holds phase 2 up. (Until phase 2 the
     // shard refuses the own batches, routed by the old ring: nothing is
     // copied meanwhile, and phase 2 refills.)
-    LATENTD_RETURN_IF_ERROR(SetReplicaBackups(next));
+    LATENTD_RETURN_IF_ERROR(SetReplicaBackups(next, lost));
   }
   change_ = RingChange{.next = next,
                        .ring = ring,

@@ -15,7 +15,7 @@
 namespace latentd {
 
 absl::Status ClusterLink::SetReplicaBackups(
-    const hashring::RingConfig& config) {
+    const hashring::RingConfig& config, const std::vector<std::string>& lost) {
   if (!replicator_) return absl::OkStatus();
   hashring::RingConfig k = config;
   k.replication = std::min<uint32_t>(options_.key_replicas,
@@ -25,15 +25,17 @@ absl::Status ClusterLink::SetReplicaBackups(
   std::vector<std::string> ids;
   std::vector<std::string> others;
   for (const hashring::Member& m : config.members) {
-    ids.push_back(m.id);
-    if (m.id == node_id_) continue;
+    const bool is_lost =
+        std::find(lost.begin(), lost.end(), m.id) != lost.end();
+    ids.push_back(is_lost ? std::string() : m.id);
+    if (m.id == node_id_ || is_lost) continue;
     LATENTD_RETURN_IF_ERROR(FindOrAddPeer(m).status());
     others.push_back(m.id);
   }
   auto backups = [ring, ids = std::move(ids), self = node_id_](sync::Key key) {
     std::vector<std::string> out;
     for (hashring::MemberIndex m : ring->Replicas(key)) {
-      if (ids[m] != self) out.push_back(ids[m]);
+      if (ids[m] != self && !ids[m].empty()) out.push_back(ids[m]);
     }
     return out;
   };
