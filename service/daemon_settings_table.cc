@@ -534,6 +534,15 @@ void AddClusterSettings(const AddFn& add) {
         c->cluster.failure_timeout = absl::Seconds(x);
         return absl::OkStatus();
       });
+  add("failover-grace", "60", "0..86400",
+      "Seconds after this node starts during which a ring member it has "
+      "not seen beat since (every member, after a whole-cluster restart) "
+      "is waited for rather than failed over. A member seen alive since "
+      "is failed over after --failure-timeout as before; and no member "
+      "declares another down unless at least half of the ring beats "
+      "(docs/operations.md, \"Restarts and failover\")",
+      Seconds("failover-grace", 0, 86400,
+              [](DaemonConfig* c) { return &c->cluster.failover_grace; }));
 }
 
 // What SIGHUP applies to a running daemon (LatentdService::Reconfigure and

@@ -255,6 +255,19 @@ struct ClusterStatus {
 // Redis time, for a running move). Thread-safe (pure function).
 std::string DescribeMove(const MoveRecord& move, int64_t now_ms);
 
+// The failover quorum (docs/operations.md, "Restarts and failover"): ring
+// members whose heartbeat in `status` is at most `failure_timeout` old by
+// Redis's clock, `self` counted as alive. A member may declare another down
+// only while at least half of the ring is alive: a majority, or exactly
+// half with Redis as the tie-breaker (the change is a transaction on Redis,
+// which the declaring member reaches). So a node restarted alone, before
+// the others of its ring are back, changes no membership. Returns
+// kFailedPrecondition naming the count when there is no quorum.
+// Thread-safe (pure function).
+absl::Status CheckFailoverQuorum(const ClusterStatus& status,
+                                 std::string_view self,
+                                 absl::Duration failure_timeout);
+
 // Test seams and polling; the defaults are what production wants.
 struct ClusterAdminOptions {
   // If set, runs after a change has read the cluster and before its

@@ -24,6 +24,34 @@ using internal::ValidateAddress;
 using internal::ValidateCluster;
 using internal::ValidateId;
 
+absl::Status CheckFailoverQuorum(const ClusterStatus& status,
+                                 std::string_view self,
+                                 absl::Duration failure_timeout) {
+  if (!status.ring) {
+    return absl::FailedPreconditionError("the cluster has no ring yet");
+  }
+  const int64_t timeout_ms = absl::ToInt64Milliseconds(failure_timeout);
+  size_t alive = 0;
+  for (const hashring::Member& r : status.ring->members) {
+    if (r.id == self) {
+      ++alive;
+      continue;
+    }
+    for (const MemberStatus& m : status.members) {
+      if (m.id == r.id && m.heartbeat &&
+          status.now_ms - m.heartbeat->unix_ms <= timeout_ms) {
+        ++alive;
+      }
+    }
+  }
+  const size_t members = status.ring->members.size();
+  if (2 * alive >= members) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("no failover quorum: ", alive, " of the ", members,
+                   " members of ring epoch ", status.epoch,
+                   " beat within the failure timeout (at least half must)"));
+}
+
 absl::StatusOr<hashring::RingConfig> DeclareDown(
     RedisClient* redis, std::string_view cluster, std::string_view id,
     absl::Duration failure_timeout, const ClusterAdminOptions& options) {

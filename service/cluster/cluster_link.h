@@ -87,6 +87,8 @@
 
 namespace latentd {
 
+class FailureJudge;
+
 // A table other than topic counts that a link keeps in step with the
 // cluster (a graph node's vertex vectors, sampler/graph/synced_embeddings.h):
 // any keyed Abelian table, plus how to apply the corrections the
@@ -193,6 +195,10 @@ struct ClusterLinkOptions {
   // latentd's --failure-timeout defaults to 1.5 s). Heartbeats go out
   // every failure_timeout / 5 (at least every 20 ms, at most every second).
   absl::Duration failure_timeout = absl::ZeroDuration();
+  // A member this node has not seen beat since it started (a whole
+  // cluster restarted) is failed over only this long after the start
+  // (FailureJudge). 0: judged as the others are.
+  absl::Duration failover_grace = absl::ZeroDuration();
   // Replicated key state (sync/owner_replicator.h; docs/design.md,
   // "Replicated key state"): copies of each key, the owner's included. With
   // k > 1 the part of each owned key's global that no survivor could
@@ -388,9 +394,10 @@ class ClusterLink {
   absl::StatusOr<hashring::RingConfig> AwaitReturn(sync::RedisClient* redis);
   // The liveness thread: heartbeats and failure detection (see above).
   void LivenessLoop();
-  // Declares down the first ring member whose heartbeat is older than
-  // failure_timeout, if any and if no move runs.
-  absl::Status DetectFailure(sync::RedisClient* redis);
+  // Reads the cluster's status for `judge` and declares down the member it
+  // names (only learning who beats unless `may_declare`).
+  absl::Status DetectFailure(sync::RedisClient* redis, FailureJudge* judge,
+                             bool may_declare);
   // Marks `phase` of every epoch in (from, to] (at most the last 1000).
   absl::Status MarkPhases(sync::RedisClient* redis, const char* phase,
                           uint64_t from, uint64_t to);

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "service/cluster/cluster_link.h"
+#include "service/cluster/failure_judge.h"
 #include "sync/cluster_admin.h"
 
 namespace latentd {
@@ -35,6 +36,7 @@ void ClusterLink::LivenessLoop() {
   // whether this connection has written a heartbeat yet.
   absl::Time lost_at = absl::InfiniteFuture();
   bool beaten = false;
+  FailureJudge judge(node_id_, timeout, options_.failover_grace, absl::Now());
   auto lost = [&](const absl::Status& why) {
     if (lost_at != absl::InfiniteFuture()) return;
     lost_at = absl::Now();
@@ -90,9 +92,8 @@ void ClusterLink::LivenessLoop() {
       }
     }
     if (s.ok() && timeout > absl::ZeroDuration() && ready_.load() &&
-        !leaving_.load() && !declared_down_.load() &&
-        absl::Now() >= detect_from) {
-      s = DetectFailure(redis.get());
+        !leaving_.load() && !declared_down_.load()) {
+      s = DetectFailure(redis.get(), &judge, absl::Now() >= detect_from);
     }
     if (absl::IsUnavailable(s)) {
       lost(s);
@@ -101,41 +102,35 @@ void ClusterLink::LivenessLoop() {
   }
 }
 
-absl::Status ClusterLink::DetectFailure(sync::RedisClient* redis) {
+absl::Status ClusterLink::DetectFailure(sync::RedisClient* redis,
+                                        FailureJudge* judge, bool may_declare) {
   LATENTD_ASSIGN_OR_RETURN(sync::ClusterStatus st,
                            sync::ReadClusterStatus(redis, options_.cluster));
-  if (!st.ring || (st.move && st.move->status == sync::MoveStatus::kRunning)) {
-    return absl::OkStatus();  // one change at a time
-  }
-  const int64_t timeout_ms =
-      absl::ToInt64Milliseconds(options_.failure_timeout);
+  const FailureJudge::Verdict v = judge->Judge(st, absl::Now(), may_declare);
+  if (!v.note.empty()) options_.log(v.note);
+  if (v.down.empty()) return absl::OkStatus();
+  int64_t beat_ms = st.now_ms;
   for (const sync::MemberStatus& m : st.members) {
-    if (!m.in_ring || m.id == node_id_ ||
-        m.state != sync::MemberState::kActive || !m.heartbeat ||
-        st.now_ms - m.heartbeat->unix_ms <= timeout_ms) {
-      continue;
-    }
-    absl::StatusOr<hashring::RingConfig> next = sync::DeclareDown(
-        redis, options_.cluster, m.id, options_.failure_timeout);
-    if (next.ok()) {
-      options_.log(absl::StrFormat(
-          "declared %s down (no heartbeat for %.2f s, more than the failure "
-          "timeout %s): ring epoch %d -> %d without it; its counts %s "
-          "until it returns",
-          m.id, (st.now_ms - m.heartbeat->unix_ms) / 1000.0,
-          absl::FormatDuration(options_.failure_timeout), st.epoch,
-          next->version,
-          options_.key_replicas > 1 ? "stay in the model (its keys' copies)"
-                                    : "leave the model"));
-    } else if (absl::IsUnavailable(next.status())) {
-      return next.status();
-    } else if (!absl::IsFailedPrecondition(next.status()) &&
-               !absl::IsAborted(next.status())) {
-      // (Another member won the race, or the node beat meanwhile.)
-      options_.log(absl::StrCat("declaring ", m.id,
-                                " down failed: ", next.status().ToString()));
-    }
-    return absl::OkStatus();
+    if (m.id == v.down && m.heartbeat) beat_ms = m.heartbeat->unix_ms;
+  }
+  absl::StatusOr<hashring::RingConfig> next = sync::DeclareDown(
+      redis, options_.cluster, v.down, options_.failure_timeout);
+  if (next.ok()) {
+    options_.log(absl::StrFormat(
+        "declared %s down (no heartbeat for %.2f s, more than the failure "
+        "timeout %s): ring epoch %d -> %d without it; its counts %s "
+        "until it returns",
+        v.down, (st.now_ms - beat_ms) / 1000.0,
+        absl::FormatDuration(options_.failure_timeout), st.epoch, next->version,
+        options_.key_replicas > 1 ? "stay in the model (its keys' copies)"
+                                  : "leave the model"));
+  } else if (absl::IsUnavailable(next.status())) {
+    return next.status();
+  } else if (!absl::IsFailedPrecondition(next.status()) &&
+             !absl::IsAborted(next.status())) {
+    // (Another member won the race, or the node beat meanwhile.)
+    options_.log(absl::StrCat("declaring ", v.down,
+                              " down failed: ", next.status().ToString()));
   }
   return absl::OkStatus();
 }

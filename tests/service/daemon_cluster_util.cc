@@ -1,5 +1,6 @@
 #include "tests/service/daemon_cluster_util.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -188,10 +189,10 @@ Daemon* TestCluster::StartJoiner(const std::vector<std::string>& args) {
   return Add(std::move(joiner), /*wait=*/false);
 }
 
-Daemon* TestCluster::Restart(int i) {
+Daemon* TestCluster::Restart(int i, bool wait) {
   Node& node = nodes_[i];
   node.daemon.reset();  // SIGKILL if it still runs
-  node.daemon = std::make_unique<Daemon>(data_dir(i), node.args, true);
+  node.daemon = std::make_unique<Daemon>(data_dir(i), node.args, wait);
   return node.daemon.get();
 }
 
@@ -363,6 +364,50 @@ sync::ClusterStatus ReadStatus(const RedisServer& redis,
   auto st = sync::ReadClusterStatus(client->get(), cluster);
   EXPECT_TRUE(st.ok()) << st.status();
   return st.ok() ? *st : sync::ClusterStatus{};
+}
+
+double DrainAndCheckExact(const TestCluster& cluster,
+                          const std::map<std::string, long long>& freq,
+                          std::vector<int> nodes) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point began = Clock::now();
+  const int members = static_cast<int>(nodes.size());
+  auto done = [members](const api::StatusResponse& s) {
+    return !s.training() && s.pending() == 0 &&
+           s.cluster_members_size() == members;
+  };
+  for (int i : nodes) {
+    Daemon* n = cluster.node(i);
+    auto c = n->Client(service::Protocol::kTcp);
+    auto f = WaitStatus(c.get(), done, 150);
+    EXPECT_TRUE(f.ok()) << f.status() << n->Log();
+    if (!f.ok()) return -1;
+  }
+  // The rounds drain in the background: until every node holds the same
+  // counts, the exports may differ.
+  std::vector<std::string> counts(nodes.size());
+  std::map<std::string, long long> sums;
+  auto same = [&counts] {
+    return std::all_of(counts.begin(), counts.end(),
+                       [&](const std::string& c) { return c == counts[0]; });
+  };
+  for (const Clock::time_point end = Clock::now() + std::chrono::seconds(30);
+       Clock::now() < end;
+       std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
+    for (size_t j = 0; j < nodes.size(); ++j) {
+      counts[j] = ExportCounts(cluster.node(nodes[j]),
+                               absl::StrCat(cluster.dir(), "/x", nodes[j]));
+    }
+    sums = RowSums(counts[0]);
+    if (sums == freq && same()) break;
+  }
+  for (size_t j = 1; j < nodes.size(); ++j) {
+    EXPECT_TRUE(counts[j] == counts[0])
+        << "node " << nodes[j] << " exports other counts than node "
+        << nodes[0];
+  }
+  ExpectRowSums(sums, freq);
+  return std::chrono::duration<double>(Clock::now() - began).count();
 }
 
 }  // namespace latentd::testing

@@ -124,7 +124,9 @@ class TestCluster {
   // was first started with (its addresses the same only if they were
   // fixed: FixedPortArgs), after the test stopped or killed it, and waits
   // for its ports (check ok()). The Daemon* node(i) gave before is gone.
-  Daemon* Restart(int i);
+  // With `wait` false it returns at once (WaitForPorts() waits), so that
+  // several can start together.
+  Daemon* Restart(int i, bool wait = true);
 
   // Node i (in start order). REQUIRES: i < size().
   Daemon* node(int i) const { return nodes_[i].daemon.get(); }
@@ -199,6 +201,17 @@ std::map<std::string, long long> StoreWordCounts(const std::string& dir);
 std::map<std::string, long long> WriteCorpusParts(
     const std::string& dir, int parts,
     std::vector<std::map<std::string, long long>>* per_part = nullptr);
+
+// Waits until nodes `nodes` of `cluster` have stopped training and drained
+// (that many members each), then checks that the model is exact: every one
+// exports the same counts (each holds every word of the cluster,
+// docs/design.md "Growing vocabulary in a cluster"), and each word's row
+// sums to its frequency `freq` in the corpus parts. Exports go under the
+// cluster's directory. Returns the seconds it took to drain (-1 and a test
+// failure if a node did not).
+double DrainAndCheckExact(const TestCluster& cluster,
+                          const std::map<std::string, long long>& freq,
+                          std::vector<int> nodes = {0, 1, 2});
 
 // Cluster `cluster` as the Redis server `redis` holds it; a test failure
 // and an empty status if it cannot be read.

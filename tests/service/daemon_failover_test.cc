@@ -93,55 +93,6 @@ bool StartThirds(TestCluster* cluster,
   return Sweep(c) >= 3;
 }
 
-// Waits until every node of `cluster` has stopped training and drained
-// (all three members), then checks that the model is exact: every node
-// exports the same counts (each holds every word of the cluster,
-// docs/design.md "Growing vocabulary in a cluster"), and each word's row
-// sums to its frequency `freq` in the three thirds. Exports go under the
-// cluster's directory. Returns the seconds it took to drain.
-double DrainAndCheckExact(const TestCluster& cluster,
-                          const std::map<std::string, long long>& freq,
-                          std::vector<int> nodes = {0, 1, 2}) {
-  const Clock::time_point began = Clock::now();
-  const int members = static_cast<int>(nodes.size());
-  auto done = [members](const api::StatusResponse& s) {
-    return !s.training() && s.pending() == 0 &&
-           s.cluster_members_size() == members;
-  };
-  for (int i : nodes) {
-    Daemon* n = cluster.node(i);
-    auto c = n->Client(Protocol::kTcp);
-    auto f = WaitStatus(c.get(), done, 150);
-    EXPECT_TRUE(f.ok()) << f.status() << n->Log();
-    if (!f.ok()) return -1;
-  }
-  // The rounds drain in the background: until every node holds the same
-  // counts, the exports may differ.
-  std::vector<std::string> counts(nodes.size());
-  std::map<std::string, long long> sums;
-  auto same = [&counts] {
-    return std::all_of(counts.begin(), counts.end(),
-                       [&](const std::string& c) { return c == counts[0]; });
-  };
-  for (const Clock::time_point end = Clock::now() + std::chrono::seconds(30);
-       Clock::now() < end;
-       std::this_thread::sleep_for(std::chrono::milliseconds(200))) {
-    for (size_t j = 0; j < nodes.size(); ++j) {
-      counts[j] = ExportCounts(cluster.node(nodes[j]),
-                               absl::StrCat(cluster.dir(), "/x", nodes[j]));
-    }
-    sums = RowSums(counts[0]);
-    if (sums == freq && same()) break;
-  }
-  for (size_t j = 1; j < nodes.size(); ++j) {
-    EXPECT_TRUE(counts[j] == counts[0])
-        << "node " << nodes[j] << " exports other counts than node "
-        << nodes[0];
-  }
-  ExpectRowSums(sums, freq);
-  return std::chrono::duration<double>(Clock::now() - began).count();
-}
-
 // Polls Redis (for up to 15 s) until member `id` is down and the failover
 // move done; returns the last status read.
 sync::ClusterStatus AwaitDown(const TestCluster& cluster,

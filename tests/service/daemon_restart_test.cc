@@ -1,0 +1,104 @@
+// Restart is the same command (issue 30, must-show 1): three daemons train
+// thirds of the test corpus with failure detection on (timeout 1 s) and the
+// sync port left to its default (picked at the first start, kept in the
+// data directory). Every node is killed with SIGKILL mid-training and
+// started again with its command line, in a seeded random order with
+// seeded delays: the cluster comes back with all three in the ring, nobody
+// failed over or removed, and once trained and drained every node exports
+// the same counts, exact against the three thirds.
+// With --replicas 1: with copies (--replicas 2, the default) the owners'
+// corrections after such a restart still go negative on the members and
+// they stop sampling (issue 30, open).
+// LATENTD_RESTART_SEED picks another order and delays.
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/service/daemon_cluster_util.h"
+#include "tests/service/daemon_harness.h"
+
+namespace latentd::testing {
+namespace {
+
+constexpr int kNodes = 3;
+
+uint64_t Sweep(Daemon* d) {
+  return static_cast<uint64_t>(Metric(d, "latentd_sweeps_total"));
+}
+
+TEST(DaemonRestart, AWholeClusterKilledComesBackInAnyOrder) {
+  uint32_t seed = 1;
+  if (const char* s = std::getenv("LATENTD_RESTART_SEED")) {
+    seed = static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
+  }
+  TestCluster cluster({.name = "restart", .failure_timeout = "1"});
+  ASSERT_TRUE(cluster.ok());
+  const std::map<std::string, long long> freq =
+      WriteCorpusParts(cluster.dir(), kNodes);
+  ASSERT_FALSE(freq.empty());
+  std::vector<std::vector<std::string>> args(kNodes);
+  for (int i = 0; i < kNodes; ++i) {
+    args[i] = CorpusPartArgs(cluster.dir(), i);
+    // The node id is the API address: fixed, as an operator's would be.
+    // The sync port is the default (0: picked once, then kept).
+    for (const std::string& a : FixedPortArgs({"--listen"})) {
+      args[i].push_back(a);
+    }
+    for (const char* a : {"--max-sweeps", "80", "--replicas", "1"}) args[i].push_back(a);
+  }
+  ASSERT_TRUE(cluster.Start(args));
+  for (int i = 0; i < kNodes; ++i) {
+    Daemon* d = cluster.node(i);
+    for (int t = 0; t < 1200 && Sweep(d) < 3; ++t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_GE(Sweep(d), 3u) << d->Log();
+  }
+  const sync::ClusterStatus before = ReadStatus(cluster.redis(), "restart");
+
+  std::mt19937 rng(seed);
+  std::vector<int> order = {0, 1, 2};
+  std::shuffle(order.begin(), order.end(), rng);
+  std::uniform_int_distribution<int> delay_ms(0, 5000);
+  for (int i = 0; i < kNodes; ++i) {
+    ASSERT_EQ(cluster.node(i)->Stop(SIGKILL, 10), SIGKILL);
+  }
+  std::string plan;
+  for (int i : order) {
+    const int ms = delay_ms(rng);
+    absl::StrAppend(&plan, " node", i, " after ", ms, " ms;");
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    cluster.Restart(i, /*wait=*/false);
+  }
+  std::printf("seed %u:%s\n", seed, plan.c_str());
+  for (int i = 0; i < kNodes; ++i) {
+    ASSERT_TRUE(cluster.node(i)->WaitForPorts()) << plan << cluster.Logs();
+  }
+  std::printf("drained %.1f s after the restarts\n",
+              DrainAndCheckExact(cluster, freq));
+  const sync::ClusterStatus after = ReadStatus(cluster.redis(), "restart");
+  ASSERT_TRUE(after.ring.has_value());
+  EXPECT_EQ(after.ring->members.size(), 3u) << plan << cluster.Logs();
+  for (const sync::MemberStatus& m : after.members) {
+    EXPECT_EQ(m.state, sync::MemberState::kActive) << m.id;
+    EXPECT_TRUE(m.in_ring) << m.id;
+  }
+  // Nobody failed over: the ring's epoch is the one the cluster had.
+  EXPECT_EQ(after.epoch, before.epoch) << plan << cluster.Logs();
+  if (HasFailure()) std::printf("%s\n", cluster.Logs().c_str());
+  cluster.StopAll();
+}
+
+}  // namespace
+}  // namespace latentd::testing
