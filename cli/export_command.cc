@@ -365,13 +365,8 @@ absl::Status RunExport(const ExportCommandOptions& o, FILE* out, FILE* err) {
         absl::StrCat(o.out_dir, " already holds a model (", old.front(),
                      "): give --overwrite to replace it"));
   }
-  LATENTD_ASSIGN_OR_RETURN(service::Protocol protocol,
-                           service::ParseProtocol(o.address.protocol));
-  LATENTD_ASSIGN_OR_RETURN(
-      std::unique_ptr<ApiClient> api,
-      ApiClient::Create(addr, protocol, absl::Seconds(30),
-                        /*explain_wrong_port=*/true, DaemonTls(o.address)));
-  api->set_token(DaemonToken(o.address));
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ApiClient> api,
+                           ConnectDaemon(o.address));
   FetchOptions fetch = o.fetch;
   fetch.progress = err;
   absl::StatusOr<FetchedModel> model = FetchModel(api.get(), fetch);
