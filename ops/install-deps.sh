@@ -22,6 +22,9 @@
 #            certificates), curl (HTTP(S) requests in the shell tests),
 #            systemd (systemd-analyze verify/security on the installed unit
 #            in tests/cli/install_test.sh; nothing is started)
+#            iproute2 (ip: tests/cli/readme_daemon_test.sh brings up the
+#            loopback of its own network namespace, where the README's
+#            daemon block runs on the default ports)
 #            chromium (headless: tests/service/status_page_test.sh loads the
 #            daemon's status page in a real browser and checks the DOM after
 #            its scripts ran; without it that test is skipped)
@@ -46,7 +49,7 @@ PACKAGES=(
   libssl-dev
   libcpp-httplib-dev libsystemd-dev
   libgtest-dev libgmock-dev libbenchmark-dev systemd dpkg-dev chromium
-  openssl curl
+  openssl curl iproute2
   clang libclang-rt-14-dev
   python3 python3-pandas
 )
