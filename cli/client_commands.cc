@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "cli/daemon_wait.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "service/api_client.h"
@@ -153,6 +154,25 @@ absl::Status RunIngest(const DaemonCommands& c, ApiClient& api, FILE* in,
   LATENTD_RETURN_IF_ERROR(flush());
   Print(out, c.json, total,
         absl::StrFormat("accepted %d documents\n", total.accepted()));
+  if (!c.wait_merged) return absl::OkStatus();
+  const uint64_t logged =
+      total.last_sequence() == 0
+          ? 0
+          : total.last_sequence() - total.first_sequence() + 1;
+  if (logged < total.accepted()) {
+    absl::FPrintF(stderr,
+                  "latentctl ingest: %d of the documents went to their "
+                  "owners in the cluster; --wait-merged waits for the %d "
+                  "this node logged\n",
+                  total.accepted() - logged, logged);
+  }
+  LATENTD_ASSIGN_OR_RETURN(
+      api::StatusResponse st,
+      WaitMerged(api, total, absl::Seconds(c.merge_timeout)));
+  if (!c.json) {
+    absl::FPrintF(out, "merged into the model at sweep %d\n",
+                  st.version().sweep());
+  }
   return absl::OkStatus();
 }
 
@@ -180,6 +200,12 @@ void AddDaemonAddressOptions(CLI::App* cmd, DaemonAddress* address) {
                   "off: plain; auto: TLS when --tls-ca is given")
       ->check(CLI::IsMember({"on", "off", "auto"}))
       ->capture_default_str();
+  cmd->add_option("--wait", address->wait_seconds,
+                  "Seconds to keep retrying while the daemon refuses "
+                  "connections (it listens once its model is loaded); 0: "
+                  "fail at once")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
 }
 
 sync::ClientTls DaemonTls(const DaemonAddress& address) {
@@ -198,12 +224,25 @@ absl::StatusOr<std::unique_ptr<ApiClient>> ConnectDaemon(
   if (addr.empty()) {
     addr = p == service::Protocol::kTcp ? "127.0.0.1:7071" : "127.0.0.1:7070";
   }
-  LATENTD_ASSIGN_OR_RETURN(
-      std::unique_ptr<ApiClient> client,
-      ApiClient::Create(addr, p, absl::Seconds(30),
-                        /*explain_wrong_port=*/true, DaemonTls(a)));
-  client->set_token(DaemonToken(a));
-  return client;
+  auto connect = [addr, p, a]() -> absl::StatusOr<std::unique_ptr<ApiClient>> {
+    LATENTD_ASSIGN_OR_RETURN(
+        std::unique_ptr<ApiClient> client,
+        ApiClient::Create(addr, p, absl::Seconds(30),
+                          /*explain_wrong_port=*/true, DaemonTls(a)));
+    client->set_token(DaemonToken(a));
+    return client;
+  };
+  // A bad address or CA file is an error now, not at the first call.
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ApiClient> first, connect());
+  auto notice = [addr, wait = a.wait_seconds](const absl::Status& s) {
+    absl::FPrintF(stderr,
+                  "latentctl: waiting up to %g s for the daemon at %s to "
+                  "listen (%s; --wait)\n",
+                  wait, addr, s.message());
+  };
+  return std::make_unique<WaitingApiClient>(
+      std::move(first), std::move(connect), absl::Seconds(a.wait_seconds),
+      std::move(notice));
 }
 
 std::string DaemonToken(const DaemonAddress& address) {
@@ -234,6 +273,15 @@ void AddDaemonCommands(CLI::App* app, DaemonCommands* c) {
       "acknowledged once durable");
   c->ingest->add_option("--user", c->user, "User id of every document");
   c->ingest->add_option("--text", c->text, "One document's text");
+  c->ingest->add_flag("--wait-merged", c->wait_merged,
+                      "Return only once the documents are merged into the "
+                      "model the queries read (a profile or infer right "
+                      "after sees them); polls Status");
+  c->ingest
+      ->add_option("--merge-timeout", c->merge_timeout,
+                   "Seconds --wait-merged waits at most")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
   AddDaemonAddressOptions(c->ingest, &c->address);
   AddJsonOption(c->ingest, &c->json);
   c->checkpoint = app->add_subcommand(

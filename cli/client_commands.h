@@ -30,15 +30,18 @@ struct DaemonAddress {
   std::string token;             // --token; "" = $LATENTD_TOKEN, if set
   std::string tls_ca;            // --tls-ca: TLS, verified against this CA
   std::string tls = "auto";      // --tls: on | off | auto (on with --tls-ca)
+  double wait_seconds = 10;      // --wait: retry a refused connection so long
 };
 
-// Adds --addr, --protocol, --token, --tls-ca and --tls to `cmd`.
+// Adds --addr, --protocol, --token, --tls-ca, --tls and --wait to `cmd`.
 void AddDaemonAddressOptions(CLI::App* cmd, DaemonAddress* address);
 // TLS towards the daemon: on with --tls-ca (verified against it) or --tls
 // on (the system's CAs); --tls off wins.
 sync::ClientTls DaemonTls(const DaemonAddress& address);
 // A client of the daemon `address` names (with its token); does not connect
-// yet. kInvalidArgument for a bad --protocol or address.
+// yet. Until its first call succeeds it waits up to --wait for a daemon
+// that refuses connections (still starting; cli/daemon_wait.h), saying so
+// once on stderr. kInvalidArgument for a bad --protocol or address.
 absl::StatusOr<std::unique_ptr<service::ApiClient>> ConnectDaemon(
     const DaemonAddress& address);
 // The bearer token to send: --token, else $LATENTD_TOKEN, else "".
@@ -58,11 +61,15 @@ struct DaemonCommands {
   std::string user;
   int top = 5;
   std::string text;
+  bool wait_merged = false;    // ingest --wait-merged
+  double merge_timeout = 120;  // ingest --merge-timeout, seconds
 };
 void AddDaemonCommands(CLI::App* app, DaemonCommands* commands);
 // Runs the one that was parsed; nullopt if none was. Text: status prints
 // "field: value" lines (nested fields as "version.sweep"), profile a
-// header line and one line per topic, ingest "accepted N documents",
+// header line and one line per topic, ingest "accepted N documents" (with
+// --wait-merged, once they are in the model, then "merged into the model
+// at sweep S"),
 // checkpoint "checkpoint written at sweep N: PATH".
 std::optional<absl::Status> RunDaemonCommands(const DaemonCommands& commands,
                                               FILE* in, FILE* out);

@@ -18,6 +18,7 @@
 #include "absl/time/clock.h"
 #include "base/file_system.h"
 #include "base/status_macros.h"
+#include "cli/gensim_export.h"
 #include "google/protobuf/struct.pb.h"
 #include "sampler/model_dir.h"
 #include "sampler/model_export.h"
@@ -210,6 +211,41 @@ std::string SummaryJson(const ExportCommandOptions& o, const FetchedModel& m) {
   return service::ToJson(s);
 }
 
+// The --json summary of `export DIR --format F`: dir, outDir, format,
+// files (a format adds its own fields).
+google::protobuf::Struct ToolExportSummary(
+    const ExportCommandOptions& o, const std::string& out_dir,
+    const std::vector<std::string>& files) {
+  google::protobuf::Struct s;
+  auto& f = *s.mutable_fields();
+  f["dir"].set_string_value(o.model_dir);
+  f["outDir"].set_string_value(out_dir);
+  f["format"].set_string_value(o.format);
+  for (const std::string& file : files) {
+    f["files"].mutable_list_value()->add_values()->set_string_value(file);
+  }
+  return s;
+}
+
+// `export DIR --format gensim` (cli/gensim_export.h).
+absl::Status RunGensimExport(const ExportCommandOptions& o, FILE* out,
+                             FILE* err) {
+  const std::string out_dir = o.out_dir.empty() ? o.model_dir : o.out_dir;
+  LATENTD_RETURN_IF_ERROR(MakeModelDirectory(out_dir));
+  LATENTD_RETURN_IF_ERROR(ExportGensim(o.model_dir, out_dir, o.python, err));
+  const std::string model = out_dir + "/" + kGensimModelFile;
+  absl::FPrintF(err,
+                "wrote gensim files (%s and its companions) to %s: "
+                "gensim.models.LdaModel.load(\"%s\")\n",
+                kGensimModelFile, out_dir, model);
+  if (o.json) {
+    absl::FPrintF(
+        out, "%s\n",
+        service::ToJson(ToolExportSummary(o, out_dir, {kGensimModelFile})));
+  }
+  return absl::OkStatus();
+}
+
 // `export DIR --format F`: the model directory's files for another tool.
 absl::Status RunToolExport(const ExportCommandOptions& o, FILE* out,
                            FILE* err) {
@@ -219,8 +255,10 @@ absl::Status RunToolExport(const ExportCommandOptions& o, FILE* out,
   }
   if (o.format.empty()) {
     return absl::InvalidArgumentError(
-        "--format: pyldavis, mallet or csv is needed with a model directory");
+        "--format: pyldavis, mallet, csv or gensim is needed with a model "
+        "directory");
   }
+  if (o.format == "gensim") return RunGensimExport(o, out, err);
   LATENTD_ASSIGN_OR_RETURN(ToolFormat format, ParseToolFormat(o.format));
   LATENTD_ASSIGN_OR_RETURN(LoadedModel model, LoadModelDir(o.model_dir));
   const ModelPaths paths(o.model_dir);
@@ -248,14 +286,8 @@ absl::Status RunToolExport(const ExportCommandOptions& o, FILE* out,
                 o.format, absl::StrJoin(files, ", "), m.num_topics,
                 m.vocab_size, store->meta().num_docs, m.sweep, out_dir);
   if (o.json) {
-    google::protobuf::Struct s;
+    google::protobuf::Struct s = ToolExportSummary(o, out_dir, files);
     auto& f = *s.mutable_fields();
-    f["dir"].set_string_value(o.model_dir);
-    f["outDir"].set_string_value(out_dir);
-    f["format"].set_string_value(o.format);
-    for (const std::string& file : files) {
-      f["files"].mutable_list_value()->add_values()->set_string_value(file);
-    }
     f["topics"].set_number_value(m.num_topics);
     f["vocabulary"].set_number_value(m.vocab_size);
     f["documents"].set_number_value(
@@ -307,7 +339,9 @@ CLI::App* AddExportCommand(CLI::App* app, ExportCommandOptions* o) {
       "(--format pyldavis: pyldavis.json, the arguments of pyLDAvis.prepare "
       "| mallet: mallet_topic_keys.txt, mallet_doc_topics.txt, "
       "mallet_state.gz in Mallet's layouts | csv: doc_topic.csv, "
-      "topic_word.csv), into --out or DIR");
+      "topic_word.csv | gensim: lda.gensim, which "
+      "gensim.models.LdaModel.load opens, written by gensim run with "
+      "--python), into --out or DIR");
   cmd->add_option("dir", o->model_dir,
                   "Model directory written by `latentctl train` (with "
                   "--format); without it, fetch from --addr");
@@ -316,8 +350,13 @@ CLI::App* AddExportCommand(CLI::App* app, ExportCommandOptions* o) {
   cmd->get_option("--addr")->description(
       "The node to fetch from: its --listen address for tcp, its --http "
       "address for http/json (needed without DIR)");
-  cmd->add_option("--format", o->format, "With DIR: pyldavis | mallet | csv")
-      ->check(CLI::IsMember({"pyldavis", "mallet", "csv"}));
+  cmd->add_option("--format", o->format,
+                  "With DIR: pyldavis | mallet | csv | gensim")
+      ->check(CLI::IsMember({"pyldavis", "mallet", "csv", "gensim"}));
+  cmd->add_option("--python", o->python,
+                  "With --format gensim: a Python 3 that has gensim (Debian: "
+                  "python3-gensim)")
+      ->capture_default_str();
   cmd->add_option("--out", o->out_dir,
                   "Directory to write (created); with DIR, default DIR");
   cmd->add_flag("--overwrite", o->overwrite,
@@ -365,13 +404,8 @@ absl::Status RunExport(const ExportCommandOptions& o, FILE* out, FILE* err) {
         absl::StrCat(o.out_dir, " already holds a model (", old.front(),
                      "): give --overwrite to replace it"));
   }
-  LATENTD_ASSIGN_OR_RETURN(service::Protocol protocol,
-                           service::ParseProtocol(o.address.protocol));
-  LATENTD_ASSIGN_OR_RETURN(
-      std::unique_ptr<ApiClient> api,
-      ApiClient::Create(addr, protocol, absl::Seconds(30),
-                        /*explain_wrong_port=*/true, DaemonTls(o.address)));
-  api->set_token(DaemonToken(o.address));
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ApiClient> api,
+                           ConnectDaemon(o.address));
   FetchOptions fetch = o.fetch;
   fetch.progress = err;
   absl::StatusOr<FetchedModel> model = FetchModel(api.get(), fetch);

@@ -17,7 +17,8 @@
 // writes that model in the files another tool reads — F is pyldavis, mallet
 // or csv (sampler/tool_exports.h) — into --out (default: DIR itself). The
 // directory must hold the training token store (tokens.lts, as `latentctl
-// train` writes it): the document–topic part comes from there.
+// train` writes it): the document–topic part comes from there. F gensim
+// writes a gensim LdaModel (cli/gensim_export.h) from the text files only.
 //
 // Thread-safety: reentrant; one call at a time per output directory.
 #ifndef LATENTD_CLI_EXPORT_COMMAND_H_
@@ -78,8 +79,11 @@ struct ExportCommandOptions {
   // A model directory to export for another tool (with `format`); "" =
   // fetch from the node at address.addr.
   std::string model_dir;
-  // With model_dir: "pyldavis", "mallet" or "csv" (required).
+  // With model_dir: "pyldavis", "mallet", "csv" or "gensim" (required).
   std::string format;
+  // With format "gensim": the Python 3 (with gensim) that writes the model
+  // (cli/gensim_export.h).
+  std::string python = "python3";
   // Created if missing (its parent must exist); required with address,
   // default model_dir with model_dir.
   std::string out_dir;

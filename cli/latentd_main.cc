@@ -37,7 +37,9 @@
 #include "absl/strings/str_format.h"
 #include "base/file_util.h"
 #include "base/log.h"
+#include "corpora/document_reader.h"
 #include "sampler/fast_mutexes.h"
+#include "sampler/model_dir.h"
 #include "service/api_auth.h"
 #include "service/daemon_settings.h"
 #include "service/dir_watcher.h"
@@ -267,6 +269,12 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
       g_return_to_cluster = true;
       ::kill(::getpid(), SIGTERM);
     };
+  }
+  if (!latentd::PathExists(latentd::ModelPaths(config.service.data_dir)
+                               .tokens())) {  // the corpus is read now
+    const std::string warning =
+        latentd::MissingVocabularyWarning(config.service.corpus);
+    if (!warning.empty()) latentd::log::Warning("latentd", warning);
   }
   auto service =
       latentd::service::LatentdService::Open(service_options, &metrics);

@@ -98,6 +98,10 @@ absl::StatusOr<std::unique_ptr<Trainer>> StartTrainer(
   build.progress = StderrProgress();
   absl::FPrintF(err, "reading %s (%s)\n", o.input.path,
                 CorpusFormatName(o.input.format));
+  if (std::string warning = MissingVocabularyWarning(o.input);
+      !warning.empty()) {
+    absl::FPrintF(err, "warning: %s\n", warning);
+  }
   LATENTD_ASSIGN_OR_RETURN(
       BuiltCorpus corpus,
       BuildCorpusFiles(o.input, build, paths.tokens(),

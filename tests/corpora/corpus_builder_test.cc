@@ -206,6 +206,31 @@ TEST(CorpusBuilder, EmptyCorpusIsInvalidArgumentAndKeepsOldStore) {
   EXPECT_EQ(store->meta().num_docs, 1u);
 }
 
+// An edge list read as LDA-C (every line malformed) is an empty corpus whose
+// error names the first malformed records' file, line and reason, not only
+// their count.
+TEST(CorpusBuilder, EmptyCorpusErrorNamesTheMalformedRecords) {
+  testing::TempDir dir;
+  std::string edges = "# FromNodeId\tToNodeId\n";
+  for (int i = 0; i < 30; ++i) absl::StrAppend(&edges, 3466 + i, "\t937\n");
+  testing::WriteFile(dir.File("edges.txt"), edges);
+  ReaderOptions input;
+  input.path = dir.File("edges.txt");
+  input.format = CorpusFormat::kLdaC;
+  auto built = BuildCorpusFiles(input, Opts(), dir.File("c.lts"));
+  ASSERT_EQ(built.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(built.status().message());
+  EXPECT_NE(message.find("31 malformed"), std::string::npos) << message;
+  EXPECT_NE(message.find(dir.File("edges.txt") +
+                         ":1: term count N \"#\" is not a number"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find(dir.File("edges.txt") +
+                         ":2: N=3466 but the line has 1 id:count pairs"),
+            std::string::npos)
+      << message;
+}
+
 TEST(CorpusBuilder, RejectsBadOptions) {
   auto store = CreateInMemoryTokenStore({});
   CorpusBuilderOptions o = Opts(0);

@@ -321,6 +321,28 @@ TEST_F(DocumentReaderTest, SkippedRecordsAreCountedButOnlyFirstMessagesKept) {
   EXPECT_TRUE(Contains(r.stats.Summary(), "25 malformed"));
 }
 
+TEST(MissingVocabularyWarning, OnlyForBagOfWordsWithoutVocabulary) {
+  ReaderOptions o;
+  o.path = "ap.dat";
+  o.format = CorpusFormat::kLdaC;
+  const std::string ldac = MissingVocabularyWarning(o);
+  EXPECT_TRUE(Contains(ldac,
+                       "ap.dat: an LDA-C corpus read without a "
+                       "vocabulary (--vocab)"))
+      << ldac;
+  EXPECT_TRUE(Contains(ldac, "w0, w1")) << ldac;
+  o.format = CorpusFormat::kUci;
+  EXPECT_TRUE(Contains(MissingVocabularyWarning(o), "w1, w2"));
+  o.vocab_path = "vocab.txt";
+  EXPECT_EQ(MissingVocabularyWarning(o), "");
+  o.vocab_path.clear();
+  for (CorpusFormat f :
+       {CorpusFormat::kLines, CorpusFormat::kYahoo, CorpusFormat::kDirectory}) {
+    o.format = f;
+    EXPECT_EQ(MissingVocabularyWarning(o), "");
+  }
+}
+
 TEST_F(DocumentReaderTest, MissingInputIsNotFound) {
   ReaderOptions o;
   o.path = dir_.File("none.txt");

@@ -69,8 +69,28 @@ grep -q "user 'nobody'" "$DIR/e" || fail "message: $(cat "$DIR/e")"
 grep -q -- "--addr points at an HTTP port: use --protocol http or json" "$DIR/e" || fail "tcp to HTTP: $(cat "$DIR/e")"
 "$CTL" status --addr "$TCP" --protocol json 2>"$DIR/e" && fail "json to the TCP port accepted"
 grep -q -- "--addr points at the framed protobuf/TCP port: use --protocol tcp" "$DIR/e" || fail "json to TCP: $(cat "$DIR/e")"
-"$CTL" status --addr 127.0.0.1:1 2>"$DIR/e" && fail "dead address accepted"
-grep -q "127.0.0.1:1" "$DIR/e" || fail "message: $(cat "$DIR/e")"
+# Nothing listens: retried for --wait seconds (saying so), then the error
+# says how long it waited; --wait 0 fails at once. Both protocols.
+start=$SECONDS
+"$CTL" status --addr 127.0.0.1:1 --wait 1 2>"$DIR/e" && fail "dead address accepted"
+grep -q "^latentctl: waiting up to 1 s for the daemon at 127.0.0.1:1 to listen" "$DIR/e" ||
+  fail "no wait notice: $(cat "$DIR/e")"
+grep -q "127.0.0.1:1: Connection refused (waited 1s for the daemon to listen: --wait)" "$DIR/e" ||
+  fail "message: $(cat "$DIR/e")"
+[ $((SECONDS - start)) -le 5 ] || fail "--wait 1 took $((SECONDS - start)) s"
+"$CTL" status --addr 127.0.0.1:1 --protocol json --wait 0 2>"$DIR/e" && fail "dead address accepted (json)"
+grep -q "waiting\|waited" "$DIR/e" && fail "--wait 0 waited: $(cat "$DIR/e")"
+grep -q "127.0.0.1:1" "$DIR/e" || fail "json message: $(cat "$DIR/e")"
+# ingest --wait-merged: the profile right after has the events, over both
+# protocols (no wait_until).
+"$CTL" ingest --addr "$HTTP" --protocol json --user dave --text "oil prices rose" \
+  --wait-merged >"$DIR/wm" || fail "ingest --wait-merged"
+grep -q "^merged into the model at sweep [0-9]*$" "$DIR/wm" || fail "--wait-merged: $(cat "$DIR/wm")"
+"$CTL" profile dave --addr "$TCP" | grep -q "^user dave: 1 events" || fail "dave not merged"
+printf 'stock market\nwall street\n' | "$CTL" ingest --addr "$TCP" --user dave --wait-merged --json >"$DIR/wm" ||
+  fail "ingest --wait-merged --json"
+grep -q '^{"accepted":"2",' "$DIR/wm" || fail "--wait-merged --json: $(cat "$DIR/wm")"
+"$CTL" profile dave --addr "$TCP" | grep -q "^user dave: 3 events" || fail "dave's events not merged"
 stop_latentd
 grep -q "stopped cleanly" "$DIR/latentd.log" || fail "no clean stop"
 echo "latentctl against latentd: OK"
