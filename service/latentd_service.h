@@ -617,7 +617,7 @@ class LatentdService {
     Counter* reseed_refused;
     Counter* stale_refused;
     // latentd_sync_batches_refused_total by reason (kRefusalReasons).
-    Counter* refused[7];
+    Counter* refused[8];  // by kRefusalReasons (service_cluster.cc)
     Counter* sync_bytes;
     Gauge* keys_under_replicated;
     Gauge* replica_keys;

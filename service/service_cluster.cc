@@ -27,8 +27,8 @@ namespace {
 // The label values of latentd_sync_batches_refused_total, in the order of
 // ClusterMetrics::refused.
 constexpr const char* kRefusalReasons[] = {
-    "not_member",      "incarnation",        "key_not_owned", "negative",
-    "sender_mismatch", "handoff_not_member", "identity"};
+    "not_member",      "incarnation",        "key_not_owned",      "negative",
+    "sender_mismatch", "handoff_not_member", "replica_not_member", "identity"};
 }  // namespace
 
 void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
@@ -69,7 +69,9 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
         "sender outside the ring), incarnation (a sender process from the "
         "future), key_not_owned, negative (would take a key below the "
         "sender's own part), sender_mismatch (a frame speaking for another "
-        "node than its connection's), handoff_not_member, identity (a "
+        "node than its connection's), handoff_not_member, "
+        "replica_not_member (a key hand-off or replica update from outside "
+        "the ring), identity (a "
         "handshake claiming another node id than its certificate's)",
         absl::StrCat("reason=\"", kRefusalReasons[i], "\""));
   }
@@ -127,6 +129,7 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
                                 st.refused_negative,
                                 link->sender_mismatches(),
                                 link->handoffs_refused(),
+                                link->replicas_refused(),
                                 link->server_stats()->identity_refused.load()};
     static_assert(std::size(refused) == std::size(kRefusalReasons));
     for (size_t i = 0; i < std::size(refused); ++i) {

@@ -232,6 +232,18 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
         responder.Reply(s);
         return;
       }
+      if (!owner_->Admits(u.owner())) {
+        // As a hand-off: perhaps a member of a ring not reached here yet,
+        // which sends again until taken; otherwise no copy is kept.
+        replicas_refused_.fetch_add(1);
+        const absl::Status refused = absl::UnavailableError(
+            absl::StrCat("replica update from '", u.owner(),
+                         "', not a member of this node's ring epoch ",
+                         owner_->epoch(), "; nothing was kept"));
+        LogRefusal(replica_log_, std::string(refused.message()));
+        responder.Reply(refused);
+        return;
+      }
       bool duplicate = false;
       if (absl::Status s = replicas_->Apply(u, &duplicate); !s.ok()) {
         options_.log(absl::StrCat("refused replica update from ", u.owner(),

@@ -333,6 +333,8 @@ class ClusterLink {
   // node the owner does not admit.
   uint64_t sender_mismatches() const { return sender_mismatches_.load(); }
   uint64_t handoffs_refused() const { return handoffs_refused_.load(); }
+  // Replica updates refused as from a node the owner does not admit.
+  uint64_t replicas_refused() const { return replicas_refused_.load(); }
   // Replicated key state (key_replicas > 1; zeros otherwise): what this
   // owner copies to its backups, and the keys this node holds copies of
   // for other owners.
@@ -562,12 +564,14 @@ class ClusterLink {
   std::thread ring_watch_;
   std::atomic<uint64_t> sender_mismatches_{0};
   std::atomic<uint64_t> handoffs_refused_{0};
+  std::atomic<uint64_t> replicas_refused_{0};
   // Refusals of a peer's frames can come at any rate: at most one line a
   // second of each kind (with how many were held back).
   log::Throttle mismatch_log_{absl::Seconds(1)};
   log::Throttle not_member_log_{absl::Seconds(1)};
   log::Throttle invalid_log_{absl::Seconds(1)};
   log::Throttle handoff_log_{absl::Seconds(1)};
+  log::Throttle replica_log_{absl::Seconds(1)};
   std::thread liveness_;
   bool stopped_ = false;
 };

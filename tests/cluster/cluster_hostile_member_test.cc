@@ -2,9 +2,9 @@
 // defect 1; "Must show" 1). It tries each attack that corrupted the model:
 // claiming a real member's id with incarnation 2^64-1, a made-up id adding
 // +100,000 to the topic totals, -10^9, a batch of random keys, 62 fake
-// senders, a hand-off from outside the ring. With per-node certificates
-// (mutual TLS) it cannot even claim another id; with the key alone the
-// owners' validation refuses every attack. Afterwards both nodes' tables
+// senders, a hand-off and a replica update from outside the ring. With per-node
+// certificates (mutual TLS) it cannot even claim another id; with the key alone
+// the owners' validation refuses every attack. Afterwards both nodes' tables
 // are exact against their documents, the real members were never refused,
 // and each attack shows in the logs and the counters behind /metrics.
 #include <cstdint>
@@ -157,14 +157,27 @@ TEST_F(ClusterTest, KeyHolderCannotCorruptTheModel) {
     r = attacker.Send("ghost", sync::MESSAGE_TYPE_KEY_HANDOFF,
                       h.SerializeAsString());
     EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+    // A replica update from outside the ring: no copy kept for it.
+    sync::ReplicaUpdate u;
+    u.set_owner("ghost");
+    u.set_stream(1);
+    u.set_sequence(1);
+    u.set_epoch(owner->link().epoch());
+    u.set_dimension(kTopics);
+    u.set_reset(true);
+    r = attacker.Send("ghost", sync::MESSAGE_TYPE_REPLICA_UPDATE,
+                      u.SerializeAsString());
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
   });
   const sync::OwnerShardStats st = owner->owner().stats();
   EXPECT_EQ(st.refused_incarnation, 1u);
   EXPECT_EQ(st.refused_not_member, 2u + 1u + 62u);
   EXPECT_EQ(owner->link().handoffs_refused(), 1u);
+  EXPECT_EQ(owner->link().replicas_refused(), 1u);
   EXPECT_GE(log_.Count("lies past this owner's clock"), 1);
   EXPECT_GE(log_.Count("is not a member of ring epoch"), 1);
   EXPECT_GE(log_.Count("key hand-off from 'ghost'"), 1);
+  EXPECT_GE(log_.Count("replica update from 'ghost'"), 1);
   // Rate-limited: 65 refusals in a burst are not 65 lines.
   EXPECT_LT(log_.Count("is not a member of ring epoch"), 20);
 }

@@ -73,7 +73,8 @@ void ExpectOneModelOverTheirTokens(Daemon* a, Daemon* b) {
 void ExpectNoRefusals(Daemon* d) {
   for (const char* reason :
        {"not_member", "incarnation", "key_not_owned", "negative",
-        "sender_mismatch", "handoff_not_member", "identity"}) {
+        "sender_mismatch", "handoff_not_member", "replica_not_member",
+        "identity"}) {
     EXPECT_EQ(Metric(d, absl::StrCat("latentd_sync_batches_refused_total{"
                                      "reason=\"",
                                      reason, "\"}")),
