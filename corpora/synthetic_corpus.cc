@@ -15,22 +15,6 @@ namespace {
 constexpr uint64_t kPhiStream = 1;
 constexpr uint64_t kDocStream = 2;
 
-// Fills `out` with a Dirichlet(concentration) draw, in log space so that
-// tiny concentrations do not underflow to an all-zero vector.
-void SampleDirichlet(Rng& rng, double concentration, std::span<double> out) {
-  double max_log = -INFINITY;
-  for (double& x : out) {
-    x = rng.LogGamma(concentration);
-    max_log = std::max(max_log, x);
-  }
-  double sum = 0;
-  for (double& x : out) {
-    x = std::exp(x - max_log);
-    sum += x;
-  }
-  for (double& x : out) x /= sum;
-}
-
 // Index drawn from the cumulative distribution `cdf` (last entry ~1).
 uint32_t SampleCdf(Rng& rng, std::span<const double> cdf) {
   double u = rng.Uniform() * cdf.back();
@@ -67,6 +51,20 @@ absl::Status Validate(const SyntheticCorpusOptions& o) {
 }
 
 }  // namespace
+
+void SampleDirichlet(Rng& rng, double concentration, std::span<double> out) {
+  double max_log = -INFINITY;
+  for (double& x : out) {
+    x = rng.LogGamma(concentration);
+    max_log = std::max(max_log, x);
+  }
+  double sum = 0;
+  for (double& x : out) {
+    x = std::exp(x - max_log);
+    sum += x;
+  }
+  for (double& x : out) x /= sum;
+}
 
 std::string SyntheticCorpus::WordName(WordId w) { return absl::StrCat("w", w); }
 

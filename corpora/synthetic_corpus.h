@@ -13,10 +13,12 @@
 #define LATENTD_CORPORA_SYNTHETIC_CORPUS_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "corpora/random.h"
 #include "corpora/types.h"
 
 namespace latentd {
@@ -51,6 +53,11 @@ struct SyntheticCorpus {
   std::vector<std::vector<std::string>> WordDocuments() const;
   uint64_t num_tokens() const;
 };
+
+// Fills `out` with a draw from the symmetric Dirichlet(concentration), in
+// log space so that tiny concentrations do not underflow to an all-zero
+// vector. REQUIRES: concentration > 0, out non-empty.
+void SampleDirichlet(Rng& rng, double concentration, std::span<double> out);
 
 // Draws a corpus. kInvalidArgument if an option is out of its range.
 absl::StatusOr<SyntheticCorpus> GenerateSyntheticCorpus(

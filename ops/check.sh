@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # The fast loop while working: an incremental build of everything and the
-# unit tests (ctest -L unit: 80 of the 118 tests, 81 s on the shared 2-core
-# machine on 2026-11-28; the 38 labelled only cluster, fault or slow, about
-# 3.5 minutes of multi-daemon and long runs, are left out; those of the
-# unit tests labelled data are skipped where the real corpora are absent).
-# The whole suite, the sanitizers and the fuzzers are ops/test.sh's job,
-# before a merge.
+# unit tests (ctest -L unit, about 80 s with two jobs on the shared 2-core
+# machine; the tests labelled only cluster, fault or slow, a few minutes of
+# multi-daemon and long runs, are left out; those of the unit tests labelled
+# data are skipped where the real corpora are absent). The whole suite, the
+# sanitizers and the fuzzers are ops/test.sh's job, before a merge.
 # Usage: ops/check.sh [build-dir] (default: build). A build directory that
 # does not exist yet is configured as Release with Ninja (and ccache when
 # installed); an existing one is built as it is configured.

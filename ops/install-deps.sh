@@ -7,7 +7,9 @@
 #            containers), libcli11-dev (CLI subcommands and --help),
 #            libxxhash-dev (word keys, ring points),
 #            libzstd-dev + zlib1g-dev (.zst / .gz corpora),
-#            libspdlog-dev (base/log.h: timestamped, levelled log lines)
+#            libspdlog-dev (base/log.h: timestamped, levelled log lines),
+#            libhnswlib-dev (similarity/: the HNSW nearest-neighbour graph,
+#            header-only)
 #   cluster: libasio-dev (transport), libprotobuf-dev + protobuf-compiler
 #            (wire and config messages), libhiredis-dev + redis-server
 #            (membership, streams; the cluster tests start their own server),
@@ -48,7 +50,7 @@ set -euo pipefail
 PACKAGES=(
   cmake ninja-build g++ pkg-config clang-format git
   libtbb-dev libabsl-dev libxxhash-dev libzstd-dev zlib1g-dev zstd
-  libcli11-dev libspdlog-dev bc
+  libcli11-dev libspdlog-dev libhnswlib-dev bc
   libasio-dev libprotobuf-dev protobuf-compiler libhiredis-dev redis-server
   libssl-dev
   libcpp-httplib-dev libsystemd-dev

@@ -6,7 +6,9 @@
 # tests: rounds, replies, hand-offs, replication to backups, the Asio
 # transport, plain and TLS) and the service core (service_unit_test,
 # service_ingest_fold_in_test, service_dir_watcher_test: training thread,
-# views, ingestion, queries). Built with clang in a build directory of its
+# views, ingestion, queries) and the similarity index
+# (similarity_index_test: queries and writes during a background rebuild).
+# Built with clang in a build directory of its
 # own (default build-tsan). ops/test.sh runs it as its last phase; run it
 # alone after a change to threading.
 #
@@ -34,7 +36,8 @@ TESTS=(trainer_test progressive_start_test topic_table_test
        sync_transport_test sync_transport_tls_test sync_synchronizer_test
        sync_owner_handoff_test sync_owner_replication_test
        sync_synced_table_test sync_peer_auth_test
-       service_unit_test service_ingest_fold_in_test service_dir_watcher_test)
+       service_unit_test service_ingest_fold_in_test service_dir_watcher_test
+       similarity_index_test)
 CHECKS=(tsan_absl_mutex_hb_test tsan_absl_mutex_hb_race_test
         tsan_tbb_suppressions_test tsan_tbb_suppressions_pipeline_race_test
         tsan_tbb_suppressions_reduce_race_test)
