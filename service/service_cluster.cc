@@ -221,7 +221,10 @@ absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
     pipeline->SetCountUpdaterHook(nullptr);
     pipeline->SetQuiesceMutex(nullptr);
     synced_.reset();
-    if (remembered) {
+    // (Only for a port that could not be had: other failures, say of the
+    // first sync pass, have nothing to do with it.)
+    if (remembered &&
+        absl::StrContains(link.status().message(), "cannot listen on")) {
       return absl::Status(
           link.status().code(),
           absl::StrCat(link.status().message(), " (the sync address ", listen,

@@ -9,21 +9,30 @@
 // With --replicas 1: with copies (--replicas 2, the default) the owners'
 // corrections after such a restart still go negative on the members and
 // they stop sampling (issue 30, open).
-// LATENTD_RESTART_SEED picks another order and delays.
+// LATENTD_RESTART_SEED picks another order and delays,
+// LATENTD_RESTART_MAX_DELAY_MS their bound (5000), LATENTD_RESTART_REPLICAS
+// the --replicas (1).
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "tests/service/daemon_cluster_util.h"
 #include "tests/service/daemon_harness.h"
@@ -38,10 +47,16 @@ uint64_t Sweep(Daemon* d) {
 }
 
 TEST(DaemonRestart, AWholeClusterKilledComesBackInAnyOrder) {
-  uint32_t seed = 1;
-  if (const char* s = std::getenv("LATENTD_RESTART_SEED")) {
-    seed = static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
-  }
+  auto env = [](const char* name, uint32_t fallback) {
+    const char* s = std::getenv(name);
+    return s == nullptr ? fallback
+                        : static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
+  };
+  const uint32_t seed = env("LATENTD_RESTART_SEED", 1);
+  const std::string replicas =
+      std::to_string(env("LATENTD_RESTART_REPLICAS", 1));
+  const int max_delay_ms =
+      static_cast<int>(env("LATENTD_RESTART_MAX_DELAY_MS", 5000));
   TestCluster cluster({.name = "restart", .failure_timeout = "1"});
   ASSERT_TRUE(cluster.ok());
   const std::map<std::string, long long> freq =
@@ -55,7 +70,10 @@ TEST(DaemonRestart, AWholeClusterKilledComesBackInAnyOrder) {
     for (const std::string& a : FixedPortArgs({"--listen"})) {
       args[i].push_back(a);
     }
-    for (const char* a : {"--max-sweeps", "80", "--replicas", "1"}) args[i].push_back(a);
+    for (const std::string& a : {std::string("--max-sweeps"), std::string("80"),
+                                 std::string("--replicas"), replicas}) {
+      args[i].push_back(a);
+    }
   }
   ASSERT_TRUE(cluster.Start(args));
   for (int i = 0; i < kNodes; ++i) {
@@ -70,7 +88,7 @@ TEST(DaemonRestart, AWholeClusterKilledComesBackInAnyOrder) {
   std::mt19937 rng(seed);
   std::vector<int> order = {0, 1, 2};
   std::shuffle(order.begin(), order.end(), rng);
-  std::uniform_int_distribution<int> delay_ms(0, 5000);
+  std::uniform_int_distribution<int> delay_ms(0, max_delay_ms);
   for (int i = 0; i < kNodes; ++i) {
     ASSERT_EQ(cluster.node(i)->Stop(SIGKILL, 10), SIGKILL);
   }
@@ -98,6 +116,43 @@ TEST(DaemonRestart, AWholeClusterKilledComesBackInAnyOrder) {
   EXPECT_EQ(after.epoch, before.epoch) << plan << cluster.Logs();
   if (HasFailure()) std::printf("%s\n", cluster.Logs().c_str());
   cluster.StopAll();
+}
+
+// The sync port a node had (kept in DIR/cluster.address) taken by another
+// process: the restarted node exits saying which port and what to do.
+TEST(DaemonRestart, ARestartWhoseSyncPortIsTakenSaysSo) {
+  TestCluster cluster({.name = "porttaken"});
+  ASSERT_TRUE(cluster.ok());
+  std::vector<std::string> args = TrainingArgs();
+  for (const std::string& a : FixedPortArgs({"--listen"})) args.push_back(a);
+  ASSERT_TRUE(cluster.Start(1, args));
+  ASSERT_EQ(cluster.node(0)->Stop(), 0) << cluster.node(0)->Log();
+  std::ifstream in(cluster.data_dir(0) + "/cluster.address");
+  std::string address;
+  std::getline(in, address);
+  std::pair<std::string, std::string> hp =
+      absl::StrSplit(address, absl::MaxSplits(':', 1));
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(hp.second, &port)) << address;
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0)
+      << "port " << port;
+  ASSERT_EQ(::listen(fd, 1), 0);
+  Daemon* d = cluster.Restart(0, /*wait=*/false);
+  EXPECT_FALSE(d->WaitForPorts());
+  EXPECT_NE(d->Log().find(absl::StrCat("the sync address ", address,
+                                       " is the one this node had")),
+            std::string::npos)
+      << d->Log();
+  EXPECT_NE(d->Log().find("free the port, or give --cluster-listen"),
+            std::string::npos)
+      << d->Log();
+  ::close(fd);
 }
 
 }  // namespace
