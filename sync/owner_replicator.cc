@@ -96,7 +96,11 @@ void OwnerReplicator::Send(const DeltaBatch& batch, OwnerChannel::DoneFn done) {
       auto it = waiting_.find(std::make_tuple(
           batch.node_id(), batch.incarnation(), batch.sequence()));
       if (it != waiting_.end()) {
+        // The shard answered the resend with the changes of its first
+        // answer and what came since, and forgot them: this answer, not
+        // the first, is the one to give (the first would lose them).
         it->second->done = std::move(done);
+        it->second->reply = std::move(reply);
         it->second->deadline = absl::Now() + options_.ack_timeout;
         return;
       }

@@ -6,12 +6,9 @@
 // seeded delays: the cluster comes back with all three in the ring, nobody
 // failed over or removed, and once trained and drained every node exports
 // the same counts, exact against the three thirds.
-// With --replicas 1: with copies (--replicas 2, the default) the owners'
-// corrections after such a restart still go negative on the members and
-// they stop sampling (issue 30, open).
 // LATENTD_RESTART_SEED picks another order and delays,
-// LATENTD_RESTART_MAX_DELAY_MS their bound (5000), LATENTD_RESTART_REPLICAS
-// the --replicas (1).
+// LATENTD_RESTART_MAX_DELAY_MS their bound (10000), LATENTD_RESTART_REPLICAS
+// the --replicas (2, latentd's default).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -54,9 +51,9 @@ TEST(DaemonRestart, AWholeClusterKilledComesBackInAnyOrder) {
   };
   const uint32_t seed = env("LATENTD_RESTART_SEED", 1);
   const std::string replicas =
-      std::to_string(env("LATENTD_RESTART_REPLICAS", 1));
+      std::to_string(env("LATENTD_RESTART_REPLICAS", 2));
   const int max_delay_ms =
-      static_cast<int>(env("LATENTD_RESTART_MAX_DELAY_MS", 5000));
+      static_cast<int>(env("LATENTD_RESTART_MAX_DELAY_MS", 10000));
   TestCluster cluster({.name = "restart", .failure_timeout = "1"});
   ASSERT_TRUE(cluster.ok());
   const std::map<std::string, long long> freq =
