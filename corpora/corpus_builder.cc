@@ -175,6 +175,10 @@ absl::Status RemapAndWrite(TokenStore& scratch,
     if (!more) break;
     for (size_t d = 0; d < batch.num_docs(); ++d) {
       const uint64_t doc = batch.first_doc + d;
+      if (doc % options.shard_count != options.shard_index) {
+        ++stats->other_shards_documents;
+        continue;
+      }
       words.clear();
       for (WordId w : batch.doc_words(d)) {
         if (remap[w] != kPruned) words.push_back(remap[w]);
@@ -235,6 +239,11 @@ absl::Status ValidateOptions(const CorpusBuilderOptions& options,
   if (!(options.holdout_fraction >= 0.0 && options.holdout_fraction < 1.0)) {
     return absl::InvalidArgumentError("holdout_fraction must be in [0, 1)");
   }
+  if (options.shard_count == 0 || options.shard_index >= options.shard_count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard ", options.shard_index, "/", options.shard_count,
+                     ": the index must be below the count (0/1: everything)"));
+  }
   if (options.holdout_fraction > 0.0 && heldout == nullptr) {
     return absl::InvalidArgumentError(
         "holdout_fraction > 0 needs a held-out store");
@@ -247,7 +256,8 @@ absl::Status EmptyCorpusError(const CorpusBuildStats& s) {
       "empty corpus: no document left for training (", s.read.records,
       " records read, ", s.read.empty_documents, " empty, ", s.read.malformed,
       " malformed, ", s.pruned_documents, " emptied by pruning, ",
-      s.heldout_documents, " held out)");
+      s.heldout_documents, " held out, ", s.other_shards_documents,
+      " left to other shards)");
   if (!s.read.messages.empty()) {
     // Which records were malformed and why, not only how many.
     absl::StrAppend(&message, "; the first malformed records: ",
@@ -286,7 +296,11 @@ std::string CorpusBuildStats::Summary() const {
       documents, " documents, ", tokens, " tokens, vocabulary ", vocab_size,
       " (", pruned_words, " words / ", pruned_tokens, " tokens pruned, ",
       pruned_documents, " documents emptied); held out ", heldout_documents,
-      " documents, ", heldout_tokens, " tokens; input: ", read.Summary());
+      " documents, ", heldout_tokens, " tokens; ",
+      other_shards_documents > 0
+          ? absl::StrCat(other_shards_documents, " left to other shards; ")
+          : "",
+      "input: ", read.Summary());
 }
 
 absl::StatusOr<BuiltCorpus> BuildCorpus(DocumentReader& reader,

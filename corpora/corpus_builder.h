@@ -62,6 +62,13 @@ struct CorpusBuilderOptions {
   uint64_t min_batch_tokens = 1024;
   // Share of documents, in [0, 1), written to the held-out store.
   double holdout_fraction = 0.0;
+  // One shard of the input (N nodes sharing one corpus file): only the
+  // documents whose position in the input (0-based, every document read)
+  // is shard_index mod shard_count are written, training or held out. The
+  // vocabulary and its pruning are the whole input's, so every shard of a
+  // file has the same words. shard_index < shard_count.
+  uint32_t shard_index = 0;
+  uint32_t shard_count = 1;
   // Scratch store of pass 1: "" = in memory. It is removed at the end.
   std::string temp_path;
   // Called every progress_every_docs documents and at the end of each pass;
@@ -75,11 +82,12 @@ struct CorpusBuildStats {
   uint64_t tokens = 0;             // in the training store
   uint64_t heldout_documents = 0;  // written to the held-out store
   uint64_t heldout_tokens = 0;
-  uint64_t vocab_size = 0;        // words kept
-  uint64_t raw_vocab_size = 0;    // distinct words read
-  uint64_t pruned_words = 0;      // raw_vocab_size - vocab_size
-  uint64_t pruned_tokens = 0;     // tokens of pruned words
-  uint64_t pruned_documents = 0;  // documents left empty by pruning
+  uint64_t vocab_size = 0;              // words kept
+  uint64_t raw_vocab_size = 0;          // distinct words read
+  uint64_t pruned_words = 0;            // raw_vocab_size - vocab_size
+  uint64_t pruned_tokens = 0;           // tokens of pruned words
+  uint64_t pruned_documents = 0;        // documents left empty by pruning
+  uint64_t other_shards_documents = 0;  // read, left to the other shards
   ReadStats read;  // the reader's: empty documents, malformed records, ...
 
   // One line for logs.

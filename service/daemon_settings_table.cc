@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "corpora/internal/absl_compat.h"
 #include "service/api_client.h"
 #include "service/internal/setting_parsers.h"
@@ -34,6 +35,24 @@ void AddModelSettings(const AddFn& add) {
   add("vocab", "", "a file",
       "Vocabulary of a uci/ldac corpus (line i = word i)",
       String([](DaemonConfig* c) { return &c->service.corpus.vocab_path; }));
+  add("shard", "0/1", "I/N with I < N <= 4096",
+      "Build the token store from shard I of N of --corpus (first start): "
+      "the documents at positions I, I+N, I+2N, ... of the input, so that N "
+      "cluster nodes given one corpus file each train on their own part "
+      "(the vocabulary is the whole file's). 0/1: every document",
+      [](std::string_view v, DaemonConfig* c) -> absl::Status {
+        std::pair<absl::string_view, absl::string_view> in_of =
+            absl::StrSplit(ToAbsl(v), absl::MaxSplits('/', 1));
+        uint32_t i = 0, n = 0;
+        if (!absl::SimpleAtoi(in_of.first, &i) ||
+            !absl::SimpleAtoi(in_of.second, &n) || n == 0 || n > 4096 ||
+            i >= n) {
+          return Bad("shard", v, "I/N with 0 <= I < N <= 4096, e.g. 0/3");
+        }
+        c->service.build.shard_index = i;
+        c->service.build.shard_count = n;
+        return absl::OkStatus();
+      });
   add("holdout", "0", "0..0.5",
       "Share of the corpus's documents held out of training (first start: "
       "DIR/heldout.lts) to score the held-out perplexity by document "

@@ -168,6 +168,8 @@ absl::Status LatentdService::BuildStore() {
   settings["model.beta"] = absl::StrCat(options_.trainer.beta);
   settings["train.seed"] = absl::StrCat(options_.trainer.seed);
   settings["corpus.holdout"] = absl::StrCat(build.holdout_fraction);
+  settings["corpus.shard"] =
+      absl::StrCat(build.shard_index, "/", build.shard_count);
   PutTokenizerSettings(options_.corpus.tokenizer, &settings);
   LATENTD_RETURN_IF_ERROR(SaveSettings(settings, paths.settings()));
   return absl::OkStatus();

@@ -189,6 +189,49 @@ TEST(CorpusBuilder, HoldsOutADeterministicShareOfDocuments) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// --shard I/N: the shards of one input are disjoint, together every
+// document once (each with the words it had), and share one vocabulary.
+TEST(CorpusBuilder, ShardsOfOneInputPartitionItsDocuments) {
+  const Docs docs = MakeDocs(100, 40);
+  auto whole = CreateInMemoryTokenStore({});
+  auto all = BuildCorpusFromDocuments(docs, Opts(), whole.get());
+  ASSERT_TRUE(all.ok()) << all.status();
+  uint64_t documents = 0, tokens = 0;
+  Docs seen(docs.size());
+  for (uint32_t i = 0; i < 3; ++i) {
+    CorpusBuilderOptions o = Opts();
+    o.shard_index = i;
+    o.shard_count = 3;
+    auto store = CreateInMemoryTokenStore({});
+    auto built = BuildCorpusFromDocuments(docs, o, store.get());
+    ASSERT_TRUE(built.ok()) << built.status();
+    EXPECT_EQ(built->vocab.size(), all->vocab.size());
+    EXPECT_EQ(built->stats.other_shards_documents,
+              docs.size() - built->stats.documents);
+    documents += built->stats.documents;
+    tokens += built->stats.tokens;
+    const Docs words = Words(*store, built->vocab);
+    size_t j = 0;
+    for (const DocBatch& b : ReadBatches(*store)) {
+      for (const std::string& id : b.doc_ids) {
+        const size_t d = std::stoul(id);  // the document's input position
+        EXPECT_EQ(d % 3, i) << id;
+        EXPECT_TRUE(seen[d].empty()) << "document " << d << " twice";
+        seen[d] = words[j++];
+      }
+    }
+  }
+  EXPECT_EQ(documents, docs.size());
+  EXPECT_EQ(tokens, all->stats.tokens);
+  EXPECT_EQ(seen, docs);
+  CorpusBuilderOptions bad = Opts();
+  bad.shard_index = 3;
+  bad.shard_count = 3;
+  auto store = CreateInMemoryTokenStore({});
+  EXPECT_EQ(BuildCorpusFromDocuments(docs, bad, store.get()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(CorpusBuilder, EmptyCorpusIsInvalidArgumentAndKeepsOldStore) {
   auto store = CreateInMemoryTokenStore({});
   ASSERT_TRUE(BuildCorpusFromDocuments({{"keep"}}, Opts(), store.get()).ok());
