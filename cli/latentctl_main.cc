@@ -12,6 +12,7 @@
 #include "cli/export_command.h"
 #include "cli/graph_commands.h"
 #include "cli/query_commands.h"
+#include "cli/similar_command.h"
 #include "cli/train_command.h"
 #include "sampler/fast_mutexes.h"
 
@@ -269,6 +270,10 @@ int main(int argc, char** argv) {
   latentd::DaemonCommands daemon;
   latentd::AddDaemonCommands(&app, &daemon);
 
+  // ---- similar: the documents or users most like one ----
+  latentd::SimilarCommandOptions similar;
+  CLI::App* si = latentd::AddSimilarCommand(&app, &similar);
+
   // ---- cluster status: the control plane in the cluster's Redis ----
   latentd::ClusterCommands cluster;
   latentd::AddClusterCommands(&app, &cluster);
@@ -294,6 +299,9 @@ int main(int argc, char** argv) {
     return Report(*s, which);
   }
 
+  if (si->parsed()) {
+    return Report(latentd::RunSimilar(similar, stdout), "similar");
+  }
   if (co->parsed()) {
     return Report(latentd::RunCoherence(coherence, stdout), "coherence");
   }

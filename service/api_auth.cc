@@ -45,6 +45,8 @@ Role RequiredRole(Method method) {
     case Method::kGetEmbedding:
     case Method::kScorePairs:
     case Method::kNearestVertices:
+    case Method::kSimilarDocuments:
+    case Method::kSimilarUsers:
       return Role::kRead;
     case Method::kIngest:
     case Method::kIngestEdges:

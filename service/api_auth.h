@@ -9,8 +9,8 @@
 //
 // Roles nest: read may call the queries (ListTopics, GetTopic, WordTopics,
 // InferDocument, GetUserProfile, Status, ExportModel, GetEmbedding,
-// ScorePairs, NearestVertices); write also Ingest and IngestEdges; admin
-// every call (Checkpoint).
+// ScorePairs, NearestVertices, SimilarDocuments, SimilarUsers); write also
+// Ingest and IngestEdges; admin every call (Checkpoint).
 //
 // Thread-safety: every method is safe from any number of threads; Reload
 // swaps the whole set at once (a call checks against the old set or the

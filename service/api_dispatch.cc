@@ -13,10 +13,10 @@ namespace {
 
 // Indexed by the method's number - 1.
 constexpr std::array<std::string_view, kNumMethods> kNames = {
-    "ListTopics",     "GetTopic",     "WordTopics", "InferDocument",
-    "GetUserProfile", "Ingest",       "Status",     "Checkpoint",
-    "ExportModel",    "GetEmbedding", "ScorePairs", "NearestVertices",
-    "IngestEdges"};
+    "ListTopics",     "GetTopic",         "WordTopics",  "InferDocument",
+    "GetUserProfile", "Ingest",           "Status",      "Checkpoint",
+    "ExportModel",    "GetEmbedding",     "ScorePairs",  "NearestVertices",
+    "IngestEdges",    "SimilarDocuments", "SimilarUsers"};
 
 // The node's graph model, or FAILED_PRECONDITION naming the call.
 absl::StatusOr<GraphService*> GraphOf(LatentdService* s,
@@ -41,6 +41,19 @@ std::optional<Method> MethodFromName(std::string_view name) {
 bool MayBlock(Method method) {
   return method == Method::kIngest || method == Method::kIngestEdges ||
          method == Method::kCheckpoint || method == Method::kGetUserProfile;
+}
+
+bool IsTopicCall(Method method) {
+  switch (method) {
+    case Method::kStatus:
+    case Method::kGetEmbedding:
+    case Method::kScorePairs:
+    case Method::kNearestVertices:
+    case Method::kIngestEdges:
+      return false;
+    default:
+      return true;
+  }
 }
 
 std::optional<Method> MethodFromType(uint32_t type) {
@@ -161,9 +174,7 @@ absl::StatusOr<std::string> ApiDispatcher::Call(Method method,
                                                 std::string_view body,
                                                 Encoding encoding, bool admin) {
   LatentdService* s = service_;
-  if (!s->serves_topics() && method != Method::kStatus &&
-      static_cast<uint32_t>(method) <
-          static_cast<uint32_t>(Method::kGetEmbedding)) {
+  if (!s->serves_topics() && IsTopicCall(method)) {
     const uint32_t i = static_cast<uint32_t>(method) - 1;
     errors_[i]->Add();
     return s->CheckTopics(MethodName(method));
@@ -243,6 +254,14 @@ absl::StatusOr<std::string> ApiDispatcher::Call(Method method,
                                      GraphOf(s, "IngestEdges"));
             return g->IngestEdges(r);
           });
+    case Method::kSimilarDocuments:
+      return Run<api::SimilarDocumentsRequest, api::SimilarDocumentsResponse>(
+          method, body, encoding,
+          [s](const auto& r) { return s->similarity()->SimilarDocuments(r); });
+    case Method::kSimilarUsers:
+      return Run<api::SimilarUsersRequest, api::SimilarUsersResponse>(
+          method, body, encoding,
+          [s](const auto& r) { return s->similarity()->SimilarUsers(r); });
   }
   return absl::InvalidArgumentError("unknown method");
 }

@@ -38,8 +38,14 @@ enum class Method : uint32_t {
   kScorePairs = 11,
   kNearestVertices = 12,
   kIngestEdges = 13,
+  // Similar documents and users (service/similarity_service.h).
+  kSimilarDocuments = 14,
+  kSimilarUsers = 15,
 };
-inline constexpr uint32_t kNumMethods = 13;
+inline constexpr uint32_t kNumMethods = 15;
+// Whether `method` reads or writes the topic model (a graph-only node
+// answers it kFailedPrecondition): every call but Status and the graph's.
+bool IsTopicCall(Method method);
 // The framed TCP API's frame type for an api.AuthenticatedCall envelope (a
 // call with a bearer token, service/api_auth.h): far above the calls'.
 inline constexpr uint32_t kAuthenticatedCallType = 65536;

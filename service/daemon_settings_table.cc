@@ -183,6 +183,14 @@ void AddModelSettings(const AddFn& add) {
       "sampling stops (0: never)",
       Double("coherence-seconds", 0, 86400,
              [](DaemonConfig* c) { return &c->service.coherence_seconds; }));
+  add("similarity-refresh-seconds", "30", "0..86400",
+      "While sampling, refresh SimilarDocuments' and SimilarUsers' index "
+      "from the model at most this often (one read of the token store; "
+      "merged documents go in at once, and the final model when sampling "
+      "stops)",
+      Double("similarity-refresh-seconds", 0, 86400, [](DaemonConfig* c) {
+        return &c->service.similarity.refresh_seconds;
+      }));
   add("coherence-top", "10", "2..100",
       "Top words per topic that coherence scores",
       Int<int>("coherence-top", 2, 100, [](DaemonConfig* c) {

@@ -124,6 +124,9 @@ absl::Status LatentdService::Init(MetricsRegistry* metrics) {
       CollectUsers(trainer_->store());
   if (!users.ok()) return users.status();
   has_users_ = !users->empty();
+  similarity_ = std::make_unique<SimilarityService>(
+      options_.similarity,
+      [this](const api::InferDocumentRequest& r) { return InferDocument(r); });
   LATENTD_RETURN_IF_ERROR(Publish());
   return OpenGraph(metrics);
 }
@@ -652,7 +655,12 @@ absl::Status LatentdService::Publish() {
       trainer_->Snapshot(), vocab_, std::move(users), meta, version);
   {
     absl::MutexLock lock(&view_mu_);
-    view_ = std::move(view);
+    view_ = view;
+  }
+  if (absl::Status s =
+          similarity_->OnPublish(*view, trainer_->store(), !SamplingStopped());
+      !s.ok()) {
+    LogWarning(absl::StrCat("similarity index not refreshed: ", s.message()));
   }
   // Merged records are visible now: they leave the queue.
   absl::MutexLock lock(&pending_mu_);

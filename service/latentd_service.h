@@ -75,6 +75,7 @@
 #include "service/metrics.h"
 #include "service/model_view.h"
 #include "service/replica_logs.h"
+#include "service/similarity_service.h"
 #include "service/store_merge.h"
 #include "service/sweep_history.h"
 #include "sync/tls.h"
@@ -177,6 +178,8 @@ struct ServiceOptions {
   // (kUnavailable). A ring of fewer than k members takes as many copies as
   // it has members (counted as under-replicated). 1: no copies.
   uint32_t replicas = 2;
+  // The similar documents and users index (service/similarity_service.h).
+  SimilarityServiceOptions similarity;
 };
 
 class LatentdService {
@@ -275,6 +278,9 @@ class LatentdService {
   // The node's graph model, nullptr unless options.graph.edges_path is set.
   // Lives as long as the service.
   GraphService* graph() const { return graph_.get(); }
+  // SimilarDocuments and SimilarUsers; nullptr on a graph-only node. Lives
+  // as long as the service.
+  SimilarityService* similarity() const { return similarity_.get(); }
   // Ready for traffic (GET /readyz): OK when a model is loaded, Stop() has
   // not begun, the node has joined its cluster (cluster mode) and still
   // samples, and the ingest log and data directory are writable; else
@@ -571,6 +577,8 @@ class LatentdService {
   bool started_ = false;
   bool stopped_ = false;
   std::unique_ptr<GraphService> graph_;  // trains in its own thread
+  // Fed by Publish(); its own thread refreshes the index.
+  std::unique_ptr<SimilarityService> similarity_;
   bool topics_ = true;  // set by Init only: see serves_topics()
 
   struct Metrics {

@@ -16,9 +16,9 @@ from latentd.errors import (AuthenticationError, DeadlineExceededError,
                             PermissionDeniedError, ResourceExhaustedError,
                             UnavailableError)
 from latentd.messages import (Checkpoint, Document, DocumentTopics, Inference,
-                              IngestResult, ModelVersion, Status, Topic,
-                              TopicList, TopicWeight, UserProfile, WordTopics,
-                              WordWeight)
+                              IngestResult, ModelVersion, Neighbor, Similar,
+                              Status, Topic, TopicList, TopicWeight,
+                              UserProfile, WordTopics, WordWeight)
 from latentd.model_export import Model
 
 __version__ = "0.1.0"
@@ -27,8 +27,9 @@ __all__ = [
     "AuthenticationError", "Checkpoint", "Client", "DEFAULT_ADDRESS",
     "DEFAULT_TIMEOUT_SECONDS", "DeadlineExceededError", "Document",
     "DocumentTopics", "Inference", "IngestResult", "InvalidArgumentError",
-    "LatentdError", "Model", "ModelVersion", "NotFoundError",
-    "PermissionDeniedError", "ResourceExhaustedError", "Status", "Topic",
+    "LatentdError", "Model", "ModelVersion", "Neighbor", "NotFoundError",
+    "PermissionDeniedError", "ResourceExhaustedError", "Similar", "Status",
+    "Topic",
     "TopicList", "TopicWeight", "UnavailableError", "UserProfile",
     "WordTopics", "WordWeight",
 ]

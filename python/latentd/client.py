@@ -43,8 +43,8 @@ from typing import (Any, Dict, Iterable, List, Mapping, Optional, Sequence,
 
 from latentd.errors import (LatentdError, code_for_http_status, error_for)
 from latentd.messages import (Checkpoint, Document, DocumentTopics, Inference,
-                              IngestResult, Status, Topic, TopicList,
-                              UserProfile, WordTopics, _float)
+                              IngestResult, Similar, Status, Topic,
+                              TopicList, UserProfile, WordTopics, _float)
 from latentd.model_export import Model, fetch_model
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -235,6 +235,31 @@ class Client:
         return UserProfile.from_json(self.call(
             "GetUserProfile", {"user": user, "top": top,
                                "topWords": top_words}))
+
+    def similar_documents(self, document: str = "", *, text: str = "",
+                          top: int = 10, seed: int = 0) -> Similar:
+        """The `top` documents nearest (by Hellinger distance between topic
+        mixtures) the model's document `document` (a training document's
+        corpus id or an ingested document's id), itself left out, or a new
+        `text` (inferred first; `seed` as infer's) (SimilarDocuments; read
+        role). Exactly one of the two. NotFoundError for a document not in
+        the index; InvalidArgumentError for top outside 1..1000, both or
+        neither of document and text, or a text without a known word."""
+        request: Dict[str, Any] = {"top": top}
+        if document:
+            request["document"] = document
+        if text:
+            request["text"] = text
+        if seed:
+            request["seed"] = seed
+        return Similar.from_json(self.call("SimilarDocuments", request))
+
+    def similar_users(self, user: str, top: int = 10) -> Similar:
+        """The `top` users nearest `user` by Hellinger distance between
+        their profiles' topic mixtures (SimilarUsers; read role).
+        NotFoundError for a user not in the index."""
+        return Similar.from_json(self.call("SimilarUsers",
+                                           {"user": user, "top": top}))
 
     def checkpoint(self) -> Checkpoint:
         """Writes a checkpoint now (Checkpoint; admin role)."""

@@ -243,6 +243,49 @@ class UserProfile:
 
 
 @dataclass(frozen=True)
+class Neighbor:
+    """One of SimilarDocuments' or SimilarUsers' answers: a document id or
+    user id, its Hellinger distance to the query's topic mixture (in [0,
+    1]), and the model view its mixture was computed at."""
+    id: str
+    distance: float
+    view: int
+
+
+@dataclass(frozen=True)
+class Similar:
+    """SimilarDocuments or SimilarUsers: the nearest first, and how stale
+    they can be: ``oldest_view`` (the oldest mixture among them),
+    ``index_oldest_view`` and ``index_newest_view`` (over the whole index),
+    ``current`` (the model published now), whether a full scan answered
+    (``exact``), and the items ``indexed``."""
+    neighbors: Tuple[Neighbor, ...]
+    oldest_view: int
+    index_oldest_view: int
+    index_newest_view: int
+    current: ModelVersion
+    exact: bool
+    indexed: int
+
+    @classmethod
+    def from_json(cls, msg: Mapping[str, Any]) -> "Similar":
+        s = msg.get("staleness") or {}
+        return cls(
+            neighbors=tuple(Neighbor(n.get("id", ""), _float(n, "distance"),
+                                     _int(n, "view"))
+                            for n in msg.get("neighbors", ())),
+            oldest_view=_int(s, "oldestView"),
+            index_oldest_view=_int(s, "indexOldestView"),
+            index_newest_view=_int(s, "indexNewestView"),
+            current=ModelVersion.from_json(s.get("current")),
+            exact=bool(s.get("exact", False)), indexed=_int(s, "indexed"))
+
+    def ids(self) -> List[str]:
+        """The neighbours' ids, nearest first."""
+        return [n.id for n in self.neighbors]
+
+
+@dataclass(frozen=True)
 class Document:
     """A document or user event to ingest. With ``user`` its tokens join
     that user's one growing document; ``source`` is an optional idempotency

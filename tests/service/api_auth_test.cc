@@ -75,7 +75,8 @@ TEST(ApiTokens, EachRoleMakesExactlyItsCalls) {
   EXPECT_EQ(RequiredRole(Method::kCheckpoint), Role::kAdmin);
   EXPECT_EQ(RequiredRole(Method::kExportModel), Role::kRead);
   for (Method m :
-       {Method::kGetEmbedding, Method::kScorePairs, Method::kNearestVertices}) {
+       {Method::kGetEmbedding, Method::kScorePairs, Method::kNearestVertices,
+        Method::kSimilarDocuments, Method::kSimilarUsers}) {
     EXPECT_EQ(RequiredRole(m), Role::kRead) << MethodName(m);
   }
   EXPECT_EQ(RequiredRole(Method::kIngestEdges), Role::kWrite);

@@ -1,0 +1,282 @@
+#include "service/similarity_service.h"
+
+#include <limits>
+#include <utility>
+
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "base/log.h"
+#include "base/status_macros.h"
+
+namespace latentd::service {
+namespace {
+
+// Batches queued behind a busy similarity thread before the next
+// publication is made a full refresh instead (which supersedes them).
+constexpr size_t kMaxQueued = 64;
+
+uint64_t Key(std::string_view id) { return absl::HashOf(id); }
+
+}  // namespace
+
+SimilarityService::SimilarityService(const SimilarityServiceOptions& options,
+                                     InferFn infer)
+    : options_(options), infer_(std::move(infer)) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+SimilarityService::~SimilarityService() {
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  thread_.join();
+}
+
+absl::Status SimilarityService::OnPublish(const ModelView& view,
+                                          TokenStore* store, bool sampling) {
+  {
+    absl::MutexLock lock(&mu_);
+    current_.set_sweep(view.sweep);
+    current_.set_view(view.version);
+    if (queue_.size() >= kMaxQueued) have_full_ = false;
+  }
+  const std::span<const double> alpha(view.snapshot.alpha);
+  const uint64_t num_docs = store->meta().num_docs;
+  const absl::Time now = absl::Now();
+  const bool moved = view.sweep != last_full_sweep_;
+  const bool full =
+      !have_full_ || num_docs < docs_seen_ ||
+      (moved && (!sampling ||
+                 now - last_full_ >= absl::Seconds(options_.refresh_seconds)));
+  Batch batch;
+  batch.full = full;
+  batch.view = view.version;
+  batch.dim = static_cast<uint32_t>(alpha.size());
+  if (full) user_events_.clear();
+  if (full || num_docs > docs_seen_) {
+    LATENTD_ASSIGN_OR_RETURN(
+        batch.documents,
+        ReadDocumentMixtures(store, alpha, full ? 0 : docs_seen_));
+  }
+  batch.users = UserMixtures(view.users, alpha, user_events_);
+  for (const Mixture& u : batch.users) {
+    user_events_[u.id] = view.users.at(u.id).events;
+  }
+  docs_seen_ = num_docs;
+  if (full) {
+    have_full_ = true;
+    last_full_ = now;
+    last_full_sweep_ = view.sweep;
+  } else if (batch.documents.empty() && batch.users.empty()) {
+    return absl::OkStatus();
+  }
+  absl::MutexLock lock(&mu_);
+  if (full) queue_.clear();  // superseded
+  queue_.push_back(std::move(batch));
+  return absl::OkStatus();
+}
+
+void SimilarityService::Loop() {
+  for (;;) {
+    Batch batch;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stop_ || !queue_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (stop_) return;
+      batch = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    absl::Status applied = Apply(std::move(batch));
+    if (!applied.ok()) {
+      log::Warning("similarity",
+                   absl::StrCat("index refresh failed: ", applied.message()));
+    }
+  }
+}
+
+absl::Status SimilarityService::Write(Collection* c,
+                                      const std::vector<Mixture>& items,
+                                      uint64_t view) {
+  for (const Mixture& m : items) {
+    const uint64_t key = Key(m.id);
+    {
+      absl::MutexLock lock(&c->names_mu);
+      c->names[key] = m.id;
+    }
+    absl::Status s =
+        c->index->Upsert(key, std::span<const float>(m.theta), view);
+    if (!s.ok())
+      return absl::Status(s.code(),
+                          absl::StrCat("'", m.id, "': ", s.message()));
+  }
+  if (c->index->NeedsRebuild()) return c->index->Rebuild();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<SimilarityService::Collection>>
+SimilarityService::Build(const std::vector<Mixture>& items, uint32_t dim,
+                         uint64_t view) const {
+  SimilarityOptions o;
+  o.metric = Metric::kHellinger;
+  o.dim = dim;
+  o.exact_threshold = options_.exact_threshold;
+  auto c = std::make_shared<Collection>();
+  LATENTD_ASSIGN_OR_RETURN(c->index, SimilarityIndex::Create(o));
+  LATENTD_RETURN_IF_ERROR(Write(c.get(), items, view));
+  return c;
+}
+
+absl::Status SimilarityService::Apply(Batch batch) {
+  if (batch.full) {
+    LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<Collection> documents,
+                             Build(batch.documents, batch.dim, batch.view));
+    LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<Collection> users,
+                             Build(batch.users, batch.dim, batch.view));
+    absl::MutexLock lock(&mu_);
+    documents_ = std::move(documents);
+    users_ = std::move(users);
+    return absl::OkStatus();
+  }
+  std::shared_ptr<Collection> documents, users;
+  {
+    absl::MutexLock lock(&mu_);
+    documents = documents_;
+    users = users_;
+  }
+  if (documents == nullptr || users == nullptr) {
+    return absl::FailedPreconditionError("a batch before the first refresh");
+  }
+  LATENTD_RETURN_IF_ERROR(Write(documents.get(), batch.documents, batch.view));
+  return Write(users.get(), batch.users, batch.view);
+}
+
+absl::StatusOr<std::shared_ptr<const SimilarityService::Collection>>
+SimilarityService::Current(bool documents) const {
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<const Collection> c = documents ? documents_ : users_;
+  if (c == nullptr) {
+    return absl::UnavailableError(
+        "the similarity index is not built yet (the first refresh runs once "
+        "the model is published): retry");
+  }
+  return c;
+}
+
+absl::StatusOr<uint32_t> SimilarityService::Top(uint32_t top) {
+  if (top == 0) return kDefaultTop;
+  if (top > kMaxTop) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "top must be in 1..", kMaxTop, " (0: ", kDefaultTop, "); got ", top));
+  }
+  return top;
+}
+
+void SimilarityService::Fill(
+    const Collection& c, const SimilarityAnswer& answer,
+    google::protobuf::RepeatedPtrField<api::Neighbor>* out,
+    api::SimilarityStaleness* staleness) const {
+  {
+    absl::MutexLock lock(&c.names_mu);
+    for (const SimilarItem& item : answer.items) {
+      api::Neighbor* n = out->Add();
+      auto it = c.names.find(item.id);
+      n->set_id(it == c.names.end() ? "" : it->second);
+      n->set_distance(item.distance);
+      n->set_view(item.version);
+    }
+  }
+  staleness->set_oldest_view(answer.oldest_version);
+  staleness->set_index_oldest_view(answer.index_min_version);
+  staleness->set_index_newest_view(answer.index_max_version);
+  staleness->set_exact(answer.exact);
+  staleness->set_indexed(c.index->size());
+  absl::MutexLock lock(&mu_);
+  *staleness->mutable_current() = current_;
+}
+
+absl::StatusOr<api::SimilarDocumentsResponse>
+SimilarityService::SimilarDocuments(
+    const api::SimilarDocumentsRequest& request) const {
+  LATENTD_ASSIGN_OR_RETURN(const uint32_t top, Top(request.top()));
+  const bool by_document = !request.document().empty();
+  if (by_document == !request.text().empty()) {
+    return absl::InvalidArgumentError(
+        by_document ? "SimilarDocuments takes a document id or a text, not "
+                      "both"
+                    : "SimilarDocuments needs a document id (document) or a "
+                      "text (text); both are empty");
+  }
+  LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const Collection> c,
+                           Current(/*documents=*/true));
+  absl::StatusOr<SimilarityAnswer> answer;
+  if (by_document) {
+    answer = c->index->QueryById(Key(request.document()), top);
+    if (answer.status().code() == absl::StatusCode::kNotFound) {
+      return absl::NotFoundError(absl::StrCat(
+          "document '", request.document(),
+          "' is not in the similarity index (", c->index->size(),
+          " documents): not a document id of this node's model, or merged "
+          "after the index's last update (see docs/api.md, staleness)"));
+    }
+  } else {
+    api::InferDocumentRequest infer;
+    infer.set_text(request.text());
+    infer.set_seed(request.seed());
+    infer.set_iterations(request.iterations());
+    infer.set_burn_in(request.burn_in());
+    infer.set_top(std::numeric_limits<uint32_t>::max());  // every topic
+    absl::StatusOr<api::InferDocumentResponse> inferred = infer_(infer);
+    if (!inferred.ok()) {
+      return absl::Status(
+          inferred.status().code(),
+          absl::StrCat("SimilarDocuments text: ", inferred.status().message()));
+    }
+    // Every topic came back (top above K): θ in topic order.
+    std::vector<float> theta(inferred->topics_size(), 0.0f);
+    for (const api::TopicWeight& t : inferred->topics()) {
+      if (t.topic() < theta.size()) {
+        theta[t.topic()] = static_cast<float>(t.weight());
+      }
+    }
+    answer = c->index->Query(std::span<const float>(theta), top);
+  }
+  LATENTD_RETURN_IF_ERROR(answer.status());
+  api::SimilarDocumentsResponse resp;
+  Fill(*c, *answer, resp.mutable_neighbors(), resp.mutable_staleness());
+  return resp;
+}
+
+absl::StatusOr<api::SimilarUsersResponse> SimilarityService::SimilarUsers(
+    const api::SimilarUsersRequest& request) const {
+  LATENTD_ASSIGN_OR_RETURN(const uint32_t top, Top(request.top()));
+  if (request.user().empty()) {
+    return absl::InvalidArgumentError("SimilarUsers needs a user id (user)");
+  }
+  LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const Collection> c,
+                           Current(/*documents=*/false));
+  absl::StatusOr<SimilarityAnswer> answer =
+      c->index->QueryById(Key(request.user()), top);
+  if (answer.status().code() == absl::StatusCode::kNotFound) {
+    return absl::NotFoundError(absl::StrCat(
+        "user '", request.user(), "' is not in the similarity index (",
+        c->index->size(),
+        " users): unknown, its events not merged yet, or merged after the "
+        "index's last update (see docs/api.md, staleness)"));
+  }
+  LATENTD_RETURN_IF_ERROR(answer.status());
+  api::SimilarUsersResponse resp;
+  Fill(*c, *answer, resp.mutable_neighbors(), resp.mutable_staleness());
+  return resp;
+}
+
+std::pair<size_t, size_t> SimilarityService::Sizes() const {
+  absl::MutexLock lock(&mu_);
+  return {documents_ == nullptr ? 0 : documents_->index->size(),
+          users_ == nullptr ? 0 : users_->index->size()};
+}
+
+}  // namespace latentd::service

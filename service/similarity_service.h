@@ -1,0 +1,157 @@
+// SimilarityService: a latentd node's similar documents and users (the
+// SimilarDocuments and SimilarUsers calls, docs/api.md "Similar documents
+// and users"): one SimilarityIndex (similarity/) of the documents' topic
+// mixtures θ_d and one of the users' θ_u, ranked by Hellinger distance,
+// kept up to date from the published model by a thread of its own.
+//
+// Feeding: the training thread calls OnPublish() with every view it
+// publishes. There, on that thread (the token store is the training
+// thread's), it reads what changed into a batch for the similarity thread:
+//   - a full refresh (every document's and user's θ, at this view) when
+//     there is no index yet, when the model moved and refresh_seconds have
+//     passed since the last full refresh, or when sampling has stopped and
+//     the model moved since it;
+//   - else, when documents were merged, the new documents' θ and the θ of
+//     the users whose events changed.
+// The similarity thread builds a full refresh into new indexes (the HNSW
+// graph too, above the exact threshold) and swaps them in; it writes the
+// smaller batches into the live ones, rebuilding a graph when the index
+// asks (SimilarityIndex::NeedsRebuild). Queries meanwhile read the indexes
+// as they are.
+//
+// Staleness: every item carries the model view its θ was computed at, and
+// every answer reports it per neighbour, the oldest and newest in the
+// index and the view published now. While the node samples, an item's θ
+// is at most refresh_seconds (plus one refresh's build) older than the
+// published model; once sampling stops the index is refreshed at the
+// final model. A merged document is in the index once the similarity
+// thread has applied the batch of the publication that made it visible.
+//
+// Ids: a document is found by DocumentKeyName (similarity_mixtures.h); two
+// documents with the same id are one item (the later in the store wins).
+//
+// Thread-safety: SimilarDocuments, SimilarUsers and Stats may be called
+// from any thread at once; OnPublish from one thread at a time (the
+// training thread). The destructor stops the similarity thread.
+#ifndef LATENTD_SERVICE_SIMILARITY_SERVICE_H_
+#define LATENTD_SERVICE_SIMILARITY_SERVICE_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "corpora/token_store.h"
+#include "service/api.pb.h"
+#include "service/model_view.h"
+#include "service/similarity_mixtures.h"
+#include "similarity/similarity_index.h"
+
+namespace latentd::service {
+
+struct SimilarityServiceOptions {
+  // While the node samples, the index is refreshed from the model at most
+  // this often (0: after every publication).
+  double refresh_seconds = 30;
+  // Below this many items a query scans them all (SimilarityOptions).
+  size_t exact_threshold = 10000;
+};
+
+class SimilarityService {
+ public:
+  static constexpr uint32_t kMaxTop = 1000;
+  static constexpr uint32_t kDefaultTop = 10;
+
+  // Infers θ of a text against the published model (LatentdService::
+  // InferDocument, called with every topic asked for).
+  using InferFn = std::function<absl::StatusOr<api::InferDocumentResponse>(
+      const api::InferDocumentRequest&)>;
+
+  // Starts the similarity thread.
+  SimilarityService(const SimilarityServiceOptions& options, InferFn infer);
+  ~SimilarityService();
+  SimilarityService(const SimilarityService&) = delete;
+  SimilarityService& operator=(const SimilarityService&) = delete;
+
+  // Training thread, after publishing `view`, whose counts the store's
+  // current version holds. `sampling`: the node still samples. Fails with
+  // the store's error (the index then stays as it was; the next call
+  // tries again).
+  absl::Status OnPublish(const ModelView& view, TokenStore* store,
+                         bool sampling);
+
+  // kInvalidArgument for a request without exactly one of document and
+  // text, or top above kMaxTop; kNotFound for a document not in the index;
+  // the inference's error for a text; kUnavailable before the first
+  // refresh is built.
+  absl::StatusOr<api::SimilarDocumentsResponse> SimilarDocuments(
+      const api::SimilarDocumentsRequest& request) const;
+  // kInvalidArgument for an empty user or top above kMaxTop; kNotFound for
+  // a user not in the index.
+  absl::StatusOr<api::SimilarUsersResponse> SimilarUsers(
+      const api::SimilarUsersRequest& request) const;
+
+  // Items indexed (documents, users), for tests and Status.
+  std::pair<size_t, size_t> Sizes() const;
+
+ private:
+  // One kind of item: its index and the names of its keys.
+  struct Collection {
+    std::unique_ptr<SimilarityIndex> index;
+    mutable absl::Mutex names_mu;
+    absl::flat_hash_map<uint64_t, std::string> names ABSL_GUARDED_BY(names_mu);
+  };
+  // What OnPublish hands the similarity thread.
+  struct Batch {
+    bool full = false;
+    uint64_t view = 0;
+    uint32_t dim = 0;
+    std::vector<Mixture> documents;
+    std::vector<Mixture> users;
+  };
+
+  void Loop();
+  absl::Status Apply(Batch batch);
+  absl::StatusOr<std::shared_ptr<Collection>> Build(
+      const std::vector<Mixture>& items, uint32_t dim, uint64_t view) const;
+  static absl::Status Write(Collection* c, const std::vector<Mixture>& items,
+                            uint64_t view);
+  absl::StatusOr<std::shared_ptr<const Collection>> Current(
+      bool documents) const;
+  // The answer's neighbours and staleness from `answer`.
+  void Fill(const Collection& c, const SimilarityAnswer& answer,
+            google::protobuf::RepeatedPtrField<api::Neighbor>* out,
+            api::SimilarityStaleness* staleness) const;
+  static absl::StatusOr<uint32_t> Top(uint32_t top);
+
+  const SimilarityServiceOptions options_;
+  const InferFn infer_;
+
+  // The training thread's (OnPublish).
+  absl::Time last_full_ = absl::InfinitePast();
+  uint64_t last_full_sweep_ = 0;
+  bool have_full_ = false;
+  uint64_t docs_seen_ = 0;  // store documents read so far
+  absl::flat_hash_map<std::string, uint64_t> user_events_;
+
+  mutable absl::Mutex mu_;
+  std::deque<Batch> queue_ ABSL_GUARDED_BY(mu_);
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;
+  std::shared_ptr<Collection> documents_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<Collection> users_ ABSL_GUARDED_BY(mu_);
+  api::ModelVersion current_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+}  // namespace latentd::service
+
+#endif  // LATENTD_SERVICE_SIMILARITY_SERVICE_H_
