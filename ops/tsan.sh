@@ -36,8 +36,12 @@ TESTS=(trainer_test progressive_start_test topic_table_test
        sync_transport_test sync_transport_tls_test sync_synchronizer_test
        sync_owner_handoff_test sync_owner_replication_test
        sync_synced_table_test sync_peer_auth_test
-       service_unit_test service_ingest_fold_in_test service_dir_watcher_test
-       similarity_index_test)
+       service_unit_test service_ingest_fold_in_test service_dir_watcher_test)
+# hnswlib's lock-order reports (ops/tsan.supp explains why they are false)
+# come at times with no frames to match the suppression by (a clean clone's
+# run, 2026-11-28): this test runs with lock-order detection off, data
+# races still reported.
+NO_DEADLOCK_TESTS=(similarity_index_test)
 CHECKS=(tsan_absl_mutex_hb_test tsan_absl_mutex_hb_race_test
         tsan_tbb_suppressions_test tsan_tbb_suppressions_pipeline_race_test
         tsan_tbb_suppressions_reduce_race_test)
@@ -47,10 +51,18 @@ CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLATENTD_SANITIZE=thread \
   -DLATENTD_BUILD_BENCHMARKS=OFF -DLATENTD_PCH=OFF >/dev/null
 cmake --build "$BUILD" -j"$JOBS" --target absl_mutex_hb absl_mutex_hb_check \
-  tbb_suppressions_check "${TESTS[@]}"
+  tbb_suppressions_check "${TESTS[@]}" "${NO_DEADLOCK_TESTS[@]}"
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0:second_deadlock_stack=1:suppressions=$PWD/ops/tsan.supp}
 HB=$(cd "$BUILD" && pwd)/tests/tsan/libabsl_mutex_hb.so
 export LD_PRELOAD=$HB${LD_PRELOAD:+:$LD_PRELOAD}
 # A race report makes the test fail (exit 66) even if its assertions pass.
+rc=0
 ctest --test-dir "$BUILD" -R "$REGEX" -j"$JOBS" --output-on-failure \
-  --timeout 900
+  --timeout 900 || rc=$?
+if [ -z "${1:-}" ]; then
+  TSAN_OPTIONS="$TSAN_OPTIONS:detect_deadlocks=0" \
+    ctest --test-dir "$BUILD" \
+    -R "^($(IFS='|'; echo "${NO_DEADLOCK_TESTS[*]}"))\$" -j"$JOBS" \
+    --output-on-failure --timeout 900 || rc=$?
+fi
+exit $rc
