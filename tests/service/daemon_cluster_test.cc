@@ -41,6 +41,18 @@ const char* kEvents[] = {
     "the stock market fell sharply on wall street today",
 };
 
+// Waits (up to 120 s) until `d` has published sweep `sweeps`.
+void AwaitSweeps(Daemon* d, uint64_t sweeps) {
+  auto client = d->Client(Protocol::kTcp);
+  auto trained = WaitStatus(
+      client.get(),
+      [sweeps](const api::StatusResponse& s) {
+        return s.version().sweep() >= sweeps;
+      },
+      120);
+  ASSERT_TRUE(trained.ok()) << trained.status() << d->Log();
+}
+
 // Once the two daemons have stopped training (the ring holding just them)
 // and drained: both see the same topic totals, adding up to the tokens of
 // their two stores.
@@ -641,14 +653,7 @@ TEST(DaemonCluster, ADaemonLostForGoodIsRemovedAndTheModelIsTheRest) {
   Daemon* a = cluster.node(0);
   Daemon* b = cluster.node(1);
   Daemon* c = cluster.node(2);
-  {
-    auto cc = c->Client(Protocol::kTcp);
-    auto trained = WaitStatus(
-        cc.get(),
-        [](const api::StatusResponse& s) { return s.version().sweep() >= 2; },
-        120);
-    ASSERT_TRUE(trained.ok()) << trained.status() << c->Log();
-  }
+  ASSERT_NO_FATAL_FAILURE(AwaitSweeps(c, 2));
   const std::string lost = c->tcp();
   ASSERT_EQ(c->Stop(SIGKILL, 10), SIGKILL) << c->Log();
   auto [rc, out] =
@@ -708,14 +713,7 @@ TEST(DaemonCluster, ALostDaemonsDrainEpochSeenAloneKeepsTheModelExact) {
   Daemon* a = cluster.node(0);
   Daemon* b = cluster.node(1);
   Daemon* c = cluster.node(2);
-  {
-    auto cc = c->Client(Protocol::kTcp);
-    auto trained = WaitStatus(
-        cc.get(),
-        [](const api::StatusResponse& s) { return s.version().sweep() >= 2; },
-        120);
-    ASSERT_TRUE(trained.ok()) << trained.status() << c->Log();
-  }
+  ASSERT_NO_FATAL_FAILURE(AwaitSweeps(c, 2));
   ASSERT_EQ(c->Stop(SIGKILL, 10), SIGKILL) << c->Log();
   auto redis = sync::RedisClient::Connect(cluster.redis().address());
   ASSERT_TRUE(redis.ok()) << redis.status();
