@@ -8,7 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "corpora/internal/absl_compat.h"
+#include "base/absl_compat.h"
 #include "service/api_client.h"
 #include "service/internal/setting_parsers.h"
 

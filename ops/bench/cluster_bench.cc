@@ -44,10 +44,10 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "base/fast_mutexes.h"
 #include "base/status_macros.h"
 #include "corpora/corpus_builder.h"
 #include "ops/bench/elastic_timeline.h"
-#include "sampler/fast_mutexes.h"
 #include "sampler/trainer.h"
 #include "service/cluster/local_cluster.h"
 
