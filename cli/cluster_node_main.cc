@@ -23,7 +23,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "sampler/fast_mutexes.h"
+#include "base/fast_mutexes.h"
 #include "service/cluster/cluster_node.h"
 #include "sync/membership.h"
 #include "sync/peer_auth.h"

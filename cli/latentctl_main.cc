@@ -5,6 +5,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "base/fast_mutexes.h"
 #include "cli/client_commands.h"
 #include "cli/cluster_commands.h"
 #include "cli/coherence_command.h"
@@ -14,7 +15,6 @@
 #include "cli/query_commands.h"
 #include "cli/similar_command.h"
 #include "cli/train_command.h"
-#include "sampler/fast_mutexes.h"
 
 namespace {
 

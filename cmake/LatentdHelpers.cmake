@@ -94,12 +94,13 @@ function(latentd_needs_data)
   endforeach()
 endfunction()
 
-# latentd_benchmark(NAME SRCS a_benchmark.cc DEPS lib)
+# latentd_benchmark(NAME SRCS a_benchmark.cc DEPS lib): a Google Benchmark
+# program, with base/'s bench_support (base/bench/).
 function(latentd_benchmark name)
   cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
   add_executable(${name} ${ARG_SRCS})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} benchmark::benchmark
-                                        Threads::Threads)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} bench_support
+                                        benchmark::benchmark Threads::Threads)
   latentd_options(${name})
 endfunction()
 

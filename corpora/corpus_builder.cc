@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/file_system.h"
+#include "base/random.h"
 #include "base/status_macros.h"
-#include "corpora/random.h"
 
 namespace latentd {
 namespace {

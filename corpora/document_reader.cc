@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "corpora/internal/absl_compat.h"
+#include "base/absl_compat.h"
 #include "corpora/internal/reader_base.h"
 
 namespace latentd {

@@ -8,9 +8,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/absl_compat.h"
 #include "base/status_macros.h"
 #include "corpora/input_file.h"
-#include "corpora/internal/absl_compat.h"
 #include "corpora/internal/reader_base.h"
 
 namespace latentd {

@@ -5,8 +5,8 @@
 #include <span>
 
 #include "absl/strings/str_cat.h"
+#include "base/random.h"
 #include "base/status_macros.h"
-#include "corpora/random.h"
 
 namespace latentd {
 namespace {

@@ -4,7 +4,7 @@
 //   for each document d: theta_d ~ Dirichlet(alpha) over K topics,
 //   length N_d ~ Poisson(mean_doc_length) (or fixed), at least 1;
 //   each token: z ~ theta_d, w ~ phi_z.
-// Every draw comes from corpora/random.h's Rng seeded by `seed`, so a seed
+// Every draw comes from base/random.h's Rng seeded by `seed`, so a seed
 // gives the same corpus on every platform.
 //
 // Thread-safety: GenerateSyntheticCorpus is reentrant; the result is a plain
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "corpora/random.h"
+#include "base/random.h"
 #include "corpora/types.h"
 
 namespace latentd {

@@ -21,11 +21,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "base/bench/collecting_reporter.h"
 #include "hashring/placement.h"
 #include "hashring/rendezvous.h"
 #include "hashring/ring.h"
 #include "hashring/ring_config.h"
-#include "ops/bench/collecting_reporter.h"
 
 namespace latentd::hashring {
 namespace {

@@ -20,11 +20,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/bench/collecting_reporter.h"
+#include "base/fast_mutexes.h"
+#include "base/random.h"
 #include "corpora/corpus_builder.h"
 #include "corpora/document_reader.h"
-#include "corpora/random.h"
-#include "ops/bench/collecting_reporter.h"
-#include "sampler/fast_mutexes.h"
 #include "sampler/fold_in.h"
 #include "sampler/trainer.h"
 

@@ -3,8 +3,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/absl_compat.h"
 #include "corpora/input_file.h"
-#include "corpora/internal/absl_compat.h"
 #include "sync/peer_auth.h"
 
 namespace latentd::service {

@@ -9,7 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "corpora/internal/absl_compat.h"
+#include "base/absl_compat.h"
 #include "service/api_client.h"
 #include "service/internal/setting_parsers.h"
 

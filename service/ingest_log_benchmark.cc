@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "ops/bench/collecting_reporter.h"
+#include "base/bench/collecting_reporter.h"
 #include "service/ingest_log.h"
 
 namespace latentd::service {

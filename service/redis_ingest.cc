@@ -1,43 +1,33 @@
 #include "service/redis_ingest.h"
 
-#include <hiredis/hiredis.h>
-
-#include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/log.h"
 #include "service/internal/redis_stream.h"
-#include "sync/redis_reply_bound.h"
+#include "sync/membership.h"
 #include "sync/redis_url.h"
 
 namespace latentd::service {
 namespace {
 
-struct ReplyDeleter {
-  void operator()(redisReply* r) const {
-    if (r != nullptr) freeReplyObject(r);
-  }
-};
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
-struct ContextDeleter {
-  void operator()(redisContext* c) const {
-    if (c != nullptr) redisFree(c);
-  }
-};
-using Context = std::unique_ptr<redisContext, ContextDeleter>;
-
 void Log(const std::string& line) { log::Warning("latentd redis", line); }
 
-Context Connect(const std::string& address, std::string* error) {
-  absl::StatusOr<redisContext*> c = sync::OpenRedis(address, absl::Seconds(2));
-  if (!c.ok()) {
-    *error = std::string(c.status().message());
-    return nullptr;
+// The connection of one round of the consumer, its commands given 5 s
+// (above any XREADGROUP BLOCK).
+absl::StatusOr<std::unique_ptr<sync::RedisClient>> Connect(
+    const RedisIngestOptions& o) {
+  absl::StatusOr<std::unique_ptr<sync::RedisClient>> c =
+      sync::RedisClient::Connect(o.address, absl::Seconds(2), o.reply_limits);
+  if (c.ok()) {
+    if (absl::Status s = (*c)->SetCommandTimeout(absl::Seconds(5)); !s.ok()) {
+      return s;
+    }
   }
-  return Context(*c);
+  return c;
 }
 
 }  // namespace
@@ -72,51 +62,47 @@ void RedisIngester::Run() {
   const std::string source_prefix =
       absl::StrCat("redis:", options_.stream, "/");
   while (!stop_.load(std::memory_order_relaxed)) {
-    std::string error;
-    // Declared before the context, which it must outlive.
-    sync::RedisReplyBound bound(options_.reply_limits);
-    Context c = Connect(options_.address, &error);
-    if (c == nullptr) {
+    absl::StatusOr<std::unique_ptr<sync::RedisClient>> connected =
+        Connect(options_);
+    if (!connected.ok()) {
       errors_->Add();
-      Log(absl::StrCat("cannot connect: ", error));
+      Log(absl::StrCat("cannot connect: ", connected.status().message()));
       absl::SleepFor(absl::Seconds(1));
       continue;
     }
-    bound.Install(c->reader);
-    struct timeval tv = {5, 0};
-    redisSetTimeout(c.get(), tv);
-    Reply created(static_cast<redisReply*>(
-        redisCommand(c.get(), "XGROUP CREATE %s %s 0 MKSTREAM",
-                     options_.stream.c_str(), options_.group.c_str())));
-    if (created == nullptr) {
+    sync::RedisClient& redis = **connected;
+    // A Redis error reply (BUSYGROUP: the group exists) is no failure.
+    absl::StatusOr<sync::RedisReply> created = redis.Command(
+        {"XGROUP", "CREATE", options_.stream, options_.group, "0", "MKSTREAM"});
+    if (!created.ok() &&
+        created.status().code() != absl::StatusCode::kFailedPrecondition) {
       errors_->Add();
-      Log(absl::StrCat("XGROUP CREATE failed: ",
-                       bound.refusal().empty() ? c->errstr : bound.refusal()));
+      Log(absl::StrCat("XGROUP CREATE failed: ", created.status().message()));
       absl::SleepFor(absl::Seconds(1));
       continue;
     }
     bool backlog = true;  // first our own pending entries, then new ones
     while (!stop_.load(std::memory_order_relaxed)) {
-      Reply r(static_cast<redisReply*>(redisCommand(
-          c.get(), "XREADGROUP GROUP %s %s COUNT %d BLOCK %d STREAMS %s %s",
-          options_.group.c_str(), options_.consumer.c_str(), options_.batch,
-          options_.block_ms, options_.stream.c_str(), backlog ? "0" : ">")));
-      if (r == nullptr && !bound.refusal().empty()) {
+      absl::StatusOr<sync::RedisReply> r = redis.Command(
+          {"XREADGROUP", "GROUP", options_.group, options_.consumer, "COUNT",
+           std::to_string(options_.batch), "BLOCK",
+           std::to_string(options_.block_ms), "STREAMS", options_.stream,
+           backlog ? "0" : ">"});
+      if (!r.ok() && !redis.refusal().empty()) {
         errors_->Add();
         refused_->Add();
         Log(absl::StrCat("XREADGROUP reply from ",
                          sync::RedactRedisUrl(options_.address),
-                         " refused: ", bound.refusal(), " (reconnecting)"));
+                         " refused: ", redis.refusal(), " (reconnecting)"));
         break;  // the connection is dead: reconnect
       }
-      if (r == nullptr || r->type == REDIS_REPLY_ERROR) {
+      if (!r.ok()) {
         errors_->Add();
-        Log(absl::StrCat("XREADGROUP failed: ",
-                         r == nullptr ? c->errstr : r->str));
+        Log(absl::StrCat("XREADGROUP failed: ", r.status().message()));
         break;  // reconnect
       }
       std::vector<internal::RedisStreamEntry> entries =
-          internal::ParseStreamEntries(r.get());
+          internal::ParseStreamEntries(*r);
       if (entries.empty()) {
         backlog = false;
         continue;
@@ -158,10 +144,8 @@ void RedisIngester::Run() {
       // Durable: acknowledge.
       bool ack_ok = true;
       for (const std::string& id : ids) {
-        Reply ack(static_cast<redisReply*>(
-            redisCommand(c.get(), "XACK %s %s %s", options_.stream.c_str(),
-                         options_.group.c_str(), id.c_str())));
-        if (ack == nullptr || ack->type == REDIS_REPLY_ERROR) {
+        if (!redis.Command({"XACK", options_.stream, options_.group, id})
+                 .ok()) {
           ack_ok = false;
           break;
         }

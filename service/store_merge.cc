@@ -4,8 +4,8 @@
 #include <charconv>
 
 #include "absl/strings/str_cat.h"
+#include "base/random.h"
 #include "base/status_macros.h"
-#include "corpora/random.h"
 
 namespace latentd::service {
 namespace {

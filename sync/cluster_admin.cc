@@ -483,22 +483,8 @@ absl::StatusOr<hashring::RingConfig> AdmitNode(
                                             " is not registered with cluster ",
                                             Quote(cluster)));
   }
-  LATENTD_RETURN_IF_ERROR(RequireNoMove(s));
-  hashring::RingConfig next = *s.ring;
-  next.members.push_back({sid, pending->second, 1});
-  next.version = s.ring->version + 1;
-  if (absl::Status v = hashring::ValidateRingConfig(next); !v.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("admitting ", Quote(id), ": ", v.message()));
-  }
-  if (options.before_commit) options.before_commit();
-  LATENTD_ASSIGN_OR_RETURN(
-      RedisReply r, Eval(redis, keys, kAdmitScript,
-                         {s.ring_bytes, hashring::SerializeRingConfig(next),
-                          std::to_string(s.ring->version),
-                          std::to_string(next.version), sid, pending->second}));
-  if (r.elements[0].str != "ok") return Refused(r, keys, id);
-  return next;
+  return internal::AddMember(redis, keys, s, sid, pending->second, kAdmitScript,
+                             "admitting", options);
 }
 
 absl::StatusOr<hashring::RingConfig> RemoveNode(

@@ -124,26 +124,33 @@ absl::StatusOr<hashring::RingConfig> ReturnNode(
         ": restart it there, or remove it for good (remove-node --lost) and "
         "join it as a new node"));
   }
-  LATENTD_RETURN_IF_ERROR(RequireNoMove(s));
-  hashring::RingConfig next = *s.ring;
-  next.members.push_back({sid, std::string(address), 1});
-  next.version = s.ring->version + 1;
-  if (absl::Status v = hashring::ValidateRingConfig(next); !v.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("re-admitting ", Quote(id), ": ", v.message()));
-  }
-  if (options.before_commit) options.before_commit();
-  LATENTD_ASSIGN_OR_RETURN(
-      RedisReply r,
-      Eval(redis, keys, internal::kReturnScript,
-           {s.ring_bytes, hashring::SerializeRingConfig(next),
-            std::to_string(s.ring->version), std::to_string(next.version), sid,
-            std::string(address)}));
-  if (r.elements[0].str != "ok") return Refused(r, keys, id);
-  return next;
+  return internal::AddMember(redis, keys, s, sid, std::string(address),
+                             internal::kReturnScript, "re-admitting", options);
 }
 
 namespace internal {
+
+absl::StatusOr<hashring::RingConfig> AddMember(
+    RedisClient* redis, const ClusterKeys& keys, const Snapshot& s,
+    const std::string& id, const std::string& address, const char* script,
+    const char* verb, const ClusterAdminOptions& options) {
+  LATENTD_RETURN_IF_ERROR(RequireNoMove(s));
+  hashring::RingConfig next = *s.ring;
+  next.members.push_back({id, address, 1});
+  next.version = s.ring->version + 1;
+  if (absl::Status v = hashring::ValidateRingConfig(next); !v.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(verb, " ", Quote(id), ": ", v.message()));
+  }
+  if (options.before_commit) options.before_commit();
+  LATENTD_ASSIGN_OR_RETURN(
+      RedisReply r, Eval(redis, keys, script,
+                         {s.ring_bytes, hashring::SerializeRingConfig(next),
+                          std::to_string(s.ring->version),
+                          std::to_string(next.version), id, address}));
+  if (r.elements[0].str != "ok") return Refused(r, keys, id);
+  return next;
+}
 
 absl::StatusOr<hashring::RingConfig> ForgetDown(
     RedisClient* redis, const ClusterKeys& keys, const Snapshot& s,

@@ -15,25 +15,27 @@ namespace {
 
 redisContext* Ctx(void* p) { return static_cast<redisContext*>(p); }
 
-RedisReply Flatten(const redisReply* r) {
+}  // namespace
+
+RedisReply FlattenRedisReply(const redisReply& r) {
   RedisReply out;
-  switch (r->type) {
+  switch (r.type) {
     case REDIS_REPLY_STRING:
       out.type = RedisReply::Type::kString;
-      out.str.assign(r->str, r->len);
+      out.str.assign(r.str, r.len);
       break;
     case REDIS_REPLY_STATUS:
       out.type = RedisReply::Type::kStatus;
-      out.str.assign(r->str, r->len);
+      out.str.assign(r.str, r.len);
       break;
     case REDIS_REPLY_INTEGER:
       out.type = RedisReply::Type::kInteger;
-      out.integer = r->integer;
+      out.integer = r.integer;
       break;
     case REDIS_REPLY_ARRAY:
       out.type = RedisReply::Type::kArray;
-      for (size_t i = 0; i < r->elements; ++i) {
-        out.elements.push_back(Flatten(r->element[i]));
+      for (size_t i = 0; i < r.elements; ++i) {
+        out.elements.push_back(FlattenRedisReply(*r.element[i]));
       }
       break;
     default:
@@ -41,8 +43,6 @@ RedisReply Flatten(const redisReply* r) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string MembersKey(std::string_view cluster) {
   return absl::StrCat(
@@ -55,13 +55,15 @@ std::string RingKey(std::string_view cluster) {
 }
 
 absl::StatusOr<std::unique_ptr<RedisClient>> RedisClient::Connect(
-    std::string_view url, absl::Duration timeout) {
+    std::string_view url, absl::Duration timeout,
+    const RedisReplyLimits& limits) {
   absl::StatusOr<redisContext*> c = OpenRedis(url, timeout);
   if (!c.ok()) return c.status();
-  return std::unique_ptr<RedisClient>(new RedisClient(*c));
+  return std::unique_ptr<RedisClient>(new RedisClient(*c, limits));
 }
 
-RedisClient::RedisClient(void* context) : context_(context) {
+RedisClient::RedisClient(void* context, const RedisReplyLimits& limits)
+    : context_(context), bound_(limits) {
   bound_.Install(Ctx(context_)->reader);
 }
 
@@ -90,9 +92,21 @@ absl::StatusOr<RedisReply> RedisClient::Command(
     freeReplyObject(r);
     return absl::FailedPreconditionError(absl::StrCat("redis: ", msg));
   }
-  RedisReply out = Flatten(r);
+  RedisReply out = FlattenRedisReply(*r);
   freeReplyObject(r);
   return out;
+}
+
+absl::Status RedisClient::SetCommandTimeout(absl::Duration timeout) {
+  if (timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("redis: the timeout must be positive");
+  }
+  redisContext* c = Ctx(context_);
+  if (redisSetTimeout(c, absl::ToTimeval(timeout)) != REDIS_OK) {
+    return absl::UnavailableError(
+        absl::StrCat("redis: cannot set the timeout: ", c->errstr));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<hashring::RingConfig> JoinCluster(RedisClient* redis,

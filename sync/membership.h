@@ -9,8 +9,11 @@
 // later): a node joining registers, waits for the ring, and builds its
 // placement from it. Redis errors and timeouts map to kUnavailable.
 //
+// RedisClient is latentd's one Redis client: the cluster control plane
+// and the Redis stream ingester (service/redis_ingest.h) both use it.
+//
 // Thread-safety: RedisClient is not thread-safe (one connection); use one
-// per thread. JoinCluster is reentrant.
+// per thread. JoinCluster and FlattenRedisReply are reentrant.
 #ifndef LATENTD_SYNC_MEMBERSHIP_H_
 #define LATENTD_SYNC_MEMBERSHIP_H_
 
@@ -25,6 +28,8 @@
 #include "hashring/ring_config.h"
 #include "sync/redis_reply_bound.h"
 
+struct redisReply;  // hiredis
+
 namespace latentd::sync {
 
 // One Redis reply, flattened.
@@ -36,29 +41,44 @@ struct RedisReply {
   std::vector<RedisReply> elements;  // kArray
 };
 
+// `reply` as hiredis parsed it, flattened; a type RedisReply does not name
+// (an error reply inside an array, say) becomes kNil.
+RedisReply FlattenRedisReply(const redisReply& reply);
+
 class RedisClient {
  public:
   // `url`: any form of sync/redis_url.h ("redis://[:PASSWORD@]host:port",
   // "host:port", "unix:/path", ...); AUTH is sent when it names a password.
+  // Every reply is read through a RedisReplyBound with `limits`.
   // kInvalidArgument for a malformed url, kUnavailable if unreachable
   // within `timeout` (also the per-command timeout), kPermissionDenied if
   // Redis refuses the credentials.
   static absl::StatusOr<std::unique_ptr<RedisClient>> Connect(
-      std::string_view url, absl::Duration timeout = absl::Seconds(2));
+      std::string_view url, absl::Duration timeout = absl::Seconds(2),
+      const RedisReplyLimits& limits = {});
   ~RedisClient();
 
   // Runs one command (binary-safe arguments). A Redis error reply becomes
-  // kFailedPrecondition, a connection problem or a reply over the
-  // RedisReplyBound's limits (the connection is then dead) kUnavailable.
+  // kFailedPrecondition, a connection problem, a timeout or a reply over
+  // the RedisReplyBound's limits (the connection is then dead)
+  // kUnavailable.
   absl::StatusOr<RedisReply> Command(const std::vector<std::string>& args);
+
+  // Sets the per-command timeout from now on: a blocking command (XREADGROUP
+  // ... BLOCK ms) needs one above its block. kInvalidArgument unless
+  // positive, kUnavailable if hiredis cannot set it.
+  absl::Status SetCommandTimeout(absl::Duration timeout);
+
+  // Why the bound refused the last reply (the connection is then dead);
+  // empty if it did not.
+  const std::string& refusal() const { return bound_.refusal(); }
 
  private:
   // Installs bound_ on the context's reader.
-  explicit RedisClient(void* context);
+  RedisClient(void* context, const RedisReplyLimits& limits);
   void* context_;  // redisContext
-  // Every reply is read through it (a reply declaring more than 2^20
-  // array elements is kUnavailable, the connection dead); it outlives
-  // the context (the destructor frees the context first).
+  // Every reply is read through it; it outlives the context (the
+  // destructor frees the context first).
   RedisReplyBound bound_;
 };
 

@@ -3,7 +3,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "corpora/internal/absl_compat.h"
+#include "base/absl_compat.h"
 
 namespace latentd::internal {
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/absl_compat.h"
 #include "base/status_macros.h"
 #include "corpora/input_file.h"
-#include "corpora/internal/absl_compat.h"
 #include "corpora/internal/reader_base.h"
 #include "corpora/tokenizer.h"
 

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "corpora/internal/absl_compat.h"
+#include "base/absl_compat.h"
 #include "corpora/types.h"
 
 namespace latentd::internal {

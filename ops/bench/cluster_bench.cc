@@ -44,62 +44,18 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "base/fast_mutexes.h"
 #include "base/status_macros.h"
 #include "corpora/corpus_builder.h"
 #include "ops/bench/elastic_timeline.h"
-#include "sampler/fast_mutexes.h"
+#include "ops/bench/single_node.h"
 #include "sampler/trainer.h"
 #include "service/cluster/local_cluster.h"
 
 namespace latentd {
 namespace {
 
-struct Figures {
-  double tokens_per_s = 0;
-  double ll_per_token = 0;
-  double cpu_seconds_per_token = 0;
-};
-
 using bench::ProcessCpuSeconds;
-
-// A Trainer over `reader`'s documents in memory: K = k, α = 50/K fixed,
-// evaluated on the last of `sweeps` sweeps only.
-absl::StatusOr<std::unique_ptr<Trainer>> MakeTrainer(DocumentReader& reader,
-                                                     TopicId k, uint64_t seed,
-                                                     int threads, int sweeps) {
-  std::unique_ptr<TokenStore> store = CreateInMemoryTokenStore({});
-  CorpusBuilderOptions build;
-  build.num_topics = k;
-  build.seed = seed;
-  LATENTD_RETURN_IF_ERROR(BuildCorpus(reader, build, store.get()).status());
-  TrainerOptions o;
-  o.num_topics = k;
-  o.alpha = 50.0 / k;
-  o.optimize_alpha = false;
-  o.seed = seed;
-  o.eval_every = sweeps;
-  o.pipeline.threads = threads;
-  return Trainer::Create(o, std::move(store));
-}
-
-absl::StatusOr<Figures> RunSingle(const ReaderOptions& corpus, TopicId k,
-                                  int threads, int sweeps) {
-  LATENTD_ASSIGN_OR_RETURN(auto reader, OpenDocumentReader(corpus));
-  LATENTD_ASSIGN_OR_RETURN(auto trainer,
-                           MakeTrainer(*reader, k, 7, threads, sweeps));
-  Figures f;
-  double tokens = 0, seconds = 0;
-  const double cpu_start = ProcessCpuSeconds();
-  for (int s = 0; s < sweeps; ++s) {
-    LATENTD_ASSIGN_OR_RETURN(SweepReport r, trainer->Sweep());
-    tokens += r.result.tokens;
-    seconds += r.result.seconds;
-    if (r.evaluated) f.ll_per_token = r.log_likelihood_per_token;
-  }
-  f.tokens_per_s = tokens / seconds;
-  f.cpu_seconds_per_token = (ProcessCpuSeconds() - cpu_start) / tokens;
-  return f;
-}
 
 // m Trainers that never synchronize, one per shard (the cluster's shards:
 // DocumentShard with the nodes' ShardBy), one sampler thread each, sweeping at
@@ -122,8 +78,9 @@ absl::StatusOr<double> RunIndependent(const ReaderOptions& corpus,
   std::vector<std::unique_ptr<Trainer>> trainers;
   for (int i = 0; i < m; ++i) {
     auto shard_reader = NewInMemoryDocumentReader(std::move(shards[i]));
-    LATENTD_ASSIGN_OR_RETURN(auto trainer,
-                             MakeTrainer(*shard_reader, k, 7 + i, 1, sweeps));
+    LATENTD_ASSIGN_OR_RETURN(
+        auto trainer,
+        bench::MakeBenchTrainer(*shard_reader, k, 7 + i, 1, sweeps));
     trainers.push_back(std::move(trainer));
   }
   std::vector<double> tokens(m, 0);
@@ -321,12 +278,14 @@ int Main(int argc, char** argv) {
     // and the median over repetitions of the cluster's ratio to the single
     // node run just before it (ratio_med), which a host whose speed drifts
     // between repetitions disturbs less.
-    Figures single;
+    bench::SingleNodeFigures single;
     double independent = 0;
     absl::StatusOr<ClusterFigures> cluster;
     std::vector<double> paired;
     for (int r = 0; r < repeat; ++r) {
-      auto s = RunSingle(corpus, topics, m, sweeps);
+      auto s = bench::RunSingleNode(
+          corpus,
+          {.topics = topics, .threads = m, .sweeps = sweeps, .evaluate = true});
       if (!s.ok()) {
         std::fprintf(stderr, "%s\n", s.status().ToString().c_str());
         return 1;

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "corpora/random.h"
+#include "base/random.h"
 #include "corpora/types.h"
 
 namespace latentd::bench {

@@ -76,11 +76,12 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "base/fast_mutexes.h"
 #include "base/status_macros.h"
 #include "corpora/corpus_builder.h"
 #include "hashring/ring.h"
 #include "ops/bench/elastic_timeline.h"
-#include "sampler/fast_mutexes.h"
+#include "ops/bench/single_node.h"
 #include "sampler/trainer.h"
 #include "service/cluster/local_cluster.h"
 #include "sync/cluster_admin.h"
@@ -164,48 +165,8 @@ class Sampling {
   std::vector<SweepSpan> spans_ ABSL_GUARDED_BY(mu_);
 };
 
-struct Baseline {
-  double tokens_per_s = 0;
-  double cpu_seconds_per_token = 0;
-};
-
-// One Trainer, one sampler thread, over the first `max_docs` documents (0:
-// all), K = k, α = 50/K fixed, for `sweeps` sweeps.
-absl::StatusOr<Baseline> RunSingle(const ReaderOptions& corpus,
-                                   uint64_t max_docs, TopicId k, int sweeps) {
-  LATENTD_ASSIGN_OR_RETURN(auto reader, OpenDocumentReader(corpus));
-  std::vector<std::vector<std::string>> docs;
-  RawDocument doc;
-  while (max_docs == 0 || docs.size() < max_docs) {
-    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&doc));
-    if (!more) break;
-    docs.push_back(std::move(doc.words));
-  }
-  auto in_memory = NewInMemoryDocumentReader(std::move(docs));
-  std::unique_ptr<TokenStore> store = CreateInMemoryTokenStore({});
-  CorpusBuilderOptions build;
-  build.num_topics = k;
-  build.seed = 7;
-  LATENTD_RETURN_IF_ERROR(BuildCorpus(*in_memory, build, store.get()).status());
-  TrainerOptions o;
-  o.num_topics = k;
-  o.alpha = 50.0 / k;
-  o.optimize_alpha = false;
-  o.seed = 7;
-  o.eval_every = 0;
-  o.pipeline.threads = 1;
-  LATENTD_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(o, std::move(store)));
-  double tokens = 0, seconds = 0;
-  const double cpu_start = ProcessCpuSeconds();
-  for (int s = 0; s < sweeps; ++s) {
-    LATENTD_ASSIGN_OR_RETURN(SweepReport r, trainer->Sweep());
-    tokens += r.result.tokens;
-    seconds += r.result.seconds;
-  }
-  return Baseline{
-      .tokens_per_s = tokens / seconds,
-      .cpu_seconds_per_token = (ProcessCpuSeconds() - cpu_start) / tokens};
-}
+// The single node: one sampler thread, never evaluated.
+using Baseline = bench::SingleNodeFigures;
 
 // Every key each owner holds, with its owner's id and global.
 struct Census {
@@ -602,8 +563,9 @@ int Run(const Flags& flags, const sync::Consistency& consistency) {
                   "speed-up over one node can show here (cpu_eff "
                   "is the figure)"
                 : "");
-  auto single =
-      RunSingle(flags.corpus, flags.max_docs, flags.topics, flags.sweeps);
+  auto single = bench::RunSingleNode(flags.corpus, {.max_docs = flags.max_docs,
+                                                    .topics = flags.topics,
+                                                    .sweeps = flags.sweeps});
   if (!single.ok()) {
     std::fprintf(stderr, "%s\n", single.status().ToString().c_str());
     return 1;

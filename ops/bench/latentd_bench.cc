@@ -27,8 +27,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "corpora/random.h"
-#include "sampler/fast_mutexes.h"
+#include "base/fast_mutexes.h"
+#include "base/random.h"
 #include "service/api_client.h"
 #include "sync/transport.h"
 

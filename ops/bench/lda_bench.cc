@@ -38,10 +38,10 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "base/fast_mutexes.h"
 #include "corpora/corpus_builder.h"
 #include "ops/bench/dense_gibbs.h"
 #include "sampler/doc_topic_stats.h"
-#include "sampler/fast_mutexes.h"
 #include "sampler/hyperparams.h"
 #include "sampler/trainer.h"
 

@@ -27,7 +27,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/container/flat_hash_set.h"
-#include "corpora/random.h"
+#include "base/random.h"
 #include "corpora/synthetic_corpus.h"
 #include "similarity/similarity_index.h"
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "corpora/random.h"
+#include "base/random.h"
 #include "oneapi/tbb/blocked_range.h"
 #include "oneapi/tbb/parallel_reduce.h"
 #include "sampler/graph/internal/pair_kernel.h"

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "corpora/random.h"
+#include "base/random.h"
 
 namespace latentd {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "corpora/random.h"
+#include "base/random.h"
 
 namespace latentd {
 namespace {

@@ -16,7 +16,7 @@
 #include <span>
 #include <vector>
 
-#include "corpora/random.h"
+#include "base/random.h"
 
 namespace latentd::internal {
 

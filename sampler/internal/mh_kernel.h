@@ -42,7 +42,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "corpora/random.h"
+#include "base/random.h"
 #include "sampler/internal/alias_table.h"
 #include "sampler/sampling_kernel.h"
 

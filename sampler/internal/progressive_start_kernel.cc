@@ -1,6 +1,6 @@
 #include "sampler/internal/progressive_start_kernel.h"
 
-#include "corpora/random.h"
+#include "base/random.h"
 #include "sampler/internal/row_masses.h"
 #include "sampler/internal/sparse_buckets.h"
 #include "sampler/internal/upper_bound.h"

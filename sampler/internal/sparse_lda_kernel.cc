@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "corpora/random.h"
+#include "base/random.h"
 #include "sampler/internal/row_masses.h"
 #include "sampler/internal/sparse_buckets.h"
 #include "sampler/internal/upper_bound.h"

@@ -17,7 +17,7 @@
 
 #include <vector>
 
-#include "corpora/random.h"
+#include "base/random.h"
 #include "sampler/internal/batch_overlay.h"
 #include "sampler/sampling_kernel.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-struct redisReply;
+#include "sync/membership.h"
 
 namespace latentd::service::internal {
 
@@ -23,10 +23,10 @@ struct RedisStreamEntry {
   std::string doc_id;  // field "id" (optional)
 };
 
-// Parses an XREADGROUP reply of one stream:
-// [[stream, [[id, [field, value, ...]], ...]]]; a null reply or any other
-// shape gives no entries.
-std::vector<RedisStreamEntry> ParseStreamEntries(const redisReply* reply);
+// Parses an XREADGROUP reply of one stream (as sync::RedisClient returns
+// it): [[stream, [[id, [field, value, ...]], ...]]]; a nil reply or any
+// other shape gives no entries.
+std::vector<RedisStreamEntry> ParseStreamEntries(const sync::RedisReply& reply);
 
 }  // namespace latentd::service::internal
 

@@ -17,7 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "corpora/internal/absl_compat.h"
+#include "base/absl_compat.h"
 #include "service/daemon_settings.h"
 #include "sync/transport.h"
 

@@ -76,6 +76,16 @@ absl::StatusOr<Snapshot> ReadSnapshot(RedisClient* redis,
 absl::Status RequireRing(const Snapshot& s, std::string_view cluster);
 absl::Status RequireNoMove(const Snapshot& s);
 
+// The next epoch: `s`'s ring with member `id` at `address` added,
+// committed by `script` (kAdmitScript or kReturnScript; ARGV: expected
+// ring, new ring, from epoch, to epoch, id, address). `verb` ("admitting")
+// names the change when the new ring is invalid (kFailedPrecondition).
+// AdmitNode's and ReturnNode's commit (cluster_admin_failover.cc).
+absl::StatusOr<hashring::RingConfig> AddMember(
+    RedisClient* redis, const ClusterKeys& keys, const Snapshot& s,
+    const std::string& id, const std::string& address, const char* script,
+    const char* verb, const ClusterAdminOptions& options);
+
 // RemoveNode(kLost) of down node `id` (cluster_admin_failover.cc).
 absl::StatusOr<hashring::RingConfig> ForgetDown(
     RedisClient* redis, const ClusterKeys& keys, const Snapshot& s,

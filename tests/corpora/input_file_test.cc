@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "corpora/random.h"
+#include "base/random.h"
 #include "gtest/gtest.h"
 #include "tests/corpora/compress_util.h"
 #include "tests/corpora/test_util.h"

@@ -3,7 +3,7 @@
 #include <map>
 #include <utility>
 
-#include "corpora/random.h"
+#include "base/random.h"
 #include "gtest/gtest.h"
 
 namespace latentd::internal {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "corpora/random.h"
+#include "base/random.h"
 #include "gtest/gtest.h"
 #include "sampler/internal/batch_overlay.h"
 #include "sampler/sampling_kernel.h"

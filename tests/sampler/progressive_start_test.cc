@@ -8,7 +8,7 @@
 #include <tuple>
 #include <vector>
 
-#include "corpora/random.h"
+#include "base/random.h"
 #include "corpora/synthetic_corpus.h"
 #include "gtest/gtest.h"
 #include "sampler/internal/delta_combiner.h"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "corpora/random.h"
+#include "base/random.h"
 #include "gtest/gtest.h"
 #include "sampler/topic_table.h"
 

@@ -4,7 +4,7 @@
 #include <thread>
 #include <vector>
 
-#include "corpora/random.h"
+#include "base/random.h"
 #include "gtest/gtest.h"
 
 namespace latentd {

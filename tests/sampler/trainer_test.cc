@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "corpora/random.h"
+#include "base/random.h"
 #include "gtest/gtest.h"
 #include "sampler/fold_in.h"
 #include "tests/sampler/store_writer_util.h"

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "base/random.h"
 #include "cli/graph_commands.h"
 #include "corpora/edge_list.h"
-#include "corpora/random.h"
 #include "gtest/gtest.h"
 #include "service/api.pb.h"
 #include "tests/service/daemon_harness.h"

@@ -1,5 +1,6 @@
 // ParseStreamEntries (service/internal/redis_stream.h) on XREADGROUP replies
-// as hiredis parses them from RESP bytes: the shape Redis sends, the
+// as hiredis parses them from RESP bytes and sync::RedisClient flattens
+// them (FlattenRedisReply): the shape Redis sends, the
 // deleted-pending-entry form [id, nil], and replies of other shapes, which
 // give fewer entries or empty fields instead of a crash.
 #include "service/internal/redis_stream.h"
@@ -23,9 +24,10 @@ std::vector<RedisStreamEntry> Parse(const std::string& resp) {
   void* reply = nullptr;
   EXPECT_EQ(redisReaderGetReply(reader.get(), &reply), REDIS_OK);
   EXPECT_NE(reply, nullptr) << "incomplete RESP: " << resp;
-  std::vector<RedisStreamEntry> entries =
-      ParseStreamEntries(static_cast<redisReply*>(reply));
-  if (reply != nullptr) freeReplyObject(reply);
+  if (reply == nullptr) return {};
+  std::vector<RedisStreamEntry> entries = ParseStreamEntries(
+      sync::FlattenRedisReply(*static_cast<redisReply*>(reply)));
+  freeReplyObject(reply);
   return entries;
 }
 
@@ -82,7 +84,7 @@ TEST(RedisStream, OtherShapesGiveNoEntryOrEmptyFieldsRegression) {
   EXPECT_TRUE(Parse("*1\r\n:1\r\n").empty());
   EXPECT_TRUE(Parse("*1\r\n*2\r\n$1\r\ns\r\n$3\r\nabc\r\n").empty());
   EXPECT_TRUE(Parse("*1\r\n*2\r\n$1\r\ns\r\n*-1\r\n").empty());
-  EXPECT_TRUE(ParseStreamEntries(nullptr).empty());
+  EXPECT_TRUE(ParseStreamEntries(sync::RedisReply{}).empty());
 }
 
 }  // namespace

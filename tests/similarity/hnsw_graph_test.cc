@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "corpora/random.h"
+#include "base/random.h"
 #include "corpora/synthetic_corpus.h"
 #include "gtest/gtest.h"
 #include "similarity/internal/exception_guard.h"

@@ -42,7 +42,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "corpora/random.h"
+#include "base/random.h"
 #include "corpora/synthetic_corpus.h"
 #include "corpora/tokenizer.h"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "corpora/random.h"
+#include "base/random.h"
 #include "gtest/gtest.h"
 
 namespace latentd {

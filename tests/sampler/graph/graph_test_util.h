@@ -6,8 +6,8 @@
 #include <span>
 #include <string>
 
+#include "base/random.h"
 #include "corpora/edge_list.h"
-#include "corpora/random.h"
 #include "sampler/graph/graph_data.h"
 #include "sampler/graph/link_eval.h"
 

@@ -1,7 +1,7 @@
 // Debian's Abseil is built with its own absl::string_view (not an alias of
 // std::string_view): these convert at the boundary. Pure functions.
-#ifndef LATENTD_CORPORA_INTERNAL_ABSL_COMPAT_H_
-#define LATENTD_CORPORA_INTERNAL_ABSL_COMPAT_H_
+#ifndef LATENTD_BASE_ABSL_COMPAT_H_
+#define LATENTD_BASE_ABSL_COMPAT_H_
 
 #include <string_view>
 
@@ -18,4 +18,4 @@ inline std::string_view ToStd(absl::string_view s) {
 
 }  // namespace latentd::internal
 
-#endif  // LATENTD_CORPORA_INTERNAL_ABSL_COMPAT_H_
+#endif  // LATENTD_BASE_ABSL_COMPAT_H_

@@ -4,8 +4,8 @@
 // table. Header-only; for benchmark programs.
 //
 // Thread-safety: used by the benchmark runner's thread only.
-#ifndef LATENTD_OPS_BENCH_COLLECTING_REPORTER_H_
-#define LATENTD_OPS_BENCH_COLLECTING_REPORTER_H_
+#ifndef LATENTD_BASE_BENCH_COLLECTING_REPORTER_H_
+#define LATENTD_BASE_BENCH_COLLECTING_REPORTER_H_
 
 #include <benchmark/benchmark.h>
 
@@ -34,4 +34,4 @@ class CollectingReporter : public benchmark::ConsoleReporter {
 
 }  // namespace latentd::bench
 
-#endif  // LATENTD_OPS_BENCH_COLLECTING_REPORTER_H_
+#endif  // LATENTD_BASE_BENCH_COLLECTING_REPORTER_H_

@@ -12,8 +12,8 @@
 // order).
 //
 // Thread-safety: call before any other thread starts.
-#ifndef LATENTD_SAMPLER_FAST_MUTEXES_H_
-#define LATENTD_SAMPLER_FAST_MUTEXES_H_
+#ifndef LATENTD_BASE_FAST_MUTEXES_H_
+#define LATENTD_BASE_FAST_MUTEXES_H_
 
 #include <cstdlib>
 #include <string_view>
@@ -30,4 +30,4 @@ inline void DisableMutexDeadlockDetection() {
 
 }  // namespace latentd
 
-#endif  // LATENTD_SAMPLER_FAST_MUTEXES_H_
+#endif  // LATENTD_BASE_FAST_MUTEXES_H_

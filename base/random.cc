@@ -1,4 +1,4 @@
-#include "corpora/random.h"
+#include "base/random.h"
 
 #include <cmath>
 

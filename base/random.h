@@ -9,8 +9,8 @@
 //   TopicId k = rng.UniformInt(num_topics);
 //
 // Thread-safety: a plain value; give each thread (or batch) its own copy.
-#ifndef LATENTD_CORPORA_RANDOM_H_
-#define LATENTD_CORPORA_RANDOM_H_
+#ifndef LATENTD_BASE_RANDOM_H_
+#define LATENTD_BASE_RANDOM_H_
 
 #include <cstdint>
 
@@ -97,4 +97,4 @@ class Rng {
 
 }  // namespace latentd
 
-#endif  // LATENTD_CORPORA_RANDOM_H_
+#endif  // LATENTD_BASE_RANDOM_H_
