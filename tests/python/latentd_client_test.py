@@ -23,7 +23,6 @@ import json
 import math
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -34,6 +33,7 @@ import unittest
 from unittest import mock
 
 import latentd
+from latentd_process import LatentdProcess
 
 TOPICS = 3
 SWEEPS = 20
@@ -55,64 +55,30 @@ ADMIN = "admin-token-0123456789abcdef"
 _daemon = None  # the module's Daemon
 
 
-class Daemon:
-    """One latentd process in a temporary directory."""
-
-    def __init__(self, binary, extra_args=()):
-        self.dir = tempfile.mkdtemp(prefix="latentd_client_test.")
-        self.data_dir = os.path.join(self.dir, "node")
-        self.log_path = os.path.join(self.dir, "latentd.log")
-        corpus = os.path.join(self.dir, "corpus.txt")
+def corpus_args(extra_args=()):
+    """What the module's daemons read, written into their directory."""
+    def make(d):
+        corpus = os.path.join(d, "corpus.txt")
         with open(corpus, "w", encoding="utf-8") as f:
             f.write("\n".join(CORPUS) + "\n")
-        edges = os.path.join(self.dir, "edges.txt")
+        edges = os.path.join(d, "edges.txt")
         with open(edges, "w", encoding="utf-8") as f:
             for i in range(GRAPH_VERTICES):  # a ring with chords
                 f.write(f"{i} {(i + 1) % GRAPH_VERTICES}\n"
                         f"{i} {(i + 7) % GRAPH_VERTICES}\n")
-        tokens = os.path.join(self.dir, "tokens")
+        tokens = os.path.join(d, "tokens")
         with open(tokens, "w", encoding="utf-8") as f:
             f.write(f"read {READ}\nwrite {WRITE}\nadmin {ADMIN}\n")
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [binary, "--data-dir", self.data_dir, "--corpus", corpus,
-             "--topics", str(TOPICS), "--max-sweeps", str(SWEEPS),
-             "--http", "127.0.0.1:0", "--listen", "127.0.0.1:0",
-             "--api-tokens", tokens, "--graph-edges", edges,
-             "--graph-dim", str(GRAPH_DIM), "--graph-max-epochs", "3",
-             *extra_args],
-            stdout=self._log, stderr=subprocess.STDOUT)
-        self.address = self._wait_for_address()
+        return ["--corpus", corpus, "--topics", str(TOPICS), "--max-sweeps",
+                str(SWEEPS), "--api-tokens", tokens, "--graph-edges", edges,
+                "--graph-dim", str(GRAPH_DIM), "--graph-max-epochs", "3",
+                *extra_args]
+    return make
 
-    def log_tail(self):
-        with open(self.log_path, encoding="utf-8", errors="replace") as f:
-            return "".join(f.readlines()[-20:])
 
-    def _wait_for_address(self):
-        ports = os.path.join(self.data_dir, "ports")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"latentd exited with {self.proc.returncode}"
-                                   f":\n{self.log_tail()}")
-            if os.path.exists(ports):
-                with open(ports, encoding="utf-8") as f:
-                    for line in f:
-                        if line.startswith("http="):
-                            return line[len("http="):].strip()
-            time.sleep(0.1)
-        raise RuntimeError(f"latentd wrote no {ports}:\n{self.log_tail()}")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+def Daemon(binary, extra_args=()):
+    return LatentdProcess(binary, "latentd_client_test",
+                          corpus_args(extra_args))
 
 
 def setUpModule():

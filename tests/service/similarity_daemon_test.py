@@ -21,15 +21,16 @@ Usage: similarity_daemon_test.py LATENTD LATENTCTL (PYTHONPATH=python).
 import json
 import os
 import random
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 import latentd
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "python"))
+from latentd_process import LatentdProcess  # noqa: E402
 
 K = 4
 WORDS_PER_TOPIC = 40
@@ -74,54 +75,12 @@ for d in range(DOCS):
     TOPIC_OF[str(d + 1)] = t
 
 
-class Daemon:
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="similarity_daemon_test.")
-        self.data_dir = os.path.join(self.dir, "node")
-        self.log_path = os.path.join(self.dir, "latentd.log")
-        corpus = os.path.join(self.dir, "corpus.txt")
-        with open(corpus, "w", encoding="utf-8") as f:
-            f.write("\n".join(LINES) + "\n")
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [LATENTD, "--data-dir", self.data_dir, "--corpus", corpus,
-             "--format", "lines", "--topics", str(K), "--max-sweeps",
-             str(SWEEPS), "--http", "127.0.0.1:0", "--listen", "127.0.0.1:0",
-             "--similarity-refresh-seconds", "1"],
-            stdout=self._log, stderr=subprocess.STDOUT)
-        self.http, self.tcp = self._wait_for_ports()
-
-    def log_tail(self):
-        with open(self.log_path, encoding="utf-8", errors="replace") as f:
-            return "".join(f.readlines()[-20:])
-
-    def _wait_for_ports(self):
-        ports = os.path.join(self.data_dir, "ports")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"latentd exited:\n{self.log_tail()}")
-            if os.path.exists(ports):
-                found = {}
-                with open(ports, encoding="utf-8") as f:
-                    for line in f:
-                        k, _, v = line.strip().partition("=")
-                        found[k] = v
-                if "http" in found and "tcp" in found:
-                    return found["http"], found["tcp"]
-            time.sleep(0.1)
-        raise RuntimeError(f"latentd wrote no {ports}:\n{self.log_tail()}")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+def make_args(d):
+    corpus = os.path.join(d, "corpus.txt")
+    with open(corpus, "w", encoding="utf-8") as f:
+        f.write("\n".join(LINES) + "\n")
+    return ["--corpus", corpus, "--format", "lines", "--topics", str(K),
+            "--max-sweeps", str(SWEEPS), "--similarity-refresh-seconds", "1"]
 
 
 def latentctl(*args, protocol="tcp", check=True):
@@ -148,7 +107,7 @@ def setUpModule():
     global _daemon
     for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
         os.environ.pop(name, None)
-    _daemon = Daemon()
+    _daemon = LatentdProcess(LATENTD, "similarity_daemon_test", make_args)
     c = client()
     deadline = time.monotonic() + 90
     while True:  # sampling stopped and the index refreshed at that model
