@@ -16,7 +16,6 @@ import json
 import math
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,10 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
 from coherence_ref import Reference, close  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "python"))
+from latentd_process import LatentdProcess  # noqa: E402
 
 LATENTD, CTL = sys.argv[1], sys.argv[2]
 SWEEPS = 15
@@ -39,23 +42,13 @@ def fail(msg, log=None):
     sys.exit(1)
 
 
-class Daemon:
-    def __init__(self, tmp, name, corpus, *flags):
-        self.data = os.path.join(tmp, name)
-        self.log = os.path.join(tmp, name + ".log")
-        self.proc = subprocess.Popen(
-            [LATENTD, "--data-dir", self.data, "--corpus", corpus, "--topics", "3",
-             "--max-sweeps", str(SWEEPS), "--http", "127.0.0.1:0", "--listen",
-             "127.0.0.1:0", *flags],
-            stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
-        ports = os.path.join(self.data, "ports")
-        deadline = time.monotonic() + 60
-        while not (os.path.exists(ports) and "http=" in open(ports).read()):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                fail("daemon did not start", self.log)
-            time.sleep(0.1)
-        fields = dict(l.strip().split("=", 1) for l in open(ports) if "=" in l)
-        self.http = fields["http"]
+class Daemon(LatentdProcess):
+    def __init__(self, name, corpus, *flags):
+        super().__init__(
+            LATENTD, "latentd_coherence_test_" + name,
+            lambda d: ["--corpus", corpus, "--topics", "3", "--max-sweeps",
+                       str(SWEEPS), *flags])
+        self.log = self.log_path
 
     def ctl(self, *args):
         p = subprocess.run([CTL, *args, "--addr", self.http, "--protocol", "json",
@@ -67,14 +60,6 @@ class Daemon:
     def metrics(self):
         with urllib.request.urlopen(f"http://{self.http}/metrics", timeout=10) as r:
             return r.read().decode()
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def metric(text, name, labels):
@@ -103,7 +88,7 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write("\n".join(lines) + "\n")
     ref = Reference(l.split() for l in lines)
 
-    daemon = Daemon(tmp, "node", corpus, "--coherence-seconds", "3600")
+    daemon = Daemon("node", corpus, "--coherence-seconds", "3600")
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -154,7 +139,7 @@ with tempfile.TemporaryDirectory() as tmp:
     finally:
         daemon.stop()
 
-    off = Daemon(tmp, "off", corpus, "--coherence-seconds", "0")
+    off = Daemon("off", corpus, "--coherence-seconds", "0")
     try:
         deadline = time.monotonic() + 60
         while off.ctl("status").get("training"):
