@@ -48,6 +48,7 @@ bool ClockTable::Update(const std::string& node, uint64_t clock,
   if (e == nullptr) return false;
   e->clock = std::max(e->clock, clock);
   e->finished = e->finished || finished;
+  e->heard = true;
   return true;
 }
 
@@ -63,6 +64,7 @@ bool ClockTable::MarkReady(const std::string& node) {
   Entry* e = FindOrPend(node);
   if (e == nullptr) return false;
   e->ready = true;
+  e->heard = true;
   return true;
 }
 
@@ -105,6 +107,16 @@ bool ClockTable::IsDead(const std::string& node) const {
   absl::MutexLock l(&mu_);
   auto it = entries_.find(node);
   return it != entries_.end() && it->second.dead;
+}
+
+bool ClockTable::Heard(const std::string& node) const {
+  absl::MutexLock l(&mu_);
+  for (const auto* table : {&entries_, &pending_}) {
+    if (auto it = table->find(node); it != table->end()) {
+      return it->second.heard;
+    }
+  }
+  return false;
 }
 
 uint64_t ClockTable::MinLocked() const {

@@ -64,6 +64,9 @@ class ClockTable {
   // if unknown.
   void Revive(const std::string& node);
   bool IsDead(const std::string& node) const;
+  // Whether Update or MarkReady recorded anything for `node` in this
+  // process: for a peer, that it sent progress since this node started.
+  bool Heard(const std::string& node) const;
 
   // The smallest clock among live, unfinished nodes (UINT64_MAX if none).
   uint64_t MinClock() const;
@@ -78,6 +81,7 @@ class ClockTable {
     bool finished = false;
     bool dead = false;
     bool ready = false;
+    bool heard = false;  // Update or MarkReady came for it
   };
   uint64_t MinLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The member's entry, else the pending one (made if there is room),

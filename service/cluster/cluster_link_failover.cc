@@ -36,7 +36,9 @@ void ClusterLink::LivenessLoop() {
   // whether this connection has written a heartbeat yet.
   absl::Time lost_at = absl::InfiniteFuture();
   bool beaten = false;
-  FailureJudge judge(node_id_, timeout, options_.failover_grace, absl::Now());
+  FailureJudge judge(
+      node_id_, timeout, options_.failover_grace, absl::Now(),
+      [this](const std::string& id) { return clocks_->Heard(id); });
   auto lost = [&](const absl::Status& why) {
     if (lost_at != absl::InfiniteFuture()) return;
     lost_at = absl::Now();

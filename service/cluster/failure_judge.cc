@@ -8,10 +8,12 @@
 namespace latentd {
 
 FailureJudge::FailureJudge(std::string self, absl::Duration failure_timeout,
-                           absl::Duration start_grace, absl::Time started)
+                           absl::Duration start_grace, absl::Time started,
+                           std::function<bool(const std::string&)> heard_from)
     : self_(std::move(self)),
       failure_timeout_(failure_timeout),
-      grace_ends_(started + start_grace) {}
+      grace_ends_(started + start_grace),
+      heard_from_(std::move(heard_from)) {}
 
 bool FailureJudge::Fresh(const sync::MemberStatus& m, int64_t now_ms) const {
   return m.heartbeat && now_ms - m.heartbeat->unix_ms <=
@@ -23,7 +25,8 @@ FailureJudge::Verdict FailureJudge::Judge(const sync::ClusterStatus& status,
   Verdict v;
   if (first_read_ms_ < 0) first_read_ms_ = status.now_ms;
   for (const sync::MemberStatus& m : status.members) {
-    if (m.heartbeat && m.heartbeat->unix_ms > first_read_ms_) {
+    if ((m.heartbeat && m.heartbeat->unix_ms > first_read_ms_) ||
+        (heard_from_ && heard_from_(m.id))) {
       seen_beating_.insert(m.id);
     }
   }

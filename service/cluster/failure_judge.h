@@ -6,9 +6,11 @@
 //   node, and no move runs);
 // - no failover without a quorum (sync::CheckFailoverQuorum): a node
 //   restarted before most of its ring is back changes no membership;
-// - a member this process has not seen beat since it started (every member
-//   of a whole cluster restarted) is given `start_grace` from this node's
-//   start to come back before it is failed over.
+// - a member this process has not seen alive since it started (every
+//   member of a whole cluster restarted) is given `start_grace` from this
+//   node's start to come back before it is failed over. Seen alive: a
+//   heartbeat written after the first read, or `heard_from` says so (it
+//   sent this process progress: a member killed before its next beat).
 // Each read also says what to log: one line per new reason for holding back.
 //
 // Thread-safety: none; one thread (the liveness thread) uses it.
@@ -16,6 +18,7 @@
 #define LATENTD_SERVICE_CLUSTER_FAILURE_JUDGE_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/container/flat_hash_set.h"
@@ -27,9 +30,11 @@ namespace latentd {
 class FailureJudge {
  public:
   // `started`: when this process started judging (its grace counts from
-  // there).
+  // there). `heard_from` (may be empty): whether a member reached this
+  // process directly since it started.
   FailureJudge(std::string self, absl::Duration failure_timeout,
-               absl::Duration start_grace, absl::Time started);
+               absl::Duration start_grace, absl::Time started,
+               std::function<bool(const std::string&)> heard_from = nullptr);
 
   struct Verdict {
     std::string down;  // the member to declare down; empty: nobody
@@ -46,6 +51,7 @@ class FailureJudge {
   const std::string self_;
   const absl::Duration failure_timeout_;
   const absl::Time grace_ends_;
+  const std::function<bool(const std::string&)> heard_from_;
   // Redis's clock at the first read: a heartbeat written after it was
   // written by a process alive since this one started.
   int64_t first_read_ms_ = -1;

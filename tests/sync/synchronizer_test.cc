@@ -671,6 +671,24 @@ TEST(ClockTable, MinSkipsDeadAndFinished) {
   EXPECT_FALSE(c.WaitForMin(6, absl::Now() + absl::Milliseconds(10)));
 }
 
+// Heard: progress came for a member in this process (FailureJudge's sign
+// that it was alive since this node started); a listed member alone is not.
+TEST(ClockTable, HeardIsProgressNotMembership) {
+  ClockTable c({"a", "b", "c"});
+  c.Update("a", 1, false);
+  c.MarkReady("b");
+  EXPECT_TRUE(c.Heard("a"));
+  EXPECT_TRUE(c.Heard("b"));
+  EXPECT_FALSE(c.Heard("c"));
+  EXPECT_FALSE(c.Heard("d"));
+  c.Update("d", 0, false);  // before the ring names d
+  EXPECT_TRUE(c.Heard("d"));
+  c.MarkDead("a");
+  EXPECT_TRUE(c.Heard("a"));
+  c.Revive("c");
+  EXPECT_FALSE(c.Heard("c"));
+}
+
 // Progress from ids no ring names (a peer making ids up) is capped and
 // holds nobody back; a member's early progress is taken in when it joins.
 TEST(ClockTable, NonMembersAreCappedAndCountNowhere) {
