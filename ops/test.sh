@@ -6,10 +6,11 @@
 # libFuzzer harnesses built with clang, ASan and UBSan in BUILD-asan, the
 # unit tests run there, and every harness fuzzed for FUZZ_SECONDS
 # (ops/fuzz.sh); then ThreadSanitizer over the multi-threaded tests in
-# BUILD-tsan (ops/tsan.sh). Prints how long each phase took.
+# BUILD-tsan (ops/tsan.sh). The two sanitizer trees build at nice 19 while
+# the Release tests run. Prints how long each phase took.
 # Usage: ops/test.sh [build-dir] (default: build-test)
 # Environment: SANITIZERS=0 skips the sanitizer runs (both); FUZZ_SECONDS (default
-# 5) per harness; FUZZ_SEED (default 1: the same mutations every run, so a
+# 2) per harness; FUZZ_SEED (default 1: the same mutations every run, so a
 # finding reproduces; longer exploratory fuzzing is ops/fuzz.sh's job);
 # LATENTD_DATA_DIR (default ../shared/data beside the checkout): the real
 # corpora of the tests labelled data, which are skipped, each naming the
@@ -18,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export LATENTD_DATA_DIR=${LATENTD_DATA_DIR:-$PWD/../shared/data}
 BUILD=${1:-build-test}
-FUZZ_SECONDS=${FUZZ_SECONDS:-5}
+FUZZ_SECONDS=${FUZZ_SECONDS:-2}
 phase() {
   printf 'test.sh: %-34s %4ds\n' "$1" "$((SECONDS - start))"
   start=$SECONDS
@@ -30,17 +31,38 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DLATENTD_DATA_DIR="$LATENTD_DATA_DIR"
 cmake --build "$BUILD" -j"$(nproc)"
 phase "release build"
-ctest --test-dir "$BUILD" -j"$(nproc)" --output-on-failure
-phase "release tests"
-if [ "${SANITIZERS:-1}" = "0" ]; then exit 0; fi
 
 ASAN_BUILD="$BUILD-asan"
-CC=clang CXX=clang++ cmake -S . -B "$ASAN_BUILD" -G Ninja \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLATENTD_SANITIZE=address,undefined \
-  -DLATENTD_BUILD_FUZZERS=ON -DLATENTD_BUILD_BENCHMARKS=OFF \
-  -DLATENTD_DATA_DIR="$LATENTD_DATA_DIR" >/dev/null
-cmake --build "$ASAN_BUILD" -j"$(nproc)" --target unit_gtests fuzzers
-phase "asan+ubsan build (unit, fuzzers)"
+TSAN_BUILD="$BUILD-tsan"
+sanitizer_log="$BUILD/sanitizer-build.log"
+if [ "${SANITIZERS:-1}" != "0" ]; then
+  # The sanitizer trees build at the lowest priority while the Release
+  # tests run: the multi-daemon tests leave the CPUs idle much of the time
+  # (failure timeouts, sync rounds), and at nice 19 the compiler takes
+  # almost nothing from a test that wants the CPU.
+  CC=clang CXX=clang++ cmake -S . -B "$ASAN_BUILD" -G Ninja \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLATENTD_SANITIZE=address,undefined \
+    -DLATENTD_BUILD_FUZZERS=ON -DLATENTD_BUILD_BENCHMARKS=OFF \
+    -DLATENTD_DATA_DIR="$LATENTD_DATA_DIR" >/dev/null
+  # (Its own session, so that a failed test run can stop it whole.)
+  ASAN_BUILD="$ASAN_BUILD" TSAN_BUILD="$TSAN_BUILD" setsid -w nice -n 19 \
+    bash -c 'cmake --build "$ASAN_BUILD" -j"$(nproc)" --target unit_gtests \
+      fuzzers && TSAN_BUILD_ONLY=1 ops/tsan.sh' >"$sanitizer_log" 2>&1 &
+  sanitizer_build=$!
+  trap 'kill -- -"$sanitizer_build" 2>/dev/null || true' EXIT
+fi
+rc=0
+ctest --test-dir "$BUILD" -j"$(nproc)" --output-on-failure || rc=$?
+phase "release tests"
+if [ "${SANITIZERS:-1}" = "0" ]; then exit $rc; fi
+if [ $rc -ne 0 ]; then exit $rc; fi
+if ! wait "$sanitizer_build"; then
+  tail -n 60 "$sanitizer_log"
+  echo "test.sh: the sanitizer build failed (log: $sanitizer_log)"
+  exit 1
+fi
+phase "sanitizer builds (after the tests)"
+
 # kernel_test is left out: pure arithmetic (chi-square checks of the
 # samplers' draws, no memory or threading that the sanitizers would judge),
 # over 5 minutes under ASan; the Release run has it.
@@ -51,5 +73,5 @@ phase "asan+ubsan unit tests"
 FUZZ_SEED=${FUZZ_SEED:-1} FUZZ_BUILD="$ASAN_BUILD" FUZZ_NO_BUILD=1 \
   ops/fuzz.sh "$FUZZ_SECONDS"
 phase "fuzzers (${FUZZ_SECONDS}s each)"
-TSAN_BUILD="$BUILD-tsan" ops/tsan.sh
-phase "tsan build and tests"
+TSAN_BUILD="$TSAN_BUILD" ops/tsan.sh
+phase "tsan tests"

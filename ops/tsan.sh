@@ -26,7 +26,9 @@
 # race in a pipeline stage or a reduce body.
 #
 # Usage: ops/tsan.sh [ctest -R regex]   (default: the tests above)
-# Environment: TSAN_BUILD (default build-tsan), TSAN_JOBS (default nproc).
+# Environment: TSAN_BUILD (default build-tsan), TSAN_JOBS (default nproc),
+# TSAN_BUILD_ONLY=1 (configure and build, run nothing: ops/test.sh builds
+# the tree while the Release tests run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${TSAN_BUILD:-build-tsan}
@@ -52,6 +54,7 @@ CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja \
   -DLATENTD_BUILD_BENCHMARKS=OFF -DLATENTD_PCH=OFF >/dev/null
 cmake --build "$BUILD" -j"$JOBS" --target absl_mutex_hb absl_mutex_hb_check \
   tbb_suppressions_check "${TESTS[@]}" "${NO_DEADLOCK_TESTS[@]}"
+if [ "${TSAN_BUILD_ONLY:-0}" = "1" ]; then exit 0; fi
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0:second_deadlock_stack=1:suppressions=$PWD/ops/tsan.supp}
 HB=$(cd "$BUILD" && pwd)/tests/tsan/libabsl_mutex_hb.so
 export LD_PRELOAD=$HB${LD_PRELOAD:+:$LD_PRELOAD}
