@@ -29,9 +29,10 @@ void SetNumber(google::protobuf::Value* out, const std::optional<double>& v) {
 
 // The reference corpus read from a file, tokenized as the model's corpus.
 absl::StatusOr<CoherenceReport> CorpusCoherence(
-    const CoherenceCommandOptions& o, const LoadedModel& model) {
+    const CoherenceCommandOptions& o, const LoadedModel& model,
+    CoherenceConvention convention) {
   CoherenceCounter counter(TopicTopWords(model.snapshot, o.top_words),
-                           model.snapshot.vocab_size, o.top_words);
+                           model.snapshot.vocab_size, o.top_words, convention);
   LATENTD_RETURN_IF_ERROR(ForEachModelDocument(
       model, {.path = o.corpus, .format = o.format, .vocab_path = o.vocab_path},
       [&](uint64_t, std::span<const WordId> ids) {
@@ -49,6 +50,7 @@ std::string Json(const CoherenceCommandOptions& o, const std::string& reference,
   f["reference"].set_string_value(reference);
   f["documents"].set_number_value(static_cast<double>(r.documents));
   f["topWords"].set_number_value(r.top_words);
+  f["convention"].set_string_value(CoherenceConventionName(r.convention));
   SetNumber(&f["meanUmass"], r.mean_umass);
   SetNumber(&f["meanNpmi"], r.mean_npmi);
   auto* topics = f["topics"].mutable_list_value();
@@ -74,7 +76,10 @@ CLI::App* AddCoherenceCommand(CLI::App* app, CoherenceCommandOptions* o) {
       "(its --top most probable words; document co-occurrence over the "
       "training documents, or --corpus) and their means over the topics. "
       "UMass: Mimno et al. 2011 with +1 smoothing, averaged over word "
-      "pairs; NPMI: Bouma 2009, -1 for pairs never seen together");
+      "pairs; NPMI: Bouma 2009, -1 for pairs never seen together. "
+      "--convention gensim gives gensim's u_mass and c_npmi instead (its "
+      "1e-12 smoothing; c_npmi with a window as long as the longest "
+      "document)");
   cmd->add_option("dir", o->model_dir, "Model directory")->required();
   cmd->add_option("--corpus", o->corpus,
                   "Reference corpus (file or directory) instead of the "
@@ -87,6 +92,11 @@ CLI::App* AddCoherenceCommand(CLI::App* app, CoherenceCommandOptions* o) {
   cmd->add_option("--top", o->top_words, "Words per topic scored")
       ->check(CLI::Range(2, 1000))
       ->capture_default_str();
+  cmd->add_option("--convention", o->convention,
+                  "Smoothing convention: mimno (+1, Bouma's limits) or "
+                  "gensim (gensim's u_mass and c_npmi, to compare with it)")
+      ->check(CLI::IsMember({"mimno", "gensim"}))
+      ->capture_default_str();
   AddJsonOption(cmd, &o->json);
   return cmd;
 }
@@ -96,6 +106,8 @@ absl::Status RunCoherence(const CoherenceCommandOptions& o, FILE* out) {
     return absl::InvalidArgumentError(
         absl::StrCat("--top must be >= 2, got ", o.top_words));
   }
+  LATENTD_ASSIGN_OR_RETURN(CoherenceConvention convention,
+                           ParseCoherenceConvention(o.convention));
   LATENTD_ASSIGN_OR_RETURN(LoadedModel model, LoadModelDir(o.model_dir));
   std::string reference = o.corpus;
   std::optional<CoherenceReport> report;
@@ -105,18 +117,21 @@ absl::Status RunCoherence(const CoherenceCommandOptions& o, FILE* out) {
                              OpenFileTokenStore(reference));
     CoherenceOptions options;
     options.top_words = o.top_words;
+    options.convention = convention;
     LATENTD_ASSIGN_OR_RETURN(
         report, StoreCoherence(model.snapshot, store.get(), options));
   } else {
-    LATENTD_ASSIGN_OR_RETURN(report, CorpusCoherence(o, model));
+    LATENTD_ASSIGN_OR_RETURN(report, CorpusCoherence(o, model, convention));
   }
   if (o.json) {
     absl::FPrintF(out, "%s\n", Json(o, reference, *report, model.vocab));
     return absl::OkStatus();
   }
-  absl::FPrintF(out, "# %d topics, top %d words, %d documents of %s\n",
+  absl::FPrintF(out,
+                "# %d topics, top %d words, %d documents of %s (%s "
+                "convention)\n",
                 report->topics.size(), o.top_words, report->documents,
-                reference);
+                reference, CoherenceConventionName(convention));
   absl::FPrintF(out, "topic\tumass\tnpmi\twords\n");
   for (const TopicCoherence& t : report->topics) {
     std::string words;

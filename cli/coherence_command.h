@@ -30,9 +30,12 @@ struct CoherenceCommandOptions {
   std::string format;
   std::string vocab_path;  // uci/ldac vocabulary of --corpus
   int top_words = 10;      // M
+  // "mimno" (the default) or "gensim" (gensim's ε smoothing:
+  // sampler/coherence.h).
+  std::string convention = "mimno";
   // Print one JSON object instead of text: dir, reference, documents,
-  // topWords, meanUmass, meanNpmi, topics [{topic, umass, npmi, words}]
-  // (null where a value is undefined).
+  // topWords, convention, meanUmass, meanNpmi, topics [{topic, umass, npmi,
+  // words}] (null where a value is undefined).
   bool json = false;
 };
 
@@ -42,7 +45,7 @@ CLI::App* AddCoherenceCommand(CLI::App* app, CoherenceCommandOptions* options);
 // Runs the command: a table "topic umass npmi words" to `out` (one line
 // per topic, then the means), or the JSON object.
 // Errors: the model's or the corpus's, naming the file; kInvalidArgument
-// for top_words < 2 or an unknown format.
+// for top_words < 2, an unknown format or convention.
 absl::Status RunCoherence(const CoherenceCommandOptions& options, FILE* out);
 
 // "coherence (top 10 words, 2246 documents): UMass -1.234 NPMI 0.056 (mean

@@ -21,6 +21,23 @@ double Npmi(uint64_t joint, uint64_t a, uint64_t b, uint64_t n) {
   return pmi / -std::log(p_joint);
 }
 
+// gensim's ε (gensim/topic_coherence/direct_confirmation_measure.py).
+constexpr double kGensimEpsilon = 1e-12;
+
+// gensim's log_conditional_probability of one pair; 0 where D(v_l) = 0.
+double GensimUmass(uint64_t joint, uint64_t d_earlier, uint64_t n) {
+  if (d_earlier == 0) return 0.0;
+  const double nd = static_cast<double>(n);
+  return std::log((joint / nd + kGensimEpsilon) / (d_earlier / nd));
+}
+
+// gensim's normalized log_ratio_measure of one pair. REQUIRES: a, b > 0.
+double GensimNpmi(uint64_t joint, uint64_t a, uint64_t b, uint64_t n) {
+  const double nd = static_cast<double>(n);
+  const double p_joint = joint / nd + kGensimEpsilon;
+  return std::log(p_joint / ((a / nd) * (b / nd))) / -std::log(p_joint);
+}
+
 std::optional<double> MeanOf(const std::vector<TopicCoherence>& topics,
                              std::optional<double> TopicCoherence::*field) {
   double sum = 0;
@@ -37,9 +54,26 @@ std::optional<double> MeanOf(const std::vector<TopicCoherence>& topics,
 
 }  // namespace
 
+absl::StatusOr<CoherenceConvention> ParseCoherenceConvention(
+    std::string_view text) {
+  if (text == "mimno") return CoherenceConvention::kMimno;
+  if (text == "gensim") return CoherenceConvention::kGensim;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "coherence convention '", absl::string_view(text.data(), text.size()),
+      "': expected mimno or gensim"));
+}
+
+const char* CoherenceConventionName(CoherenceConvention c) {
+  return c == CoherenceConvention::kGensim ? "gensim" : "mimno";
+}
+
 CoherenceCounter::CoherenceCounter(std::vector<std::vector<WordId>> words,
-                                   uint32_t vocab_size, int top_words)
-    : words_(std::move(words)), top_words_(top_words), slot_(vocab_size, -1) {
+                                   uint32_t vocab_size, int top_words,
+                                   CoherenceConvention convention)
+    : words_(std::move(words)),
+      top_words_(top_words),
+      convention_(convention),
+      slot_(vocab_size, -1) {
   pair_counts_.resize(words_.size());
   for (TopicId k = 0; k < words_.size(); ++k) {
     const size_t m = words_[k].size();
@@ -93,6 +127,8 @@ CoherenceReport CoherenceCounter::Report() const {
   CoherenceReport report;
   report.documents = documents_;
   report.top_words = top_words_;
+  report.convention = convention_;
+  const bool gensim = convention_ == CoherenceConvention::kGensim;
   const uint64_t n = documents_;
   for (TopicId k = 0; k < words_.size(); ++k) {
     TopicCoherence t;
@@ -106,6 +142,15 @@ CoherenceReport CoherenceCounter::Report() const {
         const uint64_t joint = pair_counts_[k][earlier * m + later];
         const uint64_t d_earlier = doc_freq_[slot_[t.words[earlier]]];
         const uint64_t d_later = doc_freq_[slot_[t.words[later]]];
+        if (gensim) {
+          umass += GensimUmass(joint, d_earlier, n);
+          ++umass_pairs;
+          if (d_earlier > 0 && d_later > 0) {
+            npmi += GensimNpmi(joint, d_earlier, d_later, n);
+            ++npmi_pairs;
+          }
+          continue;
+        }
         if (d_earlier > 0) {
           umass += std::log((joint + 1.0) / static_cast<double>(d_earlier));
           ++umass_pairs;
@@ -142,7 +187,8 @@ absl::StatusOr<CoherenceReport> StoreCoherence(
                      options.top_words));
   }
   CoherenceCounter counter(TopicTopWords(model, options.top_words),
-                           model.vocab_size, options.top_words);
+                           model.vocab_size, options.top_words,
+                           options.convention);
   LATENTD_RETURN_IF_ERROR(
       ForEachDocument(store, [&](const DocBatch& batch, size_t d) {
         counter.AddDocument(batch.doc_words(d));

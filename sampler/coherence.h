@@ -32,6 +32,16 @@
 // The mean over topics leaves out topics without a value (fewer than two
 // words with counts, or UMass with no defined pair).
 //
+// The gensim convention (CoherenceConvention::kGensim) computes what
+// gensim 4's CoherenceModel does, so that numbers compare across tools:
+//   u_mass: mean over the same pairs of log((D(v_m, v_l)/N + ε) / (D(v_l)/N))
+//           with ε = 1e-12 (a pair with D(v_l) = 0 scores 0 and counts);
+//   c_npmi: with P as above, mean over the pairs of
+//           log((P(v, u) + ε) / (P(v) P(u))) / -log(P(v, u) + ε),
+//           the whole document as the window (gensim's c_npmi with a
+//           window_size no shorter than the longest document); a pair
+//           with a word in no document is left out.
+//
 // Thread-safety: CoherenceCounter is not thread-safe (one feeder); the
 // functions are pure and read the store, which must not be rewritten
 // meanwhile.
@@ -41,6 +51,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -49,8 +60,19 @@
 
 namespace latentd {
 
+enum class CoherenceConvention {
+  kMimno,   // Mimno's +1 (UMass) and Bouma's limits (NPMI): the default
+  kGensim,  // gensim's ε = 1e-12 in both (header comment)
+};
+
+// "mimno" or "gensim"; kInvalidArgument names the text otherwise.
+absl::StatusOr<CoherenceConvention> ParseCoherenceConvention(
+    std::string_view text);
+const char* CoherenceConventionName(CoherenceConvention c);
+
 struct CoherenceOptions {
   int top_words = 10;  // M, the words per topic scored
+  CoherenceConvention convention = CoherenceConvention::kMimno;
 };
 
 struct TopicCoherence {
@@ -66,6 +88,7 @@ struct CoherenceReport {
   std::optional<double> mean_npmi;
   uint64_t documents = 0;  // N, the reference documents read
   int top_words = 0;       // M asked for
+  CoherenceConvention convention = CoherenceConvention::kMimno;
 };
 
 // Counts document (co-)occurrence of the given words, document by document.
@@ -73,8 +96,10 @@ class CoherenceCounter {
  public:
   // `words[k]`: topic k's top words, most probable first, distinct within a
   // topic. REQUIRES: every word < vocab_size.
-  CoherenceCounter(std::vector<std::vector<WordId>> words, uint32_t vocab_size,
-                   int top_words);
+  CoherenceCounter(
+      std::vector<std::vector<WordId>> words, uint32_t vocab_size,
+      int top_words,
+      CoherenceConvention convention = CoherenceConvention::kMimno);
 
   // Adds one reference document (its words, repeats allowed). Words >=
   // vocab_size are ignored (not in the model).
@@ -86,6 +111,7 @@ class CoherenceCounter {
  private:
   std::vector<std::vector<WordId>> words_;
   int top_words_;
+  CoherenceConvention convention_;
   // Dense index of each scored word (-1: not scored), its D(v), and per
   // topic the M×M pair counts D(v_i, v_j), i < j.
   std::vector<int32_t> slot_;

@@ -196,6 +196,17 @@ void AddModelSettings(const AddFn& add) {
       Int<int>("coherence-top", 2, 100, [](DaemonConfig* c) {
         return &c->service.coherence_top_words;
       }));
+  add("coherence-convention", "mimno", "mimno|gensim",
+      "Coherence smoothing: mimno (UMass +1, NPMI -1 for pairs never seen "
+      "together) or gensim (its u_mass and c_npmi with 1e-12, a document "
+      "as the window: the numbers gensim's CoherenceModel gives)",
+      [](std::string_view v, DaemonConfig* c) -> absl::Status {
+        absl::StatusOr<CoherenceConvention> parsed =
+            ParseCoherenceConvention(v);
+        if (!parsed.ok()) return Bad("coherence-convention", v, "mimno|gensim");
+        c->service.coherence_convention = *parsed;
+        return absl::OkStatus();
+      });
   add("infer-iterations", "30", "1..1000",
       "Default fold-in Gibbs sweeps per InferDocument",
       Int<int>("infer-iterations", 1, 1000,

@@ -118,6 +118,7 @@ struct ServiceOptions {
   // and once more when sampling stops; 0 = never.
   double coherence_seconds = 60;
   int coherence_top_words = 10;
+  CoherenceConvention coherence_convention = CoherenceConvention::kMimno;
   InferOptions infer{.iterations = 30, .burn_in = 10, .seed = 1};
   uint32_t max_infer_iterations = 1000;
   // InferDocument calls folding in at once (service/internal/cpu_gate.h);

@@ -48,6 +48,7 @@ void LatentdService::MaybeComputeCoherence() {
   coherence_at_ = start;
   CoherenceOptions o;
   o.top_words = options_.coherence_top_words;
+  o.convention = options_.coherence_convention;
   absl::StatusOr<CoherenceReport> report =
       StoreCoherence(v->snapshot, trainer_->store(), o);
   if (!report.ok()) {

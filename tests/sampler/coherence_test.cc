@@ -63,6 +63,53 @@ TEST(Coherence, MatchesHandComputation) {
   EXPECT_NEAR(*r.mean_npmi, (npmi0 - 2) / 3, 1e-12);
 }
 
+// The same corpus under gensim's convention (ε = 1e-12 inside the logs).
+TEST(Coherence, GensimConventionMatchesHandComputation) {
+  CoherenceCounter counter({{a, b, c}, {d, a}, {e, a}}, 5, 3,
+                           CoherenceConvention::kGensim);
+  const std::vector<std::vector<WordId>> docs = {
+      {a, b, c}, {a, b, a}, {a, c}, {b, d}};
+  for (const auto& doc : docs) counter.AddDocument(doc);
+  const CoherenceReport r = counter.Report();
+  EXPECT_EQ(r.convention, CoherenceConvention::kGensim);
+  const double eps = 1e-12;
+  // u_mass, topic 0: log((D(v_m,v_l)/N + ε) / (D(v_l)/N)) over the pairs.
+  const double umass0 =
+      (std::log((0.5 + eps) / 0.75) + std::log((0.5 + eps) / 0.75) +
+       std::log((0.25 + eps) / 0.75)) /
+      3;
+  EXPECT_NEAR(*r.topics[0].umass, umass0, 1e-15);
+  // Topic 1: (a|d), never together: log(ε / 0.25), no +1.
+  EXPECT_NEAR(*r.topics[1].umass, std::log(eps / 0.25), 1e-12);
+  // Topic 2: (a|e), D(e) = 0: gensim scores it 0 and counts it.
+  EXPECT_DOUBLE_EQ(*r.topics[2].umass, 0.0);
+  // c_npmi, topic 1: log((0 + ε)/(P(d) P(a))) / -log(ε), a little above -1.
+  const double npmi1 = std::log(eps / (0.25 * 0.75)) / -std::log(eps);
+  EXPECT_NEAR(*r.topics[1].npmi, npmi1, 1e-15);
+  EXPECT_GT(*r.topics[1].npmi, -1.0);
+  // Topic 2 has a word in no document: left out.
+  EXPECT_FALSE(r.topics[2].npmi.has_value());
+  const double npmi_ab =
+      std::log((0.5 + eps) / (0.75 * 0.75)) / -std::log(0.5 + eps);
+  const double npmi_ac =
+      std::log((0.5 + eps) / (0.75 * 0.5)) / -std::log(0.5 + eps);
+  const double npmi_bc =
+      std::log((0.25 + eps) / (0.75 * 0.5)) / -std::log(0.25 + eps);
+  EXPECT_NEAR(*r.topics[0].npmi, (npmi_ab + npmi_ac + npmi_bc) / 3, 1e-15);
+  EXPECT_NEAR(*r.mean_npmi, ((npmi_ab + npmi_ac + npmi_bc) / 3 + npmi1) / 2,
+              1e-15);
+}
+
+TEST(Coherence, ConventionNames) {
+  EXPECT_EQ(*ParseCoherenceConvention("gensim"), CoherenceConvention::kGensim);
+  EXPECT_EQ(*ParseCoherenceConvention("mimno"), CoherenceConvention::kMimno);
+  const absl::StatusOr<CoherenceConvention> bad =
+      ParseCoherenceConvention("npmi");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("'npmi'"), std::string::npos);
+  EXPECT_STREQ(CoherenceConventionName(CoherenceConvention::kGensim), "gensim");
+}
+
 TEST(Coherence, WordsInEveryDocumentScoreOne) {
   CoherenceCounter counter({{a, b}}, 5, 2);
   const std::vector<WordId> doc = {b, a};
