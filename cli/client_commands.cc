@@ -376,6 +376,7 @@ absl::Status RunRemoteInfer(const DaemonAddress& address,
     q.set_iterations(o.infer.iterations);
     q.set_burn_in(o.infer.burn_in);
     q.set_top(o.top);
+    q.set_top_words(std::max(o.words, 0));
     api::InferDocumentResponse r;
     absl::Status s = api->Call(Method::kInferDocument, q, &r);
     if (!s.ok()) {

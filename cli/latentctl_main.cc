@@ -256,6 +256,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   in->add_option("--top", infer.top, "Topics printed per document")
       ->capture_default_str();
+  in->add_option("--words", infer.words,
+                 "Each printed topic's most probable words (0: none)")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
   latentd::AddJsonOption(in, &infer.json);
 
   // ---- coherence ----

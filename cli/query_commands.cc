@@ -57,6 +57,10 @@ std::string InferTextLine(uint64_t line, const api::InferDocumentResponse& r) {
   std::string text = absl::StrCat(line);
   for (const api::TopicWeight& t : r.topics()) {
     absl::StrAppendFormat(&text, "\t%d:%.4f", t.topic(), t.weight());
+    for (int i = 0; i < t.top_words_size(); ++i) {
+      absl::StrAppend(&text, i == 0 ? " (" : " ", t.top_words(i).word(),
+                      i + 1 == t.top_words_size() ? ")" : "");
+    }
   }
   return text;
 }
@@ -91,6 +95,8 @@ absl::Status RunInfer(const InferCommandOptions& o, FILE* in, FILE* out,
         "--iterations must be >= 1 and --burn-in >= 0");
   }
   LATENTD_ASSIGN_OR_RETURN(LoadedModel model, LoadModelDir(o.model_dir));
+  const std::vector<TopicSummary> summaries =
+      SummarizeTopics(model.snapshot, std::max(o.words, 0));
   LATENTD_ASSIGN_OR_RETURN(TokenizerOptions tokenizer_options,
                            GetTokenizerSettings(model.settings));
   const Tokenizer tokenizer(tokenizer_options);
@@ -146,6 +152,11 @@ absl::Status RunInfer(const InferCommandOptions& o, FILE* in, FILE* out,
       api::TopicWeight* t = r.add_topics();
       t->set_topic(order[i]);
       t->set_weight((*theta)[order[i]]);
+      for (const auto& [w, p] : summaries[order[i]].top_words) {
+        api::WordWeight* ww = t->add_top_words();
+        ww->set_word(model.vocab.word(w));
+        ww->set_probability(p);
+      }
     }
     absl::FPrintF(
         out, "%s\n",

@@ -34,14 +34,16 @@ struct InferCommandOptions {
   std::string model_dir;
   InferOptions infer;
   int top = 5;        // topics printed per document
+  int words = 3;      // each printed topic's top words (0: none)
   bool json = false;  // print InferJsonLine / InferErrorJsonLine instead
 };
 
 // Reads documents, one per line of `in`, tokenized as in training; prints
-// one line per input line: "<line number>\t<topic>:<θ> ..." (the `top`
-// largest θ), or the line number alone for a line without known words,
-// which also gets a message on `err` naming the line; the rest go on.
-// Fails only if the model cannot be loaded.
+// one line per input line: "<line number>\t<topic>:<θ> (<words>)..." (the
+// `top` largest θ, each with its `words` most probable words), or the line
+// number alone for a line without known words, which also gets a message on
+// `err` naming the line; the rest go on. Fails only if the model cannot be
+// loaded.
 absl::Status RunInfer(const InferCommandOptions& options, FILE* in, FILE* out,
                       FILE* err);
 
@@ -51,7 +53,8 @@ std::string TopicsJson(const api::ListTopicsResponse& topics);
 // JSON with "line" (1-based) added, or {"line":N,"error":"..."}.
 std::string InferJsonLine(uint64_t line, const api::InferDocumentResponse& r);
 std::string InferErrorJsonLine(uint64_t line, std::string_view message);
-// Text of infer: "<line>\t<topic>:<weight>..." (no newline).
+// Text of infer: "<line>\t<topic>:<weight> (<word> ...)..." (no newline;
+// the parenthesis only where the response has the topic's top words).
 std::string InferTextLine(uint64_t line, const api::InferDocumentResponse& r);
 
 }  // namespace latentd

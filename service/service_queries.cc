@@ -136,6 +136,7 @@ absl::StatusOr<api::WordTopicsResponse> LatentdService::WordTopics(
 
 absl::StatusOr<api::InferDocumentResponse> LatentdService::InferDocument(
     const api::InferDocumentRequest& request) const {
+  LATENTD_RETURN_IF_ERROR(CheckTopWords(request.top_words()));
   InferOptions o = options_.infer;
   if (request.iterations() != 0) o.iterations = request.iterations();
   if (request.burn_in() != 0) o.burn_in = request.burn_in();
@@ -179,6 +180,7 @@ absl::StatusOr<api::InferDocumentResponse> LatentdService::InferDocument(
     api::TopicWeight* tw = resp.add_topics();
     tw->set_topic(ranked[i].first);
     tw->set_weight(ranked[i].second);
+    FillTopWords(*v, ranked[i].first, request.top_words(), tw);
   }
   return resp;
 }

@@ -60,6 +60,10 @@ printf 'stock market prices fell sharply\n\nzzqx qqzx\npolice arrested two men\n
   "$CTL" infer "$DIR/m" --top 3 >"$DIR/i" 2>"$DIR/ie" || fail "infer"
 [ "$(wc -l <"$DIR/i")" = 4 ] || fail "one output line per input line: $(cat "$DIR/i")"
 grep -q "^1	[0-9]*:0\." "$DIR/i" || fail "line 1 mixture: $(cat "$DIR/i")"
+grep -q "^1	[0-9]*:0\.[0-9]* ([a-z]* [a-z]* [a-z]*)	" "$DIR/i" ||
+  fail "line 1: each topic's 3 top words: $(cat "$DIR/i")"
+printf 'stock market prices fell sharply\n' | "$CTL" infer "$DIR/m" --top 2 --words 0 |
+  grep -qx "1	[0-9]*:0\.[0-9]*	[0-9]*:0\.[0-9]*" || fail "infer --words 0 prints no words"
 grep -q "^4	[0-9]*:0\." "$DIR/i" || fail "line 4 after bad lines: $(cat "$DIR/i")"
 grep -q "line 3: document has no known words" "$DIR/ie" || fail "unknown words: $(cat "$DIR/ie")"
 grep -qx "3" "$DIR/i" || fail "a line without known words prints its number alone: $(cat "$DIR/i")"

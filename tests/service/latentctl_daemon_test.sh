@@ -40,7 +40,9 @@ grep -q "topic 10 does not exist" "$DIR/e" || fail "message: $(cat "$DIR/e")"
 printf 'oil prices and opec ministers\nthe of and\n' |
   "$CTL" infer --addr "$HTTP" --protocol json --top 2 --seed 3 >"$DIR/i" 2>"$DIR/ie" || fail "infer"
 [ "$(wc -l <"$DIR/i")" = 2 ] || fail "infer output: $(cat "$DIR/i")"
-grep -q "^1	[0-9]*:0\.[0-9]*	[0-9]*:0\." "$DIR/i" || fail "infer line 1: $(cat "$DIR/i")"
+# Each topic with its 3 top words (--words' default).
+grep -q "^1	[0-9]*:0\.[0-9]* ([^ )]* [^ )]* [^ )]*)	[0-9]*:0\." "$DIR/i" ||
+  fail "infer line 1: $(cat "$DIR/i")"
 grep -qx "2" "$DIR/i" || fail "infer line 2 (no known word): $(cat "$DIR/i")"
 grep -q "line 2" "$DIR/ie" || fail "infer message: $(cat "$DIR/ie")"
 # Same seed, other protocol: the same mixture.
