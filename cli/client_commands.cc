@@ -1,9 +1,11 @@
 #include "cli/client_commands.h"
 
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -68,11 +70,19 @@ std::string FieldText(const Message& m, const FieldDescriptor* f, int index) {
 
 // Every field of `m`, zero values included, as "prefix.name: value" lines;
 // a repeated scalar as one comma-separated line ("-" when empty).
-void AppendFieldLines(const Message& m, const std::string& prefix,
-                      std::string* out) {
+// `skip(field)`: leave a top-level field out. Fields with presence that
+// are not set (a section that does not apply to this node) are left out.
+void AppendFieldLines(
+    const Message& m, const std::string& prefix, std::string* out,
+    const std::function<bool(const FieldDescriptor*)>& skip = nullptr) {
   const google::protobuf::Descriptor* d = m.GetDescriptor();
   for (int i = 0; i < d->field_count(); ++i) {
     const FieldDescriptor* f = d->field(i);
+    if (skip && skip(f)) continue;
+    if (!f->is_repeated() && f->has_presence() &&
+        !m.GetReflection()->HasField(m, f)) {
+      continue;  // not set: not this node's (or not computed yet)
+    }
     const std::string name = prefix + f->name();
     if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
       if (!f->is_repeated()) {
@@ -90,6 +100,24 @@ void AppendFieldLines(const Message& m, const std::string& prefix,
     }
     absl::StrAppend(out, name, ": ", absl::StrJoin(values, ", "), "\n");
   }
+}
+
+// Status as "field: value" lines, only the sections that apply: no
+// cluster fields on a single node, no topic-model fields on a graph-only
+// node, no unset section (graph, heldout).
+std::string StatusText(const api::StatusResponse& r) {
+  static const absl::flat_hash_set<std::string> kCluster = {
+      "node_id", "cluster_members", "unavailable_peers", "ring_epoch"};
+  static const absl::flat_hash_set<std::string> kNodeWide = {
+      "training", "uptime_seconds", "graph"};
+  const bool clustered = !r.node_id().empty();
+  const bool topic_model = r.has_version();
+  std::string text;
+  AppendFieldLines(r, "", &text, [&](const FieldDescriptor* f) {
+    if (kCluster.contains(f->name())) return !clustered;
+    return !topic_model && !kNodeWide.contains(f->name());
+  });
+  return text;
 }
 
 std::string ProfileText(const api::GetUserProfileResponse& r) {
@@ -303,9 +331,7 @@ std::optional<absl::Status> RunDaemonCommands(const DaemonCommands& c, FILE* in,
     api::StatusResponse r;
     LATENTD_RETURN_IF_ERROR(
         api.Call(Method::kStatus, api::StatusRequest(), &r));
-    std::string text;
-    AppendFieldLines(r, "", &text);
-    Print(out, c.json, r, text);
+    Print(out, c.json, r, StatusText(r));
     return absl::OkStatus();
   }
   if (c.profile->parsed()) {

@@ -29,6 +29,10 @@ grep -q "data directory $DIR/node is in use by process $PID" "$DIR/second.log" |
 "$CTL" status --addr "$TCP" >"$DIR/s" || fail "status"
 grep -q "^topics: 10$" "$DIR/s" || fail "status text: $(cat "$DIR/s")"
 grep -q "^version.sweep: [0-9]*$" "$DIR/s" || fail "status text: $(cat "$DIR/s")"
+# Only the sections that apply: a single topic node has no graph, held-out
+# or cluster lines.
+grep -Eq "^(graph\.|heldout\.|node_id|ring_epoch|cluster_members)" "$DIR/s" &&
+  fail "status shows sections that do not apply: $(cat "$DIR/s")"
 # Wait for the 10 sweeps to end, so that both protocols' infer below read
 # the same model.
 idle() { "$CTL" status --addr "$TCP" | grep -q '^training: no$'; }
