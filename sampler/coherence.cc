@@ -88,6 +88,7 @@ CoherenceCounter::CoherenceCounter(std::vector<std::vector<WordId>> words,
     }
   }
   doc_freq_.assign(places_.size(), 0);
+  ranks_present_.resize(words_.size());
   seen_in_doc_.assign(places_.size(), 0);
 }
 
@@ -106,20 +107,27 @@ void CoherenceCounter::AddDocument(std::span<const WordId> document) {
     ++doc_freq_[s];
     present_.push_back(s);
   }
-  // Every pair of present words that share a topic: for each topic a
-  // present word ranks in, each other present word of that topic.
-  for (size_t i = 0; i < present_.size(); ++i) {
-    for (size_t j = i + 1; j < present_.size(); ++j) {
-      const auto& a = places_[present_[i]];
-      const auto& b = places_[present_[j]];
-      for (const auto& [ka, ra] : a) {
-        for (const auto& [kb, rb] : b) {
-          if (ka != kb) continue;
-          const size_t m = words_[ka].size();
-          pair_counts_[ka][std::min(ra, rb) * m + std::max(ra, rb)]++;
-        }
+  // Every pair of present words that share a topic, topic by topic: the
+  // present words' ranks grouped by topic first, so that the cost is the
+  // present words' places plus the pairs counted (a word in the top words
+  // of thousands of topics is not paired with every other such word).
+  touched_.clear();
+  for (const int32_t s : present_) {
+    for (const auto& [k, r] : places_[s]) {
+      if (ranks_present_[k].empty()) touched_.push_back(k);
+      ranks_present_[k].push_back(r);
+    }
+  }
+  for (const TopicId k : touched_) {
+    std::vector<int>& ranks = ranks_present_[k];
+    const size_t m = words_[k].size();
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      for (size_t j = i + 1; j < ranks.size(); ++j) {
+        pair_counts_[k][std::min(ranks[i], ranks[j]) * m +
+                        std::max(ranks[i], ranks[j])]++;
       }
     }
+    ranks.clear();
   }
 }
 

@@ -125,6 +125,10 @@ class CoherenceCounter {
   std::vector<uint32_t> seen_in_doc_;
   uint32_t stamp_ = 0;
   std::vector<int32_t> present_;
+  // Per topic, the ranks of its words present in the current document,
+  // and the topics with any (emptied again before AddDocument returns).
+  std::vector<std::vector<int>> ranks_present_;
+  std::vector<TopicId> touched_;
 };
 
 // Each topic's `top_words` most probable words (by count, ties by word id;
