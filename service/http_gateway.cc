@@ -7,6 +7,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "service/api_auth.h"
 #include "service/internal/http_server.h"
 #include "service/internal/status_page.h"
@@ -55,6 +57,31 @@ void AnswerDenied(const absl::Status& denied, Encoding enc,
   }
 }
 
+// The request line's method and path (query cut) and the headers of
+// `head` (request line, header lines, blank line) into *req.
+void ParseHead(std::string_view head, httplib::Request* req) {
+  bool first = true;
+  for (absl::string_view line :
+       absl::StrSplit(absl::string_view(head.data(), head.size()), '\n')) {
+    line = absl::StripTrailingAsciiWhitespace(line);
+    if (first) {
+      first = false;
+      const std::vector<absl::string_view> parts =
+          absl::StrSplit(line, ' ', absl::SkipEmpty());
+      if (parts.size() >= 2) {
+        req->method = std::string(parts[0]);
+        req->path = std::string(parts[1].substr(0, parts[1].find('?')));
+      }
+      continue;
+    }
+    const size_t colon = line.find(':');
+    if (colon == absl::string_view::npos) continue;
+    req->headers.emplace(
+        std::string(line.substr(0, colon)),
+        std::string(absl::StripLeadingAsciiWhitespace(line.substr(colon + 1))));
+  }
+}
+
 }  // namespace
 
 // httplib's request handling (parsing, routing, the response) without its
@@ -85,6 +112,38 @@ bool HttpGateway::CheckProbe(const httplib::Request& req,
   if (tokens_ == nullptr || open_health_) return true;
   // The probes need what the least of the calls needs: a read token.
   return Check(req, Method::kStatus, Encoding::kJson, res).ok();
+}
+
+std::optional<internal::HttpHeadAnswer> HttpGateway::CheckHead(
+    std::string_view head) const {
+  if (tokens_ == nullptr) return std::nullopt;
+  httplib::Request req;
+  ParseHead(head, &req);
+  httplib::Response res;
+  bool allowed = true;
+  if (absl::StartsWith(req.path, "/v1/")) {
+    const std::optional<Method> m = MethodFromName(req.path.substr(4));
+    if (!m.has_value()) return std::nullopt;  // 404 after the body
+    const Encoding enc =
+        req.method == "POST" ? EncodingOf(req) : Encoding::kJson;
+    allowed = Check(req, *m, enc, res).ok();
+  } else if (req.path == "/metrics" || req.path == "/healthz" ||
+             req.path == "/readyz") {
+    allowed = CheckProbe(req, res);
+  }
+  if (allowed) return std::nullopt;
+  internal::HttpHeadAnswer answer;
+  answer.status = res.status;
+  answer.reason = res.status == 401 ? "Unauthorized" : "Forbidden";
+  answer.content_type = res.get_header_value("Content-Type");
+  answer.body = res.body;
+  for (const auto& [name, value] : res.headers) {
+    if (!absl::EqualsIgnoreCase(name, "Content-Type") &&
+        !absl::EqualsIgnoreCase(name, "Content-Length")) {
+      answer.headers.emplace_back(name, value);
+    }
+  }
+  return answer;
 }
 
 HttpGateway::HttpGateway(LatentdService* service, MetricsRegistry* metrics)
@@ -124,6 +183,9 @@ absl::StatusOr<std::unique_ptr<HttpGateway>> HttpGateway::Start(
   so.limits.max_header_bytes = options.max_header_bytes;
   so.limits.max_headers = options.max_headers;
   so.max_request_bytes_in_flight = options.max_request_bytes_in_flight;
+  so.check_head = [gateway = g.get()](std::string_view head) {
+    return gateway->CheckHead(head);
+  };
   absl::StatusOr<std::unique_ptr<internal::HttpServer>> server =
       internal::HttpServer::Start(
           so,

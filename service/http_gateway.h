@@ -48,6 +48,8 @@
 #define LATENTD_SERVICE_HTTP_GATEWAY_H_
 
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -64,6 +66,7 @@ namespace latentd::service {
 class ApiTokens;  // service/api_auth.h
 namespace internal {
 class HttpServer;  // service/internal/http_server.h
+struct HttpHeadAnswer;  // service/internal/http_server.h
 }
 
 struct HttpOptions {
@@ -132,6 +135,11 @@ class HttpGateway {
   // For the probes and /metrics: true if they may be answered; else
   // answers 401/403 into `res`.
   bool CheckProbe(const httplib::Request& req, httplib::Response& res) const;
+  // Check or CheckProbe on a request's head alone (its body not read yet):
+  // the answer that refuses it, or nullopt (no tokens, a path neither
+  // guards, or a caller they allow).
+  std::optional<internal::HttpHeadAnswer> CheckHead(
+      std::string_view head) const;
   ApiDispatcher dispatcher_;
   MetricsRegistry* metrics_;
   const ApiTokens* tokens_ = nullptr;  // nullptr: no authentication

@@ -120,8 +120,9 @@ HttpRequestScanner::State HttpRequestScanner::Scan(std::string_view data) {
         if (line == "\r\n") {
           if (phase_ == Phase::kTrailers) {
             phase_ = Phase::kDone;
-          } else if (!EndOfHeaders()) {
-            return State::kError;
+          } else {
+            head_size_ = pos_;
+            if (!EndOfHeaders()) return State::kError;
           }
           break;
         }

@@ -63,6 +63,9 @@ class HttpRequestScanner {
     return expect_continue_ && phase_ != Phase::kHeaders &&
            phase_ != Phase::kDone;
   }
+  // The bytes of the request line and headers (blank line included) once
+  // they have all arrived; 0 before.
+  size_t head_size() const { return head_size_; }
   // Some byte of a request has been scanned (a request is in progress).
   bool started() const { return pos_ > 0 || line_scan_ > 0; }
 
@@ -100,6 +103,7 @@ class HttpRequestScanner {
   uint64_t body_bytes_ = 0;     // chunk data so far
   uint64_t framing_bytes_ = 0;  // chunk size lines and CRLFs so far
   size_t request_size_ = 0;
+  size_t head_size_ = 0;
   int error_status_ = 0;
   std::string error_message_;
 };

@@ -119,6 +119,7 @@ struct HttpConnection {
   size_t charged = 0;
   HttpRequestScanner scanner;
   bool sent_continue = false;
+  bool head_checked = false;  // check_head ran for the current request
 };
 
 namespace {
@@ -200,7 +201,8 @@ HttpServer::HttpServer(const HttpServerOptions& options, RequestFn serve,
       "HTTP requests refused before they were read whole, and their "
       "connections closed (reason: body 413, headers 431, malformed 400, "
       "bytes_in_flight 503, timeout: not arrived within the request or "
-      "read timeout)",
+      "read timeout, auth: refused on its headers, 401 or 403, its body "
+      "never read)",
       "reason=\"body\"");
   refused_headers_ =
       metrics->AddCounter(kRefusedName, "", "reason=\"headers\"");
@@ -210,6 +212,7 @@ HttpServer::HttpServer(const HttpServerOptions& options, RequestFn serve,
       metrics->AddCounter(kRefusedName, "", "reason=\"bytes_in_flight\"");
   refused_timeout_ =
       metrics->AddCounter(kRefusedName, "", "reason=\"timeout\"");
+  refused_head_ = metrics->AddCounter(kRefusedName, "", "reason=\"auth\"");
   bytes_in_flight_ = metrics->AddGauge(
       "latentd_http_request_bytes_in_flight",
       "Bytes of HTTP requests received and not yet served, all connections");
@@ -578,6 +581,18 @@ bool HttpServer::ServeBuffered(Conn* c) {
                              : refused_malformed_);
       return false;
     }
+    if (!c->head_checked && c->scanner.head_size() > 0) {
+      c->head_checked = true;
+      if (options_.check_head) {
+        const std::optional<HttpHeadAnswer> refused = options_.check_head(
+            std::string_view(c->in).substr(0, c->scanner.head_size()));
+        if (refused.has_value()) {
+          refused_head_->Add();
+          AnswerAndClose(c, *refused);
+          return false;
+        }
+      }
+    }
     if (state == HttpRequestScanner::State::kIncomplete) {
       if (c->scanner.awaits_continue() && !c->sent_continue) {
         // The client waits for this before it sends the body; httplib,
@@ -600,6 +615,7 @@ bool HttpServer::ServeBuffered(Conn* c) {
     c->in.erase(0, size);
     c->scanner.Reset();
     c->sent_continue = false;
+    c->head_checked = false;
     {
       absl::MutexLock lock(&mu_);
       c->request_since = c->in.empty() ? absl::InfinitePast() : c->last_byte;
@@ -633,17 +649,27 @@ void HttpServer::Refuse(Conn* c, int status, const std::string& message,
                                      : "RESOURCE_EXHAUSTED";
   // The body is an api.Error in JSON, as the gateway's other errors (the
   // messages are ours: nothing to escape).
-  const std::string body =
+  HttpHeadAnswer answer;
+  answer.status = status;
+  answer.reason = std::string(text).substr(4);
+  answer.body =
       absl::StrCat("{\"code\":\"", code, "\",\"message\":\"", message, "\"}");
-  const std::string answer = absl::StrCat(
-      "HTTP/1.1 ", text,
-      "\r\nContent-Type: application/json\r\nContent-Length: ", body.size(),
-      "\r\nConnection: close\r\n\r\n", body);
-  ConnStream stream(c, 0, Millis(options_.write_timeout));
-  (void)stream.write(answer.data(), answer.size());
   log::Debug("latentd http",
              absl::StrCat("refused a request from ", c->remote_ip, ":",
                           c->remote_port, " (", text, "): ", message));
+  AnswerAndClose(c, answer);
+}
+
+void HttpServer::AnswerAndClose(Conn* c, const HttpHeadAnswer& a) {
+  std::string answer = absl::StrCat("HTTP/1.1 ", a.status, " ", a.reason,
+                                    "\r\nContent-Type: ", a.content_type,
+                                    "\r\nContent-Length: ", a.body.size());
+  for (const auto& [name, value] : a.headers) {
+    absl::StrAppend(&answer, "\r\n", name, ": ", value);
+  }
+  absl::StrAppend(&answer, "\r\nConnection: close\r\n\r\n", a.body);
+  ConnStream stream(c, 0, Millis(options_.write_timeout));
+  (void)stream.write(answer.data(), answer.size());
   // Read a little of what the client sends on (a close with unread bytes
   // resets the connection, which could lose the answer); the rest is not
   // read, and the connection closes.

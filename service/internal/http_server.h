@@ -51,8 +51,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -74,6 +77,15 @@ namespace latentd::service::internal {
 
 struct HttpConnection;  // one accepted connection (http_server.cc)
 
+// An answer to a request refused on its head (HttpServerOptions::check_head).
+struct HttpHeadAnswer {
+  int status = 401;
+  std::string reason = "Unauthorized";  // the status line's text
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;     // 0 picks a free port (see port())
@@ -91,6 +103,14 @@ struct HttpServerOptions {
   HttpRequestLimits limits;
   // Bytes of requests not yet served, all connections together; 0: no cap.
   size_t max_request_bytes_in_flight = size_t{256} << 20;
+  // Called once per request as soon as its request line and headers have
+  // arrived (`head`, the blank line included), before its body is read or
+  // "100 Continue" sent: an answer refuses the request, which is then
+  // answered so and its connection closed, its body never read (a caller
+  // without a valid token sends no body into the server's memory). Runs
+  // on the worker threads; may be empty.
+  std::function<std::optional<HttpHeadAnswer>(std::string_view head)>
+      check_head;
 };
 
 // Serves one request from `stream`, which holds the whole request (reads
@@ -141,6 +161,9 @@ class HttpServer {
   // Answers a refused request (plain text, or nothing over TLS that is not
   // up) and counts it under `reason`.
   void Refuse(Conn* c, int status, const std::string& message, Counter* reason);
+  // Writes `answer` ("Connection: close" added) and winds the connection
+  // down; the caller drops it.
+  void AnswerAndClose(Conn* c, const HttpHeadAnswer& answer);
   // Gives back the budget `c` holds for bytes no longer buffered.
   void Uncharge(Conn* c);
   // TLS: one step of `c`'s handshake. kWait: it needs more bytes (the
@@ -163,6 +186,7 @@ class HttpServer {
   Counter* refused_malformed_;
   Counter* refused_budget_;
   Counter* refused_timeout_;
+  Counter* refused_head_;
   Gauge* bytes_in_flight_;
   std::atomic<int64_t> in_flight_{0};  // bytes buffered, all connections
   log::Throttle accept_log_{absl::Seconds(10)};  // the acceptor's thread

@@ -100,6 +100,35 @@ grep -q "local and replica_of are for cluster nodes: they need an admin token" "
 [ "$(code /v1/Checkpoint -H "Authorization: Bearer $WRITE" -d '{}')" = 403 ] || fail "HTTP write checkpoint"
 [ "$(code /v1/Checkpoint -H "Authorization: Bearer $ADMIN" -d '{}')" = 200 ] ||
   fail "HTTP admin checkpoint: $(cat "$DIR/body")"
+# A request without a valid token is refused on its headers: its body is
+# never waited for (here it never comes: the answer must still arrive at
+# once), "100 Continue" is not sent, and the connection closes.
+/usr/bin/python3 - "$HTTP" >"$DIR/early" 2>&1 <<'PY' || fail "refused on its headers: $(cat "$DIR/early")"
+import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+for extra in (b"", b"Expect: 100-continue\r\n",
+              b"Authorization: Bearer nope-not-a-token-0123\r\n"):
+    s = socket.create_connection((host, int(port)), timeout=3)
+    s.sendall(b"POST /v1/Ingest HTTP/1.1\r\nHost: x\r\n"
+              b"Content-Type: application/json\r\n" + extra +
+              b"Content-Length: 1000000\r\n\r\n")
+    start, answer = time.time(), b""
+    while True:
+        chunk = s.recv(4096)  # the timeout fails the test if nothing comes
+        if not chunk:
+            break
+        answer += chunk
+    assert answer.startswith(b"HTTP/1.1 401 Unauthorized\r\n"), answer
+    assert b"100 Continue" not in answer, answer
+    assert b"WWW-Authenticate: Bearer" in answer, answer
+    assert b"UNAUTHENTICATED" in answer, answer
+    assert time.time() - start < 2, time.time() - start
+    s.close()
+PY
+curl -s "http://$HTTP/metrics" >"$DIR/metrics"
+awk '$1 == "latentd_http_requests_refused_total{reason=\"auth\"}" && $2 >= 3 { found = 1 }
+     END { exit !found }' "$DIR/metrics" ||
+  fail "the refusals on headers are not counted: $(grep 'reason="auth"' "$DIR/metrics")"
 "$CTL" status --addr "$HTTP" --protocol json 2>"$DIR/e" && fail "json status without a token accepted"
 grep -q "the daemon wants a token.*: give --token or LATENTD_TOKEN" "$DIR/e" || fail "json no token: $(cat "$DIR/e")"
 "$CTL" status --addr "$HTTP" --protocol http --token "$READ" | grep -q "^topics: 10$" ||
