@@ -287,6 +287,7 @@ absl::Status GraphService::JoinCluster(ClusterLinkOptions link) {
     return t;
   };
   link.log = [](std::string_view line) { Log(std::string(line)); };
+  link.info = link.log;
   Log(absl::StrCat("graph: joining cluster '", link.cluster, "' as ",
                    link.node_id, " (", link.expected_members, " members, ",
                    link.consistency.ToString(), ", ",

@@ -17,6 +17,7 @@
 namespace latentd::sync {
 
 void LogToStderr(std::string_view line) { log::Warning("latentd sync", line); }
+void LogInfoToStderr(std::string_view line) { log::Info("latentd sync", line); }
 
 // ---------------------------------------------------------------- EventLoop
 

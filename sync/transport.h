@@ -78,6 +78,8 @@ namespace latentd::sync {
 using LogFn = std::function<void(std::string_view line)>;
 // Writes the line to stderr as a warning of "latentd sync" (base/log.h).
 void LogToStderr(std::string_view line);
+// The same at info: routine events an operator need not act on.
+void LogInfoToStderr(std::string_view line);
 
 namespace internal {
 struct LoopImpl;

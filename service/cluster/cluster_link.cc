@@ -361,10 +361,10 @@ absl::Status ClusterLink::Join() {
     // clock, as a joiner does.
     sweep_.store(clock);
     clocks_->Update(node_id_, clock, false);
-    options_.log(absl::StrCat("rejoining cluster ", options_.cluster,
-                              " at epoch ", config.version, ", sweep ", clock,
-                              ": the owners replace this node's previous "
-                              "counts with its store's"));
+    options_.info(absl::StrCat("rejoining cluster ", options_.cluster,
+                               " at epoch ", config.version, ", sweep ", clock,
+                               ": the owners replace this node's previous "
+                               "counts with its store's"));
   }
   std::vector<uint32_t> key_owner(table_->num_keys());
   for (size_t i = 0; i < key_owner.size(); ++i) {
@@ -421,10 +421,10 @@ absl::Status ClusterLink::Join() {
           "joined at epoch ", epoch(),
           ", but the move record was not closed: ", done.status().ToString()));
     }
-    options_.log(absl::StrCat(returning ? "returned to" : "joined", " cluster ",
-                              options_.cluster, " at epoch ", epoch(),
-                              " (sweep ", sweep(), "); took ", moved.keys,
-                              " keys"));
+    options_.info(absl::StrCat(returning ? "returned to" : "joined",
+                               " cluster ", options_.cluster, " at epoch ",
+                               epoch(), " (sweep ", sweep(), "); took ",
+                               moved.keys, " keys"));
     return absl::OkStatus();
   }
   sync_->Start();
@@ -493,7 +493,7 @@ void ClusterLink::OnHeartbeatReply(Peer* pp, const absl::Status& status) {
   if (status.ok()) {
     pp->last_ok = absl::Now();
     if (pp->reported_down) {
-      options_.log(absl::StrCat("peer ", pp->id, " reachable again"));
+      options_.info(absl::StrCat("peer ", pp->id, " reachable again"));
       pp->reported_down = false;
     }
   } else if (absl::Now() - pp->last_ok > options_.dead_after &&

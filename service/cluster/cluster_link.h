@@ -209,7 +209,11 @@ struct ClusterLinkOptions {
   // latentd passes --replicas) a failed-over member's counts leave the
   // model at once.
   uint32_t key_replicas = 1;
+  // What needs an operator's eye (failures, refusals, stalls) goes to
+  // `log`; routine membership events (joined, epoch in effect, hand-off
+  // done, a peer back) to `info`.
   sync::LogFn log = sync::LogToStderr;
+  sync::LogFn info = sync::LogInfoToStderr;
 };
 
 class ClusterLink {

@@ -18,11 +18,11 @@ absl::StatusOr<hashring::RingConfig> ClusterLink::AwaitAdmission(
     sync::RedisClient* redis) {
   LATENTD_RETURN_IF_ERROR(
       sync::RegisterPending(redis, options_.cluster, node_id_, address_));
-  options_.log(absl::StrCat("registered as pending in cluster ",
-                            options_.cluster,
-                            "; waiting to be admitted "
-                            "(latentctl cluster add-node ",
-                            node_id_, ")"));
+  options_.info(absl::StrCat("registered as pending in cluster ",
+                             options_.cluster,
+                             "; waiting to be admitted "
+                             "(latentctl cluster add-node ",
+                             node_id_, ")"));
   const std::string key = sync::RingKey(options_.cluster);
   const absl::Time deadline = absl::Now() + options_.join_timeout;
   while (true) {
@@ -291,9 +291,9 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
   }
   handoff_keys_out_.store(keys);
   handoff_bytes_out_.store(bytes);
-  options_.log(absl::StrCat("ring epoch ", epoch(), " -> ", next.version, ": ",
-                            next.members.size(), " members; handing ", keys,
-                            " keys off in ", handoffs.size(), " chunk(s)"));
+  options_.info(absl::StrCat("ring epoch ", epoch(), " -> ", next.version, ": ",
+                             next.members.size(), " members; handing ", keys,
+                             " keys off in ", handoffs.size(), " chunk(s)"));
   for (sync::KeyHandoff& h : handoffs) outgoing_.push_back(std::move(h));
   outgoing_count_.store(outgoing_.size());
   if (replicator_) {
@@ -344,8 +344,8 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
   if (!listed) {
     // Leaving: its keys are all with the remaining members; nothing of
     // this node's rounds goes on.
-    options_.log(absl::StrCat("ring epoch ", c.next.version,
-                              ": every key of this node handed off"));
+    options_.info(absl::StrCat("ring epoch ", c.next.version,
+                               ": every key of this node handed off"));
     {
       absl::MutexLock l(&ring_mu_);
       ring_config_ = c.next;  // followed (not to be begun again)
@@ -363,10 +363,10 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
   if (!waiting.empty()) {
     if (!c.warned && absl::Now() - c.since > absl::Seconds(30)) {
       c.warned = true;
-      options_.log(absl::StrCat("ring epoch ", c.next.version,
-                                ": still waiting for ", waiting.size(),
-                                " member(s) to hand their keys off (",
-                                waiting.front(), " ...); rounds stay paused"));
+      options_.info(absl::StrCat("ring epoch ", c.next.version,
+                                 ": still waiting for ", waiting.size(),
+                                 " member(s) to hand their keys off (",
+                                 waiting.front(), " ...); rounds stay paused"));
     }
     return absl::OkStatus();
   }
@@ -462,8 +462,8 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
   // The backups of the new ring get what they must hold of this node's
   // keys (those it took over or was handed included).
   RefillReplicas(c.next);
-  options_.log(absl::StrCat("ring epoch ", c.next.version, " in effect after ",
-                            absl::FormatDuration(absl::Now() - c.since)));
+  options_.info(absl::StrCat("ring epoch ", c.next.version, " in effect after ",
+                             absl::FormatDuration(absl::Now() - c.since)));
   if (c.failover) {
     // The failover ends here, as far as this node goes, with its first
     // round to the new owners of the failed member's keys.
@@ -472,7 +472,7 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
         absl::Milliseconds(c.detected_age_ms) + (absl::Now() - c.since);
     last_failover_us_.store(absl::ToInt64Microseconds(took));
     failovers_.fetch_add(1);
-    options_.log(absl::StrCat(
+    options_.info(absl::StrCat(
         "failover of ", c.lost.front(), " (epoch ", c.next.version,
         "): first sync round with the new owners done ",
         absl::FormatDuration(took), " after its detection",
@@ -502,18 +502,18 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
       absl::StatusOr<sync::MoveRecord> done = sync::FinishMove(
           redis, options_.cluster, c.next.version, sync::MoveCounters{});
       if (done.ok()) {
-        options_.log(absl::StrCat("ring epoch ", c.next.version,
-                                  ": removal of lost ", c.lost.front(),
-                                  " done"));
+        options_.info(absl::StrCat("ring epoch ", c.next.version,
+                                   ": removal of lost ", c.lost.front(),
+                                   " done"));
       }
     }
   }
   if (c.leave.has_value()) {
     absl::MutexLock l(&leave_mu_);
     leave_mode_ = c.leave;
-    options_.log(absl::StrCat("this node is being removed (",
-                              sync::RemoveModeName(*c.leave),
-                              "): it stops sampling and leaves"));
+    options_.info(absl::StrCat("this node is being removed (",
+                               sync::RemoveModeName(*c.leave),
+                               "): it stops sampling and leaves"));
   }
   change_.reset();
   ring_changing_.store(false);
@@ -625,8 +625,8 @@ absl::Status ClusterLink::Leave(const sync::MoveCounters& counters) {
   LATENTD_RETURN_IF_ERROR(
       sync::FinishMove(redis.get(), options_.cluster, move.to_epoch, moved)
           .status());
-  options_.log(absl::StrCat("left cluster ", options_.cluster, " at epoch ",
-                            move.to_epoch));
+  options_.info(absl::StrCat("left cluster ", options_.cluster, " at epoch ",
+                             move.to_epoch));
   return absl::OkStatus();
 }
 

@@ -85,7 +85,7 @@ void ClusterLink::LivenessLoop() {
       beaten = true;
       detect_from = absl::Now() + timeout;
       if (lost_at != absl::InfiniteFuture()) {
-        options_.log(absl::StrFormat(
+        options_.info(absl::StrFormat(
             "Redis back after %.1f s: heartbeat written again (ring epoch "
             "%d); judging the others' heartbeats again in %s",
             absl::ToDoubleSeconds(absl::Now() - lost_at), epoch(),
@@ -162,7 +162,7 @@ absl::StatusOr<hashring::RingConfig> ClusterLink::AwaitReturn(
       absl::StatusOr<hashring::RingConfig> ring =
           sync::ReturnNode(redis, options_.cluster, node_id_, address_);
       if (ring.ok()) {
-        options_.log(absl::StrCat(
+        options_.info(absl::StrCat(
             "this node was down (failed over): back in cluster ",
             options_.cluster, " at epoch ", ring->version,
             "; the members hand its keys back, then it pushes its store's "

@@ -88,9 +88,9 @@ void ClusterLink::TakeOverReplicas(const std::string& dead, uint64_t epoch,
   }
   replicas_->Drop(dead, [](sync::Key) { return true; });
   if (keys == 0) return;
-  options_.log(absl::StrCat("ring epoch ", epoch, ": took over the copies of ",
-                            keys, " keys of ", dead,
-                            " held here (its counts stay in the model)"));
+  options_.info(absl::StrCat("ring epoch ", epoch, ": took over the copies of ",
+                             keys, " keys of ", dead,
+                             " held here (its counts stay in the model)"));
 }
 
 }  // namespace latentd

@@ -66,6 +66,7 @@ class ClusterTest : public ::testing::Test {
     o.threads = 1;
     o.join_timeout = absl::Seconds(30);
     o.log = log_.fn();
+    o.info = log_.fn();
     o.cluster_key = kTestClusterKey;  // every sync connection authenticated
     auto c = sync::Consistency::Parse(consistency);
     EXPECT_TRUE(c.ok());
