@@ -222,6 +222,12 @@ Daemon::~Daemon() {
 
 std::string Daemon::Log() const { return ReadFile(log_); }
 
+bool Daemon::Exited(int* status) {
+  if (pid_ <= 0 || ::waitpid(pid_, status, WNOHANG) != pid_) return false;
+  pid_ = -1;
+  return true;
+}
+
 int Daemon::Stop(int sig, double timeout_s) {
   const int status = StopProcess(pid_, sig, timeout_s);
   pid_ = -1;

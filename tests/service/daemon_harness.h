@@ -101,6 +101,9 @@ class Daemon {
   bool ok() const { return ok_; }
   // Whether its process has not been stopped (Stop) or seen exit yet.
   bool running() const { return pid_ > 0; }
+  // Whether its process has exited by itself since (not reaped before);
+  // then *status is its wait status and running() false.
+  bool Exited(int* status);
   pid_t pid() const { return pid_; }
   const std::string& data_dir() const { return dir_; }
   const std::string& http() const { return http_; }
