@@ -95,6 +95,16 @@ absl::StatusOr<uint64_t> LatentdService::IngestRecords(
         "this node is leaving the cluster (remove-node): ingest into another "
         "member");
   }
+  // Again: a call with the same source may have been appended while these
+  // were replicated (a client's retry of a call that timed out).
+  std::erase_if(records, [&](const IngestRecord& r)
+                             ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending_mu_) {
+                               const bool dup = !r.source.empty() &&
+                                                sources_.contains(r.source);
+                               if (dup) m_.duplicates->Add();
+                               return dup;
+                             });
+  if (records.empty()) return forwarded;
   LATENTD_RETURN_IF_ERROR(log_->Append(&records));
   const uint64_t n = records.size();
   if (appended != nullptr) {

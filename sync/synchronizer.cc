@@ -135,6 +135,10 @@ void Synchronizer::Stop() {
   mu_.Await(absl::Condition(this, &Synchronizer::AllIdle));
 }
 
+bool Synchronizer::BackingOff(const Channel& c, absl::Time now) const {
+  return !c.busy && !c.available && !c.retired && now < c.next_due;
+}
+
 bool Synchronizer::AllIdle() const {
   for (const auto& c : channels_) {
     if (c->busy) return false;
@@ -153,6 +157,14 @@ void Synchronizer::Loop() {
       if (c->busy || (c->retired && !c->inflight)) continue;
       // While re-routing, only batches awaiting a resend go out.
       if (rerouting_ && !c->inflight) continue;
+      // After a failed round, retry_interval passes before the next, kicks
+      // and passes or not: an owner that refuses every batch would
+      // otherwise get them in a tight loop, and AddKeys (which waits for
+      // every channel to be idle at once) would wait forever.
+      if (BackingOff(*c, now)) {
+        wake = std::min(wake, c->next_due);
+        continue;
+      }
       const bool pass_due = c->served_pass < pass_requested_;
       const bool kicked = c->served_kick < kicks_;
       if (!pass_due && !kicked && now < c->next_due) {
@@ -177,6 +189,7 @@ void Synchronizer::Loop() {
       for (const auto& c : channels_) {
         if (c->retired && !c->inflight) continue;
         if (rerouting_ && !c->inflight) continue;
+        if (BackingOff(*c, absl::Now())) continue;
         if (!c->busy && (c->served_pass < pass_requested_ ||
                          c->served_kick < kicks_ || c->next_due < wake)) {
           return true;

@@ -241,6 +241,9 @@ class Synchronizer {
   struct Channel;
   PassResult Pass(bool all_keys);
   void Loop();
+  // Whether `c`'s last round failed and its retry_interval has not passed.
+  bool BackingOff(const Channel& c, absl::Time now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Moves the table's dirty list into the channels' candidate lists.
   void DistributeDirty();
   // Builds the channel's next batch (or reuses the failed one) and sends

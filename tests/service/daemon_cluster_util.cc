@@ -123,7 +123,8 @@ int64_t Sum(const std::vector<int64_t>& v) {
 
 TestCluster::TestCluster(TestClusterOptions options)
     : options_(std::move(options)),
-      redis_(tmp_.path(), options_.persistent_redis, options_.redis_password) {
+      redis_(tmp_.path(), options_.persistent_redis, options_.redis_password,
+             options_.redis_placement) {
   if (options_.key) key_args_ = ClusterKeyArgs(tmp_.path());
 }
 
@@ -135,8 +136,12 @@ TestCluster::~TestCluster() {
 
 std::vector<std::string> TestCluster::Flags() const {
   std::vector<std::string> flags = {
-      "--cluster",      options_.name,       "--cluster-redis",
-      redis_.address(), "--failure-timeout", options_.failure_timeout};
+      "--cluster",
+      options_.name,
+      "--cluster-redis",
+      redis_.tcp_address().empty() ? redis_.address() : redis_.tcp_address(),
+      "--failure-timeout",
+      options_.failure_timeout};
   if (options_.key) {
     flags.insert(flags.end(), key_args_.begin(), key_args_.end());
   } else {
@@ -150,7 +155,9 @@ Daemon* TestCluster::Add(std::vector<std::string> args, bool wait) {
   const std::vector<std::string> flags = Flags();
   args.insert(args.end(), flags.begin(), flags.end());
   Node node;
-  node.daemon = std::make_unique<Daemon>(data_dir(size()), args, wait);
+  if (options_.node_exec) node.exec = options_.node_exec(size());
+  node.daemon =
+      std::make_unique<Daemon>(data_dir(size()), args, wait, node.exec);
   node.args = std::move(args);
   nodes_.push_back(std::move(node));
   return nodes_.back().daemon.get();
@@ -192,7 +199,8 @@ Daemon* TestCluster::StartJoiner(const std::vector<std::string>& args) {
 Daemon* TestCluster::Restart(int i, bool wait) {
   Node& node = nodes_[i];
   node.daemon.reset();  // SIGKILL if it still runs
-  node.daemon = std::make_unique<Daemon>(data_dir(i), node.args, wait);
+  node.daemon =
+      std::make_unique<Daemon>(data_dir(i), node.args, wait, node.exec);
   return node.daemon.get();
 }
 

@@ -8,6 +8,7 @@
 #define LATENTD_TESTS_SERVICE_DAEMON_CLUSTER_UTIL_H_
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -68,6 +69,12 @@ struct TestClusterOptions {
   // Non-empty: Redis requires this password (AUTH), and the nodes' and
   // latentctl's --cluster-redis url carries it.
   std::string redis_password = "";
+  // Network placement (tests/service/netns_topology.h): where Redis runs
+  // and listens; with redis.tcp set, the nodes reach it there (the test
+  // itself still uses the Unix socket).
+  RedisPlacement redis_placement = {};
+  // Non-empty: node i runs under node_exec(i) (Daemon's exec_prefix).
+  std::function<std::vector<std::string>(int)> node_exec = nullptr;
 };
 
 // The set-up of every multi-daemon test: a fresh temporary directory, a
@@ -144,6 +151,7 @@ class TestCluster {
  private:
   struct Node {
     std::vector<std::string> args;  // as the Daemon got them
+    std::vector<std::string> exec;  // its exec_prefix
     std::unique_ptr<Daemon> daemon;
   };
   Daemon* Add(std::vector<std::string> args, bool wait);

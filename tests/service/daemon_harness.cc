@@ -86,18 +86,35 @@ int StopProcess(pid_t pid, int sig, double timeout_s) {
 }
 
 RedisServer::RedisServer(const std::string& dir, bool persistent,
-                         std::string password)
+                         std::string password, RedisPlacement placement)
     : dir_(dir),
       socket_(dir + "/redis.sock"),
       password_(std::move(password)),
-      persistent_(persistent) {
+      persistent_(persistent),
+      placement_(std::move(placement)) {
   Start();
 }
 
+std::string RedisServer::tcp_address() const {
+  if (placement_.tcp.empty()) return "";
+  return password_.empty() ? placement_.tcp
+                           : "redis://:" + password_ + "@" + placement_.tcp;
+}
+
 bool RedisServer::Start() {
-  std::vector<std::string> argv = {
-      "redis-server", "--port", "0", "--unixsocket", socket_, "--save", "",
-      "--dir",        dir_};
+  std::vector<std::string> argv = placement_.exec_prefix;
+  std::string port = "0";
+  if (!placement_.tcp.empty()) {
+    const size_t colon = placement_.tcp.rfind(':');
+    port = placement_.tcp.substr(colon + 1);
+    argv.insert(argv.end(),
+                {"redis-server", "--bind", placement_.tcp.substr(0, colon),
+                 "--protected-mode", "no"});
+  } else {
+    argv.push_back("redis-server");
+  }
+  argv.insert(argv.end(), {"--port", port, "--unixsocket", socket_, "--save",
+                           "", "--dir", dir_});
   for (const char* a : persistent_
                            ? std::vector<const char*>{"--appendonly", "yes",
                                                       "--appendfsync", "always"}
@@ -157,10 +174,12 @@ redisContext* RedisServer::Connect() const {
 }
 
 Daemon::Daemon(const std::string& data_dir,
-               const std::vector<std::string>& args, bool wait)
+               const std::vector<std::string>& args, bool wait,
+               const std::vector<std::string>& exec_prefix)
     : dir_(data_dir), log_(data_dir + ".log") {
   const char* bin = std::getenv("LATENTD_BIN");
-  std::vector<std::string> argv = {bin ? bin : "latentd", "--data-dir", dir_};
+  std::vector<std::string> argv = exec_prefix;
+  argv.insert(argv.end(), {bin ? bin : "latentd", "--data-dir", dir_});
   // --http and --listen on free ports, unless `args` gives them.
   for (const char* flag : {"--http", "--listen"}) {
     if (std::find(args.begin(), args.end(), flag) == args.end()) {
@@ -202,6 +221,12 @@ Daemon::~Daemon() {
 }
 
 std::string Daemon::Log() const { return ReadFile(log_); }
+
+bool Daemon::Exited(int* status) {
+  if (pid_ <= 0 || ::waitpid(pid_, status, WNOHANG) != pid_) return false;
+  pid_ = -1;
+  return true;
+}
 
 int Daemon::Stop(int sig, double timeout_s) {
   const int status = StopProcess(pid_, sig, timeout_s);

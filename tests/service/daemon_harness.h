@@ -1,7 +1,9 @@
 // Test harness for multi-process service tests: a private redis-server on a
-// Unix socket (no TCP port at all), latentd processes on 127.0.0.1 with
-// ports picked by the daemon (port 0, read back from DIR/ports), and API
-// clients over every protocol. Nothing talks to any other address.
+// Unix socket (no TCP port at all, unless the test places it in a network
+// namespace of its own), latentd processes on 127.0.0.1 with ports picked
+// by the daemon (port 0, read back from DIR/ports), and API clients over
+// every protocol. Nothing talks to any other address than loopback and the
+// test's own namespaces (tests/service/netns_topology.h).
 #ifndef LATENTD_TESTS_SERVICE_DAEMON_HARNESS_H_
 #define LATENTD_TESTS_SERVICE_DAEMON_HARNESS_H_
 
@@ -35,23 +37,37 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& log_path);
 // waitpid) or -1 on timeout (the process is then killed with SIGKILL).
 int StopProcess(pid_t pid, int sig, double timeout_s);
 
+// Where a RedisServer runs besides its Unix socket.
+struct RedisPlacement {
+  // Non-empty: redis-server runs under this command prefix (e.g. {"ip",
+  // "netns", "exec", NS}).
+  std::vector<std::string> exec_prefix;
+  // Non-empty "HOST:PORT": it also listens on TCP there (tcp_address()).
+  std::string tcp;
+};
+
 class RedisServer {
  public:
-  // Starts redis-server in `dir` listening only on dir/redis.sock. With
+  // Starts redis-server in `dir` listening only on dir/redis.sock (and on
+  // `placement.tcp` if given). With
   // `persistent`, it keeps its data in an append-only file in `dir`
   // (fsynced on every write), as an operator runs it: a Restart() finds
   // what was written before the Kill(). Otherwise nothing is saved.
   // With `password`, it requires AUTH (--requirepass): address() then
   // carries the password (sync/redis_url.h) and Connect() authenticates.
   explicit RedisServer(const std::string& dir, bool persistent = false,
-                       std::string password = "");
+                       std::string password = "",
+                       RedisPlacement placement = {});
   ~RedisServer();
   bool ok() const { return ok_; }
   std::string address() const {
     return password_.empty() ? "unix:" + socket_
                              : "unix://:" + password_ + "@" + socket_;
   }
-  // A connection for the test's own commands.
+  // placement.tcp as a --cluster-redis address (with the password); empty
+  // if it listens on the Unix socket only.
+  std::string tcp_address() const;
+  // A connection for the test's own commands (over the Unix socket).
   redisContext* Connect() const;
   // SIGKILL and wait: clients find the socket gone.
   void Kill();
@@ -62,6 +78,7 @@ class RedisServer {
   bool Start();
   std::string dir_, socket_, password_;
   bool persistent_ = false;
+  RedisPlacement placement_;
   pid_t pid_ = -1;
   bool ok_ = false;
 };
@@ -73,15 +90,20 @@ class Daemon {
   // waits for dir/ports. The
   // daemon is killed when the thread that started it exits
   // (PR_SET_PDEATHSIG), so start daemons from the test's main thread and
-  // wait for several at once with WaitForPorts().
+  // wait for several at once with WaitForPorts(). A non-empty
+  // `exec_prefix` runs it under that command (e.g. {"ip", "netns", "exec",
+  // NS}, which execs it: pid() is still the daemon's).
   Daemon(const std::string& data_dir, const std::vector<std::string>& args,
-         bool wait = true);
+         bool wait = true, const std::vector<std::string>& exec_prefix = {});
   // Waits for dir/ports (up to 60 s); false if the daemon exited first.
   bool WaitForPorts();
   ~Daemon();  // SIGKILL if still running
   bool ok() const { return ok_; }
   // Whether its process has not been stopped (Stop) or seen exit yet.
   bool running() const { return pid_ > 0; }
+  // Whether its process has exited by itself since (not reaped before);
+  // then *status is its wait status and running() false.
+  bool Exited(int* status);
   pid_t pid() const { return pid_; }
   const std::string& data_dir() const { return dir_; }
   const std::string& http() const { return http_; }

@@ -359,6 +359,49 @@ class LossyChannel final : public OwnerChannel {
   std::atomic<int> calls_{0};
 };
 
+// Refuses every batch, as the owners of a ring that no longer lists the
+// sender do, counting them.
+class RefusingChannel final : public OwnerChannel {
+ public:
+  void Send(const DeltaBatch&, DoneFn done) override {
+    calls.fetch_add(1);
+    done(absl::PermissionDeniedError(
+        "sender 'n0' is not a member of ring epoch 2"));
+  }
+  bool remote() const override { return true; }
+  std::string name() const override { return "refusing"; }
+  std::atomic<int> calls{0};
+};
+
+// A failed batch waits retry_interval before its resend however often the
+// synchronizer is kicked meanwhile (the sampler kicks after every few
+// batches): an owner that refuses every batch gets a few a second, not a
+// tight loop that keeps the channel busy and starves AddKeys.
+TEST(Synchronizer, KicksWaitForTheRetryInterval) {
+  const std::vector<Key> keys = {11, 22};
+  FakeTable t(keys, 4);
+  auto refusing = std::make_unique<RefusingChannel>();
+  RefusingChannel* r = refusing.get();
+  std::vector<std::unique_ptr<OwnerChannel>> ch;
+  ch.push_back(std::move(refusing));
+  SynchronizerOptions o;
+  o.node_id = "n0";
+  o.round_interval = absl::Milliseconds(1);
+  o.retry_interval = absl::Milliseconds(200);
+  Synchronizer s(o, &t, {0, 0}, std::move(ch));
+  s.Start();
+  t.Update(0, 1, 3);
+  for (const absl::Time end = absl::Now() + absl::Seconds(1);
+       absl::Now() < end;) {
+    s.Kick(/*complete=*/true);
+    absl::SleepFor(absl::Microseconds(100));
+  }
+  s.Stop();
+  // About 1 s / 200 ms sends (before: thousands).
+  EXPECT_GE(r->calls.load(), 2);
+  EXPECT_LE(r->calls.load(), 10);
+}
+
 // Two nodes, each owning half the keys through local channels, change
 // their values while their synchronizers run; after a drain every node's
 // values equal the owners' globals, which equal the sum of all changes.

@@ -1,0 +1,44 @@
+// The set-up of the network-fault tests (daemon_netfault_test.cc,
+// netfault_retry_test.cc): latentd nodes and Redis in a NetTopology of
+// their own, the nodes training small parts of the test corpus.
+//
+// Thread safety: none; use it from the test's main thread.
+#ifndef LATENTD_TESTS_SERVICE_NETFAULT_CLUSTER_H_
+#define LATENTD_TESTS_SERVICE_NETFAULT_CLUSTER_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "tests/service/daemon_cluster_util.h"
+#include "tests/service/netns_topology.h"
+
+namespace latentd::testing {
+
+// A cluster of `nodes` nodes, each node in the topology's namespace of its
+// own with dir/part<i> of WriteSmallParts (`docs_per_node` documents),
+// --replicas 2, --failure-timeout `failure_timeout`, one training thread
+// and fixed ports (7070-7072, free in every namespace), started. Builds
+// the topology first (NetTopology::Create: the calling thread moves into a
+// network namespace of its own). ok() says whether all of it worked (test
+// failures otherwise).
+struct NetCluster {
+  NetCluster(int nodes, const std::string& failure_timeout, int docs_per_node);
+  bool ok() const;
+
+  std::unique_ptr<NetTopology> net;
+  std::unique_ptr<TestCluster> cluster;   // after net: stopped first
+  std::map<std::string, long long> base;  // the parts' word tokens
+  double up_s = 0;                        // Start()'s seconds
+};
+
+// Writes the first `nodes * docs_per_node` documents of the test corpus
+// (LDA-C) into dir/part<i>, document d into part d % nodes, and returns
+// each word's tokens in them; empty (and a test failure) if the corpus
+// cannot be read.
+std::map<std::string, long long> WriteSmallParts(const std::string& dir,
+                                                 int nodes, int docs_per_node);
+
+}  // namespace latentd::testing
+
+#endif  // LATENTD_TESTS_SERVICE_NETFAULT_CLUSTER_H_
