@@ -70,11 +70,18 @@ int InferSlots(int configured) {
 
 }  // namespace
 
-LatentdService::LatentdService(const ServiceOptions& options)
+LatentdService::LatentdService(const ServiceOptions& options,
+                               MetricsRegistry* metrics)
     : options_(options),
+      metrics_(metrics),
+      m_(RegisterMetrics(metrics)),
       infer_gate_(InferSlots(options.infer_slots)),
       start_time_(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch())),
-      peer_token_(options.peer_token) {}
+      router_({.cluster_mode = options.cluster_mode,
+               .peer_token = options.peer_token,
+               .peer_tls = options.peer_tls,
+               .replicas = options.replicas,
+               .forwarded = m_.forwarded}) {}
 
 LatentdService::~LatentdService() { (void)Stop(); }
 
@@ -83,13 +90,13 @@ absl::StatusOr<std::unique_ptr<LatentdService>> LatentdService::Open(
   if (options.data_dir.empty()) {
     return absl::InvalidArgumentError("a data directory is needed");
   }
-  std::unique_ptr<LatentdService> s(new LatentdService(options));
+  std::unique_ptr<LatentdService> s(new LatentdService(options, metrics));
   LATENTD_RETURN_IF_ERROR(s->Init(metrics));
   return s;
 }
 
 absl::Status LatentdService::Init(MetricsRegistry* metrics) {
-  RegisterMetrics(metrics);
+  RegisterCollectors(metrics);
   const std::string& dir = options_.data_dir;
   absl::Status made = FileSystem::Default()->CreateDirectory(dir);
   if (!made.ok() && !absl::IsAlreadyExists(made)) {
@@ -138,7 +145,7 @@ absl::Status LatentdService::OpenGraph(MetricsRegistry* metrics) {
   LATENTD_ASSIGN_OR_RETURN(graph_, GraphService::Open(graph, metrics));
   graph_->SetEdgeForwarder(
       [this](const std::string& owner, const api::IngestEdgesRequest& r) {
-        return ForwardEdges(owner, r);
+        return router_.ForwardEdges(owner, r);
       });
   return absl::OkStatus();
 }
@@ -395,7 +402,7 @@ void LatentdService::TrainLoop() {
             absl::StrCat("merge failed (will retry): ", merged.message()));
         backoff = true;
       }
-      if (link_ != nullptr && !cluster_left_ &&
+      if (link_ != nullptr && !router_.left() &&
           link_->LeaveRequested().has_value()) {
         // An operator removes this node: refuse further ingests, merge what
         // was acknowledged (so a hand-off ships it and a drop takes it out
@@ -413,7 +420,7 @@ void LatentdService::TrainLoop() {
         }
       }
       training_ = !SamplingStopped();
-      if (!training_ && link_ != nullptr && !cluster_left_) {
+      if (!training_ && link_ != nullptr && !router_.left()) {
         // Not sampling: stop holding back SSP peers, and keep the view in
         // step with the globals the background rounds bring.
         if (!cluster_finished_.exchange(true)) link_->Finish();
@@ -423,7 +430,7 @@ void LatentdService::TrainLoop() {
             LogWarning(std::string(applied.message()));
             // The view can no longer take the globals (say a count would
             // go negative): it is inconsistent with the cluster's.
-            MarkClusterFailed(absl::StrCat(
+            router_.MarkFailed(absl::StrCat(
                 "its topic table is inconsistent with the cluster's: ",
                 applied.message()));
           }
@@ -457,18 +464,10 @@ void LatentdService::TrainLoop() {
   }
 }
 
-void LatentdService::MarkClusterFailed(std::string_view why) {
-  {
-    absl::MutexLock l(&cluster_failure_mu_);
-    if (cluster_failure_.empty()) cluster_failure_ = std::string(why);
-  }
-  cluster_failed_ = true;
-}
-
 bool LatentdService::SamplingStopped() const {
   return (options_.max_sweeps > 0 &&
           trainer_->sweep() >= options_.max_sweeps) ||
-         cluster_failed_ || cluster_left_;
+         router_.failed() || router_.left();
 }
 
 bool LatentdService::SweepOnce() {
@@ -487,7 +486,8 @@ bool LatentdService::SweepOnce() {
     if (link_ != nullptr) {
       // The trainer rebuilt the table from this store alone: it is out of
       // step with what the owners hold, so sampling here must stop.
-      MarkClusterFailed(absl::StrCat("a sweep failed: ", r.status().message()));
+      router_.MarkFailed(
+          absl::StrCat("a sweep failed: ", r.status().message()));
       LogWarning(
           "cluster mode: this node stops sampling (restart the cluster); "
           "it goes on serving queries and ingesting");
@@ -765,7 +765,7 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
     out->set_log_likelihood_per_token(p.log_likelihood_per_token);
     out->set_tokens_per_second(p.tokens_per_second);
   }
-  AddClusterMembers(JoinedLink(), &resp);
+  AddClusterMembers(router_.link(), &resp);
   return resp;
 }
 

@@ -69,6 +69,7 @@
 #include "sampler/trainer.h"
 #include "service/api.pb.h"
 #include "service/cluster/cluster_link.h"
+#include "service/cluster_router.h"
 #include "service/graph_service.h"
 #include "service/ingest_log.h"
 #include "service/internal/cpu_gate.h"
@@ -114,7 +115,9 @@ class LatentdService {
   // (ServiceOptions::peer_token; the daemon's SIGHUP after the tokens file
   // changed): calls from here on carry `token`, those running carry the
   // old or the new one. Thread-safe.
-  void SetPeerToken(std::string token);
+  void SetPeerToken(std::string token) {
+    router_.SetPeerToken(std::move(token));
+  }
 
   // ---- The API (service/api.proto). Errors: kInvalidArgument for a bad
   // request, kNotFound for an unknown topic, word or user, kUnavailable if
@@ -211,16 +214,21 @@ class LatentdService {
   bool cluster_mode() const { return options_.cluster_mode; }
   // The id (API address) of the node owning `user` by the ring; "" when
   // this node does (and always in single-node mode).
-  std::string UserOwner(std::string_view user) const;
+  std::string UserOwner(std::string_view user) const {
+    return router_.UserOwner(user);
+  }
 
  private:
-  explicit LatentdService(const ServiceOptions& options);
+  LatentdService(const ServiceOptions& options, MetricsRegistry* metrics);
   absl::Status Init(MetricsRegistry* metrics);
   // Opens the graph model if options.graph names an edge list.
   absl::Status OpenGraph(MetricsRegistry* metrics);
-  void RegisterMetrics(MetricsRegistry* metrics);
-  // Cluster mode: the ring and failover metrics, read from the link at
-  // every scrape (service_cluster.cc).
+  struct Metrics;
+  // The node's counters and gauges (service_metrics.cc).
+  static Metrics RegisterMetrics(MetricsRegistry* metrics);
+  // What the metrics read at every scrape: the replica records and, in
+  // cluster mode, the ring and failover metrics (service_cluster.cc).
+  void RegisterCollectors(MetricsRegistry* metrics);
   void RegisterClusterMetrics(MetricsRegistry* metrics);
   // Start-up steps of Init(), in order.
   absl::Status BuildStore() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
@@ -290,8 +298,6 @@ class LatentdService {
   // below K, words non-empty UTF-8 without spaces or control bytes.
   absl::StatusOr<std::vector<std::string>> HandedOffWords(
       const api::Document& d, bool local, std::vector<TopicId>* topics) const;
-  // The ring key of a user: its owner keeps its events and profile.
-  static sync::Key UserKey(std::string_view user);
   // Cluster mode: adds the words the owners sent that this node lacks to
   // its vocabulary, then grows the table (GrowClusterTable). Training
   // thread, no sweep running.
@@ -300,19 +306,6 @@ class LatentdService {
   // and makes the new words keys of the synchronized table, routed to their
   // owners (ClusterLink::GrowKeys). No sweep running.
   absl::Status GrowClusterTable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Forwards the records of users owned elsewhere (removing them from
-  // *records); adds the number their owners accepted to *accepted.
-  absl::Status ForwardToOwners(std::vector<IngestRecord>* records,
-                               uint64_t* accepted);
-  // A graph cluster's edges for node `owner` (GraphService's forwarder).
-  absl::StatusOr<api::IngestEdgesResponse> ForwardEdges(
-      const std::string& owner, const api::IngestEdgesRequest& request) const;
-  absl::StatusOr<api::GetUserProfileResponse> ForwardProfile(
-      const std::string& owner,
-      const api::GetUserProfileRequest& request) const;
-  absl::StatusOr<ApiClient*> PeerClient(const std::string& id) const;
-  // `r` as a document of a request to a peer (its words joined by spaces).
-  static void AddDocument(const IngestRecord& r, api::IngestRequest* request);
   // The documents of an Ingest request, tokenized; kInvalidArgument naming
   // the first one without words.
   absl::StatusOr<std::vector<IngestRecord>> RequestRecords(
@@ -347,6 +340,41 @@ class LatentdService {
       copies_ ABSL_GUARDED_BY(copies_mu_);
 
   ServiceOptions options_;
+  MetricsRegistry* const metrics_;  // outlives the service
+  struct Metrics {
+    Counter* sweeps;
+    Counter* sweep_errors;
+    Counter* tokens_sampled;
+    Gauge* tokens_per_second;
+    Gauge* loglik;
+    Gauge* heldout_perplexity;
+    Gauge* sweep;
+    Gauge* documents;
+    Gauge* tokens;
+    Gauge* vocabulary;
+    Gauge* pending;
+    Counter* ingested;
+    Counter* merged;
+    Counter* merge_errors;
+    Counter* duplicates;
+    Counter* words_adopted;
+    Counter* forwarded;
+    Counter* replicated;
+    Counter* under_replicated;
+    Counter* replicas_adopted;
+    Gauge* replica_records;
+    Counter* checkpoints;
+    Counter* snapshots_refused;
+    Counter* log_damage;
+    Counter* lost;
+    Counter* store_damage;
+    Counter* store_docs_lost;
+    Gauge* coherence_umass;
+    Gauge* coherence_npmi;
+    Gauge* coherence_sweep;
+    Gauge* coherence_seconds;
+  };
+  const Metrics m_;
   // Held from Init until the service is destroyed: one process a data
   // directory (a second one would reuse ingest sequences).
   std::optional<DirectoryLock> dir_lock_;
@@ -354,12 +382,6 @@ class LatentdService {
   std::unique_ptr<IngestLog> log_;
   std::unique_ptr<ReplicaLogs> replicas_;  // see replica_logs()
   std::thread replica_thread_;
-  // The ring with the replication of options_.replicas, for choosing
-  // backups: rebuilt when the link's ring epoch changes.
-  mutable absl::Mutex placement_mu_;
-  uint64_t placement_version_ ABSL_GUARDED_BY(placement_mu_) = 0;
-  std::shared_ptr<const hashring::Ring> placement_
-      ABSL_GUARDED_BY(placement_mu_);
   // Origins of replica copies that left the cluster by a removal the
   // replica thread did not see (warned once). Replica thread only.
   absl::flat_hash_set<std::string> unknown_origins_;
@@ -420,7 +442,6 @@ class LatentdService {
   absl::Time coherence_at_ ABSL_GUARDED_BY(train_mu_) = absl::InfinitePast();
   uint64_t coherence_view_ ABSL_GUARDED_BY(train_mu_) = 0;
   uint64_t coherence_sweep_ ABSL_GUARDED_BY(train_mu_) = ~uint64_t{0};
-  MetricsRegistry* metrics_ = nullptr;  // outlives the service
   std::vector<std::pair<Gauge*, Gauge*>> topic_coherence_gauges_
       ABSL_GUARDED_BY(train_mu_);  // (umass, npmi) of topic k
 
@@ -444,37 +465,17 @@ class LatentdService {
 
   // Cluster mode: set by JoinCluster before Start(), then only read. The
   // API may already be serving meanwhile (a node's id is its bound API
-  // address), so API threads see these only through JoinedLink() and
-  // joined_, which JoinCluster sets (release) once they are complete; the
-  // training thread, started after JoinCluster, reads them directly.
+  // address), so API threads see the link only through router_.link(),
+  // which JoinCluster sets (release) once it is complete; the training
+  // thread, started after JoinCluster, reads these directly.
   std::unique_ptr<SyncedTopicTable> synced_;  // over trainer_'s table
   std::unique_ptr<ClusterLink> link_;
-  std::atomic<bool> joined_{false};
   // Keys whose name does not hash to them (a peer's error), warned once.
   absl::flat_hash_set<sync::Key> misnamed_ ABSL_GUARDED_BY(train_mu_);
-  // link_ once joined (acquire), else nullptr.
-  ClusterLink* JoinedLink() const {
-    return joined_.load(std::memory_order_acquire) ? link_.get() : nullptr;
-  }
-  // kUnavailable while a cluster-mode node has not joined yet.
-  absl::Status CheckJoined() const;
-  // Set when a sweep failed in cluster mode: this node samples no more.
-  std::atomic<bool> cluster_failed_{false};
-  // Why sampling stopped (cluster_failed_), for /readyz.
-  mutable absl::Mutex cluster_failure_mu_;
-  std::string cluster_failure_ ABSL_GUARDED_BY(cluster_failure_mu_);
-  // Sets cluster_failed_ and remembers `why` (the first reason is kept).
-  void MarkClusterFailed(std::string_view why);
   std::atomic<bool> cluster_finished_{false};
-  // Set once an operator's removal of this node has begun here: it samples
-  // no more.
-  std::atomic<bool> cluster_left_{false};
-  // API clients of the peers, for forwarding (created on first use).
-  mutable absl::Mutex peers_mu_;
-  mutable absl::flat_hash_map<std::string, std::unique_ptr<ApiClient>>
-      peer_clients_ ABSL_GUARDED_BY(peers_mu_);
-  // What they carry (options_.peer_token until SetPeerToken).
-  std::string peer_token_ ABSL_GUARDED_BY(peers_mu_);
+  // Users' owners, forwarding to peers, the placement of replica copies
+  // and why sampling stopped in a cluster (its own locks).
+  ClusterRouter router_;
 
   std::thread thread_;
   bool started_ = false;
@@ -483,60 +484,6 @@ class LatentdService {
   // Fed by Publish(); its own thread refreshes the index.
   std::unique_ptr<SimilarityService> similarity_;
   bool topics_ = true;  // set by Init only: see serves_topics()
-
-  struct Metrics {
-    Counter* sweeps;
-    Counter* sweep_errors;
-    Counter* tokens_sampled;
-    Gauge* tokens_per_second;
-    Gauge* loglik;
-    Gauge* heldout_perplexity;
-    Gauge* sweep;
-    Gauge* documents;
-    Gauge* tokens;
-    Gauge* vocabulary;
-    Gauge* pending;
-    Counter* ingested;
-    Counter* merged;
-    Counter* merge_errors;
-    Counter* duplicates;
-    Counter* words_adopted;
-    Counter* forwarded;
-    Counter* replicated;
-    Counter* under_replicated;
-    Counter* replicas_adopted;
-    Gauge* replica_records;
-    Counter* checkpoints;
-    Counter* snapshots_refused;
-    Counter* log_damage;
-    Counter* lost;
-    Counter* store_damage;
-    Counter* store_docs_lost;
-    Gauge* coherence_umass;
-    Gauge* coherence_npmi;
-    Gauge* coherence_sweep;
-    Gauge* coherence_seconds;
-  } m_{};
-  struct ClusterMetrics {
-    Gauge* epoch;
-    Gauge* members;
-    Gauge* unreachable;
-    Gauge* owned_keys;
-    Counter* senders_retracted;
-    Counter* keys_retracted;
-    Counter* counts_retracted;
-    Counter* reseed_refused;
-    Counter* stale_refused;
-    // latentd_sync_batches_refused_total by reason (kRefusalReasons).
-    Counter* refused[8];  // by kRefusalReasons (service_cluster.cc)
-    Counter* sync_bytes;
-    Gauge* keys_under_replicated;
-    Gauge* replica_keys;
-    Counter* replica_bytes;
-    Counter* rounds_failed;
-    Counter* failovers;
-    Gauge* last_failover_seconds;
-  } cm_{};
 };
 
 }  // namespace latentd::service

@@ -111,7 +111,7 @@ absl::Status LatentdService::HandOffDocuments() {
     r.request.set_local(true);
     absl::Status s;
     for (;;) {
-      absl::StatusOr<ApiClient*> client = PeerClient(to);
+      absl::StatusOr<ApiClient*> client = router_.PeerClient(to);
       api::IngestResponse resp;
       s = client.ok() ? (*client)->Call(Method::kIngest, r.request, &resp)
                       : client.status();
@@ -145,8 +145,8 @@ absl::Status LatentdService::HandOffDocuments() {
         const std::string source = absl::StrCat("handoff:", link_->node_id(),
                                                 "/", batch.first_doc + d);
         const std::string& user = batch.users[d];
-        const size_t m =
-            ring->Owner(user.empty() ? HashWord(source) : UserKey(user));
+        const size_t m = ring->Owner(
+            user.empty() ? HashWord(source) : ClusterRouter::UserKey(user));
         Receiver& r = receivers[m];
         api::Document* doc = r.request.add_documents();
         doc->set_id(batch.doc_ids[d]);
@@ -181,7 +181,7 @@ absl::Status LatentdService::HandOffDocuments() {
   for (size_t m = 0; m < receivers.size(); ++m) {
     const std::string& to = config.members[m].id;
     for (;;) {
-      absl::StatusOr<ApiClient*> client = PeerClient(to);
+      absl::StatusOr<ApiClient*> client = router_.PeerClient(to);
       api::StatusResponse st;
       if (client.ok() &&
           (*client)->Call(Method::kStatus, api::StatusRequest(), &st).ok() &&

@@ -55,15 +55,14 @@ absl::Status LatentdService::Readiness() const {
     return s;
   }
   if (view() == nullptr) return absl::UnavailableError("no model loaded yet");
-  if (options_.cluster_mode && JoinedLink() == nullptr) {
+  if (options_.cluster_mode && router_.link() == nullptr) {
     return absl::UnavailableError("still joining its cluster");
   }
-  if (cluster_failed_.load()) {
-    absl::MutexLock l(&cluster_failure_mu_);
-    return absl::UnavailableError(
-        absl::StrCat("this cluster node stopped sampling",
-                     cluster_failure_.empty() ? "" : ": ", cluster_failure_,
-                     " (restart the cluster)"));
+  if (router_.failed()) {
+    const std::string failure = router_.failure();
+    return absl::UnavailableError(absl::StrCat(
+        "this cluster node stopped sampling", failure.empty() ? "" : ": ",
+        failure, " (restart the cluster)"));
   }
   // Ingest appends to the log; merges and compaction write new files in
   // the data directory and rename them.

@@ -67,10 +67,10 @@ bool LatentdService::SourceIngested(const std::string& source) const {
 absl::StatusOr<uint64_t> LatentdService::IngestRecords(
     std::vector<IngestRecord> records, LogRange* appended, bool route) {
   LATENTD_RETURN_IF_ERROR(CheckTopics("Ingest"));
-  LATENTD_RETURN_IF_ERROR(CheckJoined());
+  LATENTD_RETURN_IF_ERROR(router_.CheckJoined());
   uint64_t forwarded = 0;
-  if (JoinedLink() != nullptr && route) {
-    LATENTD_RETURN_IF_ERROR(ForwardToOwners(&records, &forwarded));
+  if (router_.link() != nullptr && route) {
+    LATENTD_RETURN_IF_ERROR(router_.ForwardToOwners(&records, &forwarded));
   }
   {
     absl::MutexLock lock(&pending_mu_);
@@ -84,7 +84,7 @@ absl::StatusOr<uint64_t> LatentdService::IngestRecords(
   }
   if (records.empty()) return forwarded;
   // Copies first: a document is acknowledged once every copy is durable.
-  if (replicas_ != nullptr && JoinedLink() != nullptr) {
+  if (replicas_ != nullptr && router_.link() != nullptr) {
     LATENTD_RETURN_IF_ERROR(Replicate(records));
   }
   // Appends are serialized by the log; the pending queue keeps log order

@@ -189,10 +189,10 @@ absl::StatusOr<api::GetUserProfileResponse> LatentdService::GetUserProfile(
   if (request.user().empty()) {
     return absl::InvalidArgumentError("a user id is needed");
   }
-  LATENTD_RETURN_IF_ERROR(CheckJoined());
+  LATENTD_RETURN_IF_ERROR(router_.CheckJoined());
   if (!request.local()) {
     const std::string owner = UserOwner(request.user());
-    if (!owner.empty()) return ForwardProfile(owner, request);
+    if (!owner.empty()) return router_.ForwardProfile(owner, request);
   }
   std::shared_ptr<const ModelView> v = view();
   const std::vector<double>& alpha = v->snapshot.alpha;

@@ -30,7 +30,7 @@ constexpr size_t kChunk = 500;
 
 // Where a record's copies go: its user's key (so that the user's backup is
 // the node the ring makes the user's owner once the primary is gone, see
-// service_cluster.cc's UserKey), else a hash of the document.
+// ClusterRouter::UserKey), else a hash of the document.
 sync::Key RecordKey(const IngestRecord& r) {
   if (!r.user.empty()) return HashWord(r.user) ^ 0x5bd1e9955bd1e995ULL;
   return HashWord(absl::StrCat(r.doc_id, "\n", absl::StrJoin(r.words, " ")));
@@ -40,21 +40,11 @@ sync::Key RecordKey(const IngestRecord& r) {
 
 absl::Status LatentdService::Replicate(
     const std::vector<IngestRecord>& records) {
-  const ClusterLink* link = JoinedLink();
+  const ClusterLink* link = router_.link();
   if (link == nullptr || replicas_ == nullptr) return absl::OkStatus();
-  std::shared_ptr<const hashring::Ring> ring;
   hashring::RingConfig config = link->ring_config();
-  {
-    absl::MutexLock lock(&placement_mu_);
-    if (placement_ == nullptr || placement_version_ != config.version) {
-      hashring::RingConfig k = config;
-      k.replication = std::min<uint32_t>(
-          options_.replicas, static_cast<uint32_t>(k.members.size()));
-      LATENTD_ASSIGN_OR_RETURN(placement_, hashring::Ring::Build(k));
-      placement_version_ = config.version;
-    }
-    ring = placement_;
-  }
+  LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const hashring::Ring> ring,
+                           router_.ReplicaRing(config));
   const std::string& self = link->node_id();
   const size_t wanted = options_.replicas - 1;
   absl::flat_hash_map<std::string, std::vector<const IngestRecord*>> by_backup;
@@ -69,13 +59,13 @@ absl::Status LatentdService::Replicate(
     if (copies < wanted) m_.under_replicated->Add();
   }
   for (const auto& [backup, mine] : by_backup) {
-    LATENTD_ASSIGN_OR_RETURN(ApiClient * client, PeerClient(backup));
+    LATENTD_ASSIGN_OR_RETURN(ApiClient * client, router_.PeerClient(backup));
     for (size_t from = 0; from < mine.size(); from += kChunk) {
       api::IngestRequest req;
       req.set_local(true);
       req.set_replica_of(self);
       for (size_t i = from; i < std::min(mine.size(), from + kChunk); ++i) {
-        AddDocument(*mine[i], &req);
+        ClusterRouter::AddDocument(*mine[i], &req);
       }
       api::IngestResponse resp;
       absl::Status s = client->Call(Method::kIngest, req, &resp);
@@ -126,8 +116,8 @@ void LatentdService::ReplicaLoop() {
 }
 
 absl::Status LatentdService::AdoptLostOrigins() {
-  const ClusterLink* link = JoinedLink();
-  if (link == nullptr || cluster_left_) return absl::OkStatus();
+  const ClusterLink* link = router_.link();
+  if (link == nullptr || router_.left()) return absl::OkStatus();
   std::vector<std::string> origins = replicas_->Origins();
   if (origins.empty()) return absl::OkStatus();
   // Origins in the ring are alive; the others are down or gone: ask Redis.
@@ -205,7 +195,7 @@ absl::Status LatentdService::AddCopiedEvents(const std::string& user,
                                              std::vector<double>* counts,
                                              double* tokens,
                                              uint64_t* events) const {
-  const ClusterLink* link = JoinedLink();
+  const ClusterLink* link = router_.link();
   if (link == nullptr || replicas_ == nullptr) return absl::OkStatus();
   const std::vector<std::string> down = link->failed_over_members();
   std::vector<std::vector<std::string>> docs;
