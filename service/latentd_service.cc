@@ -25,8 +25,6 @@
 namespace latentd::service {
 namespace {
 
-std::string LogPath(const std::string& dir) { return dir + "/ingest.log"; }
-
 // The snapshot padded to `vocab_size` words (empty rows): a checkpoint taken
 // before a merge that grew the vocabulary still resumes over the newer store.
 void PadSnapshot(ModelSnapshot* s, uint32_t vocab_size) {
@@ -81,7 +79,21 @@ LatentdService::LatentdService(const ServiceOptions& options,
                .peer_token = options.peer_token,
                .peer_tls = options.peer_tls,
                .replicas = options.replicas,
-               .forwarded = m_.forwarded}) {}
+               .forwarded = m_.forwarded}),
+      ingest_({.data_dir = options.data_dir,
+               .cluster_mode = options.cluster_mode,
+               .replicas = options.replicas,
+               .refuse_ingest_loss = options.refuse_ingest_loss,
+               .keep_sources = options.keep_sources,
+               .metrics = {.pending = m_.pending,
+                           .ingested = m_.ingested,
+                           .duplicates = m_.duplicates,
+                           .replicated = m_.replicated,
+                           .under_replicated = m_.under_replicated,
+                           .replicas_adopted = m_.replicas_adopted,
+                           .log_damage = m_.log_damage,
+                           .lost = m_.lost}},
+              &router_) {}
 
 LatentdService::~LatentdService() { (void)Stop(); }
 
@@ -121,11 +133,9 @@ absl::Status LatentdService::Init(MetricsRegistry* metrics) {
     LATENTD_RETURN_IF_ERROR(BuildStore());
   }
   LATENTD_RETURN_IF_ERROR(OpenTrainer());
-  LATENTD_RETURN_IF_ERROR(ReplayLog());
-  if (options_.cluster_mode && options_.replicas > 1) {
-    LATENTD_ASSIGN_OR_RETURN(
-        replicas_, ReplicaLogs::Open(options_.data_dir + "/replicas"));
-  }
+  // Records after the store's merged sequence are queued to merge.
+  LATENTD_RETURN_IF_ERROR(ingest_.Open(scan_.merged_sequence));
+  merged_sequence_ = scan_.merged_sequence;
   LATENTD_RETURN_IF_ERROR(MergePending());
   absl::StatusOr<absl::flat_hash_map<std::string, UserTopics>> users =
       CollectUsers(trainer_->store());
@@ -277,52 +287,6 @@ absl::StatusOr<std::unique_ptr<TokenStore>> LatentdService::OpenScannedStore(
   return store;
 }
 
-absl::Status LatentdService::ReplayLog() {
-  const std::string& dir = options_.data_dir;
-  // Replay the ingest log: records after the store's merged sequence.
-  std::vector<IngestRecord> records;
-  // A damaged record does not stop the node: skipped if merged already,
-  // else lost and said so (docs/operations.md,
-  // "Checkpoints and damaged files"), unless options_.refuse_ingest_loss.
-  IngestLogRepair repair;
-  LATENTD_ASSIGN_OR_RETURN(
-      log_, IngestLog::Open(LogPath(dir), &records,
-                            {.repair = true,
-                             .merged_through = scan_.merged_sequence,
-                             .refuse_loss = options_.refuse_ingest_loss},
-                            &repair));
-  ReportLogRepair(repair);
-  uint64_t replayed = 0;
-  {
-    absl::MutexLock plock(&pending_mu_);
-    for (IngestRecord& rec : records) {
-      if (!rec.source.empty()) sources_.insert(rec.source);
-      if (rec.lost) continue;  // reported when the log was repaired
-      if (rec.sequence > scan_.merged_sequence && rec.words.empty()) {
-        return absl::DataLossError(absl::StrCat(
-            LogPath(dir), ": record ", rec.sequence,
-            " was compacted away but the token store holds only up to ",
-            scan_.merged_sequence));
-      }
-      if (rec.sequence > scan_.merged_sequence) {
-        pending_.push_back(std::move(rec));
-        ++replayed;
-      }
-    }
-    m_.pending->Set(static_cast<double>(pending_.size()));
-  }
-  if (log_->last_sequence() < scan_.merged_sequence) {
-    return absl::DataLossError(absl::StrCat(
-        "token store holds ingest sequence ", scan_.merged_sequence, " but ",
-        LogPath(dir), " ends at ", log_->last_sequence()));
-  }
-  merged_sequence_ = scan_.merged_sequence;
-  Log(absl::StrCat("ingest log: ", records.size(), " records, ", replayed,
-                   " to merge (merged up to sequence ", scan_.merged_sequence,
-                   ")"));
-  return absl::OkStatus();
-}
-
 void LatentdService::Start() {
   if (started_) return;
   started_ = true;
@@ -330,21 +294,16 @@ void LatentdService::Start() {
     training_ = true;
     thread_ = std::thread([this] { TrainLoop(); });
   }
-  if (replicas_ != nullptr) {
-    replica_thread_ = std::thread([this] { ReplicaLoop(); });
-  }
+  ingest_.Start();
   if (graph_ != nullptr) graph_->Start();
 }
 
 absl::Status LatentdService::Stop() {
   if (stopped_) return absl::OkStatus();
   stopped_ = true;
-  {
-    absl::MutexLock lock(&pending_mu_);
-    stopping_ = true;
-  }
+  ingest_.BeginStop();
   if (thread_.joinable()) thread_.join();
-  if (replica_thread_.joinable()) replica_thread_.join();
+  ingest_.Stop();
   training_ = false;
   absl::Status graph_stopped =
       graph_ != nullptr ? graph_->Stop() : absl::OkStatus();
@@ -386,10 +345,7 @@ absl::Status LatentdService::Reconfigure(const ServiceOptions& next) {
 
 void LatentdService::TrainLoop() {
   for (;;) {
-    {
-      absl::MutexLock lock(&pending_mu_);
-      if (stopping_) return;
-    }
+    if (ingest_.stopping()) return;
     bool swept = false;
     bool backoff = false;
     {
@@ -408,10 +364,7 @@ void LatentdService::TrainLoop() {
         // was acknowledged (so a hand-off ships it and a drop takes it out
         // with the rest), stop sampling and leave. A failed merge is retried
         // before leaving, at the next turn.
-        {
-          absl::MutexLock lock(&pending_mu_);
-          leaving_ = true;
-        }
+        ingest_.BeginLeave();
         absl::Status left = MergePending();
         if (left.ok()) left = LeaveCluster();
         if (!left.ok()) {
@@ -454,12 +407,7 @@ void LatentdService::TrainLoop() {
       absl::SleepFor(absl::Milliseconds(500));
     } else if (!swept) {
       // Idle (max_sweeps reached): wait for documents to merge.
-      absl::MutexLock lock(&pending_mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending_mu_) {
-        return stopping_ || !pending_.empty();
-      };
-      pending_mu_.AwaitWithTimeout(absl::Condition(&ready),
-                                   absl::Milliseconds(200));
+      ingest_.WaitForWork(absl::Milliseconds(200));
     }
   }
 }
@@ -561,13 +509,7 @@ absl::Status LatentdService::MaybePublish(bool swept) {
 }
 
 absl::Status LatentdService::MergePending() {
-  std::vector<IngestRecord> batch;
-  {
-    absl::MutexLock lock(&pending_mu_);
-    for (const IngestRecord& r : pending_) {
-      if (r.sequence > scan_.merged_sequence) batch.push_back(r);
-    }
-  }
+  std::vector<IngestRecord> batch = ingest_.PendingAfter(scan_.merged_sequence);
   if (batch.empty()) return absl::OkStatus();
   // Words first: vocab.txt must cover the store version that uses them.
   // Compared with what vocab.txt holds, not with the size before this
@@ -618,19 +560,7 @@ absl::Status LatentdService::MergePending() {
                             "; the ingest log keeps the records"));
     return absl::OkStatus();
   }
-  if (options_.compact_log_bytes > 0 &&
-      log_->size_bytes() > options_.compact_log_bytes) {
-    const uint64_t before = log_->size_bytes();
-    absl::Status c =
-        log_->Compact(scan_.merged_sequence, options_.keep_sources);
-    if (!c.ok()) {
-      LogWarning(
-          absl::StrCat("ingest log compaction failed (kept): ", c.message()));
-    } else {
-      Log(absl::StrCat("ingest log compacted: ", before, " -> ",
-                       log_->size_bytes(), " bytes"));
-    }
-  }
+  ingest_.Compact(scan_.merged_sequence, options_.compact_log_bytes);
   return absl::OkStatus();
 }
 
@@ -663,12 +593,7 @@ absl::Status LatentdService::Publish() {
     LogWarning(absl::StrCat("similarity index not refreshed: ", s.message()));
   }
   // Merged records are visible now: they leave the queue.
-  absl::MutexLock lock(&pending_mu_);
-  std::erase_if(pending_, [this](const IngestRecord& r)
-                              ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_) {
-                                return r.sequence <= scan_.merged_sequence;
-                              });
-  m_.pending->Set(static_cast<double>(pending_.size()));
+  ingest_.Published(scan_.merged_sequence);
   return absl::OkStatus();
 }
 
@@ -741,11 +666,8 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
   resp.set_tokens_per_second(tokens_per_second_.load());
   resp.set_log_likelihood_per_token(loglik_per_token_.load());
   resp.set_users(v->users.size());
-  resp.set_ingested(ingested_.load());
-  {
-    absl::MutexLock lock(&pending_mu_);
-    resp.set_pending(pending_.size());
-  }
+  resp.set_ingested(ingest_.ingested());
+  resp.set_pending(ingest_.pending());
   resp.set_merged_sequence(merged_sequence_.load());
   resp.set_checkpoint_sweep(checkpoint_sweep_seen_.load());
   resp.set_training(training_.load());

@@ -46,7 +46,6 @@
 #define LATENTD_SERVICE_LATENTD_SERVICE_H_
 
 #include <atomic>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,7 +60,6 @@
 #include "absl/time/time.h"
 #include "base/dir_lock.h"
 #include "corpora/corpus_builder.h"
-#include "corpora/document_reader.h"
 #include "corpora/tokenizer.h"
 #include "sampler/coherence.h"
 #include "sampler/fold_in.h"
@@ -72,6 +70,7 @@
 #include "service/cluster_router.h"
 #include "service/graph_service.h"
 #include "service/ingest_log.h"
+#include "service/ingest_path.h"
 #include "service/internal/cpu_gate.h"
 #include "service/metrics.h"
 #include "service/model_view.h"
@@ -80,11 +79,8 @@
 #include "service/similarity_service.h"
 #include "service/store_merge.h"
 #include "service/sweep_history.h"
-#include "sync/tls.h"
 
 namespace latentd::service {
-
-class ApiClient;  // service/api_client.h (which includes this file)
 
 class LatentdService {
  public:
@@ -161,10 +157,7 @@ class LatentdService {
   // same source). With options.replicas > 1 the records kept here are first
   // copied to their backups (kUnavailable, nothing appended here, if one
   // cannot take them; docs/design.md "Replicated ingestion").
-  struct LogRange {
-    uint64_t first = 0;
-    uint64_t last = 0;
-  };
+  using LogRange = IngestPath::LogRange;
   absl::StatusOr<uint64_t> IngestRecords(std::vector<IngestRecord> records,
                                          LogRange* appended = nullptr,
                                          bool route = true);
@@ -178,7 +171,7 @@ class LatentdService {
   bool SourceIngested(const std::string& source) const;
   // Cluster mode with replicas > 1: the replica copies this node holds of
   // other nodes' documents; nullptr otherwise.
-  ReplicaLogs* replica_logs() const { return replicas_.get(); }
+  ReplicaLogs* replica_logs() const { return ingest_.replica_logs(); }
 
   std::shared_ptr<const ModelView> view() const;
   // The node's graph model, nullptr unless options.graph.edges_path is set.
@@ -238,9 +231,6 @@ class LatentdService {
   // and counted) unless options_.refuse_ingest_loss.
   absl::StatusOr<std::unique_ptr<TokenStore>> OpenScannedStore(
       const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  absl::Status ReplayLog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Logs what IngestLog::Open repaired and counts it.
-  void ReportLogRepair(const IngestLogRepair& repair);
   void TrainLoop();
   // Training thread: merge pending records; sweep; publish; checkpoint.
   absl::Status MergePending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
@@ -310,34 +300,19 @@ class LatentdService {
   // the first one without words.
   absl::StatusOr<std::vector<IngestRecord>> RequestRecords(
       const api::IngestRequest& request) const;
-  // Replicated ingestion (service_replication.cc). Sends each record to
-  // its backups and returns once they hold it fsynced; kUnavailable naming
-  // the backup if one cannot (some backups may hold copies then).
-  absl::Status Replicate(const std::vector<IngestRecord>& records);
   // A peer's Ingest with replica_of set: appends the copies to the replica
-  // log of their origin.
+  // log of their origin (kFailedPrecondition if this node keeps none).
   absl::StatusOr<api::IngestResponse> IngestReplica(
       const api::IngestRequest& request);
-  // The replica thread: adopts the copies of origins removed from the
-  // cluster as lost, every 500 ms (AdoptLostOrigins).
-  void ReplicaLoop();
-  absl::Status AdoptLostOrigins();
   // GetUserProfile for a user whose owner failed over (docs/design.md,
   // "Replicated ingestion"): this node, the user's owner now, holds copies
-  // of the events that owner acknowledged. Folds each copy of `user`'s into
-  // model `v` (not adding it to the model: the failed node's counts are
-  // still in it) and adds its expected topic counts to *counts (K
-  // entries), its known tokens to *tokens and the copies to *events. The
-  // copies of a failed-over origin are indexed by user once (copies_).
+  // of the events that owner acknowledged (IngestPath::CopiedEvents). Folds
+  // each into model `v` (not adding it to the model: the failed node's
+  // counts are still in it) and adds its expected topic counts to *counts
+  // (K entries), its known tokens to *tokens and the copies to *events.
   absl::Status AddCopiedEvents(const std::string& user, const ModelView& v,
                                std::vector<double>* counts, double* tokens,
                                uint64_t* events) const;
-  mutable absl::Mutex copies_mu_;
-  // Failed-over origin -> user -> the words of each copied event.
-  mutable absl::flat_hash_map<
-      std::string,
-      absl::flat_hash_map<std::string, std::vector<std::vector<std::string>>>>
-      copies_ ABSL_GUARDED_BY(copies_mu_);
 
   ServiceOptions options_;
   MetricsRegistry* const metrics_;  // outlives the service
@@ -379,15 +354,6 @@ class LatentdService {
   // directory (a second one would reuse ingest sequences).
   std::optional<DirectoryLock> dir_lock_;
   Tokenizer tokenizer_;
-  std::unique_ptr<IngestLog> log_;
-  std::unique_ptr<ReplicaLogs> replicas_;  // see replica_logs()
-  std::thread replica_thread_;
-  // Origins of replica copies that left the cluster by a removal the
-  // replica thread did not see (warned once). Replica thread only.
-  absl::flat_hash_set<std::string> unknown_origins_;
-  // Redis and cluster name, for reading which members are lost.
-  std::string cluster_redis_url_;
-  std::string cluster_name_;
 
   // Training state: the training thread, or a caller holding train_mu_.
   absl::Mutex train_mu_;
@@ -415,16 +381,6 @@ class LatentdService {
   } progress_ ABSL_GUARDED_BY(train_mu_);
   void LogProgress(const SweepReport& r)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-
-  // Acknowledged records not yet merged, and the sources ever ingested.
-  mutable absl::Mutex pending_mu_;
-  std::vector<IngestRecord> pending_ ABSL_GUARDED_BY(pending_mu_);
-  absl::flat_hash_set<std::string> sources_ ABSL_GUARDED_BY(pending_mu_);
-  bool stopping_ ABSL_GUARDED_BY(pending_mu_) = false;
-  // Set (under pending_mu_, where every ingest appends) once this node is
-  // asked to leave the cluster: ingests are refused from then on, so each
-  // acknowledged one is in pending_ for the last merge before the leave.
-  bool leaving_ ABSL_GUARDED_BY(pending_mu_) = false;
 
   mutable internal::CpuGate infer_gate_;
 
@@ -455,7 +411,6 @@ class LatentdService {
   std::atomic<uint64_t> checkpoint_sweep_seen_{0};
   std::atomic<uint64_t> merged_sequence_{0};
   std::atomic<bool> training_{false};
-  std::atomic<uint64_t> ingested_{0};
   const double start_time_;
   // The evaluated sweeps since start-up (StatusResponse.history).
   SweepHistory history_;
@@ -476,6 +431,9 @@ class LatentdService {
   // Users' owners, forwarding to peers, the placement of replica copies
   // and why sampling stopped in a cluster (its own locks).
   ClusterRouter router_;
+  // The ingest log, the queue of acknowledged records not merged yet,
+  // deduplication and replica copies (its own locks; uses router_).
+  IngestPath ingest_;
 
   std::thread thread_;
   bool started_ = false;

@@ -225,8 +225,7 @@ absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
   }
   synced_ = std::make_unique<SyncedTopicTable>(table, std::move(keys),
                                                std::move(names));
-  cluster_redis_url_ = options.redis_url;
-  cluster_name_ = options.cluster;
+  ingest_.SetCluster(options.redis_url, options.cluster);
   SweepPipeline* pipeline = trainer_->pipeline();
   pipeline->SetCountUpdaterHook(
       [this](TopicTable*, std::span<const WordTopicDelta> applied) {

@@ -1,7 +1,8 @@
-// LatentdService's ingestion: checking and tokenizing documents, dropping
-// repeats, forwarding in cluster mode, appending to the ingest log and
-// queueing them to merge (Ingest, IngestRecords). Merging is in
-// latentd_service.cc.
+// LatentdService's ingestion calls: checking and tokenizing documents
+// (Ingest, IngestRecords), a peer's replica copies, and the copied events
+// of failed-over users. The ingest path itself (log, queue, deduplication,
+// forwarding, replication) is IngestPath's (service/ingest_path.h);
+// merging is in latentd_service.cc.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,54 +61,13 @@ absl::Status LatentdService::CheckDocumentLimits(const IngestRecord& r) const {
 }
 
 bool LatentdService::SourceIngested(const std::string& source) const {
-  absl::MutexLock lock(&pending_mu_);
-  return sources_.contains(source);
+  return ingest_.SourceIngested(source);
 }
 
 absl::StatusOr<uint64_t> LatentdService::IngestRecords(
     std::vector<IngestRecord> records, LogRange* appended, bool route) {
   LATENTD_RETURN_IF_ERROR(CheckTopics("Ingest"));
-  LATENTD_RETURN_IF_ERROR(router_.CheckJoined());
-  uint64_t forwarded = 0;
-  if (router_.link() != nullptr && route) {
-    LATENTD_RETURN_IF_ERROR(router_.ForwardToOwners(&records, &forwarded));
-  }
-  {
-    absl::MutexLock lock(&pending_mu_);
-    std::erase_if(records, [&](const IngestRecord& r)
-                               ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending_mu_) {
-                                 const bool dup = !r.source.empty() &&
-                                                  sources_.contains(r.source);
-                                 if (dup) m_.duplicates->Add();
-                                 return dup;
-                               });
-  }
-  if (records.empty()) return forwarded;
-  // Copies first: a document is acknowledged once every copy is durable.
-  if (replicas_ != nullptr && router_.link() != nullptr) {
-    LATENTD_RETURN_IF_ERROR(Replicate(records));
-  }
-  // Appends are serialized by the log; the pending queue keeps log order
-  // because both happen under pending_mu_'s successor ordering below.
-  absl::MutexLock lock(&pending_mu_);
-  if (leaving_) {
-    return absl::UnavailableError(
-        "this node is leaving the cluster (remove-node): ingest into another "
-        "member");
-  }
-  LATENTD_RETURN_IF_ERROR(log_->Append(&records));
-  const uint64_t n = records.size();
-  if (appended != nullptr) {
-    *appended = {records.front().sequence, records.back().sequence};
-  }
-  for (IngestRecord& r : records) {
-    if (!r.source.empty()) sources_.insert(r.source);
-    pending_.push_back(std::move(r));
-  }
-  ingested_ += n;
-  m_.ingested->Add(n);
-  m_.pending->Set(static_cast<double>(pending_.size()));
-  return n + forwarded;
+  return ingest_.Ingest(std::move(records), appended, route);
 }
 
 absl::StatusOr<std::vector<IngestRecord>> LatentdService::RequestRecords(
@@ -163,30 +123,51 @@ absl::StatusOr<api::IngestResponse> LatentdService::Ingest(
   return resp;
 }
 
-void LatentdService::ReportLogRepair(const IngestLogRepair& repair) {
-  const std::string& log = log_->path();
-  if (repair.ack_mark_damaged) {
-    log::Error("latentd",
-               absl::StrCat(AckMarkPath(log),
-                            " did not verify: the log's last records could "
-                            "not be checked against it; rewritten"));
+absl::StatusOr<api::IngestResponse> LatentdService::IngestReplica(
+    const api::IngestRequest& request) {
+  ReplicaLogs* replicas = ingest_.replica_logs();
+  if (replicas == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "replica copies from ", request.replica_of(),
+        ": this node keeps none (not in cluster mode, or --replicas 1)"));
   }
-  if (repair.damage.empty()) return;
-  for (const IngestLogDamage& d : repair.damage) {
-    if (d.lost() > 0) {
-      log::Error("latentd", absl::StrCat(log, ": damaged ", d.Describe()));
-    } else {
-      LogWarning(absl::StrCat(
-          log, ": damaged ", d.Describe(),
-          " (their sources are forgotten: a redelivery is ingested again)"));
+  LATENTD_ASSIGN_OR_RETURN(std::vector<IngestRecord> records,
+                           RequestRecords(request));
+  LATENTD_ASSIGN_OR_RETURN(
+      uint64_t n, replicas->Append(request.replica_of(), std::move(records)));
+  api::IngestResponse resp;
+  resp.set_accepted(n);
+  return resp;
+}
+
+absl::Status LatentdService::AddCopiedEvents(const std::string& user,
+                                             const ModelView& v,
+                                             std::vector<double>* counts,
+                                             double* tokens,
+                                             uint64_t* events) const {
+  LATENTD_ASSIGN_OR_RETURN(std::vector<std::vector<std::string>> docs,
+                           ingest_.CopiedEvents(user));
+  if (docs.empty()) return absl::OkStatus();
+  InferOptions o = options_.infer;
+  internal::CpuGate::Pass pass = infer_gate_.Enter();
+  FoldIn fold_in(*v.table, v.snapshot.alpha, v.snapshot.beta);
+  std::vector<WordId> ids;
+  for (const std::vector<std::string>& words : docs) {
+    ++*events;
+    ids.clear();
+    for (const std::string& w : words) {
+      std::optional<WordId> id = v.vocab.Find(w);
+      if (id.has_value() && *id < v.snapshot.vocab_size) ids.push_back(*id);
     }
+    if (ids.empty()) continue;
+    LATENTD_ASSIGN_OR_RETURN(std::vector<double> theta,
+                             fold_in.Infer(ids, o, /*stream=*/0));
+    for (size_t k = 0; k < theta.size() && k < counts->size(); ++k) {
+      (*counts)[k] += theta[k] * static_cast<double>(ids.size());
+    }
+    *tokens += static_cast<double>(ids.size());
   }
-  m_.log_damage->Add(repair.damage.size());
-  m_.lost->Add(repair.lost());
-  LogWarning(absl::StrCat(log,
-                          " rewritten without the damage; the damaged "
-                          "file is kept as ",
-                          repair.kept_aside));
+  return absl::OkStatus();
 }
 
 }  // namespace latentd::service

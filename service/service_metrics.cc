@@ -94,8 +94,8 @@ LatentdService::Metrics LatentdService::RegisterMetrics(
 
 void LatentdService::RegisterCollectors(MetricsRegistry* metrics) {
   metrics->AddCollector([this] {
-    if (replicas_ != nullptr) {
-      m_.replica_records->Set(static_cast<double>(replicas_->records()));
+    if (const ReplicaLogs* replicas = ingest_.replica_logs()) {
+      m_.replica_records->Set(static_cast<double>(replicas->records()));
     }
   });
   if (options_.cluster_mode) RegisterClusterMetrics(metrics);
