@@ -93,7 +93,14 @@ LatentdService::LatentdService(const ServiceOptions& options,
                            .replicas_adopted = m_.replicas_adopted,
                            .log_damage = m_.log_damage,
                            .lost = m_.lost}},
-              &router_) {}
+              &router_),
+      cluster_({.data_dir = options.data_dir,
+                .replicas = options.replicas,
+                .max_documents_per_ingest = options.max_documents_per_ingest,
+                .on_left_cluster = options.on_left_cluster,
+                .on_declared_down = options.on_declared_down,
+                .words_adopted = m_.words_adopted},
+               &router_) {}
 
 LatentdService::~LatentdService() { (void)Stop(); }
 
@@ -310,11 +317,9 @@ absl::Status LatentdService::Stop() {
   if (!graph_stopped.ok()) LogWarning(std::string(graph_stopped.message()));
   absl::MutexLock lock(&train_mu_);
   if (trainer_ == nullptr) return graph_stopped;
-  if (link_ != nullptr) {
+  if (cluster_.joined()) {
     // Push what is left and leave; the table keeps this node's last view.
-    if (!cluster_finished_.exchange(true)) link_->Finish();
-    link_->Stop();
-    absl::Status applied = synced_->ApplyPending();
+    absl::Status applied = cluster_.Stop();
     if (!applied.ok()) LogWarning(std::string(applied.message()));
   }
   absl::Status s = WriteCheckpoint();
@@ -333,7 +338,7 @@ absl::Status LatentdService::Reconfigure(const ServiceOptions& next) {
   options_.coherence_seconds = next.coherence_seconds;
   options_.coherence_top_words = next.coherence_top_words;
   options_.compact_log_bytes = next.compact_log_bytes;
-  if (next.max_sweeps != options_.max_sweeps && cluster_finished_.load()) {
+  if (next.max_sweeps != options_.max_sweeps && cluster_.finished()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "max-sweeps stays ", options_.max_sweeps,
         ": this cluster node has finished training (restart the cluster to "
@@ -351,34 +356,42 @@ void LatentdService::TrainLoop() {
     {
       absl::MutexLock lock(&train_mu_);
       absl::Status merged = MergePending();
-      if (merged.ok()) merged = AdoptClusterWords();
+      if (merged.ok()) {
+        absl::StatusOr<size_t> adopted =
+            cluster_.AdoptWords(trainer_.get(), &vocab_);
+        if (!adopted.ok()) {
+          merged = adopted.status();
+        } else if (*adopted > 0) {
+          pending_merged_ = true;  // publish the new words
+        }
+      }
       if (!merged.ok()) {
         m_.merge_errors->Add();
         LogWarning(
             absl::StrCat("merge failed (will retry): ", merged.message()));
         backoff = true;
       }
-      if (link_ != nullptr && !router_.left() &&
-          link_->LeaveRequested().has_value()) {
+      if (cluster_.joined() && !router_.left() &&
+          cluster_.link()->LeaveRequested().has_value()) {
         // An operator removes this node: refuse further ingests, merge what
         // was acknowledged (so a hand-off ships it and a drop takes it out
         // with the rest), stop sampling and leave. A failed merge is retried
         // before leaving, at the next turn.
         ingest_.BeginLeave();
         absl::Status left = MergePending();
-        if (left.ok()) left = LeaveCluster();
+        if (left.ok()) left = cluster_.Leave(trainer_.get(), vocab_);
         if (!left.ok()) {
           LogWarning(
               absl::StrCat("leaving the cluster failed: ", left.message()));
         }
       }
       training_ = !SamplingStopped();
-      if (!training_ && link_ != nullptr && !router_.left()) {
+      if (!training_ && cluster_.joined() && !router_.left()) {
         // Not sampling: stop holding back SSP peers, and keep the view in
         // step with the globals the background rounds bring.
-        if (!cluster_finished_.exchange(true)) link_->Finish();
-        if (synced_->HasPending()) {
-          absl::Status applied = synced_->ApplyPending();
+        cluster_.Finish();
+        if (cluster_.HasPending()) {
+          absl::Status applied = cluster_.ApplyPending();
           if (!applied.ok()) {
             LogWarning(std::string(applied.message()));
             // The view can no longer take the globals (say a count would
@@ -420,8 +433,8 @@ bool LatentdService::SamplingStopped() const {
 
 bool LatentdService::SweepOnce() {
   uint64_t cluster_sweep = 0;
-  if (link_ != nullptr) {
-    absl::Status ready = ClusterBeforeSweep(&cluster_sweep);
+  if (cluster_.joined()) {
+    absl::Status ready = cluster_.BeforeSweep(&cluster_sweep);
     if (!ready.ok()) {
       LogWarning(absl::StrCat("cluster: ", ready.message()));
       return false;
@@ -431,7 +444,7 @@ bool LatentdService::SweepOnce() {
   if (!r.ok()) {
     m_.sweep_errors->Add();
     LogWarning(absl::StrCat("sweep failed: ", r.status().message()));
-    if (link_ != nullptr) {
+    if (cluster_.joined()) {
       // The trainer rebuilt the table from this store alone: it is out of
       // step with what the owners hold, so sampling here must stop.
       router_.MarkFailed(
@@ -442,9 +455,9 @@ bool LatentdService::SweepOnce() {
     }
     return false;
   }
-  if (link_ != nullptr) {
-    link_->EndSweep(r->result.batches);
-    link_->AnnounceSweep(cluster_sweep);
+  if (cluster_.joined()) {
+    cluster_.link()->EndSweep(r->result.batches);
+    cluster_.link()->AnnounceSweep(cluster_sweep);
   }
   m_.sweeps->Add();
   m_.tokens_sampled->Add(r->result.tokens);
@@ -523,8 +536,10 @@ absl::Status LatentdService::MergePending() {
     vocab_saved_ = vocab_.size();
   }
   // In a cluster the new words become keys of the synchronized table
-  // before their counts go in (ClusterApplyMerge).
-  if (link_ != nullptr) LATENTD_RETURN_IF_ERROR(GrowClusterTable());
+  // before their counts go in (ClusterMember::ApplyMerge).
+  if (cluster_.joined()) {
+    LATENTD_RETURN_IF_ERROR(cluster_.GrowTable(trainer_.get(), vocab_));
+  }
   // With sampling stopped no sweep would revisit a random start: new tokens
   // are folded in against the model as it is (and join it, so the counts
   // stay those of the store).
@@ -539,10 +554,10 @@ absl::Status LatentdService::MergePending() {
   LATENTD_ASSIGN_OR_RETURN(
       MergeResult result,
       MergeIntoStore(batch, trainer_->options().seed, trainer_->store(),
-                     &vocab_, &scan_, /*count_added=*/link_ != nullptr,
+                     &vocab_, &scan_, /*count_added=*/cluster_.joined(),
                      assign));
-  if (link_ != nullptr) {
-    LATENTD_RETURN_IF_ERROR(ClusterApplyMerge(result));
+  if (cluster_.joined()) {
+    LATENTD_RETURN_IF_ERROR(cluster_.ApplyMerge(trainer_.get(), result));
   } else {
     LATENTD_RETURN_IF_ERROR(trainer_->ReloadStore());
   }
@@ -571,7 +586,7 @@ absl::Status LatentdService::Publish() {
   }
   const TokenStoreMeta& meta = trainer_->store()->meta();
   m_.documents->Set(static_cast<double>(meta.num_docs));
-  if (link_ != nullptr) link_->set_documents(meta.num_docs);
+  if (cluster_.joined()) cluster_.link()->set_documents(meta.num_docs);
   m_.tokens->Set(static_cast<double>(meta.num_tokens));
   m_.vocabulary->Set(static_cast<double>(meta.vocab_size));
   uint64_t version;

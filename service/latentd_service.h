@@ -67,6 +67,7 @@
 #include "sampler/trainer.h"
 #include "service/api.pb.h"
 #include "service/cluster/cluster_link.h"
+#include "service/cluster_member.h"
 #include "service/cluster_router.h"
 #include "service/graph_service.h"
 #include "service/ingest_log.h"
@@ -263,39 +264,11 @@ class LatentdService {
   // Info and warning lines of component "latentd" (base/log.h).
   static void Log(const std::string& line);
   static void LogWarning(const std::string& line);
-  // Cluster mode (service_cluster.cc).
-  absl::Status ClusterBeforeSweep(uint64_t* t)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Adds merged tokens' counts to the synchronized table (no rebuild: the
-  // table also holds the other nodes' counts).
-  absl::Status ClusterApplyMerge(const MergeResult& merged)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // The operator removes this node (ClusterLink::LeaveRequested): with
-  // handoff, first ships its documents to the others (HandOffDocuments; on
-  // failure the removal is marked failed and this node stays, not
-  // sampling); then takes its documents' counts out of the model, leaves
-  // the ring, and calls options_.on_left_cluster.
-  absl::Status LeaveCluster() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Hand-off (service_handoff.cc): sends every document of this node's
-  // store with its topics to the remaining members (the owner, in the ring
-  // without this node, of the document's source key, or of its user's
-  // key), as Ingest calls with words and topics, retried until the
-  // link's join timeout; then waits (as long) until each receiver has
-  // merged them into its store. The error of a call that still fails.
-  absl::Status HandOffDocuments() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // The words and topics of a handed-off document (api::Document words and
   // topics), checked: only with `local`, without text, one topic per word
   // below K, words non-empty UTF-8 without spaces or control bytes.
   absl::StatusOr<std::vector<std::string>> HandedOffWords(
       const api::Document& d, bool local, std::vector<TopicId>* topics) const;
-  // Cluster mode: adds the words the owners sent that this node lacks to
-  // its vocabulary, then grows the table (GrowClusterTable). Training
-  // thread, no sweep running.
-  absl::Status AdoptClusterWords() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Cluster mode: grows the table to the vocabulary (new words: empty rows)
-  // and makes the new words keys of the synchronized table, routed to their
-  // owners (ClusterLink::GrowKeys). No sweep running.
-  absl::Status GrowClusterTable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // The documents of an Ingest request, tokenized; kInvalidArgument naming
   // the first one without words.
   absl::StatusOr<std::vector<IngestRecord>> RequestRecords(
@@ -418,22 +391,16 @@ class LatentdService {
   mutable absl::Mutex heldout_mu_;
   std::optional<api::HeldOut> heldout_score_ ABSL_GUARDED_BY(heldout_mu_);
 
-  // Cluster mode: set by JoinCluster before Start(), then only read. The
-  // API may already be serving meanwhile (a node's id is its bound API
-  // address), so API threads see the link only through router_.link(),
-  // which JoinCluster sets (release) once it is complete; the training
-  // thread, started after JoinCluster, reads these directly.
-  std::unique_ptr<SyncedTopicTable> synced_;  // over trainer_'s table
-  std::unique_ptr<ClusterLink> link_;
-  // Keys whose name does not hash to them (a peer's error), warned once.
-  absl::flat_hash_set<sync::Key> misnamed_ ABSL_GUARDED_BY(train_mu_);
-  std::atomic<bool> cluster_finished_{false};
   // Users' owners, forwarding to peers, the placement of replica copies
   // and why sampling stopped in a cluster (its own locks).
   ClusterRouter router_;
   // The ingest log, the queue of acknowledged records not merged yet,
   // deduplication and replica copies (its own locks; uses router_).
   IngestPath ingest_;
+  // Cluster mode: the link and the synchronized table over trainer_'s,
+  // joined by JoinCluster before Start(); the training thread's (API
+  // threads see the link only through router_.link(), set once joined).
+  ClusterMember cluster_;
 
   std::thread thread_;
   bool started_ = false;

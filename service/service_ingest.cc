@@ -3,6 +3,7 @@
 // of failed-over users. The ingest path itself (log, queue, deduplication,
 // forwarding, replication) is IngestPath's (service/ingest_path.h);
 // merging is in latentd_service.cc.
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "base/utf8.h"
 #include "service/latentd_service.h"
 
 namespace latentd::service {
@@ -68,6 +70,53 @@ absl::StatusOr<uint64_t> LatentdService::IngestRecords(
     std::vector<IngestRecord> records, LogRange* appended, bool route) {
   LATENTD_RETURN_IF_ERROR(CheckTopics("Ingest"));
   return ingest_.Ingest(std::move(records), appended, route);
+}
+
+absl::StatusOr<std::vector<std::string>> LatentdService::HandedOffWords(
+    const api::Document& d, bool local, std::vector<TopicId>* topics) const {
+  LATENTD_RETURN_IF_ERROR(CheckTopics("Ingest"));
+  if (!local) {
+    return absl::InvalidArgumentError(
+        "a document given as words and topics (a hand-off) is taken only in "
+        "a request with local set");
+  }
+  if (!d.text().empty()) {
+    return absl::InvalidArgumentError("give text or words, not both");
+  }
+  if (d.words_size() == 0 || d.words_size() != d.topics_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(d.words_size(), " words and ", d.topics_size(),
+                     " topics: give one topic per word, at least one word"));
+  }
+  const uint32_t k = view()->snapshot.num_topics;
+  size_t bytes = 0;
+  std::vector<std::string> words;
+  words.reserve(d.words_size());
+  for (int i = 0; i < d.words_size(); ++i) {
+    const std::string& w = d.words(i);
+    bytes += w.size();
+    const bool spaced = std::any_of(w.begin(), w.end(), [](char c) {
+      return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f;
+    });
+    if (w.empty() || spaced || !IsValidUtf8(w)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("word ", i,
+                       " is empty, holds a space or control byte, or is not "
+                       "UTF-8"));
+    }
+    if (d.topics(i) >= k) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "word ", i, "'s topic ", d.topics(i), " is not below K=", k));
+    }
+    words.push_back(w);
+  }
+  if (bytes > options_.max_text_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("words of ", bytes, " bytes are over the limit of ",
+                     options_.max_text_bytes));
+  }
+  topics->assign(d.topics().begin(), d.topics().end());
+  return words;
 }
 
 absl::StatusOr<std::vector<IngestRecord>> LatentdService::RequestRecords(
