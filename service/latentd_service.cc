@@ -71,9 +71,13 @@ int InferSlots(int configured) {
 LatentdService::LatentdService(const ServiceOptions& options,
                                MetricsRegistry* metrics)
     : options_(options),
-      metrics_(metrics),
       m_(RegisterMetrics(metrics)),
       infer_gate_(InferSlots(options.infer_slots)),
+      coherence_(metrics, {.mean_umass = m_.coherence_umass,
+                           .mean_npmi = m_.coherence_npmi,
+                           .sweep = m_.coherence_sweep,
+                           .seconds = m_.coherence_seconds}),
+      heldout_(m_.heldout_perplexity),
       start_time_(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch())),
       router_({.cluster_mode = options.cluster_mode,
                .peer_token = options.peer_token,
@@ -251,9 +255,11 @@ absl::Status LatentdService::OpenTrainer() {
   checkpoint_sweep_seen_ = checkpoint_sweep_;
   if (PathExists(paths.heldout())) {
     LATENTD_ASSIGN_OR_RETURN(
-        heldout_, WithStoreAdvice(OpenFileTokenStore(paths.heldout())));
-    Log(absl::StrCat("held-out set: ", heldout_->meta().num_docs,
-                     " documents, ", heldout_->meta().num_tokens, " tokens"));
+        std::unique_ptr<TokenStore> heldout,
+        WithStoreAdvice(OpenFileTokenStore(paths.heldout())));
+    Log(absl::StrCat("held-out set: ", heldout->meta().num_docs, " documents, ",
+                     heldout->meta().num_tokens, " tokens"));
+    heldout_.SetStore(std::move(heldout));
   }
   return absl::OkStatus();
 }
@@ -413,8 +419,11 @@ void LatentdService::TrainLoop() {
         LogWarning(absl::StrCat("publish failed: ", published.message()));
         backoff = true;
       }
-      MaybeScoreHeldOut();
-      MaybeComputeCoherence();
+      heldout_.MaybeScore(*trainer_, SamplingStopped(), options_.heldout_every,
+                          options_.infer);
+      coherence_.MaybeCompute(*view(), trainer_->store(), training_,
+                              options_.coherence_seconds,
+                              options_.coherence_top_words);
     }
     if (backoff) {
       absl::SleepFor(absl::Milliseconds(500));
@@ -688,13 +697,12 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
   resp.set_training(training_.load());
   resp.set_uptime_seconds(
       absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()) - start_time_);
-  AddCoherence(&resp);
+  coherence_.AddTo(&resp);
   if (graph_ != nullptr) {
     *resp.mutable_graph() = graph_->Status(request.history());
   }
-  {
-    absl::MutexLock lock(&heldout_mu_);
-    if (heldout_score_.has_value()) *resp.mutable_heldout() = *heldout_score_;
+  if (std::optional<api::HeldOut> heldout = heldout_.latest()) {
+    *resp.mutable_heldout() = *std::move(heldout);
   }
   for (const SweepPoint& p : history_.Points(request.history())) {
     api::SweepPoint* out = resp.add_history();

@@ -74,6 +74,7 @@
 #include "service/ingest_path.h"
 #include "service/internal/cpu_gate.h"
 #include "service/metrics.h"
+#include "service/model_quality.h"
 #include "service/model_view.h"
 #include "service/replica_logs.h"
 #include "service/service_options.h"
@@ -240,22 +241,10 @@ class LatentdService {
   bool SamplingStopped() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // One sweep; false if it failed (logged and counted; the caller backs off).
   bool SweepOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Scores the held-out store if it is due (see heldout_every); a failure
-  // is logged and not retried for this sweep.
-  void MaybeScoreHeldOut() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status MaybePublish(bool swept)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status WriteCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Topic coherence (service_coherence.cc): computes it over the store for
-  // the published view when ServiceOptions::coherence_seconds says it is
-  // due, and publishes it to the API and the metrics.
-  void MaybeComputeCoherence() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // The published coherence's values into a response (nothing before the
-  // first computation). API threads.
-  void AddCoherence(api::ListTopicsResponse* response) const;
-  void AddCoherence(api::Topic* topic) const;
-  void AddCoherence(api::StatusResponse* response) const;
   // Status's cluster fields (node id, ring epoch, members, unreachable
   // peers) from `link`; nothing if it is null.
   static void AddClusterMembers(const ClusterLink* link,
@@ -288,7 +277,6 @@ class LatentdService {
                                uint64_t* events) const;
 
   ServiceOptions options_;
-  MetricsRegistry* const metrics_;  // outlives the service
   struct Metrics {
     Counter* sweeps;
     Counter* sweep_errors;
@@ -338,9 +326,6 @@ class LatentdService {
   StoreScan scan_ ABSL_GUARDED_BY(train_mu_);
   bool has_users_ ABSL_GUARDED_BY(train_mu_) = false;
   uint64_t checkpoint_sweep_ ABSL_GUARDED_BY(train_mu_) = 0;
-  // DIR/heldout.lts if the node has one, and the sweep last scored.
-  std::unique_ptr<TokenStore> heldout_ ABSL_GUARDED_BY(train_mu_);
-  std::optional<uint64_t> heldout_scored_sweep_ ABSL_GUARDED_BY(train_mu_);
   bool pending_merged_ ABSL_GUARDED_BY(train_mu_) = false;  // to publish
   uint64_t published_sweep_ ABSL_GUARDED_BY(train_mu_) = 0;
   absl::Time published_at_ ABSL_GUARDED_BY(train_mu_);
@@ -357,22 +342,10 @@ class LatentdService {
 
   mutable internal::CpuGate infer_gate_;
 
-  // Topic coherence: the last computed, for API threads; when (train_mu_),
-  // and its per-topic gauges (training thread; registered as topics appear).
-  struct CoherenceState {
-    CoherenceReport report;
-    uint64_t sweep = 0;
-    uint64_t view = 0;
-  };
-  std::shared_ptr<const CoherenceState> coherence() const;
-  mutable absl::Mutex coherence_mu_;
-  std::shared_ptr<const CoherenceState> coherence_
-      ABSL_GUARDED_BY(coherence_mu_);
-  absl::Time coherence_at_ ABSL_GUARDED_BY(train_mu_) = absl::InfinitePast();
-  uint64_t coherence_view_ ABSL_GUARDED_BY(train_mu_) = 0;
-  uint64_t coherence_sweep_ ABSL_GUARDED_BY(train_mu_) = ~uint64_t{0};
-  std::vector<std::pair<Gauge*, Gauge*>> topic_coherence_gauges_
-      ABSL_GUARDED_BY(train_mu_);  // (umass, npmi) of topic k
+  // The model's measures, computed by the training thread between sweeps
+  // (their own locks for what API threads read).
+  CoherenceMonitor coherence_;
+  HeldOutScorer heldout_;
 
   mutable absl::Mutex view_mu_;
   std::shared_ptr<const ModelView> view_ ABSL_GUARDED_BY(view_mu_);
@@ -387,9 +360,6 @@ class LatentdService {
   const double start_time_;
   // The evaluated sweeps since start-up (StatusResponse.history).
   SweepHistory history_;
-  // The latest held-out score (StatusResponse.heldout), if any.
-  mutable absl::Mutex heldout_mu_;
-  std::optional<api::HeldOut> heldout_score_ ABSL_GUARDED_BY(heldout_mu_);
 
   // Users' owners, forwarding to peers, the placement of replica copies
   // and why sampling stopped in a cluster (its own locks).

@@ -72,7 +72,7 @@ absl::StatusOr<api::ListTopicsResponse> LatentdService::ListTopics(
     FillTopic(*v, t, OrDefault(request.top_words(), kDefaultTopWords),
               resp.add_topics());
   }
-  AddCoherence(&resp);
+  coherence_.AddTo(&resp);
   return resp;
 }
 
@@ -90,7 +90,7 @@ absl::StatusOr<api::GetTopicResponse> LatentdService::GetTopic(
   FillTopic(*v, v->topics[request.topic()],
             OrDefault(request.top_words(), kDefaultTopWords),
             resp.mutable_topic());
-  AddCoherence(resp.mutable_topic());
+  coherence_.AddTo(resp.mutable_topic());
   return resp;
 }
 
