@@ -28,17 +28,26 @@
 // (FoldIn::Assign, options.infer), so their topics and their users'
 // profiles are what InferDocument would say, and the counts stay exact.
 //
-// Cluster mode (JoinCluster, service_cluster.cc): the node is a member of a
-// training cluster (docs/design.md, "Many nodes") over its own token store. Its
-// table is kept in step with the cluster's global counts by a ClusterLink;
-// a user's events and profile live on the user's owner by the ring, and
-// the other nodes forward them there over the API. The vocabulary grows
-// cluster-wide (AdoptClusterWords): a word ingested on any node reaches
-// every node's table, vocabulary and views. Members join a
-// running cluster (ClusterLinkOptions::join, admitted by an operator) and
-// leave it when an operator removes them (drop: LeaveCluster); a node that
-// crashed or stopped rejoins when started again from its data directory
-// (the owners replace its previous counts with its store's: ClusterLink).
+// Cluster mode (JoinCluster): the node is a member of a training cluster
+// (docs/design.md, "Many nodes") over its own token store. Its table is
+// kept in step with the cluster's global counts by a ClusterLink
+// (ClusterMember); a user's events and profile live on the user's owner by
+// the ring, and the other nodes forward them there over the API
+// (ClusterRouter). The vocabulary grows cluster-wide
+// (ClusterMember::AdoptWords): a word ingested on any node reaches every
+// node's table, vocabulary and views. Members join a running cluster
+// (ClusterLinkOptions::join, admitted by an operator) and leave it when an
+// operator removes them (drop or handoff: ClusterMember::Leave); a node
+// that crashed or stopped rejoins when started again from its data
+// directory (the owners replace its previous counts with its store's).
+//
+// Structure (docs/design.md, "The node's parts"): this class opens the
+// node, runs the training thread and answers the API; it owns the Trainer,
+// its vocabulary and store scan (train_mu_) and the published view
+// (view_mu_), and hands the rest to parts that own their state and lock:
+// IngestPath (ingest log, pending queue, deduplication, replica copies),
+// ClusterRouter (owners, forwarding, replica placement), ClusterMember
+// (link and synchronized table), CoherenceMonitor and HeldOutScorer.
 //
 // Thread-safety: the API methods may be called from any number of threads
 // at once, also while training runs. Start() and Stop() from one thread.
@@ -53,30 +62,25 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/dir_lock.h"
 #include "corpora/corpus_builder.h"
 #include "corpora/tokenizer.h"
-#include "sampler/coherence.h"
 #include "sampler/fold_in.h"
-#include "sampler/synced_table.h"
 #include "sampler/trainer.h"
 #include "service/api.pb.h"
 #include "service/cluster/cluster_link.h"
 #include "service/cluster_member.h"
 #include "service/cluster_router.h"
 #include "service/graph_service.h"
-#include "service/ingest_log.h"
 #include "service/ingest_path.h"
 #include "service/internal/cpu_gate.h"
+#include "service/internal/node_metrics.h"
 #include "service/metrics.h"
 #include "service/model_quality.h"
 #include "service/model_view.h"
-#include "service/replica_logs.h"
 #include "service/service_options.h"
 #include "service/similarity_service.h"
 #include "service/store_merge.h"
@@ -218,7 +222,7 @@ class LatentdService {
   absl::Status Init(MetricsRegistry* metrics);
   // Opens the graph model if options.graph names an edge list.
   absl::Status OpenGraph(MetricsRegistry* metrics);
-  struct Metrics;
+  using Metrics = internal::NodeMetrics;
   // The node's counters and gauges (service_metrics.cc).
   static Metrics RegisterMetrics(MetricsRegistry* metrics);
   // What the metrics read at every scrape: the replica records and, in
@@ -241,6 +245,9 @@ class LatentdService {
   bool SamplingStopped() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // One sweep; false if it failed (logged and counted; the caller backs off).
   bool SweepOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // A progress line at most every ServiceOptions::progress_seconds.
+  void LogProgress(const SweepReport& r)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status MaybePublish(bool swept)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
@@ -277,39 +284,6 @@ class LatentdService {
                                uint64_t* events) const;
 
   ServiceOptions options_;
-  struct Metrics {
-    Counter* sweeps;
-    Counter* sweep_errors;
-    Counter* tokens_sampled;
-    Gauge* tokens_per_second;
-    Gauge* loglik;
-    Gauge* heldout_perplexity;
-    Gauge* sweep;
-    Gauge* documents;
-    Gauge* tokens;
-    Gauge* vocabulary;
-    Gauge* pending;
-    Counter* ingested;
-    Counter* merged;
-    Counter* merge_errors;
-    Counter* duplicates;
-    Counter* words_adopted;
-    Counter* forwarded;
-    Counter* replicated;
-    Counter* under_replicated;
-    Counter* replicas_adopted;
-    Gauge* replica_records;
-    Counter* checkpoints;
-    Counter* snapshots_refused;
-    Counter* log_damage;
-    Counter* lost;
-    Counter* store_damage;
-    Counter* store_docs_lost;
-    Gauge* coherence_umass;
-    Gauge* coherence_npmi;
-    Gauge* coherence_sweep;
-    Gauge* coherence_seconds;
-  };
   const Metrics m_;
   // Held from Init until the service is destroyed: one process a data
   // directory (a second one would reuse ingest sequences).
@@ -337,8 +311,6 @@ class LatentdService {
     uint64_t tokens = 0;
     double seconds = 0;
   } progress_ ABSL_GUARDED_BY(train_mu_);
-  void LogProgress(const SweepReport& r)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
 
   mutable internal::CpuGate infer_gate_;
 
