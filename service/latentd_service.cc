@@ -25,8 +25,6 @@
 namespace latentd::service {
 namespace {
 
-std::string LogPath(const std::string& dir) { return dir + "/ingest.log"; }
-
 // The snapshot padded to `vocab_size` words (empty rows): a checkpoint taken
 // before a merge that grew the vocabulary still resumes over the newer store.
 void PadSnapshot(ModelSnapshot* s, uint32_t vocab_size) {
@@ -70,11 +68,43 @@ int InferSlots(int configured) {
 
 }  // namespace
 
-LatentdService::LatentdService(const ServiceOptions& options)
+LatentdService::LatentdService(const ServiceOptions& options,
+                               MetricsRegistry* metrics)
     : options_(options),
+      m_(RegisterMetrics(metrics)),
       infer_gate_(InferSlots(options.infer_slots)),
+      coherence_(metrics, {.mean_umass = m_.coherence_umass,
+                           .mean_npmi = m_.coherence_npmi,
+                           .sweep = m_.coherence_sweep,
+                           .seconds = m_.coherence_seconds}),
+      heldout_(m_.heldout_perplexity),
       start_time_(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch())),
-      peer_token_(options.peer_token) {}
+      router_({.cluster_mode = options.cluster_mode,
+               .peer_token = options.peer_token,
+               .peer_tls = options.peer_tls,
+               .replicas = options.replicas,
+               .forwarded = m_.forwarded}),
+      ingest_({.data_dir = options.data_dir,
+               .cluster_mode = options.cluster_mode,
+               .replicas = options.replicas,
+               .refuse_ingest_loss = options.refuse_ingest_loss,
+               .keep_sources = options.keep_sources,
+               .metrics = {.pending = m_.pending,
+                           .ingested = m_.ingested,
+                           .duplicates = m_.duplicates,
+                           .replicated = m_.replicated,
+                           .under_replicated = m_.under_replicated,
+                           .replicas_adopted = m_.replicas_adopted,
+                           .log_damage = m_.log_damage,
+                           .lost = m_.lost}},
+              &router_),
+      cluster_({.data_dir = options.data_dir,
+                .replicas = options.replicas,
+                .max_documents_per_ingest = options.max_documents_per_ingest,
+                .on_left_cluster = options.on_left_cluster,
+                .on_declared_down = options.on_declared_down,
+                .words_adopted = m_.words_adopted},
+               &router_) {}
 
 LatentdService::~LatentdService() { (void)Stop(); }
 
@@ -83,13 +113,13 @@ absl::StatusOr<std::unique_ptr<LatentdService>> LatentdService::Open(
   if (options.data_dir.empty()) {
     return absl::InvalidArgumentError("a data directory is needed");
   }
-  std::unique_ptr<LatentdService> s(new LatentdService(options));
+  std::unique_ptr<LatentdService> s(new LatentdService(options, metrics));
   LATENTD_RETURN_IF_ERROR(s->Init(metrics));
   return s;
 }
 
 absl::Status LatentdService::Init(MetricsRegistry* metrics) {
-  RegisterMetrics(metrics);
+  RegisterCollectors(metrics);
   const std::string& dir = options_.data_dir;
   absl::Status made = FileSystem::Default()->CreateDirectory(dir);
   if (!made.ok() && !absl::IsAlreadyExists(made)) {
@@ -114,11 +144,9 @@ absl::Status LatentdService::Init(MetricsRegistry* metrics) {
     LATENTD_RETURN_IF_ERROR(BuildStore());
   }
   LATENTD_RETURN_IF_ERROR(OpenTrainer());
-  LATENTD_RETURN_IF_ERROR(ReplayLog());
-  if (options_.cluster_mode && options_.replicas > 1) {
-    LATENTD_ASSIGN_OR_RETURN(
-        replicas_, ReplicaLogs::Open(options_.data_dir + "/replicas"));
-  }
+  // Records after the store's merged sequence are queued to merge.
+  LATENTD_RETURN_IF_ERROR(ingest_.Open(scan_.merged_sequence));
+  merged_sequence_ = scan_.merged_sequence;
   LATENTD_RETURN_IF_ERROR(MergePending());
   absl::StatusOr<absl::flat_hash_map<std::string, UserTopics>> users =
       CollectUsers(trainer_->store());
@@ -138,7 +166,7 @@ absl::Status LatentdService::OpenGraph(MetricsRegistry* metrics) {
   LATENTD_ASSIGN_OR_RETURN(graph_, GraphService::Open(graph, metrics));
   graph_->SetEdgeForwarder(
       [this](const std::string& owner, const api::IngestEdgesRequest& r) {
-        return ForwardEdges(owner, r);
+        return router_.ForwardEdges(owner, r);
       });
   return absl::OkStatus();
 }
@@ -227,9 +255,11 @@ absl::Status LatentdService::OpenTrainer() {
   checkpoint_sweep_seen_ = checkpoint_sweep_;
   if (PathExists(paths.heldout())) {
     LATENTD_ASSIGN_OR_RETURN(
-        heldout_, WithStoreAdvice(OpenFileTokenStore(paths.heldout())));
-    Log(absl::StrCat("held-out set: ", heldout_->meta().num_docs,
-                     " documents, ", heldout_->meta().num_tokens, " tokens"));
+        std::unique_ptr<TokenStore> heldout,
+        WithStoreAdvice(OpenFileTokenStore(paths.heldout())));
+    Log(absl::StrCat("held-out set: ", heldout->meta().num_docs, " documents, ",
+                     heldout->meta().num_tokens, " tokens"));
+    heldout_.SetStore(std::move(heldout));
   }
   return absl::OkStatus();
 }
@@ -270,52 +300,6 @@ absl::StatusOr<std::unique_ptr<TokenStore>> LatentdService::OpenScannedStore(
   return store;
 }
 
-absl::Status LatentdService::ReplayLog() {
-  const std::string& dir = options_.data_dir;
-  // Replay the ingest log: records after the store's merged sequence.
-  std::vector<IngestRecord> records;
-  // A damaged record does not stop the node: skipped if merged already,
-  // else lost and said so (docs/operations.md,
-  // "Checkpoints and damaged files"), unless options_.refuse_ingest_loss.
-  IngestLogRepair repair;
-  LATENTD_ASSIGN_OR_RETURN(
-      log_, IngestLog::Open(LogPath(dir), &records,
-                            {.repair = true,
-                             .merged_through = scan_.merged_sequence,
-                             .refuse_loss = options_.refuse_ingest_loss},
-                            &repair));
-  ReportLogRepair(repair);
-  uint64_t replayed = 0;
-  {
-    absl::MutexLock plock(&pending_mu_);
-    for (IngestRecord& rec : records) {
-      if (!rec.source.empty()) sources_.insert(rec.source);
-      if (rec.lost) continue;  // reported when the log was repaired
-      if (rec.sequence > scan_.merged_sequence && rec.words.empty()) {
-        return absl::DataLossError(absl::StrCat(
-            LogPath(dir), ": record ", rec.sequence,
-            " was compacted away but the token store holds only up to ",
-            scan_.merged_sequence));
-      }
-      if (rec.sequence > scan_.merged_sequence) {
-        pending_.push_back(std::move(rec));
-        ++replayed;
-      }
-    }
-    m_.pending->Set(static_cast<double>(pending_.size()));
-  }
-  if (log_->last_sequence() < scan_.merged_sequence) {
-    return absl::DataLossError(absl::StrCat(
-        "token store holds ingest sequence ", scan_.merged_sequence, " but ",
-        LogPath(dir), " ends at ", log_->last_sequence()));
-  }
-  merged_sequence_ = scan_.merged_sequence;
-  Log(absl::StrCat("ingest log: ", records.size(), " records, ", replayed,
-                   " to merge (merged up to sequence ", scan_.merged_sequence,
-                   ")"));
-  return absl::OkStatus();
-}
-
 void LatentdService::Start() {
   if (started_) return;
   started_ = true;
@@ -323,32 +307,25 @@ void LatentdService::Start() {
     training_ = true;
     thread_ = std::thread([this] { TrainLoop(); });
   }
-  if (replicas_ != nullptr) {
-    replica_thread_ = std::thread([this] { ReplicaLoop(); });
-  }
+  ingest_.Start();
   if (graph_ != nullptr) graph_->Start();
 }
 
 absl::Status LatentdService::Stop() {
   if (stopped_) return absl::OkStatus();
   stopped_ = true;
-  {
-    absl::MutexLock lock(&pending_mu_);
-    stopping_ = true;
-  }
+  ingest_.BeginStop();
   if (thread_.joinable()) thread_.join();
-  if (replica_thread_.joinable()) replica_thread_.join();
+  ingest_.Stop();
   training_ = false;
   absl::Status graph_stopped =
       graph_ != nullptr ? graph_->Stop() : absl::OkStatus();
   if (!graph_stopped.ok()) LogWarning(std::string(graph_stopped.message()));
   absl::MutexLock lock(&train_mu_);
   if (trainer_ == nullptr) return graph_stopped;
-  if (link_ != nullptr) {
+  if (cluster_.joined()) {
     // Push what is left and leave; the table keeps this node's last view.
-    if (!cluster_finished_.exchange(true)) link_->Finish();
-    link_->Stop();
-    absl::Status applied = synced_->ApplyPending();
+    absl::Status applied = cluster_.Stop();
     if (!applied.ok()) LogWarning(std::string(applied.message()));
   }
   absl::Status s = WriteCheckpoint();
@@ -367,7 +344,7 @@ absl::Status LatentdService::Reconfigure(const ServiceOptions& next) {
   options_.coherence_seconds = next.coherence_seconds;
   options_.coherence_top_words = next.coherence_top_words;
   options_.compact_log_bytes = next.compact_log_bytes;
-  if (next.max_sweeps != options_.max_sweeps && cluster_finished_.load()) {
+  if (next.max_sweeps != options_.max_sweeps && cluster_.finished()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "max-sweeps stays ", options_.max_sweeps,
         ": this cluster node has finished training (restart the cluster to "
@@ -379,51 +356,53 @@ absl::Status LatentdService::Reconfigure(const ServiceOptions& next) {
 
 void LatentdService::TrainLoop() {
   for (;;) {
-    {
-      absl::MutexLock lock(&pending_mu_);
-      if (stopping_) return;
-    }
+    if (ingest_.stopping()) return;
     bool swept = false;
     bool backoff = false;
     {
       absl::MutexLock lock(&train_mu_);
       absl::Status merged = MergePending();
-      if (merged.ok()) merged = AdoptClusterWords();
+      if (merged.ok()) {
+        absl::StatusOr<size_t> adopted =
+            cluster_.AdoptWords(trainer_.get(), &vocab_);
+        if (!adopted.ok()) {
+          merged = adopted.status();
+        } else if (*adopted > 0) {
+          pending_merged_ = true;  // publish the new words
+        }
+      }
       if (!merged.ok()) {
         m_.merge_errors->Add();
         LogWarning(
             absl::StrCat("merge failed (will retry): ", merged.message()));
         backoff = true;
       }
-      if (link_ != nullptr && !cluster_left_ &&
-          link_->LeaveRequested().has_value()) {
+      if (cluster_.joined() && !router_.left() &&
+          cluster_.link()->LeaveRequested().has_value()) {
         // An operator removes this node: refuse further ingests, merge what
         // was acknowledged (so a hand-off ships it and a drop takes it out
         // with the rest), stop sampling and leave. A failed merge is retried
         // before leaving, at the next turn.
-        {
-          absl::MutexLock lock(&pending_mu_);
-          leaving_ = true;
-        }
+        ingest_.BeginLeave();
         absl::Status left = MergePending();
-        if (left.ok()) left = LeaveCluster();
+        if (left.ok()) left = cluster_.Leave(trainer_.get(), vocab_);
         if (!left.ok()) {
           LogWarning(
               absl::StrCat("leaving the cluster failed: ", left.message()));
         }
       }
       training_ = !SamplingStopped();
-      if (!training_ && link_ != nullptr && !cluster_left_) {
+      if (!training_ && cluster_.joined() && !router_.left()) {
         // Not sampling: stop holding back SSP peers, and keep the view in
         // step with the globals the background rounds bring.
-        if (!cluster_finished_.exchange(true)) link_->Finish();
-        if (synced_->HasPending()) {
-          absl::Status applied = synced_->ApplyPending();
+        cluster_.Finish();
+        if (cluster_.HasPending()) {
+          absl::Status applied = cluster_.ApplyPending();
           if (!applied.ok()) {
             LogWarning(std::string(applied.message()));
             // The view can no longer take the globals (say a count would
             // go negative): it is inconsistent with the cluster's.
-            MarkClusterFailed(absl::StrCat(
+            router_.MarkFailed(absl::StrCat(
                 "its topic table is inconsistent with the cluster's: ",
                 applied.message()));
           }
@@ -440,41 +419,31 @@ void LatentdService::TrainLoop() {
         LogWarning(absl::StrCat("publish failed: ", published.message()));
         backoff = true;
       }
-      MaybeScoreHeldOut();
-      MaybeComputeCoherence();
+      heldout_.MaybeScore(*trainer_, SamplingStopped(), options_.heldout_every,
+                          options_.infer);
+      coherence_.MaybeCompute(
+          *view(), trainer_->store(), training_, options_.coherence_seconds,
+          options_.coherence_top_words, options_.coherence_convention);
     }
     if (backoff) {
       absl::SleepFor(absl::Milliseconds(500));
     } else if (!swept) {
       // Idle (max_sweeps reached): wait for documents to merge.
-      absl::MutexLock lock(&pending_mu_);
-      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending_mu_) {
-        return stopping_ || !pending_.empty();
-      };
-      pending_mu_.AwaitWithTimeout(absl::Condition(&ready),
-                                   absl::Milliseconds(200));
+      ingest_.WaitForWork(absl::Milliseconds(200));
     }
   }
-}
-
-void LatentdService::MarkClusterFailed(std::string_view why) {
-  {
-    absl::MutexLock l(&cluster_failure_mu_);
-    if (cluster_failure_.empty()) cluster_failure_ = std::string(why);
-  }
-  cluster_failed_ = true;
 }
 
 bool LatentdService::SamplingStopped() const {
   return (options_.max_sweeps > 0 &&
           trainer_->sweep() >= options_.max_sweeps) ||
-         cluster_failed_ || cluster_left_;
+         router_.failed() || router_.left();
 }
 
 bool LatentdService::SweepOnce() {
   uint64_t cluster_sweep = 0;
-  if (link_ != nullptr) {
-    absl::Status ready = ClusterBeforeSweep(&cluster_sweep);
+  if (cluster_.joined()) {
+    absl::Status ready = cluster_.BeforeSweep(&cluster_sweep);
     if (!ready.ok()) {
       LogWarning(absl::StrCat("cluster: ", ready.message()));
       return false;
@@ -484,19 +453,20 @@ bool LatentdService::SweepOnce() {
   if (!r.ok()) {
     m_.sweep_errors->Add();
     LogWarning(absl::StrCat("sweep failed: ", r.status().message()));
-    if (link_ != nullptr) {
+    if (cluster_.joined()) {
       // The trainer rebuilt the table from this store alone: it is out of
       // step with what the owners hold, so sampling here must stop.
-      MarkClusterFailed(absl::StrCat("a sweep failed: ", r.status().message()));
+      router_.MarkFailed(
+          absl::StrCat("a sweep failed: ", r.status().message()));
       LogWarning(
           "cluster mode: this node stops sampling (restart the cluster); "
           "it goes on serving queries and ingesting");
     }
     return false;
   }
-  if (link_ != nullptr) {
-    link_->EndSweep(r->result.batches);
-    link_->AnnounceSweep(cluster_sweep);
+  if (cluster_.joined()) {
+    cluster_.link()->EndSweep(r->result.batches);
+    cluster_.link()->AnnounceSweep(cluster_sweep);
   }
   m_.sweeps->Add();
   m_.tokens_sampled->Add(r->result.tokens);
@@ -561,13 +531,7 @@ absl::Status LatentdService::MaybePublish(bool swept) {
 }
 
 absl::Status LatentdService::MergePending() {
-  std::vector<IngestRecord> batch;
-  {
-    absl::MutexLock lock(&pending_mu_);
-    for (const IngestRecord& r : pending_) {
-      if (r.sequence > scan_.merged_sequence) batch.push_back(r);
-    }
-  }
+  std::vector<IngestRecord> batch = ingest_.PendingAfter(scan_.merged_sequence);
   if (batch.empty()) return absl::OkStatus();
   // Words first: vocab.txt must cover the store version that uses them.
   // Compared with what vocab.txt holds, not with the size before this
@@ -581,8 +545,10 @@ absl::Status LatentdService::MergePending() {
     vocab_saved_ = vocab_.size();
   }
   // In a cluster the new words become keys of the synchronized table
-  // before their counts go in (ClusterApplyMerge).
-  if (link_ != nullptr) LATENTD_RETURN_IF_ERROR(GrowClusterTable());
+  // before their counts go in (ClusterMember::ApplyMerge).
+  if (cluster_.joined()) {
+    LATENTD_RETURN_IF_ERROR(cluster_.GrowTable(trainer_.get(), vocab_));
+  }
   // With sampling stopped no sweep would revisit a random start: new tokens
   // are folded in against the model as it is (and join it, so the counts
   // stay those of the store).
@@ -597,10 +563,10 @@ absl::Status LatentdService::MergePending() {
   LATENTD_ASSIGN_OR_RETURN(
       MergeResult result,
       MergeIntoStore(batch, trainer_->options().seed, trainer_->store(),
-                     &vocab_, &scan_, /*count_added=*/link_ != nullptr,
+                     &vocab_, &scan_, /*count_added=*/cluster_.joined(),
                      assign));
-  if (link_ != nullptr) {
-    LATENTD_RETURN_IF_ERROR(ClusterApplyMerge(result));
+  if (cluster_.joined()) {
+    LATENTD_RETURN_IF_ERROR(cluster_.ApplyMerge(trainer_.get(), result));
   } else {
     LATENTD_RETURN_IF_ERROR(trainer_->ReloadStore());
   }
@@ -618,19 +584,7 @@ absl::Status LatentdService::MergePending() {
                             "; the ingest log keeps the records"));
     return absl::OkStatus();
   }
-  if (options_.compact_log_bytes > 0 &&
-      log_->size_bytes() > options_.compact_log_bytes) {
-    const uint64_t before = log_->size_bytes();
-    absl::Status c =
-        log_->Compact(scan_.merged_sequence, options_.keep_sources);
-    if (!c.ok()) {
-      LogWarning(
-          absl::StrCat("ingest log compaction failed (kept): ", c.message()));
-    } else {
-      Log(absl::StrCat("ingest log compacted: ", before, " -> ",
-                       log_->size_bytes(), " bytes"));
-    }
-  }
+  ingest_.Compact(scan_.merged_sequence, options_.compact_log_bytes);
   return absl::OkStatus();
 }
 
@@ -641,7 +595,7 @@ absl::Status LatentdService::Publish() {
   }
   const TokenStoreMeta& meta = trainer_->store()->meta();
   m_.documents->Set(static_cast<double>(meta.num_docs));
-  if (link_ != nullptr) link_->set_documents(meta.num_docs);
+  if (cluster_.joined()) cluster_.link()->set_documents(meta.num_docs);
   m_.tokens->Set(static_cast<double>(meta.num_tokens));
   m_.vocabulary->Set(static_cast<double>(meta.vocab_size));
   uint64_t version;
@@ -663,12 +617,7 @@ absl::Status LatentdService::Publish() {
     LogWarning(absl::StrCat("similarity index not refreshed: ", s.message()));
   }
   // Merged records are visible now: they leave the queue.
-  absl::MutexLock lock(&pending_mu_);
-  std::erase_if(pending_, [this](const IngestRecord& r)
-                              ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_) {
-                                return r.sequence <= scan_.merged_sequence;
-                              });
-  m_.pending->Set(static_cast<double>(pending_.size()));
+  ingest_.Published(scan_.merged_sequence);
   return absl::OkStatus();
 }
 
@@ -741,23 +690,19 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
   resp.set_tokens_per_second(tokens_per_second_.load());
   resp.set_log_likelihood_per_token(loglik_per_token_.load());
   resp.set_users(v->users.size());
-  resp.set_ingested(ingested_.load());
-  {
-    absl::MutexLock lock(&pending_mu_);
-    resp.set_pending(pending_.size());
-  }
+  resp.set_ingested(ingest_.ingested());
+  resp.set_pending(ingest_.pending());
   resp.set_merged_sequence(merged_sequence_.load());
   resp.set_checkpoint_sweep(checkpoint_sweep_seen_.load());
   resp.set_training(training_.load());
   resp.set_uptime_seconds(
       absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()) - start_time_);
-  AddCoherence(&resp);
+  coherence_.AddTo(&resp);
   if (graph_ != nullptr) {
     *resp.mutable_graph() = graph_->Status(request.history());
   }
-  {
-    absl::MutexLock lock(&heldout_mu_);
-    if (heldout_score_.has_value()) *resp.mutable_heldout() = *heldout_score_;
+  if (std::optional<api::HeldOut> heldout = heldout_.latest()) {
+    *resp.mutable_heldout() = *std::move(heldout);
   }
   for (const SweepPoint& p : history_.Points(request.history())) {
     api::SweepPoint* out = resp.add_history();
@@ -765,7 +710,7 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
     out->set_log_likelihood_per_token(p.log_likelihood_per_token);
     out->set_tokens_per_second(p.tokens_per_second);
   }
-  AddClusterMembers(JoinedLink(), &resp);
+  AddClusterMembers(router_.link(), &resp);
   return resp;
 }
 

@@ -28,17 +28,26 @@
 // (FoldIn::Assign, options.infer), so their topics and their users'
 // profiles are what InferDocument would say, and the counts stay exact.
 //
-// Cluster mode (JoinCluster, service_cluster.cc): the node is a member of a
-// training cluster (docs/design.md, "Many nodes") over its own token store. Its
-// table is kept in step with the cluster's global counts by a ClusterLink;
-// a user's events and profile live on the user's owner by the ring, and
-// the other nodes forward them there over the API. The vocabulary grows
-// cluster-wide (AdoptClusterWords): a word ingested on any node reaches
-// every node's table, vocabulary and views. Members join a
-// running cluster (ClusterLinkOptions::join, admitted by an operator) and
-// leave it when an operator removes them (drop: LeaveCluster); a node that
-// crashed or stopped rejoins when started again from its data directory
-// (the owners replace its previous counts with its store's: ClusterLink).
+// Cluster mode (JoinCluster): the node is a member of a training cluster
+// (docs/design.md, "Many nodes") over its own token store. Its table is
+// kept in step with the cluster's global counts by a ClusterLink
+// (ClusterMember); a user's events and profile live on the user's owner by
+// the ring, and the other nodes forward them there over the API
+// (ClusterRouter). The vocabulary grows cluster-wide
+// (ClusterMember::AdoptWords): a word ingested on any node reaches every
+// node's table, vocabulary and views. Members join a running cluster
+// (ClusterLinkOptions::join, admitted by an operator) and leave it when an
+// operator removes them (drop or handoff: ClusterMember::Leave); a node
+// that crashed or stopped rejoins when started again from its data
+// directory (the owners replace its previous counts with its store's).
+//
+// Structure (docs/design.md, "The node's parts"): this class opens the
+// node, runs the training thread and answers the API; it owns the Trainer,
+// its vocabulary and store scan (train_mu_) and the published view
+// (view_mu_), and hands the rest to parts that own their state and lock:
+// IngestPath (ingest log, pending queue, deduplication, replica copies),
+// ClusterRouter (owners, forwarding, replica placement), ClusterMember
+// (link and synchronized table), CoherenceMonitor and HeldOutScorer.
 //
 // Thread-safety: the API methods may be called from any number of threads
 // at once, also while training runs. Start() and Stop() from one thread.
@@ -46,7 +55,6 @@
 #define LATENTD_SERVICE_LATENTD_SERVICE_H_
 
 #include <atomic>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,134 +62,31 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/dir_lock.h"
 #include "corpora/corpus_builder.h"
-#include "corpora/document_reader.h"
 #include "corpora/tokenizer.h"
-#include "sampler/coherence.h"
 #include "sampler/fold_in.h"
-#include "sampler/synced_table.h"
 #include "sampler/trainer.h"
 #include "service/api.pb.h"
 #include "service/cluster/cluster_link.h"
+#include "service/cluster_member.h"
+#include "service/cluster_router.h"
 #include "service/graph_service.h"
-#include "service/ingest_log.h"
+#include "service/ingest_path.h"
 #include "service/internal/cpu_gate.h"
+#include "service/internal/node_metrics.h"
 #include "service/metrics.h"
+#include "service/model_quality.h"
 #include "service/model_view.h"
-#include "service/replica_logs.h"
+#include "service/service_options.h"
 #include "service/similarity_service.h"
 #include "service/store_merge.h"
 #include "service/sweep_history.h"
-#include "sync/tls.h"
 
 namespace latentd::service {
-
-class ApiClient;  // service/api_client.h (which includes this file)
-
-struct ServiceOptions {
-  std::string data_dir;  // created if missing
-  // First start only: the corpus the token store is built from.
-  ReaderOptions corpus;
-  CorpusBuilderOptions build;
-  // Training settings; on a resume K, β and the seed come from the
-  // checkpoint.
-  TrainerOptions trainer;
-  uint64_t max_sweeps = 0;  // stop sampling after this sweep; 0 = never
-  // With a held-out store (DIR/heldout.lts, built on the first start when
-  // build.holdout_fraction > 0): score its perplexity by document
-  // completion (fold-in with `infer`) every `heldout_every` sweeps (0:
-  // never by sweeps) and once sampling stops. Scoring runs on the training
-  // thread between sweeps.
-  int heldout_every = 10;
-  // A checkpoint is written every `checkpoint_every` sweeps and whenever
-  // `checkpoint_seconds` have passed since the last (0 disables either),
-  // on Checkpoint() and at Stop().
-  int checkpoint_every = 100;
-  double checkpoint_seconds = 60;
-  // Sweeps are published to queries at most this often (a merge of
-  // ingested documents, and the last sweep before an idle spell, always
-  // are). Building a view copies the counts, so this bounds its cost.
-  int publish_interval_ms = 250;
-  // A progress line (sweep, tokens/s, log-likelihood) is logged at info at
-  // most this often; 0 = after every sweep.
-  double progress_seconds = 10;
-  // Topic coherence (UMass, NPMI of the top `coherence_top_words` words;
-  // sampler/coherence.h) over this node's token store, for ListTopics,
-  // Status and /metrics: computed on the training thread between sweeps,
-  // one read of the store (no sampling), at most every `coherence_seconds`
-  // and once more when sampling stops; 0 = never.
-  double coherence_seconds = 60;
-  int coherence_top_words = 10;
-  CoherenceConvention coherence_convention = CoherenceConvention::kMimno;
-  InferOptions infer{.iterations = 30, .burn_in = 10, .seed = 1};
-  uint32_t max_infer_iterations = 1000;
-  // InferDocument calls folding in at once (service/internal/cpu_gate.h);
-  // the others queue, first come first served. 0: two per core (measured
-  // best on 2 cores: one per core lost 40% of HTTP throughput, since a
-  // slot holder off its core blocks the slot; no limit lengthened p99).
-  int infer_slots = 0;
-  size_t max_documents_per_ingest = 1000;
-  size_t max_text_bytes = 1 << 20;  // per document or inferred text
-  // Ingested documents (CheckDocumentLimits): longer words are dropped from
-  // texts and refused in word lists; longer user ids, document ids and
-  // sources are refused. Tokens per document: corpus.max_document_tokens.
-  size_t max_word_bytes = 128;
-  size_t max_id_bytes = 1024;
-  // Compact the ingest log (IngestLog::Compact) after a merge once it is
-  // this big; 0 = never. Tombstones of the last `keep_sources` sourced
-  // records stay for deduplicating redeliveries.
-  uint64_t compact_log_bytes = 64 << 20;
-  size_t keep_sources = 100000;
-  // Start-up with acknowledged, unmerged documents damaged in the ingest
-  // log: false (default) starts without them, logging an error naming
-  // their sequences and counting them (latentd_ingest_lost_total); true
-  // refuses to start (kDataLoss), the log left as it is for an operator.
-  // Damaged records merged already are skipped either way.
-  // The same for the token store: false repairs a damaged block at start
-  // (its documents lost, now empty; logged with their indices, counted in
-  // latentd_token_store_docs_lost_total), true refuses to start.
-  bool refuse_ingest_loss = false;
-  // JoinCluster will be called (cluster mode). Until it has succeeded,
-  // Ingest, IngestRecords and GetUserProfile answer kUnavailable: the
-  // ring that says which node owns a user is not known yet.
-  bool cluster_mode = false;
-  // Called (on the training thread) once this node has left the cluster
-  // because an operator removed it; the daemon then shuts down.
-  std::function<void()> on_left_cluster;
-  // Called (on the training thread) once the cluster has declared this
-  // live node down (failed over; it stops sampling); the daemon then
-  // restarts itself so that it returns. Unset: it stays out of the
-  // cluster, serving queries, until restarted.
-  std::function<void()> on_declared_down;
-  // The graph model the node serves besides its topic model (graph.
-  // edges_path set: latentd --graph-edges); graph.dir is set by Open to
-  // DIR/graph.
-  GraphServiceOptions graph;
-  // The bearer token this node's calls to its cluster peers carry (a
-  // user's events and profile queries forwarded to the owner); "" = none.
-  // With api-tokens it is an admin token of the file the nodes share.
-  std::string peer_token;
-  // TLS towards the peers' TCP APIs when forwarding (their tls-cert): on
-  // when this node's own API runs TLS, verified against the tls-ca file.
-  sync::ClientTls peer_tls;
-  // Cluster mode: copies of each acknowledged document, on distinct nodes
-  // (--replicas; docs/design.md "Replicated ingestion"). With k > 1 a
-  // document is acknowledged only once this node's ingest log and the
-  // replica logs (DIR/replicas, service/replica_logs.h) of the next k-1
-  // distinct members of the ring for that document or user hold it
-  // fsynced; a backup that cannot be reached fails the ingest
-  // (kUnavailable). A ring of fewer than k members takes as many copies as
-  // it has members (counted as under-replicated). 1: no copies.
-  uint32_t replicas = 2;
-  // The similar documents and users index (service/similarity_service.h).
-  SimilarityServiceOptions similarity;
-};
 
 class LatentdService {
  public:
@@ -212,7 +117,9 @@ class LatentdService {
   // (ServiceOptions::peer_token; the daemon's SIGHUP after the tokens file
   // changed): calls from here on carry `token`, those running carry the
   // old or the new one. Thread-safe.
-  void SetPeerToken(std::string token);
+  void SetPeerToken(std::string token) {
+    router_.SetPeerToken(std::move(token));
+  }
 
   // ---- The API (service/api.proto). Errors: kInvalidArgument for a bad
   // request, kNotFound for an unknown topic, word or user, kUnavailable if
@@ -256,10 +163,7 @@ class LatentdService {
   // same source). With options.replicas > 1 the records kept here are first
   // copied to their backups (kUnavailable, nothing appended here, if one
   // cannot take them; docs/design.md "Replicated ingestion").
-  struct LogRange {
-    uint64_t first = 0;
-    uint64_t last = 0;
-  };
+  using LogRange = IngestPath::LogRange;
   absl::StatusOr<uint64_t> IngestRecords(std::vector<IngestRecord> records,
                                          LogRange* appended = nullptr,
                                          bool route = true);
@@ -273,7 +177,7 @@ class LatentdService {
   bool SourceIngested(const std::string& source) const;
   // Cluster mode with replicas > 1: the replica copies this node holds of
   // other nodes' documents; nullptr otherwise.
-  ReplicaLogs* replica_logs() const { return replicas_.get(); }
+  ReplicaLogs* replica_logs() const { return ingest_.replica_logs(); }
 
   std::shared_ptr<const ModelView> view() const;
   // The node's graph model, nullptr unless options.graph.edges_path is set.
@@ -309,16 +213,21 @@ class LatentdService {
   bool cluster_mode() const { return options_.cluster_mode; }
   // The id (API address) of the node owning `user` by the ring; "" when
   // this node does (and always in single-node mode).
-  std::string UserOwner(std::string_view user) const;
+  std::string UserOwner(std::string_view user) const {
+    return router_.UserOwner(user);
+  }
 
  private:
-  explicit LatentdService(const ServiceOptions& options);
+  LatentdService(const ServiceOptions& options, MetricsRegistry* metrics);
   absl::Status Init(MetricsRegistry* metrics);
   // Opens the graph model if options.graph names an edge list.
   absl::Status OpenGraph(MetricsRegistry* metrics);
-  void RegisterMetrics(MetricsRegistry* metrics);
-  // Cluster mode: the ring and failover metrics, read from the link at
-  // every scrape (service_cluster.cc).
+  using Metrics = internal::NodeMetrics;
+  // The node's counters and gauges (service_metrics.cc).
+  static Metrics RegisterMetrics(MetricsRegistry* metrics);
+  // What the metrics read at every scrape: the replica records and, in
+  // cluster mode, the ring and failover metrics (service_cluster.cc).
+  void RegisterCollectors(MetricsRegistry* metrics);
   void RegisterClusterMetrics(MetricsRegistry* metrics);
   // Start-up steps of Init(), in order.
   absl::Status BuildStore() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
@@ -328,9 +237,6 @@ class LatentdService {
   // and counted) unless options_.refuse_ingest_loss.
   absl::StatusOr<std::unique_ptr<TokenStore>> OpenScannedStore(
       const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  absl::Status ReplayLog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Logs what IngestLog::Open repaired and counts it.
-  void ReportLogRepair(const IngestLogRepair& repair);
   void TrainLoop();
   // Training thread: merge pending records; sweep; publish; checkpoint.
   absl::Status MergePending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
@@ -339,22 +245,13 @@ class LatentdService {
   bool SamplingStopped() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // One sweep; false if it failed (logged and counted; the caller backs off).
   bool SweepOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Scores the held-out store if it is due (see heldout_every); a failure
-  // is logged and not retried for this sweep.
-  void MaybeScoreHeldOut() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // A progress line at most every ServiceOptions::progress_seconds.
+  void LogProgress(const SweepReport& r)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status MaybePublish(bool swept)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status WriteCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Topic coherence (service_coherence.cc): computes it over the store for
-  // the published view when ServiceOptions::coherence_seconds says it is
-  // due, and publishes it to the API and the metrics.
-  void MaybeComputeCoherence() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // The published coherence's values into a response (nothing before the
-  // first computation). API threads.
-  void AddCoherence(api::ListTopicsResponse* response) const;
-  void AddCoherence(api::Topic* topic) const;
-  void AddCoherence(api::StatusResponse* response) const;
   // Status's cluster fields (node id, ring epoch, members, unreachable
   // peers) from `link`; nothing if it is null.
   static void AddClusterMembers(const ClusterLink* link,
@@ -363,107 +260,35 @@ class LatentdService {
   // Info and warning lines of component "latentd" (base/log.h).
   static void Log(const std::string& line);
   static void LogWarning(const std::string& line);
-  // Cluster mode (service_cluster.cc).
-  absl::Status ClusterBeforeSweep(uint64_t* t)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Adds merged tokens' counts to the synchronized table (no rebuild: the
-  // table also holds the other nodes' counts).
-  absl::Status ClusterApplyMerge(const MergeResult& merged)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // The operator removes this node (ClusterLink::LeaveRequested): with
-  // handoff, first ships its documents to the others (HandOffDocuments; on
-  // failure the removal is marked failed and this node stays, not
-  // sampling); then takes its documents' counts out of the model, leaves
-  // the ring, and calls options_.on_left_cluster.
-  absl::Status LeaveCluster() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Hand-off (service_handoff.cc): sends every document of this node's
-  // store with its topics to the remaining members (the owner, in the ring
-  // without this node, of the document's source key, or of its user's
-  // key), as Ingest calls with words and topics, retried until the
-  // link's join timeout; then waits (as long) until each receiver has
-  // merged them into its store. The error of a call that still fails.
-  absl::Status HandOffDocuments() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // The words and topics of a handed-off document (api::Document words and
   // topics), checked: only with `local`, without text, one topic per word
   // below K, words non-empty UTF-8 without spaces or control bytes.
   absl::StatusOr<std::vector<std::string>> HandedOffWords(
       const api::Document& d, bool local, std::vector<TopicId>* topics) const;
-  // The ring key of a user: its owner keeps its events and profile.
-  static sync::Key UserKey(std::string_view user);
-  // Cluster mode: adds the words the owners sent that this node lacks to
-  // its vocabulary, then grows the table (GrowClusterTable). Training
-  // thread, no sweep running.
-  absl::Status AdoptClusterWords() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Cluster mode: grows the table to the vocabulary (new words: empty rows)
-  // and makes the new words keys of the synchronized table, routed to their
-  // owners (ClusterLink::GrowKeys). No sweep running.
-  absl::Status GrowClusterTable() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Forwards the records of users owned elsewhere (removing them from
-  // *records); adds the number their owners accepted to *accepted.
-  absl::Status ForwardToOwners(std::vector<IngestRecord>* records,
-                               uint64_t* accepted);
-  // A graph cluster's edges for node `owner` (GraphService's forwarder).
-  absl::StatusOr<api::IngestEdgesResponse> ForwardEdges(
-      const std::string& owner, const api::IngestEdgesRequest& request) const;
-  absl::StatusOr<api::GetUserProfileResponse> ForwardProfile(
-      const std::string& owner,
-      const api::GetUserProfileRequest& request) const;
-  absl::StatusOr<ApiClient*> PeerClient(const std::string& id) const;
-  // `r` as a document of a request to a peer (its words joined by spaces).
-  static void AddDocument(const IngestRecord& r, api::IngestRequest* request);
   // The documents of an Ingest request, tokenized; kInvalidArgument naming
   // the first one without words.
   absl::StatusOr<std::vector<IngestRecord>> RequestRecords(
       const api::IngestRequest& request) const;
-  // Replicated ingestion (service_replication.cc). Sends each record to
-  // its backups and returns once they hold it fsynced; kUnavailable naming
-  // the backup if one cannot (some backups may hold copies then).
-  absl::Status Replicate(const std::vector<IngestRecord>& records);
   // A peer's Ingest with replica_of set: appends the copies to the replica
-  // log of their origin.
+  // log of their origin (kFailedPrecondition if this node keeps none).
   absl::StatusOr<api::IngestResponse> IngestReplica(
       const api::IngestRequest& request);
-  // The replica thread: adopts the copies of origins removed from the
-  // cluster as lost, every 500 ms (AdoptLostOrigins).
-  void ReplicaLoop();
-  absl::Status AdoptLostOrigins();
   // GetUserProfile for a user whose owner failed over (docs/design.md,
   // "Replicated ingestion"): this node, the user's owner now, holds copies
-  // of the events that owner acknowledged. Folds each copy of `user`'s into
-  // model `v` (not adding it to the model: the failed node's counts are
-  // still in it) and adds its expected topic counts to *counts (K
-  // entries), its known tokens to *tokens and the copies to *events. The
-  // copies of a failed-over origin are indexed by user once (copies_).
+  // of the events that owner acknowledged (IngestPath::CopiedEvents). Folds
+  // each into model `v` (not adding it to the model: the failed node's
+  // counts are still in it) and adds its expected topic counts to *counts
+  // (K entries), its known tokens to *tokens and the copies to *events.
   absl::Status AddCopiedEvents(const std::string& user, const ModelView& v,
                                std::vector<double>* counts, double* tokens,
                                uint64_t* events) const;
-  mutable absl::Mutex copies_mu_;
-  // Failed-over origin -> user -> the words of each copied event.
-  mutable absl::flat_hash_map<
-      std::string,
-      absl::flat_hash_map<std::string, std::vector<std::vector<std::string>>>>
-      copies_ ABSL_GUARDED_BY(copies_mu_);
 
   ServiceOptions options_;
+  const Metrics m_;
   // Held from Init until the service is destroyed: one process a data
   // directory (a second one would reuse ingest sequences).
   std::optional<DirectoryLock> dir_lock_;
   Tokenizer tokenizer_;
-  std::unique_ptr<IngestLog> log_;
-  std::unique_ptr<ReplicaLogs> replicas_;  // see replica_logs()
-  std::thread replica_thread_;
-  // The ring with the replication of options_.replicas, for choosing
-  // backups: rebuilt when the link's ring epoch changes.
-  mutable absl::Mutex placement_mu_;
-  uint64_t placement_version_ ABSL_GUARDED_BY(placement_mu_) = 0;
-  std::shared_ptr<const hashring::Ring> placement_
-      ABSL_GUARDED_BY(placement_mu_);
-  // Origins of replica copies that left the cluster by a removal the
-  // replica thread did not see (warned once). Replica thread only.
-  absl::flat_hash_set<std::string> unknown_origins_;
-  // Redis and cluster name, for reading which members are lost.
-  std::string cluster_redis_url_;
-  std::string cluster_name_;
 
   // Training state: the training thread, or a caller holding train_mu_.
   absl::Mutex train_mu_;
@@ -475,9 +300,6 @@ class LatentdService {
   StoreScan scan_ ABSL_GUARDED_BY(train_mu_);
   bool has_users_ ABSL_GUARDED_BY(train_mu_) = false;
   uint64_t checkpoint_sweep_ ABSL_GUARDED_BY(train_mu_) = 0;
-  // DIR/heldout.lts if the node has one, and the sweep last scored.
-  std::unique_ptr<TokenStore> heldout_ ABSL_GUARDED_BY(train_mu_);
-  std::optional<uint64_t> heldout_scored_sweep_ ABSL_GUARDED_BY(train_mu_);
   bool pending_merged_ ABSL_GUARDED_BY(train_mu_) = false;  // to publish
   uint64_t published_sweep_ ABSL_GUARDED_BY(train_mu_) = 0;
   absl::Time published_at_ ABSL_GUARDED_BY(train_mu_);
@@ -489,38 +311,13 @@ class LatentdService {
     uint64_t tokens = 0;
     double seconds = 0;
   } progress_ ABSL_GUARDED_BY(train_mu_);
-  void LogProgress(const SweepReport& r)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-
-  // Acknowledged records not yet merged, and the sources ever ingested.
-  mutable absl::Mutex pending_mu_;
-  std::vector<IngestRecord> pending_ ABSL_GUARDED_BY(pending_mu_);
-  absl::flat_hash_set<std::string> sources_ ABSL_GUARDED_BY(pending_mu_);
-  bool stopping_ ABSL_GUARDED_BY(pending_mu_) = false;
-  // Set (under pending_mu_, where every ingest appends) once this node is
-  // asked to leave the cluster: ingests are refused from then on, so each
-  // acknowledged one is in pending_ for the last merge before the leave.
-  bool leaving_ ABSL_GUARDED_BY(pending_mu_) = false;
 
   mutable internal::CpuGate infer_gate_;
 
-  // Topic coherence: the last computed, for API threads; when (train_mu_),
-  // and its per-topic gauges (training thread; registered as topics appear).
-  struct CoherenceState {
-    CoherenceReport report;
-    uint64_t sweep = 0;
-    uint64_t view = 0;
-  };
-  std::shared_ptr<const CoherenceState> coherence() const;
-  mutable absl::Mutex coherence_mu_;
-  std::shared_ptr<const CoherenceState> coherence_
-      ABSL_GUARDED_BY(coherence_mu_);
-  absl::Time coherence_at_ ABSL_GUARDED_BY(train_mu_) = absl::InfinitePast();
-  uint64_t coherence_view_ ABSL_GUARDED_BY(train_mu_) = 0;
-  uint64_t coherence_sweep_ ABSL_GUARDED_BY(train_mu_) = ~uint64_t{0};
-  MetricsRegistry* metrics_ = nullptr;  // outlives the service
-  std::vector<std::pair<Gauge*, Gauge*>> topic_coherence_gauges_
-      ABSL_GUARDED_BY(train_mu_);  // (umass, npmi) of topic k
+  // The model's measures, computed by the training thread between sweeps
+  // (their own locks for what API threads read).
+  CoherenceMonitor coherence_;
+  HeldOutScorer heldout_;
 
   mutable absl::Mutex view_mu_;
   std::shared_ptr<const ModelView> view_ ABSL_GUARDED_BY(view_mu_);
@@ -532,47 +329,20 @@ class LatentdService {
   std::atomic<uint64_t> checkpoint_sweep_seen_{0};
   std::atomic<uint64_t> merged_sequence_{0};
   std::atomic<bool> training_{false};
-  std::atomic<uint64_t> ingested_{0};
   const double start_time_;
   // The evaluated sweeps since start-up (StatusResponse.history).
   SweepHistory history_;
-  // The latest held-out score (StatusResponse.heldout), if any.
-  mutable absl::Mutex heldout_mu_;
-  std::optional<api::HeldOut> heldout_score_ ABSL_GUARDED_BY(heldout_mu_);
 
-  // Cluster mode: set by JoinCluster before Start(), then only read. The
-  // API may already be serving meanwhile (a node's id is its bound API
-  // address), so API threads see these only through JoinedLink() and
-  // joined_, which JoinCluster sets (release) once they are complete; the
-  // training thread, started after JoinCluster, reads them directly.
-  std::unique_ptr<SyncedTopicTable> synced_;  // over trainer_'s table
-  std::unique_ptr<ClusterLink> link_;
-  std::atomic<bool> joined_{false};
-  // Keys whose name does not hash to them (a peer's error), warned once.
-  absl::flat_hash_set<sync::Key> misnamed_ ABSL_GUARDED_BY(train_mu_);
-  // link_ once joined (acquire), else nullptr.
-  ClusterLink* JoinedLink() const {
-    return joined_.load(std::memory_order_acquire) ? link_.get() : nullptr;
-  }
-  // kUnavailable while a cluster-mode node has not joined yet.
-  absl::Status CheckJoined() const;
-  // Set when a sweep failed in cluster mode: this node samples no more.
-  std::atomic<bool> cluster_failed_{false};
-  // Why sampling stopped (cluster_failed_), for /readyz.
-  mutable absl::Mutex cluster_failure_mu_;
-  std::string cluster_failure_ ABSL_GUARDED_BY(cluster_failure_mu_);
-  // Sets cluster_failed_ and remembers `why` (the first reason is kept).
-  void MarkClusterFailed(std::string_view why);
-  std::atomic<bool> cluster_finished_{false};
-  // Set once an operator's removal of this node has begun here: it samples
-  // no more.
-  std::atomic<bool> cluster_left_{false};
-  // API clients of the peers, for forwarding (created on first use).
-  mutable absl::Mutex peers_mu_;
-  mutable absl::flat_hash_map<std::string, std::unique_ptr<ApiClient>>
-      peer_clients_ ABSL_GUARDED_BY(peers_mu_);
-  // What they carry (options_.peer_token until SetPeerToken).
-  std::string peer_token_ ABSL_GUARDED_BY(peers_mu_);
+  // Users' owners, forwarding to peers, the placement of replica copies
+  // and why sampling stopped in a cluster (its own locks).
+  ClusterRouter router_;
+  // The ingest log, the queue of acknowledged records not merged yet,
+  // deduplication and replica copies (its own locks; uses router_).
+  IngestPath ingest_;
+  // Cluster mode: the link and the synchronized table over trainer_'s,
+  // joined by JoinCluster before Start(); the training thread's (API
+  // threads see the link only through router_.link(), set once joined).
+  ClusterMember cluster_;
 
   std::thread thread_;
   bool started_ = false;
@@ -581,60 +351,6 @@ class LatentdService {
   // Fed by Publish(); its own thread refreshes the index.
   std::unique_ptr<SimilarityService> similarity_;
   bool topics_ = true;  // set by Init only: see serves_topics()
-
-  struct Metrics {
-    Counter* sweeps;
-    Counter* sweep_errors;
-    Counter* tokens_sampled;
-    Gauge* tokens_per_second;
-    Gauge* loglik;
-    Gauge* heldout_perplexity;
-    Gauge* sweep;
-    Gauge* documents;
-    Gauge* tokens;
-    Gauge* vocabulary;
-    Gauge* pending;
-    Counter* ingested;
-    Counter* merged;
-    Counter* merge_errors;
-    Counter* duplicates;
-    Counter* words_adopted;
-    Counter* forwarded;
-    Counter* replicated;
-    Counter* under_replicated;
-    Counter* replicas_adopted;
-    Gauge* replica_records;
-    Counter* checkpoints;
-    Counter* snapshots_refused;
-    Counter* log_damage;
-    Counter* lost;
-    Counter* store_damage;
-    Counter* store_docs_lost;
-    Gauge* coherence_umass;
-    Gauge* coherence_npmi;
-    Gauge* coherence_sweep;
-    Gauge* coherence_seconds;
-  } m_{};
-  struct ClusterMetrics {
-    Gauge* epoch;
-    Gauge* members;
-    Gauge* unreachable;
-    Gauge* owned_keys;
-    Counter* senders_retracted;
-    Counter* keys_retracted;
-    Counter* counts_retracted;
-    Counter* reseed_refused;
-    Counter* stale_refused;
-    // latentd_sync_batches_refused_total by reason (kRefusalReasons).
-    Counter* refused[8];  // by kRefusalReasons (service_cluster.cc)
-    Counter* sync_bytes;
-    Gauge* keys_under_replicated;
-    Gauge* replica_keys;
-    Counter* replica_bytes;
-    Counter* rounds_failed;
-    Counter* failovers;
-    Gauge* last_failover_seconds;
-  } cm_{};
 };
 
 }  // namespace latentd::service

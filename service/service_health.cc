@@ -40,10 +40,7 @@ absl::Status CheckFreeSpace(const std::string& dir, uint64_t need) {
 }  // namespace
 
 absl::Status LatentdService::Readiness() const {
-  {
-    absl::MutexLock lock(&pending_mu_);
-    if (stopping_) return absl::UnavailableError("shutting down");
-  }
+  if (ingest_.stopping()) return absl::UnavailableError("shutting down");
   if (!topics_) {  // a graph-only node: its model is loaded at Open
     if (options_.cluster_mode && !graph_->joined()) {
       return absl::UnavailableError("still joining its cluster");
@@ -55,19 +52,18 @@ absl::Status LatentdService::Readiness() const {
     return s;
   }
   if (view() == nullptr) return absl::UnavailableError("no model loaded yet");
-  if (options_.cluster_mode && JoinedLink() == nullptr) {
+  if (options_.cluster_mode && router_.link() == nullptr) {
     return absl::UnavailableError("still joining its cluster");
   }
-  if (cluster_failed_.load()) {
-    absl::MutexLock l(&cluster_failure_mu_);
-    return absl::UnavailableError(
-        absl::StrCat("this cluster node stopped sampling",
-                     cluster_failure_.empty() ? "" : ": ", cluster_failure_,
-                     " (restart the cluster)"));
+  if (router_.failed()) {
+    const std::string failure = router_.failure();
+    return absl::UnavailableError(absl::StrCat(
+        "this cluster node stopped sampling", failure.empty() ? "" : ": ",
+        failure, " (restart the cluster)"));
   }
   // Ingest appends to the log; merges and compaction write new files in
   // the data directory and rename them.
-  absl::Status s = CheckWritable("ingest log", log_->path());
+  absl::Status s = CheckWritable("ingest log", ingest_.log_path());
   if (s.ok()) s = CheckWritable("data directory", options_.data_dir);
   if (s.ok())
     s = CheckFreeSpace(options_.data_dir, 2 * options_.max_text_bytes);

@@ -1,7 +1,9 @@
-// LatentdService's ingestion: checking and tokenizing documents, dropping
-// repeats, forwarding in cluster mode, appending to the ingest log and
-// queueing them to merge (Ingest, IngestRecords). Merging is in
-// latentd_service.cc.
+// LatentdService's ingestion calls: checking and tokenizing documents
+// (Ingest, IngestRecords), a peer's replica copies, and the copied events
+// of failed-over users. The ingest path itself (log, queue, deduplication,
+// forwarding, replication) is IngestPath's (service/ingest_path.h);
+// merging is in latentd_service.cc.
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "base/utf8.h"
 #include "service/latentd_service.h"
 
 namespace latentd::service {
@@ -60,64 +63,60 @@ absl::Status LatentdService::CheckDocumentLimits(const IngestRecord& r) const {
 }
 
 bool LatentdService::SourceIngested(const std::string& source) const {
-  absl::MutexLock lock(&pending_mu_);
-  return sources_.contains(source);
+  return ingest_.SourceIngested(source);
 }
 
 absl::StatusOr<uint64_t> LatentdService::IngestRecords(
     std::vector<IngestRecord> records, LogRange* appended, bool route) {
   LATENTD_RETURN_IF_ERROR(CheckTopics("Ingest"));
-  LATENTD_RETURN_IF_ERROR(CheckJoined());
-  uint64_t forwarded = 0;
-  if (JoinedLink() != nullptr && route) {
-    LATENTD_RETURN_IF_ERROR(ForwardToOwners(&records, &forwarded));
+  return ingest_.Ingest(std::move(records), appended, route);
+}
+
+absl::StatusOr<std::vector<std::string>> LatentdService::HandedOffWords(
+    const api::Document& d, bool local, std::vector<TopicId>* topics) const {
+  LATENTD_RETURN_IF_ERROR(CheckTopics("Ingest"));
+  if (!local) {
+    return absl::InvalidArgumentError(
+        "a document given as words and topics (a hand-off) is taken only in "
+        "a request with local set");
   }
-  {
-    absl::MutexLock lock(&pending_mu_);
-    std::erase_if(records, [&](const IngestRecord& r)
-                               ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending_mu_) {
-                                 const bool dup = !r.source.empty() &&
-                                                  sources_.contains(r.source);
-                                 if (dup) m_.duplicates->Add();
-                                 return dup;
-                               });
+  if (!d.text().empty()) {
+    return absl::InvalidArgumentError("give text or words, not both");
   }
-  if (records.empty()) return forwarded;
-  // Copies first: a document is acknowledged once every copy is durable.
-  if (replicas_ != nullptr && JoinedLink() != nullptr) {
-    LATENTD_RETURN_IF_ERROR(Replicate(records));
+  if (d.words_size() == 0 || d.words_size() != d.topics_size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(d.words_size(), " words and ", d.topics_size(),
+                     " topics: give one topic per word, at least one word"));
   }
-  // Appends are serialized by the log; the pending queue keeps log order
-  // because both happen under pending_mu_'s successor ordering below.
-  absl::MutexLock lock(&pending_mu_);
-  if (leaving_) {
-    return absl::UnavailableError(
-        "this node is leaving the cluster (remove-node): ingest into another "
-        "member");
+  const uint32_t k = view()->snapshot.num_topics;
+  size_t bytes = 0;
+  std::vector<std::string> words;
+  words.reserve(d.words_size());
+  for (int i = 0; i < d.words_size(); ++i) {
+    const std::string& w = d.words(i);
+    bytes += w.size();
+    const bool spaced = std::any_of(w.begin(), w.end(), [](char c) {
+      return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f;
+    });
+    if (w.empty() || spaced || !IsValidUtf8(w)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("word ", i,
+                       " is empty, holds a space or control byte, or is not "
+                       "UTF-8"));
+    }
+    if (d.topics(i) >= k) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "word ", i, "'s topic ", d.topics(i), " is not below K=", k));
+    }
+    words.push_back(w);
   }
-  // Again: a call with the same source may have been appended while these
-  // were replicated (a client's retry of a call that timed out).
-  std::erase_if(records, [&](const IngestRecord& r)
-                             ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending_mu_) {
-                               const bool dup = !r.source.empty() &&
-                                                sources_.contains(r.source);
-                               if (dup) m_.duplicates->Add();
-                               return dup;
-                             });
-  if (records.empty()) return forwarded;
-  LATENTD_RETURN_IF_ERROR(log_->Append(&records));
-  const uint64_t n = records.size();
-  if (appended != nullptr) {
-    *appended = {records.front().sequence, records.back().sequence};
+  if (bytes > options_.max_text_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("words of ", bytes, " bytes are over the limit of ",
+                     options_.max_text_bytes));
   }
-  for (IngestRecord& r : records) {
-    if (!r.source.empty()) sources_.insert(r.source);
-    pending_.push_back(std::move(r));
-  }
-  ingested_ += n;
-  m_.ingested->Add(n);
-  m_.pending->Set(static_cast<double>(pending_.size()));
-  return n + forwarded;
+  topics->assign(d.topics().begin(), d.topics().end());
+  return words;
 }
 
 absl::StatusOr<std::vector<IngestRecord>> LatentdService::RequestRecords(
@@ -173,30 +172,51 @@ absl::StatusOr<api::IngestResponse> LatentdService::Ingest(
   return resp;
 }
 
-void LatentdService::ReportLogRepair(const IngestLogRepair& repair) {
-  const std::string& log = log_->path();
-  if (repair.ack_mark_damaged) {
-    log::Error("latentd",
-               absl::StrCat(AckMarkPath(log),
-                            " did not verify: the log's last records could "
-                            "not be checked against it; rewritten"));
+absl::StatusOr<api::IngestResponse> LatentdService::IngestReplica(
+    const api::IngestRequest& request) {
+  ReplicaLogs* replicas = ingest_.replica_logs();
+  if (replicas == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "replica copies from ", request.replica_of(),
+        ": this node keeps none (not in cluster mode, or --replicas 1)"));
   }
-  if (repair.damage.empty()) return;
-  for (const IngestLogDamage& d : repair.damage) {
-    if (d.lost() > 0) {
-      log::Error("latentd", absl::StrCat(log, ": damaged ", d.Describe()));
-    } else {
-      LogWarning(absl::StrCat(
-          log, ": damaged ", d.Describe(),
-          " (their sources are forgotten: a redelivery is ingested again)"));
+  LATENTD_ASSIGN_OR_RETURN(std::vector<IngestRecord> records,
+                           RequestRecords(request));
+  LATENTD_ASSIGN_OR_RETURN(
+      uint64_t n, replicas->Append(request.replica_of(), std::move(records)));
+  api::IngestResponse resp;
+  resp.set_accepted(n);
+  return resp;
+}
+
+absl::Status LatentdService::AddCopiedEvents(const std::string& user,
+                                             const ModelView& v,
+                                             std::vector<double>* counts,
+                                             double* tokens,
+                                             uint64_t* events) const {
+  LATENTD_ASSIGN_OR_RETURN(std::vector<std::vector<std::string>> docs,
+                           ingest_.CopiedEvents(user));
+  if (docs.empty()) return absl::OkStatus();
+  InferOptions o = options_.infer;
+  internal::CpuGate::Pass pass = infer_gate_.Enter();
+  FoldIn fold_in(*v.table, v.snapshot.alpha, v.snapshot.beta);
+  std::vector<WordId> ids;
+  for (const std::vector<std::string>& words : docs) {
+    ++*events;
+    ids.clear();
+    for (const std::string& w : words) {
+      std::optional<WordId> id = v.vocab.Find(w);
+      if (id.has_value() && *id < v.snapshot.vocab_size) ids.push_back(*id);
     }
+    if (ids.empty()) continue;
+    LATENTD_ASSIGN_OR_RETURN(std::vector<double> theta,
+                             fold_in.Infer(ids, o, /*stream=*/0));
+    for (size_t k = 0; k < theta.size() && k < counts->size(); ++k) {
+      (*counts)[k] += theta[k] * static_cast<double>(ids.size());
+    }
+    *tokens += static_cast<double>(ids.size());
   }
-  m_.log_damage->Add(repair.damage.size());
-  m_.lost->Add(repair.lost());
-  LogWarning(absl::StrCat(log,
-                          " rewritten without the damage; the damaged "
-                          "file is kept as ",
-                          repair.kept_aside));
+  return absl::OkStatus();
 }
 
 }  // namespace latentd::service

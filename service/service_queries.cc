@@ -72,7 +72,7 @@ absl::StatusOr<api::ListTopicsResponse> LatentdService::ListTopics(
     FillTopic(*v, t, OrDefault(request.top_words(), kDefaultTopWords),
               resp.add_topics());
   }
-  AddCoherence(&resp);
+  coherence_.AddTo(&resp);
   return resp;
 }
 
@@ -90,7 +90,7 @@ absl::StatusOr<api::GetTopicResponse> LatentdService::GetTopic(
   FillTopic(*v, v->topics[request.topic()],
             OrDefault(request.top_words(), kDefaultTopWords),
             resp.mutable_topic());
-  AddCoherence(resp.mutable_topic());
+  coherence_.AddTo(resp.mutable_topic());
   return resp;
 }
 
@@ -191,10 +191,10 @@ absl::StatusOr<api::GetUserProfileResponse> LatentdService::GetUserProfile(
   if (request.user().empty()) {
     return absl::InvalidArgumentError("a user id is needed");
   }
-  LATENTD_RETURN_IF_ERROR(CheckJoined());
+  LATENTD_RETURN_IF_ERROR(router_.CheckJoined());
   if (!request.local()) {
     const std::string owner = UserOwner(request.user());
-    if (!owner.empty()) return ForwardProfile(owner, request);
+    if (!owner.empty()) return router_.ForwardProfile(owner, request);
   }
   std::shared_ptr<const ModelView> v = view();
   const std::vector<double>& alpha = v->snapshot.alpha;

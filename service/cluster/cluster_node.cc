@@ -180,7 +180,7 @@ absl::Status ClusterNode::Leave() {
   if (*mode != sync::RemoveMode::kDrop) {
     return absl::UnimplementedError(
         "an in-process ClusterNode leaves only with --drop (the hand-off "
-        "of documents is latentd's, service/service_handoff.cc)");
+        "of documents is latentd's, service/cluster_member_handoff.cc)");
   }
   // The corrections queued so far first, then minus every token's count.
   LATENTD_RETURN_IF_ERROR(synced_->ApplyPending());

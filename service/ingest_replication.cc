@@ -1,4 +1,4 @@
-// LatentdService's replicated ingestion (--replicas; docs/design.md,
+// IngestPath's replicated ingestion (--replicas; docs/design.md,
 // "Replicated ingestion"): primary-backup, the node that appends a
 // document to its ingest log is its primary and acknowledges it only once
 // its backups (the next distinct members of the ring for the document or
@@ -13,11 +13,12 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/log.h"
 #include "base/status_macros.h"
 #include "corpora/types.h"
 #include "hashring/ring.h"
 #include "service/api_client.h"
-#include "service/latentd_service.h"
+#include "service/ingest_path.h"
 #include "sync/cluster_admin.h"
 #include "sync/membership.h"
 
@@ -30,31 +31,24 @@ constexpr size_t kChunk = 500;
 
 // Where a record's copies go: its user's key (so that the user's backup is
 // the node the ring makes the user's owner once the primary is gone, see
-// service_cluster.cc's UserKey), else a hash of the document.
+// ClusterRouter::UserKey), else a hash of the document.
 sync::Key RecordKey(const IngestRecord& r) {
   if (!r.user.empty()) return HashWord(r.user) ^ 0x5bd1e9955bd1e995ULL;
   return HashWord(absl::StrCat(r.doc_id, "\n", absl::StrJoin(r.words, " ")));
 }
 
+void Log(const std::string& line) { log::Info("latentd", line); }
+
+void LogWarning(const std::string& line) { log::Warning("latentd", line); }
+
 }  // namespace
 
-absl::Status LatentdService::Replicate(
-    const std::vector<IngestRecord>& records) {
-  const ClusterLink* link = JoinedLink();
+absl::Status IngestPath::Replicate(const std::vector<IngestRecord>& records) {
+  const ClusterLink* link = router_->link();
   if (link == nullptr || replicas_ == nullptr) return absl::OkStatus();
-  std::shared_ptr<const hashring::Ring> ring;
   hashring::RingConfig config = link->ring_config();
-  {
-    absl::MutexLock lock(&placement_mu_);
-    if (placement_ == nullptr || placement_version_ != config.version) {
-      hashring::RingConfig k = config;
-      k.replication = std::min<uint32_t>(
-          options_.replicas, static_cast<uint32_t>(k.members.size()));
-      LATENTD_ASSIGN_OR_RETURN(placement_, hashring::Ring::Build(k));
-      placement_version_ = config.version;
-    }
-    ring = placement_;
-  }
+  LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const hashring::Ring> ring,
+                           router_->ReplicaRing(config));
   const std::string& self = link->node_id();
   const size_t wanted = options_.replicas - 1;
   absl::flat_hash_map<std::string, std::vector<const IngestRecord*>> by_backup;
@@ -69,13 +63,13 @@ absl::Status LatentdService::Replicate(
     if (copies < wanted) m_.under_replicated->Add();
   }
   for (const auto& [backup, mine] : by_backup) {
-    LATENTD_ASSIGN_OR_RETURN(ApiClient * client, PeerClient(backup));
+    LATENTD_ASSIGN_OR_RETURN(ApiClient * client, router_->PeerClient(backup));
     for (size_t from = 0; from < mine.size(); from += kChunk) {
       api::IngestRequest req;
       req.set_local(true);
       req.set_replica_of(self);
       for (size_t i = from; i < std::min(mine.size(), from + kChunk); ++i) {
-        AddDocument(*mine[i], &req);
+        ClusterRouter::AddDocument(*mine[i], &req);
       }
       api::IngestResponse resp;
       absl::Status s = client->Call(Method::kIngest, req, &resp);
@@ -90,23 +84,7 @@ absl::Status LatentdService::Replicate(
   return absl::OkStatus();
 }
 
-absl::StatusOr<api::IngestResponse> LatentdService::IngestReplica(
-    const api::IngestRequest& request) {
-  if (replicas_ == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "replica copies from ", request.replica_of(),
-        ": this node keeps none (not in cluster mode, or --replicas 1)"));
-  }
-  LATENTD_ASSIGN_OR_RETURN(std::vector<IngestRecord> records,
-                           RequestRecords(request));
-  LATENTD_ASSIGN_OR_RETURN(
-      uint64_t n, replicas_->Append(request.replica_of(), std::move(records)));
-  api::IngestResponse resp;
-  resp.set_accepted(n);
-  return resp;
-}
-
-void LatentdService::ReplicaLoop() {
+void IngestPath::ReplicaLoop() {
   for (;;) {
     {
       absl::MutexLock lock(&pending_mu_);
@@ -125,9 +103,9 @@ void LatentdService::ReplicaLoop() {
   }
 }
 
-absl::Status LatentdService::AdoptLostOrigins() {
-  const ClusterLink* link = JoinedLink();
-  if (link == nullptr || cluster_left_) return absl::OkStatus();
+absl::Status IngestPath::AdoptLostOrigins() {
+  const ClusterLink* link = router_->link();
+  if (link == nullptr || router_->left()) return absl::OkStatus();
   std::vector<std::string> origins = replicas_->Origins();
   if (origins.empty()) return absl::OkStatus();
   // Origins in the ring are alive; the others are down or gone: ask Redis.
@@ -189,7 +167,8 @@ absl::Status LatentdService::AdoptLostOrigins() {
           std::make_move_iterator(records.begin() +
                                   std::min(records.size(), from + kChunk)));
       const size_t n = chunk.size();
-      LATENTD_RETURN_IF_ERROR(IngestRecords(std::move(chunk)).status());
+      LATENTD_RETURN_IF_ERROR(
+          Ingest(std::move(chunk), nullptr, /*route=*/true).status());
       adopted += n;
     }
     LATENTD_RETURN_IF_ERROR(replicas_->Drop(origin));
@@ -200,60 +179,35 @@ absl::Status LatentdService::AdoptLostOrigins() {
   return absl::OkStatus();
 }
 
-absl::Status LatentdService::AddCopiedEvents(const std::string& user,
-                                             const ModelView& v,
-                                             std::vector<double>* counts,
-                                             double* tokens,
-                                             uint64_t* events) const {
-  const ClusterLink* link = JoinedLink();
-  if (link == nullptr || replicas_ == nullptr) return absl::OkStatus();
-  const std::vector<std::string> down = link->failed_over_members();
+absl::StatusOr<std::vector<std::vector<std::string>>> IngestPath::CopiedEvents(
+    const std::string& user) const {
   std::vector<std::vector<std::string>> docs;
-  {
-    absl::MutexLock l(&copies_mu_);
-    absl::erase_if(copies_, [&down](const auto& e) {
-      return std::find(down.begin(), down.end(), e.first) == down.end();
-    });
-    for (const std::string& origin : down) {
-      auto it = copies_.find(origin);
-      if (it == copies_.end()) {
-        // (A failed-over origin's log no longer grows: index it once.)
-        LATENTD_ASSIGN_OR_RETURN(std::vector<IngestRecord> records,
-                                 replicas_->Read(origin));
-        it = copies_.try_emplace(origin).first;
-        for (IngestRecord& r : records) {
-          if (!r.user.empty()) {
-            it->second[r.user].push_back(std::move(r.words));
-          }
+  const ClusterLink* link = router_->link();
+  if (link == nullptr || replicas_ == nullptr) return docs;
+  const std::vector<std::string> down = link->failed_over_members();
+  absl::MutexLock l(&copies_mu_);
+  absl::erase_if(copies_, [&down](const auto& e) {
+    return std::find(down.begin(), down.end(), e.first) == down.end();
+  });
+  for (const std::string& origin : down) {
+    auto it = copies_.find(origin);
+    if (it == copies_.end()) {
+      // (A failed-over origin's log no longer grows: index it once.)
+      LATENTD_ASSIGN_OR_RETURN(std::vector<IngestRecord> records,
+                               replicas_->Read(origin));
+      it = copies_.try_emplace(origin).first;
+      for (IngestRecord& r : records) {
+        if (!r.user.empty()) {
+          it->second[r.user].push_back(std::move(r.words));
         }
       }
-      auto u = it->second.find(user);
-      if (u != it->second.end()) {
-        docs.insert(docs.end(), u->second.begin(), u->second.end());
-      }
+    }
+    auto u = it->second.find(user);
+    if (u != it->second.end()) {
+      docs.insert(docs.end(), u->second.begin(), u->second.end());
     }
   }
-  if (docs.empty()) return absl::OkStatus();
-  InferOptions o = options_.infer;
-  internal::CpuGate::Pass pass = infer_gate_.Enter();
-  FoldIn fold_in(*v.table, v.snapshot.alpha, v.snapshot.beta);
-  std::vector<WordId> ids;
-  for (const std::vector<std::string>& words : docs) {
-    ++*events;
-    ids.clear();
-    for (const std::string& w : words) {
-      std::optional<WordId> id = v.vocab.Find(w);
-      if (id.has_value() && *id < v.snapshot.vocab_size) ids.push_back(*id);
-    }
-    if (ids.empty()) continue;
-    LATENTD_ASSIGN_OR_RETURN(std::vector<double> theta,
-                             fold_in.Infer(ids, o, /*stream=*/0));
-    for (size_t k = 0; k < theta.size() && k < counts->size(); ++k) {
-      (*counts)[k] += theta[k] * static_cast<double>(ids.size());
-    }
-    *tokens += static_cast<double>(ids.size());
-  }
-  return absl::OkStatus();
+  return docs;
 }
 
 }  // namespace latentd::service

@@ -1,7 +1,8 @@
-// LatentdService in cluster mode, `latentctl cluster remove-node --handoff`:
-// the leaving node ships its documents with their topics to the remaining
+// ClusterMember's hand-off, `latentctl cluster remove-node --handoff`: the
+// leaving node ships its documents with their topics to the remaining
 // members (HandOffDocuments), which take them as Ingest calls carrying
-// words and topics (HandedOffWords) and merge them keeping those topics.
+// words and topics (LatentdService::HandedOffWords) and merge them keeping
+// those topics.
 // Why this is exact: docs/design.md, "Growing and shrinking the cluster".
 #include <algorithm>
 #include <memory>
@@ -11,13 +12,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/log.h"
 #include "base/status_macros.h"
-#include "base/utf8.h"
 #include "corpora/doc_batch.h"
 #include "corpora/token_store.h"
 #include "hashring/ring.h"
 #include "service/api_client.h"
-#include "service/latentd_service.h"
+#include "service/cluster_member.h"
 
 namespace latentd::service {
 namespace {
@@ -34,54 +35,8 @@ bool Permanent(const absl::Status& s) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> LatentdService::HandedOffWords(
-    const api::Document& d, bool local, std::vector<TopicId>* topics) const {
-  LATENTD_RETURN_IF_ERROR(CheckTopics("Ingest"));
-  if (!local) {
-    return absl::InvalidArgumentError(
-        "a document given as words and topics (a hand-off) is taken only in "
-        "a request with local set");
-  }
-  if (!d.text().empty()) {
-    return absl::InvalidArgumentError("give text or words, not both");
-  }
-  if (d.words_size() == 0 || d.words_size() != d.topics_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(d.words_size(), " words and ", d.topics_size(),
-                     " topics: give one topic per word, at least one word"));
-  }
-  const uint32_t k = view()->snapshot.num_topics;
-  size_t bytes = 0;
-  std::vector<std::string> words;
-  words.reserve(d.words_size());
-  for (int i = 0; i < d.words_size(); ++i) {
-    const std::string& w = d.words(i);
-    bytes += w.size();
-    const bool spaced = std::any_of(w.begin(), w.end(), [](char c) {
-      return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f;
-    });
-    if (w.empty() || spaced || !IsValidUtf8(w)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("word ", i,
-                       " is empty, holds a space or control byte, or is not "
-                       "UTF-8"));
-    }
-    if (d.topics(i) >= k) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "word ", i, "'s topic ", d.topics(i), " is not below K=", k));
-    }
-    words.push_back(w);
-  }
-  if (bytes > options_.max_text_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("words of ", bytes, " bytes are over the limit of ",
-                     options_.max_text_bytes));
-  }
-  topics->assign(d.topics().begin(), d.topics().end());
-  return words;
-}
-
-absl::Status LatentdService::HandOffDocuments() {
+absl::Status ClusterMember::HandOffDocuments(Trainer* trainer,
+                                             const Vocabulary& vocab) {
   const absl::Time deadline = absl::Now() + link_->join_timeout();
   // The receivers: the ring without this node (the next epoch's).
   hashring::RingConfig config = link_->ring_config();
@@ -111,7 +66,7 @@ absl::Status LatentdService::HandOffDocuments() {
     r.request.set_local(true);
     absl::Status s;
     for (;;) {
-      absl::StatusOr<ApiClient*> client = PeerClient(to);
+      absl::StatusOr<ApiClient*> client = router_->PeerClient(to);
       api::IngestResponse resp;
       s = client.ok() ? (*client)->Call(Method::kIngest, r.request, &resp)
                       : client.status();
@@ -139,14 +94,14 @@ absl::Status LatentdService::HandOffDocuments() {
   const size_t per_call = std::max<size_t>(
       1, std::min<size_t>(options_.max_documents_per_ingest, 1000));
   LATENTD_RETURN_IF_ERROR(ForEachDocument(
-      trainer_->store(), [&](const DocBatch& batch, size_t d) -> absl::Status {
+      trainer->store(), [&](const DocBatch& batch, size_t d) -> absl::Status {
         auto words = batch.doc_words(d);
         if (words.empty()) return absl::OkStatus();
         const std::string source = absl::StrCat("handoff:", link_->node_id(),
                                                 "/", batch.first_doc + d);
         const std::string& user = batch.users[d];
-        const size_t m =
-            ring->Owner(user.empty() ? HashWord(source) : UserKey(user));
+        const size_t m = ring->Owner(
+            user.empty() ? HashWord(source) : ClusterRouter::UserKey(user));
         Receiver& r = receivers[m];
         api::Document* doc = r.request.add_documents();
         doc->set_id(batch.doc_ids[d]);
@@ -154,7 +109,7 @@ absl::Status LatentdService::HandOffDocuments() {
         doc->set_source(source);
         auto topics = batch.doc_topics(d);
         for (size_t i = 0; i < words.size(); ++i) {
-          const std::string& w = vocab_.word(words[i]);
+          const std::string& w = vocab.word(words[i]);
           doc->add_words(w);
           doc->add_topics(topics[i]);
           r.bytes += w.size() + 8;
@@ -170,10 +125,10 @@ absl::Status LatentdService::HandOffDocuments() {
     LATENTD_RETURN_IF_ERROR(send(m));
     shipped += receivers[m].documents;
   }
-  Log(absl::StrCat("hand-off: ", shipped,
-                   " documents acknowledged (durable) "
-                   "by ",
-                   receivers.size(), " members"));
+  log::Info("latentd", absl::StrCat("hand-off: ", shipped,
+                                    " documents acknowledged (durable) "
+                                    "by ",
+                                    receivers.size(), " members"));
 
   // Wait until each receiver has merged them (its counts then include
   // them), so that this node's retraction comes after; past the deadline
@@ -181,7 +136,7 @@ absl::Status LatentdService::HandOffDocuments() {
   for (size_t m = 0; m < receivers.size(); ++m) {
     const std::string& to = config.members[m].id;
     for (;;) {
-      absl::StatusOr<ApiClient*> client = PeerClient(to);
+      absl::StatusOr<ApiClient*> client = router_->PeerClient(to);
       api::StatusResponse st;
       if (client.ok() &&
           (*client)->Call(Method::kStatus, api::StatusRequest(), &st).ok() &&
@@ -189,9 +144,10 @@ absl::Status LatentdService::HandOffDocuments() {
         break;
       }
       if (absl::Now() > deadline) {
-        LogWarning(absl::StrCat("hand-off: ", to,
-                                " has not merged the documents yet; they "
-                                "are durable there and merge later"));
+        log::Warning("latentd",
+                     absl::StrCat("hand-off: ", to,
+                                  " has not merged the documents yet; they "
+                                  "are durable there and merge later"));
         break;
       }
       absl::SleepFor(absl::Milliseconds(50));
