@@ -129,6 +129,16 @@ bool IngestPath::SourceIngested(const std::string& source) const {
   return sources_.contains(source);
 }
 
+void IngestPath::DropKnownSources(std::vector<IngestRecord>* records) {
+  std::erase_if(*records, [&](const IngestRecord& r)
+                              ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending_mu_) {
+                                const bool dup = !r.source.empty() &&
+                                                 sources_.contains(r.source);
+                                if (dup) m_.duplicates->Add();
+                                return dup;
+                              });
+}
+
 absl::StatusOr<uint64_t> IngestPath::Ingest(std::vector<IngestRecord> records,
                                             LogRange* appended, bool route) {
   LATENTD_RETURN_IF_ERROR(router_->CheckJoined());
@@ -138,13 +148,7 @@ absl::StatusOr<uint64_t> IngestPath::Ingest(std::vector<IngestRecord> records,
   }
   {
     absl::MutexLock lock(&pending_mu_);
-    std::erase_if(records, [&](const IngestRecord& r)
-                               ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending_mu_) {
-                                 const bool dup = !r.source.empty() &&
-                                                  sources_.contains(r.source);
-                                 if (dup) m_.duplicates->Add();
-                                 return dup;
-                               });
+    DropKnownSources(&records);
   }
   if (records.empty()) return forwarded;
   // Copies first: a document is acknowledged once every copy is durable.
@@ -161,13 +165,7 @@ absl::StatusOr<uint64_t> IngestPath::Ingest(std::vector<IngestRecord> records,
   }
   // Again: a call with the same source may have been appended while these
   // were replicated (a client's retry of a call that timed out).
-  std::erase_if(records, [&](const IngestRecord& r)
-                             ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending_mu_) {
-                               const bool dup = !r.source.empty() &&
-                                                sources_.contains(r.source);
-                               if (dup) m_.duplicates->Add();
-                               return dup;
-                             });
+  DropKnownSources(&records);
   if (records.empty()) return forwarded;
   LATENTD_RETURN_IF_ERROR(log_->Append(&records));
   const uint64_t n = records.size();

@@ -152,6 +152,9 @@ class IngestPath {
   // fsynced; kUnavailable naming the backup if one cannot (some backups
   // may hold copies then).
   absl::Status Replicate(const std::vector<IngestRecord>& records);
+  // Drops the records whose source was ingested before, counting them.
+  void DropKnownSources(std::vector<IngestRecord>* records)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending_mu_);
   // The replica thread: adopts the copies of origins removed from the
   // cluster as lost, every 500 ms (AdoptLostOrigins).
   void ReplicaLoop();
