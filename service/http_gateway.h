@@ -49,8 +49,8 @@
 
 #include <memory>
 #include <optional>
-#include <string_view>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "service/api_dispatch.h"
@@ -65,9 +65,9 @@ struct Response;
 namespace latentd::service {
 class ApiTokens;  // service/api_auth.h
 namespace internal {
-class HttpServer;  // service/internal/http_server.h
+class HttpServer;       // service/internal/http_server.h
 struct HttpHeadAnswer;  // service/internal/http_server.h
-}
+}  // namespace internal
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
