@@ -13,7 +13,6 @@ Skipped (exit 77, saying so) where gensim is not installed
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -25,17 +24,10 @@ except ImportError as e:
     print(f"SKIP: gensim is not installed ({e}): python3-gensim")
     sys.exit(77)
 
-CTL = os.environ["LATENTCTL"]
-CORPUS = os.environ["LATENTD_TEST_CORPUS"]
+from latentctl_run import CORPUS, latentctl, train_test_model
+
 TOP = 10
 TOPICS = 8
-
-
-def latentctl(*args):
-    proc = subprocess.run([CTL, *args], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise AssertionError(f"latentctl {args}: {proc.stderr}")
-    return proc
 
 
 def read_ldac(path, vocab_path):
@@ -63,10 +55,7 @@ class GensimCoherenceTest(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.model = os.path.join(cls.tmp.name, "m")
-        latentctl("train", "--corpus", f"{CORPUS}/corpus.ldac", "--vocab",
-                  f"{CORPUS}/vocab.txt", "--format", "ldac", "--topics",
-                  str(TOPICS), "--sweeps", "10", "--threads", "1", "--out",
-                  cls.model)
+        train_test_model(cls.model, TOPICS)
         cls.ours = json.loads(
             latentctl("coherence", cls.model, "--top", str(TOP),
                       "--convention", "gensim", "--json").stdout)

@@ -11,7 +11,6 @@ Skipped (exit 77, saying so) where gensim is not installed
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -22,16 +21,9 @@ except ImportError as e:
     print(f"SKIP: gensim is not installed ({e}): python3-gensim")
     sys.exit(77)
 
-CTL = os.environ["LATENTCTL"]
-CORPUS = os.environ["LATENTD_TEST_CORPUS"]
+from latentctl_run import latentctl, train_test_model
+
 TOP = 10
-
-
-def latentctl(*args):
-    proc = subprocess.run([CTL, *args], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise AssertionError(f"latentctl {args}: {proc.stderr}")
-    return proc
 
 
 class GensimExportTest(unittest.TestCase):
@@ -40,9 +32,7 @@ class GensimExportTest(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         cls.model = os.path.join(cls.tmp.name, "m")
-        latentctl("train", "--corpus", f"{CORPUS}/corpus.ldac", "--vocab",
-                  f"{CORPUS}/vocab.txt", "--format", "ldac", "--topics", "8",
-                  "--sweeps", "10", "--threads", "1", "--out", cls.model)
+        train_test_model(cls.model, 8)
         cls.out = os.path.join(cls.tmp.name, "gensim")
         proc = latentctl("export", cls.model, "--format", "gensim", "--out",
                          cls.out, "--python", sys.executable, "--json")
