@@ -80,7 +80,15 @@ std::string NetTopology::Unavailable() {
   const std::string probe = absl::StrCat("lt", ::getpid(), "-probe");
   auto [rc, out] = Shell("ip netns add " + probe);
   if (rc != 0) return absl::StrCat("`ip netns add` failed: ", out);
+  // The topology's links: a bridge and a veth pair (kernel support for
+  // both), tried inside the probe namespace.
+  auto [link_rc, link_out] =
+      Shell(absl::StrCat("ip -n ", probe, " link add pbr type bridge && ip -n ",
+                         probe, " link add pa type veth peer name pb"));
   Shell("ip netns del " + probe);
+  if (link_rc != 0) {
+    return absl::StrCat("no bridge or veth links here: ", link_out);
+  }
   return "";
 }
 
