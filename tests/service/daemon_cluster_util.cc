@@ -55,6 +55,15 @@ double Metric(Daemon* daemon, const std::string& name) {
   return -1;
 }
 
+std::string UniqueWord(int i) {
+  std::string w = "zq";
+  do {
+    w.push_back(static_cast<char>('a' + i % 26));
+    i /= 26;
+  } while (i > 0);
+  return w;
+}
+
 std::string ExportCounts(Daemon* daemon, const std::string& out_dir) {
   auto [rc, text] = Latentctl(
       {"export", "--addr", daemon->tcp(), "--out", out_dir, "--overwrite"});

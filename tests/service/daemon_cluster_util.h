@@ -30,6 +30,10 @@ std::pair<int, std::string> Latentctl(const std::vector<std::string>& args);
 // it is missing or the scrape failed (a test failure then).
 double Metric(Daemon* daemon, const std::string& name);
 
+// A word no corpus of the tests has and no other call's: "zq" and the
+// letters of `i` in base 26.
+std::string UniqueWord(int i);
+
 // `latentctl export --addr daemon --out out_dir`; the text of its
 // word_topic_counts.tsv ("" and a test failure if the export failed).
 std::string ExportCounts(Daemon* daemon, const std::string& out_dir);

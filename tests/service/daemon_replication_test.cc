@@ -64,17 +64,6 @@ void WriteParts(const std::string& dir) {
   }
 }
 
-// A word no corpus has and no other document of the test: "zq" and the
-// letters of `i` in base 26.
-std::string UniqueWord(int i) {
-  std::string w = "zq";
-  do {
-    w.push_back(static_cast<char>('a' + i % 26));
-    i /= 26;
-  } while (i > 0);
-  return w;
-}
-
 // What the client thread sent and what was acknowledged.
 struct Ledger {
   std::mutex mu;

@@ -6,21 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "service/api.pb.h"
+#include "tests/service/daemon_cluster_util.h"
 
 namespace latentd::testing {
 namespace {
 
 using service::Method;
-
-// A word no corpus has: "zq" and the letters of `i` in base 26.
-std::string UniqueWord(int i) {
-  std::string w = "zq";
-  do {
-    w.push_back(static_cast<char>('a' + i % 26));
-    i /= 26;
-  } while (i > 0);
-  return w;
-}
 
 constexpr const char* kCommonWord = "market";
 
