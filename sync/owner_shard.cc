@@ -156,6 +156,15 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
                        " bytes (1 to ", kMaxNameBytes, " allowed)"));
     }
   }
+  for (int j = 0; j < batch.reseeded_size(); ++j) {
+    if (batch.reseeded(j) >= static_cast<uint32_t>(batch.keys_size()) ||
+        (j > 0 && batch.reseeded(j) <= batch.reseeded(j - 1))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "delta batch re-seeds key index ", batch.reseeded(j), " (entry ", j,
+          ") of ", batch.keys_size(),
+          " keys: indexes must be ascending and within the batch"));
+    }
+  }
   absl::flat_hash_set<Key> seen;
   seen.reserve(batch.keys_size());
   for (int i = 0; i < batch.keys_size(); ++i) {
@@ -569,6 +578,7 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
     __builtin_prefetch(g.unseen.data());
   };
   LookAhead ahead(&globals_, n, batch_key, fetch);
+  int next_reseeded = 0;  // into batch.reseeded()
   for (size_t i = 0; i < n; ++i) {
     GlobalValue* found = ahead.At(i);
     if (i + kFindAhead / 2 < n) {
@@ -578,6 +588,9 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
     }
     const Key key = batch_key(i);
     deltas.Next(&v);
+    const bool reseeded = next_reseeded < batch.reseeded_size() &&
+                          batch.reseeded(next_reseeded) == i;
+    next_reseeded += reseeded;
     // A duplicate applies nothing, and a key it no longer finds was handed
     // off: nothing to note for it here.
     if (duplicate && found == nullptr) continue;
@@ -585,8 +598,9 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
     // A new key: every all-keys holder holds it from its start (nothing
     // unseen yet; this delta reaches them below).
     if (found == nullptr) g.holders |= all_keys_ & ~bit;
-    if ((g.holders & bit) == 0) {
-      // New to this sender: it lacks the global so far.
+    if ((g.holders & bit) == 0 || (reseeded && !duplicate)) {
+      // New to this sender, or re-seeded by it (it took back all it had
+      // received of the key): it lacks the global so far.
       g.holders |= bit;
       SparseVector& u = UnseenOf(&g, slot);
       ReadGlobal(g, &u);

@@ -374,6 +374,7 @@ void Synchronizer::BuildChangeBatch(Channel* c, uint64_t clock,
       absl::MutexLock l(&track_mu_);
       if (TakeReseed(i, &delta)) {
         spent += 9 + SparseBytes(delta);
+        batch->add_reseeded(static_cast<uint32_t>(batch->keys_size()));
         AddKey(c, i, delta, clock, batch);
         c->round_quiet = false;
       }
@@ -435,7 +436,10 @@ void Synchronizer::BuildReseedBatch(Channel* c, uint64_t clock,
     if (grows_) named_[i] = 0;  // a new owner process: names again
     // An empty delta still registers the key: the owner answers with its
     // global.
-    if (TakeReseed(i, &delta)) AddKey(c, i, delta, clock, batch);
+    if (TakeReseed(i, &delta)) {
+      batch->add_reseeded(static_cast<uint32_t>(batch->keys_size()));
+      AddKey(c, i, delta, clock, batch);
+    }
   }
   c->round_quiet = false;
 }

@@ -22,14 +22,22 @@ void Synchronizer::RequeueRefused() {
   SparseVector v, sum;
   for (const DeltaBatch& b : refused) {
     BlockReader deltas(b.deltas(), table_->dimension());  // built here
+    int next_reseeded = 0;
     for (int j = 0; j < b.keys_size(); ++j) {
       deltas.Next(&v);
+      const bool reseeded =
+          next_reseeded < b.reseeded_size() &&
+          b.reseeded(next_reseeded) == static_cast<uint32_t>(j);
+      next_reseeded += reseeded;
       auto it = key_index_.find(b.keys(j));
       if (it == key_index_.end()) continue;
       const uint32_t i = it->second;
       if (grows_) named_[i] = 0;  // not applied: its name goes again
       AddSparse(carry_[i], v, +1, &sum);
       carry_[i].swap(sum);
+      // Still a re-seed (what it had received is taken back already): it
+      // goes out as one again, with the carried change.
+      if (reseeded) reseed_[i] = 1;
       if (!queued_[i]) {
         queued_[i] = 1;
         channels_[key_owner_[i]]->candidates.push_back(i);

@@ -431,5 +431,70 @@ TEST(OwnerShardRestart, ContributionsMoveWithAHandoff) {
   }
 }
 
+// A re-seed (DeltaBatch.reseeded) gets the key's global before its delta
+// even when the owner had pushed the sender that key already. Found by the
+// network-fault harness (halves, Redis with one): a survivor took a failed
+// owner's key over from its copy while its own synchronizer still routed
+// by the old ring; a resent batch to itself brought the key's global (an
+// all-keys holder is pushed every key), and the re-seed at re-routing took
+// everything received back, that global too. The owner had it as
+// delivered, so the survivor's view stayed short and a later retraction
+// drove its counts below zero.
+TEST(OwnerShardRestart, AReseedGetsTheGlobalEvenIfItWasPushedBefore) {
+  for (bool flagged : {true, false}) {
+    SCOPED_TRACE(flagged ? "re-seed flagged" : "not flagged");
+    OwnerShard owner(kK);
+    DeltaReply reply;
+    // "s" holds every key; the owner takes key 30 over from a copy.
+    DeltaBatch first = OneKey("s", 7, 1, 5, {{0, 1}});
+    first.set_all_keys(true);
+    ASSERT_TRUE(owner.Apply(first, &reply).ok());
+    KeyHandoff copy;
+    copy.set_from_node("replica-of:dead");
+    copy.set_epoch(1);
+    copy.set_dimension(kK);
+    copy.add_keys(30);
+    copy.add_names("word");
+    copy.add_versions(1);
+    AppendToBlock({{1, 2}, {3, 1}}, copy.mutable_globals());
+    copy.add_holder_counts(0);
+    ASSERT_TRUE(owner.ImportKeys(copy).ok());
+    // Its next batch is pushed key 30's global...
+    DeltaBatch pushed = OneKey("s", 7, 2, 5, {});
+    pushed.set_all_keys(true);
+    ASSERT_TRUE(owner.Apply(pushed, &reply).ok());
+    EXPECT_EQ(ChangeOf(reply, 30), (SparseVector{{1, 2}, {3, 1}}));
+    // ... which the sender takes back with everything else it had
+    // received of key 30 when it re-seeds it with its own part.
+    DeltaBatch reseed = OneKey("s", 7, 3, 30, {{1, 4}});
+    reseed.set_all_keys(true);
+    if (flagged) reseed.add_reseeded(0);
+    ASSERT_TRUE(owner.Apply(reseed, &reply).ok());
+    EXPECT_EQ(owner.Global(30), (SparseVector{{1, 6}, {3, 1}}));
+    if (flagged) {
+      EXPECT_EQ(ChangeOf(reply, 30), (SparseVector{{1, 2}, {3, 1}}));
+    } else {
+      EXPECT_EQ(ChangeOf(reply, 30), SparseVector{});  // the old defect
+    }
+  }
+}
+
+TEST(OwnerShardRestart, ReseededIndexesMustBeAscendingAndInTheBatch) {
+  OwnerShard owner(kK);
+  DeltaReply reply;
+  DeltaBatch b = OneKey("s", 7, 1, 5, {{0, 1}});
+  b.add_reseeded(1);
+  absl::Status s = owner.Apply(b, &reply);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_NE(s.message().find("re-seeds key index 1"), std::string::npos) << s;
+  b.clear_reseeded();
+  b.add_keys(6);
+  AppendToBlock({{0, 1}}, b.mutable_deltas());
+  b.add_reseeded(1);
+  b.add_reseeded(0);
+  EXPECT_EQ(owner.Apply(b, &reply).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(owner.Global(5), SparseVector{});  // nothing applied
+}
+
 }  // namespace
 }  // namespace latentd::sync
