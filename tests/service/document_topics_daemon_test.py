@@ -39,7 +39,8 @@ import latentd
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "python"))
-from latentd_process import LatentdProcess  # noqa: E402
+from latentd_process import (LatentdProcess, drop_proxies,  # noqa: E402
+                             planted_word)
 
 K = 4
 WORDS_PER_TOPIC = 30
@@ -51,11 +52,6 @@ LATENTD = LATENTCTL = None
 _daemon = None
 
 
-def word(topic, i):
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    return "q" + letters[topic] + letters[i // 26] + letters[i % 26]
-
-
 RNG = random.Random(SEED)
 LINES = []
 TOPIC_OF = {}  # document id (line number, from 1) -> its dominant topic
@@ -65,7 +61,7 @@ for d in range(DOCS):
     words = []
     for _ in range(n):
         topic = t if RNG.random() < 0.95 else RNG.randrange(K)
-        words.append(word(topic, RNG.randrange(WORDS_PER_TOPIC)))
+        words.append(planted_word(topic, RNG.randrange(WORDS_PER_TOPIC)))
     LINES.append(" ".join(words))
     TOPIC_OF[str(d + 1)] = t
 
@@ -79,14 +75,7 @@ def make_args(d):
 
 
 def latentctl(*args, protocol="tcp", check=True):
-    addr = _daemon.tcp if protocol == "tcp" else _daemon.http
-    p = subprocess.run([LATENTCTL, *args, "--addr", addr,
-                        "--protocol", protocol],
-                       capture_output=True, text=True, encoding="utf-8",
-                       timeout=60)
-    if check and p.returncode != 0:
-        raise AssertionError(f"latentctl {args}: {p.stderr}")
-    return p.returncode, p.stdout, p.stderr
+    return _daemon.ctl(LATENTCTL, *args, protocol=protocol, check=check)
 
 
 def client():
@@ -95,8 +84,7 @@ def client():
 
 def setUpModule():
     global _daemon
-    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
-        os.environ.pop(name, None)
+    drop_proxies()
     _daemon = LatentdProcess(LATENTD, "document_topics_daemon_test",
                              make_args)
     c = client()
