@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -129,6 +130,34 @@ std::string ProfileText(const api::GetUserProfileResponse& r) {
     for (const api::WordWeight& w : t.top_words()) words.push_back(w.word());
     absl::StrAppendFormat(&out, "  topic %d\t%.4f\t%s\n", t.topic(), t.weight(),
                           absl::StrJoin(words, " "));
+  }
+  return out;
+}
+
+std::string DocumentText(const api::GetDocumentTopicsResponse& r) {
+  std::string out =
+      absl::StrFormat("document %s: %d tokens (model sweep %d)\n", r.document(),
+                      r.tokens(), r.version().sweep());
+  absl::flat_hash_map<uint32_t, uint64_t> counts;
+  for (const api::TopicCount& c : r.counts()) counts[c.topic()] = c.count();
+  for (const api::TopicWeight& t : r.topics()) {
+    std::vector<std::string> words;
+    for (const api::WordWeight& w : t.top_words()) words.push_back(w.word());
+    auto it = counts.find(t.topic());
+    absl::StrAppendFormat(&out, "  topic %d\t%.4f\t%d\t%s\n", t.topic(),
+                          t.weight(), it == counts.end() ? 0 : it->second,
+                          absl::StrJoin(words, " "));
+  }
+  return out;
+}
+
+std::string TopicDocumentsText(const api::TopicDocumentsResponse& r) {
+  std::string out =
+      absl::StrFormat("topic %d: top documents (model sweep %d)\n", r.topic(),
+                      r.version().sweep());
+  for (const api::DocumentWeight& d : r.documents()) {
+    absl::StrAppendFormat(&out, "  %s\t%.4f\t%d/%d\n", d.document(), d.weight(),
+                          d.count(), d.tokens());
   }
   return out;
 }
@@ -316,12 +345,36 @@ void AddDaemonCommands(CLI::App* app, DaemonCommands* c) {
       "checkpoint", "Make a running daemon write a checkpoint now");
   AddDaemonAddressOptions(c->checkpoint, &c->address);
   AddJsonOption(c->checkpoint, &c->json);
+  c->document = app->add_subcommand(
+      "document",
+      "A document's topic mixture and counts, by its id (a training "
+      "document's corpus id, or an ingested document's id)");
+  c->document->add_option("id", c->document_id, "Document id")->required();
+  c->document->add_option("--top", c->top, "Topics (0: all)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  c->document
+      ->add_option("--words", c->words,
+                   "Each printed topic's most probable words (0: none)")
+      ->check(CLI::Range(0, 50))
+      ->capture_default_str();
+  AddDaemonAddressOptions(c->document, &c->address);
+  AddJsonOption(c->document, &c->json);
+  c->topic_documents = app->add_subcommand(
+      "topic-documents", "The documents with the highest weight in a topic");
+  c->topic_documents->add_option("topic", c->topic, "Topic id")->required();
+  c->topic_documents->add_option("--top", c->top, "Documents (at most 1000)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  AddDaemonAddressOptions(c->topic_documents, &c->address);
+  AddJsonOption(c->topic_documents, &c->json);
 }
 
 std::optional<absl::Status> RunDaemonCommands(const DaemonCommands& c, FILE* in,
                                               FILE* out) {
   if (!c.status->parsed() && !c.profile->parsed() && !c.ingest->parsed() &&
-      !c.checkpoint->parsed()) {
+      !c.checkpoint->parsed() && !c.document->parsed() &&
+      !c.topic_documents->parsed()) {
     return std::nullopt;
   }
   absl::StatusOr<std::unique_ptr<ApiClient>> client = Connect(c.address);
@@ -341,6 +394,25 @@ std::optional<absl::Status> RunDaemonCommands(const DaemonCommands& c, FILE* in,
     api::GetUserProfileResponse r;
     LATENTD_RETURN_IF_ERROR(api.Call(Method::kGetUserProfile, q, &r));
     Print(out, c.json, r, ProfileText(r));
+    return absl::OkStatus();
+  }
+  if (c.document->parsed()) {
+    api::GetDocumentTopicsRequest q;
+    q.set_document(c.document_id);
+    q.set_top(static_cast<uint32_t>(c.top));
+    q.set_top_words(static_cast<uint32_t>(c.words));
+    api::GetDocumentTopicsResponse r;
+    LATENTD_RETURN_IF_ERROR(api.Call(Method::kGetDocumentTopics, q, &r));
+    Print(out, c.json, r, DocumentText(r));
+    return absl::OkStatus();
+  }
+  if (c.topic_documents->parsed()) {
+    api::TopicDocumentsRequest q;
+    q.set_topic(c.topic);
+    q.set_top(static_cast<uint32_t>(c.top));
+    api::TopicDocumentsResponse r;
+    LATENTD_RETURN_IF_ERROR(api.Call(Method::kTopicDocuments, q, &r));
+    Print(out, c.json, r, TopicDocumentsText(r));
     return absl::OkStatus();
   }
   if (c.checkpoint->parsed()) {

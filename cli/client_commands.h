@@ -50,7 +50,8 @@ std::string DaemonToken(const DaemonAddress& address);
 // command with structured output has it, with this help.
 void AddJsonOption(CLI::App* cmd, bool* json);
 
-// The daemon-only subcommands (status, profile, ingest, checkpoint).
+// The daemon-only subcommands (status, profile, ingest, checkpoint,
+// document, topic-documents).
 struct DaemonCommands {
   DaemonAddress address;
   bool json = false;
@@ -58,8 +59,13 @@ struct DaemonCommands {
   CLI::App* profile = nullptr;
   CLI::App* ingest = nullptr;
   CLI::App* checkpoint = nullptr;
+  CLI::App* document = nullptr;         // a document's topic mixture
+  CLI::App* topic_documents = nullptr;  // a topic's top documents
   std::string user;
+  std::string document_id;
+  uint32_t topic = 0;
   int top = 5;
+  int words = 5;  // document: each printed topic's top words
   std::string text;
   bool wait_merged = false;    // ingest --wait-merged
   double merge_timeout = 120;  // ingest --merge-timeout, seconds
@@ -70,7 +76,9 @@ void AddDaemonCommands(CLI::App* app, DaemonCommands* commands);
 // header line and one line per topic, ingest "accepted N documents" (with
 // --wait-merged, once they are in the model, then "merged into the model
 // at sweep S"),
-// checkpoint "checkpoint written at sweep N: PATH".
+// checkpoint "checkpoint written at sweep N: PATH", document a header line
+// and one line per topic ("  topic K\tθ\tn_dk\twords"), topic-documents a
+// header line and one line per document ("  ID\tθ\tn_dk/n_d").
 std::optional<absl::Status> RunDaemonCommands(const DaemonCommands& commands,
                                               FILE* in, FILE* out);
 

@@ -51,8 +51,8 @@ int main(int argc, char** argv) {
       "(latentctl graph train|score|neighbors|embedding|ingest).\n"
       "train works on a model directory; topics and infer read one given as\n"
       "DIR, or else ask a running latentd (--addr), as status, profile,\n"
-      "ingest and checkpoint do. Every command prints text; --json prints\n"
-      "JSON instead."};
+      "document, topic-documents, ingest and checkpoint do. Every command\n"
+      "prints text; --json prints JSON instead."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "latentctl 0.1.0");
 
@@ -270,7 +270,8 @@ int main(int argc, char** argv) {
   latentd::EvaluateCommandOptions evaluate;
   CLI::App* ev = latentd::AddEvaluateCommand(&app, &evaluate);
 
-  // ---- status, profile, ingest, checkpoint: a running daemon ----
+  // ---- status, profile, ingest, checkpoint, document, topic-documents:
+  // a running daemon ----
   latentd::DaemonCommands daemon;
   latentd::AddDaemonCommands(&app, &daemon);
 

@@ -47,6 +47,9 @@ Role RequiredRole(Method method) {
     case Method::kNearestVertices:
     case Method::kSimilarDocuments:
     case Method::kSimilarUsers:
+    case Method::kGetDocumentTopics:
+    case Method::kTopicDocuments:
+    case Method::kClusterMembers:
       return Role::kRead;
     case Method::kIngest:
     case Method::kIngestEdges:

@@ -13,10 +13,11 @@ namespace {
 
 // Indexed by the method's number - 1.
 constexpr std::array<std::string_view, kNumMethods> kNames = {
-    "ListTopics",     "GetTopic",         "WordTopics",  "InferDocument",
-    "GetUserProfile", "Ingest",           "Status",      "Checkpoint",
-    "ExportModel",    "GetEmbedding",     "ScorePairs",  "NearestVertices",
-    "IngestEdges",    "SimilarDocuments", "SimilarUsers"};
+    "ListTopics",     "GetTopic",         "WordTopics",   "InferDocument",
+    "GetUserProfile", "Ingest",           "Status",       "Checkpoint",
+    "ExportModel",    "GetEmbedding",     "ScorePairs",   "NearestVertices",
+    "IngestEdges",    "SimilarDocuments", "SimilarUsers", "GetDocumentTopics",
+    "TopicDocuments", "ClusterMembers"};
 
 // The node's graph model, or FAILED_PRECONDITION naming the call.
 absl::StatusOr<GraphService*> GraphOf(LatentdService* s,
@@ -40,7 +41,8 @@ std::optional<Method> MethodFromName(std::string_view name) {
 
 bool MayBlock(Method method) {
   return method == Method::kIngest || method == Method::kIngestEdges ||
-         method == Method::kCheckpoint || method == Method::kGetUserProfile;
+         method == Method::kCheckpoint || method == Method::kGetUserProfile ||
+         method == Method::kClusterMembers;
 }
 
 bool IsTopicCall(Method method) {
@@ -50,6 +52,7 @@ bool IsTopicCall(Method method) {
     case Method::kScorePairs:
     case Method::kNearestVertices:
     case Method::kIngestEdges:
+    case Method::kClusterMembers:
       return false;
     default:
       return true;
@@ -262,6 +265,18 @@ absl::StatusOr<std::string> ApiDispatcher::Call(Method method,
       return Run<api::SimilarUsersRequest, api::SimilarUsersResponse>(
           method, body, encoding,
           [s](const auto& r) { return s->similarity()->SimilarUsers(r); });
+    case Method::kGetDocumentTopics:
+      return Run<api::GetDocumentTopicsRequest, api::GetDocumentTopicsResponse>(
+          method, body, encoding,
+          [s](const auto& r) { return s->GetDocumentTopics(r); });
+    case Method::kTopicDocuments:
+      return Run<api::TopicDocumentsRequest, api::TopicDocumentsResponse>(
+          method, body, encoding,
+          [s](const auto& r) { return s->TopicDocuments(r); });
+    case Method::kClusterMembers:
+      return Run<api::ClusterMembersRequest, api::ClusterMembersResponse>(
+          method, body, encoding,
+          [s](const auto& r) { return s->ClusterMembers(r); });
   }
   return absl::InvalidArgumentError("unknown method");
 }

@@ -41,8 +41,13 @@ enum class Method : uint32_t {
   // Similar documents and users (service/similarity_service.h).
   kSimilarDocuments = 14,
   kSimilarUsers = 15,
+  // Documents of the model (service/document_topics.h).
+  kGetDocumentTopics = 16,
+  kTopicDocuments = 17,
+  // The cluster's members as Redis records them.
+  kClusterMembers = 18,
 };
-inline constexpr uint32_t kNumMethods = 15;
+inline constexpr uint32_t kNumMethods = 18;
 // Whether `method` reads or writes the topic model (a graph-only node
 // answers it kFailedPrecondition): every call but Status and the graph's.
 bool IsTopicCall(Method method);
@@ -56,8 +61,8 @@ std::optional<Method> MethodFromType(uint32_t type);
 std::string_view MethodName(Method method);
 // Whether a call may block on I/O: Ingest and IngestEdges (the logs'
 // fsync, a forward in cluster mode), Checkpoint (waits for the sweep, writes),
-// GetUserProfile (forwarded to the user's owner in cluster mode). The
-// others only compute.
+// GetUserProfile (forwarded to the user's owner in cluster mode),
+// ClusterMembers (reads Redis). The others only compute.
 bool MayBlock(Method method);
 
 class ApiDispatcher {

@@ -10,9 +10,11 @@
 //   GET  /v1/Status, /v1/ListTopics   the same with an empty request
 //   GET  /            the status page (service/status_page/, embedded at
 //                     build time), and its files under /status_page/:
-//                     topics, the log-likelihood plot, throughput, ingest
-//                     and cluster members, refreshed from the API by the
-//                     page's script every few seconds
+//                     topics (sorted, searched, each with its words and
+//                     documents), the topic map, a user's profile, the
+//                     log-likelihood plot, throughput, ingest and cluster
+//                     members, refreshed from the API by the page's
+//                     scripts every few seconds
 //   GET  /metrics     Prometheus text
 //   GET  /healthz     liveness: "ok" whenever the process answers
 //   GET  /readyz      readiness: 200 "ready" when the node should get

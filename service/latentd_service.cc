@@ -616,6 +616,9 @@ absl::Status LatentdService::Publish() {
       !s.ok()) {
     LogWarning(absl::StrCat("similarity index not refreshed: ", s.message()));
   }
+  if (absl::Status s = MaybeCollectDocuments(*view); !s.ok()) {
+    LogWarning(absl::StrCat("document table not refreshed: ", s.message()));
+  }
   // Merged records are visible now: they leave the queue.
   ingest_.Published(scan_.merged_sequence);
   return absl::OkStatus();

@@ -74,6 +74,7 @@
 #include "service/cluster/cluster_link.h"
 #include "service/cluster_member.h"
 #include "service/cluster_router.h"
+#include "service/document_topics.h"
 #include "service/graph_service.h"
 #include "service/ingest_path.h"
 #include "service/internal/cpu_gate.h"
@@ -146,6 +147,20 @@ class LatentdService {
   // vocabulary. Reads one view, like the queries (service_export.cc).
   absl::StatusOr<api::ExportModelResponse> ExportModel(
       const api::ExportModelRequest& request) const;
+  // A document's topic mixture and counts, and a topic's top documents,
+  // from the node's document table (service/document_topics.h;
+  // service_documents.cc): kInvalidArgument for an empty document or top
+  // over 1000, kNotFound naming an unknown document or topic.
+  absl::StatusOr<api::GetDocumentTopicsResponse> GetDocumentTopics(
+      const api::GetDocumentTopicsRequest& request) const;
+  absl::StatusOr<api::TopicDocumentsResponse> TopicDocuments(
+      const api::TopicDocumentsRequest& request) const;
+  // The cluster's members as its Redis records them, read from Redis now
+  // (service_cluster_members.cc): kFailedPrecondition unless this node is
+  // a training cluster's member, kUnavailable while it joins or when Redis
+  // cannot be read.
+  absl::StatusOr<api::ClusterMembersResponse> ClusterMembers(
+      const api::ClusterMembersRequest& request) const;
 
   // ---- For the stream and directory ingesters. ----
   // Tokenizes `text` as the corpus was; kInvalidArgument if no word is left.
@@ -252,6 +267,14 @@ class LatentdService {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status WriteCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Re-reads the document table from the store for `view` when it is due
+  // (none yet, sampling stopped, or similarity.refresh_seconds passed);
+  // keeps the old table on a store error, which it returns
+  // (service_documents.cc).
+  absl::Status MaybeCollectDocuments(const ModelView& view)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // The current document table; kUnavailable before the first.
+  absl::StatusOr<std::shared_ptr<const DocumentTopics>> Documents() const;
   // Status's cluster fields (node id, ring epoch, members, unreachable
   // peers) from `link`; nothing if it is null.
   static void AddClusterMembers(const ClusterLink* link,
@@ -322,6 +345,9 @@ class LatentdService {
   mutable absl::Mutex view_mu_;
   std::shared_ptr<const ModelView> view_ ABSL_GUARDED_BY(view_mu_);
   uint64_t view_version_ ABSL_GUARDED_BY(view_mu_) = 0;
+  // GetDocumentTopics' and TopicDocuments' table, and when it was read.
+  std::shared_ptr<const DocumentTopics> documents_ ABSL_GUARDED_BY(view_mu_);
+  absl::Time documents_at_ ABSL_GUARDED_BY(train_mu_) = absl::InfinitePast();
 
   // Written by the training thread, read by Status (relaxed: independent).
   std::atomic<double> tokens_per_second_{0};

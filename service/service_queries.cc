@@ -1,5 +1,7 @@
 // The read-only calls of LatentdService: every one reads one published
-// ModelView and nothing else, so it needs no lock beyond taking the pointer.
+// ModelView (and GetDocumentTopics and TopicDocuments the document table
+// published beside it) and nothing else, so it needs no lock beyond taking
+// the pointers.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -12,6 +14,8 @@ namespace latentd::service {
 namespace {
 
 constexpr uint32_t kDefaultTopWords = 10;
+constexpr uint32_t kMaxTopDocuments = 1000;
+constexpr uint32_t kDefaultTopDocuments = 10;
 
 uint32_t OrDefault(uint32_t v, uint32_t def) { return v == 0 ? def : v; }
 
@@ -237,6 +241,93 @@ absl::StatusOr<api::GetUserProfileResponse> LatentdService::GetUserProfile(
     tw->set_topic(ranked[i].first);
     tw->set_weight(ranked[i].second);
     FillTopWords(*v, ranked[i].first, OrDefault(request.top_words(), 5), tw);
+  }
+  return resp;
+}
+
+absl::StatusOr<api::GetDocumentTopicsResponse>
+LatentdService::GetDocumentTopics(
+    const api::GetDocumentTopicsRequest& request) const {
+  if (request.document().empty()) {
+    return absl::InvalidArgumentError(
+        "a document is needed: its id as the corpus or the ingest named it");
+  }
+  LATENTD_RETURN_IF_ERROR(CheckTopWords(request.top_words()));
+  LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const DocumentTopics> table,
+                           Documents());
+  const std::optional<DocumentTopics::Document> doc =
+      table->Find(request.document());
+  if (!doc.has_value()) {
+    return absl::NotFoundError(absl::StrCat(
+        "document '", request.document(),
+        "' is not in this node's model (unknown, a user's events, or "
+        "ingested and not merged yet)"));
+  }
+  std::shared_ptr<const ModelView> v = view();
+  const std::vector<double>& alpha = v->snapshot.alpha;
+  const double alpha_sum = std::accumulate(alpha.begin(), alpha.end(), 0.0);
+  std::vector<double> counts(alpha.size(), 0.0);
+  api::GetDocumentTopicsResponse resp;
+  resp.mutable_version()->set_sweep(table->sweep());
+  resp.mutable_version()->set_view(table->view());
+  resp.set_document(request.document());
+  resp.set_tokens(doc->tokens);
+  for (size_t i = 0; i < doc->topics.size(); ++i) {
+    if (doc->topics[i] < counts.size()) counts[doc->topics[i]] = doc->counts[i];
+    api::TopicCount* c = resp.add_counts();
+    c->set_topic(doc->topics[i]);
+    c->set_count(doc->counts[i]);
+  }
+  const double denom = static_cast<double>(doc->tokens) + alpha_sum;
+  std::vector<double> theta(alpha.size());
+  for (uint32_t k = 0; k < alpha.size(); ++k) {
+    theta[k] = (counts[k] + alpha[k]) / denom;
+  }
+  const auto ranked = Ranked(theta);
+  const size_t n = std::min<size_t>(
+      OrDefault(request.top(), static_cast<uint32_t>(ranked.size())),
+      ranked.size());
+  for (size_t i = 0; i < n; ++i) {
+    api::TopicWeight* tw = resp.add_topics();
+    tw->set_topic(ranked[i].first);
+    tw->set_weight(ranked[i].second);
+    FillTopWords(*v, ranked[i].first, request.top_words(), tw);
+  }
+  return resp;
+}
+
+absl::StatusOr<api::TopicDocumentsResponse> LatentdService::TopicDocuments(
+    const api::TopicDocumentsRequest& request) const {
+  if (request.top() > kMaxTopDocuments) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "top ", request.top(), " is over the limit of ", kMaxTopDocuments));
+  }
+  std::shared_ptr<const ModelView> v = view();
+  const std::vector<double>& alpha = v->snapshot.alpha;
+  if (request.topic() >= alpha.size()) {
+    return absl::NotFoundError(absl::StrCat(
+        "topic ", request.topic(), " does not exist: the model has ",
+        alpha.size(), " topics (0..", alpha.size() - 1, ")"));
+  }
+  LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const DocumentTopics> table,
+                           Documents());
+  api::TopicDocumentsResponse resp;
+  resp.mutable_version()->set_sweep(table->sweep());
+  resp.mutable_version()->set_view(table->view());
+  resp.set_topic(request.topic());
+  const uint32_t top = OrDefault(request.top(), kDefaultTopDocuments);
+  for (const DocumentTopics::Ranked& r :
+       table->TopDocuments(request.topic(), top, alpha)) {
+    const DocumentTopics::Document d = table->At(r.document);
+    api::DocumentWeight* out = resp.add_documents();
+    out->set_document(std::string(d.key));
+    out->set_weight(r.weight);
+    out->set_tokens(d.tokens);
+    auto it =
+        std::lower_bound(d.topics.begin(), d.topics.end(), request.topic());
+    if (it != d.topics.end() && *it == request.topic()) {
+      out->set_count(d.counts[static_cast<size_t>(it - d.topics.begin())]);
+    }
   }
   return resp;
 }

@@ -15,10 +15,12 @@ from latentd.errors import (AuthenticationError, DeadlineExceededError,
                             InvalidArgumentError, LatentdError, NotFoundError,
                             PermissionDeniedError, ResourceExhaustedError,
                             UnavailableError)
-from latentd.messages import (Checkpoint, Document, DocumentTopics, Inference,
+from latentd.messages import (Checkpoint, Document, DocumentMixture,
+                              DocumentTopics, DocumentWeight, Inference,
                               IngestResult, ModelVersion, Neighbor, Similar,
-                              Status, Topic, TopicList, TopicWeight,
-                              UserProfile, WordTopics, WordWeight)
+                              Status, Topic, TopicDocuments, TopicList,
+                              TopicWeight, UserProfile, WordTopics,
+                              WordWeight)
 from latentd.model_export import Model
 
 __version__ = "0.1.0"
@@ -26,10 +28,10 @@ __version__ = "0.1.0"
 __all__ = [
     "AuthenticationError", "Checkpoint", "Client", "DEFAULT_ADDRESS",
     "DEFAULT_TIMEOUT_SECONDS", "DeadlineExceededError", "Document",
-    "DocumentTopics", "Inference", "IngestResult", "InvalidArgumentError",
+    "DocumentMixture", "DocumentTopics", "DocumentWeight", "Inference", "IngestResult", "InvalidArgumentError",
     "LatentdError", "Model", "ModelVersion", "Neighbor", "NotFoundError",
     "PermissionDeniedError", "ResourceExhaustedError", "Similar", "Status",
-    "Topic",
+    "Topic", "TopicDocuments",
     "TopicList", "TopicWeight", "UnavailableError", "UserProfile",
     "WordTopics", "WordWeight",
 ]

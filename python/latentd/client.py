@@ -42,8 +42,9 @@ from typing import (Any, Dict, Iterable, List, Mapping, Optional, Sequence,
                     Tuple, Union)
 
 from latentd.errors import (LatentdError, code_for_http_status, error_for)
-from latentd.messages import (Checkpoint, Document, DocumentTopics, Inference,
-                              IngestResult, Similar, Status, Topic,
+from latentd.messages import (Checkpoint, Document, DocumentMixture,
+                              DocumentTopics, Inference, IngestResult,
+                              Similar, Status, Topic, TopicDocuments,
                               TopicList, UserProfile, WordTopics, _float)
 from latentd.model_export import Model, fetch_model
 
@@ -235,6 +236,25 @@ class Client:
         return UserProfile.from_json(self.call(
             "GetUserProfile", {"user": user, "top": top,
                                "topWords": top_words}))
+
+    def document_topics(self, document: str, top: int = 0,
+                        top_words: int = 0) -> DocumentMixture:
+        """The topic mixture and counts of the model's document `document`
+        (a training document's corpus id, or an ingested document's id),
+        its `top` topics (0: all K) with `top_words` words each
+        (GetDocumentTopics; read role). NotFoundError naming the document
+        if this node's model lacks it (unknown, a user's events, or not
+        merged yet); InvalidArgumentError for an empty id."""
+        return DocumentMixture.from_json(self.call(
+            "GetDocumentTopics", {"document": document, "top": top,
+                                  "topWords": top_words}))
+
+    def topic_documents(self, topic: int, top: int = 10) -> TopicDocuments:
+        """The `top` documents (1..1000) with the highest weight θ_dk in
+        `topic` (TopicDocuments; read role). NotFoundError for a topic the
+        model lacks."""
+        return TopicDocuments.from_json(self.call(
+            "TopicDocuments", {"topic": topic, "top": top}))
 
     def similar_documents(self, document: str = "", *, text: str = "",
                           top: int = 10, seed: int = 0) -> Similar:

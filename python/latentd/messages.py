@@ -243,6 +243,65 @@ class UserProfile:
 
 
 @dataclass(frozen=True)
+class DocumentMixture:
+    """GetDocumentTopics: a document of the model (found by its id), its
+    mixture θ_dk = (n_dk + α_k) / (n_d + Σα) by decreasing weight (all K
+    topics unless fewer were asked for; they sum to 1), its tokens n_d and
+    its counts {topic: n_dk} (every non-zero one). ``version`` names the
+    model the counts were read at."""
+    version: ModelVersion
+    document: str
+    tokens: int
+    topics: Tuple[TopicWeight, ...]
+    counts: Dict[int, int]
+
+    @classmethod
+    def from_json(cls, msg: Mapping[str, Any]) -> "DocumentMixture":
+        return cls(version=ModelVersion.from_json(msg.get("version")),
+                   document=msg.get("document", ""),
+                   tokens=_int(msg, "tokens"), topics=_topic_weights(msg),
+                   counts={_int(c, "topic"): _int(c, "count")
+                           for c in msg.get("counts", ())})
+
+    def theta(self) -> Dict[int, float]:
+        """{topic: weight} of the topics returned."""
+        return {t.topic: t.weight for t in self.topics}
+
+
+@dataclass(frozen=True)
+class DocumentWeight:
+    """One of TopicDocuments' documents: its id, θ_dk, n_dk and n_d."""
+    document: str
+    weight: float
+    count: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class TopicDocuments:
+    """TopicDocuments: the documents with the highest weight θ_dk in a
+    topic, best first; ``version`` names the model the counts were read
+    at."""
+    version: ModelVersion
+    topic: int
+    documents: Tuple[DocumentWeight, ...]
+
+    @classmethod
+    def from_json(cls, msg: Mapping[str, Any]) -> "TopicDocuments":
+        return cls(version=ModelVersion.from_json(msg.get("version")),
+                   topic=_int(msg, "topic"),
+                   documents=tuple(
+                       DocumentWeight(d.get("document", ""),
+                                      _float(d, "weight"), _int(d, "count"),
+                                      _int(d, "tokens"))
+                       for d in msg.get("documents", ())))
+
+    def ids(self) -> List[str]:
+        """The documents' ids, best first."""
+        return [d.document for d in self.documents]
+
+
+@dataclass(frozen=True)
 class Neighbor:
     """One of SimilarDocuments' or SimilarUsers' answers: a document id or
     user id, its Hellinger distance to the query's topic mixture (in [0,

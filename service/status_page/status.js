@@ -13,6 +13,13 @@
 // graph-only node (no topic model: Status has no version) shows only it,
 // hides the LDA sections with a note saying why, and is not asked for
 // ListTopics (it would fail).
+//
+// The views people explore (the topic table's sort and search, a topic's
+// words and documents, a user's profile, the topic map) are in explore.js
+// and topic_map.js; this file hands them its helpers as window.LatentdPage
+// and calls them with every refresh. What they show is kept in the URL
+// fragment (#sort=weight&q=word&topic=3&user=alice, beside #token=...), so
+// a view can be linked, reloaded and tested.
 'use strict';
 
 (function () {
@@ -47,7 +54,20 @@
     const m = /(?:^#|&)token=([^&]*)/.exec(location.hash);
     if (!m) return;
     storeToken(decodeURIComponent(m[1]));
-    history.replaceState(null, '', location.pathname + location.search);
+    const params = fragment();
+    params.delete('token');
+    setFragment(params);
+  }
+
+  // ---- The URL fragment: the views' state ----
+  function fragment() {
+    return new URLSearchParams(location.hash.replace(/^#/, ''));
+  }
+  // Replaces the fragment (no history entry, no hashchange event).
+  function setFragment(params) {
+    const text = params.toString();
+    history.replaceState(null, '', location.pathname + location.search +
+                         (text ? '#' + text : ''));
   }
 
   // ---- The API ----
@@ -134,14 +154,27 @@
     }
   }
 
+  // Axis titles of a plot in a W x H viewBox whose frame is inset by L, R,
+  // T, B: x centred below the frame, y rotated along its left side.
+  function axisTitles(plot, box, xTitle, yTitle) {
+    const {W, H, L, R, T, B} = box;
+    plot.append(svg('text', {'class': 'axis-title x', x: L + (W - L - R) / 2,
+                             y: H - 4, 'text-anchor': 'middle'}, xTitle));
+    const cy = T + (H - T - B) / 2;
+    plot.append(svg('text', {'class': 'axis-title y', x: 14, y: cy,
+                             'text-anchor': 'middle',
+                             transform: 'rotate(-90 14 ' + cy + ')'}, yTitle));
+  }
+
   // ---- Plots: a polyline of (x, y) with min/max ticks on both axes ----
-  function drawPlot(plot, points, yFormat, xName) {
+  function drawPlot(plot, points, yFormat, xName, yTitle) {
     xName = xName || 'sweep';
     plot.replaceChildren();
     plot.setAttribute('data-points', String(points.length));
-    const W = 640, H = 240, L = 80, R = 16, T = 12, B = 36;
+    const W = 640, H = 250, L = 80, R = 16, T = 12, B = 46;
     plot.append(svg('rect', {'class': 'frame', x: L, y: T, width: W - L - R,
                              height: H - T - B}));
+    axisTitles(plot, {W, H, L, R, T, B}, xName, yTitle || '');
     if (points.length === 0) return;
     let x0 = points[0][0], x1 = points[points.length - 1][0];
     let y0 = Infinity, y1 = -Infinity;
@@ -239,10 +272,10 @@
     ]);
 
     const ll = history.map((p) => [num(p.sweep), num(p.logLikelihoodPerToken)]);
-    drawPlot($('ll-plot'), ll, (v) => v.toFixed(3));
+    drawPlot($('ll-plot'), ll, (v) => v.toFixed(3), 'sweep', 'log-likelihood / token');
     $('ll-empty').hidden = ll.length > 0;
     drawPlot($('tps-plot'), history.map((p) => [num(p.sweep), num(p.tokensPerSecond)]),
-             fmtRate);
+             fmtRate, 'sweep', 'tokens / s');
   }
 
   // The graph model (GraphStatus), if the node serves one.
@@ -288,10 +321,11 @@
     $('graph-error').hidden = !g.error;
     const history = g.history || [];
     const objective = history.map((p) => [num(p.epoch), num(p.objective)]);
-    drawPlot($('graph-objective-plot'), objective, (v) => v.toFixed(1), 'epoch');
+    drawPlot($('graph-objective-plot'), objective, (v) => v.toFixed(1), 'epoch',
+             'objective');
     $('graph-objective-empty').hidden = objective.length > 0;
     drawPlot($('graph-eps-plot'), history.map((p) => [num(p.epoch), num(p.edgesPerSecond)]),
-             fmtRate, 'epoch');
+             fmtRate, 'epoch', 'edges / s');
   }
 
   function showCluster(st) {
@@ -312,46 +346,6 @@
     }
   }
 
-  function showTopics(lt, totalTokens) {
-    const topics = lt.topics || [];
-    $('topics-version').textContent = topics.length + ' topics at sweep ' +
-        fmtInt(lt.version && lt.version.sweep);
-    const withCoherence = topics.some((t) => has(t.coherenceUmass) || has(t.coherenceNpmi));
-    for (const th of document.querySelectorAll('#topics th.coherence')) {
-      th.hidden = !withCoherence;
-    }
-    const body = $('topics').tBodies[0];
-    body.replaceChildren();
-    for (const t of topics) {
-      const row = el('tr', {'class': 'topic', 'data-topic': String(num(t.id))});
-      const share = totalTokens > 0 ? (100 * num(t.tokens)) / totalTokens : 0;
-      row.append(el('td', {'class': 'id'}, String(num(t.id))),
-                 el('td', {'class': 'share'}, share.toFixed(1) + '%'),
-                 el('td', {'class': 'alpha'}, fmtFixed(t.alpha, 3)));
-      if (withCoherence) {
-        row.append(el('td', {'class': 'coherence umass'},
-                      has(t.coherenceUmass) ? fmtFixed(t.coherenceUmass, 2) : '–'),
-                   el('td', {'class': 'coherence npmi'},
-                      has(t.coherenceNpmi) ? fmtFixed(t.coherenceNpmi, 3) : '–'));
-      }
-      const words = el('td', {'class': 'words'});
-      const top = t.topWords || [];
-      const max = top.length ? num(top[0].probability) : 1;
-      for (const w of top) {
-        const p = num(w.probability);
-        const word = el('span', {'class': 'word', 'data-weight': String(p),
-                                 title: p.toFixed(4)});
-        const bar = el('span', {'class': 'bar'});
-        bar.style.width = Math.max(2, Math.round((40 * p) / (max || 1))) + 'px';
-        word.append(el('span', {'class': 'w'}, w.word), bar,
-                    el('span', {'class': 'p'}, p.toFixed(3)));
-        words.append(word);
-      }
-      row.append(words);
-      body.append(row);
-    }
-  }
-
   // ---- The loop ----
   function showError(message) {
     const e = $('error');
@@ -366,7 +360,7 @@
       $('token-form').hidden = true;
       showError('');
       showStatus(st);
-      if (lt !== null) showTopics(lt, num(st.tokens));
+      if (lt !== null) await explore().refresh(st, lt);
       $('content').hidden = false;
       $('updated').textContent = 'updated ' + new Date().toLocaleTimeString();
       document.body.setAttribute('data-state', 'ok');
@@ -383,6 +377,16 @@
     }
   }
 
+  // explore.js's views; none if it did not load (the rest still works).
+  function explore() {
+    return window.LatentdExplore || {refresh: async () => {}, bind: () => {}};
+  }
+
+  window.LatentdPage = {
+    $, call, ApiError, num, has, fmtInt, fmtFixed, el, svg, axisTitles, fragment,
+    setFragment, TOP_WORDS,
+  };
+
   let timer = null;
   async function loop() {
     await refresh();
@@ -398,6 +402,7 @@
       clearTimeout(timer);
       loop();
     });
+    explore().bind();
     loop();
   });
 })();

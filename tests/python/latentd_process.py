@@ -2,6 +2,8 @@
 directory on 127.0.0.1 with ports the kernel picks (read back from
 DIR/node/ports, so that no two tests collide), its output in DIR/latentd.log,
 stopped with SIGTERM (then SIGKILL after 60 s) and the directory removed.
+Also what the daemon tests with a planted corpus share: its words
+(planted_word) and latentctl run against the daemon (LatentdProcess.ctl).
 """
 
 import os
@@ -10,6 +12,19 @@ import signal
 import subprocess
 import tempfile
 import time
+
+
+def planted_word(topic, i):
+    """Word `i` of planted topic `topic` (letters only: the tokenizer keeps
+    it; i < 676)."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return "q" + letters[topic] + letters[i // 26] + letters[i % 26]
+
+
+def drop_proxies():
+    """The daemon is on 127.0.0.1: no HTTP proxy must come between."""
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
+        os.environ.pop(name, None)
 
 
 class LatentdProcess:
@@ -51,6 +66,19 @@ class LatentdProcess:
                     return found["http"], found["tcp"]
             time.sleep(0.1)
         raise RuntimeError(f"latentd wrote no {ports}:\n{self.log_tail()}")
+
+    def ctl(self, latentctl, *args, protocol="tcp", check=True):
+        """Runs `latentctl ARGS --addr ... --protocol PROTOCOL` against this
+        daemon (its TCP port for tcp, else its HTTP one); (exit status, out,
+        err), or AssertionError with its stderr if it fails and `check`."""
+        addr = self.tcp if protocol == "tcp" else self.http
+        p = subprocess.run([latentctl, *args, "--addr", addr,
+                            "--protocol", protocol],
+                           capture_output=True, text=True, encoding="utf-8",
+                           timeout=60)
+        if check and p.returncode != 0:
+            raise AssertionError(f"latentctl {args}: {p.stderr}")
+        return p.returncode, p.stdout, p.stderr
 
     def stop(self):
         if self.proc.poll() is None:

@@ -74,9 +74,10 @@ TEST(ApiTokens, EachRoleMakesExactlyItsCalls) {
   EXPECT_EQ(RequiredRole(Method::kIngest), Role::kWrite);
   EXPECT_EQ(RequiredRole(Method::kCheckpoint), Role::kAdmin);
   EXPECT_EQ(RequiredRole(Method::kExportModel), Role::kRead);
-  for (Method m :
-       {Method::kGetEmbedding, Method::kScorePairs, Method::kNearestVertices,
-        Method::kSimilarDocuments, Method::kSimilarUsers}) {
+  for (Method m : {Method::kGetEmbedding, Method::kScorePairs,
+                   Method::kNearestVertices, Method::kSimilarDocuments,
+                   Method::kSimilarUsers, Method::kGetDocumentTopics,
+                   Method::kTopicDocuments, Method::kClusterMembers}) {
     EXPECT_EQ(RequiredRole(m), Role::kRead) << MethodName(m);
   }
   EXPECT_EQ(RequiredRole(Method::kIngestEdges), Role::kWrite);

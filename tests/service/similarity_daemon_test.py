@@ -21,7 +21,6 @@ Usage: similarity_daemon_test.py LATENTD LATENTCTL (PYTHONPATH=python).
 import json
 import os
 import random
-import subprocess
 import sys
 import time
 import unittest
@@ -30,7 +29,8 @@ import latentd
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "python"))
-from latentd_process import LatentdProcess  # noqa: E402
+from latentd_process import (LatentdProcess, drop_proxies,  # noqa: E402
+                             planted_word)
 
 K = 4
 WORDS_PER_TOPIC = 40
@@ -44,9 +44,8 @@ _daemon = None
 
 
 def word(topic, i):
-    """A word of topic `topic` (letters only: the tokenizer keeps it)."""
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    return "q" + letters[topic] + letters[i // 26] + letters[i % 26]
+    """A word of topic `topic`."""
+    return planted_word(topic, i)
 
 
 SHARED = [word(25, i) for i in range(10)]  # drawn by every topic
@@ -85,14 +84,8 @@ def make_args(d):
 
 def latentctl(*args, protocol="tcp", check=True):
     """Runs latentctl similar against the daemon; (exit status, out, err)."""
-    addr = _daemon.tcp if protocol == "tcp" else _daemon.http
-    p = subprocess.run([LATENTCTL, "similar", *args, "--addr", addr,
-                        "--protocol", protocol],
-                       capture_output=True, text=True, encoding="utf-8",
-                       timeout=60)
-    if check and p.returncode != 0:
-        raise AssertionError(f"latentctl similar {args}: {p.stderr}")
-    return p.returncode, p.stdout, p.stderr
+    return _daemon.ctl(LATENTCTL, "similar", *args, protocol=protocol,
+                       check=check)
 
 
 def client():
@@ -105,8 +98,7 @@ def siblings(ids, topic):
 
 def setUpModule():
     global _daemon
-    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
-        os.environ.pop(name, None)
+    drop_proxies()
     _daemon = LatentdProcess(LATENTD, "similarity_daemon_test", make_args)
     c = client()
     deadline = time.monotonic() + 90

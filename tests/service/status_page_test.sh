@@ -11,19 +11,31 @@
 #               log-likelihood plot of 10 points, the topic coherence (per
 #               topic and the means Status gives), the held-out perplexity
 #               (--holdout) Status gives, no cluster section;
-#            2. the same node restarted with api-tokens and open-health off:
+#            2. the views people explore, each against the API (the state
+#               in the URL fragment): the topic map (one circle per topic,
+#               coordinates the MDS of the topics' Jensen-Shannon
+#               divergences recomputed from ExportModel by
+#               topic_map_check.py, radii by tokens), axis titles on every
+#               plot, the table sorted by weight and by UMass coherence as
+#               ListTopics orders them, a word search keeping exactly the
+#               topics with a top word starting with it, a topic's view
+#               (GetTopic's words, TopicDocuments' documents and weights),
+#               a user's profile (GetUserProfile, after an ingest) and an
+#               unknown user's error;
+#            3. the same node restarted with api-tokens and open-health off:
 #               the page is served, asks for a token without one or with a
 #               wrong one, and renders with a read token from /#token=...
 #   cluster  two nodes over a private redis-server (Unix socket): the member
-#            table lists both (this node, reachable); once the other is
-#            killed, it is shown unreachable.
+#            table lists both (this node, reachable), the members as Redis
+#            records them equal `latentctl cluster status`'s (id, state,
+#            in ring); once the other is killed, it is shown unreachable.
 #   graph    1. a graph-only node (--graph-edges: the test graph,
 #               tests/testdata; no corpus) trained 6 epochs with a
 #               held-out split: the page renders (no ListTopics call),
 #               says the node serves a graph only, hides the LDA sections,
 #               and shows the graph's epoch, vertices, edges, dim and
 #               held-out AUC as Status gives them and an objective plot of
-#               6 epochs;
+#               6 epochs, with axis titles;
 #            2. two graph-only nodes of a graph cluster (dual, bsp) over a
 #               private redis-server: both members listed, the consensus
 #               and the copies' distance to it as Status gives them.
@@ -62,12 +74,12 @@ start_daemon() {
 idle() { "$CTL" status --addr "$1" 2>/dev/null | grep -q '^training: no$'; }
 wait_idle() { wait_until 120 "node at $1 still training" idle "$1"; }
 
-# browse URL CASE: renders URL in headless Chromium; the DOM after the
-# scripts ran goes to OUT/CASE.html, a screenshot to OUT/CASE.png. The page
-# polls every 3 s: 7 s of virtual time see it draw at least twice. Bounded
-# by `timeout` in real time.
+# browse URL CASE [HEIGHT]: renders URL in headless Chromium; the DOM after
+# the scripts ran goes to OUT/CASE.html, a screenshot (1280 x HEIGHT,
+# default 1400) to OUT/CASE.png. The page polls every 3 s: 7 s of virtual
+# time see it draw at least twice. Bounded by `timeout` in real time.
 browse() {
-  local url=$1 case=$2
+  local url=$1 case=$2 height=${3:-1400}
   local flags=(--headless --no-sandbox --disable-gpu --no-first-run
     --user-data-dir="$DIR/chrome" --hide-scrollbars
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
@@ -75,7 +87,7 @@ browse() {
   rm -f "$OUT/$case.html" "$OUT/$case.png"
   timeout 90 "$CHROME" "${flags[@]}" --dump-dom "$url" >"$OUT/$case.html" \
     2>"$DIR/chrome.err" || fail "$case: chromium --dump-dom exited $?: $(tail -3 "$DIR/chrome.err")"
-  timeout 90 "$CHROME" "${flags[@]}" --window-size=1280,1400 \
+  timeout 90 "$CHROME" "${flags[@]}" --window-size=1280,"$height" \
     --screenshot="$OUT/$case.png" "$url" >/dev/null 2>>"$DIR/chrome.err" ||
     fail "$case: chromium --screenshot exited $?"
   # A PNG (its signature) of a real page, not an empty one.
@@ -146,7 +158,9 @@ single() {
     fail "single: no held-out card saying $(printf '%.1f' "$ppl")"
   echo "single: 10 topics as ListTopics gives them, sweep 20, log-likelihood plot of 10 points, coherence, held-out perplexity $ppl"
 
-  # 2. The same node with API tokens, open-health off.
+  explore_views
+
+  # 3. The same node with API tokens, open-health off.
   stop_latentd
   READ=read-token-0123456789abcdef
   printf 'read %s\nadmin admin-token-0123456789abcdef\n' "$READ" >"$DIR/tokens"
@@ -165,6 +179,84 @@ single() {
     fail "tokens: read token: not 10 topic rows"
   grep -q '<form id="token-form" class="banner" hidden' <<<"$DOM" || fail "tokens: token form still shown"
   echo "tokens: page served without a token, asks for one (none, wrong), renders with a read token from the fragment"
+}
+
+# topic_rows: the data-topic of the topic table's rows, in order, on one
+# line.
+topic_rows() { element topics table | grep -oP '<tr class="topic[^"]*" data-topic="\K[0-9]+' | tr '\n' ' '; }
+# json_get FILE EXPR: a Python expression over the JSON in FILE (as `j`).
+json_get() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# The views of part 2 of `single` (see the top), on the node at $HTTP/$TCP.
+explore_views() {
+  "$CTL" topics --addr "$TCP" --top 10 --json >"$DIR/topics.json" || fail "latentctl topics --json"
+  # The default view: the map, and an axis title on each plot.
+  python3 "$(dirname "$0")/topic_map_check.py" "$HTTP" "$OUT/single.html" ||
+    fail "single: the topic map"
+  for plot in ll-plot tps-plot topic-map; do
+    svg_el=$(element "$plot" svg)
+    [ "$(grep -o '<text class="axis-title [xy]"' <<<"$svg_el" | wc -l)" = 2 ] ||
+      fail "single: $plot lacks its axis titles: $svg_el"
+  done
+  grep -q '<text class="axis-title x"[^>]*>PC1</text>' <<<"$(element topic-map svg)" ||
+    fail "single: topic map x axis not PC1"
+
+  # Sorted by weight (tokens, ties by id), then by UMass coherence.
+  browse "http://$HTTP/#sort=weight" sorted_weight 2400
+  want=$(json_get "$DIR/topics.json" "' '.join(str(t['id']) for t in sorted(j['topics'], key=lambda t: (-int(t['tokens']), t['id']))) + ' '")
+  [ "$(topic_rows)" = "$want" ] || fail "sort weight: rows '$(topic_rows)', ListTopics '$want'"
+  browse "http://$HTTP/#sort=umass" sorted_umass
+  want=$(json_get "$DIR/topics.json" "' '.join(str(t['id']) for t in sorted(j['topics'], key=lambda t: (-t['coherenceUmass'], t['id']))) + ' '")
+  [ "$(topic_rows)" = "$want" ] || fail "sort umass: rows '$(topic_rows)', ListTopics '$want'"
+  echo "sort: by weight and by UMass as ListTopics orders them"
+
+  # Search: topic 3's fourth word, and a prefix of topic 5's first.
+  for q in "$(json_get "$DIR/topics.json" "j['topics'][3]['topWords'][3]['word']")" \
+           "$(json_get "$DIR/topics.json" "j['topics'][5]['topWords'][0]['word'][:2]")"; do
+    browse "http://$HTTP/#q=$q" "search_$q"
+    want=$(json_get "$DIR/topics.json" "' '.join(str(t['id']) for t in j['topics'] if any(w['word'].lower().startswith('$q'.lower()) for w in t['topWords'])) + ' '")
+    [ "$(topic_rows)" = "$want" ] || fail "search '$q': rows '$(topic_rows)', ListTopics '$want'"
+    grep -q "<span id=\"topic-count\" class=\"muted\" data-shown=\"$(wc -w <<<"$want")\">" <<<"$DOM" ||
+      fail "search '$q': count not $(wc -w <<<"$want")"
+  done
+  echo "search: rows are the topics whose top words start with the query"
+
+  # A topic's view: GetTopic's 20 words, TopicDocuments' 10 documents.
+  browse "http://$HTTP/#topic=3" topic_view
+  view=$(element topic-view section)
+  grep -q '<section id="topic-view" class="view" data-state="ok">' <<<"$DOM" ||
+    fail "topic view not shown: $view"
+  "$CTL" topics --addr "$TCP" --topic 3 --top 20 >"$DIR/topic3.txt" || fail "latentctl topics --topic 3"
+  want=$(awk '/^  /{printf "%s ", $1}' "$DIR/topic3.txt")
+  got=$(element topic-view-words table | grep -oP '<td class="w">\K[^<]+' | tr '\n' ' ')
+  [ -n "$want" ] && [ "$got" = "$want" ] || fail "topic view: words '$got', GetTopic '$want'"
+  "$CTL" topic-documents 3 --top 10 --addr "$TCP" --json >"$DIR/docs3.json" || fail "latentctl topic-documents"
+  want=$(json_get "$DIR/docs3.json" "' '.join(d['document'] + '=' + format(d['weight'], '.4f') for d in j['documents']) + ' '")
+  got=$(element topic-view-docs table | grep -oP '<td class="d">\K[^<]+</td><td class="weight">[^<]+' |
+        sed 's|</td><td class="weight">|=|' | tr '\n' ' ')
+  [ "$(wc -w <<<"$want")" = 10 ] && [ "$got" = "$want" ] ||
+    fail "topic view: documents '$got', TopicDocuments '$want'"
+  grep -q '<g class="topic-node selected"><circle class="topic-circle" data-topic="3"' <<<"$DOM" ||
+    fail "topic view: topic 3 not selected on the map"
+  echo "topic view: topic 3's words and 10 documents as GetTopic and TopicDocuments give them"
+
+  # A user's profile, once the user's events are merged; an unknown user.
+  words=$(json_get "$DIR/topics.json" "' '.join(w['word'] for w in j['topics'][2]['topWords'])")
+  "$CTL" ingest --addr "$TCP" --user alice --text "$words $words" --wait-merged >/dev/null ||
+    fail "latentctl ingest --user alice"
+  "$CTL" profile alice --addr "$TCP" --json >"$DIR/alice.json" || fail "latentctl profile alice"
+  browse "http://$HTTP/#user=alice" user_view
+  want=$(json_get "$DIR/alice.json" "' '.join(str(t['topic']) + '=' + format(t['weight'], '.4f') for t in j['topics']) + ' '")
+  got=$(element user-topics table | grep -oP '<td class="id">\K[0-9]+</td><td class="weight">[^<]+' |
+        sed 's|</td><td class="weight">|=|' | tr '\n' ' ')
+  [ "$(wc -w <<<"$want")" = 5 ] && [ "$got" = "$want" ] || fail "user view: '$got', GetUserProfile '$want'"
+  grep -q '<p id="user-summary">user alice: 1 events, ' <<<"$DOM" || fail "user view: summary"
+  browse "http://$HTTP/#user=nobody" user_unknown
+  grep -q '<section id="user-view" class="view" data-state="error">' <<<"$DOM" ||
+    fail "unknown user: no error state"
+  grep -q "user 'nobody' is not in the model" <<<"$(element user-error div)" ||
+    fail "unknown user: $(element user-error div)"
+  echo "user view: alice's profile as GetUserProfile gives it; an unknown user's error shown"
 }
 
 # start_redis: a private redis-server on the Unix socket $DIR/redis.sock
@@ -215,6 +307,16 @@ cluster() {
   grep -q "<tr class=\"member\" data-state=\"reachable\"><td>$b_tcp</td>" <<<"$members" ||
     fail "cluster: the peer ($b_tcp) not reachable in $members"
   grep -q '<span id="ring-epoch" class="muted">ring epoch [0-9]' <<<"$DOM" || fail "cluster: no ring epoch"
+  # The members as Redis records them: as `latentctl cluster status` reads them.
+  "$CTL" cluster status --cluster-redis "unix:$sock" --cluster page --json >"$DIR/cluster.json" ||
+    fail "latentctl cluster status"
+  want=$(json_get "$DIR/cluster.json" "' '.join(m['id'] + '=' + m['state'] + '=' + ('yes' if m['inRing'] else 'no') for m in j['members']) + ' '")
+  got=$(element redis-members table |
+        grep -oP '<tr class="redis-member[^"]*" data-state="[^"]+"><td class="id">\K[^<]+</td><td class="address">[^<]*</td><td class="state [^"]+">[^<]+</td><td class="ring">[^<]+' |
+        sed -E 's|</td><td class="address">[^<]*</td><td class="state [^"]+">|=|; s|</td><td class="ring">|=|' | tr '\n' ' ')
+  [ "$(wc -w <<<"$want")" = 2 ] && [ "$got" = "$want" ] ||
+    fail "cluster: Redis members '$got', latentctl cluster status '$want'"
+  grep -q '<div id="redis-view">' <<<"$DOM" || fail "cluster: Redis view hidden"
 
   # The peer dies: once node a's heartbeats miss it, the page says so.
   kill -9 "$b_pid"
@@ -269,6 +371,10 @@ graph() {
   plot=$(element graph-objective-plot svg)
   grep -q 'data-points="6"' <<<"$plot" || fail "graph: objective plot: $plot"
   grep -q '>epoch 6<' <<<"$plot" || fail "graph: objective plot axis does not end at epoch 6"
+  for p in graph-objective-plot graph-eps-plot; do
+    [ "$(grep -o '<text class="axis-title [xy]"' <<<"$(element $p svg)" | wc -l)" = 2 ] ||
+      fail "graph: $p lacks its axis titles"
+  done
   grep -q '<div id="graph-error" class="banner" hidden' <<<"$DOM" || fail "graph: error banner shown"
   echo "graph: graph-only node shown (epoch 6, $(card graph-vertices) vertices, AUC $auc), LDA sections hidden"
   stop_latentd
