@@ -176,9 +176,10 @@ TEST(RowMasses, Avx2MatchesScalar) {
   }
 }
 
-// LATENTD_CPU caps the dispatch: each value gives the widest path at or
-// under it that the CPU has; an unknown value gives the scalar path.
-TEST(RowMasses, CpuCapChoosesThePath) {
+// LATENTD_CPU chooses the path: scalar; AVX2 where the CPU has it; by
+// default (unset or avx512) AVX-512 where the CPU has it, else AVX2 only if
+// kRowMassesAvx2ByDefault; an unknown value gives the scalar path.
+TEST(RowMasses, CpuVariableChoosesThePath) {
   const RowMassesPath scalar = ChooseRowMassesPath("scalar");
   EXPECT_TRUE(scalar.fn == nullptr);
   EXPECT_STREQ(scalar.name, "scalar");
@@ -186,10 +187,11 @@ TEST(RowMasses, CpuCapChoosesThePath) {
   const RowMassesPath avx2 = ChooseRowMassesPath("avx2");
   EXPECT_EQ(avx2.fn, RowMassesAvx2);
   EXPECT_STREQ(avx2.name, RowMassesAvx2 != nullptr ? "avx2" : "scalar");
-  const RowMassesFn widest =
-      RowMassesAvx512 != nullptr ? RowMassesAvx512 : RowMassesAvx2;
-  EXPECT_EQ(ChooseRowMassesPath(nullptr).fn, widest);
-  EXPECT_EQ(ChooseRowMassesPath("avx512").fn, widest);
+  const RowMassesFn by_default = RowMassesAvx512 != nullptr ? RowMassesAvx512
+                                 : kRowMassesAvx2ByDefault  ? RowMassesAvx2
+                                                            : nullptr;
+  EXPECT_EQ(ChooseRowMassesPath(nullptr).fn, by_default);
+  EXPECT_EQ(ChooseRowMassesPath("avx512").fn, by_default);
   for (const char* cap : {"scalar", "avx2", "avx512"}) {
     const RowMassesPath p = ChooseRowMassesPath(cap);
     // A vector path's threshold, scalar's never reached.
