@@ -11,7 +11,13 @@
 // walked by another loop, so it is left out. 4,096 rows are drawn by token
 // (a row is walked for each token of its word), so many are short and the
 // frequent words' long rows (up to K/2) take most of the time; the excluded
-// topic is one of the row's. Time per 4,096 rows.
+// topic is one of the row's. Time per 4,096 rows (10 MiB at K=1000: in
+// the L3 cache after the first pass).
+//
+// BM_RowMassesCold/PATH/K: the same with 65,536 rows (170 MiB at K=1000),
+// so that each row comes from memory, as in a sweep, which visits the rows
+// in document order: there the walk waits on memory more than it
+// computes. Time per 65,536 rows.
 //
 // BM_RowMassesBySize/PATH/N: 256 rows of N slots at K = 1000, for the
 // shortest row worth a vector walk (kRowMassesVectorSlots,
@@ -47,7 +53,8 @@ using internal::RowMassesFn;
 
 constexpr uint32_t kVocab = 60'000;
 constexpr double kTokens = 2.18e6;
-constexpr int kRows = 4096;
+constexpr size_t kRows = 4096;
+constexpr size_t kColdRows = 65'536;
 constexpr TopicId kTopicCounts[] = {100, 1000};
 constexpr uint32_t kSizes[] = {8, 12, 16, 24, 32, 48, 64};
 constexpr int kSizeRows = 256;
@@ -131,9 +138,9 @@ std::vector<double> Coefficients(TopicId K, Rng& rng) {
   return coef;
 }
 
-const Workload& News20Rows(TopicId K) {
-  static std::map<TopicId, Workload> cache;
-  Workload& w = cache[K];
+const Workload& News20Rows(TopicId K, size_t rows) {
+  static std::map<std::pair<TopicId, size_t>, Workload> cache;
+  Workload& w = cache[{K, rows}];
   if (!w.rows.empty()) return w;
   w.K = K;
   Rng rng(K);
@@ -142,15 +149,20 @@ const Workload& News20Rows(TopicId K) {
   std::vector<double> cdf(kVocab);
   double h = 0;
   for (uint32_t r = 0; r < kVocab; ++r) cdf[r] = (h += 1.0 / (r + 1));
-  while (w.rows.size() < kRows) {
+  std::vector<Count> topic_counts(K);
+  while (w.rows.size() < rows) {
     const double u = rng.Uniform() * h;
     const auto r = static_cast<uint32_t>(
         std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
     const auto f =
         static_cast<uint64_t>(std::max(1.0, std::round(kTokens / h / (r + 1))));
     if (f > 2 * uint64_t{K}) continue;  // more than K/2 topics: dense
+    std::fill(topic_counts.begin(), topic_counts.end(), 0);
+    for (uint64_t t = 0; t < f; ++t) ++topic_counts[rng.UniformInt(K)];
     std::map<TopicId, Count> counts;
-    for (uint64_t t = 0; t < f; ++t) ++counts[rng.UniformInt(K)];
+    for (TopicId k = 0; k < K; ++k) {
+      if (topic_counts[k] > 0) counts[k] = topic_counts[k];
+    }
     if (counts.size() > K / 2) continue;
     AddRow(w, MakeRow(counts, K, rng));
   }
@@ -199,6 +211,11 @@ void PrintRatios(const std::map<std::string, double>& times,
                  const std::string& bench, const char* arg_name,
                  const std::vector<uint32_t>& args, const char* unit) {
   const std::vector<Path> paths = Paths();
+  const std::string prefix = bench + "/";
+  const auto it = times.lower_bound(prefix);
+  if (it == times.end() || it->first.compare(0, prefix.size(), prefix) != 0) {
+    return;  // filtered out
+  }
   std::printf("\n%s (%s):\n%-6s", bench.c_str(), unit, arg_name);
   for (const Path& p : paths) std::printf(" %10s", p.name);
   for (size_t i = 1; i < paths.size(); ++i) {
@@ -231,7 +248,15 @@ int main(int argc, char** argv) {
     for (TopicId k : kTopicCounts) {
       benchmark::RegisterBenchmark(
           absl::StrCat("BM_RowMasses/", p.name, "/", k).c_str(),
-          [p, k](benchmark::State& s) { WalkAll(s, p.fn, News20Rows(k)); })
+          [p, k](benchmark::State& s) {
+            WalkAll(s, p.fn, News20Rows(k, kRows));
+          })
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(
+          absl::StrCat("BM_RowMassesCold/", p.name, "/", k).c_str(),
+          [p, k](benchmark::State& s) {
+            WalkAll(s, p.fn, News20Rows(k, kColdRows));
+          })
           ->Unit(benchmark::kMicrosecond);
     }
   }
@@ -246,10 +271,12 @@ int main(int argc, char** argv) {
   }
   CpuTimeReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  std::printf("\nCPU path: %s (LATENTD_CPU caps the sampler's, not these)\n",
+  std::printf("\nThe sampler's path here: %s (this program runs every path)\n",
               internal::kRowMassesPath.name);
   PrintRatios(reporter.cpu_times(), "BM_RowMasses", "K", ks,
               "CPU us per 4096 rows");
+  PrintRatios(reporter.cpu_times(), "BM_RowMassesCold", "K", ks,
+              "CPU us per 65536 rows");
   PrintRatios(reporter.cpu_times(), "BM_RowMassesBySize", "size", sizes,
               "CPU ns per 256 rows");
   benchmark::Shutdown();
