@@ -127,9 +127,10 @@ inline constexpr uint32_t kRowMassesAvx2Slots = 16;
 // Whether a CPU with AVX2 and no AVX-512 walks rows with AVX2 by default.
 // No: alone, on rows as at a uniform start, the AVX2 walk is 1.1-1.25x the
 // scalar one, but in a news20 sweep (K=1000, one thread; rows of 33 topics
-// on average by then) it took 10% more cycles than the scalar loop inlined
-// in the kernel, at any threshold up to 48 slots (measured on an AMD EPYC
-// with AVX-512, forcing AVX2; docs/benchmarks.md). Measure again on a CPU
+// on average by then) it took 5-10% more cycles than the scalar loop
+// inlined in the kernel, at any threshold up to 48 slots, and tokens per
+// CPU second were the same (measured on an AMD EPYC with AVX-512, forcing
+// AVX2; docs/benchmarks.md). Measure again on a CPU
 // without AVX-512 (ops/bench/cpu_paths.sh) before turning it on.
 inline constexpr bool kRowMassesAvx2ByDefault = false;
 
