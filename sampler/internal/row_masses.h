@@ -6,16 +6,25 @@
 // coef[topic] of the slots so far (zero-count slots add nothing and are
 // dropped). The kernels draw from that running sum by UpperBound.
 //
-// Two implementations: an AVX-512 one (eight slots a step: one gather of the
+// Three implementations. AVX-512 (eight slots a step: one gather of the
 // coefficients, the masses of the slots kept compressed into place, then
 // their running sum four at a time, RunningSum) where the CPU has
-// AVX-512F/VL, else a scalar one. Both write the same slots, topics, counts
-// and token sum, and ascending running sums in which a slot of mass 0 adds
-// exactly nothing; the sums add the same masses in a different order, so
-// they can differ in the last bits. A sweep is reproducible on one machine,
-// not bit for bit across CPUs that differ in AVX-512. news20, K=1000, one
-// thread: 1-4% less time for the same sweeps (the walk is mostly bound by
-// memory); K=100 (shorter rows): the same.
+// AVX-512F/VL. AVX2 (eight slots a step: the kept lanes packed by a
+// permutation from a 256-entry table, two 4-lane gathers, the running sums
+// in registers in RunningSum's order) where it has AVX2. A scalar one.
+// All write the same slots, topics, counts and token sum, and ascending
+// running sums in which a slot of mass 0 adds exactly nothing; the sums add
+// the same masses in a different order, so they can differ in the last
+// bits. A sweep is reproducible on one machine and path, not bit for bit
+// across paths.
+//
+// Which one RowMasses uses (kRowMassesPath) is chosen once, at startup:
+// AVX-512 where the CPU has it, else scalar; AVX2 only where
+// kRowMassesAvx2ByDefault says so. The environment variable LATENTD_CPU
+// overrides it: "avx2" (the AVX2 walk, where the CPU has AVX2, else
+// scalar), "scalar", "avx512" or unset (the default); any other value is
+// reported on stderr and means scalar. docs/benchmarks.md ("Row walk") has
+// each path's speed, alone and in a sweep.
 //
 // Thread-safety: pure functions of their arguments. The row may be written
 // by the table's writer meanwhile: each 8-byte slot is read whole (an
@@ -65,13 +74,15 @@ inline double RunningSum(double* m, uint32_t n) {
   return q;
 }
 
-// The implementations, for tests and benchmarks. RowMassesAvx512 is null
-// where the CPU (or the compiler) lacks AVX-512F/VL.
+// The implementations, for tests and benchmarks, whatever LATENTD_CPU says.
+// RowMassesAvx512 is null where the CPU (or the compiler) lacks AVX-512F/VL,
+// RowMassesAvx2 where it lacks AVX2.
 using RowMassesFn = uint32_t (*)(const std::atomic<uint64_t>* entries,
                                  uint32_t size, const double* coef,
                                  TopicId excluded, const RowMassesOut& out,
                                  int64_t* tokens);
 extern const RowMassesFn RowMassesAvx512;
+extern const RowMassesFn RowMassesAvx2;
 
 // Walks entries[0, size); returns the slots kept (n) and sets *tokens to
 // the row's total count. The q mass is out.running[n - 1] (0 if n == 0).
@@ -100,15 +111,46 @@ inline uint32_t RowMassesScalar(const std::atomic<uint64_t>* entries,
   return n;
 }
 
-// The walk for a row of `size` slots: the AVX-512 one for rows of at least
-// kRowMassesVectorSlots slots, if the CPU has it (on shorter rows its
-// longer chain of latencies per step costs more than the scalar loop).
+// The vector walk RowMasses uses, and the shortest row it is used for (on
+// shorter rows its longer chain of latencies per step costs more than the
+// scalar loop): AVX-512 from kRowMassesVectorSlots, AVX2 from
+// kRowMassesAvx2Slots (row_masses_benchmark, BM_RowMassesBySize). name:
+// "avx512", "avx2" or "scalar" (fn null, min_slots never reached).
+struct RowMassesPath {
+  RowMassesFn fn;
+  uint32_t min_slots;
+  const char* name;
+};
 inline constexpr uint32_t kRowMassesVectorSlots = 16;
+inline constexpr uint32_t kRowMassesAvx2Slots = 16;
+
+// Whether a CPU with AVX2 and no AVX-512 walks rows with AVX2 by default.
+// No: alone, on rows as at a uniform start, the AVX2 walk is 1.1-1.25x the
+// scalar one, but in a news20 sweep (K=1000, one thread; rows of 33 topics
+// on average by then) it took 5-10% more cycles than the scalar loop
+// inlined in the kernel, at any threshold up to 48 slots, and tokens per
+// CPU second were the same (measured on an AMD EPYC with AVX-512, forcing
+// AVX2; docs/benchmarks.md). Measure again on a CPU
+// without AVX-512 (ops/bench/cpu_paths.sh) before turning it on.
+inline constexpr bool kRowMassesAvx2ByDefault = false;
+
+// The path for a LATENTD_CPU value `cap` (null: unset) on this CPU, as the
+// banner says; an unknown value is reported on stderr and gives the
+// scalar path.
+RowMassesPath ChooseRowMassesPath(const char* cap);
+
+// ChooseRowMassesPath(getenv("LATENTD_CPU")), set during static
+// initialization (before it, e.g. from another file's static initializer,
+// it reads as all zero, which RowMasses takes as scalar).
+extern const RowMassesPath kRowMassesPath;
+
+// The walk for a row of `size` slots: kRowMassesPath's vector walk for rows
+// of at least its min_slots, else the scalar one.
 inline uint32_t RowMasses(const std::atomic<uint64_t>* entries, uint32_t size,
                           const double* coef, TopicId excluded,
                           const RowMassesOut& out, int64_t* tokens) {
-  if (size >= kRowMassesVectorSlots && RowMassesAvx512 != nullptr) {
-    return RowMassesAvx512(entries, size, coef, excluded, out, tokens);
+  if (size >= kRowMassesPath.min_slots && kRowMassesPath.fn != nullptr) {
+    return kRowMassesPath.fn(entries, size, coef, excluded, out, tokens);
   }
   return RowMassesScalar(entries, size, coef, excluded, out, tokens);
 }
