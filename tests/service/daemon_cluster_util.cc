@@ -334,7 +334,8 @@ std::map<std::string, long long> StoreWordCounts(const std::string& dir) {
 
 std::map<std::string, long long> WriteCorpusParts(
     const std::string& dir, int parts,
-    std::vector<std::map<std::string, long long>>* per_part) {
+    std::vector<std::map<std::string, long long>>* per_part,
+    size_t max_documents) {
   if (per_part != nullptr) per_part->assign(parts, {});
   std::vector<std::string> vocab;
   std::map<std::string, long long> freq;
@@ -350,7 +351,8 @@ std::map<std::string, long long> WriteCorpusParts(
   for (int i = 0; i < parts; ++i) {
     out.emplace_back(absl::StrCat(dir, "/part", i));
   }
-  for (size_t d = 0; (*docs)->ReadLine(&line).value_or(false);) {
+  for (size_t d = 0;
+       d < max_documents && (*docs)->ReadLine(&line).value_or(false);) {
     if (line.empty()) continue;
     const int part = static_cast<int>(d++ % parts);
     out[part] << line << "\n";

@@ -206,13 +206,15 @@ void ExpectIdenticalExports(const std::map<std::string, std::string>& a,
 // the test if they cannot be read.
 std::map<std::string, long long> StoreWordCounts(const std::string& dir);
 
-// Writes the documents of the test corpus (LDA-C) into `parts` files
-// dir/part<i> (document d into part d % parts) and returns each word's
-// frequency in them all, and in each part in *per_part (if given); fails
-// the test (and returns what it has) if the corpus cannot be read.
+// Writes the documents of the test corpus (LDA-C), its first
+// `max_documents` only if given, into `parts` files dir/part<i> (document
+// d into part d % parts) and returns each word's frequency in them all,
+// and in each part in *per_part (if given); fails the test (and returns
+// what it has) if the corpus cannot be read.
 std::map<std::string, long long> WriteCorpusParts(
     const std::string& dir, int parts,
-    std::vector<std::map<std::string, long long>>* per_part = nullptr);
+    std::vector<std::map<std::string, long long>>* per_part = nullptr,
+    size_t max_documents = SIZE_MAX);
 
 // Waits until nodes `nodes` of `cluster` have stopped training and drained
 // (that many members each), then checks that the model is exact: every one

@@ -16,9 +16,10 @@
 namespace latentd::testing {
 
 // A cluster of `nodes` nodes, each node in the topology's namespace of its
-// own with dir/part<i> of WriteSmallParts (`docs_per_node` documents),
-// --replicas 2, --failure-timeout `failure_timeout`, one training thread
-// and fixed ports (7070-7072, free in every namespace), started. Builds
+// own with dir/part<i> of WriteCorpusParts (the test corpus's first
+// `nodes * docs_per_node` documents), --replicas 2, --failure-timeout
+// `failure_timeout`, one training thread and fixed ports (7070-7072, free
+// in every namespace), started. Builds
 // the topology first (NetTopology::Create: the calling thread moves into a
 // network namespace of its own). ok() says whether all of it worked (test
 // failures otherwise).
@@ -31,13 +32,6 @@ struct NetCluster {
   std::map<std::string, long long> base;  // the parts' word tokens
   double up_s = 0;                        // Start()'s seconds
 };
-
-// Writes the first `nodes * docs_per_node` documents of the test corpus
-// (LDA-C) into dir/part<i>, document d into part d % nodes, and returns
-// each word's tokens in them; empty (and a test failure) if the corpus
-// cannot be read.
-std::map<std::string, long long> WriteSmallParts(const std::string& dir,
-                                                 int nodes, int docs_per_node);
 
 }  // namespace latentd::testing
 
