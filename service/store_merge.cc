@@ -88,7 +88,9 @@ absl::StatusOr<MergePlan> PlanMerge(std::span<const IngestRecord> records,
     Pending* p;
     if (r.user.empty()) {
       p = &plan.fresh.emplace_back();
-      p->id = r.doc_id;
+      // Sent without an id, the document is found by its source (the
+      // client's idempotency key) in GetDocumentTopics and similar calls.
+      p->id = r.doc_id.empty() ? r.source : r.doc_id;
     } else if (scan.grown_users.contains(r.user)) {
       p = &plan.grow[r.user];
     } else {

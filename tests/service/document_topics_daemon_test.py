@@ -238,6 +238,30 @@ class IndependentCountsTest(unittest.TestCase):
             self.assertEqual(dict(state[doc]), counts, doc)
 
 
+# Last (unittest runs the classes by name): the document it ingests would
+# join the other tests' rankings and exports.
+class SourceLookupTest(unittest.TestCase):
+    def test_an_ingested_document_is_found_by_its_source(self):
+        # Sent without an id, a document is found by its source once
+        # merged and the table read again (at every publication now that
+        # sampling has stopped).
+        c = client()
+        words = [planted_word(2, i) for i in range(12)]
+        c.ingest([latentd.Document(" ".join(words), source="feed/item-7")])
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                mix = c.document_topics("feed/item-7")
+                break
+            except latentd.NotFoundError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        self.assertEqual(mix.tokens, len(words))
+        self.assertAlmostEqual(sum(t.weight for t in mix.topics), 1.0,
+                               places=9)
+
+
 if __name__ == "__main__":
     LATENTD, LATENTCTL = sys.argv[1], sys.argv[2]
     unittest.main(argv=sys.argv[:1])
