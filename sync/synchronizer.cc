@@ -430,8 +430,7 @@ void Synchronizer::BuildReseedBatch(Channel* c, uint64_t clock,
   absl::MutexLock l(&track_mu_);
   // What the earlier process sent of keys the table does not hold goes
   // back too: the new one sends their globals again.
-  absl::erase_if(foreign_,
-                 [c](const auto& f) { return f.second.channel == c->index; });
+  DropForeignOf(c->index);
   for (uint32_t i : c->keys) {
     if (grows_) named_[i] = 0;  // a new owner process: names again
     // An empty delta still registers the key: the owner answers with its
@@ -612,9 +611,15 @@ void Synchronizer::ApplyChanges(Channel* c, const DeltaReply& reply,
       if (grows_ && !change.empty()) {
         *quiet = false;
         Foreign& f = foreign_[reply.changed_keys(j)];
-        AddSparse(f.change, change, +1, &sum);
-        f.change.swap(sum);
-        f.channel = c->index;
+        auto part =
+            std::find_if(f.changes.begin(), f.changes.end(),
+                         [c](const auto& p) { return p.first == c->index; });
+        if (part == f.changes.end()) {
+          f.changes.emplace_back(c->index, change);
+        } else {
+          AddSparse(part->second, change, +1, &sum);
+          part->second.swap(sum);
+        }
       }
       continue;
     }

@@ -314,17 +314,22 @@ class Synchronizer {
   // The internal channel of each channel of the current epoch (identity
   // until a Reroute). Changed by Reroute only.
   std::vector<uint32_t> route_;
-  // Growing tables: changes of keys the table does not hold, summed, their
-  // names ("" until an owner sends it), and the channel whose owner sent
-  // the last change. An owner that restarts or is lost takes its part back
-  // (the entries it sent are dropped, as a held key's received part is
-  // given back): the globals come again from its new owner.
+  // Growing tables: changes of keys the table does not hold, summed per
+  // channel (the owner that sent them), their names ("" until an owner
+  // sends it), and the channel that sent the name. An owner that restarts
+  // or is lost takes its part back (as a held key's received part is given
+  // back), and only its part: the globals come again from its new owner,
+  // and what other owners sent stays (a survivor's own shard pushes it a
+  // key it took over before the lost owner's late reply arrives).
   struct Foreign {
     std::string name;
-    SparseVector change;
-    uint32_t channel = 0;
+    std::vector<std::pair<uint32_t, SparseVector>> changes;  // by channel
+    uint32_t channel = 0;                                    // the name's
   };
   absl::flat_hash_map<Key, Foreign> foreign_ ABSL_GUARDED_BY(track_mu_);
+  // Drops what `channel` sent of keys the table does not hold (an entry
+  // stays while another channel's change or name is left).
+  void DropForeignOf(uint32_t channel) ABSL_EXCLUSIVE_LOCKS_REQUIRED(track_mu_);
   std::atomic<uint64_t> epoch_{0};
   absl::flat_hash_map<Key, uint32_t> key_index_;
   // Loop thread only: whether the table lists dirty keys; per key, whether

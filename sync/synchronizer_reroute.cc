@@ -130,9 +130,7 @@ absl::Status Synchronizer::Reroute(
       // Keys it sent that the table does not hold: their new owners send
       // them again, re-seeded by the survivors.
       absl::MutexLock t(&track_mu_);
-      absl::erase_if(foreign_, [&c](const auto& f) {
-        return f.second.channel == c->index;
-      });
+      DropForeignOf(c->index);
     }
     if (c->inflight) {
       refused_.push_back(std::move(*c->inflight));
@@ -152,6 +150,19 @@ absl::Status Synchronizer::Reroute(
   rerouting_ = false;
   ++kicks_;  // a round to every owner now
   return absl::OkStatus();
+}
+
+void Synchronizer::DropForeignOf(uint32_t channel) {
+  for (auto it = foreign_.begin(); it != foreign_.end();) {
+    Foreign& f = it->second;
+    std::erase_if(f.changes,
+                  [channel](const auto& p) { return p.first == channel; });
+    if (f.changes.empty() && (f.name.empty() || f.channel == channel)) {
+      foreign_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
 }
 
 std::vector<std::pair<Key, std::string>> Synchronizer::ForeignKeys() {
@@ -202,9 +213,14 @@ absl::Status Synchronizer::AddKeys(const std::function<absl::Status()>& grow,
     c->retired = false;
     auto f = foreign_.find(key);
     if (f == foreign_.end()) continue;
-    if (!f->second.change.empty()) {
-      table_->EnqueueCorrection(i, f->second.change);
-      received_[i] = std::move(f->second.change);
+    SparseVector change, sum;
+    for (const auto& [channel, part] : f->second.changes) {
+      AddSparse(change, part, +1, &sum);
+      change.swap(sum);
+    }
+    if (!change.empty()) {
+      table_->EnqueueCorrection(i, change);
+      received_[i] = std::move(change);
     }
     foreign_.erase(f);
   }

@@ -286,8 +286,8 @@ const char* KnownDefect(const FaultSchedule& s) {
   if (s.kind == FaultKind::kHalves && !s.cut_from_redis.empty()) {
     return "KNOWN DEFECT (short view after a return): a survivor's view "
            "of some keys is left short of their owner's global (found in "
-           "about 1 run of 15 of this schedule since 4efc583 fixed the "
-           "first cause); the returning node's retraction then drives "
+           "2 runs of 16 of this schedule after 4efc583 and the "
+           "foreign-part fix); the returning node's retraction then drives "
            "its counts below zero, it stops sampling and the model stays "
            "inexact";
   }

@@ -270,5 +270,86 @@ TEST(SyncedTopicTable, GrowingTablesLearnEachOthersWords) {
   sb->Stop();
 }
 
+// What a lost owner sent of a key this node does not hold is taken back,
+// and only that: a survivor's own shard, which took the key over from its
+// copy, pushed it the key's global first, and that part stays. (The two
+// were summed under one owner's name, and a lost owner's late reply
+// arriving after the push made the re-route drop both; found by the
+// network-fault harness: a survivor's view stayed short, and the returning
+// node's retraction drove its counts below zero.) Here the lost owner's
+// part arrives first, which under the old sum kept both: too much.
+TEST(SyncedTopicTable, ALostOwnersForeignPartAloneIsDropped) {
+  sync::OwnerShard o0(kK), o1(kK);
+  TopicTable ta(1, kK), tb(2, kK);
+  ASSERT_TRUE(ta.Apply(std::vector<WordTopicDelta>{{0, 1, 3}}).ok());
+  ASSERT_TRUE(tb.Apply(std::vector<WordTopicDelta>{{0, 2, 5}, {1, 4, 1}}).ok());
+  SyncedTopicTable a(&ta, {101}, {"apple"});
+  SyncedTopicTable b(&tb, {201, 202}, {"pear", "fig"});
+  auto make = [&](const std::string& id, SyncedTopicTable* t,
+                  std::vector<uint32_t> owner) {
+    sync::SynchronizerOptions o;
+    o.node_id = id;
+    o.incarnation = 1;
+    std::vector<std::unique_ptr<sync::OwnerChannel>> ch;
+    ch.push_back(sync::MakeLocalChannel(&o0, "o0"));
+    ch.push_back(sync::MakeLocalChannel(&o1, "o1"));
+    auto s = std::make_unique<sync::Synchronizer>(o, t, std::move(owner),
+                                                  std::move(ch));
+    s->Start();
+    return s;
+  };
+  // apple at o0; pear at o1, fig at o0 (so b holds keys at both); the
+  // totals (the last key) at o1.
+  auto sa = make("a", &a, {0, 1});
+  auto sb = make("b", &b, {1, 0, 1});
+  for (int i = 0; i < 2; ++i) {
+    sa->Flush();
+    sb->Flush();
+  }
+  ASSERT_EQ(sb->ForeignKeys(),
+            (std::vector<std::pair<sync::Key, std::string>>{{101, "apple"}}));
+  // o0 is lost; o1 takes apple over from its copy (o0's own part, here
+  // {3: 2}) and pushes it to b, which holds every key.
+  sync::KeyHandoff copy;
+  copy.set_from_node("replica-of:o0");
+  copy.set_epoch(1);
+  copy.set_dimension(kK);
+  copy.add_keys(101);
+  copy.add_names("apple");
+  copy.add_versions(1);
+  sync::AppendToBlock({{3, 2}}, copy.mutable_globals());
+  copy.add_holder_counts(0);
+  ASSERT_TRUE(o1.ImportKeys(copy).ok());
+  sb->Flush();
+  auto only_o1 = [&] {
+    std::vector<std::unique_ptr<sync::OwnerChannel>> ch;
+    ch.push_back(sync::MakeLocalChannel(&o1, "o1"));
+    return ch;
+  };
+  ASSERT_TRUE(sb->Reroute(1, {0, 0, 0}, only_o1(), {"o0"}).ok());
+  ASSERT_TRUE(sa->Reroute(1, {0, 0}, only_o1(), {"o0"}).ok());
+  ASSERT_TRUE(sb->AddKeys(
+                    [&]() -> absl::Status {
+                      tb.Resize(3);
+                      b.AddWords(std::vector<sync::Key>{101},
+                                 std::vector<std::string>{"apple"});
+                      return absl::OkStatus();
+                    },
+                    [](sync::Key) { return 0u; })
+                  .ok());
+  for (int i = 0; i < 3; ++i) {
+    sa->Flush();
+    sb->Flush();
+    ASSERT_TRUE(a.ApplyPending().ok());
+    ASSERT_TRUE(b.ApplyPending().ok());
+  }
+  // a's three tokens re-seeded at o1, and the copy's part: once each.
+  EXPECT_EQ(o1.Global(101), (sync::SparseVector{{1, 3}, {3, 2}}));
+  EXPECT_EQ(Row(tb, 2), o1.Global(101));
+  EXPECT_EQ(Row(ta, 0), o1.Global(101));
+  sa->Stop();
+  sb->Stop();
+}
+
 }  // namespace
 }  // namespace latentd
