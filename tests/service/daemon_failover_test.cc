@@ -79,6 +79,21 @@ std::vector<std::vector<std::string>> ThirdsArgs(const std::string& dir,
   return args;
 }
 
+// ThirdsArgs (--max-sweeps kMaxSweeps) for a cluster whose node 2 (C)
+// restarts with the same command line: its id is its API address, fixed
+// here; its sync port is picked at the first start (--cluster-listen's
+// default, port 0) and asked for again at the restart (kept in its data
+// directory). A test failure if no port can be had.
+std::vector<std::vector<std::string>> ThirdsArgsFixedC(
+    const std::string& dir, const char* consistency) {
+  std::vector<std::vector<std::string>> args =
+      ThirdsArgs(dir, consistency, kMaxSweeps);
+  const std::vector<std::string> fixed = FixedPortArgs({"--listen"});
+  EXPECT_EQ(fixed.size(), 2u);
+  args[2].insert(args[2].end(), fixed.begin(), fixed.end());
+  return args;
+}
+
 // Starts the nodes of `cluster` with `args` and waits (up to 60 s) until
 // node 2 has done 3 sweeps. False (and a test failure) if a node did not
 // start or train.
@@ -141,15 +156,8 @@ void KillFailOverAndReturn(const char* consistency) {
   const std::map<std::string, long long> freq =
       WriteCorpusParts(cluster.dir(), kNodes);
   ASSERT_FALSE(freq.empty());
-  std::vector<std::vector<std::string>> args =
-      ThirdsArgs(cluster.dir(), consistency, kMaxSweeps);
-  // C restarts with the same command line: its id is its API address, fixed
-  // here; its sync port is picked at the first start (--cluster-listen's
-  // default, port 0) and asked for again at the restart (cluster.address).
-  const std::vector<std::string> fixed = FixedPortArgs({"--listen"});
-  ASSERT_EQ(fixed.size(), 2u);
-  args[2].insert(args[2].end(), fixed.begin(), fixed.end());
-  ASSERT_TRUE(StartThirds(&cluster, args));
+  ASSERT_TRUE(
+      StartThirds(&cluster, ThirdsArgsFixedC(cluster.dir(), consistency)));
   Daemon* a = cluster.node(0);
   Daemon* b = cluster.node(1);
   Daemon* c = cluster.node(2);
@@ -545,12 +553,7 @@ TEST(DaemonJoinRedisOutage, AFailedOverNodeReturnsOnceRedisIsBack) {
   const std::map<std::string, long long> freq =
       WriteCorpusParts(cluster.dir(), kNodes);
   ASSERT_FALSE(freq.empty());
-  std::vector<std::vector<std::string>> args =
-      ThirdsArgs(cluster.dir(), "async", kMaxSweeps);
-  const std::vector<std::string> fixed = FixedPortArgs({"--listen"});
-  ASSERT_EQ(fixed.size(), 2u);
-  args[2].insert(args[2].end(), fixed.begin(), fixed.end());
-  ASSERT_TRUE(StartThirds(&cluster, args));
+  ASSERT_TRUE(StartThirds(&cluster, ThirdsArgsFixedC(cluster.dir(), "async")));
   Daemon* c = cluster.node(2);
   const std::string c_id = c->tcp();
   const uint64_t epoch_before = ReadStatus(cluster).epoch;
