@@ -111,6 +111,25 @@ TEST_F(JoinRedisTest, ARefusalFailsAtOnce) {
   EXPECT_TRUE(infos_.empty());
 }
 
+// A wrong Redis password is a refusal too: at once, the step not run, no
+// retry line.
+TEST(JoinRedis, AWrongPasswordFailsAtOnce) {
+  std::unique_ptr<sync::UnixRedis> redis = sync::UnixRedis::Start("right");
+  ASSERT_NE(redis, nullptr) << "redis-server --requirepass did not start";
+  std::vector<std::string> warnings, infos;
+  JoinRedis j = Make("unix://:wrong@" + redis->socket(), &warnings, &infos);
+  int tries = 0;
+  const absl::Time start = absl::Now();
+  absl::Status s = j.Run([&](RedisClient*) {
+    ++tries;
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(absl::IsPermissionDenied(s)) << s;
+  EXPECT_EQ(tries, 0);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_TRUE(warnings.empty());
+}
+
 // Nobody listens: the step never runs, and the outage ends the join after
 // give_up_after with an error that says so.
 TEST(JoinRedis, GivesUpAfterTheJoinTimeout) {
