@@ -10,6 +10,7 @@
 #include "base/status_macros.h"
 #include "hashring/ring_config.h"
 #include "service/cluster/internal/cluster_peer.h"
+#include "service/cluster/internal/join_redis.h"
 #include "sync/cluster_admin.h"
 
 namespace latentd {
@@ -286,29 +287,46 @@ sync::OwnerAdmission ClusterLink::AdmissionFor(
 }
 
 absl::Status ClusterLink::Join() {
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<sync::RedisClient> redis,
-                           sync::RedisClient::Connect(options_.redis_url));
+  // Every Redis step of the join rides out a brief outage (a restarting
+  // Redis, a flapping link): retried until --join-timeout.
+  internal::JoinRedisOptions jo;
+  jo.url = options_.redis_url;
+  jo.cluster = options_.cluster;
+  jo.give_up_after = options_.join_timeout;
+  jo.log = options_.log;
+  jo.info = options_.info;
+  internal::JoinRedis redis(std::move(jo));
   // Heartbeats first: a node restarting must beat before the others look
   // at its heartbeat again (so that a quick restart is not failed over).
   liveness_ = std::thread([this] { LivenessLoop(); });
   // A node failed over and restarted from its data directory returns as an
   // admitted node joins (docs/design.md, "Failure detection and
   // failover"): the members hand its keys back, then it pushes its counts.
-  const bool returning = !options_.join && IsDown(redis.get());
+  bool returning = false;
+  if (!options_.join) {
+    LATENTD_ASSIGN_OR_RETURN(returning, IsDown(redis));
+  }
   const bool joining = options_.join || returning;
   hashring::RingConfig config;
   if (options_.join) {
-    LATENTD_ASSIGN_OR_RETURN(config, AwaitAdmission(redis.get()));
+    LATENTD_ASSIGN_OR_RETURN(config, AwaitAdmission(redis));
   } else if (returning) {
-    LATENTD_ASSIGN_OR_RETURN(config, AwaitReturn(redis.get()));
+    LATENTD_ASSIGN_OR_RETURN(config, AwaitReturn(redis));
   } else {
     sync::MembershipOptions mo;
     mo.cluster = options_.cluster;
     mo.node_id = node_id_;
     mo.address = address_;
     mo.expected_members = options_.expected_members;
-    mo.wait_timeout = options_.join_timeout;
-    LATENTD_ASSIGN_OR_RETURN(config, sync::JoinCluster(redis.get(), mo));
+    // (Registering again and reading the ring are safe to repeat; the
+    // wait is bounded once, not per try.)
+    const absl::Time deadline = absl::Now() + options_.join_timeout;
+    LATENTD_ASSIGN_OR_RETURN(
+        config, redis.Run<hashring::RingConfig>([&](sync::RedisClient* c) {
+          mo.wait_timeout =
+              std::max(deadline - absl::Now(), absl::Milliseconds(1));
+          return sync::JoinCluster(c, mo);
+        }));
   }
   LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const hashring::Ring> ring,
                            hashring::Ring::Build(config));
@@ -396,8 +414,9 @@ absl::Status ClusterLink::Join() {
     // have (so that a key's changes reach it in order), push this node's
     // counts and take the globals, as any holder.
     const absl::Time deadline = absl::Now() + options_.join_timeout;
-    LATENTD_RETURN_IF_ERROR(
-        AwaitPhase(redis.get(), ring_config(), "handoff", deadline));
+    LATENTD_RETURN_IF_ERROR(redis.Run([&](sync::RedisClient* c) {
+      return AwaitPhase(c, ring_config(), "handoff", deadline);
+    }));
     sync_->Start();
     sync_->FullPass();
     ready_.store(true);
@@ -409,13 +428,16 @@ absl::Status ClusterLink::Join() {
       ring_watch_ = std::thread([this] { WatchRing(); });
     }
     // The move is done once every member routes by the new ring.
-    LATENTD_RETURN_IF_ERROR(
-        AwaitPhase(redis.get(), ring_config(), "effect", deadline));
+    LATENTD_RETURN_IF_ERROR(redis.Run([&](sync::RedisClient* c) {
+      return AwaitPhase(c, ring_config(), "effect", deadline);
+    }));
     sync::MoveCounters moved;
     moved.keys = handoff_keys_in_.load();
     moved.bytes = handoff_bytes_in_.load();
     absl::StatusOr<sync::MoveRecord> done =
-        sync::FinishMove(redis.get(), options_.cluster, epoch(), moved);
+        redis.Run<sync::MoveRecord>([&](sync::RedisClient* c) {
+          return sync::FinishMove(c, options_.cluster, epoch(), moved);
+        });
     if (!done.ok()) {
       options_.log(absl::StrCat(
           "joined at epoch ", epoch(),

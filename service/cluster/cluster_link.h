@@ -88,6 +88,9 @@
 namespace latentd {
 
 class FailureJudge;
+namespace internal {
+class JoinRedis;
+}  // namespace internal
 
 // A table other than topic counts that a link keeps in step with the
 // cluster (a graph node's vertex vectors, sampler/graph/synced_embeddings.h):
@@ -389,15 +392,18 @@ class ClusterLink {
       const hashring::RingConfig& config,
       std::shared_ptr<const hashring::Ring> ring,
       const hashring::RingConfig* also = nullptr) const;
+  // The joining steps (cluster_link_join.cc), each through `redis`, which
+  // retries while Redis is briefly away (internal/join_redis.h).
   // With `join`: registers as pending and returns the ring that admits
   // this node.
-  absl::StatusOr<hashring::RingConfig> AwaitAdmission(sync::RedisClient* redis);
+  absl::StatusOr<hashring::RingConfig> AwaitAdmission(
+      internal::JoinRedis& redis);
   // Whether the cluster holds this node as down (restarted after a
   // failover).
-  bool IsDown(sync::RedisClient* redis) const;
+  absl::StatusOr<bool> IsDown(internal::JoinRedis& redis) const;
   // A down node back: puts it in the ring again once no move runs
   // (sync::ReturnNode) and returns that ring.
-  absl::StatusOr<hashring::RingConfig> AwaitReturn(sync::RedisClient* redis);
+  absl::StatusOr<hashring::RingConfig> AwaitReturn(internal::JoinRedis& redis);
   // The liveness thread: heartbeats and failure detection (see above).
   void LivenessLoop();
   // Reads the cluster's status for `judge` and declares down the member it

@@ -1,5 +1,5 @@
-// ClusterLink's ring epochs (cluster_link.h): joining a running cluster,
-// following a new epoch in two phases, handing keys off, leaving.
+// ClusterLink's ring epochs (cluster_link.h): following a new epoch in two
+// phases, handing keys off, leaving (joining: cluster_link_join.cc).
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -13,37 +13,6 @@
 #include "sync/cluster_admin.h"
 
 namespace latentd {
-
-absl::StatusOr<hashring::RingConfig> ClusterLink::AwaitAdmission(
-    sync::RedisClient* redis) {
-  LATENTD_RETURN_IF_ERROR(
-      sync::RegisterPending(redis, options_.cluster, node_id_, address_));
-  options_.info(absl::StrCat("registered as pending in cluster ",
-                             options_.cluster,
-                             "; waiting to be admitted "
-                             "(latentctl cluster add-node ",
-                             node_id_, ")"));
-  const std::string key = sync::RingKey(options_.cluster);
-  const absl::Time deadline = absl::Now() + options_.join_timeout;
-  while (true) {
-    LATENTD_ASSIGN_OR_RETURN(sync::RedisReply reply,
-                             redis->Command({"GET", key}));
-    if (reply.type == sync::RedisReply::Type::kString) {
-      LATENTD_ASSIGN_OR_RETURN(hashring::RingConfig config,
-                               hashring::ParseRingConfig(reply.str));
-      for (const hashring::Member& m : config.members) {
-        if (m.id == node_id_) return config;
-      }
-    }
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "not admitted to cluster ", options_.cluster, " within ",
-          absl::FormatDuration(options_.join_timeout),
-          " (admit it with latentctl cluster add-node ", node_id_, ")"));
-    }
-    absl::SleepFor(std::min(options_.ring_poll, absl::Milliseconds(100)));
-  }
-}
 
 std::string ClusterLink::PhaseSet(const char* phase, uint64_t epoch) const {
   return absl::StrCat("latentd:", options_.cluster, ":", phase, ":", epoch);

@@ -1,12 +1,11 @@
 // ClusterLink's failure detection and failover (cluster_link.h): the
-// liveness thread (heartbeats, alive key, detection) and a down node's
-// return.
+// liveness thread (heartbeats, alive key, detection; a down node's
+// return: cluster_link_join.cc).
 #include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -135,56 +134,6 @@ absl::Status ClusterLink::DetectFailure(sync::RedisClient* redis,
                               " down failed: ", next.status().ToString()));
   }
   return absl::OkStatus();
-}
-
-bool ClusterLink::IsDown(sync::RedisClient* redis) const {
-  absl::StatusOr<sync::ClusterStatus> st =
-      sync::ReadClusterStatus(redis, options_.cluster);
-  if (!st.ok()) return false;
-  for (const sync::MemberStatus& m : st->members) {
-    if (m.id == node_id_) return m.state == sync::MemberState::kDown;
-  }
-  return false;
-}
-
-absl::StatusOr<hashring::RingConfig> ClusterLink::AwaitReturn(
-    sync::RedisClient* redis) {
-  const absl::Time deadline = absl::Now() + options_.join_timeout;
-  for (;;) {
-    LATENTD_ASSIGN_OR_RETURN(sync::ClusterStatus st,
-                             sync::ReadClusterStatus(redis, options_.cluster));
-    absl::Status s;
-    if (st.move && st.move->status == sync::MoveStatus::kRunning) {
-      // The failover that marked it down may still run (or another move).
-      s = absl::FailedPreconditionError(absl::StrCat(
-          "a move is running: ", sync::DescribeMove(*st.move, st.now_ms)));
-    } else {
-      absl::StatusOr<hashring::RingConfig> ring =
-          sync::ReturnNode(redis, options_.cluster, node_id_, address_);
-      if (ring.ok()) {
-        options_.info(absl::StrCat(
-            "this node was down (failed over): back in cluster ",
-            options_.cluster, " at epoch ", ring->version,
-            "; the members hand its keys back, then it pushes its store's "
-            "counts"));
-        return ring;
-      }
-      // A concurrent change (kAborted) or a move started meanwhile: try
-      // again; anything else (it is no longer down, another address) is
-      // final.
-      if (!absl::IsAborted(ring.status()) &&
-          !absl::StrContains(ring.status().message(), "a move is")) {
-        return ring.status();
-      }
-      s = ring.status();
-    }
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "could not return to cluster ", options_.cluster, " within ",
-          absl::FormatDuration(options_.join_timeout), ": ", s.message()));
-    }
-    absl::SleepFor(absl::Milliseconds(50));
-  }
 }
 
 absl::Status ClusterLink::MarkPhases(sync::RedisClient* redis,

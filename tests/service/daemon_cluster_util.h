@@ -120,8 +120,10 @@ class TestCluster {
   // any (a node serves only once the ring is fixed, i.e. once every one
   // has joined), then waits up to 60 s each for their ports. True if every
   // node serves; otherwise a test failure naming each that does not, with
-  // its log. REQUIRES: no node started yet.
-  bool Start(const std::vector<std::vector<std::string>>& node_args);
+  // its log. With `wait` false it returns true at once (each node's
+  // WaitForPorts() waits). REQUIRES: no node started yet.
+  bool Start(const std::vector<std::vector<std::string>>& node_args,
+             bool wait = true);
   // The same with `args` for each of `nodes` nodes.
   bool Start(int nodes, const std::vector<std::string>& args);
 

@@ -79,6 +79,21 @@ std::vector<std::vector<std::string>> ThirdsArgs(const std::string& dir,
   return args;
 }
 
+// ThirdsArgs (--max-sweeps kMaxSweeps) for a cluster whose node 2 (C)
+// restarts with the same command line: its id is its API address, fixed
+// here; its sync port is picked at the first start (--cluster-listen's
+// default, port 0) and asked for again at the restart (kept in its data
+// directory). A test failure if no port can be had.
+std::vector<std::vector<std::string>> ThirdsArgsFixedC(
+    const std::string& dir, const char* consistency) {
+  std::vector<std::vector<std::string>> args =
+      ThirdsArgs(dir, consistency, kMaxSweeps);
+  const std::vector<std::string> fixed = FixedPortArgs({"--listen"});
+  EXPECT_EQ(fixed.size(), 2u);
+  args[2].insert(args[2].end(), fixed.begin(), fixed.end());
+  return args;
+}
+
 // Starts the nodes of `cluster` with `args` and waits (up to 60 s) until
 // node 2 has done 3 sweeps. False (and a test failure) if a node did not
 // start or train.
@@ -141,15 +156,8 @@ void KillFailOverAndReturn(const char* consistency) {
   const std::map<std::string, long long> freq =
       WriteCorpusParts(cluster.dir(), kNodes);
   ASSERT_FALSE(freq.empty());
-  std::vector<std::vector<std::string>> args =
-      ThirdsArgs(cluster.dir(), consistency, kMaxSweeps);
-  // C restarts with the same command line: its id is its API address, fixed
-  // here; its sync port is picked at the first start (--cluster-listen's
-  // default, port 0) and asked for again at the restart (cluster.address).
-  const std::vector<std::string> fixed = FixedPortArgs({"--listen"});
-  ASSERT_EQ(fixed.size(), 2u);
-  args[2].insert(args[2].end(), fixed.begin(), fixed.end());
-  ASSERT_TRUE(StartThirds(&cluster, args));
+  ASSERT_TRUE(
+      StartThirds(&cluster, ThirdsArgsFixedC(cluster.dir(), consistency)));
   Daemon* a = cluster.node(0);
   Daemon* b = cluster.node(1);
   Daemon* c = cluster.node(2);
@@ -462,6 +470,115 @@ TEST(DaemonRedisOutage, TrainingGoesOnAndNobodyIsDeclaredDown) {
               DrainAndCheckExact(cluster, freq));
   EXPECT_EQ(ReadStatus(cluster).epoch, before.epoch);
   cluster.StopAll();
+}
+
+// What a node logs, once per outage, when Redis is away while it joins.
+constexpr const char* kJoinRetryLine =
+    "Redis unreachable while joining: retrying every";
+
+// Waits (up to `seconds`) until `d`'s log holds `text`.
+bool AwaitLog(Daemon* d, const std::string& text, int seconds) {
+  for (int i = 0; i < seconds * 20; ++i) {
+    if (d->Log().find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return d->Log().find(text) != std::string::npos;
+}
+
+// How often `text` occurs in `log`.
+int Count(const std::string& log, const std::string& text) {
+  int n = 0;
+  for (size_t at = log.find(text); at != std::string::npos;
+       at = log.find(text, at + text.size())) {
+    ++n;
+  }
+  return n;
+}
+
+// Fails the test if `d` has exited (it must be waiting out the outage).
+void ExpectStillWaiting(Daemon* d) {
+  int status = 0;
+  EXPECT_FALSE(d->Exited(&status))
+      << d->data_dir() << " exited (wait status " << status << ")\n"
+      << d->Log();
+}
+
+// Redis away while a cluster forms (issue 30): the three nodes start with
+// Redis killed, each logs the retry line once and waits (none exits);
+// Redis comes back 2.5 s later and they form the cluster, train and end
+// exact at epoch 1.
+TEST(DaemonJoinRedisOutage, NodesStartedWhileRedisIsDownJoinOnceItIsBack) {
+  TestCluster cluster({.name = "joinoutage", .persistent_redis = true});
+  ASSERT_TRUE(cluster.ok());
+  RedisServer& redis = cluster.redis();
+  const std::map<std::string, long long> freq =
+      WriteCorpusParts(cluster.dir(), kNodes);
+  ASSERT_FALSE(freq.empty());
+  redis.Kill();
+  ASSERT_TRUE(cluster.Start(ThirdsArgs(cluster.dir(), "async", kMaxSweeps),
+                            /*wait=*/false));
+  const std::vector<Daemon*> d = cluster.nodes();
+  for (Daemon* n : d) {
+    EXPECT_TRUE(AwaitLog(n, kJoinRetryLine, 30)) << n->Log();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  for (Daemon* n : d) {
+    ExpectStillWaiting(n);
+    EXPECT_EQ(Count(n->Log(), kJoinRetryLine), 1) << n->Log();
+  }
+  ASSERT_TRUE(redis.Restart());
+  for (Daemon* n : d) {
+    ASSERT_TRUE(n->WaitForPorts()) << n->Log();
+    EXPECT_NE(n->Log().find("joining cluster joinoutage goes on"),
+              std::string::npos)
+        << n->Log();
+  }
+  std::printf("formed after Redis came back; drained %.1f s later\n",
+              DrainAndCheckExact(cluster, freq));
+  const sync::ClusterStatus st = ReadStatus(cluster);
+  EXPECT_EQ(st.epoch, 1u);
+  EXPECT_EQ(st.members.size(), 3u);
+  cluster.StopAll();
+}
+
+// A failed-over node returning through a Redis outage (issue 30): C is
+// killed, declared down and failed over; Redis is killed and C restarted
+// with its command line: it finds Redis away as it starts to return, logs
+// the retry line and waits; Redis (persistent) comes back 2.5 s later, C
+// returns (epoch E+2) and the cluster ends exact.
+TEST(DaemonJoinRedisOutage, AFailedOverNodeReturnsOnceRedisIsBack) {
+  TestCluster cluster(FailoverOptions(/*persistent_redis=*/true));
+  ASSERT_TRUE(cluster.ok());
+  RedisServer& redis = cluster.redis();
+  const std::map<std::string, long long> freq =
+      WriteCorpusParts(cluster.dir(), kNodes);
+  ASSERT_FALSE(freq.empty());
+  ASSERT_TRUE(StartThirds(&cluster, ThirdsArgsFixedC(cluster.dir(), "async")));
+  Daemon* c = cluster.node(2);
+  const std::string c_id = c->tcp();
+  const uint64_t epoch_before = ReadStatus(cluster).epoch;
+  ASSERT_EQ(c->Stop(SIGKILL, 10), SIGKILL);
+  const sync::ClusterStatus down = AwaitDown(cluster, c_id);
+  const sync::MemberStatus* c_down = FindMember(down, c_id);
+  ASSERT_NE(c_down, nullptr) << cluster.Logs();
+  ASSERT_EQ(c_down->state, sync::MemberState::kDown) << cluster.Logs();
+  ASSERT_EQ(down.epoch, epoch_before + 1);
+
+  redis.Kill();
+  c = cluster.Restart(2, /*wait=*/false);
+  EXPECT_TRUE(AwaitLog(c, kJoinRetryLine, 30)) << c->Log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  ExpectStillWaiting(c);
+  EXPECT_EQ(Count(c->Log(), kJoinRetryLine), 1) << c->Log();
+  EXPECT_EQ(c->Log().find("back in cluster failover"), std::string::npos);
+  ASSERT_TRUE(redis.Restart());
+  ASSERT_TRUE(c->WaitForPorts()) << c->Log();
+  EXPECT_NE(c->Log().find("joining cluster failover goes on"),
+            std::string::npos)
+      << c->Log();
+  EXPECT_NE(c->Log().find("back in cluster failover"), std::string::npos)
+      << c->Log();
+  ExpectBackAndExact(&cluster, freq, c_id, down.epoch + 1);
 }
 
 }  // namespace

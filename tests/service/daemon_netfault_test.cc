@@ -196,14 +196,16 @@ constexpr const char* kSplitProfiles =
     "owner during a failover are missing from the profile once the owner "
     "returns";
 
-// A known defect, reported on the schedule's line: a node that restarted
-// itself to return and meets a Redis error while it joins (a flapping
-// link to Redis) exits (status 1) instead of trying again; systemd
-// (Restart=on-failure) starts it again, and so does the checker.
+// Reported on the schedule's line: a node that exited by itself. A node
+// returning (or joining) retries Redis errors that say Redis is away (a
+// flapping link) until --join-timeout (service/cluster/internal/
+// join_redis.h), so an exit now means an outage longer than that or a
+// refusal (the error is quoted); systemd (Restart=on-failure) starts it
+// again, and so does the checker.
 constexpr const char* kExitOnReturn =
-    "KNOWN DEFECT (exit on return): a Redis error while a failed-over node "
-    "joins again makes it exit instead of retrying; restarted as systemd "
-    "would";
+    "EXITED (exit on return): a failed-over node exited while it joined "
+    "again (a Redis outage past --join-timeout, or a refusal: see its "
+    "error); restarted as systemd would";
 
 // Every user's events in its profile (none counted twice; fewer only after
 // a failover, see kSplitProfiles) and the queries, on every node. Returns
