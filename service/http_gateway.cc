@@ -241,9 +241,19 @@ void HttpGateway::AddRoutes(LatentdService* service, size_t max_body_bytes) {
           if (!self->CheckProbe(req, res)) return;
           const absl::Status ready = service->Readiness();
           res.status = ready.ok() ? 200 : 503;
+          if (!ready.ok()) {
+            res.set_content(absl::StrCat("not ready: ", ready.message(), "\n"),
+                            "text/plain");
+            return;
+          }
+          // Ready for queries; one that no longer samples says so and why.
+          const std::string stopped = service->SamplingStoppedReason();
           res.set_content(
-              ready.ok() ? std::string("ready\n")
-                         : absl::StrCat("not ready: ", ready.message(), "\n"),
+              stopped.empty()
+                  ? std::string("ready\n")
+                  : absl::StrCat("ready\nsampling stopped: ", stopped,
+                                 "; queries are answered from the model of "
+                                 "its last sweep\n"),
               "text/plain");
         });
   // The status page: static files that hold no data (the page reads the

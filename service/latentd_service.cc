@@ -392,6 +392,17 @@ void LatentdService::TrainLoop() {
         }
       }
       training_ = !SamplingStopped();
+      {
+        std::string reason;
+        if (!training_ && !router_.failed()) {
+          reason = router_.left()
+                       ? std::string("it left its cluster")
+                       : absl::StrCat("--max-sweeps ", options_.max_sweeps,
+                                      " reached");
+        }
+        absl::MutexLock l(&stopped_mu_);
+        stopped_reason_ = std::move(reason);
+      }
       if (!training_ && cluster_.joined() && !router_.left()) {
         // Not sampling: stop holding back SSP peers, and keep the view in
         // step with the globals the background rounds bring.

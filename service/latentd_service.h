@@ -206,6 +206,12 @@ class LatentdService {
   // samples, and the ingest log and data directory are writable; else
   // kUnavailable saying why. Cheap (two access(2) calls); any thread.
   absl::Status Readiness() const;  // service_health.cc
+  // Why this node samples no more while it still answers queries from the
+  // model of its last sweep ("--max-sweeps N reached", "it left its
+  // cluster"); "" while it samples, or before the training thread has
+  // looked (a failed cluster node is not ready at all: Readiness says
+  // why). /readyz adds it to its body. Any thread.
+  std::string SamplingStoppedReason() const;  // service_health.cc
   const std::string& data_dir() const { return options_.data_dir; }
   // False on a graph-only node (no corpus and no topic model in the data
   // directory, options.graph set): the topic calls (ListTopics, GetTopic,
@@ -355,6 +361,9 @@ class LatentdService {
   std::atomic<uint64_t> checkpoint_sweep_seen_{0};
   std::atomic<uint64_t> merged_sequence_{0};
   std::atomic<bool> training_{false};
+  // SamplingStoppedReason(), set by the training thread with training_.
+  mutable absl::Mutex stopped_mu_;
+  std::string stopped_reason_ ABSL_GUARDED_BY(stopped_mu_);
   const double start_time_;
   // The evaluated sweeps since start-up (StatusResponse.history).
   SweepHistory history_;

@@ -24,8 +24,9 @@ namespace {
 // The label values of latentd_sync_batches_refused_total, in the order of
 // ClusterMetrics::refused.
 constexpr const char* kRefusalReasons[] = {
-    "not_member",      "incarnation",        "key_not_owned",      "negative",
-    "sender_mismatch", "handoff_not_member", "replica_not_member", "identity"};
+    "not_member",         "incarnation",     "key_not_owned",
+    "negative",           "sender_mismatch", "handoff_not_member",
+    "replica_not_member", "identity",        "progress_not_member"};
 
 // The ring and failover metrics, set from the link at every scrape.
 struct ClusterMetrics {
@@ -93,7 +94,9 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
         "node than its connection's), handoff_not_member, "
         "replica_not_member (a key hand-off or replica update from outside "
         "the ring), identity (a "
-        "handshake claiming another node id than its certificate's)",
+        "handshake claiming another node id than its certificate's), "
+        "progress_not_member (progress from an id neither the ring nor the "
+        "cluster's registry in Redis lists)",
         absl::StrCat("reason=\"", kRefusalReasons[i], "\""));
   }
   cm.rounds_failed = r.AddCounter(
@@ -152,7 +155,8 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
                                 link->sender_mismatches(),
                                 link->handoffs_refused(),
                                 link->replicas_refused(),
-                                link->server_stats()->identity_refused.load()};
+                                link->server_stats()->identity_refused.load(),
+                                link->progress_refused()};
     static_assert(std::size(refused) == std::size(kRefusalReasons));
     for (size_t i = 0; i < std::size(refused); ++i) {
       cm.refused[i]->SetTotal(refused[i]);

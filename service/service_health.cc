@@ -70,4 +70,9 @@ absl::Status LatentdService::Readiness() const {
   return s;
 }
 
+std::string LatentdService::SamplingStoppedReason() const {
+  absl::MutexLock l(&stopped_mu_);
+  return stopped_reason_;
+}
+
 }  // namespace latentd::service

@@ -172,9 +172,28 @@ void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
         responder.Reply(s);
         return;
       }
+      // A member of this node's ring (or, before the ring is known, anyone)
+      // counts; an id no ring here lists is kept aside only if the cluster's
+      // registry names it: a joiner whose ring this node has not reached
+      // yet (docs/design.md, "Consistency"). Any other id is refused, and
+      // the registry read again in case it names a node just registered.
+      if (!owner_->Admits(p.node_id()) && !InRegistry(p.node_id())) {
+        registry_stale_.store(true);
+        progress_refused_.fetch_add(1);
+        const absl::Status refused = absl::PermissionDeniedError(absl::StrCat(
+            "progress from '", p.node_id(),
+            "' refused: not a member of ring epoch ", owner_->epoch(),
+            " nor a node that cluster ", options_.cluster,
+            "'s registry lists (members, pending); nothing of it was "
+            "recorded"));
+        LogRefusal(progress_log_, std::string(refused.message()));
+        responder.Reply(refused);
+        return;
+      }
       if (!clocks_->Update(p.node_id(), p.clock(), p.finished()) ||
           (p.ready() && !clocks_->MarkReady(p.node_id()))) {
-        // Only when many ids that no ring names have sent progress.
+        // Only when many registered ids that no ring names have sent
+        // progress.
         responder.Reply(absl::ResourceExhaustedError(absl::StrCat(
             "progress from '", p.node_id(),
             "' dropped: not a member, and too many non-members' progress "

@@ -70,6 +70,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -342,6 +343,10 @@ class ClusterLink {
   uint64_t handoffs_refused() const { return handoffs_refused_.load(); }
   // Replica updates refused as from a node the owner does not admit.
   uint64_t replicas_refused() const { return replicas_refused_.load(); }
+  // Progress frames refused as from a node that is neither a member the
+  // owner admits nor one the cluster's registry in Redis lists (members or
+  // pending joiners); see HandleFrame.
+  uint64_t progress_refused() const { return progress_refused_.load(); }
   // Replicated key state (key_replicas > 1; zeros otherwise): what this
   // owner copies to its backups, and the keys this node holds copies of
   // for other owners.
@@ -440,8 +445,14 @@ class ClusterLink {
   // Logs a refusal of a peer's frame, at most one line per few seconds.
   void LogRefusal(log::Throttle& throttle, const std::string& line);
   // The ring watcher thread: polls Redis, follows new epochs, resends
-  // hand-offs.
+  // hand-offs, and re-reads the registry when progress came from an id it
+  // did not list (RefreshRegistry).
   void WatchRing();
+  // Replaces registry_ids_ with the ids Redis lists as members or pending.
+  // Watcher thread.
+  absl::Status RefreshRegistry(sync::RedisClient* redis);
+  // Whether the registry, as last read, lists `id`. Any thread.
+  bool InRegistry(const std::string& id) const;
   // Writes this node's ring (and its members' addresses) back to a Redis
   // that lost it (SET NX: the first member to do so wins). Watcher thread.
   absl::Status RegisterRingAgain(sync::RedisClient* redis);
@@ -575,6 +586,15 @@ class ClusterLink {
   std::atomic<uint64_t> sender_mismatches_{0};
   std::atomic<uint64_t> handoffs_refused_{0};
   std::atomic<uint64_t> replicas_refused_{0};
+  std::atomic<uint64_t> progress_refused_{0};
+  // The ids the cluster's registry (Redis members and pending hashes)
+  // listed when last read; progress from an id the owner does not admit
+  // is kept aside (a joiner a ring not reached here yet names) only for
+  // these. Read again by the watcher once progress from another id came
+  // (registry_stale_), so at most once per ring_poll.
+  mutable absl::Mutex registry_mu_;
+  absl::flat_hash_set<std::string> registry_ids_ ABSL_GUARDED_BY(registry_mu_);
+  std::atomic<bool> registry_stale_{false};
   // Refusals of a peer's frames can come at any rate: at most one line a
   // second of each kind (with how many were held back).
   log::Throttle mismatch_log_{absl::Seconds(1)};
@@ -582,6 +602,7 @@ class ClusterLink {
   log::Throttle invalid_log_{absl::Seconds(1)};
   log::Throttle handoff_log_{absl::Seconds(1)};
   log::Throttle replica_log_{absl::Seconds(1)};
+  log::Throttle progress_log_{absl::Seconds(1)};
   std::thread liveness_;
   bool stopped_ = false;
 };

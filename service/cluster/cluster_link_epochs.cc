@@ -113,6 +113,13 @@ void ClusterLink::WatchRing() {
       if (!r.ok()) continue;
       redis = std::move(*r);
     }
+    if (registry_stale_.exchange(false)) {
+      if (absl::Status s = RefreshRegistry(redis.get()); !s.ok()) {
+        registry_stale_.store(true);
+        redis.reset();
+        continue;
+      }
+    }
     if (change_.has_value()) {
       absl::Status s = AdvanceRingChange(redis.get());
       if (s.code() == absl::StatusCode::kUnavailable) redis.reset();
@@ -149,6 +156,26 @@ void ClusterLink::WatchRing() {
     absl::Status s = AdvanceRingChange(redis.get());
     if (s.code() == absl::StatusCode::kUnavailable) redis.reset();
   }
+}
+
+absl::Status ClusterLink::RefreshRegistry(sync::RedisClient* redis) {
+  const sync::ClusterKeys keys(options_.cluster);
+  absl::flat_hash_set<std::string> ids;
+  for (const std::string* hash : {&keys.members, &keys.pending}) {
+    LATENTD_ASSIGN_OR_RETURN(sync::RedisReply reply,
+                             redis->Command({"HKEYS", *hash}));
+    for (const sync::RedisReply& e : reply.elements) {
+      if (e.type == sync::RedisReply::Type::kString) ids.insert(e.str);
+    }
+  }
+  absl::MutexLock l(&registry_mu_);
+  registry_ids_ = std::move(ids);
+  return absl::OkStatus();
+}
+
+bool ClusterLink::InRegistry(const std::string& id) const {
+  absl::MutexLock l(&registry_mu_);
+  return registry_ids_.contains(id);
 }
 
 absl::Status ClusterLink::RegisterRingAgain(sync::RedisClient* redis) {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "sync/cluster_admin.h"
 #include "sync/owner_shard.h"
 #include "sync/tls.h"
 #include "tests/cluster/cluster_test_util.h"
@@ -180,6 +181,62 @@ TEST_F(ClusterTest, KeyHolderCannotCorruptTheModel) {
   EXPECT_GE(log_.Count("replica update from 'ghost'"), 1);
   // Rate-limited: 65 refusals in a burst are not 65 lines.
   EXPECT_LT(log_.Count("is not a member of ring epoch"), 20);
+}
+
+// Progress (the SSP clocks) is taken from ring members and, kept aside, from
+// ids the cluster's registry lists (a joiner the ring here does not name
+// yet); any other id is refused and counted, and fills no slot.
+TEST_F(ClusterTest, ProgressOnlyFromMembersAndRegisteredNodes) {
+  ClusterNodeOptions base = Base("async");
+  base.max_docs = 100;
+  auto cluster = LocalCluster::Start(base, 2);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ClusterNode* node = (*cluster)->nodes()[0].get();
+  ClusterNode* member = (*cluster)->nodes()[1].get();
+  Attacker attacker(node->address(), log_.fn(), nullptr);
+  auto progress = [](const std::string& id) {
+    sync::Progress p;
+    p.set_node_id(id);
+    p.set_clock(1000);
+    p.set_ready(true);
+    return p.SerializeAsString();
+  };
+  // A member speaking as itself.
+  auto r = attacker.Send(member->node_id(), sync::MESSAGE_TYPE_PROGRESS,
+                         progress(member->node_id()));
+  EXPECT_TRUE(r.ok()) << r.status();
+  // Made-up ids: more than the 256 that used to be kept aside.
+  for (int i = 0; i < 300; ++i) {
+    const std::string id = absl::StrCat("ghost-", i);
+    r = attacker.Send(id, sync::MESSAGE_TYPE_PROGRESS, progress(id));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kPermissionDenied)
+        << r.status();
+  }
+  EXPECT_EQ(node->link().progress_refused(), 300u);
+  EXPECT_GE(log_.Count("progress from 'ghost-"), 1);
+  EXPECT_LT(log_.Count("progress from 'ghost-"), 20);  // rate-limited
+  // A member's id on another node's connection.
+  r = attacker.Send("ghost-0", sync::MESSAGE_TYPE_PROGRESS,
+                    progress(member->node_id()));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kPermissionDenied)
+      << r.status();
+  EXPECT_EQ(node->link().sender_mismatches(), 1u);
+  // A node registered as pending is taken once the registry is read again
+  // (the refusal asks for that; the watcher polls every 250 ms).
+  auto redis = sync::RedisClient::Connect(redis_->url());
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  ASSERT_TRUE(
+      sync::RegisterPending(redis->get(), base.cluster, "joiner", "127.0.0.1:1")
+          .ok());
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  do {
+    r = attacker.Send("joiner", sync::MESSAGE_TYPE_PROGRESS,
+                      progress("joiner"));
+    if (r.ok()) break;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kPermissionDenied);
+    absl::SleepFor(absl::Milliseconds(50));
+  } while (absl::Now() < deadline);
+  EXPECT_TRUE(r.ok()) << r.status();
 }
 
 TEST_F(ClusterTest, PerNodeCertificatesBindTheNodeId) {

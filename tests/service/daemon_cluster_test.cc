@@ -86,7 +86,7 @@ void ExpectNoRefusals(Daemon* d) {
   for (const char* reason :
        {"not_member", "incarnation", "key_not_owned", "negative",
         "sender_mismatch", "handoff_not_member", "replica_not_member",
-        "identity"}) {
+        "identity", "progress_not_member"}) {
     EXPECT_EQ(Metric(d, absl::StrCat("latentd_sync_batches_refused_total{"
                                      "reason=\"",
                                      reason, "\"}")),
