@@ -82,13 +82,25 @@ uint64_t ClusterLink::PeersClock() {
   p.set_node_id(node_id_);
   const std::string payload = p.SerializeAsString();
   uint64_t clock = 0;
-  for (Peer* peer : PeerList()) {
-    absl::StatusOr<sync::Frame> r = peer->client->CallSync(
-        sync::MESSAGE_TYPE_PROGRESS, payload, options_.call_timeout);
-    sync::ProgressReply reply;
-    if (r.ok() && reply.ParseFromString(r->payload)) {
-      clock = std::max(clock, reply.clock());
+  std::vector<Peer*> ask = PeerList();
+  // A peer refuses progress from an id its copy of the registry lacks
+  // until its ring watcher reads the registry again (at most a ring poll
+  // later): a joiner registered just now asks such a peer again, a few
+  // polls at most. A peer that does not answer is not asked again.
+  for (int round = 0; round < 8 && !ask.empty(); ++round) {
+    if (round > 0 && !SleepUnlessStopping(options_.ring_poll)) break;
+    std::vector<Peer*> refused;
+    for (Peer* peer : ask) {
+      absl::StatusOr<sync::Frame> r = peer->client->CallSync(
+          sync::MESSAGE_TYPE_PROGRESS, payload, options_.call_timeout);
+      sync::ProgressReply reply;
+      if (r.ok() && reply.ParseFromString(r->payload)) {
+        clock = std::max(clock, reply.clock());
+      } else if (absl::IsPermissionDenied(r.status())) {
+        refused.push_back(peer);
+      }
     }
+    ask.swap(refused);
   }
   return clock;
 }
