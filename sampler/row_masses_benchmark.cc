@@ -59,24 +59,6 @@ constexpr TopicId kTopicCounts[] = {100, 1000};
 constexpr uint32_t kSizes[] = {8, 12, 16, 24, 32, 48, 64};
 constexpr int kSizeRows = 256;
 
-// The runs' CPU time per iteration besides their real time: on the shared
-// machine the real time counts the time other work held the core.
-class CpuTimeReporter : public bench::CollectingReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    CollectingReporter::ReportRuns(runs);
-    for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Iteration && !run.error_occurred) {
-        cpu_times_[run.benchmark_name()] = run.GetAdjustedCPUTime();
-      }
-    }
-  }
-  const std::map<std::string, double>& cpu_times() const { return cpu_times_; }
-
- private:
-  std::map<std::string, double> cpu_times_;
-};
-
 struct Path {
   const char* name;
   RowMassesFn fn;
@@ -269,7 +251,7 @@ int main(int argc, char** argv) {
           });
     }
   }
-  CpuTimeReporter reporter;
+  bench::CollectingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   std::printf("\nThe sampler's path here: %s (this program runs every path)\n",
               internal::kRowMassesPath.name);

@@ -1,7 +1,7 @@
 // CollectingReporter: Google Benchmark's console output as usual, plus each
-// run's adjusted real time (in the benchmark's own unit) by name, so that a
-// micro-benchmark can print its workloads against their baseline after the
-// table. Header-only; for benchmark programs.
+// run's adjusted real and CPU time (in the benchmark's own unit) by name,
+// so that a micro-benchmark can print its workloads against their baseline
+// after the table. Header-only; for benchmark programs.
 //
 // Thread-safety: used by the benchmark runner's thread only.
 #ifndef LATENTD_BASE_BENCH_COLLECTING_REPORTER_H_
@@ -22,14 +22,19 @@ class CollectingReporter : public benchmark::ConsoleReporter {
     for (const Run& run : runs) {
       if (run.run_type == Run::RT_Iteration && !run.error_occurred) {
         times_[run.benchmark_name()] = run.GetAdjustedRealTime();
+        cpu_times_[run.benchmark_name()] = run.GetAdjustedCPUTime();
       }
     }
   }
   // Run name ("BM_X/arg") -> real time per iteration, in the run's unit.
   const std::map<std::string, double>& times() const { return times_; }
+  // The same in CPU time: on a shared machine the real time also counts
+  // the time other work held the core.
+  const std::map<std::string, double>& cpu_times() const { return cpu_times_; }
 
  private:
   std::map<std::string, double> times_;
+  std::map<std::string, double> cpu_times_;
 };
 
 }  // namespace latentd::bench
