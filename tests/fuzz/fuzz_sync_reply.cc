@@ -104,7 +104,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.node_id = "node-1";
   o.incarnation = 77;
   o.round_interval = absl::Hours(1);  // rounds only when the input says
-  o.retry_interval = absl::Hours(1);
+  // A failed round waits this long before its retry, even when a pass is
+  // asked for (Synchronizer::Pass waits for it): short, or a pass after a
+  // refused reply would wait that long (a libFuzzer timeout at an hour).
+  o.retry_interval = absl::Milliseconds(1);
   sync::Synchronizer synchronizer(o, &synced,
                                   std::vector<uint32_t>(synced.num_keys(), 0),
                                   std::move(channels));
