@@ -58,7 +58,10 @@ lines=$(grep -Ec "accept( failed)?: " "$DIR/latentd.log" || true)
 wait "$CLIENTS" || true
 wait_until 10 "no /healthz after the clients left" healthy
 "$CTL" status --addr "$TCP" >/dev/null || fail "Status after the clients left"
-curl -s "http://$HTTP/metrics" | grep -Eq '^latentd_accept_failures_total\{listener="(tcp|http)"\} [1-9]' ||
-  fail "no accept failures counted: $(curl -s "http://$HTTP/metrics" | grep accept_failures)"
+# (The page is read whole first: grep -q stops at its first match, and
+# under pipefail curl's broken pipe would fail the pipeline.)
+metrics=$(curl -s "http://$HTTP/metrics")
+grep -Eq '^latentd_accept_failures_total\{listener="(tcp|http)"\} [1-9]' <<<"$metrics" ||
+  fail "no accept failures counted: $(grep accept_failures <<<"$metrics")"
 stop_latentd
 echo "PASS"

@@ -321,7 +321,7 @@ cluster() {
   # The peer dies: once node a's heartbeats miss it, the page says so.
   kill -9 "$b_pid"
   for _ in $(seq 300); do
-    "$CTL" status --addr "$TCP" --json | grep -q "\"unavailablePeers\":\[\"$b_tcp\"\]" && break
+    "$CTL" status --addr "$TCP" --json | grep "\"unavailablePeers\":\[\"$b_tcp\"\]" >/dev/null && break
     sleep 0.1
   done
   browse "http://$HTTP/" cluster_peer_down
