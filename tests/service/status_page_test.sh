@@ -76,7 +76,7 @@ wait_idle() { wait_until 120 "node at $1 still training" idle "$1"; }
 
 # browse URL CASE [HEIGHT]: renders URL in headless Chromium; the DOM after
 # the scripts ran goes to OUT/CASE.html, a screenshot (1280 x HEIGHT,
-# default 1400) to OUT/CASE.png. The page polls every 3 s: 7 s of virtual
+# default 1400) to OUT/CASE.png, from one Chromium launch. The page polls every 3 s: 7 s of virtual
 # time see it draw at least twice. Bounded by `timeout` in real time.
 browse() {
   local url=$1 case=$2 height=${3:-1400}
@@ -85,11 +85,11 @@ browse() {
     "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
     --virtual-time-budget=7000)
   rm -f "$OUT/$case.html" "$OUT/$case.png"
-  timeout 90 "$CHROME" "${flags[@]}" --dump-dom "$url" >"$OUT/$case.html" \
-    2>"$DIR/chrome.err" || fail "$case: chromium --dump-dom exited $?: $(tail -3 "$DIR/chrome.err")"
+  # One launch does both: the DOM to stdout, the screenshot to its file.
   timeout 90 "$CHROME" "${flags[@]}" --window-size=1280,"$height" \
-    --screenshot="$OUT/$case.png" "$url" >/dev/null 2>>"$DIR/chrome.err" ||
-    fail "$case: chromium --screenshot exited $?"
+    --screenshot="$OUT/$case.png" --dump-dom "$url" >"$OUT/$case.html" \
+    2>"$DIR/chrome.err" || fail "$case: chromium exited $?: $(tail -3 "$DIR/chrome.err")"
+  [ -s "$OUT/$case.png" ] || fail "$case: no screenshot: $(tail -3 "$DIR/chrome.err")"
   # A PNG (its signature) of a real page, not an empty one.
   [ "$(head -c 8 "$OUT/$case.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] ||
     fail "$case: $OUT/$case.png is not a PNG"
