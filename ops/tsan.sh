@@ -51,7 +51,7 @@ REGEX=${1:-^($(IFS='|'; echo "${CHECKS[*]}|${TESTS[*]}"))\$}
 
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLATENTD_SANITIZE=thread \
-  -DLATENTD_BUILD_BENCHMARKS=OFF -DLATENTD_PCH=OFF >/dev/null
+  -DLATENTD_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build "$BUILD" -j"$JOBS" --target absl_mutex_hb absl_mutex_hb_check \
   tbb_suppressions_check "${TESTS[@]}" "${NO_DEADLOCK_TESTS[@]}"
 if [ "${TSAN_BUILD_ONLY:-0}" = "1" ]; then exit 0; fi
