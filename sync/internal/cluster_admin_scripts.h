@@ -62,6 +62,19 @@ local function start_move(kind, node, mode, phase, from, to, now)
              'status', 'running', 'error', '', 'keys', '0', 'bytes', '0',
              'documents', '0')
 end
+-- The checks of every ring change: keys of the right types, the ring still
+-- ARGV[1], no move running. Nil when they pass, else why not.
+local function ring_change_refused()
+  return wrong_type() or ring_changed(ARGV[1]) or running_move()
+end
+-- Commits a ring change, ARGV: expected ring, new ring, from epoch, to
+-- epoch, node: the new ring, a running move of `kind` and the history
+-- entry `change`, with the move's mode and first phase.
+local function begin_epoch(kind, mode, phase, change, now)
+  redis.call('SET', KEYS[1], ARGV[2])
+  start_move(kind, ARGV[5], mode, phase, ARGV[3], ARGV[4], now)
+  history(ARGV[4], change, ARGV[5], mode, now)
+end
 -- Adds ARGV[i], ARGV[i+1], ARGV[i+2] to the move's counters, or writes
 -- nothing and returns why not.
 local function add_counters(i)
@@ -102,30 +115,24 @@ return {'ok'}
 
 // ARGV: expected ring, new ring, from epoch, to epoch, id, address.
 inline constexpr char kAdmitScript[] = R"lua(
-local err = wrong_type() or ring_changed(ARGV[1]) or running_move()
+local err = ring_change_refused()
 if err then return err end
 if redis.call('HGET', KEYS[3], ARGV[5]) ~= ARGV[6] then
   return {'registration_changed'}
 end
-local now = now_ms()
-redis.call('SET', KEYS[1], ARGV[2])
 redis.call('HDEL', KEYS[3], ARGV[5])
 redis.call('HSET', KEYS[6], ARGV[5], ARGV[6])
 redis.call('HSET', KEYS[2], ARGV[5], 'active')
-start_move('add', ARGV[5], '', 'keys', ARGV[3], ARGV[4], now)
-history(ARGV[4], 'add', ARGV[5], '', now)
+begin_epoch('add', '', 'keys', 'add', now_ms())
 return {'ok'}
 )lua";
 
 // ARGV: expected ring, new ring, from epoch, to epoch, id, mode.
 inline constexpr char kLeaveScript[] = R"lua(
-local err = wrong_type() or ring_changed(ARGV[1]) or running_move()
+local err = ring_change_refused()
 if err then return err end
-local now = now_ms()
-redis.call('SET', KEYS[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[5], 'leaving')
-start_move('remove', ARGV[5], ARGV[6], 'drain', ARGV[3], ARGV[4], now)
-history(ARGV[4], 'leave', ARGV[5], ARGV[6], now)
+begin_epoch('remove', ARGV[6], 'drain', 'leave', now_ms())
 return {'ok'}
 )lua";
 
@@ -200,7 +207,7 @@ return {'ok'}
 // node must be active, its alive key expired and its last heartbeat older
 // than the timeout (by this Redis's clock).
 inline constexpr char kDownScript[] = R"lua(
-local err = wrong_type() or ring_changed(ARGV[1]) or running_move()
+local err = ring_change_refused()
 if err then return err end
 local state = redis.call('HGET', KEYS[2], ARGV[5])
 if state and state ~= 'active' then return {'not_state', state} end
@@ -211,26 +218,20 @@ if redis.call('EXISTS', KEYS[8]) == 1 or not ms or
    tonumber(now) - ms < tonumber(ARGV[6]) then
   return {'alive', beat or ''}
 end
-redis.call('SET', KEYS[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[5], 'down')
 redis.call('HSET', KEYS[6], ARGV[5], ARGV[7])
-start_move('failover', ARGV[5], '', 'keys', ARGV[3], ARGV[4], now)
-history(ARGV[4], 'down', ARGV[5], '', now)
+begin_epoch('failover', '', 'keys', 'down', now)
 return {'ok', tostring(tonumber(now) - ms)}
 )lua";
 
 // A down node back. ARGV: expected ring, new ring (with the node), from
 // epoch, to epoch, id, address.
 inline constexpr char kReturnScript[] = R"lua(
-local err = wrong_type() or ring_changed(ARGV[1]) or running_move() or
-            state_is_not(ARGV[5], 'down')
+local err = ring_change_refused() or state_is_not(ARGV[5], 'down')
 if err then return err end
-local now = now_ms()
-redis.call('SET', KEYS[1], ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[5], 'active')
 redis.call('HSET', KEYS[6], ARGV[5], ARGV[6])
-start_move('add', ARGV[5], '', 'keys', ARGV[3], ARGV[4], now)
-history(ARGV[4], 'return', ARGV[5], '', now)
+begin_epoch('add', '', 'keys', 'return', now_ms())
 return {'ok'}
 )lua";
 
@@ -239,13 +240,9 @@ return {'ok'}
 // the node's entries. ARGV: expected ring, new ring, from epoch, to epoch,
 // id.
 inline constexpr char kForgetDownScript[] = R"lua(
-local err = wrong_type() or ring_changed(ARGV[1]) or running_move() or
-            state_is_not(ARGV[5], 'down')
+local err = ring_change_refused() or state_is_not(ARGV[5], 'down')
 if err then return err end
-local now = now_ms()
-redis.call('SET', KEYS[1], ARGV[2])
-start_move('remove', ARGV[5], 'lost', 'keys', ARGV[3], ARGV[4], now)
-history(ARGV[4], 'remove', ARGV[5], 'lost', now)
+begin_epoch('remove', 'lost', 'keys', 'remove', now_ms())
 return {'ok'}
 )lua";
 
