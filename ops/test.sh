@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine: install dependencies
-# (Redis included, for the cluster tests), build everything in Release, run
-# every ctest test (labels unit, slow, cluster, fault); then the sanitizer
-# run: the unit GoogleTest binaries (ctest label unit_gtest) and the
-# libFuzzer harnesses built with clang, ASan and UBSan in BUILD-asan, the
-# unit tests run there, and every harness fuzzed for FUZZ_SECONDS
-# (ops/fuzz.sh); then ThreadSanitizer over the multi-threaded tests in
-# BUILD-tsan (ops/tsan.sh). The two sanitizer trees build at nice 19 while
-# the Release tests run. Prints how long each phase took.
+# (Redis included, for the cluster tests), build in Release and run every
+# ctest test there but the unit GoogleTest binaries (label unit_gtest:
+# they are neither built nor run in Release here); then the sanitizer run:
+# those binaries and the libFuzzer harnesses built with clang, ASan and
+# UBSan in BUILD-asan, the unit tests run there, and every harness fuzzed
+# for FUZZ_SECONDS (ops/fuzz.sh); then ThreadSanitizer over the
+# multi-threaded tests in BUILD-tsan (ops/tsan.sh). The two sanitizer trees
+# build at nice 19 while the Release tests run. Prints how long each phase
+# took. With SANITIZERS=0 the unit GoogleTest binaries run in Release.
 # Usage: ops/test.sh [build-dir] (default: build-test)
 # Environment: SANITIZERS=0 skips the sanitizer runs (both); FUZZ_SECONDS (default
 # 2) per harness; FUZZ_SEED (default 1: the same mutations every run, so a
@@ -27,8 +28,15 @@ phase() {
 start=$SECONDS
 ops/install-deps.sh
 phase "install dependencies"
+unit_gtests_in_release=OFF
+release_ctest=(-LE unit_gtest)
+if [ "${SANITIZERS:-1}" = "0" ]; then
+  unit_gtests_in_release=ON
+  release_ctest=()
+fi
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DLATENTD_DATA_DIR="$LATENTD_DATA_DIR"
+  -DLATENTD_DATA_DIR="$LATENTD_DATA_DIR" \
+  -DLATENTD_UNIT_GTESTS_IN_ALL="$unit_gtests_in_release"
 cmake --build "$BUILD" -j"$(nproc)"
 phase "release build"
 
@@ -52,7 +60,7 @@ if [ "${SANITIZERS:-1}" != "0" ]; then
   trap 'kill -- -"$sanitizer_build" 2>/dev/null || true' EXIT
 fi
 rc=0
-ctest --test-dir "$BUILD" -j"$(nproc)" --output-on-failure || rc=$?
+ctest --test-dir "$BUILD" "${release_ctest[@]}" -j"$(nproc)" --output-on-failure || rc=$?
 phase "release tests"
 if [ "${SANITIZERS:-1}" = "0" ]; then exit $rc; fi
 if [ $rc -ne 0 ]; then exit $rc; fi
@@ -63,12 +71,8 @@ if ! wait "$sanitizer_build"; then
 fi
 phase "sanitizer builds (after the tests)"
 
-# kernel_test is left out: pure arithmetic (chi-square checks of the
-# samplers' draws, no memory or threading that the sanitizers would judge),
-# over 5 minutes under ASan; the Release run has it.
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir "$ASAN_BUILD" -L unit_gtest -E '^kernel_test$' \
-  -j"$(nproc)" --output-on-failure
+  ctest --test-dir "$ASAN_BUILD" -L unit_gtest -j"$(nproc)" --output-on-failure
 phase "asan+ubsan unit tests"
 FUZZ_SEED=${FUZZ_SEED:-1} FUZZ_BUILD="$ASAN_BUILD" FUZZ_NO_BUILD=1 \
   ops/fuzz.sh "$FUZZ_SECONDS"
