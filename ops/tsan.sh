@@ -6,8 +6,10 @@
 # tests: rounds, replies, hand-offs, replication to backups, the Asio
 # transport, plain and TLS) and the service core (service_unit_test,
 # service_ingest_fold_in_test, service_dir_watcher_test: training thread,
-# views, ingestion, queries) and the similarity index
-# (similarity_index_test: queries and writes during a background rebuild).
+# views, ingestion, queries), the similarity index (similarity_index_test:
+# queries and writes during a background rebuild) and the service around it
+# (service_similarity_test: queries while views are published, the indexes
+# refreshed and documents merged).
 # Built with clang in a build directory of its
 # own (default build-tsan). ops/test.sh runs it as its last phase; run it
 # alone after a change to threading.
@@ -41,9 +43,9 @@ TESTS=(trainer_test progressive_start_test topic_table_test
        service_unit_test service_ingest_fold_in_test service_dir_watcher_test)
 # hnswlib's lock-order reports (ops/tsan.supp explains why they are false)
 # come at times with no frames to match the suppression by (a clean clone's
-# run, 2026-11-28): this test runs with lock-order detection off, data
-# races still reported.
-NO_DEADLOCK_TESTS=(similarity_index_test)
+# run, 2026-11-28): these tests, which build HNSW graphs, run with
+# lock-order detection off, data races still reported.
+NO_DEADLOCK_TESTS=(similarity_index_test service_similarity_test)
 CHECKS=(tsan_absl_mutex_hb_test tsan_absl_mutex_hb_race_test
         tsan_tbb_suppressions_test tsan_tbb_suppressions_pipeline_race_test
         tsan_tbb_suppressions_reduce_race_test)

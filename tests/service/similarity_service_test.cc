@@ -1,0 +1,173 @@
+// SimilarityService inside a running LatentdService: queries from several
+// threads while the training thread publishes views, the similarity thread
+// refreshes the indexes (the HNSW graph too: exact_threshold 0) and
+// ingested documents are merged. ops/tsan.sh runs it under ThreadSanitizer;
+// here it checks that every answer is well formed and that an ingested
+// document, once merged, is found with its theme's documents nearest.
+#include "service/similarity_service.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "service/latentd_service.h"
+#include "service/metrics.h"
+
+namespace latentd::service {
+namespace {
+
+constexpr const char* kThemes[] = {
+    "oil prices opec crude barrel energy market",
+    "football match goal team player season coach"};
+
+// 60 lines, alternating themes: line n (from 1) is oil when n is odd.
+std::string WriteCorpus(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/corpus.txt";
+  FILE* f = std::fopen(path.c_str(), "w");
+  for (int d = 0; d < 60; ++d) {
+    std::fprintf(f, "%s %s\n", kThemes[d % 2], kThemes[d % 2]);
+  }
+  std::fclose(f);
+  return path;
+}
+
+bool IsFootballLine(const std::string& id) {
+  return !id.empty() &&
+         id.find_first_not_of("0123456789") == std::string::npos &&
+         std::stoi(id) % 2 == 0;
+}
+
+// An answer's neighbours: at most `top`, the query left out, distances in
+// [0, 1] and ascending.
+template <typename Response>
+void ExpectWellFormed(const Response& r, uint32_t top,
+                      const std::string& query) {
+  ASSERT_LE(r.neighbors_size(), static_cast<int>(top));
+  double last = 0;
+  for (const api::Neighbor& n : r.neighbors()) {
+    EXPECT_NE(n.id(), query);
+    EXPECT_GE(n.distance(), last) << n.id();
+    EXPECT_LE(n.distance(), 1.0 + 1e-9) << n.id();
+    last = n.distance();
+  }
+}
+
+TEST(SimilarityService, QueriesWhileTheModelMovesAndDocumentsArrive) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "similarity_svc_", ::getpid());
+  std::filesystem::remove_all(dir);
+  ServiceOptions o;
+  o.data_dir = dir + "/node";
+  o.corpus.path = WriteCorpus(dir);
+  o.trainer.num_topics = 4;
+  o.trainer.eval_every = 0;
+  o.max_sweeps = 40;
+  o.publish_interval_ms = 0;
+  o.similarity.refresh_seconds = 0;  // a full refresh at every publication
+  o.similarity.exact_threshold = 0;  // and an HNSW graph built each time
+  MetricsRegistry metrics;
+  auto s = LatentdService::Open(o, &metrics);
+  ASSERT_TRUE(s.ok()) << s.status();
+  SimilarityService* similarity = (*s)->similarity();
+  ASSERT_NE(similarity, nullptr);
+  (*s)->Start();
+
+  std::atomic<bool> done{false};
+  std::atomic<int> answered{0};
+  auto query = [&](int seed) {
+    int i = seed;
+    while (!done.load()) {
+      api::SimilarDocumentsRequest d;
+      d.set_document(std::to_string(1 + i % 60));
+      d.set_top(5);
+      auto docs = similarity->SimilarDocuments(d);
+      if (docs.ok()) {
+        ExpectWellFormed(*docs, 5, d.document());
+        ++answered;
+      } else {
+        // Before the first refresh only.
+        EXPECT_EQ(docs.status().code(), absl::StatusCode::kUnavailable)
+            << docs.status();
+      }
+      api::SimilarUsersRequest u;
+      u.set_user(absl::StrCat("user", i % 3));
+      auto users = similarity->SimilarUsers(u);
+      if (users.ok()) {
+        ExpectWellFormed(*users, 10, u.user());
+      } else {
+        EXPECT_TRUE(absl::IsUnavailable(users.status()) ||
+                    absl::IsNotFound(users.status()))
+            << users.status();
+      }
+      (void)similarity->Sizes();
+      ++i;
+    }
+  };
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t) readers.emplace_back(query, t * 7);
+
+  // Documents arrive while training runs: football texts, every other one
+  // a document of its own with an id, the others users' events (a user's
+  // events are one document of the model, the user's).
+  for (int i = 0; i < 20; ++i) {
+    api::IngestRequest req;
+    api::Document* doc = req.add_documents();
+    if (i % 2 == 1) {
+      doc->set_id(absl::StrCat("ingested-", i));
+    } else {
+      doc->set_user(absl::StrCat("user", i % 3));
+    }
+    doc->set_text(kThemes[1]);
+    auto accepted = (*s)->Ingest(req);
+    ASSERT_TRUE(accepted.ok()) << accepted.status();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+
+  // Once sampling has stopped the index is refreshed at the final model
+  // (the documented staleness): then the last ingested document is found,
+  // every item's θ is of the view published now, and its nearest
+  // neighbours are football documents (corpus lines, ingested ones or the
+  // users', whose events are football too).
+  absl::StatusOr<api::SimilarDocumentsResponse> found;
+  bool settled = false;
+  for (int t = 0; t < 3000 && !settled; ++t) {
+    auto status = (*s)->Status(api::StatusRequest());
+    ASSERT_TRUE(status.ok()) << status.status();
+    api::SimilarDocumentsRequest d;
+    d.set_document("ingested-19");
+    d.set_top(10);
+    found = similarity->SimilarDocuments(d);
+    settled = !status->training() && status->pending() == 0 && found.ok() &&
+              found->staleness().index_oldest_view() ==
+                  found->staleness().current().view();
+    if (!settled) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  done = true;
+  for (std::thread& r : readers) r.join();
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(settled) << found->DebugString();
+  ASSERT_EQ(found->neighbors_size(), 10);
+  for (const api::Neighbor& n : found->neighbors()) {
+    EXPECT_TRUE(IsFootballLine(n.id()) || n.id().rfind("ingested-", 0) == 0 ||
+                n.id().rfind("user", 0) == 0)
+        << n.id() << " at " << n.distance() << "\n"
+        << found->DebugString();
+  }
+  EXPECT_GT(answered.load(), 0);
+  std::printf("%d document answers while training and ingesting\n",
+              answered.load());
+  EXPECT_TRUE((*s)->Stop().ok());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace latentd::service
