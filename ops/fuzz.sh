@@ -12,6 +12,7 @@
 #        ops/fuzz.sh --seeds                  rewrite tests/fuzz/corpus/
 # Environment: FUZZ_BUILD (default build-asan, the directory ops/test.sh's
 # sanitizer run shares), FUZZ_JOBS (build parallelism, default nproc),
+# FUZZ_PARALLEL (harnesses fuzzed at once, default FUZZ_JOBS),
 # FUZZ_NO_BUILD=1 (run the harnesses as built: ops/test.sh built them),
 # FUZZ_SEED (libFuzzer's -seed; unset: a random seed each run. ops/test.sh
 # fixes it so that CI explores the same mutations on every run and a
@@ -57,25 +58,39 @@ fi
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 mkdir -p "$BUILD/fuzz-artifacts" "$BUILD/fuzz-logs"
-total=0
-failed=()
-for h in "${HARNESSES[@]}"; do
-  work="$BUILD/fuzz-corpus/$h"
+seed_flag=()
+if [ -n "${FUZZ_SEED:-}" ]; then seed_flag=(-seed="$FUZZ_SEED"); fi
+# fuzz_one HARNESS: fuzzes it, its log in fuzz-logs/HARNESS.log and its exit
+# status in fuzz-logs/HARNESS.rc.
+fuzz_one() {
+  local h=$1 rc=0
+  local work="$BUILD/fuzz-corpus/$h"
   mkdir -p "$work"
-  log="$BUILD/fuzz-logs/$h.log"
-  rc=0
-  seed_flag=()
-  if [ -n "${FUZZ_SEED:-}" ]; then seed_flag=(-seed="$FUZZ_SEED"); fi
   "$BUILD/tests/fuzz/$h" "${seed_flag[@]}" -max_total_time="$SECONDS_EACH" -timeout=10 \
     -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
     -artifact_prefix="$BUILD/fuzz-artifacts/$h-" \
-    "$work" "tests/fuzz/corpus/$h" >"$log" 2>&1 || rc=$?
+    "$work" "tests/fuzz/corpus/$h" >"$BUILD/fuzz-logs/$h.log" 2>&1 || rc=$?
+  echo "$rc" >"$BUILD/fuzz-logs/$h.rc"
+}
+# FUZZ_PARALLEL harnesses at a time (default: one per CPU; each is
+# single-threaded).
+for h in "${HARNESSES[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "${FUZZ_PARALLEL:-$JOBS}" ]; do wait -n || true; done
+  rm -f "$BUILD/fuzz-logs/$h.rc"
+  fuzz_one "$h" &
+done
+wait
+total=0
+failed=()
+for h in "${HARNESSES[@]}"; do
+  log="$BUILD/fuzz-logs/$h.log"
+  rc=$(cat "$BUILD/fuzz-logs/$h.rc" 2>/dev/null || echo "no exit status")
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   execs=${execs:-0}
   total=$((total + execs))
-  if [ $rc -ne 0 ]; then
+  if [ "$rc" != 0 ]; then
     failed+=("$h")
-    printf '%-22s %12s executions  FINDING (exit %d), log: %s\n' "$h" \
+    printf '%-22s %12s executions  FINDING (exit %s), log: %s\n' "$h" \
       "$execs" "$rc" "$log"
     grep -E 'ERROR|runtime error|invariant violated|Test unit written' \
       "$log" | head -5 | sed 's/^/    /'
