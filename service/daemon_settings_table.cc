@@ -581,6 +581,17 @@ void AddClusterSettings(const AddFn& add) {
       "(docs/operations.md, \"Restarts and failover\")",
       Seconds("failover-grace", 0, 86400,
               [](DaemonConfig* c) { return &c->cluster.failover_grace; }));
+  add("cluster-max-new-keys", "4000000", "0..10^12",
+      "Cluster mode: the most keys (words, or a graph's vertices) one member "
+      "may create at this node's share of the table in a ring epoch. A "
+      "batch that would pass it is refused whole, logged and counted "
+      "(latentd_sync_batches_refused_total{reason=\"too_many_keys\"}), so "
+      "that no member can grow another's memory without bound with "
+      "made-up keys. Keys arriving by a hand-off or a replica copy do not "
+      "count. 0: no bound",
+      Int<uint64_t>(
+          "cluster-max-new-keys", 0, int64_t{1000000000000},
+          [](DaemonConfig* c) { return &c->cluster.max_new_keys_per_member; }));
 }
 
 // What SIGHUP applies to a running daemon (LatentdService::Reconfigure and

@@ -26,7 +26,8 @@ namespace {
 constexpr const char* kRefusalReasons[] = {
     "not_member",         "incarnation",     "key_not_owned",
     "negative",           "sender_mismatch", "handoff_not_member",
-    "replica_not_member", "identity",        "progress_not_member"};
+    "replica_not_member", "identity",        "progress_not_member",
+    "too_many_keys"};
 
 // The ring and failover metrics, set from the link at every scrape.
 struct ClusterMetrics {
@@ -156,7 +157,8 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
                                 link->handoffs_refused(),
                                 link->replicas_refused(),
                                 link->server_stats()->identity_refused.load(),
-                                link->progress_refused()};
+                                link->progress_refused(),
+                                st.refused_too_many_keys};
     static_assert(std::size(refused) == std::size(kRefusalReasons));
     for (size_t i = 0; i < std::size(refused); ++i) {
       cm.refused[i]->SetTotal(refused[i]);

@@ -404,6 +404,24 @@ absl::Status OwnerShard::CheckDeltas(const DeltaBatch& batch) {
       }
     }
   }
+  const uint64_t cap = admission_->max_new_keys_per_sender;
+  if (cap == 0) return absl::OkStatus();
+  uint64_t fresh = 0;
+  for (int i = 0; i < batch.keys_size(); ++i) {
+    fresh += !globals_.contains(batch.keys(i));
+  }
+  uint64_t& created = keys_created_[batch.node_id()];
+  if (created + fresh > cap) {
+    ++stats_.refused_too_many_keys;
+    return absl::ResourceExhaustedError(
+        absl::StrCat("delta batch from ", batch.node_id(), " would create ",
+                     fresh, " new keys at this owner, which has taken ",
+                     created, " from it in ring epoch ", epoch_, " (at most ",
+                     cap, ": --cluster-max-new-keys); nothing was applied"));
+  }
+  // Counted on admission: a batch refused after it (say for want of a
+  // tracked slot) still counts, erring towards the bound.
+  created += fresh;
   return absl::OkStatus();
 }
 

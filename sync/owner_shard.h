@@ -110,6 +110,7 @@ struct OwnerShardStats {
   uint64_t refused_incarnation = 0;  // incarnation past the bound
   uint64_t refused_key_not_owned = 0;
   uint64_t refused_negative = 0;  // would take a key below the sender's part
+  uint64_t refused_too_many_keys = 0;  // past max_new_keys_per_sender
 };
 
 // Who may send this owner batches, and what it owns, for one ring epoch.
@@ -129,6 +130,12 @@ struct OwnerAdmission {
   // mode) or below zero (global mode), nor move a count by more than
   // 2^31 at once.
   bool counts = false;
+  // The most keys one sender (by node id) may create at this owner in an
+  // epoch, so that no member can grow an owner's memory without bound
+  // with made-up keys; a batch that would pass it is refused whole. Keys
+  // that arrive by a hand-off or a replica copy are not counted. 0: no
+  // bound.
+  uint64_t max_new_keys_per_sender = 0;
 };
 
 // Sender incarnations as ClusterLink draws them: µs since 1970 at the
@@ -236,6 +243,9 @@ class OwnerShard {
   std::optional<OwnerAdmission> admission_ ABSL_GUARDED_BY(mu_);
   std::optional<std::pair<uint64_t, OwnerAdmission>> next_admission_
       ABSL_GUARDED_BY(mu_);
+  // Keys each sender created in this epoch (OwnerAdmission::
+  // max_new_keys_per_sender); cleared when the epoch changes.
+  absl::flat_hash_map<std::string, uint64_t> keys_created_ ABSL_GUARDED_BY(mu_);
   // Moves to `epoch`, taking a waiting admission for it into effect.
   void EnterEpoch(uint64_t epoch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Admission's checks of a new batch: sender, incarnation, keys, and

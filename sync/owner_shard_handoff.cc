@@ -18,6 +18,7 @@ void OwnerShard::SetEpoch(uint64_t epoch) {
 }
 
 void OwnerShard::EnterEpoch(uint64_t epoch) {
+  if (epoch != epoch_) keys_created_.clear();
   epoch_ = epoch;
   if (next_admission_.has_value() && next_admission_->first == epoch) {
     admission_ = std::move(next_admission_->second);

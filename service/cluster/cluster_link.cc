@@ -302,6 +302,7 @@ sync::OwnerAdmission ClusterLink::AdmissionFor(
   };
   // Topic counts; a linked table (a graph's coordinates) may go negative.
   a.counts = topics_ != nullptr;
+  a.max_new_keys_per_sender = options_.max_new_keys_per_member;
   return a;
 }
 

@@ -203,6 +203,11 @@ struct ClusterLinkOptions {
   // cluster restarted) is failed over only this long after the start
   // (FailureJudge). 0: judged as the others are.
   absl::Duration failover_grace = absl::ZeroDuration();
+  // The most keys one member may create at this node's owner shard in a
+  // ring epoch (sync::OwnerAdmission::max_new_keys_per_sender). 0: no
+  // bound (this library's default; latentd's --cluster-max-new-keys
+  // defaults to 4,000,000).
+  uint64_t max_new_keys_per_member = 0;
   // Replicated key state (sync/owner_replicator.h; docs/design.md,
   // "Replicated key state"): copies of each key, the owner's included. With
   // k > 1 the part of each owned key's global that no survivor could

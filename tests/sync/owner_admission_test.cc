@@ -179,6 +179,57 @@ TEST(OwnerAdmission, ValuesThatAreNotCountsMayGoNegative) {
   EXPECT_EQ(owner.Global(2), (SparseVector{{0, -7}}));
 }
 
+// A member may create at most max_new_keys_per_sender keys at an owner in
+// an epoch: made-up keys would grow the owner's memory without bound.
+TEST(OwnerAdmission, NewKeysPerSenderAreBoundedPerEpoch) {
+  OwnerShard owner(kK);
+  auto admission = [] {
+    OwnerAdmission a;
+    a.members = {"a", "b"};
+    a.counts = true;
+    a.max_new_keys_per_sender = 3;
+    return a;
+  };
+  owner.SetAdmission(1, admission());
+  owner.SetEpoch(1);
+  const uint64_t inc_a = Incarnation();
+  const uint64_t inc_b = Incarnation() + 1;
+  DeltaReply reply;
+  ASSERT_TRUE(
+      owner.Apply(Batch("a", inc_a, 1, {{2, {{0, 1}}}, {4, {{0, 1}}}}), &reply)
+          .ok());
+  // Two new keys with one left: refused whole, nothing of it applied.
+  absl::Status s = owner.Apply(
+      Batch("a", inc_a, 2, {{2, {{0, 1}}}, {6, {}}, {8, {{1, 1}}}}), &reply);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("--cluster-max-new-keys"), std::string::npos);
+  EXPECT_EQ(owner.stats().refused_too_many_keys, 1u);
+  EXPECT_EQ(owner.num_keys(), 2u);
+  EXPECT_EQ(owner.Global(2), (SparseVector{{0, 1}}));
+  // Keys it has: as many as it likes; and its last new one.
+  ASSERT_TRUE(
+      owner
+          .Apply(Batch("a", inc_a, 2, {{2, {{0, 1}}}, {4, {{0, 1}}}, {6, {}}}),
+                 &reply)
+          .ok());
+  EXPECT_EQ(owner.Apply(Batch("a", inc_a, 3, {{8, {{0, 1}}}}), &reply).code(),
+            absl::StatusCode::kResourceExhausted);
+  // Another member has a bound of its own, and keys a made exist for it.
+  ASSERT_TRUE(owner
+                  .Apply(Batch("b", inc_b, 1,
+                               {{2, {{0, 1}}}, {8, {{0, 1}}}, {10, {{0, 1}}}}),
+                         &reply)
+                  .ok());
+  // A new epoch starts the count again.
+  owner.SetAdmission(2, admission());
+  owner.AdvanceEpoch(
+      2, [](Key) { return std::string(); }, "self");
+  DeltaBatch next = Batch("a", inc_a, 3, {{12, {{0, 1}}}});
+  next.set_epoch(2);
+  EXPECT_TRUE(owner.Apply(next, &reply).ok());
+  EXPECT_EQ(owner.Global(12), (SparseVector{{0, 1}}));
+}
+
 TEST(OwnerAdmission, AnAdmissionForALaterEpochWaitsForIt) {
   OwnerShard owner(kK);
   owner.SetEpoch(1);
