@@ -15,7 +15,6 @@ namespace {
 
 constexpr uint32_t kDefaultTopWords = 10;
 constexpr uint32_t kMaxTopDocuments = 1000;
-constexpr uint32_t kDefaultTopDocuments = 10;
 
 uint32_t OrDefault(uint32_t v, uint32_t def) { return v == 0 ? def : v; }
 
@@ -248,7 +247,7 @@ absl::StatusOr<api::GetUserProfileResponse> LatentdService::GetUserProfile(
 }
 
 absl::StatusOr<api::GetDocumentTopicsResponse>
-LatentdService::GetDocumentTopics(
+LatentdService::LocalDocumentTopics(
     const api::GetDocumentTopicsRequest& request) const {
   if (request.document().empty()) {
     return absl::InvalidArgumentError(
@@ -291,7 +290,7 @@ LatentdService::GetDocumentTopics(
   return resp;
 }
 
-absl::StatusOr<api::TopicDocumentsResponse> LatentdService::TopicDocuments(
+absl::StatusOr<api::TopicDocumentsResponse> LatentdService::LocalTopicDocuments(
     const api::TopicDocumentsRequest& request) const {
   if (request.top() > kMaxTopDocuments) {
     return absl::InvalidArgumentError(absl::StrCat(
