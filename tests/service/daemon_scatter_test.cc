@@ -48,6 +48,17 @@ std::string PlantedText() {
   return text;
 }
 
+// A node's flags: 10 topics, `sweeps` sweeps, no replica copies (a
+// document is on the node it was ingested at only), and `extra`.
+std::vector<std::string> NodeArgs(const char* sweeps,
+                                  const std::vector<std::string>& extra) {
+  std::vector<std::string> args = TrainingArgs("10", sweeps);
+  args.push_back("--replicas");
+  args.push_back("1");
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
 // Waits (up to `seconds`) until `call` answers OK; its last status.
 template <typename Call>
 absl::Status Eventually(Call call, double seconds) {
@@ -73,12 +84,8 @@ TEST(DaemonScatter, BAnswersFromADocumentsAndPartiallyWithoutA) {
   TestCluster cluster({.name = "scatter"});
   ASSERT_TRUE(cluster.ok());
   // Enough sweeps after the ingest for A's copies to settle together.
-  std::vector<std::string> args = TrainingArgs("10", "60");
-  for (const char* f :
-       {"--replicas", "1", "--similarity-refresh-seconds", "1"}) {
-    args.push_back(f);
-  }
-  ASSERT_TRUE(cluster.Start(2, args));
+  ASSERT_TRUE(
+      cluster.Start(2, NodeArgs("60", {"--similarity-refresh-seconds", "1"})));
   Daemon* a = cluster.node(0);
   Daemon* b = cluster.node(1);
   auto ca = a->Client(Protocol::kTcp);
@@ -290,12 +297,7 @@ TEST(DaemonScatter, PeerCallsCarryThePeerTokenWhenTokensAreOn) {
     f << "read " << kRead << "\nwrite " << kWrite
       << "\nadmin admin-token-0123456789abcdef\n";
   }
-  std::vector<std::string> args = TrainingArgs("10", "3");
-  for (const std::string& f : {std::string("--api-tokens"), tokens,
-                               std::string("--replicas"), std::string("1")}) {
-    args.push_back(f);
-  }
-  ASSERT_TRUE(cluster.Start(2, args));
+  ASSERT_TRUE(cluster.Start(2, NodeArgs("3", {"--api-tokens", tokens})));
   Daemon* a = cluster.node(0);
   Daemon* b = cluster.node(1);
   auto ca = a->Client(Protocol::kTcp);
