@@ -2,9 +2,9 @@
 // own (docs/design.md, "Many nodes"). It knows the ring through the node's
 // ClusterLink once joined, says which member owns a user (UserOwner),
 // forwards users' events, profile queries and graph edges to their owners
-// over the API (ApiClient per peer, created on first use), asks every other
-// member the same query at once (Scatter), builds the ring
-// that places replica copies (ReplicaRing), and remembers whether the node
+// over the API (ApiClient per peer, created on first use), asks every
+// other member the same query at once (Scatter), builds the ring that
+// places replica copies (ReplicaRing), and remembers whether the node
 // stopped sampling (MarkFailed, with why, for /readyz) or is leaving
 // (MarkLeft).
 //
@@ -114,8 +114,9 @@ class ClusterRouter {
   // Sends `request` as `method` to every member of the ring but this node,
   // all at once, each call bounded by options.scatter_timeout; returns
   // their answers in ring order once all have come or timed out (none
-  // before joining or in single-node mode). REQUIRES: `request` already
-  // says `local`, so that the members do not scatter it again.
+  // before joining or in single-node mode). One thread per member, all
+  // joined before it returns. REQUIRES: `request` already says `local`,
+  // so that the members do not scatter it again.
   std::vector<PeerAnswer> Scatter(
       Method method, const google::protobuf::Message& request,
       const google::protobuf::Message& prototype) const;
