@@ -148,7 +148,7 @@ std::string DocumentText(const api::GetDocumentTopicsResponse& r) {
                           t.weight(), it == counts.end() ? 0 : it->second,
                           absl::StrJoin(words, " "));
   }
-  return out;
+  return out + PartialNote(r.missing_members());
 }
 
 std::string TopicDocumentsText(const api::TopicDocumentsResponse& r) {
@@ -159,7 +159,7 @@ std::string TopicDocumentsText(const api::TopicDocumentsResponse& r) {
     absl::StrAppendFormat(&out, "  %s\t%.4f\t%d/%d\n", d.document(), d.weight(),
                           d.count(), d.tokens());
   }
-  return out;
+  return out + PartialNote(r.missing_members());
 }
 
 void Print(FILE* out, bool json, const Message& m, const std::string& text) {
@@ -306,6 +306,14 @@ std::string DaemonToken(const DaemonAddress& address) {
   if (!address.token.empty()) return address.token;
   const char* env = std::getenv("LATENTD_TOKEN");
   return env == nullptr ? "" : env;
+}
+
+std::string PartialNote(
+    const google::protobuf::RepeatedPtrField<std::string>& missing) {
+  if (missing.empty()) return "";
+  return absl::StrCat("# partial answer: no answer from cluster member",
+                      missing.size() == 1 ? " " : "s ",
+                      absl::StrJoin(missing, ", "), "\n");
 }
 
 void AddJsonOption(CLI::App* cmd, bool* json) {

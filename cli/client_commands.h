@@ -19,6 +19,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "cli/query_commands.h"
+#include "google/protobuf/repeated_ptr_field.h"
 #include "service/api_client.h"
 #include "sync/tls.h"
 
@@ -49,6 +50,11 @@ std::string DaemonToken(const DaemonAddress& address);
 // Adds --json (print JSON instead of text) to `cmd`; every latentctl
 // command with structured output has it, with this help.
 void AddJsonOption(CLI::App* cmd, bool* json);
+// The line a text answer ends with when cluster members named in
+// `missing` (a response's missing_members) did not answer: "# partial
+// answer: ..."; "" when none is missing.
+std::string PartialNote(
+    const google::protobuf::RepeatedPtrField<std::string>& missing);
 
 // The daemon-only subcommands (status, profile, ingest, checkpoint,
 // document, topic-documents).

@@ -9,7 +9,8 @@ namespace {
 
 void PrintAnswer(
     const google::protobuf::RepeatedPtrField<api::Neighbor>& neighbors,
-    const api::SimilarityStaleness& s, FILE* out) {
+    const api::SimilarityStaleness& s,
+    const google::protobuf::RepeatedPtrField<std::string>& missing, FILE* out) {
   int rank = 0;
   for (const api::Neighbor& n : neighbors) {
     absl::FPrintF(out, "%d\t%s\t%.4f\tview %d\n", ++rank, n.id(), n.distance(),
@@ -20,6 +21,7 @@ void PrintAnswer(
                 "model now at view %d (sweep %d)\n",
                 neighbors.size(), s.indexed(), s.exact() ? "exact" : "HNSW",
                 s.oldest_view(), s.current().view(), s.current().sweep());
+  absl::FPrintF(out, "%s", PartialNote(missing));
 }
 
 // Sends `q` as `method` and prints the answer (its JSON with --json).
@@ -31,7 +33,7 @@ absl::Status AskAndPrint(service::ApiClient& api, service::Method method,
   if (json) {
     absl::FPrintF(out, "%s\n", service::ToJson(r));
   } else {
-    PrintAnswer(r.neighbors(), r.staleness(), out);
+    PrintAnswer(r.neighbors(), r.staleness(), r.missing_members(), out);
   }
   return absl::OkStatus();
 }

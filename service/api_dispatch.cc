@@ -260,11 +260,11 @@ absl::StatusOr<std::string> ApiDispatcher::Call(Method method,
     case Method::kSimilarDocuments:
       return Run<api::SimilarDocumentsRequest, api::SimilarDocumentsResponse>(
           method, body, encoding,
-          [s](const auto& r) { return s->similarity()->SimilarDocuments(r); });
+          [s](const auto& r) { return s->SimilarDocuments(r); });
     case Method::kSimilarUsers:
       return Run<api::SimilarUsersRequest, api::SimilarUsersResponse>(
           method, body, encoding,
-          [s](const auto& r) { return s->similarity()->SimilarUsers(r); });
+          [s](const auto& r) { return s->SimilarUsers(r); });
     case Method::kGetDocumentTopics:
       return Run<api::GetDocumentTopicsRequest, api::GetDocumentTopicsResponse>(
           method, body, encoding,

@@ -1,6 +1,7 @@
 #include "service/cluster_router.h"
 
 #include <algorithm>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -45,16 +46,16 @@ std::string ClusterRouter::UserOwner(std::string_view user) const {
   return owner;
 }
 
-absl::StatusOr<ApiClient*> ClusterRouter::PeerClient(
-    const std::string& id) const {
-  absl::MutexLock lock(&peers_mu_);
-  std::unique_ptr<ApiClient>& client = peer_clients_[id];
+absl::StatusOr<ApiClient*> ClusterRouter::Client(
+    absl::flat_hash_map<std::string, std::unique_ptr<ApiClient>>* clients,
+    const std::string& id, absl::Duration timeout) const {
+  std::unique_ptr<ApiClient>& client = (*clients)[id];
   if (client == nullptr) {
     absl::StatusOr<std::unique_ptr<ApiClient>> c =
-        ApiClient::Create(id, Protocol::kTcp, absl::Seconds(10),
+        ApiClient::Create(id, Protocol::kTcp, timeout,
                           /*explain_wrong_port=*/false, options_.peer_tls);
     if (!c.ok()) {
-      peer_clients_.erase(id);
+      clients->erase(id);
       return c.status();
     }
     (*c)->set_token(peer_token_);
@@ -63,10 +64,47 @@ absl::StatusOr<ApiClient*> ClusterRouter::PeerClient(
   return client.get();
 }
 
+absl::StatusOr<ApiClient*> ClusterRouter::PeerClient(
+    const std::string& id) const {
+  absl::MutexLock lock(&peers_mu_);
+  return Client(&peer_clients_, id, absl::Seconds(10));
+}
+
 void ClusterRouter::SetPeerToken(std::string token) {
   absl::MutexLock lock(&peers_mu_);
   for (auto& [id, client] : peer_clients_) client->set_token(token);
+  for (auto& [id, client] : scatter_clients_) client->set_token(token);
   peer_token_ = std::move(token);
+}
+
+std::vector<ClusterRouter::PeerAnswer> ClusterRouter::Scatter(
+    Method method, const google::protobuf::Message& request,
+    const google::protobuf::Message& prototype) const {
+  std::vector<PeerAnswer> answers;
+  const ClusterLink* link = this->link();
+  if (link == nullptr) return answers;
+  for (const hashring::Member& m : link->ring_config().members) {
+    if (m.id == link->node_id()) continue;
+    PeerAnswer& a = answers.emplace_back();
+    a.member = m.id;
+    a.response.reset(prototype.New());
+  }
+  std::vector<std::thread> calls;
+  calls.reserve(answers.size());
+  for (PeerAnswer& a : answers) {
+    calls.emplace_back([this, method, &request, &a] {
+      absl::StatusOr<ApiClient*> client;
+      {
+        absl::MutexLock lock(&peers_mu_);
+        client = Client(&scatter_clients_, a.member, options_.scatter_timeout);
+      }
+      a.status = client.ok()
+                     ? (*client)->Call(method, request, a.response.get())
+                     : client.status();
+    });
+  }
+  for (std::thread& t : calls) t.join();
+  return answers;
 }
 
 void ClusterRouter::AddDocument(const IngestRecord& r,

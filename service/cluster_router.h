@@ -2,8 +2,9 @@
 // own (docs/design.md, "Many nodes"). It knows the ring through the node's
 // ClusterLink once joined, says which member owns a user (UserOwner),
 // forwards users' events, profile queries and graph edges to their owners
-// over the API (ApiClient per peer, created on first use), builds the ring
-// that places replica copies (ReplicaRing), and remembers whether the node
+// over the API (ApiClient per peer, created on first use), asks every
+// other member the same query at once (Scatter), builds the ring that
+// places replica copies (ReplicaRing), and remembers whether the node
 // stopped sampling (MarkFailed, with why, for /readyz) or is leaving
 // (MarkLeft).
 //
@@ -31,6 +32,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "google/protobuf/message.h"
 #include "hashring/ring.h"
 #include "service/api.pb.h"
 #include "service/cluster/cluster_link.h"
@@ -40,7 +43,8 @@
 
 namespace latentd::service {
 
-class ApiClient;  // service/api_client.h
+class ApiClient;               // service/api_client.h
+enum class Method : uint32_t;  // service/api_dispatch.h
 
 struct ClusterRouterOptions {
   // The node runs in cluster mode: until SetLink, CheckJoined fails.
@@ -53,6 +57,8 @@ struct ClusterRouterOptions {
   uint32_t replicas = 1;
   // Counts the users' events forwarded to their owners; may be null.
   Counter* forwarded = nullptr;
+  // How long Scatter waits for each member's answer (connecting included).
+  absl::Duration scatter_timeout = absl::Seconds(5);
 };
 
 class ClusterRouter {
@@ -97,6 +103,24 @@ class ClusterRouter {
   absl::StatusOr<api::GetUserProfileResponse> ForwardProfile(
       const std::string& owner,
       const api::GetUserProfileRequest& request) const;
+  // One member's answer to Scatter: OK and its response, or the error of
+  // the call (kUnavailable, kDeadlineExceeded past scatter_timeout, or the
+  // member's own).
+  struct PeerAnswer {
+    std::string member;  // its id (API address)
+    absl::Status status;
+    std::unique_ptr<google::protobuf::Message> response;  // prototype's type
+  };
+  // Sends `request` as `method` to every member of the ring but this node,
+  // all at once, each call bounded by options.scatter_timeout; returns
+  // their answers in ring order once all have come or timed out (none
+  // before joining or in single-node mode). One thread per member, all
+  // joined before it returns. REQUIRES: `request` already says `local`,
+  // so that the members do not scatter it again.
+  std::vector<PeerAnswer> Scatter(
+      Method method, const google::protobuf::Message& request,
+      const google::protobuf::Message& prototype) const;
+
   // `r` as a document of a request to a peer (its words joined by spaces).
   static void AddDocument(const IngestRecord& r, api::IngestRequest* request);
 
@@ -125,6 +149,9 @@ class ClusterRouter {
   mutable absl::Mutex peers_mu_;
   mutable absl::flat_hash_map<std::string, std::unique_ptr<ApiClient>>
       peer_clients_ ABSL_GUARDED_BY(peers_mu_);
+  // The same with scatter_timeout, for Scatter.
+  mutable absl::flat_hash_map<std::string, std::unique_ptr<ApiClient>>
+      scatter_clients_ ABSL_GUARDED_BY(peers_mu_);
   std::string peer_token_ ABSL_GUARDED_BY(peers_mu_);
 
   // The placement ring and the ring version it was built for.
@@ -138,6 +165,13 @@ class ClusterRouter {
   mutable absl::Mutex failure_mu_;
   std::string failure_ ABSL_GUARDED_BY(failure_mu_);
   std::atomic<bool> left_{false};
+
+  // The client of peer `id` in `clients` (one of the maps above), created
+  // with `timeout` on first use.
+  absl::StatusOr<ApiClient*> Client(
+      absl::flat_hash_map<std::string, std::unique_ptr<ApiClient>>* clients,
+      const std::string& id, absl::Duration timeout) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(peers_mu_);
 };
 
 }  // namespace latentd::service

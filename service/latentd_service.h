@@ -150,11 +150,27 @@ class LatentdService {
   // A document's topic mixture and counts, and a topic's top documents,
   // from the node's document table (service/document_topics.h;
   // service_documents.cc): kInvalidArgument for an empty document or top
-  // over 1000, kNotFound naming an unknown document or topic.
+  // over 1000, kNotFound naming an unknown document or topic. In cluster
+  // mode without the request's `local` they answer from every member's
+  // documents (service_scatter.cc): GetDocumentTopics asks the other
+  // members when this node has no such document and takes the first that
+  // has; TopicDocuments merges every member's top documents
+  // (MergeTopicDocuments). Members that fail or do not answer within the
+  // router's scatter_timeout are named in missing_members, not an error.
   absl::StatusOr<api::GetDocumentTopicsResponse> GetDocumentTopics(
       const api::GetDocumentTopicsRequest& request) const;
   absl::StatusOr<api::TopicDocumentsResponse> TopicDocuments(
       const api::TopicDocumentsRequest& request) const;
+  // SimilarityService's calls; in cluster mode without `local`, the query's
+  // θ is found once here (a document's by GetDocumentTopics, a user's by
+  // GetUserProfile, a text's by InferDocument), every member ranks its own
+  // items against it and the answers are merged (MergeNeighbors), with
+  // missing_members as above. kFailedPrecondition on a node without a
+  // similarity service.
+  absl::StatusOr<api::SimilarDocumentsResponse> SimilarDocuments(
+      const api::SimilarDocumentsRequest& request) const;
+  absl::StatusOr<api::SimilarUsersResponse> SimilarUsers(
+      const api::SimilarUsersRequest& request) const;
   // The cluster's members as its Redis records them, read from Redis now
   // (service_cluster_members.cc): kFailedPrecondition unless this node is
   // a training cluster's member, kUnavailable while it joins or when Redis
@@ -281,6 +297,18 @@ class LatentdService {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // The current document table; kUnavailable before the first.
   absl::StatusOr<std::shared_ptr<const DocumentTopics>> Documents() const;
+  // TopicDocuments' documents when the request says 0.
+  static constexpr uint32_t kDefaultTopDocuments = 10;
+  // GetDocumentTopics and TopicDocuments from this node's documents only
+  // (service_queries.cc).
+  absl::StatusOr<api::GetDocumentTopicsResponse> LocalDocumentTopics(
+      const api::GetDocumentTopicsRequest& request) const;
+  absl::StatusOr<api::TopicDocumentsResponse> LocalTopicDocuments(
+      const api::TopicDocumentsRequest& request) const;
+  // Whether a request with this `local` flag is asked of every member.
+  bool Scatters(bool local) const {
+    return !local && router_.link() != nullptr;
+  }
   // Status's cluster fields (node id, ring epoch, members, unreachable
   // peers) from `link`; nothing if it is null.
   static void AddClusterMembers(const ClusterLink* link,

@@ -15,7 +15,6 @@ namespace {
 
 constexpr uint32_t kDefaultTopWords = 10;
 constexpr uint32_t kMaxTopDocuments = 1000;
-constexpr uint32_t kDefaultTopDocuments = 10;
 
 uint32_t OrDefault(uint32_t v, uint32_t def) { return v == 0 ? def : v; }
 
@@ -40,9 +39,19 @@ void FillTopic(const ModelView& v, const TopicSummary& t, uint32_t top_words,
   AddTopWords(v, t, top_words, out);
 }
 
-void FillTopWords(const ModelView& v, uint32_t topic, uint32_t top_words,
-                  api::TopicWeight* out) {
-  AddTopWords(v, v.topics[topic], top_words, out);
+// The first `n` of `ranked` (topic, weight) into out's topics, each with
+// its first `top_words` words.
+template <typename Message>
+void AddRankedTopics(const ModelView& v,
+                     const std::vector<std::pair<uint32_t, double>>& ranked,
+                     size_t n, uint32_t top_words, Message* out) {
+  n = std::min(n, ranked.size());
+  for (size_t i = 0; i < n; ++i) {
+    api::TopicWeight* tw = out->add_topics();
+    tw->set_topic(ranked[i].first);
+    tw->set_weight(ranked[i].second);
+    AddTopWords(v, v.topics[ranked[i].first], top_words, tw);
+  }
 }
 
 absl::Status CheckTopWords(uint32_t n) {
@@ -176,16 +185,14 @@ absl::StatusOr<api::InferDocumentResponse> LatentdService::InferDocument(
   resp.set_known_tokens(ids.size());
   resp.set_unknown_tokens(words.size() - ids.size());
   const auto ranked = Ranked(theta);
+  // The top asked for, or those at least half the uniform weight.
   const double floor = 1.0 / (2.0 * theta.size());
-  for (size_t i = 0; i < ranked.size(); ++i) {
-    if (request.top() != 0 ? i >= request.top() : ranked[i].second < floor) {
-      break;
-    }
-    api::TopicWeight* tw = resp.add_topics();
-    tw->set_topic(ranked[i].first);
-    tw->set_weight(ranked[i].second);
-    FillTopWords(*v, ranked[i].first, request.top_words(), tw);
+  size_t n = 0;
+  while (n < ranked.size() &&
+         (request.top() != 0 ? n < request.top() : ranked[n].second >= floor)) {
+    ++n;
   }
+  AddRankedTopics(*v, ranked, n, request.top_words(), &resp);
   return resp;
 }
 
@@ -234,19 +241,13 @@ absl::StatusOr<api::GetUserProfileResponse> LatentdService::GetUserProfile(
   resp.set_user(request.user());
   resp.set_tokens(tokens + static_cast<uint64_t>(std::llround(copied_tokens)));
   resp.set_events(events + copied);
-  const auto ranked = Ranked(theta);
-  const size_t n = std::min<size_t>(OrDefault(request.top(), 5), ranked.size());
-  for (size_t i = 0; i < n; ++i) {
-    api::TopicWeight* tw = resp.add_topics();
-    tw->set_topic(ranked[i].first);
-    tw->set_weight(ranked[i].second);
-    FillTopWords(*v, ranked[i].first, OrDefault(request.top_words(), 5), tw);
-  }
+  AddRankedTopics(*v, Ranked(theta), OrDefault(request.top(), 5),
+                  OrDefault(request.top_words(), 5), &resp);
   return resp;
 }
 
 absl::StatusOr<api::GetDocumentTopicsResponse>
-LatentdService::GetDocumentTopics(
+LatentdService::LocalDocumentTopics(
     const api::GetDocumentTopicsRequest& request) const {
   if (request.document().empty()) {
     return absl::InvalidArgumentError(
@@ -283,20 +284,13 @@ LatentdService::GetDocumentTopics(
   for (uint32_t k = 0; k < alpha.size(); ++k) {
     theta[k] = (counts[k] + alpha[k]) / denom;
   }
-  const auto ranked = Ranked(theta);
-  const size_t n = std::min<size_t>(
-      OrDefault(request.top(), static_cast<uint32_t>(ranked.size())),
-      ranked.size());
-  for (size_t i = 0; i < n; ++i) {
-    api::TopicWeight* tw = resp.add_topics();
-    tw->set_topic(ranked[i].first);
-    tw->set_weight(ranked[i].second);
-    FillTopWords(*v, ranked[i].first, request.top_words(), tw);
-  }
+  AddRankedTopics(*v, Ranked(theta),
+                  request.top() == 0 ? theta.size() : request.top(),
+                  request.top_words(), &resp);
   return resp;
 }
 
-absl::StatusOr<api::TopicDocumentsResponse> LatentdService::TopicDocuments(
+absl::StatusOr<api::TopicDocumentsResponse> LatentdService::LocalTopicDocuments(
     const api::TopicDocumentsRequest& request) const {
   if (request.top() > kMaxTopDocuments) {
     return absl::InvalidArgumentError(absl::StrCat(

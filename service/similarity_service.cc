@@ -176,15 +176,19 @@ absl::StatusOr<uint32_t> SimilarityService::Top(uint32_t top) {
 }
 
 void SimilarityService::Fill(
-    const Collection& c, const SimilarityAnswer& answer,
+    const Collection& c, const SimilarityAnswer& answer, uint32_t top,
+    std::string_view exclude,
     google::protobuf::RepeatedPtrField<api::Neighbor>* out,
     api::SimilarityStaleness* staleness) const {
   {
     absl::MutexLock lock(&c.names_mu);
     for (const SimilarItem& item : answer.items) {
-      api::Neighbor* n = out->Add();
       auto it = c.names.find(item.id);
-      n->set_id(it == c.names.end() ? "" : it->second);
+      const std::string& id = it == c.names.end() ? "" : it->second;
+      if (static_cast<uint32_t>(out->size()) >= top) break;
+      if (!exclude.empty() && id == exclude) continue;
+      api::Neighbor* n = out->Add();
+      n->set_id(id);
       n->set_distance(item.distance);
       n->set_view(item.version);
     }
@@ -198,22 +202,67 @@ void SimilarityService::Fill(
   *staleness->mutable_current() = current_;
 }
 
+absl::StatusOr<std::vector<float>> SimilarityService::TextTheta(
+    const InferFn& infer, const api::SimilarDocumentsRequest& request) {
+  api::InferDocumentRequest q;
+  q.set_text(request.text());
+  q.set_seed(request.seed());
+  q.set_iterations(request.iterations());
+  q.set_burn_in(request.burn_in());
+  q.set_top(std::numeric_limits<uint32_t>::max());  // every topic
+  absl::StatusOr<api::InferDocumentResponse> inferred = infer(q);
+  if (!inferred.ok()) {
+    return absl::Status(
+        inferred.status().code(),
+        absl::StrCat("SimilarDocuments text: ", inferred.status().message()));
+  }
+  // Every topic came back (top above K): θ in topic order.
+  std::vector<float> theta(inferred->topics_size(), 0.0f);
+  for (const api::TopicWeight& t : inferred->topics()) {
+    if (t.topic() < theta.size()) {
+      theta[t.topic()] = static_cast<float>(t.weight());
+    }
+  }
+  return theta;
+}
+
+absl::StatusOr<SimilarityAnswer> SimilarityService::QueryTheta(
+    const Collection& c, const google::protobuf::RepeatedField<float>& theta,
+    uint32_t top, std::string_view exclude) {
+  absl::StatusOr<SimilarityAnswer> answer = c.index->Query(
+      std::span<const float>(theta.data(), static_cast<size_t>(theta.size())),
+      exclude.empty() ? top : top + 1);
+  if (!answer.ok()) {
+    return absl::Status(answer.status().code(),
+                        absl::StrCat("a mixture (theta) of ", theta.size(),
+                                     " topics: ", answer.status().message()));
+  }
+  return answer;
+}
+
 absl::StatusOr<api::SimilarDocumentsResponse>
 SimilarityService::SimilarDocuments(
     const api::SimilarDocumentsRequest& request) const {
   LATENTD_ASSIGN_OR_RETURN(const uint32_t top, Top(request.top()));
   const bool by_document = !request.document().empty();
-  if (by_document == !request.text().empty()) {
+  const int given =
+      by_document + !request.text().empty() + (request.theta_size() > 0);
+  if (given != 1) {
     return absl::InvalidArgumentError(
-        by_document ? "SimilarDocuments takes a document id or a text, not "
-                      "both"
-                    : "SimilarDocuments needs a document id (document) or a "
-                      "text (text); both are empty");
+        given > 1 ? (request.theta_size() == 0
+                         ? "SimilarDocuments takes a document id or a text, "
+                           "not both"
+                         : "SimilarDocuments takes a mixture (theta) alone, "
+                           "without a document id or a text")
+                  : "SimilarDocuments needs a document id (document) or a "
+                    "text (text); both are empty");
   }
   LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const Collection> c,
                            Current(/*documents=*/true));
   absl::StatusOr<SimilarityAnswer> answer;
-  if (by_document) {
+  if (request.theta_size() > 0) {
+    answer = QueryTheta(*c, request.theta(), top, request.exclude());
+  } else if (by_document) {
     answer = c->index->QueryById(Key(request.document()), top);
     if (answer.status().code() == absl::StatusCode::kNotFound) {
       return absl::NotFoundError(absl::StrCat(
@@ -223,41 +272,37 @@ SimilarityService::SimilarDocuments(
           "after the index's last update (see docs/api.md, staleness)"));
     }
   } else {
-    api::InferDocumentRequest infer;
-    infer.set_text(request.text());
-    infer.set_seed(request.seed());
-    infer.set_iterations(request.iterations());
-    infer.set_burn_in(request.burn_in());
-    infer.set_top(std::numeric_limits<uint32_t>::max());  // every topic
-    absl::StatusOr<api::InferDocumentResponse> inferred = infer_(infer);
-    if (!inferred.ok()) {
-      return absl::Status(
-          inferred.status().code(),
-          absl::StrCat("SimilarDocuments text: ", inferred.status().message()));
-    }
-    // Every topic came back (top above K): θ in topic order.
-    std::vector<float> theta(inferred->topics_size(), 0.0f);
-    for (const api::TopicWeight& t : inferred->topics()) {
-      if (t.topic() < theta.size()) {
-        theta[t.topic()] = static_cast<float>(t.weight());
-      }
-    }
+    LATENTD_ASSIGN_OR_RETURN(std::vector<float> theta,
+                             TextTheta(infer_, request));
     answer = c->index->Query(std::span<const float>(theta), top);
   }
   LATENTD_RETURN_IF_ERROR(answer.status());
   api::SimilarDocumentsResponse resp;
-  Fill(*c, *answer, resp.mutable_neighbors(), resp.mutable_staleness());
+  Fill(*c, *answer, top, request.exclude(), resp.mutable_neighbors(),
+       resp.mutable_staleness());
   return resp;
 }
 
 absl::StatusOr<api::SimilarUsersResponse> SimilarityService::SimilarUsers(
     const api::SimilarUsersRequest& request) const {
   LATENTD_ASSIGN_OR_RETURN(const uint32_t top, Top(request.top()));
-  if (request.user().empty()) {
-    return absl::InvalidArgumentError("SimilarUsers needs a user id (user)");
+  if (request.user().empty() == (request.theta_size() == 0)) {
+    return absl::InvalidArgumentError(
+        request.user().empty()
+            ? "SimilarUsers needs a user id (user)"
+            : "SimilarUsers takes a user id or a mixture (theta), not both");
   }
   LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const Collection> c,
                            Current(/*documents=*/false));
+  if (request.theta_size() > 0) {
+    LATENTD_ASSIGN_OR_RETURN(
+        SimilarityAnswer answer,
+        QueryTheta(*c, request.theta(), top, request.exclude()));
+    api::SimilarUsersResponse resp;
+    Fill(*c, answer, top, request.exclude(), resp.mutable_neighbors(),
+         resp.mutable_staleness());
+    return resp;
+  }
   absl::StatusOr<SimilarityAnswer> answer =
       c->index->QueryById(Key(request.user()), top);
   if (answer.status().code() == absl::StatusCode::kNotFound) {
@@ -269,7 +314,8 @@ absl::StatusOr<api::SimilarUsersResponse> SimilarityService::SimilarUsers(
   }
   LATENTD_RETURN_IF_ERROR(answer.status());
   api::SimilarUsersResponse resp;
-  Fill(*c, *answer, resp.mutable_neighbors(), resp.mutable_staleness());
+  Fill(*c, *answer, top, "", resp.mutable_neighbors(),
+       resp.mutable_staleness());
   return resp;
 }
 

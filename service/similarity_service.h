@@ -41,6 +41,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -88,16 +89,25 @@ class SimilarityService {
   absl::Status OnPublish(const ModelView& view, TokenStore* store,
                          bool sampling);
 
-  // kInvalidArgument for a request without exactly one of document and
-  // text, or top above kMaxTop; kNotFound for a document not in the index;
-  // the inference's error for a text; kUnavailable before the first
-  // refresh is built.
+  // This node's documents nearest to the request's document, text or
+  // mixture (theta), `exclude` left out (the `local` flag is the caller's:
+  // this never asks other nodes). kInvalidArgument for a request without
+  // exactly one of document, text and theta, top above kMaxTop, or a theta
+  // that is not K long; kNotFound for a document not in the index; the
+  // inference's error for a text; kUnavailable before the first refresh
+  // is built.
   absl::StatusOr<api::SimilarDocumentsResponse> SimilarDocuments(
       const api::SimilarDocumentsRequest& request) const;
-  // kInvalidArgument for an empty user or top above kMaxTop; kNotFound for
-  // a user not in the index.
+  // The same for users, by a user's id or a mixture: kInvalidArgument
+  // unless exactly one of user and theta is given, or for top above
+  // kMaxTop; kNotFound for a user not in the index.
   absl::StatusOr<api::SimilarUsersResponse> SimilarUsers(
       const api::SimilarUsersRequest& request) const;
+
+  // θ (every topic, in topic order) of request's text as `infer` gives it
+  // (its seed, iterations and burn_in); the inference's error otherwise.
+  static absl::StatusOr<std::vector<float>> TextTheta(
+      const InferFn& infer, const api::SimilarDocumentsRequest& request);
 
   // Items indexed (documents, users), for tests and Status.
   std::pair<size_t, size_t> Sizes() const;
@@ -126,10 +136,17 @@ class SimilarityService {
                             uint64_t view);
   absl::StatusOr<std::shared_ptr<const Collection>> Current(
       bool documents) const;
-  // The answer's neighbours and staleness from `answer`.
-  void Fill(const Collection& c, const SimilarityAnswer& answer,
+  // The answer's neighbours (its first `top` but `exclude`) and staleness
+  // from `answer`.
+  void Fill(const Collection& c, const SimilarityAnswer& answer, uint32_t top,
+            std::string_view exclude,
             google::protobuf::RepeatedPtrField<api::Neighbor>* out,
             api::SimilarityStaleness* staleness) const;
+  // The nearest `top` items of `c` to `theta` (one more when an id is to be
+  // excluded); kInvalidArgument for a mixture of the wrong size.
+  static absl::StatusOr<SimilarityAnswer> QueryTheta(
+      const Collection& c, const google::protobuf::RepeatedField<float>& theta,
+      uint32_t top, std::string_view exclude);
   static absl::StatusOr<uint32_t> Top(uint32_t top);
 
   const SimilarityServiceOptions options_;

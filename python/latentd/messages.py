@@ -23,6 +23,11 @@ def _int(msg: Mapping[str, Any], name: str) -> int:
     return int(msg.get(name, 0))
 
 
+def _missing(msg: Mapping[str, Any]) -> Tuple[str, ...]:
+    # The cluster members that did not answer a scattered query.
+    return tuple(msg.get("missingMembers", ()))
+
+
 def _float(msg: Mapping[str, Any], name: str) -> float:
     # Non-finite doubles arrive as "NaN" / "Infinity" / "-Infinity".
     return float(msg.get(name, 0.0))
@@ -248,12 +253,15 @@ class DocumentMixture:
     mixture θ_dk = (n_dk + α_k) / (n_d + Σα) by decreasing weight (all K
     topics unless fewer were asked for; they sum to 1), its tokens n_d and
     its counts {topic: n_dk} (every non-zero one). ``version`` names the
-    model the counts were read at."""
+    model the counts were read at. In a cluster, ``missing_members`` names
+    the members that did not answer while the document was looked for on
+    them."""
     version: ModelVersion
     document: str
     tokens: int
     topics: Tuple[TopicWeight, ...]
     counts: Dict[int, int]
+    missing_members: Tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, msg: Mapping[str, Any]) -> "DocumentMixture":
@@ -261,7 +269,8 @@ class DocumentMixture:
                    document=msg.get("document", ""),
                    tokens=_int(msg, "tokens"), topics=_topic_weights(msg),
                    counts={_int(c, "topic"): _int(c, "count")
-                           for c in msg.get("counts", ())})
+                           for c in msg.get("counts", ())},
+                   missing_members=_missing(msg))
 
     def theta(self) -> Dict[int, float]:
         """{topic: weight} of the topics returned."""
@@ -280,11 +289,13 @@ class DocumentWeight:
 @dataclass(frozen=True)
 class TopicDocuments:
     """TopicDocuments: the documents with the highest weight θ_dk in a
-    topic, best first; ``version`` names the model the counts were read
-    at."""
+    topic, best first (in a cluster, of every member's documents);
+    ``version`` names the model the counts were read at. A cluster member
+    that did not answer is named in ``missing_members`` (``partial``)."""
     version: ModelVersion
     topic: int
     documents: Tuple[DocumentWeight, ...]
+    missing_members: Tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, msg: Mapping[str, Any]) -> "TopicDocuments":
@@ -294,7 +305,13 @@ class TopicDocuments:
                        DocumentWeight(d.get("document", ""),
                                       _float(d, "weight"), _int(d, "count"),
                                       _int(d, "tokens"))
-                       for d in msg.get("documents", ())))
+                       for d in msg.get("documents", ())),
+                   missing_members=_missing(msg))
+
+    @property
+    def partial(self) -> bool:
+        """Some cluster member did not answer: its documents are missing."""
+        return bool(self.missing_members)
 
     def ids(self) -> List[str]:
         """The documents' ids, best first."""
@@ -317,7 +334,9 @@ class Similar:
     they can be: ``oldest_view`` (the oldest mixture among them),
     ``index_oldest_view`` and ``index_newest_view`` (over the whole index),
     ``current`` (the model published now), whether a full scan answered
-    (``exact``), and the items ``indexed``."""
+    (``exact``), and the items ``indexed``. In a cluster the neighbours are
+    of every member's items; one that did not answer is named in
+    ``missing_members`` (``partial``)."""
     neighbors: Tuple[Neighbor, ...]
     oldest_view: int
     index_oldest_view: int
@@ -325,6 +344,7 @@ class Similar:
     current: ModelVersion
     exact: bool
     indexed: int
+    missing_members: Tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, msg: Mapping[str, Any]) -> "Similar":
@@ -337,7 +357,13 @@ class Similar:
             index_oldest_view=_int(s, "indexOldestView"),
             index_newest_view=_int(s, "indexNewestView"),
             current=ModelVersion.from_json(s.get("current")),
-            exact=bool(s.get("exact", False)), indexed=_int(s, "indexed"))
+            exact=bool(s.get("exact", False)), indexed=_int(s, "indexed"),
+            missing_members=_missing(msg))
+
+    @property
+    def partial(self) -> bool:
+        """Some cluster member did not answer: its items are missing."""
+        return bool(self.missing_members)
 
     def ids(self) -> List[str]:
         """The neighbours' ids, nearest first."""

@@ -460,6 +460,20 @@ class Transport(unittest.TestCase):
             client().call("ListTopics", {"noSuchField": 1})
         self.assertIn("malformed JSON", e.exception.message)
 
+    def test_partial_cluster_answers(self):
+        # A cluster node names the members that did not answer a scattered
+        # query (missingMembers); a complete answer has none.
+        self.assertFalse(client().topic_documents(0, top=3).partial)
+        missing = {"missingMembers": ["127.0.0.1:7001"]}
+        docs = latentd.TopicDocuments.from_json(dict(missing, topic=2))
+        self.assertTrue(docs.partial)
+        self.assertEqual(docs.missing_members, ("127.0.0.1:7001",))
+        similar = latentd.Similar.from_json(dict(missing, neighbors=[]))
+        self.assertTrue(similar.partial)
+        self.assertEqual(similar.missing_members, ("127.0.0.1:7001",))
+        mixture = latentd.DocumentMixture.from_json(missing)
+        self.assertEqual(mixture.missing_members, ("127.0.0.1:7001",))
+
     def test_unreachable(self):
         with socket.socket() as s:  # a port nothing listens on
             s.bind(("127.0.0.1", 0))
