@@ -275,9 +275,11 @@ LinkSplit BySide(const LinkSplit& split, uint32_t users, bool same) {
   return part;
 }
 
-void RunVariants(const std::string& name, const GraphData& g,
-                 const std::vector<Variant>& variants, int epochs,
-                 uint32_t bipartite_users) {
+// Prints the table; returns each variant's AUC after `epochs` minus the
+// SVD's (NaN where it diverged).
+std::vector<double> RunVariants(const std::string& name, const GraphData& g,
+                                const std::vector<Variant>& variants,
+                                int epochs, uint32_t bipartite_users) {
   absl::StatusOr<LinkSplit> split = latentd::SplitHeldout(g, 0.1, 1);
   if (!split.ok()) std::exit(1);
   absl::StatusOr<latentd::SpectralEmbedding> svd =
@@ -310,7 +312,9 @@ void RunVariants(const std::string& name, const GraphData& g,
     }
     std::printf("\n");
   }
+  std::vector<double> margins;
   for (const Variant& v : variants) {
+    margins.push_back(std::nan(""));
     GraphTrainerOptions o = v.options;
     o.threads = 1;
     std::vector<float> initial;
@@ -329,6 +333,7 @@ void RunVariants(const std::string& name, const GraphData& g,
       continue;
     }
     const double auc = latentd::EvaluateLinks(*split, score).auc;
+    margins.back() = auc - svd_auc;
     std::printf("%-26s %8.4f %8.4f %+9.4f", v.name.c_str(), at20, auc,
                 auc - svd_auc);
     for (const LinkSplit& p : sides) {
@@ -336,6 +341,25 @@ void RunVariants(const std::string& name, const GraphData& g,
     }
     std::printf("\n");
   }
+  return margins;
+}
+
+// The best AUC − SVD of the variants with a signature, and the verdict
+// against `needed`.
+void PrintBestSigned(const std::string& name,
+                     const std::vector<Variant>& variants,
+                     const std::vector<double>& margins, double needed) {
+  double best = -1;
+  std::string which = "none";
+  for (size_t i = 0; i < variants.size(); ++i) {
+    if (variants[i].options.negative_dims > 0 && margins[i] > best) {
+      best = margins[i];
+      which = variants[i].name;
+    }
+  }
+  std::printf("%s: best with a signature %+.4f against SVD (%s), %s %+.2f\n",
+              name.c_str(), best, which.c_str(),
+              best >= needed ? "passes" : "short of", needed);
 }
 
 Variant MakeVariant(std::string name, double learning_rate, double decay,
@@ -394,10 +418,16 @@ void Signature(int epochs) {
       MakeVariant("  same, 16 neg dims", 0.3, 0.05, 2, 0.1, 1, false, 16),
       MakeVariant("  same, decay 0.02", 0.3, 0.02, 2, 0.1, 1, false, 16),
   };
-  RunVariants("sparse bipartite SBM", SparseBipartite(8000, 4000, 20, 4, 1),
-              all, epochs, 8000);
-  RunVariants("sparse bipartite SBM, seed 2",
-              SparseBipartite(8000, 4000, 20, 4, 2), all, epochs, 8000);
+  PrintBestSigned(
+      "SBM seed 1", all,
+      RunVariants("sparse bipartite SBM", SparseBipartite(8000, 4000, 20, 4, 1),
+                  all, epochs, 8000),
+      0.03);
+  PrintBestSigned(
+      "SBM seed 2", all,
+      RunVariants("sparse bipartite SBM, seed 2",
+                  SparseBipartite(8000, 4000, 20, 4, 2), all, epochs, 8000),
+      0.03);
   RunVariants("ca-GrQc", Load("snap-ca-GrQc/CA-GrQc.txt.zst"), all, epochs, 0);
   RunVariants("ca-HepTh", Load("snap-ca-HepTh/CA-HepTh.txt.zst"), all, epochs,
               0);
