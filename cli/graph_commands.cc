@@ -27,10 +27,16 @@ bool Exists(const std::string& path) {
 // The vectors of `model` in the order of `graph`'s vertices.
 absl::StatusOr<std::vector<float>> VectorsFor(const GraphModel& model,
                                               const GraphData& graph,
-                                              uint32_t dim) {
+                                              const GraphTrainerOptions& o) {
+  const uint32_t dim = o.dim;
   if (model.dim() != dim) {
     return absl::InvalidArgumentError(
         absl::StrCat("the model has dim ", model.dim(), ", --dim says ", dim));
+  }
+  if (model.negative_dims() != o.negative_dims) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the model has ", model.negative_dims(),
+                     " negative dims, --negative-dims says ", o.negative_dims));
   }
   std::vector<float> z(graph.num_vertices() * dim);
   for (size_t v = 0; v < graph.num_vertices(); ++v) {
@@ -83,8 +89,8 @@ absl::Status TrainOnNodes(const GraphTrainCommand& c, const GraphData& train,
         "%.3f s",
         e + 1, c.epochs, r.objective, r.consensus_distance, r.seconds);
     if (split) {
-      last_scores =
-          EvaluateEmbedding(*split, cluster->Embeddings(), c.trainer.dim);
+      last_scores = EvaluateEmbedding(*split, cluster->Embeddings(),
+                                      c.trainer.dim, c.trainer.negative_dims);
       absl::StrAppendFormat(&line, ", held-out AUC %.4f AP %.4f",
                             last_scores.auc, last_scores.average_precision);
     }
@@ -97,6 +103,7 @@ absl::Status TrainOnNodes(const GraphTrainCommand& c, const GraphData& train,
   LATENTD_RETURN_IF_ERROR(cluster->Quiesce());
   GraphModel::Header h;
   h.dim = c.trainer.dim;
+  h.negative_dims = c.trainer.negative_dims;
   h.epoch = static_cast<uint64_t>(done);
   h.seed = c.trainer.seed;
   h.negatives = c.trainer.negatives;
@@ -184,7 +191,7 @@ absl::Status RunGraphTrain(const GraphTrainCommand& c, FILE* out, FILE* err) {
     LATENTD_ASSIGN_OR_RETURN(GraphModel model,
                              LoadNewestGraphModel(c.out_dir, &refused));
     for (const std::string& r : refused) std::fprintf(err, "%s\n", r.c_str());
-    LATENTD_ASSIGN_OR_RETURN(initial, VectorsFor(model, train, c.trainer.dim));
+    LATENTD_ASSIGN_OR_RETURN(initial, VectorsFor(model, train, c.trainer));
     start_epoch = model.header().epoch;
     std::fprintf(err, "resuming at epoch %llu\n",
                  static_cast<unsigned long long>(start_epoch));
@@ -194,9 +201,11 @@ absl::Status RunGraphTrain(const GraphTrainCommand& c, FILE* out, FILE* err) {
       std::unique_ptr<GraphTrainer> trainer,
       GraphTrainer::Create(std::move(train), c.trainer, std::move(initial),
                            start_epoch));
-  std::fprintf(err, "%zu vertices, %zu training edges, dim %u, %d negatives\n",
+  std::fprintf(err,
+               "%zu vertices, %zu training edges, dim %u (%u negative), %d "
+               "negatives\n",
                trainer->graph().num_vertices(), trainer->graph().num_edges(),
-               c.trainer.dim, c.trainer.negatives);
+               c.trainer.dim, c.trainer.negative_dims, c.trainer.negatives);
   auto score = [&](VertexId a, VertexId b) { return trainer->Score(a, b); };
   LinkScores last_scores;
   double seconds = 0;
@@ -358,6 +367,11 @@ void AddGraphCommands(CLI::App* app, GraphCommands* c) {
       ->required();
   tr->add_option("--out", t.out_dir, "Model directory (created)")->required();
   tr->add_option("--dim", t.trainer.dim, "Vector dimension d")
+      ->capture_default_str();
+  tr->add_option("--negative-dims", t.trainer.negative_dims,
+                 "Signature: how many of the d coordinates (the last ones) "
+                 "count negatively in the link score, < d; 0: the plain "
+                 "inner product. Helps on bipartite graphs")
       ->capture_default_str();
   tr->add_option("--epochs", t.epochs, "Passes over the edges")
       ->capture_default_str();

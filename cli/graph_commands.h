@@ -1,7 +1,8 @@
 // latentctl graph ...: graph factorization (issue 14) on one machine.
 //
-//   latentctl graph train --edges FILE --out DIR [--dim 32] [--epochs 20]
-//       [--threads 1] [--negatives 5] [--lambda 1] [--learning-rate 0.1]
+//   latentctl graph train --edges FILE --out DIR [--dim 32]
+//       [--negative-dims 0] [--epochs 20] [--threads 1] [--negatives 5]
+//       [--lambda 1] [--learning-rate 0.1]
 //       [--learning-rate-decay 0.05] [--seed 1] [--holdout FRACTION]
 //       [--checkpoint-every 5] [--resume | --overwrite]
 //       [--on-malformed fail|skip] [--json]

@@ -18,6 +18,15 @@ void AddGraphSettings(const AddFn& add) {
       "Embedding dimension d of the graph model (a checkpoint's must match)",
       Int<uint32_t>("graph-dim", 1, GraphTrainerOptions::kMaxDim,
                     [=](DaemonConfig* c) { return &graph(c)->trainer.dim; }));
+  add("graph-negative-dims", "0", "0..4095, < graph-dim",
+      "Signature of the graph model's score: how many of the d coordinates "
+      "(the last ones) count negatively, so that alike vertices need not "
+      "link (bipartite graphs: users never link users); 0: the plain inner "
+      "product. NearestVertices stays by the plain inner product (a "
+      "checkpoint's must match)",
+      Int<uint32_t>(
+          "graph-negative-dims", 0, GraphTrainerOptions::kMaxDim - 1,
+          [=](DaemonConfig* c) { return &graph(c)->trainer.negative_dims; }));
   add("graph-negatives", "5", "0..1000",
       "Sampled non-edges (y = 0) per edge and epoch",
       Int<int>("graph-negatives", 0, 1000,

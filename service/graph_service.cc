@@ -142,6 +142,14 @@ absl::Status GraphService::Init(MetricsRegistry* metrics) {
         ", graph-dim says ", options_.trainer.dim,
         ": start with that dim, or move the directory aside to start over"));
   }
+  if (saved.ok() && saved->negative_dims() != options_.trainer.negative_dims) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options_.dir, " holds a graph model with ", saved->negative_dims(),
+        " negative dims, graph-negative-dims says ",
+        options_.trainer.negative_dims,
+        ": start with that signature, or move the directory aside to start "
+        "over"));
+  }
   LATENTD_RETURN_IF_ERROR(Rebuild(saved.ok() ? &*saved : nullptr));
   if (saved.ok()) {
     checkpoint_epoch_ = saved->header().epoch;

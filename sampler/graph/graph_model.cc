@@ -11,12 +11,14 @@
 #include "base/file_util.h"
 #include "base/status_macros.h"
 #include "corpora/input_file.h"
+#include "sampler/graph/signature.h"
 
 namespace latentd {
 namespace {
 
 constexpr char kMagic[8] = {'L', 'T', 'D', 'G', 'R', 'A', 'P', 'H'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersionPlain = 1;           // no signature field
+constexpr uint32_t kVersionSigned = 2;          // + u32 negative_dims
 constexpr uint64_t kChecksumSeed = 0x67726170;  // "grap"
 constexpr uint32_t kMaxDim = 4096;
 
@@ -31,12 +33,6 @@ bool Get(std::string_view data, size_t* pos, T* value) {
   std::memcpy(value, data.data() + *pos, sizeof(T));
   *pos += sizeof(T);
   return true;
-}
-
-double Dot(const float* a, const float* b, uint32_t d) {
-  double s = 0;
-  for (uint32_t k = 0; k < d; ++k) s += double{a[k]} * b[k];
-  return s;
 }
 
 }  // namespace
@@ -54,13 +50,15 @@ std::string GraphModel::Serialize() const {
   std::string out;
   out.reserve(64 + keys_.size() * 8 + vectors_.size() * 4);
   out.append(kMagic, sizeof(kMagic));
-  Put(&out, kVersion);
+  const bool signed_form = header_.negative_dims != 0;
+  Put(&out, signed_form ? kVersionSigned : kVersionPlain);
   Put(&out, header_.dim);
   Put(&out, static_cast<uint64_t>(keys_.size()));
   Put(&out, header_.epoch);
   Put(&out, header_.seed);
   Put(&out, header_.negatives);
   Put(&out, header_.lambda);
+  if (signed_form) Put(&out, header_.negative_dims);
   out.append(reinterpret_cast<const char*>(keys_.data()),
              keys_.size() * sizeof(VertexKey));
   out.append(reinterpret_cast<const char*>(vectors_.data()),
@@ -104,11 +102,17 @@ absl::StatusOr<GraphModel> GraphModel::Load(const std::string& path) {
       !Get(body, &pos, &h.lambda)) {
     return bad("truncated header");
   }
-  if (version != kVersion) {
-    return bad("format version ", version, " (this build reads ", kVersion,
-               ")");
+  if (version != kVersionPlain && version != kVersionSigned) {
+    return bad("format version ", version, " (this build reads ", kVersionPlain,
+               " and ", kVersionSigned, ")");
+  }
+  if (version == kVersionSigned && !Get(body, &pos, &h.negative_dims)) {
+    return bad("truncated header");
   }
   if (h.dim == 0 || h.dim > kMaxDim) return bad("dim ", h.dim, " out of range");
+  if (h.negative_dims >= h.dim) {
+    return bad("negative dims ", h.negative_dims, " not below dim ", h.dim);
+  }
   const size_t left = body.size() - pos;
   if (n > left / 8 || (left - n * 8) != n * h.dim * sizeof(float)) {
     return bad(n, " vertices of dim ", h.dim, " do not fit the ", left,
@@ -140,7 +144,8 @@ absl::StatusOr<double> GraphModel::Score(VertexKey a, VertexKey b) const {
   if (!ia) return absl::NotFoundError(absl::StrCat("unknown vertex ", a));
   if (!ib) return absl::NotFoundError(absl::StrCat("unknown vertex ", b));
   const uint32_t d = header_.dim;
-  return Dot(&vectors_[size_t{*ia} * d], &vectors_[size_t{*ib} * d], d);
+  return SignedDot(&vectors_[size_t{*ia} * d], &vectors_[size_t{*ib} * d], d,
+                   header_.negative_dims);
 }
 
 absl::StatusOr<std::vector<std::pair<VertexKey, double>>> GraphModel::Nearest(
@@ -153,7 +158,8 @@ absl::StatusOr<std::vector<std::pair<VertexKey, double>>> GraphModel::Nearest(
   for (size_t u = 0; u < keys_.size(); ++u) {
     if (u == *iv) continue;
     all.push_back(
-        {keys_[u], Dot(&vectors_[size_t{*iv} * d], &vectors_[u * d], d)});
+        {keys_[u], SignedDot(&vectors_[size_t{*iv} * d], &vectors_[u * d], d,
+                             /*negative_dims=*/0)});
   }
   auto better = [](const auto& x, const auto& y) {
     return x.second != y.second ? x.second > y.second : x.first < y.first;

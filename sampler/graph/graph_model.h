@@ -3,9 +3,12 @@
 // and a resumed training read.
 //
 // File layout (little-endian): magic "LTDGRAPH", u32 format version, u32
-// dim, u64 vertices n, u64 epoch, u64 seed, i32 negatives, f64 λ, n × u64
+// dim, u64 vertices n, u64 epoch, u64 seed, i32 negatives, f64 λ, in
+// version 2 a u32 negative_dims (the signature, signature.h), n × u64
 // vertex keys, n × dim f32 vectors, then the XXH64 of everything before
-// it. Save writes atomically (temp file, fsync, rename). Load checks the
+// it. A model without a signature is written as version 1, so that older
+// builds still read it; version 1 reads as negative_dims 0. Save writes
+// atomically (temp file, fsync, rename). Load checks the
 // sizes before it allocates, and reports a truncated, corrupt or foreign
 // file, a repeated vertex key or a non-finite value as an error naming the
 // path.
@@ -31,12 +34,14 @@ class GraphModel {
  public:
   struct Header {
     uint32_t dim = 0;
+    uint32_t negative_dims = 0;  // the signature; < dim
     uint64_t epoch = 0;
     uint64_t seed = 1;
     int32_t negatives = 0;
     double lambda = 0;
   };
-  // REQUIRES: vectors.size() == keys.size() × header.dim, keys distinct.
+  // REQUIRES: vectors.size() == keys.size() × header.dim, keys distinct,
+  // header.negative_dims < header.dim.
   GraphModel(Header header, std::vector<VertexKey> keys,
              std::vector<float> vectors);
 
@@ -46,17 +51,22 @@ class GraphModel {
 
   const Header& header() const { return header_; }
   uint32_t dim() const { return header_.dim; }
+  uint32_t negative_dims() const { return header_.negative_dims; }
   size_t num_vertices() const { return keys_.size(); }
   const std::vector<VertexKey>& keys() const { return keys_; }
   const std::vector<float>& vectors() const { return vectors_; }
   // The dense index of a vertex key, if the model has it.
   std::optional<uint32_t> Find(VertexKey key) const;
 
-  // ⟨z_a, z_b⟩: the predicted link score. kNotFound naming the key the
-  // model does not know.
+  // ⟨z_a, z_b⟩_s, the inner product with the model's signature: the
+  // predicted link score. kNotFound naming the key the model does not know.
   absl::StatusOr<double> Score(VertexKey a, VertexKey b) const;
-  // The `top` vertices u != v with the highest ⟨z_v, z_u⟩, best first
-  // (ties by key). kNotFound if v is unknown.
+  // The `top` vertices u != v most similar to v: the highest plain
+  // (Euclidean) ⟨z_v, z_u⟩, whatever the signature, best first (ties by
+  // key). With a signature this is not the link score: similar vertices
+  // are those whose vectors, hence whose scores against every vertex, are
+  // alike (two users of one community), not those likely to link (a user
+  // and an item); without one the two agree. kNotFound if v is unknown.
   absl::StatusOr<std::vector<std::pair<VertexKey, double>>> Nearest(
       VertexKey v, size_t top) const;
 

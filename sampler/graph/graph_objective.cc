@@ -6,6 +6,7 @@
 #include "oneapi/tbb/blocked_range.h"
 #include "oneapi/tbb/parallel_reduce.h"
 #include "sampler/graph/internal/pair_kernel.h"
+#include "sampler/graph/signature.h"
 
 namespace latentd {
 
@@ -60,6 +61,7 @@ ObjectiveEvaluator::ObjectiveEvaluator(const GraphData& graph, int negatives,
 
 ObjectiveEvaluator::Value ObjectiveEvaluator::Evaluate(std::span<const float> z,
                                                        uint32_t dim,
+                                                       uint32_t negative_dims,
                                                        double lambda) const {
   Value v;
   v.loss = tbb::parallel_reduce(
@@ -69,9 +71,7 @@ ObjectiveEvaluator::Value ObjectiveEvaluator::Evaluate(std::span<const float> z,
           const PairTerm& t = pairs_[p];
           const float* a = &z[static_cast<size_t>(t.a) * dim];
           const float* b = &z[static_cast<size_t>(t.b) * dim];
-          double dot = 0;
-          for (uint32_t k = 0; k < dim; ++k) dot += double{a[k]} * b[k];
-          const double e = t.y - dot;
+          const double e = t.y - SignedDot(a, b, dim, negative_dims);
           acc += 0.5 * t.w * e * e;
         }
         return acc;
@@ -90,17 +90,17 @@ ObjectiveEvaluator::Value ObjectiveEvaluator::Evaluate(std::span<const float> z,
 }
 
 double ObjectiveGradient(std::span<const PairTerm> pairs,
-                         std::span<const float> z, uint32_t dim, double lambda,
-                         double mu, std::span<const float> t,
-                         std::vector<float>* grad) {
+                         std::span<const float> z, uint32_t dim,
+                         uint32_t negative_dims, double lambda, double mu,
+                         std::span<const float> t, std::vector<float>* grad) {
   const size_t n = z.size() / dim;
   grad->assign(z.size(), 0.0f);
   std::vector<uint32_t> touches(n, 0);
   double f = 0;
   for (const PairTerm& p : pairs) {
-    f += internal::PairGradient(&z[size_t{p.a} * dim], &z[size_t{p.b} * dim],
-                                dim, p.y, p.w, &(*grad)[size_t{p.a} * dim],
-                                &(*grad)[size_t{p.b} * dim]);
+    f += internal::PairGradient(
+        &z[size_t{p.a} * dim], &z[size_t{p.b} * dim], dim, negative_dims, p.y,
+        p.w, &(*grad)[size_t{p.a} * dim], &(*grad)[size_t{p.b} * dim]);
     ++touches[p.a];
     ++touches[p.b];
   }

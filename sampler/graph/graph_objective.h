@@ -1,13 +1,14 @@
 // The graph factorization objective, evaluated exactly (docs/design.md,
 // "Graph factorization"):
 //
-//   F(Z) = Σ_{(a,b,y,w) ∈ pairs} (w/2)(y − ⟨z_a, z_b⟩)² + (λ/2) Σ_i ‖z_i‖²
+//   F(Z) = Σ_{(a,b,y,w) ∈ pairs} (w/2)(y − ⟨z_a, z_b⟩_s)² + (λ/2) Σ_i ‖z_i‖²
 //          [+ (μ/2) Σ_i ‖z_i − t_i‖² for a consensus target t]
 //
-// where the pairs are the edges (y = 1, w = the edge's weight) and, per
-// edge, `negatives` sampled non-edges (y = 0, w = 1). Training resamples
-// the negatives every epoch; the objective it prints uses one fixed draw
-// (seeded), so that epochs are comparable.
+// where ⟨·,·⟩_s is the inner product with signature s (signature.h: the
+// last negative_dims coordinates count negatively) and the pairs are the edges
+// (y = 1, w = the edge's weight) and, per edge, `negatives` sampled non-edges
+// (y = 0, w = 1). Training resamples the negatives every epoch; the objective
+// it prints uses one fixed draw (seeded), so that epochs are comparable.
 //
 // Thread-safety: const methods may be called concurrently.
 #ifndef LATENTD_SAMPLER_GRAPH_GRAPH_OBJECTIVE_H_
@@ -60,8 +61,9 @@ class ObjectiveEvaluator {
     double total() const { return loss + regularization; }
   };
   // F at z (num_vertices × dim, row-major). Runs in parallel (oneTBB, in
-  // the caller's arena).
-  Value Evaluate(std::span<const float> z, uint32_t dim, double lambda) const;
+  // the caller's arena). REQUIRES: negative_dims <= dim.
+  Value Evaluate(std::span<const float> z, uint32_t dim, uint32_t negative_dims,
+                 double lambda) const;
   const std::vector<PairTerm>& pairs() const { return pairs_; }
 
  private:
@@ -73,10 +75,11 @@ class ObjectiveEvaluator {
 // empty), computed with the trainer's kernels (each vertex's share is one
 // over its touches in `pairs`; a vertex in no pair gets its whole term),
 // into *grad (resized to z's size). Returns F. For the gradient check.
+// REQUIRES: negative_dims <= dim.
 double ObjectiveGradient(std::span<const PairTerm> pairs,
-                         std::span<const float> z, uint32_t dim, double lambda,
-                         double mu, std::span<const float> t,
-                         std::vector<float>* grad);
+                         std::span<const float> z, uint32_t dim,
+                         uint32_t negative_dims, double lambda, double mu,
+                         std::span<const float> t, std::vector<float>* grad);
 
 }  // namespace latentd
 

@@ -15,6 +15,7 @@
 #include "oneapi/tbb/parallel_pipeline.h"
 #include "oneapi/tbb/task_arena.h"
 #include "sampler/graph/internal/pair_kernel.h"
+#include "sampler/graph/signature.h"
 
 namespace latentd {
 namespace {
@@ -55,6 +56,8 @@ absl::Status GraphTrainerOptions::Validate() const {
   };
   if (dim < 1 || dim > kMaxDim)
     return bad("dim ", dim, " is not in [1, ", kMaxDim, "]");
+  if (negative_dims >= dim)
+    return bad("negative dims ", negative_dims, " is not below dim ", dim);
   if (negatives < 0 || negatives > 1000)
     return bad("negatives ", negatives, " is not in [0, 1000]");
   if (!(lambda >= 0) || !std::isfinite(lambda))
@@ -137,8 +140,9 @@ void GraphTrainer::Impl::Work(EdgeBatch* b, float lambda, float mu) const {
     for (const PairTerm& p : b->pairs) {
       const uint32_t sa = slot_of(p.a), sb = slot_of(p.b);
       b->loss += internal::PairGradient(
-          &b->values[size_t{sa} * d], &b->values[size_t{sb} * d], d, p.y, p.w,
-          &b->grad[size_t{sa} * d], &b->grad[size_t{sb} * d]);
+          &b->values[size_t{sa} * d], &b->values[size_t{sb} * d], d,
+          options.negative_dims, p.y, p.w, &b->grad[size_t{sa} * d],
+          &b->grad[size_t{sb} * d]);
       ++b->touches[sa];
       ++b->touches[sb];
       ++b->num_pairs;
@@ -313,6 +317,7 @@ ObjectiveEvaluator::Value GraphTrainer::Objective() const {
   ObjectiveEvaluator::Value v;
   impl_->arena.execute([&] {
     v = impl_->evaluator.Evaluate(impl_->z, impl_->options.dim,
+                                  impl_->options.negative_dims,
                                   impl_->options.lambda);
   });
   return v;
@@ -320,11 +325,8 @@ ObjectiveEvaluator::Value GraphTrainer::Objective() const {
 
 double GraphTrainer::Score(VertexId a, VertexId b) const {
   const uint32_t d = impl_->options.dim;
-  const float* za = &impl_->z[size_t{a} * d];
-  const float* zb = &impl_->z[size_t{b} * d];
-  double s = 0;
-  for (uint32_t k = 0; k < d; ++k) s += double{za[k]} * zb[k];
-  return s;
+  return SignedDot(&impl_->z[size_t{a} * d], &impl_->z[size_t{b} * d], d,
+                   impl_->options.negative_dims);
 }
 
 std::span<const float> GraphTrainer::embeddings() const { return impl_->z; }
@@ -367,6 +369,7 @@ void GraphTrainer::ApplyCorrection(VertexId v, std::span<const float> delta) {
 GraphModel ToGraphModel(const GraphTrainer& trainer) {
   GraphModel::Header h;
   h.dim = trainer.options().dim;
+  h.negative_dims = trainer.options().negative_dims;
   h.epoch = trainer.epoch();
   h.seed = trainer.options().seed;
   h.negatives = trainer.options().negatives;

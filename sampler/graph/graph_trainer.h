@@ -44,7 +44,11 @@
 namespace latentd {
 
 struct GraphTrainerOptions {
-  uint32_t dim = 32;           // d, in [1, kMaxDim]
+  uint32_t dim = 32;  // d, in [1, kMaxDim]
+  // The signature (signature.h): how many of the d coordinates, the last
+  // ones, count negatively in the score and the objective; in [0, dim).
+  // 0 is the plain inner product.
+  uint32_t negative_dims = 0;
   int negatives = 5;           // sampled non-edges per edge, [0, 1000]
   double lambda = 1.0;         // λ >= 0
   double mu = 0.0;             // consensus strength μ >= 0 (with a target)
@@ -95,6 +99,7 @@ class GraphTrainer {
   // The objective (graph_objective.h) on the training edges and a fixed
   // draw of negatives (without the consensus term).
   ObjectiveEvaluator::Value Objective() const;
+  // The link score ⟨z_a, z_b⟩_s with the options' signature.
   double Score(VertexId a, VertexId b) const;
 
   // z (num_vertices × dim, row-major).
@@ -138,7 +143,8 @@ class GraphTrainer {
 };
 
 // The trainer's vectors as a model file's contents (its graph's vertex
-// keys, the epoch, dim, seed, negatives and λ). REQUIRES: no epoch running.
+// keys, the epoch, dim, signature, seed, negatives and λ). REQUIRES: no epoch
+// running.
 GraphModel ToGraphModel(const GraphTrainer& trainer);
 
 }  // namespace latentd

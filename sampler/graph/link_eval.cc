@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/random.h"
+#include "sampler/graph/signature.h"
 
 namespace latentd {
 
@@ -51,13 +52,10 @@ LinkScores ScoreRanking(std::span<const double> positives,
 }
 
 LinkScores EvaluateEmbedding(const LinkSplit& split, std::span<const float> z,
-                             uint32_t dim) {
+                             uint32_t dim, uint32_t negative_dims) {
   return EvaluateLinks(split, [&](VertexId a, VertexId b) {
-    double dot = 0;
-    for (uint32_t k = 0; k < dim; ++k) {
-      dot += double{z[size_t{a} * dim + k]} * z[size_t{b} * dim + k];
-    }
-    return dot;
+    return SignedDot(&z[size_t{a} * dim], &z[size_t{b} * dim], dim,
+                     negative_dims);
   });
 }
 

@@ -31,9 +31,11 @@ LinkScores ScoreRanking(std::span<const double> positives,
 using PairScorer = std::function<double(VertexId, VertexId)>;
 // Scores every held-out pair of `split` with `scorer`.
 LinkScores EvaluateLinks(const LinkSplit& split, const PairScorer& scorer);
-// The same with ⟨z_a, z_b⟩ as the score, z num_vertices × dim (row-major).
+// The same with ⟨z_a, z_b⟩_s as the score, the inner product with the
+// signature of `negative_dims` (signature.h), z num_vertices × dim
+// (row-major). REQUIRES: negative_dims < dim.
 LinkScores EvaluateEmbedding(const LinkSplit& split, std::span<const float> z,
-                             uint32_t dim);
+                             uint32_t dim, uint32_t negative_dims);
 
 // Neighbour-set heuristics over a graph's edges.
 class NeighborIndex {

@@ -258,6 +258,7 @@ std::vector<float> GraphCluster::Embeddings() const {
 double GraphCluster::Objective() const {
   return impl_->evaluator
       .Evaluate(Embeddings(), impl_->options.trainer.dim,
+                impl_->options.trainer.negative_dims,
                 impl_->options.trainer.lambda)
       .total();
 }

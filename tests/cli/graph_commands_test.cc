@@ -112,6 +112,43 @@ TEST(GraphCommands, TrainsScoresAndResumes) {
             absl::StatusCode::kNotFound);
 }
 
+// --negative-dims: the model file keeps the signature, score uses it, and
+// resuming with another signature is refused with the reason.
+TEST(GraphCommands, TrainsWithASignature) {
+  testing::TempDir dir;
+  testing::WriteFile(dir.File("g.txt"), Ring(60));
+  GraphTrainCommand c = Train(dir);
+  c.trainer.negative_dims = 2;
+  Capture out, err;
+  ASSERT_TRUE(RunGraphTrain(c, out.f(), err.f()).ok()) << err.str();
+  EXPECT_NE(err.str().find("dim 4 (2 negative)"), std::string::npos)
+      << err.str();
+  absl::StatusOr<GraphModel> m = GraphModel::Load(GraphModelPath(c.out_dir));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->negative_dims(), 2u);
+  const float* a = &m->vectors()[*m->Find(100) * 4];
+  const float* b = &m->vectors()[*m->Find(101) * 4];
+  const double expected = a[0] * b[0] + a[1] * b[1] - a[2] * b[2] - a[3] * b[3];
+  const std::string pairs = "100 101\n";
+  FILE* in = fmemopen(const_cast<char*>(pairs.data()), pairs.size(), "r");
+  Capture sout, serr;
+  ASSERT_TRUE(RunGraphScore(c.out_dir, in, sout.f(), serr.f()).ok());
+  std::fclose(in);
+  EXPECT_NEAR(std::atof(sout.str().c_str()), expected, 1e-4) << sout.str();
+
+  c.resume = true;
+  c.trainer.negative_dims = 0;
+  absl::Status s = RunGraphTrain(c, out.f(), err.f());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("2 negative dims"), std::string::npos) << s;
+  c.resume = false;
+  c.overwrite = true;
+  c.trainer.negative_dims = 4;  // not below dim
+  s = RunGraphTrain(c, out.f(), err.f());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("negative dims 4"), std::string::npos) << s;
+}
+
 // --nodes: in-process nodes agree by consensus; the model written is their
 // consensus, and --mu 0 (no pull) or --resume is refused with the reason.
 TEST(GraphCommands, TrainsOnSeveralNodesWithMu) {

@@ -103,7 +103,7 @@ class GraphClusterDaemon : public ::testing::Test {
     const GraphTrainerOptions o = TrainerOptions();
     static const ObjectiveEvaluator* evaluator =
         new ObjectiveEvaluator(split_->train, o.negatives, o.seed);
-    return evaluator->Evaluate(z, o.dim, o.lambda).total();
+    return evaluator->Evaluate(z, o.dim, o.negative_dims, o.lambda).total();
   }
   static double Auc(std::span<const float> z) {
     return EmbeddingAuc(*split_, z, kDim);

@@ -407,5 +407,47 @@ TEST_F(GraphDaemon, ServesAGraphWithoutATopicModel) {
   }
 }
 
+// --graph-negative-dims: ScorePairs counts the last coordinates negatively;
+// a restart with another signature refuses the checkpoint.
+TEST_F(GraphDaemon, ScoresWithASignature) {
+  const std::string dir = tmp_.path() + "/signed";
+  std::vector<std::string> args = {
+      "--graph-edges",         GraphPath(), "--graph-dim",        "8",
+      "--graph-negative-dims", "3",         "--graph-max-epochs", "2"};
+  {
+    Daemon d(dir, args);
+    ASSERT_TRUE(d.ok()) << d.Log();
+    auto tcp = d.Client(Protocol::kTcp);
+    ASSERT_TRUE(WaitGraph(
+                    tcp.get(),
+                    [](const api::GraphStatus& g) {
+                      return g.epoch() >= 2 && !g.training();
+                    },
+                    60)
+                    .ok())
+        << d.Log();
+    const Edge& e = edges_[0];
+    absl::StatusOr<std::vector<float>> a = Embedding(tcp.get(), e.src);
+    absl::StatusOr<std::vector<float>> b = Embedding(tcp.get(), e.dst);
+    ASSERT_TRUE(a.ok() && b.ok());
+    double expected = 0;
+    for (int k = 0; k < 8; ++k)
+      expected += (k < 5 ? 1 : -1) * (*a)[k] * (*b)[k];
+    api::ScorePairsRequest q;
+    api::VertexPair* p = q.add_pairs();
+    p->set_a(e.src);
+    p->set_b(e.dst);
+    api::ScorePairsResponse r;
+    ASSERT_TRUE(tcp->Call(Method::kScorePairs, q, &r).ok());
+    ASSERT_EQ(r.scores_size(), 1);
+    EXPECT_NEAR(r.scores(0).score(), expected, 1e-5);
+    ASSERT_EQ(d.Stop(), 0) << d.Log();
+  }
+  args[5] = "0";
+  Daemon d(dir, args);
+  EXPECT_FALSE(d.ok());
+  EXPECT_NE(d.Log().find("negative dims"), std::string::npos) << d.Log();
+}
+
 }  // namespace
 }  // namespace latentd::testing

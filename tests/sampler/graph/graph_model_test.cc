@@ -1,6 +1,7 @@
 // The graph model file: round trip, damage detection, score and nearest.
 #include "sampler/graph/graph_model.h"
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -10,9 +11,10 @@
 namespace latentd {
 namespace {
 
-GraphModel Small() {
+GraphModel Small(uint32_t negative_dims = 0) {
   GraphModel::Header h;
   h.dim = 2;
+  h.negative_dims = negative_dims;
   h.epoch = 7;
   h.seed = 3;
   h.negatives = 5;
@@ -32,6 +34,36 @@ TEST(GraphModel, SavesAndLoadsExactly) {
   EXPECT_EQ(back->header().epoch, 7u);
   EXPECT_EQ(back->header().negatives, 5);
   EXPECT_EQ(back->header().lambda, 0.5);
+}
+
+uint32_t FormatVersion(const std::string& bytes) {
+  uint32_t version = 0;
+  std::memcpy(&version, bytes.data() + 8, 4);  // after the magic
+  return version;
+}
+
+TEST(GraphModel, SignatureRoundTripsAndScoresWithTheSign) {
+  testing::TempDir dir;
+  // Without a signature the file is version 1, as before, for old readers.
+  EXPECT_EQ(FormatVersion(Small().Serialize()), 1u);
+  const GraphModel m = Small(/*negative_dims=*/1);
+  EXPECT_EQ(FormatVersion(m.Serialize()), 2u);
+  ASSERT_TRUE(m.Save(dir.File("graph.bin")).ok());
+  absl::StatusOr<GraphModel> back = GraphModel::Load(dir.File("graph.bin"));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->negative_dims(), 1u);
+  EXPECT_EQ(back->vectors(), m.vectors());
+  // z_20 = (0.9, 0.1), z_max = (0, 2): plain 0.2, second coordinate
+  // negative −0.2; z_10 = (1, 0), z_20: 0.9 either way.
+  EXPECT_NEAR(*Small().Score(20, 18446744073709551615ULL), 0.2, 1e-6);
+  EXPECT_NEAR(*back->Score(20, 18446744073709551615ULL), -0.2, 1e-6);
+  EXPECT_NEAR(*back->Score(10, 20), 0.9, 1e-6);
+  // Similar vertices stay by the plain inner product.
+  auto near = back->Nearest(20, 3);
+  ASSERT_TRUE(near.ok());
+  EXPECT_EQ((*near)[0].first, 10u);
+  EXPECT_EQ((*near)[1].first, 18446744073709551615ULL);
+  EXPECT_NEAR((*near)[1].second, 0.2, 1e-6);
 }
 
 TEST(GraphModel, DamagedFilesAreErrorsNamingThePath) {

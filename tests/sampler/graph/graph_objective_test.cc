@@ -1,5 +1,6 @@
 // Gradient check: the trainer's kernels (ObjectiveGradient uses them) give
-// the gradient of the objective, with and without the consensus term, that
+// the gradient of the objective, with and without the consensus term and
+// with and without a signature (negative coordinates), that
 // central finite differences of an independently written objective give.
 #include "sampler/graph/graph_objective.h"
 
@@ -12,15 +13,19 @@
 namespace latentd {
 namespace {
 
-// F written out directly, in double.
+// F written out directly, in double; coordinates k >= d − negative_dims
+// count negatively in the pair score.
 double Objective(const std::vector<PairTerm>& pairs,
-                 const std::vector<float>& z, uint32_t d, double lambda,
-                 double mu, const std::vector<float>& t) {
+                 const std::vector<float>& z, uint32_t d,
+                 uint32_t negative_dims, double lambda, double mu,
+                 const std::vector<float>& t) {
   double f = 0;
   for (const PairTerm& p : pairs) {
     double dot = 0;
-    for (uint32_t k = 0; k < d; ++k)
-      dot += double{z[p.a * d + k]} * z[p.b * d + k];
+    for (uint32_t k = 0; k < d; ++k) {
+      const double sign = k < d - negative_dims ? 1.0 : -1.0;
+      dot += sign * z[p.a * d + k] * z[p.b * d + k];
+    }
     f += 0.5 * p.w * (p.y - dot) * (p.y - dot);
   }
   for (size_t i = 0; i < z.size(); ++i) {
@@ -30,7 +35,7 @@ double Objective(const std::vector<PairTerm>& pairs,
   return f;
 }
 
-void CheckGradient(double mu, bool with_target) {
+void CheckGradient(double mu, bool with_target, uint32_t negative_dims = 0) {
   constexpr uint32_t kN = 12, kD = 4;
   Rng rng(42);
   std::vector<PairTerm> pairs;
@@ -49,25 +54,30 @@ void CheckGradient(double mu, bool with_target) {
   }
   const double lambda = 0.3;
   std::vector<float> grad;
-  const double f = ObjectiveGradient(pairs, z, kD, lambda, mu, t, &grad);
-  EXPECT_NEAR(f, Objective(pairs, z, kD, lambda, mu, t), 1e-4 * std::abs(f));
+  const double f =
+      ObjectiveGradient(pairs, z, kD, negative_dims, lambda, mu, t, &grad);
+  EXPECT_NEAR(f, Objective(pairs, z, kD, negative_dims, lambda, mu, t),
+              1e-4 * std::abs(f));
   ASSERT_EQ(grad.size(), z.size());
   double max_error = 0;
   for (size_t i = 0; i < z.size(); ++i) {
     std::vector<float> plus = z, minus = z;
     plus[i] += 1e-2f;
     minus[i] -= 1e-2f;
-    const double numeric = (Objective(pairs, plus, kD, lambda, mu, t) -
-                            Objective(pairs, minus, kD, lambda, mu, t)) /
-                           (double{plus[i]} - minus[i]);
+    const double numeric =
+        (Objective(pairs, plus, kD, negative_dims, lambda, mu, t) -
+         Objective(pairs, minus, kD, negative_dims, lambda, mu, t)) /
+        (double{plus[i]} - minus[i]);
     const double error =
         std::abs(numeric - grad[i]) / std::max(1.0, std::abs(numeric));
     max_error = std::max(max_error, error);
     EXPECT_LT(error, 2e-3) << "coordinate " << i << ": analytic " << grad[i]
                            << ", finite difference " << numeric;
   }
-  std::printf("gradient check (mu=%.2f, target=%d): max relative error %.2e\n",
-              mu, with_target, max_error);
+  std::printf(
+      "gradient check (mu=%.2f, target=%d, negative dims %u): max relative "
+      "error %.2e\n",
+      mu, with_target, negative_dims, max_error);
 }
 
 TEST(GraphObjective, GradientMatchesFiniteDifferences) {
@@ -76,6 +86,29 @@ TEST(GraphObjective, GradientMatchesFiniteDifferences) {
 
 TEST(GraphObjective, ConsensusGradientMatchesFiniteDifferences) {
   CheckGradient(0.8, true);
+}
+
+TEST(GraphObjective, SignedGradientMatchesFiniteDifferences) {
+  CheckGradient(0, false, /*negative_dims=*/2);
+  CheckGradient(0.8, true, /*negative_dims=*/3);
+}
+
+TEST(GraphObjective, EvaluatorUsesTheSignature) {
+  EdgeList list;
+  list.edges.push_back({1, 2, 1.0f});
+  absl::StatusOr<GraphData> g = GraphData::FromEdgeList(list);
+  ASSERT_TRUE(g.ok());
+  ObjectiveEvaluator eval(*g, 0, 7);
+  // One edge, no negatives, λ = 0: the loss is ½(1 − score)², the score
+  // z_1·z_2 plain or with the second coordinate counted negatively.
+  std::vector<float> z = {1.0f, 0.5f, 1.0f, 0.5f};
+  EXPECT_DOUBLE_EQ(eval.Evaluate(z, 2, 0, 0.0).loss, 0.5 * 0.25 * 0.25);
+  z = {1.0f, 1.0f, 1.0f, 1.0f};
+  EXPECT_DOUBLE_EQ(eval.Evaluate(z, 2, 0, 0.0).loss, 0.5);
+  EXPECT_DOUBLE_EQ(eval.Evaluate(z, 2, 1, 0.0).loss, 0.5);
+  z = {2.0f, 1.0f, 1.0f, 1.0f};  // plain 3, signed 1
+  EXPECT_DOUBLE_EQ(eval.Evaluate(z, 2, 0, 0.0).loss, 2.0);
+  EXPECT_DOUBLE_EQ(eval.Evaluate(z, 2, 1, 0.0).loss, 0.0);
 }
 
 TEST(GraphObjective, EvaluatorCountsEdgesAndNegatives) {
@@ -93,7 +126,7 @@ TEST(GraphObjective, EvaluatorCountsEdgesAndNegatives) {
   EXPECT_GT(eval.pairs().size(), 20u + 40u);  // few draws hit an endpoint
   // All-zero vectors: every edge term is (w/2)·1², negatives 0.
   std::vector<float> z(g->num_vertices() * 2, 0.0f);
-  ObjectiveEvaluator::Value v = eval.Evaluate(z, 2, 1.0);
+  ObjectiveEvaluator::Value v = eval.Evaluate(z, 2, 0, 1.0);
   EXPECT_DOUBLE_EQ(v.loss, 20.0);
   EXPECT_DOUBLE_EQ(v.regularization, 0.0);
 }

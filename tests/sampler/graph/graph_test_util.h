@@ -3,8 +3,10 @@
 #ifndef LATENTD_TESTS_SAMPLER_GRAPH_GRAPH_TEST_UTIL_H_
 #define LATENTD_TESTS_SAMPLER_GRAPH_GRAPH_TEST_UTIL_H_
 
+#include <set>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "base/random.h"
 #include "corpora/edge_list.h"
@@ -32,11 +34,35 @@ inline EdgeList PlantedPartition(int groups, int size, double p_in,
   return list;
 }
 
+// A bipartite stochastic block model: `users` users (keys 0..users) and
+// `items` items (keys users..), in `communities` blocks; each user draws
+// `degree` items, 90% from its own block (a repeat is dropped). Edges join
+// users to items only.
+inline EdgeList BipartiteBlocks(uint32_t users, uint32_t items,
+                                uint32_t communities, uint32_t degree,
+                                uint64_t seed) {
+  Rng rng(seed);
+  std::set<std::pair<uint64_t, uint64_t>> pairs;
+  const uint32_t per = items / communities;
+  for (uint32_t u = 0; u < users; ++u) {
+    const uint32_t block = u % communities;
+    for (uint32_t e = 0; e < degree; ++e) {
+      const uint64_t item = rng.Uniform() < 0.9
+                                ? block * per + rng.UniformInt(per)
+                                : rng.UniformInt(items);
+      pairs.insert({u, users + item});
+    }
+  }
+  EdgeList list;
+  for (const auto& [a, b] : pairs) list.edges.push_back({a, b, 1.0f});
+  return list;
+}
+
 // The held-out ROC AUC of ⟨z_a, z_b⟩ on `split` (z: the split's training
 // graph's vertices × dim).
 inline double EmbeddingAuc(const LinkSplit& split, std::span<const float> z,
-                           uint32_t dim) {
-  return EvaluateEmbedding(split, z, dim).auc;
+                           uint32_t dim, uint32_t negative_dims = 0) {
+  return EvaluateEmbedding(split, z, dim, negative_dims).auc;
 }
 
 }  // namespace latentd::testing
