@@ -132,11 +132,12 @@ TEST(SimilarityService, QueriesWhileTheModelMovesAndDocumentsArrive) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 
-  // Once sampling has stopped the index is refreshed at the final model
-  // (the documented staleness): then the last ingested document is found,
-  // every item's θ is of the view published now, and its nearest
-  // neighbours are football documents (corpus lines, ingested ones or the
-  // users', whose events are football too).
+  // Once sampling has stopped and everything is merged, the index takes
+  // the last publication (documents merged after the stop are folded in:
+  // the others' θ no longer change, so their items may keep an earlier
+  // view): then the last ingested document is found with football
+  // documents nearest (corpus lines, ingested ones or the users', whose
+  // events are football too).
   absl::StatusOr<api::SimilarDocumentsResponse> found;
   bool settled = false;
   for (int t = 0; t < 3000 && !settled; ++t) {
@@ -147,7 +148,7 @@ TEST(SimilarityService, QueriesWhileTheModelMovesAndDocumentsArrive) {
     d.set_top(10);
     found = similarity->SimilarDocuments(d);
     settled = !status->training() && status->pending() == 0 && found.ok() &&
-              found->staleness().index_oldest_view() ==
+              found->staleness().index_newest_view() ==
                   found->staleness().current().view();
     if (!settled) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
