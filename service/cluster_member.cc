@@ -12,13 +12,14 @@
 #include "base/status_macros.h"
 #include "corpora/types.h"
 #include "sampler/store_counts.h"
+#include "service/internal/daemon_log.h"
 
 namespace latentd::service {
+
+using internal::Log;
+using internal::LogWarning;
+
 namespace {
-
-void Log(const std::string& line) { log::Info("latentd", line); }
-
-void LogWarning(const std::string& line) { log::Warning("latentd", line); }
 
 // A node whose sync server is to pick a port (port 0) asks for the port its
 // last run bound, kept in `file`, so that a restart with the same command

@@ -10,15 +10,18 @@
 #include "base/status_macros.h"
 #include "sampler/graph/link_eval.h"
 #include "sampler/model_dir.h"
+#include "service/internal/daemon_log.h"
 
 namespace latentd::service {
+
+using internal::Log;
+using internal::LogWarning;
+
 namespace {
 
 std::string IngestedPath(const std::string& dir) {
   return dir + "/ingested.edges";
 }
-
-void Log(const std::string& line) { log::Info("latentd", line); }
 
 // Reads ingested.edges and opens it for appending (created if missing),
 // cutting off a last line without its newline: a write that a crash

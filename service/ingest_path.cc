@@ -8,15 +8,16 @@
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "service/internal/daemon_log.h"
 
 namespace latentd::service {
+
+using internal::Log;
+using internal::LogWarning;
+
 namespace {
 
 std::string LogPath(const std::string& dir) { return dir + "/ingest.log"; }
-
-void Log(const std::string& line) { log::Info("latentd", line); }
-
-void LogWarning(const std::string& line) { log::Warning("latentd", line); }
 
 }  // namespace
 

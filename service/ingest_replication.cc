@@ -19,10 +19,15 @@
 #include "hashring/ring.h"
 #include "service/api_client.h"
 #include "service/ingest_path.h"
+#include "service/internal/daemon_log.h"
 #include "sync/cluster_admin.h"
 #include "sync/membership.h"
 
 namespace latentd::service {
+
+using internal::Log;
+using internal::LogWarning;
+
 namespace {
 
 // Documents per replica or adoption request (under the peers' limit on
@@ -36,10 +41,6 @@ sync::Key RecordKey(const IngestRecord& r) {
   if (!r.user.empty()) return HashWord(r.user) ^ 0x5bd1e9955bd1e995ULL;
   return HashWord(absl::StrCat(r.doc_id, "\n", absl::StrJoin(r.words, " ")));
 }
-
-void Log(const std::string& line) { log::Info("latentd", line); }
-
-void LogWarning(const std::string& line) { log::Warning("latentd", line); }
 
 }  // namespace
 

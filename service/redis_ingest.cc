@@ -14,7 +14,9 @@
 namespace latentd::service {
 namespace {
 
-void Log(const std::string& line) { log::Warning("latentd redis", line); }
+void RedisWarning(const std::string& line) {
+  log::Warning("latentd redis", line);
+}
 
 // The connection of one round of the consumer, its commands given 5 s
 // (above any XREADGROUP BLOCK).
@@ -66,7 +68,8 @@ void RedisIngester::Run() {
         Connect(options_);
     if (!connected.ok()) {
       errors_->Add();
-      Log(absl::StrCat("cannot connect: ", connected.status().message()));
+      RedisWarning(
+          absl::StrCat("cannot connect: ", connected.status().message()));
       absl::SleepFor(absl::Seconds(1));
       continue;
     }
@@ -77,7 +80,8 @@ void RedisIngester::Run() {
     if (!created.ok() &&
         created.status().code() != absl::StatusCode::kFailedPrecondition) {
       errors_->Add();
-      Log(absl::StrCat("XGROUP CREATE failed: ", created.status().message()));
+      RedisWarning(
+          absl::StrCat("XGROUP CREATE failed: ", created.status().message()));
       absl::SleepFor(absl::Seconds(1));
       continue;
     }
@@ -91,14 +95,14 @@ void RedisIngester::Run() {
       if (!r.ok() && !redis.refusal().empty()) {
         errors_->Add();
         refused_->Add();
-        Log(absl::StrCat("XREADGROUP reply from ",
-                         sync::RedactRedisUrl(options_.address),
-                         " refused: ", redis.refusal(), " (reconnecting)"));
+        RedisWarning(absl::StrCat(
+            "XREADGROUP reply from ", sync::RedactRedisUrl(options_.address),
+            " refused: ", redis.refusal(), " (reconnecting)"));
         break;  // the connection is dead: reconnect
       }
       if (!r.ok()) {
         errors_->Add();
-        Log(absl::StrCat("XREADGROUP failed: ", r.status().message()));
+        RedisWarning(absl::StrCat("XREADGROUP failed: ", r.status().message()));
         break;  // reconnect
       }
       std::vector<internal::RedisStreamEntry> entries =
@@ -115,8 +119,8 @@ void RedisIngester::Run() {
             service_->TokenizeDocument(e.text);
         if (!words.ok()) {
           rejected_->Add();
-          Log(absl::StrCat("entry ", e.id,
-                           " rejected: ", words.status().message()));
+          RedisWarning(absl::StrCat("entry ", e.id,
+                                    " rejected: ", words.status().message()));
           continue;
         }
         IngestRecord rec;
@@ -127,7 +131,8 @@ void RedisIngester::Run() {
         if (absl::Status limits = service_->CheckDocumentLimits(rec);
             !limits.ok()) {
           rejected_->Add();
-          Log(absl::StrCat("entry ", e.id, " rejected: ", limits.message()));
+          RedisWarning(
+              absl::StrCat("entry ", e.id, " rejected: ", limits.message()));
           continue;
         }
         records.push_back(std::move(rec));
@@ -135,8 +140,8 @@ void RedisIngester::Run() {
       absl::StatusOr<uint64_t> n = service_->IngestRecords(std::move(records));
       if (!n.ok()) {
         errors_->Add();
-        Log(absl::StrCat("ingest failed, entries stay pending: ",
-                         n.status().message()));
+        RedisWarning(absl::StrCat("ingest failed, entries stay pending: ",
+                                  n.status().message()));
         absl::SleepFor(absl::Seconds(1));
         backlog = true;
         continue;

@@ -73,14 +73,6 @@ constexpr int kNodes = 4;
 constexpr int kDocsPerNode = 30;
 constexpr int kUsers = 12;
 
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-void SleepMs(int ms) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-}
-
 struct Campaign {
   uint32_t seed = 1;
   int schedules = 10;

@@ -6,9 +6,11 @@
 #ifndef LATENTD_TESTS_SERVICE_NETFAULT_CLUSTER_H_
 #define LATENTD_TESTS_SERVICE_NETFAULT_CLUSTER_H_
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "tests/service/daemon_cluster_util.h"
 #include "tests/service/netns_topology.h"
@@ -32,6 +34,16 @@ struct NetCluster {
   std::map<std::string, long long> base;  // the parts' word tokens
   double up_s = 0;                        // Start()'s seconds
 };
+
+// Seconds since `t` on the steady clock, and a sleep of `ms`
+// milliseconds: the netfault tests' clock.
+inline double Since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t)
+      .count();
+}
+inline void SleepMs(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
 
 }  // namespace latentd::testing
 

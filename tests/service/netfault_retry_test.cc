@@ -23,14 +23,6 @@ using service::Method;
 using service::Protocol;
 using Clock = std::chrono::steady_clock;
 
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-void SleepMs(int ms) {
-  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-}
-
 // A client's retry of an ingest that timed out while the node waited for
 // its backup's copy (the link between them cut) counts once: the first
 // call, still running in the node, completes once the link is back, and
