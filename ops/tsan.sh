@@ -29,6 +29,8 @@
 #
 # Usage: ops/tsan.sh [ctest -R regex]   (default: the tests above)
 # Environment: TSAN_BUILD (default build-tsan), TSAN_JOBS (default nproc),
+# UNITY (ON/OFF: CMAKE_UNITY_BUILD; unset: as the tree is, OFF for a new
+# one; ops/test.sh sets ON),
 # TSAN_BUILD_ONLY=1 (configure and build, run nothing: ops/test.sh builds
 # the tree while the Release tests run).
 set -euo pipefail
@@ -53,7 +55,7 @@ REGEX=${1:-^($(IFS='|'; echo "${CHECKS[*]}|${TESTS[*]}"))\$}
 
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLATENTD_SANITIZE=thread \
-  -DLATENTD_BUILD_BENCHMARKS=OFF >/dev/null
+  -DLATENTD_BUILD_BENCHMARKS=OFF ${UNITY:+-DCMAKE_UNITY_BUILD="$UNITY"} >/dev/null
 cmake --build "$BUILD" -j"$JOBS" --target absl_mutex_hb absl_mutex_hb_check \
   tbb_suppressions_check "${TESTS[@]}" "${NO_DEADLOCK_TESTS[@]}"
 if [ "${TSAN_BUILD_ONLY:-0}" = "1" ]; then exit 0; fi
