@@ -265,6 +265,7 @@ class LatentdService {
   // What the metrics read at every scrape: the replica records and, in
   // cluster mode, the ring and failover metrics (service_cluster.cc).
   void RegisterCollectors(MetricsRegistry* metrics);
+  void RegisterSimilarityMetrics(MetricsRegistry* metrics);
   void RegisterClusterMetrics(MetricsRegistry* metrics);
   // Start-up steps of Init(), in order.
   absl::Status BuildStore() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);

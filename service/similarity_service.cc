@@ -1,5 +1,6 @@
 #include "service/similarity_service.h"
 
+#include <algorithm>
 #include <limits>
 #include <utility>
 
@@ -92,6 +93,10 @@ void SimilarityService::Loop() {
     }
     absl::Status applied = Apply(std::move(batch));
     if (!applied.ok()) {
+      {
+        absl::MutexLock lock(&mu_);
+        ++failures_;
+      }
       log::Warning("similarity",
                    absl::StrCat("index refresh failed: ", applied.message()));
     }
@@ -132,6 +137,7 @@ SimilarityService::Build(const std::vector<Mixture>& items, uint32_t dim,
 
 absl::Status SimilarityService::Apply(Batch batch) {
   if (batch.full) {
+    const absl::Time start = absl::Now();
     LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<Collection> documents,
                              Build(batch.documents, batch.dim, batch.view));
     LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<Collection> users,
@@ -139,6 +145,9 @@ absl::Status SimilarityService::Apply(Batch batch) {
     absl::MutexLock lock(&mu_);
     documents_ = std::move(documents);
     users_ = std::move(users);
+    ++full_refreshes_;
+    last_full_seconds_ = absl::ToDoubleSeconds(absl::Now() - start);
+    index_view_ = batch.view;
     return absl::OkStatus();
   }
   std::shared_ptr<Collection> documents, users;
@@ -151,7 +160,11 @@ absl::Status SimilarityService::Apply(Batch batch) {
     return absl::FailedPreconditionError("a batch before the first refresh");
   }
   LATENTD_RETURN_IF_ERROR(Write(documents.get(), batch.documents, batch.view));
-  return Write(users.get(), batch.users, batch.view);
+  LATENTD_RETURN_IF_ERROR(Write(users.get(), batch.users, batch.view));
+  absl::MutexLock lock(&mu_);
+  ++updates_;
+  index_view_ = std::max(index_view_, batch.view);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<const SimilarityService::Collection>>
@@ -317,6 +330,19 @@ absl::StatusOr<api::SimilarUsersResponse> SimilarityService::SimilarUsers(
   Fill(*c, *answer, top, "", resp.mutable_neighbors(),
        resp.mutable_staleness());
   return resp;
+}
+
+SimilarityStats SimilarityService::Stats() const {
+  const auto [documents, users] = Sizes();
+  absl::MutexLock lock(&mu_);
+  return SimilarityStats{.documents = documents,
+                         .users = users,
+                         .full_refreshes = full_refreshes_,
+                         .updates = updates_,
+                         .failures = failures_,
+                         .last_full_seconds = last_full_seconds_,
+                         .index_view = index_view_,
+                         .published_view = current_.view()};
 }
 
 std::pair<size_t, size_t> SimilarityService::Sizes() const {

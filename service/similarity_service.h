@@ -66,6 +66,18 @@ struct SimilarityServiceOptions {
   size_t exact_threshold = 10000;
 };
 
+// What /metrics shows of the similarity service (SimilarityService::Stats).
+struct SimilarityStats {
+  size_t documents = 0;  // items indexed
+  size_t users = 0;
+  uint64_t full_refreshes = 0;   // every θ rebuilt into new indexes
+  uint64_t updates = 0;          // new documents' and changed users' θ written
+  uint64_t failures = 0;         // refreshes or updates that failed
+  double last_full_seconds = 0;  // how long the last full refresh took
+  uint64_t index_view = 0;       // the model view of the last batch applied
+  uint64_t published_view = 0;   // the view published now
+};
+
 class SimilarityService {
  public:
   static constexpr uint32_t kMaxTop = 1000;
@@ -111,6 +123,8 @@ class SimilarityService {
 
   // Items indexed (documents, users), for tests and Status.
   std::pair<size_t, size_t> Sizes() const;
+  // The counts above, for /metrics.
+  SimilarityStats Stats() const;
 
  private:
   // One kind of item: its index and the names of its keys.
@@ -166,6 +180,12 @@ class SimilarityService {
   std::shared_ptr<Collection> documents_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<Collection> users_ ABSL_GUARDED_BY(mu_);
   api::ModelVersion current_ ABSL_GUARDED_BY(mu_);
+  // Kept by the similarity thread (Apply) for Stats.
+  uint64_t full_refreshes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t updates_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t failures_ ABSL_GUARDED_BY(mu_) = 0;
+  double last_full_seconds_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t index_view_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

@@ -164,6 +164,28 @@ TEST(SimilarityService, QueriesWhileTheModelMovesAndDocumentsArrive) {
         << found->DebugString();
   }
   EXPECT_GT(answered.load(), 0);
+  // /metrics: the index's items, its refreshes, and no lag once settled.
+  const std::string text = metrics.RenderText();
+  const auto [documents, users] = similarity->Sizes();
+  EXPECT_NE(
+      text.find(absl::StrCat("latentd_similarity_items{kind=\"documents\"} ",
+                             documents, "\n")),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find(absl::StrCat("latentd_similarity_items{kind=\"users\"} ",
+                                   users, "\n")),
+            std::string::npos)
+      << text;
+  EXPECT_GE(documents, 70u);
+  EXPECT_EQ(users, 3u);
+  EXPECT_NE(text.find("latentd_similarity_view_lag 0\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("latentd_similarity_refreshes_total{kind=\"full\"} 0\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("latentd_similarity_refresh_failures_total 0\n"),
+            std::string::npos)
+      << text;
   std::printf("%d document answers while training and ingesting\n",
               answered.load());
   EXPECT_TRUE((*s)->Stop().ok());
