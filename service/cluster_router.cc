@@ -83,7 +83,8 @@ std::vector<ClusterRouter::PeerAnswer> ClusterRouter::Scatter(
   std::vector<PeerAnswer> answers;
   const ClusterLink* link = this->link();
   if (link == nullptr) return answers;
-  for (const hashring::Member& m : link->ring_config().members) {
+  const hashring::RingConfig ring = link->ring_config();  // a copy
+  for (const hashring::Member& m : ring.members) {
     if (m.id == link->node_id()) continue;
     PeerAnswer& a = answers.emplace_back();
     a.member = m.id;
