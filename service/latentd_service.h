@@ -1,32 +1,18 @@
-// LatentdService: one latentd node (single-node mode) — it owns the Trainer
-// and its token store under the data directory, runs sweeps in a background
-// thread, merges acknowledged ingest records at sweep boundaries, writes
-// checkpoints, and answers the API (service/api.proto) concurrently from the
-// latest published ModelView.
+// LatentdService: one latentd node. A façade over the parts that each own
+// their state and lock: TrainingLoop (the Trainer, its token store and
+// vocabulary in the data directory, the training thread, checkpoints and
+// the published ModelView; service/training_loop.h says what the data
+// directory holds and how a node starts), IngestPath (ingest log, pending
+// queue, deduplication, replica copies), ClusterRouter (owners,
+// forwarding, replica placement), ClusterMember (link and synchronized
+// table), SimilarityService and the GraphService. This class opens them in
+// order, runs their life cycle and answers the API (service/api.proto)
+// from the latest published view.
 //
-// Data directory (sampler/model_dir.h names, plus the service's own):
-//   model.bin     checkpoint: the ModelSnapshot training resumes from
-//   model.prev.bin  the checkpoint before it, the fallback if model.bin
-//                 does not verify (sampler/checkpoint_files.h)
-//   vocab.txt     the vocabulary; saved before any store version that uses
-//                 a new word commits, so it always covers the store
-//   settings.txt  tokenizer and training settings of the first start
-//   tokens.lts    the token store, committed after every sweep and merge
-//   ingest.log    acknowledged documents (service/ingest_log.h)
-//
-// Start-up: with a snapshot, resume from the newest that verifies (the
-// store may be ahead: its assignments are the truth); else with tokens.lts,
-// start from it; else build the store from options.corpus (required then,
-// unless options.graph names an edge list: then the node serves the graph
-// only, see serves_topics()).
-// Then the ingest log is replayed: records after the store's merged
-// sequence become pending; damaged records are skipped and reported
+// Acknowledged documents (Ingest, IngestRecords) are durable in the ingest
+// log before the call returns; the training thread merges them at sweep
+// boundaries. A damaged ingest record is skipped and reported at start-up
 // (options.refuse_ingest_loss).
-//
-// Merged documents start from a random assignment while the node samples;
-// once it has stopped (max_sweeps) they are folded in against the model
-// (FoldIn::Assign, options.infer), so their topics and their users'
-// profiles are what InferDocument would say, and the counts stay exact.
 //
 // Cluster mode (JoinCluster): the node is a member of a training cluster
 // (docs/design.md, "Many nodes") over its own token store. Its table is
@@ -41,34 +27,19 @@
 // that crashed or stopped rejoins when started again from its data
 // directory (the owners replace its previous counts with its store's).
 //
-// Structure (docs/design.md, "The node's parts"): this class opens the
-// node, runs the training thread and answers the API; it owns the Trainer,
-// its vocabulary and store scan (train_mu_) and the published view
-// (view_mu_), and hands the rest to parts that own their state and lock:
-// IngestPath (ingest log, pending queue, deduplication, replica copies),
-// ClusterRouter (owners, forwarding, replica placement), ClusterMember
-// (link and synchronized table), CoherenceMonitor and HeldOutScorer.
-//
 // Thread-safety: the API methods may be called from any number of threads
 // at once, also while training runs. Start() and Stop() from one thread.
 #ifndef LATENTD_SERVICE_LATENTD_SERVICE_H_
 #define LATENTD_SERVICE_LATENTD_SERVICE_H_
 
-#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "base/dir_lock.h"
-#include "corpora/corpus_builder.h"
 #include "corpora/tokenizer.h"
-#include "sampler/fold_in.h"
 #include "sampler/trainer.h"
 #include "service/api.pb.h"
 #include "service/cluster/cluster_link.h"
@@ -80,12 +51,11 @@
 #include "service/internal/cpu_gate.h"
 #include "service/internal/node_metrics.h"
 #include "service/metrics.h"
-#include "service/model_quality.h"
 #include "service/model_view.h"
 #include "service/service_options.h"
 #include "service/similarity_service.h"
 #include "service/store_merge.h"
-#include "service/sweep_history.h"
+#include "service/training_loop.h"
 
 namespace latentd::service {
 
@@ -267,37 +237,10 @@ class LatentdService {
   void RegisterCollectors(MetricsRegistry* metrics);
   void RegisterSimilarityMetrics(MetricsRegistry* metrics);
   void RegisterClusterMetrics(MetricsRegistry* metrics);
-  // Start-up steps of Init(), in order.
-  absl::Status BuildStore() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  absl::Status OpenTrainer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Opens the token store at `path` and scans it into scan_; a damaged
-  // block is repaired (RepairFileTokenStore: its documents lost, reported
-  // and counted) unless options_.refuse_ingest_loss.
-  absl::StatusOr<std::unique_ptr<TokenStore>> OpenScannedStore(
-      const std::string& path) ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  void TrainLoop();
-  // Training thread: merge pending records; sweep; publish; checkpoint.
-  absl::Status MergePending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // True once this node samples no more (max_sweeps reached, or a failed
-  // cluster sweep).
-  bool SamplingStopped() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // One sweep; false if it failed (logged and counted; the caller backs off).
-  bool SweepOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // A progress line at most every ServiceOptions::progress_seconds.
-  void LogProgress(const SweepReport& r)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  absl::Status MaybePublish(bool swept)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  absl::Status Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  absl::Status WriteCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Re-reads the document table from the store for `view` when it is due
-  // (none yet, sampling stopped, or similarity.refresh_seconds passed);
-  // keeps the old table on a store error, which it returns
-  // (service_documents.cc).
-  absl::Status MaybeCollectDocuments(const ModelView& view)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // The current document table; kUnavailable before the first.
-  absl::StatusOr<std::shared_ptr<const DocumentTopics>> Documents() const;
+  absl::StatusOr<std::shared_ptr<const DocumentTopics>> Documents() const {
+    return training_.Documents();
+  }
   // TopicDocuments' documents when the request says 0.
   static constexpr uint32_t kDefaultTopDocuments = 10;
   // GetDocumentTopics and TopicDocuments from this node's documents only
@@ -341,61 +284,13 @@ class LatentdService {
                                std::vector<double>* counts, double* tokens,
                                uint64_t* events) const;
 
-  ServiceOptions options_;
+  const ServiceOptions options_;
   const Metrics m_;
   // Held from Init until the service is destroyed: one process a data
   // directory (a second one would reuse ingest sequences).
   std::optional<DirectoryLock> dir_lock_;
-  Tokenizer tokenizer_;
-
-  // Training state: the training thread, or a caller holding train_mu_.
-  absl::Mutex train_mu_;
-  std::unique_ptr<Trainer> trainer_ ABSL_GUARDED_BY(train_mu_);
-  Vocabulary vocab_ ABSL_GUARDED_BY(train_mu_);
-  // Words of vocab_ that vocab.txt holds: a failed save is retried by the
-  // next merge, before the store may use the new words.
-  size_t vocab_saved_ ABSL_GUARDED_BY(train_mu_) = 0;
-  StoreScan scan_ ABSL_GUARDED_BY(train_mu_);
-  bool has_users_ ABSL_GUARDED_BY(train_mu_) = false;
-  uint64_t checkpoint_sweep_ ABSL_GUARDED_BY(train_mu_) = 0;
-  bool pending_merged_ ABSL_GUARDED_BY(train_mu_) = false;  // to publish
-  uint64_t published_sweep_ ABSL_GUARDED_BY(train_mu_) = 0;
-  absl::Time published_at_ ABSL_GUARDED_BY(train_mu_);
-  absl::Time checkpoint_at_ ABSL_GUARDED_BY(train_mu_);
-  // Since the last progress line: when it was, and what was sampled since.
-  struct Progress {
-    absl::Time logged_at;
-    uint64_t sweeps = 0;
-    uint64_t tokens = 0;
-    double seconds = 0;
-  } progress_ ABSL_GUARDED_BY(train_mu_);
-
   mutable internal::CpuGate infer_gate_;
-
-  // The model's measures, computed by the training thread between sweeps
-  // (their own locks for what API threads read).
-  CoherenceMonitor coherence_;
-  HeldOutScorer heldout_;
-
-  mutable absl::Mutex view_mu_;
-  std::shared_ptr<const ModelView> view_ ABSL_GUARDED_BY(view_mu_);
-  uint64_t view_version_ ABSL_GUARDED_BY(view_mu_) = 0;
-  // GetDocumentTopics' and TopicDocuments' table, and when it was read.
-  std::shared_ptr<const DocumentTopics> documents_ ABSL_GUARDED_BY(view_mu_);
-  absl::Time documents_at_ ABSL_GUARDED_BY(train_mu_) = absl::InfinitePast();
-
-  // Written by the training thread, read by Status (relaxed: independent).
-  std::atomic<double> tokens_per_second_{0};
-  std::atomic<double> loglik_per_token_{0};
-  std::atomic<uint64_t> checkpoint_sweep_seen_{0};
-  std::atomic<uint64_t> merged_sequence_{0};
-  std::atomic<bool> training_{false};
-  // SamplingStoppedReason(), set by the training thread with training_.
-  mutable absl::Mutex stopped_mu_;
-  std::string stopped_reason_ ABSL_GUARDED_BY(stopped_mu_);
   const double start_time_;
-  // The evaluated sweeps since start-up (StatusResponse.history).
-  SweepHistory history_;
 
   // Users' owners, forwarding to peers, the placement of replica copies
   // and why sampling stopped in a cluster (its own locks).
@@ -407,12 +302,15 @@ class LatentdService {
   // joined by JoinCluster before Start(); the training thread's (API
   // threads see the link only through router_.link(), set once joined).
   ClusterMember cluster_;
+  // The topic model and its training thread (its own locks; uses the parts
+  // above, declared before it).
+  TrainingLoop training_;
 
-  std::thread thread_;
   bool started_ = false;
   bool stopped_ = false;
   std::unique_ptr<GraphService> graph_;  // trains in its own thread
-  // Fed by Publish(); its own thread refreshes the index.
+  // Fed by the training loop's publications; its own thread refreshes the
+  // index.
   std::unique_ptr<SimilarityService> similarity_;
   bool topics_ = true;  // set by Init only: see serves_topics()
 };

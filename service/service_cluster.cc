@@ -194,11 +194,8 @@ absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
     }
     return graph_->JoinCluster(std::move(options));
   }
-  absl::MutexLock lock(&train_mu_);
   ingest_.SetCluster(options.redis_url, options.cluster);
-  LATENTD_RETURN_IF_ERROR(
-      cluster_.Join(std::move(options), trainer_.get(), vocab_));
-  return Publish();
+  return training_.JoinCluster(std::move(options));
 }
 
 }  // namespace latentd::service

@@ -71,8 +71,7 @@ absl::Status LatentdService::Readiness() const {
 }
 
 std::string LatentdService::SamplingStoppedReason() const {
-  absl::MutexLock l(&stopped_mu_);
-  return stopped_reason_;
+  return training_.SamplingStoppedReason();
 }
 
 }  // namespace latentd::service

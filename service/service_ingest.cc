@@ -24,7 +24,7 @@ absl::StatusOr<std::vector<std::string>> LatentdService::TokenizeDocument(
         absl::StrCat("text of ", text.size(), " bytes is over the limit of ",
                      options_.max_text_bytes));
   }
-  std::vector<std::string> words = tokenizer_.Tokenize(text);
+  std::vector<std::string> words = training_.tokenizer().Tokenize(text);
   std::erase_if(words, [this](const std::string& w) {
     return w.size() > options_.max_word_bytes;
   });

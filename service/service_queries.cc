@@ -85,7 +85,7 @@ absl::StatusOr<api::ListTopicsResponse> LatentdService::ListTopics(
     FillTopic(*v, t, OrDefault(request.top_words(), kDefaultTopWords),
               resp.add_topics());
   }
-  coherence_.AddTo(&resp);
+  training_.coherence().AddTo(&resp);
   return resp;
 }
 
@@ -103,7 +103,7 @@ absl::StatusOr<api::GetTopicResponse> LatentdService::GetTopic(
   FillTopic(*v, v->topics[request.topic()],
             OrDefault(request.top_words(), kDefaultTopWords),
             resp.mutable_topic());
-  coherence_.AddTo(resp.mutable_topic());
+  training_.coherence().AddTo(resp.mutable_topic());
   return resp;
 }
 
@@ -114,7 +114,8 @@ absl::StatusOr<api::WordTopicsResponse> LatentdService::WordTopics(
         "a word of ", request.word().size(), " bytes is over the limit of ",
         options_.max_word_bytes, " (max-word-bytes)"));
   }
-  std::vector<std::string> words = tokenizer_.Tokenize(request.word());
+  std::vector<std::string> words =
+      training_.tokenizer().Tokenize(request.word());
   if (words.size() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "'", request.word(), "' is not one word after tokenization (",
