@@ -21,20 +21,10 @@ void LatentdService::LogWarning(const std::string& line) {
   log::Warning("latentd", line);
 }
 
-namespace {
-
-int InferSlots(int configured) {
-  if (configured > 0) return configured;
-  return 2 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-}
-
-}  // namespace
-
 LatentdService::LatentdService(const ServiceOptions& options,
                                MetricsRegistry* metrics)
     : options_(options),
-      m_(RegisterMetrics(metrics)),
-      infer_gate_(InferSlots(options.infer_slots)),
+      m_(Metrics::Register(metrics)),
       start_time_(absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch())),
       router_({.cluster_mode = options.cluster_mode,
                .peer_token = options.peer_token,
@@ -67,7 +57,8 @@ LatentdService::LatentdService(const ServiceOptions& options,
                  .router = &router_,
                  .cluster = &cluster_,
                  .metrics = &m_},
-                metrics) {}
+                metrics),
+      queries_(options, &training_, &router_, &ingest_) {}
 
 LatentdService::~LatentdService() { (void)Stop(); }
 
@@ -100,8 +91,10 @@ absl::Status LatentdService::Init(MetricsRegistry* metrics) {
   }
   LATENTD_RETURN_IF_ERROR(training_.Open());
   similarity_ = std::make_unique<SimilarityService>(
-      options_.similarity,
-      [this](const api::InferDocumentRequest& r) { return InferDocument(r); });
+      options_.similarity, [this](const api::InferDocumentRequest& r) {
+        return queries_.InferDocument(r);
+      });
+  queries_.SetSimilarity(similarity_.get());
   LATENTD_RETURN_IF_ERROR(training_.PublishFirst(similarity_.get()));
   return OpenGraph(metrics);
 }
@@ -164,13 +157,6 @@ absl::StatusOr<api::CheckpointResponse> LatentdService::Checkpoint(
   return resp;
 }
 
-api::ModelVersion LatentdService::Version(const ModelView& v) const {
-  api::ModelVersion out;
-  out.set_sweep(v.sweep);
-  out.set_view(v.version);
-  return out;
-}
-
 absl::StatusOr<api::StatusResponse> LatentdService::Status(
     const api::StatusRequest& request) const {
   std::shared_ptr<const ModelView> v = view();
@@ -185,7 +171,7 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
     }
     return resp;
   }
-  *resp.mutable_version() = Version(*v);
+  *resp.mutable_version() = TopicQueries::Version(*v);
   resp.set_topics(v->snapshot.num_topics);
   resp.set_documents(v->store_meta.num_docs);
   resp.set_tokens(v->store_meta.num_tokens);

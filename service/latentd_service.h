@@ -48,13 +48,13 @@
 #include "service/document_topics.h"
 #include "service/graph_service.h"
 #include "service/ingest_path.h"
-#include "service/internal/cpu_gate.h"
 #include "service/internal/node_metrics.h"
 #include "service/metrics.h"
 #include "service/model_view.h"
 #include "service/service_options.h"
 #include "service/similarity_service.h"
 #include "service/store_merge.h"
+#include "service/topic_queries.h"
 #include "service/training_loop.h"
 
 namespace latentd::service {
@@ -92,19 +92,50 @@ class LatentdService {
     router_.SetPeerToken(std::move(token));
   }
 
-  // ---- The API (service/api.proto). Errors: kInvalidArgument for a bad
-  // request, kNotFound for an unknown topic, word or user, kUnavailable if
-  // the ingest log cannot be written. ----
+  // ---- The API (service/api.proto). The read calls are TopicQueries'
+  // (service/topic_queries.h says what each answers and how a cluster
+  // node gathers them); the others' errors: kInvalidArgument for a bad
+  // request, kUnavailable if the ingest log cannot be written. ----
   absl::StatusOr<api::ListTopicsResponse> ListTopics(
-      const api::ListTopicsRequest& request) const;
+      const api::ListTopicsRequest& request) const {
+    return queries_.ListTopics(request);
+  }
   absl::StatusOr<api::GetTopicResponse> GetTopic(
-      const api::GetTopicRequest& request) const;
+      const api::GetTopicRequest& request) const {
+    return queries_.GetTopic(request);
+  }
   absl::StatusOr<api::WordTopicsResponse> WordTopics(
-      const api::WordTopicsRequest& request) const;
+      const api::WordTopicsRequest& request) const {
+    return queries_.WordTopics(request);
+  }
   absl::StatusOr<api::InferDocumentResponse> InferDocument(
-      const api::InferDocumentRequest& request) const;
+      const api::InferDocumentRequest& request) const {
+    return queries_.InferDocument(request);
+  }
   absl::StatusOr<api::GetUserProfileResponse> GetUserProfile(
-      const api::GetUserProfileRequest& request) const;
+      const api::GetUserProfileRequest& request) const {
+    return queries_.GetUserProfile(request);
+  }
+  absl::StatusOr<api::ExportModelResponse> ExportModel(
+      const api::ExportModelRequest& request) const {
+    return queries_.ExportModel(request);
+  }
+  absl::StatusOr<api::GetDocumentTopicsResponse> GetDocumentTopics(
+      const api::GetDocumentTopicsRequest& request) const {
+    return queries_.GetDocumentTopics(request);
+  }
+  absl::StatusOr<api::TopicDocumentsResponse> TopicDocuments(
+      const api::TopicDocumentsRequest& request) const {
+    return queries_.TopicDocuments(request);
+  }
+  absl::StatusOr<api::SimilarDocumentsResponse> SimilarDocuments(
+      const api::SimilarDocumentsRequest& request) const {
+    return queries_.SimilarDocuments(request);
+  }
+  absl::StatusOr<api::SimilarUsersResponse> SimilarUsers(
+      const api::SimilarUsersRequest& request) const {
+    return queries_.SimilarUsers(request);
+  }
   // Returns once every document is durable; all or nothing.
   absl::StatusOr<api::IngestResponse> Ingest(const api::IngestRequest& request);
   absl::StatusOr<api::StatusResponse> Status(
@@ -112,35 +143,6 @@ class LatentdService {
   // Waits for the current sweep to end, then writes model.bin.
   absl::StatusOr<api::CheckpointResponse> Checkpoint(
       const api::CheckpointRequest& request);
-  // A page of the published model's counts (api.proto ExportModelRequest
-  // says how pages are cut); kInvalidArgument if first_word is past the
-  // vocabulary. Reads one view, like the queries (service_export.cc).
-  absl::StatusOr<api::ExportModelResponse> ExportModel(
-      const api::ExportModelRequest& request) const;
-  // A document's topic mixture and counts, and a topic's top documents,
-  // from the node's document table (service/document_topics.h;
-  // service_documents.cc): kInvalidArgument for an empty document or top
-  // over 1000, kNotFound naming an unknown document or topic. In cluster
-  // mode without the request's `local` they answer from every member's
-  // documents (service_scatter.cc): GetDocumentTopics asks the other
-  // members when this node has no such document and takes the first that
-  // has; TopicDocuments merges every member's top documents
-  // (MergeTopicDocuments). Members that fail or do not answer within the
-  // router's scatter_timeout are named in missing_members, not an error.
-  absl::StatusOr<api::GetDocumentTopicsResponse> GetDocumentTopics(
-      const api::GetDocumentTopicsRequest& request) const;
-  absl::StatusOr<api::TopicDocumentsResponse> TopicDocuments(
-      const api::TopicDocumentsRequest& request) const;
-  // SimilarityService's calls; in cluster mode without `local`, the query's
-  // θ is found once here (a document's by GetDocumentTopics, a user's by
-  // GetUserProfile, a text's by InferDocument), every member ranks its own
-  // items against it and the answers are merged (MergeNeighbors), with
-  // missing_members as above. kFailedPrecondition on a node without a
-  // similarity service.
-  absl::StatusOr<api::SimilarDocumentsResponse> SimilarDocuments(
-      const api::SimilarDocumentsRequest& request) const;
-  absl::StatusOr<api::SimilarUsersResponse> SimilarUsers(
-      const api::SimilarUsersRequest& request) const;
   // The cluster's members as its Redis records them, read from Redis now
   // (service_cluster_members.cc): kFailedPrecondition unless this node is
   // a training cluster's member, kUnavailable while it joins or when Redis
@@ -149,7 +151,8 @@ class LatentdService {
       const api::ClusterMembersRequest& request) const;
 
   // ---- For the stream and directory ingesters. ----
-  // Tokenizes `text` as the corpus was; kInvalidArgument if no word is left.
+  // TopicQueries::TokenizeDocument; kFailedPrecondition on a graph-only
+  // node.
   absl::StatusOr<std::vector<std::string>> TokenizeDocument(
       std::string_view text) const;
   // Appends records (their words already tokenized) durably, then queues
@@ -230,34 +233,15 @@ class LatentdService {
   // Opens the graph model if options.graph names an edge list.
   absl::Status OpenGraph(MetricsRegistry* metrics);
   using Metrics = internal::NodeMetrics;
-  // The node's counters and gauges (service_metrics.cc).
-  static Metrics RegisterMetrics(MetricsRegistry* metrics);
   // What the metrics read at every scrape: the replica records and, in
   // cluster mode, the ring and failover metrics (service_cluster.cc).
   void RegisterCollectors(MetricsRegistry* metrics);
   void RegisterSimilarityMetrics(MetricsRegistry* metrics);
   void RegisterClusterMetrics(MetricsRegistry* metrics);
-  // The current document table; kUnavailable before the first.
-  absl::StatusOr<std::shared_ptr<const DocumentTopics>> Documents() const {
-    return training_.Documents();
-  }
-  // TopicDocuments' documents when the request says 0.
-  static constexpr uint32_t kDefaultTopDocuments = 10;
-  // GetDocumentTopics and TopicDocuments from this node's documents only
-  // (service_queries.cc).
-  absl::StatusOr<api::GetDocumentTopicsResponse> LocalDocumentTopics(
-      const api::GetDocumentTopicsRequest& request) const;
-  absl::StatusOr<api::TopicDocumentsResponse> LocalTopicDocuments(
-      const api::TopicDocumentsRequest& request) const;
-  // Whether a request with this `local` flag is asked of every member.
-  bool Scatters(bool local) const {
-    return !local && router_.link() != nullptr;
-  }
   // Status's cluster fields (node id, ring epoch, members, unreachable
   // peers) from `link`; nothing if it is null.
   static void AddClusterMembers(const ClusterLink* link,
                                 api::StatusResponse* resp);
-  api::ModelVersion Version(const ModelView& v) const;
   // Info and warning lines of component "latentd" (base/log.h).
   static void Log(const std::string& line);
   static void LogWarning(const std::string& line);
@@ -274,22 +258,12 @@ class LatentdService {
   // log of their origin (kFailedPrecondition if this node keeps none).
   absl::StatusOr<api::IngestResponse> IngestReplica(
       const api::IngestRequest& request);
-  // GetUserProfile for a user whose owner failed over (docs/design.md,
-  // "Replicated ingestion"): this node, the user's owner now, holds copies
-  // of the events that owner acknowledged (IngestPath::CopiedEvents). Folds
-  // each into model `v` (not adding it to the model: the failed node's
-  // counts are still in it) and adds its expected topic counts to *counts
-  // (K entries), its known tokens to *tokens and the copies to *events.
-  absl::Status AddCopiedEvents(const std::string& user, const ModelView& v,
-                               std::vector<double>* counts, double* tokens,
-                               uint64_t* events) const;
 
   const ServiceOptions options_;
   const Metrics m_;
   // Held from Init until the service is destroyed: one process a data
   // directory (a second one would reuse ingest sequences).
   std::optional<DirectoryLock> dir_lock_;
-  mutable internal::CpuGate infer_gate_;
   const double start_time_;
 
   // Users' owners, forwarding to peers, the placement of replica copies
@@ -305,6 +279,8 @@ class LatentdService {
   // The topic model and its training thread (its own locks; uses the parts
   // above, declared before it).
   TrainingLoop training_;
+  // The read calls (no state of their own but InferDocument's slots).
+  TopicQueries queries_;
 
   bool started_ = false;
   bool stopped_ = false;

@@ -1,8 +1,7 @@
 // LatentdService's ingestion calls: checking and tokenizing documents
-// (Ingest, IngestRecords), a peer's replica copies, and the copied events
-// of failed-over users. The ingest path itself (log, queue, deduplication,
-// forwarding, replication) is IngestPath's (service/ingest_path.h);
-// merging is in latentd_service.cc.
+// (Ingest, IngestRecords) and a peer's replica copies. The ingest path itself
+// (log, queue, deduplication, forwarding, replication) is IngestPath's
+// (service/ingest_path.h); merging is in latentd_service.cc.
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -19,20 +18,7 @@ namespace latentd::service {
 absl::StatusOr<std::vector<std::string>> LatentdService::TokenizeDocument(
     std::string_view text) const {
   LATENTD_RETURN_IF_ERROR(CheckTopics("Ingest"));
-  if (text.size() > options_.max_text_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("text of ", text.size(), " bytes is over the limit of ",
-                     options_.max_text_bytes));
-  }
-  std::vector<std::string> words = training_.tokenizer().Tokenize(text);
-  std::erase_if(words, [this](const std::string& w) {
-    return w.size() > options_.max_word_bytes;
-  });
-  if (words.empty()) {
-    return absl::InvalidArgumentError(
-        "empty document: no words left after tokenization");
-  }
-  return words;
+  return queries_.TokenizeDocument(text);
 }
 
 absl::Status LatentdService::CheckDocumentLimits(const IngestRecord& r) const {
@@ -187,36 +173,6 @@ absl::StatusOr<api::IngestResponse> LatentdService::IngestReplica(
   api::IngestResponse resp;
   resp.set_accepted(n);
   return resp;
-}
-
-absl::Status LatentdService::AddCopiedEvents(const std::string& user,
-                                             const ModelView& v,
-                                             std::vector<double>* counts,
-                                             double* tokens,
-                                             uint64_t* events) const {
-  LATENTD_ASSIGN_OR_RETURN(std::vector<std::vector<std::string>> docs,
-                           ingest_.CopiedEvents(user));
-  if (docs.empty()) return absl::OkStatus();
-  InferOptions o = options_.infer;
-  internal::CpuGate::Pass pass = infer_gate_.Enter();
-  FoldIn fold_in(*v.table, v.snapshot.alpha, v.snapshot.beta);
-  std::vector<WordId> ids;
-  for (const std::vector<std::string>& words : docs) {
-    ++*events;
-    ids.clear();
-    for (const std::string& w : words) {
-      std::optional<WordId> id = v.vocab.Find(w);
-      if (id.has_value() && *id < v.snapshot.vocab_size) ids.push_back(*id);
-    }
-    if (ids.empty()) continue;
-    LATENTD_ASSIGN_OR_RETURN(std::vector<double> theta,
-                             fold_in.Infer(ids, o, /*stream=*/0));
-    for (size_t k = 0; k < theta.size() && k < counts->size(); ++k) {
-      (*counts)[k] += theta[k] * static_cast<double>(ids.size());
-    }
-    *tokens += static_cast<double>(ids.size());
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace latentd::service

@@ -1,6 +1,6 @@
 // NodeMetrics: the counters and gauges a latentd node (LatentdService)
 // exports on /metrics, registered once when the service is constructed
-// (LatentdService::RegisterMetrics, service_metrics.cc). The service and
+// (NodeMetrics::Register). The service and
 // its parts (IngestPath, ClusterRouter, ClusterMember, CoherenceMonitor,
 // HeldOutScorer) are handed the ones they count in. The MetricsRegistry
 // owns them; Counter and Gauge may be updated from any thread.
@@ -12,6 +12,9 @@
 namespace latentd::service::internal {
 
 struct NodeMetrics {
+  // Registers every one in *registry (which owns them).
+  static NodeMetrics Register(MetricsRegistry* registry);
+
   Counter* sweeps;
   Counter* sweep_errors;
   Counter* tokens_sampled;

@@ -15,9 +15,9 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "service/api_dispatch.h"
-#include "service/latentd_service.h"
 #include "service/scatter_merge.h"
 #include "service/similarity_service.h"
+#include "service/topic_queries.h"
 
 namespace latentd::service {
 namespace {
@@ -78,8 +78,7 @@ absl::StatusOr<Response> GatherSimilar(const ClusterRouter& router,
 
 }  // namespace
 
-absl::StatusOr<api::GetDocumentTopicsResponse>
-LatentdService::GetDocumentTopics(
+absl::StatusOr<api::GetDocumentTopicsResponse> TopicQueries::GetDocumentTopics(
     const api::GetDocumentTopicsRequest& request) const {
   absl::StatusOr<api::GetDocumentTopicsResponse> mine =
       LocalDocumentTopics(request);
@@ -113,7 +112,7 @@ LatentdService::GetDocumentTopics(
       missing));
 }
 
-absl::StatusOr<api::TopicDocumentsResponse> LatentdService::TopicDocuments(
+absl::StatusOr<api::TopicDocumentsResponse> TopicQueries::TopicDocuments(
     const api::TopicDocumentsRequest& request) const {
   LATENTD_ASSIGN_OR_RETURN(api::TopicDocumentsResponse mine,
                            LocalTopicDocuments(request));
@@ -135,7 +134,7 @@ absl::StatusOr<api::TopicDocumentsResponse> LatentdService::TopicDocuments(
   return resp;
 }
 
-absl::StatusOr<api::SimilarDocumentsResponse> LatentdService::SimilarDocuments(
+absl::StatusOr<api::SimilarDocumentsResponse> TopicQueries::SimilarDocuments(
     const api::SimilarDocumentsRequest& request) const {
   if (similarity_ == nullptr) {
     return absl::FailedPreconditionError(
@@ -172,7 +171,7 @@ absl::StatusOr<api::SimilarDocumentsResponse> LatentdService::SimilarDocuments(
                        similarity_->SimilarDocuments(ask));
 }
 
-absl::StatusOr<api::SimilarUsersResponse> LatentdService::SimilarUsers(
+absl::StatusOr<api::SimilarUsersResponse> TopicQueries::SimilarUsers(
     const api::SimilarUsersRequest& request) const {
   if (similarity_ == nullptr) {
     return absl::FailedPreconditionError(

@@ -1,14 +1,13 @@
-// The read-only calls of LatentdService: every one reads one published
-// ModelView (and GetDocumentTopics and TopicDocuments the document table
-// published beside it) and nothing else, so it needs no lock beyond taking
-// the pointers.
+#include "service/topic_queries.h"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "service/latentd_service.h"
+#include "sampler/fold_in.h"
 
 namespace latentd::service {
 namespace {
@@ -73,9 +72,49 @@ std::vector<std::pair<uint32_t, double>> Ranked(const std::vector<double>& w) {
   return r;
 }
 
+int InferSlots(int configured) {
+  if (configured > 0) return configured;
+  return 2 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 }  // namespace
 
-absl::StatusOr<api::ListTopicsResponse> LatentdService::ListTopics(
+TopicQueries::TopicQueries(const ServiceOptions& options,
+                           const TrainingLoop* training,
+                           const ClusterRouter* router,
+                           const IngestPath* ingest)
+    : options_(options),
+      training_(*training),
+      router_(*router),
+      ingest_(*ingest),
+      infer_gate_(InferSlots(options.infer_slots)) {}
+
+api::ModelVersion TopicQueries::Version(const ModelView& v) {
+  api::ModelVersion out;
+  out.set_sweep(v.sweep);
+  out.set_view(v.version);
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> TopicQueries::TokenizeDocument(
+    std::string_view text) const {
+  if (text.size() > options_.max_text_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("text of ", text.size(), " bytes is over the limit of ",
+                     options_.max_text_bytes));
+  }
+  std::vector<std::string> words = training_.tokenizer().Tokenize(text);
+  std::erase_if(words, [this](const std::string& w) {
+    return w.size() > options_.max_word_bytes;
+  });
+  if (words.empty()) {
+    return absl::InvalidArgumentError(
+        "empty document: no words left after tokenization");
+  }
+  return words;
+}
+
+absl::StatusOr<api::ListTopicsResponse> TopicQueries::ListTopics(
     const api::ListTopicsRequest& request) const {
   LATENTD_RETURN_IF_ERROR(CheckTopWords(request.top_words()));
   std::shared_ptr<const ModelView> v = view();
@@ -89,7 +128,7 @@ absl::StatusOr<api::ListTopicsResponse> LatentdService::ListTopics(
   return resp;
 }
 
-absl::StatusOr<api::GetTopicResponse> LatentdService::GetTopic(
+absl::StatusOr<api::GetTopicResponse> TopicQueries::GetTopic(
     const api::GetTopicRequest& request) const {
   LATENTD_RETURN_IF_ERROR(CheckTopWords(request.top_words()));
   std::shared_ptr<const ModelView> v = view();
@@ -107,7 +146,7 @@ absl::StatusOr<api::GetTopicResponse> LatentdService::GetTopic(
   return resp;
 }
 
-absl::StatusOr<api::WordTopicsResponse> LatentdService::WordTopics(
+absl::StatusOr<api::WordTopicsResponse> TopicQueries::WordTopics(
     const api::WordTopicsRequest& request) const {
   if (request.word().size() > options_.max_word_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -148,7 +187,7 @@ absl::StatusOr<api::WordTopicsResponse> LatentdService::WordTopics(
   return resp;
 }
 
-absl::StatusOr<api::InferDocumentResponse> LatentdService::InferDocument(
+absl::StatusOr<api::InferDocumentResponse> TopicQueries::InferDocument(
     const api::InferDocumentRequest& request) const {
   LATENTD_RETURN_IF_ERROR(CheckTopWords(request.top_words()));
   InferOptions o = options_.infer;
@@ -197,7 +236,7 @@ absl::StatusOr<api::InferDocumentResponse> LatentdService::InferDocument(
   return resp;
 }
 
-absl::StatusOr<api::GetUserProfileResponse> LatentdService::GetUserProfile(
+absl::StatusOr<api::GetUserProfileResponse> TopicQueries::GetUserProfile(
     const api::GetUserProfileRequest& request) const {
   LATENTD_RETURN_IF_ERROR(CheckTopWords(request.top_words()));
   if (request.user().empty()) {
@@ -205,7 +244,7 @@ absl::StatusOr<api::GetUserProfileResponse> LatentdService::GetUserProfile(
   }
   LATENTD_RETURN_IF_ERROR(router_.CheckJoined());
   if (!request.local()) {
-    const std::string owner = UserOwner(request.user());
+    const std::string owner = router_.UserOwner(request.user());
     if (!owner.empty()) return router_.ForwardProfile(owner, request);
   }
   std::shared_ptr<const ModelView> v = view();
@@ -248,7 +287,7 @@ absl::StatusOr<api::GetUserProfileResponse> LatentdService::GetUserProfile(
 }
 
 absl::StatusOr<api::GetDocumentTopicsResponse>
-LatentdService::LocalDocumentTopics(
+TopicQueries::LocalDocumentTopics(
     const api::GetDocumentTopicsRequest& request) const {
   if (request.document().empty()) {
     return absl::InvalidArgumentError(
@@ -291,7 +330,7 @@ LatentdService::LocalDocumentTopics(
   return resp;
 }
 
-absl::StatusOr<api::TopicDocumentsResponse> LatentdService::LocalTopicDocuments(
+absl::StatusOr<api::TopicDocumentsResponse> TopicQueries::LocalTopicDocuments(
     const api::TopicDocumentsRequest& request) const {
   if (request.top() > kMaxTopDocuments) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -325,6 +364,36 @@ absl::StatusOr<api::TopicDocumentsResponse> LatentdService::LocalTopicDocuments(
     }
   }
   return resp;
+}
+
+absl::Status TopicQueries::AddCopiedEvents(const std::string& user,
+                                           const ModelView& v,
+                                           std::vector<double>* counts,
+                                           double* tokens,
+                                           uint64_t* events) const {
+  LATENTD_ASSIGN_OR_RETURN(std::vector<std::vector<std::string>> docs,
+                           ingest_.CopiedEvents(user));
+  if (docs.empty()) return absl::OkStatus();
+  InferOptions o = options_.infer;
+  internal::CpuGate::Pass pass = infer_gate_.Enter();
+  FoldIn fold_in(*v.table, v.snapshot.alpha, v.snapshot.beta);
+  std::vector<WordId> ids;
+  for (const std::vector<std::string>& words : docs) {
+    ++*events;
+    ids.clear();
+    for (const std::string& w : words) {
+      std::optional<WordId> id = v.vocab.Find(w);
+      if (id.has_value() && *id < v.snapshot.vocab_size) ids.push_back(*id);
+    }
+    if (ids.empty()) continue;
+    LATENTD_ASSIGN_OR_RETURN(std::vector<double> theta,
+                             fold_in.Infer(ids, o, /*stream=*/0));
+    for (size_t k = 0; k < theta.size() && k < counts->size(); ++k) {
+      (*counts)[k] += theta[k] * static_cast<double>(ids.size());
+    }
+    *tokens += static_cast<double>(ids.size());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace latentd::service

@@ -1,10 +1,9 @@
-// LatentdService::ExportModel: the published model's counts, a page of
-// words at a time, for `latentctl export` (cli/export_command.h). Like the
-// queries it reads one ModelView and nothing else.
+// TopicQueries::ExportModel: the published model's counts, a page of words
+// at a time, for `latentctl export` (cli/export_command.h).
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "service/latentd_service.h"
+#include "service/topic_queries.h"
 
 namespace latentd::service {
 namespace {
@@ -23,7 +22,7 @@ constexpr size_t kEntryJsonBytes = 18;
 
 }  // namespace
 
-absl::StatusOr<api::ExportModelResponse> LatentdService::ExportModel(
+absl::StatusOr<api::ExportModelResponse> TopicQueries::ExportModel(
     const api::ExportModelRequest& request) const {
   std::shared_ptr<const ModelView> v = view();
   const ModelSnapshot& m = v->snapshot;

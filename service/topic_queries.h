@@ -1,0 +1,127 @@
+// TopicQueries: the API's read calls on the topic model (service/api.proto).
+// Each reads one published ModelView of the TrainingLoop (and the
+// document calls the document table published beside it), so it needs no
+// lock beyond taking the pointers and never waits for a sweep.
+//
+// Errors: kInvalidArgument for a bad request (naming the field and the
+// limit), kNotFound for an unknown topic, word, user or document.
+//
+// Cluster mode: GetUserProfile is answered by the user's owner (forwarded
+// unless the request is `local`). Without `local`, the document and
+// similarity calls answer from every member's data (topic_queries_scatter.cc):
+// GetDocumentTopics asks the other members when this node has no such
+// document and takes the first that has it; TopicDocuments merges every
+// member's top documents (MergeTopicDocuments); SimilarDocuments and
+// SimilarUsers find the query's θ once here (a document's by
+// GetDocumentTopics, a user's by GetUserProfile, a text's by
+// InferDocument), every member ranks its own items against it and the
+// answers are merged (MergeNeighbors). Members that fail or do not answer
+// within the router's scatter timeout are named in missing_members, not
+// an error.
+//
+// Thread-safety: every method may be called from any number of threads at
+// once; SetSimilarity once, before the first call.
+#ifndef LATENTD_SERVICE_TOPIC_QUERIES_H_
+#define LATENTD_SERVICE_TOPIC_QUERIES_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "service/api.pb.h"
+#include "service/cluster_router.h"
+#include "service/document_topics.h"
+#include "service/ingest_path.h"
+#include "service/internal/cpu_gate.h"
+#include "service/model_view.h"
+#include "service/service_options.h"
+#include "service/similarity_service.h"
+#include "service/training_loop.h"
+
+namespace latentd::service {
+
+class TopicQueries {
+ public:
+  // The parts it reads; not owned, they outlive it.
+  TopicQueries(const ServiceOptions& options, const TrainingLoop* training,
+               const ClusterRouter* router, const IngestPath* ingest);
+
+  // The similarity calls' service (not owned); without one they answer
+  // kFailedPrecondition.
+  void SetSimilarity(const SimilarityService* similarity) {
+    similarity_ = similarity;
+  }
+
+  absl::StatusOr<api::ListTopicsResponse> ListTopics(
+      const api::ListTopicsRequest& request) const;
+  absl::StatusOr<api::GetTopicResponse> GetTopic(
+      const api::GetTopicRequest& request) const;
+  absl::StatusOr<api::WordTopicsResponse> WordTopics(
+      const api::WordTopicsRequest& request) const;
+  // Folds the text into the model; at most ServiceOptions::infer_slots at
+  // once (the others wait).
+  absl::StatusOr<api::InferDocumentResponse> InferDocument(
+      const api::InferDocumentRequest& request) const;
+  absl::StatusOr<api::GetUserProfileResponse> GetUserProfile(
+      const api::GetUserProfileRequest& request) const;
+  // kInvalidArgument for an empty document or top over 1000.
+  absl::StatusOr<api::GetDocumentTopicsResponse> GetDocumentTopics(
+      const api::GetDocumentTopicsRequest& request) const;
+  absl::StatusOr<api::TopicDocumentsResponse> TopicDocuments(
+      const api::TopicDocumentsRequest& request) const;
+  absl::StatusOr<api::SimilarDocumentsResponse> SimilarDocuments(
+      const api::SimilarDocumentsRequest& request) const;
+  absl::StatusOr<api::SimilarUsersResponse> SimilarUsers(
+      const api::SimilarUsersRequest& request) const;
+  // A page of the published model's counts (api.proto ExportModelRequest
+  // says how pages are cut); kInvalidArgument if first_word is past the
+  // vocabulary (topic_queries_export.cc).
+  absl::StatusOr<api::ExportModelResponse> ExportModel(
+      const api::ExportModelRequest& request) const;
+
+  // `text` tokenized as the corpus was, words over max_word_bytes dropped;
+  // kInvalidArgument if it is over max_text_bytes or no word is left.
+  absl::StatusOr<std::vector<std::string>> TokenizeDocument(
+      std::string_view text) const;
+  // The sweep and view number of `v`, as every answer carries them.
+  static api::ModelVersion Version(const ModelView& v);
+
+ private:
+  // TopicDocuments' documents when the request says 0.
+  static constexpr uint32_t kDefaultTopDocuments = 10;
+  std::shared_ptr<const ModelView> view() const { return training_.view(); }
+  absl::StatusOr<std::shared_ptr<const DocumentTopics>> Documents() const {
+    return training_.Documents();
+  }
+  // GetDocumentTopics and TopicDocuments from this node's documents only.
+  absl::StatusOr<api::GetDocumentTopicsResponse> LocalDocumentTopics(
+      const api::GetDocumentTopicsRequest& request) const;
+  absl::StatusOr<api::TopicDocumentsResponse> LocalTopicDocuments(
+      const api::TopicDocumentsRequest& request) const;
+  // Whether a request with this `local` flag is asked of every member.
+  bool Scatters(bool local) const {
+    return !local && router_.link() != nullptr;
+  }
+  // GetUserProfile for a user whose owner failed over (docs/design.md,
+  // "Replicated ingestion"): this node, the user's owner now, holds copies
+  // of the events that owner acknowledged (IngestPath::CopiedEvents). Folds
+  // each into model `v` (not adding it to the model: the failed node's
+  // counts are still in it) and adds its expected topic counts to *counts
+  // (K entries), its known tokens to *tokens and the copies to *events.
+  absl::Status AddCopiedEvents(const std::string& user, const ModelView& v,
+                               std::vector<double>* counts, double* tokens,
+                               uint64_t* events) const;
+
+  const ServiceOptions options_;
+  const TrainingLoop& training_;
+  const ClusterRouter& router_;
+  const IngestPath& ingest_;
+  const SimilarityService* similarity_ = nullptr;
+  mutable internal::CpuGate infer_gate_;  // InferDocument's slots
+};
+
+}  // namespace latentd::service
+
+#endif  // LATENTD_SERVICE_TOPIC_QUERIES_H_
