@@ -4,9 +4,10 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "asio.hpp"
-#include "asio/ssl.hpp"
 
 namespace latentd::sync {
 
@@ -21,28 +22,40 @@ std::string TakeOpenSslError() {
   return last;
 }
 
-TlsContext::TlsContext(bool server, bool mutual, std::string ca_file)
+TlsContext::TlsContext(bool server, bool mutual, std::string ca_file,
+                       SSL_CTX* ctx)
     : server_(server),
       mutual_(mutual),
       ca_file_(std::move(ca_file)),
-      context_(std::make_unique<asio::ssl::context>(
-          server ? asio::ssl::context::tls_server
-                 : asio::ssl::context::tls_client)) {
-  SSL_CTX* ctx = context_->native_handle();
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
-  // Writes may be partial and retried from a moved buffer (the HTTP
-  // server's non-blocking sockets). Record buffers are freed while a
-  // connection has nothing in them, so an idle or stalled TLS connection
-  // holds a few KiB, not ~34 KiB (issue 29).
-  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
-                            SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
-                            SSL_MODE_RELEASE_BUFFERS);
-}
+      context_(ctx) {}
 
 TlsContext::~TlsContext() = default;
 
-SSL_CTX* TlsContext::native() const { return context_->native_handle(); }
+void TlsContext::FreeContext::operator()(SSL_CTX* ctx) const {
+  SSL_CTX_free(ctx);
+}
+
+absl::StatusOr<std::shared_ptr<TlsContext>> TlsContext::Make(
+    bool server, bool mutual, std::string ca_file) {
+  TakeOpenSslError();
+  SSL_CTX* ctx =
+      SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
+  if (ctx == nullptr) {
+    return absl::InternalError(absl::StrCat(
+        "TLS: OpenSSL cannot make a context: ", TakeOpenSslError()));
+  }
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+  // Writes may be partial and retried from a moved buffer (the HTTP
+  // server's and the transport's non-blocking sockets). Record buffers are
+  // freed while a connection has nothing in them, so an idle or stalled
+  // TLS connection holds a few KiB, not ~34 KiB.
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+                            SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                            SSL_MODE_RELEASE_BUFFERS);
+  return std::shared_ptr<TlsContext>(
+      new TlsContext(server, mutual, std::move(ca_file), ctx));
+}
 
 namespace {
 
@@ -107,7 +120,9 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForServer(
     return absl::InvalidArgumentError(
         "TLS needs both a certificate (--tls-cert) and its key (--tls-key)");
   }
-  std::shared_ptr<TlsContext> t(new TlsContext(true, false, ""));
+  absl::StatusOr<std::shared_ptr<TlsContext>> made = Make(true, false, "");
+  if (!made.ok()) return made.status();
+  std::shared_ptr<TlsContext> t = *std::move(made);
   if (absl::Status s = UseCertificate(t->native(), cert_file, key_file);
       !s.ok()) {
     return s;
@@ -117,7 +132,10 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForServer(
 
 absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForClient(
     const std::string& ca_file) {
-  std::shared_ptr<TlsContext> t(new TlsContext(false, false, ca_file));
+  absl::StatusOr<std::shared_ptr<TlsContext>> made =
+      Make(false, false, ca_file);
+  if (!made.ok()) return made.status();
+  std::shared_ptr<TlsContext> t = *std::move(made);
   if (absl::Status s = LoadCa(t->native(), ca_file); !s.ok()) return s;
   SSL_CTX_set_verify(t->native(), SSL_VERIFY_PEER, nullptr);
   return std::shared_ptr<const TlsContext>(std::move(t));
@@ -126,7 +144,10 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForClient(
 absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForMutualServer(
     const MutualTlsFiles& files) {
   if (absl::Status s = CheckMutualFiles(files); !s.ok()) return s;
-  std::shared_ptr<TlsContext> t(new TlsContext(true, true, files.ca_file));
+  absl::StatusOr<std::shared_ptr<TlsContext>> made =
+      Make(true, true, files.ca_file);
+  if (!made.ok()) return made.status();
+  std::shared_ptr<TlsContext> t = *std::move(made);
   SSL_CTX* ctx = t->native();
   if (absl::Status s = UseCertificate(ctx, files.cert_file, files.key_file);
       !s.ok()) {
@@ -153,7 +174,10 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForMutualServer(
 absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForMutualClient(
     const MutualTlsFiles& files) {
   if (absl::Status s = CheckMutualFiles(files); !s.ok()) return s;
-  std::shared_ptr<TlsContext> t(new TlsContext(false, true, files.ca_file));
+  absl::StatusOr<std::shared_ptr<TlsContext>> made =
+      Make(false, true, files.ca_file);
+  if (!made.ok()) return made.status();
+  std::shared_ptr<TlsContext> t = *std::move(made);
   SSL_CTX* ctx = t->native();
   if (absl::Status s = UseCertificate(ctx, files.cert_file, files.key_file);
       !s.ok()) {

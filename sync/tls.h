@@ -1,5 +1,5 @@
-// TLS contexts (OpenSSL, through Asio's ssl::context) for the framed
-// transport (sync/transport.h) and the HTTP gateway: a server context from
+// TLS contexts (OpenSSL's SSL_CTX) for the framed transport
+// (sync/transport.h) and the HTTP gateway: a server context from
 // a certificate chain and its private key, a client context that verifies
 // the server's certificate against a CA file (or the system's CAs).
 //
@@ -23,9 +23,6 @@
 
 #include "absl/status/statusor.h"
 
-namespace asio::ssl {
-class context;
-}
 typedef struct ssl_st SSL;          // NOLINT: OpenSSL's own name
 typedef struct ssl_ctx_st SSL_CTX;  // NOLINT
 
@@ -87,16 +84,25 @@ class TlsContext {
   // The CA file peers are verified against ("" = system CAs; a plain
   // server context verifies none), for messages.
   const std::string& ca_file() const { return ca_file_; }
-  // Asio's wrapper (for asio::ssl::stream) and OpenSSL's own handle.
-  asio::ssl::context& asio_context() const { return *context_; }
-  SSL_CTX* native() const;
+  // OpenSSL's handle, owned by this context: each connection's session
+  // is SSL_new(native()).
+  SSL_CTX* native() const { return context_.get(); }
 
  private:
-  TlsContext(bool server, bool mutual, std::string ca_file);
+  struct FreeContext {
+    void operator()(SSL_CTX* ctx) const;
+  };
+  // A context with OpenSSL's settings common to all (TLS 1.2 and up, no
+  // compression or renegotiation, buffers released while empty);
+  // kInternal if OpenSSL cannot make one.
+  static absl::StatusOr<std::shared_ptr<TlsContext>> Make(bool server,
+                                                          bool mutual,
+                                                          std::string ca_file);
+  TlsContext(bool server, bool mutual, std::string ca_file, SSL_CTX* ctx);
   const bool server_;
   const bool mutual_;
   const std::string ca_file_;
-  std::unique_ptr<asio::ssl::context> context_;
+  const std::unique_ptr<SSL_CTX, FreeContext> context_;
 };
 
 // Makes `ssl` (a client connection) check that the server's certificate

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "asio/ssl/error.hpp"
 #include "openssl/ssl.h"
 #include "openssl/x509.h"
 #include "sync/internal/peer_identity.h"
@@ -158,27 +159,29 @@ absl::Status Connection::TlsHandshakeError(const asio::error_code& ec) {
 }
 
 void Connection::StartTlsHandshake() {
-  MaybeTlsSocket::TlsStream& tls = socket_.StartTls(*options_.tls);
-  const bool server = options_.tls->is_server();
-  if (!server && !SetTlsPeerHost(tls.native_handle(), options_.tls_host)) {
+  absl::StatusOr<TlsStream*> tls = socket_.StartTls(*options_.tls);
+  if (!tls.ok()) {
+    Fail(tls.status());
+    return;
+  }
+  if (!options_.tls->is_server() &&
+      !SetTlsPeerHost((*tls)->native_handle(), options_.tls_host)) {
     Fail(absl::InvalidArgumentError(
         absl::StrCat("TLS: cannot check the server's certificate against '",
                      options_.tls_host, "': ", TakeOpenSslError())));
     return;
   }
   auto self = shared_from_this();
-  tls.async_handshake(
-      server ? asio::ssl::stream_base::server : asio::ssl::stream_base::client,
-      [this, self](const asio::error_code& ec) {
-        if (closed_) return;
-        if (ec) {
-          options_.stats->connections_rejected.fetch_add(
-              1, std::memory_order_relaxed);
-          Fail(TlsHandshakeError(ec));
-          return;
-        }
-        AfterTls();
-      });
+  (*tls)->async_handshake([this, self](const asio::error_code& ec) {
+    if (closed_) return;
+    if (ec) {
+      options_.stats->connections_rejected.fetch_add(1,
+                                                     std::memory_order_relaxed);
+      Fail(TlsHandshakeError(ec));
+      return;
+    }
+    AfterTls();
+  });
 }
 
 void Connection::RefusePlaintext() {

@@ -13,16 +13,16 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "asio.hpp"
-#include "asio/ssl.hpp"
 #include "sync/frame.h"
+#include "sync/internal/tls_stream.h"
 #include "sync/peer_auth.h"
 #include "sync/tls.h"
 #include "sync/transport.h"
@@ -43,17 +43,21 @@ struct LoopImpl {
 class MaybeTlsSocket {
  public:
   using executor_type = asio::ip::tcp::socket::executor_type;
-  using TlsStream = asio::ssl::stream<asio::ip::tcp::socket>;
 
   explicit MaybeTlsSocket(asio::ip::tcp::socket socket)
       : plain_(std::move(socket)) {}
   // From here on reads and writes go through TLS (the handshake is the
-  // caller's). REQUIRES: called once, before any TLS read or write.
-  TlsStream& StartTls(const TlsContext& context) {
-    tls_.emplace(std::move(plain_), context.asio_context());
-    return *tls_;
+  // caller's). On failure (OpenSSL cannot make a session) the socket is
+  // gone with it: the connection is over. REQUIRES: called once, before
+  // any TLS read or write.
+  absl::StatusOr<TlsStream*> StartTls(const TlsContext& context) {
+    absl::StatusOr<std::unique_ptr<TlsStream>> tls =
+        TlsStream::Create(std::move(plain_), context);
+    if (!tls.ok()) return tls.status();
+    tls_ = *std::move(tls);
+    return tls_.get();
   }
-  TlsStream* tls() { return tls_ ? &*tls_ : nullptr; }
+  TlsStream* tls() { return tls_.get(); }
   asio::ip::tcp::socket& tcp() { return tls_ ? tls_->next_layer() : plain_; }
   executor_type get_executor() { return tcp().get_executor(); }
 
@@ -76,7 +80,7 @@ class MaybeTlsSocket {
 
  private:
   asio::ip::tcp::socket plain_;  // moved into tls_ by StartTls
-  std::optional<TlsStream> tls_;
+  std::unique_ptr<TlsStream> tls_;
 };
 
 struct ConnectionOptions {
