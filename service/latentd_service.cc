@@ -203,4 +203,26 @@ void LatentdService::AddClusterMembers(const ClusterLink* link,
   }
 }
 
+absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
+  if (started_ || cluster_.joined() || !options_.cluster_mode) {
+    return absl::FailedPreconditionError(
+        "JoinCluster must come once, before Start(), with cluster_mode set");
+  }
+  if (options.node_id.empty()) {
+    return absl::InvalidArgumentError(
+        "cluster mode needs the node's API TCP address as its id (--listen)");
+  }
+  if (!topics_) {
+    // A graph-only node: its graph model is what the cluster synchronizes.
+    if (graph_ == nullptr) {
+      return absl::FailedPreconditionError(
+          "cluster mode needs a topic model (--corpus) or a graph "
+          "(--graph-edges)");
+    }
+    return graph_->JoinCluster(std::move(options));
+  }
+  ingest_.SetCluster(options.redis_url, options.cluster);
+  return training_.JoinCluster(std::move(options));
+}
+
 }  // namespace latentd::service

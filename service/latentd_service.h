@@ -233,11 +233,11 @@ class LatentdService {
   // Opens the graph model if options.graph names an edge list.
   absl::Status OpenGraph(MetricsRegistry* metrics);
   using Metrics = internal::NodeMetrics;
-  // What the metrics read at every scrape: the replica records and, in
-  // cluster mode, the ring and failover metrics (service_cluster.cc).
+  // What the metrics read at every scrape: the replica records, the
+  // similarity index and, in cluster mode, the cluster's
+  // (service/cluster_metrics.h).
   void RegisterCollectors(MetricsRegistry* metrics);
   void RegisterSimilarityMetrics(MetricsRegistry* metrics);
-  void RegisterClusterMetrics(MetricsRegistry* metrics);
   // Status's cluster fields (node id, ring epoch, members, unreachable
   // peers) from `link`; nothing if it is null.
   static void AddClusterMembers(const ClusterLink* link,

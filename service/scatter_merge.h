@@ -1,7 +1,7 @@
 // How a node merges the answers of a query it scattered to its cluster's
-// members (LatentdService's TopicDocuments, SimilarDocuments and
-// SimilarUsers in cluster mode, service_scatter.cc): each member ranks its
-// own documents or users; the merged answer is the best `top` of them all,
+// members (TopicQueries' TopicDocuments, SimilarDocuments and
+// SimilarUsers in cluster mode, topic_queries_scatter.cc): each member ranks
+// its own documents or users; the merged answer is the best `top` of them all,
 // an item that several members hold (replica copies of one document, by
 // its id) counted once, at its best rank.
 //

@@ -1,7 +1,7 @@
 // LatentdService's ingestion calls: checking and tokenizing documents
 // (Ingest, IngestRecords) and a peer's replica copies. The ingest path itself
 // (log, queue, deduplication, forwarding, replication) is IngestPath's
-// (service/ingest_path.h); merging is in latentd_service.cc.
+// (service/ingest_path.h); merging is the TrainingLoop's.
 #include <algorithm>
 #include <string>
 #include <string_view>

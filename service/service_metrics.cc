@@ -1,6 +1,7 @@
 // LatentdService's collectors: what /metrics reads from the node's parts at
-// each scrape (its counters and gauges are NodeMetrics; the cluster's own
-// collectors are in service_cluster.cc).
+// each scrape (its counters and gauges are NodeMetrics; the cluster's are
+// service/cluster_metrics.h).
+#include "service/cluster_metrics.h"
 #include "service/latentd_service.h"
 
 namespace latentd::service {
@@ -12,7 +13,9 @@ void LatentdService::RegisterCollectors(MetricsRegistry* metrics) {
     }
   });
   RegisterSimilarityMetrics(metrics);
-  if (options_.cluster_mode) RegisterClusterMetrics(metrics);
+  if (options_.cluster_mode) {
+    RegisterClusterMetrics(metrics, [this] { return router_.link(); });
+  }
 }
 
 // The similarity index (service/similarity_service.h), read at each scrape.

@@ -1,6 +1,5 @@
-// LatentdService in cluster mode: joining and the cluster metrics. The
-// training side is ClusterMember's (service/cluster_member.h), routing
-// users to their owners ClusterRouter's (service/cluster_router.h).
+#include "service/cluster_metrics.h"
+
 #include <algorithm>
 #include <iterator>
 #include <utility>
@@ -15,7 +14,6 @@
 #include "sampler/store_counts.h"
 #include "service/api_client.h"
 #include "service/internal/connection_metrics.h"
-#include "service/latentd_service.h"
 
 namespace latentd::service {
 
@@ -53,7 +51,8 @@ struct ClusterMetrics {
 
 }  // namespace
 
-void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
+void RegisterClusterMetrics(MetricsRegistry* metrics,
+                            std::function<const ClusterLink*()> link_of) {
   MetricsRegistry& r = *metrics;
   auto metrics_of_link = std::make_shared<ClusterMetrics>();
   ClusterMetrics& cm = *metrics_of_link;
@@ -132,9 +131,10 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
   // known once joined).
   auto sync_connections =
       std::make_shared<internal::ConnectionMetrics>(metrics, "sync", 0, 0);
-  r.AddCollector([this, sync_connections, metrics_of_link] {
+  r.AddCollector([link_of = std::move(link_of), sync_connections,
+                  metrics_of_link] {
     ClusterMetrics& cm = *metrics_of_link;
-    const ClusterLink* link = router_.link();
+    const ClusterLink* link = link_of();
     if (link == nullptr) return;
     sync_connections->SetCaps(link->options().max_connections,
                               link->options().max_connections_per_address);
@@ -174,28 +174,6 @@ void LatentdService::RegisterClusterMetrics(MetricsRegistry* metrics) {
     cm.last_failover_seconds->Set(
         link->failovers() == 0 ? -1.0 : link->last_failover_seconds());
   });
-}
-
-absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
-  if (started_ || cluster_.joined() || !options_.cluster_mode) {
-    return absl::FailedPreconditionError(
-        "JoinCluster must come once, before Start(), with cluster_mode set");
-  }
-  if (options.node_id.empty()) {
-    return absl::InvalidArgumentError(
-        "cluster mode needs the node's API TCP address as its id (--listen)");
-  }
-  if (!topics_) {
-    // A graph-only node: its graph model is what the cluster synchronizes.
-    if (graph_ == nullptr) {
-      return absl::FailedPreconditionError(
-          "cluster mode needs a topic model (--corpus) or a graph "
-          "(--graph-edges)");
-    }
-    return graph_->JoinCluster(std::move(options));
-  }
-  ingest_.SetCluster(options.redis_url, options.cluster);
-  return training_.JoinCluster(std::move(options));
 }
 
 }  // namespace latentd::service
