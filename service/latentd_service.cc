@@ -58,7 +58,8 @@ LatentdService::LatentdService(const ServiceOptions& options,
                  .cluster = &cluster_,
                  .metrics = &m_},
                 metrics),
-      queries_(options, &training_, &router_, &ingest_) {}
+      checker_(options, &training_),
+      queries_(options, &training_, &checker_, &router_, &ingest_) {}
 
 LatentdService::~LatentdService() { (void)Stop(); }
 

@@ -45,6 +45,7 @@
 #include "service/cluster/cluster_link.h"
 #include "service/cluster_member.h"
 #include "service/cluster_router.h"
+#include "service/document_checker.h"
 #include "service/document_topics.h"
 #include "service/graph_service.h"
 #include "service/ingest_path.h"
@@ -151,7 +152,7 @@ class LatentdService {
       const api::ClusterMembersRequest& request) const;
 
   // ---- For the stream and directory ingesters. ----
-  // TopicQueries::TokenizeDocument; kFailedPrecondition on a graph-only
+  // DocumentChecker::TokenizeDocument; kFailedPrecondition on a graph-only
   // node.
   absl::StatusOr<std::vector<std::string>> TokenizeDocument(
       std::string_view text) const;
@@ -171,12 +172,10 @@ class LatentdService {
   absl::StatusOr<uint64_t> IngestRecords(std::vector<IngestRecord> records,
                                          LogRange* appended = nullptr,
                                          bool route = true);
-  // kInvalidArgument naming the field unless `r` is within the limits of
-  // ServiceOptions: max_id_bytes (user, doc_id, source), max_word_bytes
-  // (each word), corpus.max_document_tokens (its words).
+  // DocumentChecker::CheckLimits.
   absl::Status CheckDocumentLimits(const IngestRecord& r) const;
   // The largest text a document may have (ServiceOptions::max_text_bytes).
-  size_t max_text_bytes() const { return options_.max_text_bytes; }
+  size_t max_text_bytes() const { return checker_.max_text_bytes(); }
   // True if a record with this non-empty source is in the ingest log.
   bool SourceIngested(const std::string& source) const;
   // Cluster mode with replicas > 1: the replica copies this node holds of
@@ -245,14 +244,9 @@ class LatentdService {
   // Info and warning lines of component "latentd" (base/log.h).
   static void Log(const std::string& line);
   static void LogWarning(const std::string& line);
-  // The words and topics of a handed-off document (api::Document words and
-  // topics), checked: only with `local`, without text, one topic per word
-  // below K, words non-empty UTF-8 without spaces or control bytes.
-  absl::StatusOr<std::vector<std::string>> HandedOffWords(
-      const api::Document& d, bool local, std::vector<TopicId>* topics) const;
-  // The documents of an Ingest request, tokenized; kInvalidArgument naming
-  // the first one without words.
-  absl::StatusOr<std::vector<IngestRecord>> RequestRecords(
+  // The documents of an Ingest request as records (DocumentChecker);
+  // kFailedPrecondition on a graph-only node.
+  absl::StatusOr<std::vector<IngestRecord>> RecordsOf(
       const api::IngestRequest& request) const;
   // A peer's Ingest with replica_of set: appends the copies to the replica
   // log of their origin (kFailedPrecondition if this node keeps none).
@@ -280,6 +274,7 @@ class LatentdService {
   // above, declared before it).
   TrainingLoop training_;
   // The read calls (no state of their own but InferDocument's slots).
+  const DocumentChecker checker_;  // of the training loop's tokenizer
   TopicQueries queries_;
 
   bool started_ = false;

@@ -81,10 +81,12 @@ int InferSlots(int configured) {
 
 TopicQueries::TopicQueries(const ServiceOptions& options,
                            const TrainingLoop* training,
+                           const DocumentChecker* checker,
                            const ClusterRouter* router,
                            const IngestPath* ingest)
     : options_(options),
       training_(*training),
+      checker_(*checker),
       router_(*router),
       ingest_(*ingest),
       infer_gate_(InferSlots(options.infer_slots)) {}
@@ -94,24 +96,6 @@ api::ModelVersion TopicQueries::Version(const ModelView& v) {
   out.set_sweep(v.sweep);
   out.set_view(v.version);
   return out;
-}
-
-absl::StatusOr<std::vector<std::string>> TopicQueries::TokenizeDocument(
-    std::string_view text) const {
-  if (text.size() > options_.max_text_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("text of ", text.size(), " bytes is over the limit of ",
-                     options_.max_text_bytes));
-  }
-  std::vector<std::string> words = training_.tokenizer().Tokenize(text);
-  std::erase_if(words, [this](const std::string& w) {
-    return w.size() > options_.max_word_bytes;
-  });
-  if (words.empty()) {
-    return absl::InvalidArgumentError(
-        "empty document: no words left after tokenization");
-  }
-  return words;
 }
 
 absl::StatusOr<api::ListTopicsResponse> TopicQueries::ListTopics(
@@ -201,7 +185,7 @@ absl::StatusOr<api::InferDocumentResponse> TopicQueries::InferDocument(
         " and burn_in below it; got ", o.iterations, " and ", o.burn_in));
   }
   LATENTD_ASSIGN_OR_RETURN(std::vector<std::string> words,
-                           TokenizeDocument(request.text()));
+                           checker_.TokenizeDocument(request.text()));
   std::shared_ptr<const ModelView> v = view();
   std::vector<WordId> ids;
   ids.reserve(words.size());

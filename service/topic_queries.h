@@ -32,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "service/api.pb.h"
 #include "service/cluster_router.h"
+#include "service/document_checker.h"
 #include "service/document_topics.h"
 #include "service/ingest_path.h"
 #include "service/internal/cpu_gate.h"
@@ -46,7 +47,8 @@ class TopicQueries {
  public:
   // The parts it reads; not owned, they outlive it.
   TopicQueries(const ServiceOptions& options, const TrainingLoop* training,
-               const ClusterRouter* router, const IngestPath* ingest);
+               const DocumentChecker* checker, const ClusterRouter* router,
+               const IngestPath* ingest);
 
   // The similarity calls' service (not owned); without one they answer
   // kFailedPrecondition.
@@ -81,10 +83,6 @@ class TopicQueries {
   absl::StatusOr<api::ExportModelResponse> ExportModel(
       const api::ExportModelRequest& request) const;
 
-  // `text` tokenized as the corpus was, words over max_word_bytes dropped;
-  // kInvalidArgument if it is over max_text_bytes or no word is left.
-  absl::StatusOr<std::vector<std::string>> TokenizeDocument(
-      std::string_view text) const;
   // The sweep and view number of `v`, as every answer carries them.
   static api::ModelVersion Version(const ModelView& v);
 
@@ -116,6 +114,7 @@ class TopicQueries {
 
   const ServiceOptions options_;
   const TrainingLoop& training_;
+  const DocumentChecker& checker_;
   const ClusterRouter& router_;
   const IngestPath& ingest_;
   const SimilarityService* similarity_ = nullptr;
