@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "hashring/ring_config.h"
-#include "service/cluster/internal/cluster_peer.h"
 #include "service/cluster/internal/join_redis.h"
 #include "sync/cluster_admin.h"
 
@@ -103,6 +102,24 @@ absl::Status ClusterLink::StartServer() {
         "reach it can change this cluster's model. Use --cluster-key FILE "
         "outside loopback development"));
   }
+  PeerSet::Options po;
+  po.loop = loop_.get();
+  po.heartbeat = options_.heartbeat;
+  po.call_timeout = options_.call_timeout;
+  po.dead_after = options_.dead_after;
+  po.log = options_.log;
+  po.info = options_.info;
+  po.client.log = options_.log;
+  po.client.auth = client_auth_;
+  po.client.tls = client_tls_;
+  peers_ = std::make_unique<PeerSet>(std::move(po), clocks_.get(), [this] {
+    sync::Progress p;
+    p.set_node_id(node_id_);
+    p.set_clock(sweep_.load());
+    p.set_finished(finished_.load());
+    p.set_ready(ready_.load());
+    return p;
+  });
   return absl::OkStatus();
 }
 
@@ -428,7 +445,7 @@ absl::Status ClusterLink::Join() {
   so.log = options_.log;
   sync_ = std::make_unique<sync::Synchronizer>(so, table_, std::move(key_owner),
                                                std::move(channels));
-  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  peers_->StartHeartbeats();
   if (joining) {
     // The members hand this node the keys the new ring gives it; once all
     // have (so that a key's changes reach it in order), push this node's
@@ -441,7 +458,7 @@ absl::Status ClusterLink::Join() {
     sync_->FullPass();
     ready_.store(true);
     clocks_->MarkReady(node_id_);
-    KickHeartbeat();
+    peers_->Kick();
     sync_->FullPass();
     LATENTD_RETURN_IF_ERROR(apply_pending_());
     if (options_.ring_poll > absl::ZeroDuration()) {
@@ -480,7 +497,7 @@ absl::Status ClusterLink::Join() {
   sync_->FullPass();
   ready_.store(true);
   clocks_->MarkReady(node_id_);
-  KickHeartbeat();
+  peers_->Kick();
   if (!clocks_->WaitAllReady(absl::Now() + options_.join_timeout)) {
     return absl::DeadlineExceededError(
         absl::StrCat("cluster ", options_.cluster,
@@ -490,75 +507,12 @@ absl::Status ClusterLink::Join() {
   return apply_pending_();
 }
 
-void ClusterLink::KickHeartbeat() {
-  absl::MutexLock l(&hb_mu_);
-  ++hb_kick_;
-}
-
-void ClusterLink::HeartbeatLoop() {
-  uint64_t seen_kick = 0;
-  while (true) {
-    {
-      absl::MutexLock l(&hb_mu_);
-      auto wake = [this, &seen_kick]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(hb_mu_) {
-        return hb_stop_ || hb_kick_ != seen_kick;
-      };
-      hb_mu_.AwaitWithTimeout(absl::Condition(&wake), options_.heartbeat);
-      if (hb_stop_) return;
-      seen_kick = hb_kick_;
-    }
-    sync::Progress p;
-    p.set_node_id(node_id_);
-    p.set_clock(sweep_.load());
-    p.set_finished(finished_.load());
-    p.set_ready(ready_.load());
-    const std::string payload = p.SerializeAsString();
-    // Asynchronous, so a dead or slow peer never delays the others' beats.
-    for (Peer* pp : PeerList()) {
-      {
-        absl::MutexLock l(&pp->mu);
-        if (pp->in_flight) continue;
-        pp->in_flight = true;
-      }
-      pp->client->Call(sync::MESSAGE_TYPE_PROGRESS, payload,
-                       options_.call_timeout,
-                       [this, pp](absl::StatusOr<sync::Frame> r) {
-                         OnHeartbeatReply(pp, r.status());
-                       });
-    }
-  }
-}
-
-void ClusterLink::OnHeartbeatReply(Peer* pp, const absl::Status& status) {
-  absl::MutexLock l(&pp->mu);
-  pp->in_flight = false;
-  if (status.ok()) {
-    pp->last_ok = absl::Now();
-    if (pp->reported_down) {
-      options_.info(absl::StrCat("peer ", pp->id, " reachable again"));
-      pp->reported_down = false;
-    }
-  } else if (absl::Now() - pp->last_ok > options_.dead_after &&
-             !pp->reported_down) {
-    // Once dead, a peer no longer holds back SSP, even if it returns
-    // (membership is fixed; its progress is still recorded).
-    pp->reported_down = true;
-    clocks_->MarkDead(pp->id);
-    options_.log(absl::StrCat("peer ", pp->id, " unavailable (",
-                              status.ToString(), "); going on without it"));
-  }
-}
-
 bool ClusterLink::WaitAllFinished(absl::Duration timeout) {
   return clocks_->WaitAllFinished(absl::Now() + timeout);
 }
 
 std::vector<std::string> ClusterLink::UnavailablePeers() const {
-  std::vector<std::string> out;
-  for (const Peer* p : PeerList()) {
-    if (clocks_->IsDead(p->id)) out.push_back(p->id);
-  }
-  return out;
+  return peers_ != nullptr ? peers_->Unavailable() : std::vector<std::string>{};
 }
 
 absl::Status ClusterLink::BeforeSweep(uint64_t t) {
@@ -592,7 +546,7 @@ void ClusterLink::AnnounceSweep(uint64_t t) {
   sweep_.store(t);
   sync_->set_clock(t);
   clocks_->Update(node_id_, t, false);
-  KickHeartbeat();
+  peers_->Kick();
 }
 
 absl::Status ClusterLink::AfterBatch(std::span<const WordTopicDelta> applied) {
@@ -615,7 +569,7 @@ void ClusterLink::Finish() {
   sync_->Flush();
   finished_.store(true);
   clocks_->Update(node_id_, sweep_.load(), true);
-  KickHeartbeat();
+  peers_->Kick();
 }
 
 sync::Synchronizer::PassResult ClusterLink::DrainPass() {
@@ -632,10 +586,10 @@ void ClusterLink::Stop() {
   if (stopped_) return;
   stopped_ = true;
   {
-    absl::MutexLock l(&hb_mu_);
-    hb_stop_ = true;
+    absl::MutexLock l(&stop_mu_);
+    stopping_ = true;
   }
-  if (heartbeat_.joinable()) heartbeat_.join();
+  if (peers_ != nullptr) peers_->StopHeartbeats();
   if (ring_watch_.joinable()) ring_watch_.join();
   if (liveness_.joinable()) liveness_.join();
   if (!outgoing_.empty()) {
@@ -648,7 +602,7 @@ void ClusterLink::Stop() {
   if (replicator_) replicator_->Stop();
   if (sync_) sync_->Stop();
   if (server_) server_->Stop();
-  for (Peer* p : PeerList()) p->client->Close();
+  if (peers_ != nullptr) peers_->Close();
 }
 
 hashring::RingConfig ClusterLink::ring_config() const {
@@ -667,31 +621,6 @@ uint64_t ClusterLink::epoch() const {
 }
 
 size_t ClusterLink::pending_handoffs() const { return outgoing_count_.load(); }
-
-std::vector<ClusterLink::Peer*> ClusterLink::PeerList() const {
-  absl::MutexLock l(&peers_mu_);
-  std::vector<Peer*> out;
-  for (const auto& p : peers_) out.push_back(p.get());
-  return out;
-}
-
-absl::StatusOr<ClusterLink::Peer*> ClusterLink::FindOrAddPeer(
-    const hashring::Member& m) {
-  absl::MutexLock l(&peers_mu_);
-  for (const auto& p : peers_) {
-    if (p->id == m.id) return p.get();
-  }
-  auto peer = std::make_unique<Peer>();
-  peer->id = m.id;
-  sync::ClientOptions co;
-  LATENTD_RETURN_IF_ERROR(sync::SplitHostPort(m.address, &co.host, &co.port));
-  co.log = options_.log;
-  co.auth = client_auth_;
-  co.tls = client_tls_;
-  peer->client = std::make_unique<sync::Client>(loop_.get(), co);
-  peers_.push_back(std::move(peer));
-  return peers_.back().get();
-}
 
 absl::Status ClusterLink::GrowKeys(const std::function<absl::Status()>& grow) {
   absl::MutexLock route(&route_mu_);

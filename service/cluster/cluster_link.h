@@ -78,6 +78,7 @@
 #include "hashring/ring.h"
 #include "sampler/synced_table.h"
 #include "service/cluster/cluster_link_options.h"
+#include "service/cluster/peer_set.h"
 #include "sync/cluster_admin.h"
 #include "sync/consistency.h"
 #include "sync/membership.h"
@@ -314,7 +315,6 @@ class ClusterLink {
       const hashring::RingConfig& config);
   // The highest sweep clock the peers report (0 if none answers).
   uint64_t PeersClock();
-  struct Peer;
   void HandleFrame(sync::Frame request, sync::Responder responder);
   // Logs a refusal of a peer's frame, at most one line per few seconds.
   void LogRefusal(log::Throttle& throttle, const std::string& line);
@@ -339,14 +339,8 @@ class ClusterLink {
   absl::Status AdvanceRingChange(sync::RedisClient* redis);
   // Sends the pending hand-offs; those that fail stay for the next try.
   void SendHandoffs();
-  // The peer of member `m`, created (with its client) if new.
-  absl::StatusOr<Peer*> FindOrAddPeer(const hashring::Member& m);
-  std::vector<Peer*> PeerList() const;
-  void HeartbeatLoop();
   // Waits up to `d` unless stopping; false once stopping.
   bool SleepUnlessStopping(absl::Duration d);
-  void KickHeartbeat();
-  void OnHeartbeatReply(Peer* peer, const absl::Status& status);
 
   const ClusterLinkOptions options_;
   // This node's proof for its outgoing sync connections (null: insecure).
@@ -397,10 +391,8 @@ class ClusterLink {
   std::shared_ptr<const hashring::Ring> ring_ ABSL_GUARDED_BY(ring_mu_);
   std::unique_ptr<sync::EventLoop> loop_;
   std::unique_ptr<sync::Server> server_;
-  // Peers are added (never removed: a synchronizer channel may still use
-  // a departed member's client) by Join and the ring watcher.
-  mutable absl::Mutex peers_mu_;
-  std::vector<std::unique_ptr<Peer>> peers_ ABSL_GUARDED_BY(peers_mu_);
+  // The other members' clients and the heartbeats (made by StartServer).
+  std::unique_ptr<PeerSet> peers_;
   // Watcher thread only: hand-offs not yet imported by their new owners,
   // and the last epoch whose refusal was logged.
   std::vector<sync::KeyHandoff> outgoing_;
@@ -452,10 +444,9 @@ class ClusterLink {
   std::atomic<uint64_t> kick_every_{0};
   uint64_t batches_since_kick_ = 0;  // count updater only
 
-  mutable absl::Mutex hb_mu_;
-  bool hb_stop_ ABSL_GUARDED_BY(hb_mu_) = false;
-  uint64_t hb_kick_ ABSL_GUARDED_BY(hb_mu_) = 0;
-  std::thread heartbeat_;
+  // Set by Stop(): the ring watcher and liveness threads return.
+  absl::Mutex stop_mu_;
+  bool stopping_ ABSL_GUARDED_BY(stop_mu_) = false;
   std::thread ring_watch_;
   std::atomic<uint64_t> sender_mismatches_{0};
   std::atomic<uint64_t> handoffs_refused_{0};

@@ -9,7 +9,6 @@
 #include "base/status_macros.h"
 #include "hashring/ring_config.h"
 #include "service/cluster/cluster_link.h"
-#include "service/cluster/internal/cluster_peer.h"
 #include "sync/cluster_admin.h"
 
 namespace latentd {
@@ -70,9 +69,8 @@ ClusterLink::ChannelsFor(const hashring::RingConfig& config) {
                                      : sync::MakeLocalChannel(owner_.get()));
       continue;
     }
-    LATENTD_ASSIGN_OR_RETURN(Peer * peer, FindOrAddPeer(m));
-    channels.push_back(
-        sync::MakeRemoteChannel(peer->client.get(), options_.call_timeout));
+    LATENTD_ASSIGN_OR_RETURN(sync::Client * client, peers_->ClientFor(m));
+    channels.push_back(sync::MakeRemoteChannel(client, options_.call_timeout));
   }
   return channels;
 }
@@ -82,16 +80,17 @@ uint64_t ClusterLink::PeersClock() {
   p.set_node_id(node_id_);
   const std::string payload = p.SerializeAsString();
   uint64_t clock = 0;
-  std::vector<Peer*> ask = PeerList();
+  std::vector<sync::Client*> ask;
+  for (const auto& [id, client] : peers_->All()) ask.push_back(client);
   // A peer refuses progress from an id its copy of the registry lacks
   // until its ring watcher reads the registry again (at most a ring poll
   // later): a joiner registered just now asks such a peer again, a few
   // polls at most. A peer that does not answer is not asked again.
   for (int round = 0; round < 8 && !ask.empty(); ++round) {
     if (round > 0 && !SleepUnlessStopping(options_.ring_poll)) break;
-    std::vector<Peer*> refused;
-    for (Peer* peer : ask) {
-      absl::StatusOr<sync::Frame> r = peer->client->CallSync(
+    std::vector<sync::Client*> refused;
+    for (sync::Client* peer : ask) {
+      absl::StatusOr<sync::Frame> r = peer->CallSync(
           sync::MESSAGE_TYPE_PROGRESS, payload, options_.call_timeout);
       sync::ProgressReply reply;
       if (r.ok() && reply.ParseFromString(r->payload)) {
@@ -110,12 +109,12 @@ void ClusterLink::WatchRing() {
   const std::string key = sync::RingKey(options_.cluster);
   while (true) {
     {
-      absl::MutexLock l(&hb_mu_);
-      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(hb_mu_) {
-        return hb_stop_;
+      absl::MutexLock l(&stop_mu_);
+      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(stop_mu_) {
+        return stopping_;
       };
-      hb_mu_.AwaitWithTimeout(absl::Condition(&stop), options_.ring_poll);
-      if (hb_stop_) return;
+      stop_mu_.AwaitWithTimeout(absl::Condition(&stop), options_.ring_poll);
+      if (stopping_) return;
     }
     SendHandoffs();
     if (redis == nullptr) {
@@ -276,7 +275,7 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
   }
   for (const hashring::Member& m : next.members) {
     if (m.id == node_id_) continue;
-    LATENTD_RETURN_IF_ERROR(FindOrAddPeer(m).status());
+    LATENTD_RETURN_IF_ERROR(peers_->ClientFor(m).status());
     clocks_->Add(m.id);
   }
   // (A leaving node owns nothing in `next`: every key it holds moves.)
@@ -385,8 +384,8 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
   std::vector<std::string> lost_channels;
   for (const hashring::Member& m : ring_config().members) {
     if (std::find(c.lost.begin(), c.lost.end(), m.id) != c.lost.end()) {
-      absl::StatusOr<Peer*> peer = FindOrAddPeer(m);
-      if (peer.ok()) lost_channels.push_back((*peer)->client->peer());
+      absl::StatusOr<sync::Client*> client = peers_->ClientFor(m);
+      if (client.ok()) lost_channels.push_back((*client)->peer());
     }
   }
   hashring::RingConfig before;
@@ -532,15 +531,11 @@ void ClusterLink::SendHandoffs() {
   size_t kept = 0;
   for (size_t j = 0; j < outgoing_.size(); ++j) {
     sync::KeyHandoff& h = outgoing_[j];
-    Peer* to = nullptr;
-    for (Peer* p : PeerList()) {
-      if (p->id == h.to_node()) to = p;
-    }
+    sync::Client* to = peers_->Find(h.to_node());
     absl::Status sent = absl::NotFoundError("no such peer");
     if (to != nullptr) {
-      sent = to->client
-                 ->CallSync(sync::MESSAGE_TYPE_KEY_HANDOFF,
-                            h.SerializeAsString(), options_.call_timeout)
+      sent = to->CallSync(sync::MESSAGE_TYPE_KEY_HANDOFF, h.SerializeAsString(),
+                          options_.call_timeout)
                  .status();
     }
     if (!sent.ok()) {

@@ -16,11 +16,11 @@
 namespace latentd {
 
 bool ClusterLink::SleepUnlessStopping(absl::Duration d) {
-  absl::MutexLock l(&hb_mu_);
+  absl::MutexLock l(&stop_mu_);
   auto stop = [this]()
-                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(hb_mu_) { return hb_stop_; };
-  hb_mu_.AwaitWithTimeout(absl::Condition(&stop), d);
-  return !hb_stop_;
+                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(stop_mu_) { return stopping_; };
+  stop_mu_.AwaitWithTimeout(absl::Condition(&stop), d);
+  return !stopping_;
 }
 
 void ClusterLink::LivenessLoop() {

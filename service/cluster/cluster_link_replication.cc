@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "service/cluster/cluster_link.h"
-#include "service/cluster/internal/cluster_peer.h"
 
 namespace latentd {
 
@@ -29,7 +28,7 @@ absl::Status ClusterLink::SetReplicaBackups(
         std::find(lost.begin(), lost.end(), m.id) != lost.end();
     ids.push_back(is_lost ? std::string() : m.id);
     if (m.id == node_id_ || is_lost) continue;
-    LATENTD_RETURN_IF_ERROR(FindOrAddPeer(m).status());
+    LATENTD_RETURN_IF_ERROR(peers_->ClientFor(m).status());
     others.push_back(m.id);
   }
   auto backups = [ring, ids = std::move(ids), self = node_id_](sync::Key key) {
@@ -57,20 +56,17 @@ void ClusterLink::RefillReplicas(const hashring::RingConfig& config) {
 void ClusterLink::SendReplicaUpdate(const std::string& backup,
                                     const sync::ReplicaUpdate& update,
                                     std::function<void(absl::Status)> done) {
-  Peer* to = nullptr;
-  for (Peer* p : PeerList()) {
-    if (p->id == backup) to = p;
-  }
+  sync::Client* to = peers_->Find(backup);
   if (to == nullptr) {
     done(absl::UnavailableError(
         absl::StrCat("no connection to backup ", backup)));
     return;
   }
-  to->client->Call(sync::MESSAGE_TYPE_REPLICA_UPDATE,
-                   update.SerializeAsString(), options_.call_timeout,
-                   [done = std::move(done)](absl::StatusOr<sync::Frame> reply) {
-                     done(reply.status());
-                   });
+  to->Call(sync::MESSAGE_TYPE_REPLICA_UPDATE, update.SerializeAsString(),
+           options_.call_timeout,
+           [done = std::move(done)](absl::StatusOr<sync::Frame> reply) {
+             done(reply.status());
+           });
 }
 
 void ClusterLink::TakeOverReplicas(const std::string& dead, uint64_t epoch,
