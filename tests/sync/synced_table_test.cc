@@ -315,7 +315,6 @@ TEST(SyncedTopicTable, ALostOwnersForeignPartAloneIsDropped) {
   copy.set_dimension(kK);
   copy.add_keys(101);
   copy.add_names("apple");
-  copy.add_versions(1);
   sync::AppendToBlock({{3, 2}}, copy.mutable_globals());
   copy.add_holder_counts(0);
   ASSERT_TRUE(o1.ImportKeys(copy).ok());

@@ -24,6 +24,7 @@ DeltaBatch Batch(const std::string& node, uint64_t seq,
   b.set_incarnation(1);
   b.set_sequence(seq);
   b.set_dimension(4);
+  b.set_changes_only(true);
   for (auto& [k, v] : deltas) {
     b.add_keys(k);
     AppendToBlock(v, b.mutable_deltas());
@@ -31,48 +32,22 @@ DeltaBatch Batch(const std::string& node, uint64_t seq,
   return b;
 }
 
-TEST(OwnerShard, AppliesOnceAndRepliesGlobals) {
+TEST(OwnerShard, AppliesOnce) {
   OwnerShard shard(4);
   DeltaReply r;
   ASSERT_TRUE(shard.Apply(Batch("a", 1, {{7, {{1, 5}}}}), &r).ok());
+  EXPECT_FALSE(r.duplicate());
+  EXPECT_NE(r.owner_incarnation(), 0u);
   ASSERT_TRUE(shard.Apply(Batch("b", 1, {{7, {{1, 2}, {3, 1}}}}), &r).ok());
   EXPECT_EQ(shard.Global(7), (SparseVector{{1, 7}, {3, 1}}));
   // A resend of a's batch 1 is answered but not applied again.
   ASSERT_TRUE(shard.Apply(Batch("a", 1, {{7, {{1, 5}}}}), &r).ok());
   EXPECT_TRUE(r.duplicate());
   EXPECT_EQ(shard.Global(7), (SparseVector{{1, 7}, {3, 1}}));
-  SparseVector g;
-  BlockReader reader(r.globals(), 4);
-  ASSERT_TRUE(reader.Validate(1).ok());
-  reader.Next(&g);
-  EXPECT_EQ(g, (SparseVector{{1, 7}, {3, 1}}));
   // Deltas may cancel to zero.
   ASSERT_TRUE(shard.Apply(Batch("a", 2, {{7, {{1, -7}, {3, -1}}}}), &r).ok());
   EXPECT_TRUE(shard.Global(7).empty());
   EXPECT_EQ(shard.stats().batches_duplicate, 1u);
-}
-
-TEST(OwnerShard, ResendsOnlyGlobalsOfNewerVersion) {
-  OwnerShard shard(4);
-  DeltaReply r;
-  ASSERT_TRUE(
-      shard.Apply(Batch("a", 1, {{7, {{1, 5}}}, {8, {{2, 1}}}}), &r).ok());
-  ASSERT_EQ(r.versions_size(), 2);
-  const uint64_t v7 = r.versions(0), v8 = r.versions(1);
-  // b knows key 7 at v7 and key 8 at an older version; it changes key 8.
-  DeltaBatch b = Batch("b", 1, {{7, {}}, {8, {{2, 2}}}});
-  b.add_known_versions(v7);
-  b.add_known_versions(v8 - 1);
-  ASSERT_TRUE(shard.Apply(b, &r).ok());
-  EXPECT_EQ(r.versions(0), v7);  // unchanged: no global sent for it
-  EXPECT_GT(r.versions(1), v8);
-  BlockReader reader(r.globals(), 4);
-  ASSERT_TRUE(reader.Validate(1).ok());
-  SparseVector g;
-  reader.Next(&g);
-  EXPECT_EQ(g, (SparseVector{{2, 3}}));
-  b.add_known_versions(0);  // 3 versions for 2 keys
-  EXPECT_EQ(shard.Apply(b, &r).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(OwnerShard, RejectsMalformedBatchesWithoutChange) {
@@ -91,57 +66,16 @@ TEST(OwnerShard, RejectsMalformedBatchesWithoutChange) {
   b = Batch("a", 1, {{7, {{1, 1}}}});
   b.set_dimension(5);
   EXPECT_EQ(shard.Apply(b, &r).code(), absl::StatusCode::kInvalidArgument);
+  b = Batch("a", 1, {{7, {{1, 1}}}});
+  b.set_changes_only(false);  // every sender sends its changes
+  EXPECT_EQ(shard.Apply(b, &r).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(shard.Global(7).empty());
   // The rejected sequence 1 was not recorded: a good batch 1 applies.
   ASSERT_TRUE(shard.Apply(Batch("a", 1, {{7, {{1, 1}}}}), &r).ok());
   EXPECT_FALSE(r.duplicate());
 }
 
-// The owner tells each sender of the keys it holds that others changed,
-// once, and again only if the reply that told it may have been lost.
-TEST(OwnerShard, PushesOthersChangesToHolders) {
-  OwnerShard shard(4);
-  DeltaReply r;
-  ASSERT_TRUE(shard.Apply(Batch("a", 1, {{7, {}}, {8, {}}}), &r).ok());
-  EXPECT_TRUE(r.tracking());
-  EXPECT_NE(r.owner_incarnation(), 0u);
-  ASSERT_TRUE(
-      shard.Apply(Batch("b", 1, {{7, {{1, 2}}}, {9, {{0, 1}}}}), &r).ok());
-  EXPECT_EQ(r.pushed_keys_size(), 0);  // b holds nothing a changed
-  // a's next batch (empty) brings key 7 (a holds it), not 9 (a does not).
-  ASSERT_TRUE(shard.Apply(Batch("a", 2, {}), &r).ok());
-  ASSERT_EQ(r.pushed_keys_size(), 1);
-  EXPECT_EQ(r.pushed_keys(0), 7u);
-  EXPECT_EQ(r.pushed_versions(0), 1u);
-  BlockReader pushed(r.pushed_globals(), 4);
-  ASSERT_TRUE(pushed.Validate(1).ok());
-  SparseVector g;
-  pushed.Next(&g);
-  EXPECT_EQ(g, (SparseVector{{1, 2}}));
-  // The same batch again (its reply was lost): pushed again.
-  ASSERT_TRUE(shard.Apply(Batch("a", 2, {}), &r).ok());
-  EXPECT_TRUE(r.duplicate());
-  ASSERT_EQ(r.pushed_keys_size(), 1);
-  // A new sequence confirms it: nothing more to push.
-  ASSERT_TRUE(shard.Apply(Batch("a", 3, {}), &r).ok());
-  EXPECT_EQ(r.pushed_keys_size(), 0);
-  // A key a sends itself comes back in the batch part, not pushed.
-  ASSERT_TRUE(shard.Apply(Batch("b", 2, {{7, {{2, 1}}}}), &r).ok());
-  ASSERT_TRUE(shard.Apply(Batch("a", 4, {{7, {{3, 1}}}}), &r).ok());
-  EXPECT_EQ(r.pushed_keys_size(), 0);
-  ASSERT_TRUE(shard.Apply(Batch("b", 3, {}), &r).ok());
-  ASSERT_EQ(r.pushed_keys_size(), 1);  // b hears of a's change to 7
-  EXPECT_EQ(r.pushed_keys(0), 7u);
-}
-
-DeltaBatch ChangeBatch(const std::string& node, uint64_t seq,
-                       std::vector<std::pair<Key, SparseVector>> deltas) {
-  DeltaBatch b = Batch(node, seq, std::move(deltas));
-  b.set_changes_only(true);
-  return b;
-}
-
-// The changes of a change-mode reply, by key.
+// The changes of a reply, by key.
 std::map<Key, SparseVector> Changes(const DeltaReply& r) {
   std::map<Key, SparseVector> out;
   BlockReader reader(r.changes(), 4);
@@ -152,46 +86,40 @@ std::map<Key, SparseVector> Changes(const DeltaReply& r) {
   return out;
 }
 
-// Change mode: a sender hears the global before its first delta of a key,
-// then only the others' deltas; a resent batch hears them again (with
-// what came since), the next sequence confirms them.
-TEST(OwnerShard, ChangeModeSendsWhatTheSenderHasNotSeen) {
+// A sender hears the global before its first delta of a key, then only
+// the others' deltas; a resent batch hears them again (with what came
+// since), the next sequence confirms them.
+TEST(OwnerShard, SendsWhatTheSenderHasNotSeen) {
   OwnerShard shard(4);
   DeltaReply r;
-  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 1, {{7, {{1, 5}}}}), &r).ok());
-  EXPECT_TRUE(r.tracking());
+  ASSERT_TRUE(shard.Apply(Batch("a", 1, {{7, {{1, 5}}}}), &r).ok());
   EXPECT_EQ(r.changed_keys_size(), 0);  // nothing before a
-  EXPECT_EQ(r.versions_size(), 0);      // no globals in change mode
   ASSERT_TRUE(
-      shard
-          .Apply(ChangeBatch("b", 1, {{7, {{1, 2}, {3, 1}}}, {9, {{0, 1}}}}),
-                 &r)
+      shard.Apply(Batch("b", 1, {{7, {{1, 2}, {3, 1}}}, {9, {{0, 1}}}}), &r)
           .ok());
   EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{1, 5}}}}));
-  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 2, {}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("a", 2, {}), &r).ok());
   // b's delta to 7; not 9, which a does not hold.
   EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{1, 2}, {3, 1}}}}));
-  ASSERT_TRUE(shard.Apply(ChangeBatch("b", 2, {{7, {{3, -1}}}}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("b", 2, {{7, {{3, -1}}}}), &r).ok());
   EXPECT_TRUE(Changes(r).empty());  // b's own delta does not come back
   // a's batch 2 again (its reply was lost): the lost change merged with
   // b's newer one; topic 3 cancels out.
-  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 2, {}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("a", 2, {}), &r).ok());
   EXPECT_TRUE(r.duplicate());
   EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{1, 2}}}}));
   // The next sequence confirms it; a's own delta is applied, not echoed.
-  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 3, {{7, {{0, 4}}}}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("a", 3, {{7, {{0, 4}}}}), &r).ok());
   EXPECT_TRUE(Changes(r).empty());
   EXPECT_EQ(shard.Global(7), (SparseVector{{0, 4}, {1, 7}}));
   // What a holds: 5 + 4 (its own) + 2 (heard) = the global. b hears a's.
-  ASSERT_TRUE(shard.Apply(ChangeBatch("b", 3, {}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("b", 3, {}), &r).ok());
   EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{0, 4}}}}));
-  // A sender does not switch modes within an incarnation.
-  EXPECT_EQ(shard.Apply(Batch("a", 4, {{7, {{1, 1}}}}), &r).code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(shard.Global(7), (SparseVector{{0, 4}, {1, 7}}));
-  // A global-mode sender's delta reaches change-mode holders as a change.
+  // A new sender's delta reaches the holders as a change; it hears the
+  // global as it was before its delta.
   ASSERT_TRUE(shard.Apply(Batch("c", 1, {{7, {{2, 3}}}}), &r).ok());
-  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 4, {}), &r).ok());
+  EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{0, 4}, {1, 7}}}}));
+  ASSERT_TRUE(shard.Apply(Batch("a", 4, {}), &r).ok());
   EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{2, 3}}}}));
 }
 
@@ -201,29 +129,24 @@ TEST(OwnerShard, DenseGlobalsReadAsCanonicalSparse) {
   OwnerShard shard(4);
   DeltaReply r;
   ASSERT_TRUE(
-      shard.Apply(ChangeBatch("a", 1, {{7, {{0, 2}, {2, 1}, {3, 5}}}}), &r)
-          .ok());
+      shard.Apply(Batch("a", 1, {{7, {{0, 2}, {2, 1}, {3, 5}}}}), &r).ok());
   EXPECT_EQ(shard.Global(7), (SparseVector{{0, 2}, {2, 1}, {3, 5}}));
   // A topic back to zero is not listed.
-  ASSERT_TRUE(
-      shard.Apply(ChangeBatch("a", 2, {{7, {{1, 4}, {2, -1}}}}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("a", 2, {{7, {{1, 4}, {2, -1}}}}), &r).ok());
   EXPECT_EQ(shard.Global(7), (SparseVector{{0, 2}, {1, 4}, {3, 5}}));
-  // A new holder in change mode first gets the whole global; a global-mode
-  // sender gets it as its global.
-  ASSERT_TRUE(shard.Apply(ChangeBatch("b", 1, {{7, {}}}), &r).ok());
+  // A new holder first gets the whole global, with or without a delta of
+  // its own.
+  ASSERT_TRUE(shard.Apply(Batch("b", 1, {{7, {}}}), &r).ok());
   EXPECT_EQ(Changes(r),
             (std::map<Key, SparseVector>{{7, {{0, 2}, {1, 4}, {3, 5}}}}));
   ASSERT_TRUE(shard.Apply(Batch("c", 1, {{7, {{0, -2}}}}), &r).ok());
-  BlockReader globals(r.globals(), 4);
-  ASSERT_TRUE(globals.Validate(1).ok());
-  SparseVector g;
-  globals.Next(&g);
-  EXPECT_EQ(g, (SparseVector{{1, 4}, {3, 5}}));
+  EXPECT_EQ(Changes(r),
+            (std::map<Key, SparseVector>{{7, {{0, 2}, {1, 4}, {3, 5}}}}));
   const auto snapshot = shard.Snapshot();
   ASSERT_EQ(snapshot.size(), 1u);
   EXPECT_EQ(snapshot[0].second, (SparseVector{{1, 4}, {3, 5}}));
   // a and b hear c's change.
-  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 3, {}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("a", 3, {}), &r).ok());
   EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{0, -2}}}}));
 }
 
