@@ -106,7 +106,7 @@ void SortByWordTopic(TopicId k, std::vector<Entry>* v,
 
 }  // namespace
 
-bool SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
+void SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
   absl::MutexLock f(&fold_mu_);
   fresh_.clear();
   {
@@ -213,7 +213,6 @@ bool SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
       break;
     }
   }
-  return true;
 }
 
 uint32_t SyncedTopicTable::DirtyWeight(size_t index) const {

@@ -24,8 +24,8 @@
 // Changes: the writer logs the deltas it applied (MarkApplied); each
 // TakeDirtyList folds the log into per-key changes, starting from the
 // table's contents at construction, and lists the keys that have one;
-// TakeChange hands a key's change to the synchronizer (change mode, see
-// sync/synchronizer.h), so a round never reads a whole row.
+// TakeChange hands a key's change to the synchronizer (sync/synchronizer.h),
+// so a round never reads a whole row.
 //
 // Thread-safety: Read, EnqueueCorrection, TakeChange and the dirty-key
 // methods are thread-safe. MarkApplied and ApplyPending must run on the
@@ -81,21 +81,22 @@ class SyncedTopicTable final : public sync::AbelianTable {
   void AddWords(std::span<const sync::Key> keys,
                 std::span<const std::string> names);
   uint32_t dimension() const override { return table_->num_topics(); }
-  // O(row + queued corrections): change mode never calls it in a round.
-  void Read(size_t index, sync::SparseVector* out) const override;
+  // The key's value as this node holds it, queued corrections included,
+  // for tests and tools: the synchronizer never reads it. O(row + queued
+  // corrections).
+  void Read(size_t index, sync::SparseVector* out) const;
   void EnqueueCorrection(size_t index,
                          const sync::SparseVector& correction) override;
 
   // Lists every key whose accumulated change is non-zero, words ascending
   // then the totals: folds the deltas the writer logged since the previous
   // call into the changes (sorting the log; O(log + keys listed),
-  // amortized). TakeDirty keeps its default (always true).
-  bool TakeDirtyList(std::vector<uint32_t>* out) override;
+  // amortized).
+  void TakeDirtyList(std::vector<uint32_t>* out) override;
   // Σ|applied delta| (gross: deltas that cancel each other both count) of
   // the key's change not taken yet, as of the last TakeDirtyList
   // (saturating).
   uint32_t DirtyWeight(size_t index) const override;
-  bool TracksChanges() const override { return true; }
   // The change folded by the last TakeDirtyList (deltas logged since come
   // with a later one).
   void TakeChange(size_t index, sync::SparseVector* out) override;

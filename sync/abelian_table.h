@@ -1,4 +1,4 @@
-// The keyed Abelian table the synchronizer reads deltas from and writes
+// The keyed Abelian table the synchronizer takes changes from and writes
 // corrections into (docs/design.md, "Many nodes"). sync/ defines it; the
 // sampler's table implements it (sampler/synced_table.h), so sync/ never
 // includes sampler/ headers.
@@ -37,8 +37,8 @@ void AddSparse(const SparseVector& a, const SparseVector& b, int sign,
 // Σ |count|.
 int64_t L1Norm(const SparseVector& v);
 
-// Thread-safety (what implementations must provide): Read,
-// EnqueueCorrection and TakeChange are called from synchronizer threads
+// Thread-safety (what implementations must provide): EnqueueCorrection,
+// TakeChange and DirtyWeight are called from synchronizer threads
 // concurrently with the table's own writer (the sampler's count updater) and
 // with each other for different keys; never concurrently for the same key
 // index.
@@ -55,63 +55,36 @@ class AbelianTable {
   // K: every topic index is < dimension().
   virtual uint32_t dimension() const = 0;
 
-  // The key's current local value x, as canonical sparse counts, including
-  // every correction already enqueued (applied or not). Concurrent writes
-  // by the table's writer may show up in part: each count is one the
-  // writer stored at some point. REQUIRES: index < num_keys().
-  virtual void Read(size_t index, SparseVector* out) const = 0;
-
   // Enqueues x ← x + correction; the table's single writer applies it
-  // later, and Read sees it from now on. REQUIRES: index < num_keys(),
-  // `correction` canonical with topics < dimension().
+  // later. A correction is never part of a key's change (TakeChange).
+  // REQUIRES: index < num_keys(), `correction` canonical with topics <
+  // dimension().
   virtual void EnqueueCorrection(size_t index,
                                  const SparseVector& correction) = 0;
 
-  // True if x may have changed through the table's own writes (not through
-  // corrections) since the previous TakeDirty(index); clears the mark. A
-  // key whose mark is clear has δ = 0 and need not be read. The default
-  // (always true) is correct for any table, only slower.
-  virtual bool TakeDirty(size_t index) {
-    (void)index;
-    return true;
-  }
-
-  // Appends to *out every index whose dirty mark was set since the
-  // previous call (from clear; the table starts with every key listed).
-  // An index may come more than once or with its mark already taken:
-  // callers check TakeDirty. Returns false if the table keeps no such list
-  // (the default); callers must then scan every key to find the dirty
-  // ones. Called by one thread at a time.
-  virtual bool TakeDirtyList(std::vector<uint32_t>* out) {
-    (void)out;
-    return false;
-  }
-
-  // How much x may have changed through the table's own writes since the
-  // previous TakeDirty(index) (e.g. Σ|change|; 0 = not at all), without
-  // clearing anything. Lets background rounds leave keys with little
-  // change to a later round. The default says "much".
-  virtual uint32_t DirtyWeight(size_t index) const {
-    (void)index;
-    return UINT32_MAX;
-  }
-
-  // Change accounting. A table that returns true accumulates, per key, the
-  // net change its own writer made (not corrections), starting from its
-  // whole initial value, and TakeChange hands it over; the synchronizer
-  // then never reads x nor keeps x_old (change mode, see
-  // synchronizer.h). Such a table must also list dirty keys
-  // (TakeDirtyList returns true), and list every key whose change is not
-  // empty at some point after it became so (a key is registered with its
-  // owner, and hears the others' changes, once it has sent a change).
-  virtual bool TracksChanges() const { return false; }
+  // Change accounting. The table accumulates, per key, the net change its
+  // own writer made (not corrections), starting from its whole initial
+  // value; the synchronizer sends these changes and never reads x.
+  //
+  // Appends to *out every index whose change may have become non-empty
+  // since the previous call (the first call: every key whose initial value
+  // is not empty). Every key whose change is not empty must be listed at
+  // some point after it became so: a key is registered with its owner, and
+  // hears the others' changes, once it has sent a change. An index may
+  // come more than once, or with its change already taken. Called by one
+  // thread at a time.
+  virtual void TakeDirtyList(std::vector<uint32_t>* out) = 0;
   // Moves the key's accumulated change not yet taken into *out (canonical;
   // empty if none) and clears its dirty weight. A table may hand over
   // changes only as of its last TakeDirtyList; later ones then come after
-  // a later one. REQUIRES: TracksChanges(), index < num_keys().
-  virtual void TakeChange(size_t index, SparseVector* out) {
+  // a later one. REQUIRES: index < num_keys().
+  virtual void TakeChange(size_t index, SparseVector* out) = 0;
+  // How much the key's change not yet taken may weigh (e.g. Σ|change|; 0 =
+  // none), without clearing anything. Lets background rounds leave keys
+  // with little change to a later round. The default says "much".
+  virtual uint32_t DirtyWeight(size_t index) const {
     (void)index;
-    out->clear();
+    return UINT32_MAX;
   }
 
   // Growing key sets (docs/design.md, "Growing vocabulary in a
@@ -121,7 +94,7 @@ class AbelianTable {
   // first time it sends the key, keeps the changes of keys this table does
   // not hold aside with their names (Synchronizer::ForeignKeys), and adds
   // keys through Synchronizer::AddKeys, whose callback appends them to the
-  // table (existing indices keep their keys). REQUIRES: TracksChanges().
+  // table (existing indices keep their keys).
   virtual bool GrowsKeys() const { return false; }
   // The name of key index `index` (a word's UTF-8 form; "" if it has
   // none). REQUIRES: index < num_keys().

@@ -123,7 +123,6 @@ void OwnerReplicator::Send(const DeltaBatch& batch, OwnerChannel::DoneFn done) {
               HandoffHolder* c = u.add_contributors();
               c->set_node_id(batch.node_id());
               c->set_incarnation(batch.incarnation());
-              c->set_changes_only(batch.changes_only());
             }
             u.add_keys(batch.keys(i));
             u.add_contributor_of(0);

@@ -131,6 +131,12 @@ OwnerShard::OwnerShard(uint32_t dimension)
 
 absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
   reply->Clear();
+  if (!batch.changes_only()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "delta batch from ", batch.node_id(),
+        " does not set changes_only: this owner answers only senders that "
+        "send their tables' changes (sync/synchronizer.h)"));
+  }
   if (batch.dimension() != dimension_) {
     return absl::InvalidArgumentError(
         absl::StrCat("delta batch has dimension ", batch.dimension(),
@@ -138,12 +144,6 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
   }
   BlockReader deltas(batch.deltas(), dimension_);
   LATENTD_RETURN_IF_ERROR(deltas.Validate(batch.keys_size()));
-  if (batch.known_versions_size() != 0 &&
-      batch.known_versions_size() != batch.keys_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("delta batch has ", batch.keys_size(), " keys but ",
-                     batch.known_versions_size(), " known versions"));
-  }
   if (batch.name_keys_size() != batch.names_size()) {
     return absl::InvalidArgumentError(
         absl::StrCat("delta batch names ", batch.name_keys_size(),
@@ -175,23 +175,21 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
   }
   absl::MutexLock l(&mu_);
   LATENTD_RETURN_IF_ERROR(Admit(batch));
-  if (batch.changes_only()) {
-    if (batch.owner_incarnation() != 0 &&
-        batch.owner_incarnation() != incarnation_) {
-      ++stats_.batches_reseed_refused;
-      return absl::AbortedError(
-          absl::StrCat("owner restarted: batch addressed to owner incarnation ",
-                       batch.owner_incarnation(), ", this is ", incarnation_,
-                       "; nothing was applied (re-seed this owner)"));
-    }
-    for (const Tracked& t : tracked_) {
-      if (t.node_id == batch.node_id() && t.incarnation > batch.incarnation()) {
-        ++stats_.batches_stale_refused;
-        return absl::AbortedError(absl::StrCat(
-            "sender ", batch.node_id(), " incarnation ", batch.incarnation(),
-            " is superseded by its later incarnation ", t.incarnation,
-            "; nothing was applied"));
-      }
+  if (batch.owner_incarnation() != 0 &&
+      batch.owner_incarnation() != incarnation_) {
+    ++stats_.batches_reseed_refused;
+    return absl::AbortedError(
+        absl::StrCat("owner restarted: batch addressed to owner incarnation ",
+                     batch.owner_incarnation(), ", this is ", incarnation_,
+                     "; nothing was applied (re-seed this owner)"));
+  }
+  for (const Tracked& t : tracked_) {
+    if (t.node_id == batch.node_id() && t.incarnation > batch.incarnation()) {
+      ++stats_.batches_stale_refused;
+      return absl::AbortedError(absl::StrCat(
+          "sender ", batch.node_id(), " incarnation ", batch.incarnation(),
+          " is superseded by its later incarnation ", t.incarnation,
+          "; nothing was applied"));
     }
   }
   auto done = applied_.find({batch.node_id(), batch.incarnation()});
@@ -215,16 +213,11 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     }
     LATENTD_RETURN_IF_ERROR(CheckDeltas(batch));
   }
-  const int slot =
-      TrackedSlot(batch.node_id(), batch.incarnation(), batch.changes_only());
-  if (slot < 0 && batch.changes_only()) {
+  const int slot = TrackedSlot(batch.node_id(), batch.incarnation());
+  if (slot < 0) {
     return absl::ResourceExhaustedError(
         absl::StrCat("owner tracks at most ", kMaxTrackedSenders,
-                     " senders; change mode needs tracking"));
-  }
-  if (slot >= 0 && tracked_[slot].changes != batch.changes_only()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sender ", batch.node_id(), " switched change mode mid-incarnation"));
+                     " senders; every sender needs a tracked slot"));
   }
   uint64_t& last = applied_[{batch.node_id(), batch.incarnation()}];
   reply->set_duplicate(duplicate);
@@ -234,74 +227,8 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
     last = batch.sequence();
     ++stats_.batches_applied;
   }
-  reply->set_tracking(slot >= 0);
   reply->set_owner_incarnation(incarnation_);
-  if (batch.changes_only()) {
-    ApplyChanges(batch, duplicate, slot, reply);
-    return absl::OkStatus();
-  }
-  const uint64_t bit = slot >= 0 ? uint64_t{1} << slot : 0;
-  Tracked* me = slot >= 0 ? &tracked_[slot] : nullptr;
-  if (me != nullptr) {
-    if (duplicate) {
-      // The reply that pushed these may be lost: push them again.
-      for (Key k : me->last_pushed) {
-        auto it = globals_.find(k);
-        if (it == globals_.end()) continue;  // handed off since
-        GlobalValue& g = it->second;
-        if ((g.pending & bit) == 0) {
-          g.pending |= bit;
-          me->changed.push_back(k);
-        }
-      }
-    }
-    me->last_pushed.clear();  // a new sequence confirms the last reply
-  }
-  SparseVector d;
-  SparseBlock* out = reply->mutable_globals();
-  const bool versioned = batch.known_versions_size() > 0;
-  for (int i = 0; i < batch.keys_size(); ++i) {
-    deltas.Next(&d);
-    if (duplicate && !globals_.contains(batch.keys(i))) {
-      // A resend creates no key (its keys were not admitted again): one
-      // this owner lacks is answered as empty, version 0.
-      reply->add_versions(0);
-      if (!versioned || batch.known_versions(i) != 0) {
-        AppendToBlock(SparseVector(), out);
-      }
-      continue;
-    }
-    auto [it, created] = globals_.try_emplace(batch.keys(i));
-    GlobalValue& g = it->second;
-    if (created) g.holders |= all_keys_ & ~bit;
-    g.holders |= bit;
-    g.pending &= ~bit;  // this reply carries it if it changed
-    if (!duplicate && !d.empty()) {
-      AddToGlobal(&g, d);
-      ++g.version;
-      ++stats_.keys_applied;
-      NotifyHolders(batch.keys(i), &g, d, bit);
-    }
-    reply->add_versions(g.version);
-    if (!versioned || batch.known_versions(i) != g.version) {
-      ReadGlobal(g, &global_);
-      AppendToBlock(global_, out);
-    }
-  }
-  if (me != nullptr) {
-    SparseBlock* pushed = reply->mutable_pushed_globals();
-    for (Key k : me->changed) {
-      auto it = globals_.find(k);
-      if (it == globals_.end() || (it->second.pending & bit) == 0) continue;
-      it->second.pending &= ~bit;
-      reply->add_pushed_keys(k);
-      reply->add_pushed_versions(it->second.version);
-      ReadGlobal(it->second, &global_);
-      AppendToBlock(global_, pushed);
-      me->last_pushed.push_back(k);
-    }
-    me->changed.clear();
-  }
+  ApplyChanges(batch, duplicate, slot, reply);
   return absl::OkStatus();
 }
 
@@ -344,8 +271,7 @@ absl::Status OwnerShard::CheckDeltas(const DeltaBatch& batch) {
   int slot = -1;
   for (size_t s = 0; s < tracked_.size(); ++s) {
     const Tracked& t = tracked_[s];
-    if (t.node_id == batch.node_id() && t.incarnation == batch.incarnation() &&
-        t.changes) {
+    if (t.node_id == batch.node_id() && t.incarnation == batch.incarnation()) {
       slot = static_cast<int>(s);
     }
   }
@@ -375,18 +301,12 @@ absl::Status OwnerShard::CheckDeltas(const DeltaBatch& batch) {
       negative = negative || e.count < 0;
     }
     if (!negative) continue;
-    // What the sender may take back: in change mode its own part, in
-    // global mode (no parts kept) the global.
+    // What the sender may take back: its own part.
     part.clear();
     auto it = globals_.find(key);
-    if (it != globals_.end()) {
-      const GlobalValue& g = it->second;
-      if (!batch.changes_only()) {
-        ReadGlobal(g, &part);
-      } else if (slot >= 0 &&
-                 static_cast<size_t>(slot) < g.contributed.size()) {
-        part = g.contributed[slot];
-      }
+    if (it != globals_.end() && slot >= 0 &&
+        static_cast<size_t>(slot) < it->second.contributed.size()) {
+      part = it->second.contributed[slot];
     }
     size_t j = 0;
     for (const SparseEntry& e : d) {
@@ -399,8 +319,7 @@ absl::Status OwnerShard::CheckDeltas(const DeltaBatch& batch) {
         return absl::InvalidArgumentError(absl::StrCat(
             "delta batch from ", batch.node_id(), " would take key ", key,
             " topic ", e.topic, " to ", have + e.count, " (", e.count,
-            " against ", batch.changes_only() ? "its own part " : "the global ",
-            have, "); nothing was applied"));
+            " against its own part ", have, "); nothing was applied"));
       }
     }
   }
@@ -442,7 +361,7 @@ void OwnerShard::NotifyHolders(Key key, GlobalValue* g, const SparseVector& d,
     const uint64_t bit = uint64_t{1} << s;
     others &= others - 1;
     Tracked& t = tracked_[s];
-    if (t.changes) AddTo(&UnseenOf(g, s), d);
+    AddTo(&UnseenOf(g, s), d);
     if ((g->pending & bit) == 0) {
       g->pending |= bit;
       t.changed.push_back(key);
@@ -475,7 +394,6 @@ void OwnerShard::Retract(Key key, GlobalValue* g, const SparseVector& v) {
   SparseVector neg(v);
   for (SparseEntry& e : neg) e.count = -e.count;
   AddToGlobal(g, neg);
-  ++g->version;
   NotifyHolders(key, g, neg, /*sender_bit=*/0);
   ++stats_.keys_retracted;
   stats_.counts_retracted += static_cast<uint64_t>(L1Norm(v));
@@ -492,7 +410,6 @@ void OwnerShard::RetractSlot(int s) {
     neg.assign(c.begin(), c.end());
     for (SparseEntry& e : neg) e.count = -e.count;
     AddToGlobal(&g, neg);
-    ++g.version;
     // Not the slot itself: it is reset by the caller.
     NotifyHolders(key, &g, neg, bit);
     ++stats_.keys_retracted;
@@ -626,7 +543,6 @@ void OwnerShard::ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
     }
     if (!duplicate && !v.empty()) {
       AddToGlobal(&g, v);
-      ++g.version;
       ++stats_.keys_applied;
       NotifyHolders(key, &g, v, bit);
       AddTo(&ContributedOf(&g, slot), v);
@@ -695,8 +611,7 @@ void OwnerShard::HoldAllKeys(int s) {
   all_keys_ |= bit;
 }
 
-int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation,
-                            bool changes) {
+int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation) {
   int slot = -1;
   for (size_t s = 0; s < tracked_.size(); ++s) {
     if (tracked_[s].node_id == node_id) slot = static_cast<int>(s);
@@ -712,40 +627,30 @@ int OwnerShard::TrackedSlot(const std::string& node_id, uint64_t incarnation,
     }
     tracked_[slot].node_id = node_id;
     tracked_[slot].incarnation = incarnation;
-    tracked_[slot].changes = changes;
     return slot;
   }
   Tracked& t = tracked_[slot];
   if (t.incarnation != incarnation) {
-    // A restarted sender: forget what was pending for the old one (it
-    // polls every key at its start); keys it still holds stay marked,
-    // unless it is in change mode: it then holds nothing yet, and gets
-    // each key's global with its first delta. In change mode the old
-    // incarnation's contributions come out of the globals first: the new
-    // one pushes its store's counts anew.
-    if (t.changes) RetractSlot(slot);
+    // A restarted sender holds nothing yet, and gets each key's global
+    // with its first delta. The old incarnation's contributions come out
+    // of the globals first: the new one pushes its store's counts anew.
+    RetractSlot(slot);
     const uint64_t bit = uint64_t{1} << slot;
     for (Key k : t.changed) {
       auto it = globals_.find(k);
       if (it != globals_.end()) it->second.pending &= ~bit;
     }
     all_keys_ &= ~bit;
-    t.last_named.clear();
-    if (changes || t.changes) {
-      for (auto& [k, g] : globals_) {  // rare: O(keys)
-        g.named &= ~bit;
-        if (changes) g.holders &= ~bit;
-        if (g.unseen.size() > static_cast<size_t>(slot)) {
-          g.unseen[slot].clear();
-        }
-      }
+    for (auto& [k, g] : globals_) {  // rare: O(keys)
+      g.named &= ~bit;
+      g.holders &= ~bit;
+      if (g.unseen.size() > static_cast<size_t>(slot)) g.unseen[slot].clear();
     }
     t.changed.clear();
-    t.last_pushed.clear();
     t.last_keys.clear();
     t.last_changes.Clear();
+    t.last_named.clear();
     t.incarnation = incarnation;
-    t.changes = changes;
   }
   return slot;
 }

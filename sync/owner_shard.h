@@ -1,17 +1,16 @@
 // OwnerShard: the global values of the keys this node owns by the ring
 // (docs/design.md, "Many nodes"). For each incoming DeltaBatch it applies every
-// key's δ (global += δ) and answers with the globals; a batch whose
-// (node, incarnation, sequence) it has already applied is answered without
-// being applied again.
+// key's δ (global += δ); a batch whose (node, incarnation, sequence) it has
+// already applied is answered without being applied again.
 //
-// Change mode (DeltaBatch.changes_only): for such a sender the shard keeps,
-// per key the sender holds, the change the sender has not been sent yet
-// (the others' deltas, and the global before the sender's first delta),
-// and answers with those instead of globals, so a reply costs what changed,
-// not the length of the globals. It keeps the changes of the last reply
-// until the sender's next sequence, to send them again if that reply was
-// lost. Change mode needs a tracked slot: past kMaxTrackedSenders senders
-// it is refused (kResourceExhausted).
+// Senders send their tables' changes (sync/synchronizer.h;
+// DeltaBatch.changes_only). Per sender (a tracked slot) and key the sender
+// holds, the shard keeps the change the sender has not been sent yet (the
+// others' deltas, and the global before the sender's first delta), and
+// answers with those, so a reply costs what changed, not the length of the
+// globals. It keeps the changes of the last reply until the sender's next
+// sequence, to send them again if that reply was lost. Past
+// kMaxTrackedSenders senders a new one is refused (kResourceExhausted).
 //
 // Ring epochs and key hand-off (elastic membership): the shard serves one
 // ring epoch (SetEpoch). A new batch routed by another epoch is refused
@@ -28,10 +27,10 @@
 // owner that got it first, which answers it (for keys it handed off, with
 // the changes its last reply carried) without applying it again.
 //
-// Restarts (docs/design.md, "Restart and rejoin"). In change mode the
-// shard also keeps, per key and tracked sender, what that sender's
-// incarnation has contributed (the sum of the deltas applied from it; it
-// moves with the key in a hand-off). Incarnations are drawn increasing
+// Restarts (docs/design.md, "Restart and rejoin"). The shard also keeps,
+// per key and tracked sender, what that sender's incarnation has
+// contributed (the sum of the deltas applied from it; it moves with the
+// key in a hand-off). Incarnations are drawn increasing
 // over time (ClusterLink: the start time in µs, then random bits), so a
 // larger one is a later process of the same node id. When a later
 // incarnation of a sender first reaches the shard, the earlier one's
@@ -39,7 +38,7 @@
 // as for any delta) before its first batch applies: a restarted node
 // pushes its whole store's counts again without counting them twice. A
 // batch from an earlier incarnation than the one tracked is refused
-// (kAborted). A change-mode batch addressed to another incarnation of this
+// (kAborted). A batch addressed to another incarnation of this
 // owner (DeltaBatch.owner_incarnation: this shard restarted and lost what
 // it held) is refused with kAborted and applies nothing; its sender
 // re-seeds the shard with its contributions (sync/synchronizer.h).
@@ -50,16 +49,15 @@
 // tracked slot), its incarnation is not past the bound
 // (kInvalidArgument), every key is one this owner owns in the epoch
 // served (kInvalidArgument), and no delta takes a key below zero through
-// its sender, for counts (OwnerAdmission::counts): in change mode below
-// the sender's own contribution to it (so no sender can take away what
-// others contributed), in global mode below the global
+// its sender, for counts (OwnerAdmission::counts): below the sender's own
+// contribution to it, so no sender can take away what others contributed
 // (kInvalidArgument). A refused batch applies nothing and is counted by
 // reason (OwnerShardStats). Without an Admission (a shard outside a ring:
 // tests, tools) every sender, key and delta is taken.
 //
 // Every key to every holder (growing vocabulary, docs/design.md "Growing
-// vocabulary"): a change-mode sender whose batches say all_keys is made a
-// holder of every key this shard has (its unseen change: the global) when
+// vocabulary"): a sender whose batches say all_keys is made a holder of
+// every key this shard has (its unseen change: the global) when
 // it first reaches the shard, and of every key created, imported or handed
 // in later, so that it learns keys it has never sent. The shard keeps each
 // key's name (the first a batch or hand-off gives it) and sends it with
@@ -98,8 +96,8 @@ struct OwnerShardStats {
   uint64_t senders_retracted = 0;
   uint64_t keys_retracted = 0;
   uint64_t counts_retracted = 0;
-  // Change-mode batches refused as addressed to an earlier incarnation of
-  // this owner (each makes its sender re-seed).
+  // Batches refused as addressed to an earlier incarnation of this owner
+  // (each makes its sender re-seed).
   uint64_t batches_reseed_refused = 0;
   // New batches refused as stale: from a sender incarnation superseded by a
   // later one, or routed by an earlier ring epoch (nothing applied).
@@ -126,9 +124,8 @@ struct OwnerAdmission {
   // bound. ClusterLink: IncarnationBound(absl::Now(), kMaxClockSkew).
   std::function<uint64_t()> max_incarnation;
   // The values are counts (topic counts; not a graph's fixed-point
-  // coordinates): no sender may take a key below its own part (change
-  // mode) or below zero (global mode), nor move a count by more than
-  // 2^31 at once.
+  // coordinates): no sender may take a key below its own part, nor move
+  // a count by more than 2^31 at once.
   bool counts = false;
   // The most keys one sender (by node id) may create at this owner in an
   // epoch, so that no member can grow an owner's memory without bound
@@ -152,14 +149,12 @@ class OwnerShard {
   // Values have `dimension` topics.
   explicit OwnerShard(uint32_t dimension);
 
-  // Validates `batch` (matching keys/deltas lengths, canonical sparse
-  // vectors, topics < dimension, same dimension, no repeated key) and, if
-  // it is new, applies it; fills `reply` with the versions and the changed
-  // globals in key order, and the sender's pushed changes (see
-  // DeltaReply). O(batch + pushed keys), never O(all keys); in change
-  // mode O(Σ|δ| · holders + changes sent).
-  // A malformed batch changes nothing: kInvalidArgument saying what (also
-  // for a sender incarnation that switches modes).
+  // Validates `batch` (changes_only set, matching keys/deltas lengths,
+  // canonical sparse vectors, topics < dimension, same dimension, no
+  // repeated key) and, if it is new, applies it; fills `reply` with the
+  // changes the sender has not been sent yet (see DeltaReply).
+  // O(Σ|δ| · holders + changes sent), never O(all keys).
+  // A malformed batch changes nothing: kInvalidArgument saying what.
   absl::Status Apply(const DeltaBatch& batch, DeltaReply* reply);
 
   // The ring epoch served (0 = unversioned: batches of any epoch apply).
@@ -204,8 +199,7 @@ class OwnerShard {
   void ForgetSender(const std::string& node_id);
   // Forgets a sender that is lost for good and takes what it contributed
   // out of the globals (the other holders are told, as for any delta):
-  // the globals then hold only the others' documents. Change mode only
-  // (a global-mode sender's contributions are not kept). O(keys).
+  // the globals then hold only the others' documents. O(keys).
   void RetractSender(const std::string& node_id);
 
   // Replicated key state (sync/owner_replicator.h): per key, the part of
@@ -264,16 +258,15 @@ class OwnerShard {
     // delta costs the delta, not the length of the value.
     SparseVector value;
     std::vector<int64_t> dense;
-    uint64_t version = 0;  // +1 on every change
     // Bit s: tracked sender slot s holds this key (has sent it).
     uint64_t holders = 0;
     // Bit s: changed since slot s last got it (and listed in its changed).
     uint64_t pending = 0;
-    // Change mode, per tracked slot: the change not yet sent to it (its
-    // holder bit set; empty if none, or if the slot is in global mode).
+    // Per tracked slot: the change not yet sent to it (its holder bit set;
+    // empty if none).
     std::vector<SparseVector> unseen;
-    // Change mode, per tracked slot: the sum of the deltas its incarnation
-    // applied to this key (taken out again if it restarts).
+    // Per tracked slot: the sum of the deltas its incarnation applied to
+    // this key (taken out again if it restarts).
     std::vector<SparseVector> contributed;
     // The key's name ("" until a batch or hand-off names it), and bit s:
     // slot s has been told it (or told it to this shard).
@@ -290,10 +283,8 @@ class OwnerShard {
   struct Tracked {
     std::string node_id;
     uint64_t incarnation = 0;
-    bool changes = false;          // change mode
-    std::vector<Key> changed;      // keys with this slot's pending bit set
-    std::vector<Key> last_pushed;  // pushed by the last reply, unconfirmed
-    // Change mode: the changes the last reply carried, unconfirmed.
+    std::vector<Key> changed;  // keys with this slot's pending bit set
+    // The changes the last reply carried, unconfirmed.
     std::vector<Key> last_keys;
     SparseBlock last_changes;
     // The keys whose names the last reply carried, unconfirmed.
@@ -307,13 +298,13 @@ class OwnerShard {
   // its all_keys_ bit. O(keys), once per sender incarnation.
   void HoldAllKeys(int s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<Tracked> tracked_ ABSL_GUARDED_BY(mu_);
-  // The slot of a sender, -1 if untracked; resets the slot (to `changes`
-  // mode) on a new incarnation. A freed slot (empty node_id) is reused.
-  int TrackedSlot(const std::string& node_id, uint64_t incarnation,
-                  bool changes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The slot of a sender, -1 if none is free; resets the slot on a new
+  // incarnation. A freed slot (empty node_id) is reused.
+  int TrackedSlot(const std::string& node_id, uint64_t incarnation)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Tells every holder of `key` but the sender (`sender_bit`) that δ `d`
-  // was applied to it: lists the key for each (pending bit) and, for a
-  // change-mode holder, adds d to its unseen change.
+  // was applied to it: lists the key for each (pending bit) and adds d to
+  // its unseen change.
   void NotifyHolders(Key key, GlobalValue* g, const SparseVector& d,
                      uint64_t sender_bit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Prefetches the data of the unseen changes of the holders among `slots`
@@ -341,7 +332,8 @@ class OwnerShard {
   // Clears slot s from every key (holder and pending bits, unseen change)
   // and from the slot's lists. O(keys).
   void ClearSlot(int s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Apply's change-mode part, after validation and the sequence check.
+  // Apply's part after validation and the sequence check: applies the
+  // deltas (unless a duplicate) and fills the reply's changes.
   void ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
                     DeltaReply* reply) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   SparseVector sum_ ABSL_GUARDED_BY(mu_);     // scratch

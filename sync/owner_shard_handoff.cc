@@ -80,7 +80,6 @@ std::vector<KeyHandoff> OwnerShard::AdvanceEpoch(
     h.add_names(g.name);
     ReadGlobal(g, &global_);
     AppendToBlock(global_, h.mutable_globals());
-    h.add_versions(g.version);
     uint32_t entries = 0;
     for (uint64_t bits = g.holders; bits != 0; bits &= bits - 1) {
       const int slot = __builtin_ctzll(bits);
@@ -91,22 +90,12 @@ std::vector<KeyHandoff> OwnerShard::AdvanceEpoch(
         HandoffHolder* holder = h.add_holders();
         holder->set_node_id(t.node_id);
         holder->set_incarnation(t.incarnation);
-        holder->set_changes_only(t.changes);
       }
       h.add_holder_of(static_cast<uint32_t>(holder_index[slot]));
-      if (t.changes) {
-        const bool has = static_cast<size_t>(slot) < g.unseen.size();
-        AppendToBlock(has ? g.unseen[slot] : none, h.mutable_unseen());
-        const bool gave = static_cast<size_t>(slot) < g.contributed.size();
-        AppendToBlock(gave ? g.contributed[slot] : none,
-                      h.mutable_contributed());
-      } else {
-        // A holder in global mode has no unseen change: a non-empty
-        // vector (its global) says it must be sent the global.
-        AppendToBlock((g.pending >> slot) & 1 ? global_ : none,
-                      h.mutable_unseen());
-        AppendToBlock(none, h.mutable_contributed());
-      }
+      const bool has = static_cast<size_t>(slot) < g.unseen.size();
+      AppendToBlock(has ? g.unseen[slot] : none, h.mutable_unseen());
+      const bool gave = static_cast<size_t>(slot) < g.contributed.size();
+      AppendToBlock(gave ? g.contributed[slot] : none, h.mutable_contributed());
       ++entries;
     }
     h.add_holder_counts(entries);
@@ -122,10 +111,10 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
                      ", this owner ", dimension_));
   }
   const int n = h.keys_size();
-  if (h.versions_size() != n || h.holder_counts_size() != n) {
+  if (h.holder_counts_size() != n) {
     return absl::InvalidArgumentError(
-        absl::StrCat("key hand-off: ", n, " keys, ", h.versions_size(),
-                     " versions, ", h.holder_counts_size(), " holder counts"));
+        absl::StrCat("key hand-off: ", n, " keys, ", h.holder_counts_size(),
+                     " holder counts"));
   }
   if (h.names_size() != 0 && h.names_size() != n) {
     return absl::InvalidArgumentError(
@@ -199,19 +188,16 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
     }
     if (existing >= 0) {
       const Tracked& t = tracked_[existing];
-      if (t.incarnation == holder.incarnation() &&
-          t.changes == holder.changes_only()) {
+      if (t.incarnation == holder.incarnation()) {
         slot_of[i] = existing;
-      } else if (holder.incarnation() > t.incarnation &&
-                 holder.changes_only()) {
-        slot_of[i] = TrackedSlot(holder.node_id(), holder.incarnation(), true);
+      } else if (holder.incarnation() > t.incarnation) {
+        slot_of[i] = TrackedSlot(holder.node_id(), holder.incarnation());
       } else {
-        superseded[i] = holder.incarnation() < t.incarnation;
+        superseded[i] = true;
       }
       continue;
     }
-    slot_of[i] = TrackedSlot(holder.node_id(), holder.incarnation(),
-                             holder.changes_only());
+    slot_of[i] = TrackedSlot(holder.node_id(), holder.incarnation());
   }
 
   auto list = [this](Key key, GlobalValue* g, int slot) {
@@ -244,11 +230,6 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
       }
       const uint64_t bit = uint64_t{1} << slot;
       imported_bits |= bit;
-      if (!tracked_[slot].changes) {
-        g.holders |= bit;
-        if (!u.empty()) list(key, &g, slot);
-        continue;
-      }
       if (!c.empty()) AddTo(&ContributedOf(&g, slot), c);
       SparseVector& mine = UnseenOf(&g, slot);
       // What it lacks of their side, plus (if it held nothing here) all of
@@ -265,7 +246,7 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
       for (uint64_t bits = g.holders & ~imported_bits; bits != 0;
            bits &= bits - 1) {
         const int slot = __builtin_ctzll(bits);
-        if (tracked_[slot].changes) AddTo(&UnseenOf(&g, slot), theirs);
+        AddTo(&UnseenOf(&g, slot), theirs);
         list(key, &g, slot);
       }
       AddToGlobal(&g, theirs);
@@ -279,7 +260,6 @@ absl::Status OwnerShard::ImportKeys(const KeyHandoff& h) {
       ReadGlobal(g, &mine);
       if (!mine.empty()) list(key, &g, slot);
     }
-    g.version += h.versions(i) + 1;
     // What a superseded incarnation had given comes out, as any change.
     if (!retract.empty()) Retract(key, &g, retract);
   }
@@ -296,13 +276,12 @@ OwnerShard::ReplicaEntries OwnerShard::ReplicaSnapshot(
   std::vector<int> index(tracked_.size(), -1);
   for (size_t s = 0; s < tracked_.size(); ++s) {
     const Tracked& t = tracked_[s];
-    if (t.node_id.empty() || !t.changes) continue;
+    if (t.node_id.empty()) continue;
     if (t.node_id != self_id && live(t.node_id)) continue;
     index[s] = static_cast<int>(out.contributors.size());
     HandoffHolder& h = out.contributors.emplace_back();
     h.set_node_id(t.node_id);
     h.set_incarnation(t.incarnation);
-    h.set_changes_only(true);
   }
   const uint32_t rest = static_cast<uint32_t>(out.contributors.size());
   out.contributors.emplace_back();  // node_id "": the unattributed rest
@@ -343,7 +322,6 @@ void OwnerShard::ClearSlot(int s) {
   }
   Tracked& t = tracked_[s];
   t.changed.clear();
-  t.last_pushed.clear();
   t.last_keys.clear();
   t.last_changes.Clear();
   t.last_named.clear();

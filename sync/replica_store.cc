@@ -131,7 +131,6 @@ std::vector<KeyHandoff> ReplicaStore::TakeOver(
     }
     h.add_keys(key);
     AppendToBlock(global, h.mutable_globals());
-    h.add_versions(0);
     h.add_holder_counts(holders);
     o.keys.erase(it);
     ++stats_.keys_taken_over;

@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
-#include "base/status_macros.h"
 #include "sync/synchronizer_channel.h"
 
 namespace latentd::sync {
@@ -89,17 +87,13 @@ Synchronizer::Synchronizer(SynchronizerOptions options, AbelianTable* table,
                            std::vector<std::unique_ptr<OwnerChannel>> channels)
     : options_(std::move(options)),
       table_(table),
-      changes_(table->TracksChanges()),
-      grows_(changes_ && table->GrowsKeys()),
-      x_old_(changes_ ? 0 : table->num_keys()),
-      version_(changes_ ? 0 : table->num_keys(), 0),
+      grows_(table->GrowsKeys()),
       last_sent_clock_(table->num_keys(), 0),
-      unsent_(changes_ ? 0 : table->num_keys(), 0),
       key_owner_(std::move(key_owner)),
-      carry_(changes_ ? table->num_keys() : 0),
-      contributed_(changes_ ? table->num_keys() : 0),
-      received_(changes_ ? table->num_keys() : 0),
-      reseed_(changes_ ? table->num_keys() : 0, 0),
+      carry_(table->num_keys()),
+      contributed_(table->num_keys()),
+      received_(table->num_keys()),
+      reseed_(table->num_keys(), 0),
       named_(grows_ ? table->num_keys() : 0, 0),
       epoch_(options_.epoch),
       queued_(table->num_keys(), 0) {
@@ -175,8 +169,6 @@ void Synchronizer::Loop() {
       // A resent batch serves no pass (it may be a budgeted subset); the
       // next fresh round does.
       c->round_pass = (!c->inflight && pass_due) ? pass_requested_ : 0;
-      c->round_all_keys =
-          c->round_pass != 0 && full_requested_ > c->served_pass;
       c->round_complete = c->round_pass != 0 || complete_kick_ > c->served_kick;
       if (!c->inflight) c->served_kick = kicks_;
       mu_.Unlock();
@@ -204,7 +196,6 @@ void Synchronizer::Loop() {
 void Synchronizer::AddKey(Channel* c, uint32_t i, const SparseVector& delta,
                           uint64_t clock, DeltaBatch* batch) {
   batch->add_keys(table_->key(i));
-  if (!changes_) batch->add_known_versions(version_[i]);
   if (grows_ && !named_[i]) {
     named_[i] = 1;
     std::string name = table_->KeyName(i);
@@ -226,87 +217,9 @@ void Synchronizer::AddKey(Channel* c, uint32_t i, const SparseVector& delta,
   last_sent_clock_[i] = clock;
 }
 
-void Synchronizer::BuildFullBatch(Channel* c, uint64_t clock,
-                                  DeltaBatch* batch) {
-  SparseVector x, delta;
-  for (uint32_t i : c->keys) {
-    // A key the table has not written since it was last read has δ = 0:
-    // it is only polled for the others' updates, without reading it.
-    if (!table_->TakeDirty(i) && !unsent_[i]) {
-      delta.clear();
-      AddKey(c, i, delta, clock, batch);
-      continue;
-    }
-    unsent_[i] = 0;
-    table_->Read(i, &x);
-    AddSparse(x, x_old_[i], -1, &delta);
-    AddKey(c, i, delta, clock, batch);
-    x_old_[i].swap(x);  // x_old ← x_old + δ; x's buffer is reused
-  }
-}
-
-void Synchronizer::BuildBudgetedBatch(Channel* c, uint64_t clock,
-                                      DeltaBatch* batch) {
-  struct Candidate {
-    uint32_t key;
-    int64_t norm;
-    SparseVector x;
-    SparseVector delta;
-  };
-  std::vector<Candidate> cand(c->keys.size());
-  for (size_t j = 0; j < cand.size(); ++j) {
-    Candidate& cd = cand[j];
-    cd.key = c->keys[j];
-    cd.norm = 0;
-    if (!table_->TakeDirty(cd.key) && !unsent_[cd.key]) continue;  // δ = 0
-    table_->Read(cd.key, &cd.x);
-    AddSparse(cd.x, x_old_[cd.key], -1, &cd.delta);
-    cd.norm = L1Norm(cd.delta);
-    unsent_[cd.key] = cd.norm != 0;  // cleared below if it is sent
-    if (cd.norm != 0 && !queued_[cd.key]) {
-      // If it stays unsent, an incremental pass must still find it.
-      queued_[cd.key] = 1;
-      c->candidates.push_back(cd.key);
-    }
-  }
-  // Largest |δ| first, then zero-δ keys round-robin from the cursor.
-  std::vector<size_t> order, chosen;
-  for (size_t j = 0; j < cand.size(); ++j) {
-    if (cand[j].norm > 0) order.push_back(j);
-  }
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return cand[a].norm > cand[b].norm;
-  });
-  size_t budget = options_.round_byte_budget;
-  for (size_t j : order) {
-    const size_t cost = 9 + SparseBytes(cand[j].delta);
-    if (cost > budget && !chosen.empty()) break;
-    budget -= std::min(budget, cost);
-    chosen.push_back(j);
-  }
-  // (From where the previous round stopped; the cursor moves below.)
-  const size_t start = c->cursor;
-  for (size_t n = 0; n < cand.size() && budget >= 13; ++n) {
-    const size_t j = (start + n) % cand.size();
-    if (cand[j].norm != 0) continue;
-    chosen.push_back(j);
-    budget -= 13;
-    c->cursor = (j + 1) % cand.size();
-  }
-  for (size_t j : chosen) {
-    AddKey(c, cand[j].key, cand[j].delta, clock, batch);
-    if (cand[j].norm != 0) {
-      x_old_[cand[j].key] = std::move(cand[j].x);
-      unsent_[cand[j].key] = 0;
-    }
-  }
-}
-
 void Synchronizer::DistributeDirty() {
   dirty_scratch_.clear();
-  dirty_list_ = table_->TakeDirtyList(&dirty_scratch_);
-  // A table that tracks changes lists its dirty keys (abelian_table.h).
-  LATENTD_CHECK(dirty_list_ || !changes_);
+  table_->TakeDirtyList(&dirty_scratch_);
   const uint64_t clock = clock_.load(std::memory_order_relaxed);
   for (uint32_t i : dirty_scratch_) {
     if (i >= queued_.size() || queued_[i]) continue;
@@ -317,32 +230,6 @@ void Synchronizer::DistributeDirty() {
     last_sent_clock_[i] = std::max(last_sent_clock_[i], clock);
     channels_[key_owner_[i]]->candidates.push_back(i);
   }
-}
-
-void Synchronizer::BuildIncrementalBatch(Channel* c, uint64_t clock,
-                                         DeltaBatch* batch) {
-  SparseVector x, delta;
-  const uint32_t min_weight = c->round_complete ? 0 : options_.min_key_weight;
-  size_t kept = 0;
-  for (uint32_t i : c->candidates) {
-    if (min_weight != 0 && !unsent_[i]) {
-      const uint32_t w = table_->DirtyWeight(i);
-      if (w != 0 && w < min_weight) {
-        // Little change so far: stays listed for a later round.
-        c->candidates[kept++] = i;
-        continue;
-      }
-    }
-    queued_[i] = 0;
-    if (!table_->TakeDirty(i) && !unsent_[i]) continue;
-    unsent_[i] = 0;
-    table_->Read(i, &x);
-    AddSparse(x, x_old_[i], -1, &delta);
-    if (delta.empty()) continue;  // the owner pushes the others' changes
-    AddKey(c, i, delta, clock, batch);
-    x_old_[i].swap(x);
-  }
-  c->candidates.resize(kept);
 }
 
 void Synchronizer::BuildChangeBatch(Channel* c, uint64_t clock,
@@ -445,16 +332,12 @@ void Synchronizer::BuildReseedBatch(Channel* c, uint64_t clock,
 
 void Synchronizer::SendRound(Channel* c) {
   if (!c->inflight) {
-    // Each round looks at the dirty keys afresh (with a change-tracking
-    // table, a fold of its log). Sharing one look among the rounds a kick
-    // starts saved little CPU and cost quality: news20 K=100 on 3 nodes
-    // came out ~0.02 nats/token worse, over 19 runs against 11.
-    if (changes_) RequeueRefused();
+    // Each round looks at the dirty keys afresh (a fold of the table's
+    // log). Sharing one look among the rounds a kick starts saved little
+    // CPU and cost quality: news20 K=100 on 3 nodes came out ~0.02
+    // nats/token worse, over 19 runs against 11.
+    RequeueRefused();
     DistributeDirty();
-    const bool incremental = !c->round_all_keys && dirty_list_ &&
-                             c->tracked.load(std::memory_order_relaxed);
-    const bool full =
-        !incremental && (c->round_pass != 0 || options_.round_byte_budget == 0);
     const uint64_t clock = clock_.load(std::memory_order_relaxed);
     DeltaBatch batch;
     batch.set_node_id(options_.node_id);
@@ -463,27 +346,16 @@ void Synchronizer::SendRound(Channel* c) {
     batch.set_clock(clock);
     batch.set_dimension(table_->dimension());
     batch.set_epoch(epoch_.load(std::memory_order_relaxed));
+    batch.set_changes_only(true);
+    batch.set_all_keys(grows_);
+    batch.set_owner_incarnation(c->owner_incarnation);
     c->inflight_keys.clear();
     c->round_quiet = true;
-    c->inflight_all_keys = full;
-    if (changes_) {
-      batch.set_changes_only(true);
-      batch.set_all_keys(grows_);
-      batch.set_owner_incarnation(c->owner_incarnation);
-      c->inflight_all_keys = false;
-      if (c->reseed) {
-        c->reseed = false;
-        BuildReseedBatch(c, clock, &batch);
-      } else {
-        BuildChangeBatch(c, clock, &batch);
-      }
-    } else if (full) {
-      BuildFullBatch(c, clock, &batch);
-    } else if (incremental &&
-               (options_.round_byte_budget == 0 || c->round_pass != 0)) {
-      BuildIncrementalBatch(c, clock, &batch);
+    if (c->reseed) {
+      c->reseed = false;
+      BuildReseedBatch(c, clock, &batch);
     } else {
-      BuildBudgetedBatch(c, clock, &batch);
+      BuildChangeBatch(c, clock, &batch);
     }
     counters_.keys_sent.fetch_add(c->inflight_keys.size(),
                                   std::memory_order_relaxed);
@@ -500,78 +372,17 @@ void Synchronizer::SendRound(Channel* c) {
   });
 }
 
-absl::Status Synchronizer::CheckReply(const Channel& c,
-                                      const DeltaReply& reply) const {
-  if (changes_) {
-    if (reply.name_keys_size() != reply.names_size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("names ", reply.name_keys_size(), " keys with ",
-                       reply.names_size(), " names"));
-    }
-    for (const std::string& name : reply.names()) {
-      if (name.empty()) return absl::InvalidArgumentError("an empty key name");
-    }
-    return BlockReader(reply.changes(), table_->dimension())
-        .Validate(reply.changed_keys_size());
-  }
-  if (static_cast<size_t>(reply.versions_size()) != c.inflight_keys.size()) {
+absl::Status Synchronizer::CheckReply(const DeltaReply& reply) const {
+  if (reply.name_keys_size() != reply.names_size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("answered ", reply.versions_size(), " versions for ",
-                     c.inflight_keys.size(), " keys"));
+        absl::StrCat("names ", reply.name_keys_size(), " keys with ",
+                     reply.names_size(), " names"));
   }
-  size_t changed = 0;
-  for (int j = 0; j < reply.versions_size(); ++j) {
-    changed += reply.versions(j) != c.inflight->known_versions(j);
+  for (const std::string& name : reply.names()) {
+    if (name.empty()) return absl::InvalidArgumentError("an empty key name");
   }
-  LATENTD_RETURN_IF_ERROR(
-      BlockReader(reply.globals(), table_->dimension()).Validate(changed));
-  if (reply.pushed_keys_size() != reply.pushed_versions_size()) {
-    return absl::InvalidArgumentError("pushed keys and versions differ");
-  }
-  return BlockReader(reply.pushed_globals(), table_->dimension())
-      .Validate(reply.pushed_keys_size());
-}
-
-void Synchronizer::ApplyGlobals(Channel* c, const DeltaReply& reply,
-                                bool* quiet) {
-  SparseVector g, corr;
-  BlockReader globals(reply.globals(), table_->dimension());
-  for (size_t j = 0; j < c->inflight_keys.size(); ++j) {
-    const uint32_t i = c->inflight_keys[j];
-    const uint64_t version = reply.versions(static_cast<int>(j));
-    // Same version: the global is what x_old came from, and no δ was
-    // applied to it since (that would have moved the version).
-    if (version == c->inflight->known_versions(static_cast<int>(j))) {
-      continue;
-    }
-    version_[i] = version;
-    globals.Next(&g);
-    AddSparse(g, x_old_[i], -1, &corr);
-    if (!corr.empty()) {
-      *quiet = false;
-      table_->EnqueueCorrection(i, corr);
-    }
-    x_old_[i].swap(g);
-  }
-  BlockReader pushed(reply.pushed_globals(), table_->dimension());
-  for (int j = 0; j < reply.pushed_keys_size(); ++j) {
-    pushed.Next(&g);
-    auto it = key_index_.find(reply.pushed_keys(j));
-    // Only keys this node holds. Not only this owner's: an owner that
-    // handed a key off since (Reroute) answers a resent batch with the
-    // change its lost reply carried, which no other owner will send.
-    if (it == key_index_.end()) continue;
-    const uint32_t i = it->second;
-    const uint64_t version = reply.pushed_versions(j);
-    if (version == version_[i]) continue;
-    version_[i] = version;
-    AddSparse(g, x_old_[i], -1, &corr);
-    if (!corr.empty()) {
-      *quiet = false;
-      table_->EnqueueCorrection(i, corr);
-    }
-    x_old_[i].swap(g);
-  }
+  return BlockReader(reply.changes(), table_->dimension())
+      .Validate(reply.changed_keys_size());
 }
 
 void Synchronizer::ApplyChanges(Channel* c, const DeltaReply& reply,
@@ -633,7 +444,7 @@ void Synchronizer::ApplyChanges(Channel* c, const DeltaReply& reply,
 
 void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
   if (reply.ok()) {
-    absl::Status valid = CheckReply(*c, *reply);
+    absl::Status valid = CheckReply(*reply);
     if (!valid.ok()) {
       reply = absl::DataLossError(absl::StrCat(
           "bad reply from ", c->owner->name(), ": ", valid.message()));
@@ -646,20 +457,10 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
       counters_.bytes_received.fetch_add(
           reply->ByteSizeLong() + kFrameHeaderSize, std::memory_order_relaxed);
     }
-    if (changes_) {
-      ApplyChanges(c, *reply, &quiet);
-    } else {
-      ApplyGlobals(c, *reply, &quiet);
-    }
-    // A new owner process (a restart) knows none of our keys: the next
-    // round visits them all, which tells it. (Change mode cannot rebuild
-    // what it lost: see the header.)
-    const bool same_owner =
-        reply->owner_incarnation() == c->owner_incarnation ||
-        c->inflight_all_keys;
+    ApplyChanges(c, *reply, &quiet);
+    // The next batch names this incarnation: should the owner restart, it
+    // refuses that batch and this node re-seeds it (see the header).
     c->owner_incarnation = reply->owner_incarnation();
-    c->tracked.store(reply->tracking() && same_owner,
-                     std::memory_order_relaxed);
     c->inflight.reset();
     const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::steady_clock::now() - c->sent_at)
@@ -671,7 +472,7 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
     counters_.failed_rounds.fetch_add(1, std::memory_order_relaxed);
   }
   absl::MutexLock l(&mu_);
-  if (!ok && changes_ && c->inflight &&
+  if (!ok && c->inflight &&
       reply.status().code() == absl::StatusCode::kFailedPrecondition) {
     // Refused as routed by an older ring: nothing of it was applied. Its
     // changes go out again by the current ring (RequeueRefused).
@@ -679,7 +480,7 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
     c->inflight.reset();
   }
   const bool owner_restarted =
-      !ok && changes_ && c->inflight &&
+      !ok && c->inflight &&
       reply.status().code() == absl::StatusCode::kAborted &&
       absl::StrContains(reply.status().message(), "owner restarted");
   if (owner_restarted) {
@@ -734,10 +535,9 @@ void Synchronizer::Kick(bool complete) {
   if (complete) complete_kick_ = kicks_;
 }
 
-Synchronizer::PassResult Synchronizer::Pass(bool all_keys) {
+Synchronizer::PassResult Synchronizer::Flush() {
   absl::MutexLock l(&mu_);
   const uint64_t gen = ++pass_requested_;
-  if (all_keys) full_requested_ = gen;
   auto done = [this, gen]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     for (const auto& c : channels_) {
       if (!c->retired && c->served_pass < gen) return false;

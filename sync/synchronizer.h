@@ -1,10 +1,18 @@
 // Synchronizer: the client side of the smart-master protocol (docs/design.md,
-// "Many nodes"). For each key index of an AbelianTable it keeps x_old, the
-// last global value incorporated. One round for one owner:
+// "Many nodes"), over an AbelianTable that accumulates its own changes. One
+// round for one owner:
 //
-//   build:  for the owner's keys, δ = x − x_old; send the batch; x_old ← x
-//   reply:  for each key, the global g: enqueue x ← x + (g − x_old) into the
-//           table (its single writer applies it); x_old ← g
+//   build:  for each of the owner's keys the table lists dirty, take the
+//           change δ it accumulated (AbelianTable::TakeChange) and send it
+//           (DeltaBatch.changes_only)
+//   reply:  the changes of this node's keys it has not seen yet (the other
+//           nodes' deltas, and the global before this node's first delta
+//           of a key); each goes to the table as a correction, as it is
+//
+// Every node's value equals the global once all deltas are in and all
+// changes delivered. A round costs O(keys changed since the last round,
+// here or at the owner) and O(changes), not O(keys held) nor O(row
+// length), both ways.
 //
 // Keys are grouped by owner (one channel each, one outstanding batch per
 // channel) and swept continuously by a background thread while sampling
@@ -13,29 +21,11 @@
 // owner's keys keep accumulating δ and every other owner goes on.
 //
 // Managed communication: with a round byte budget, the keys with the
-// largest accumulated |δ| go first; what is left of the budget polls keys
-// with δ = 0 round-robin (they still need the others' updates).
+// largest AbelianTable::DirtyWeight go first; the others stay listed for a
+// later round.
 //
-// Cost: with a table that lists its dirty keys (AbelianTable::TakeDirtyList)
-// and an owner that pushes changes (DeltaReply.tracking), a round costs
-// O(keys changed since the last round, here or at the owner), not O(keys
-// held): it sends only the keys written since their last round, and the
-// owner's reply brings the keys other nodes changed. FullPass still visits
-// every key (it is the drain's check); Flush is the incremental pass.
-//
-// Change mode, used when the table accumulates its own changes
-// (AbelianTable::TracksChanges): no x_old and no Read. A round takes each
-// dirty key's accumulated change δ from the table (TakeChange) and sends
-// it (DeltaBatch.changes_only); the owner answers with the changes this
-// node has not seen yet (the others' deltas, and the global before this
-// node's first delta of a key), which go to the table as corrections
-// as they are. Every node's value equals the global once all deltas are in
-// and all changes delivered, as in the x_old protocol, but a round costs
-// O(changes), not O(row length), both ways. FullPass is then the same as
-// Flush.
-//
-// Restarts, change mode (docs/design.md, "Restart and rejoin"). Per key
-// the synchronizer keeps what this incarnation has contributed (the deltas
+// Restarts (docs/design.md, "Restart and rejoin"). Per key the
+// synchronizer keeps what this incarnation has contributed (the deltas
 // owners acknowledged) and what it has received (the corrections replies
 // brought), so that the table's value is contributed + received + the
 // changes not yet acknowledged. Every batch names the owner incarnation
@@ -51,8 +41,8 @@
 // out when the new one first reaches it (sync/owner_shard.h). Costs one
 // more sparse vector per key for each (about the table's own size).
 //
-// Growing key sets, change mode (AbelianTable::GrowsKeys; docs/design.md,
-// "Growing vocabulary in a cluster"). Batches ask the owners for every key
+// Growing key sets (AbelianTable::GrowsKeys; docs/design.md, "Growing
+// vocabulary in a cluster"). Batches ask the owners for every key
 // (DeltaBatch.all_keys) and carry the name of each key the first time it
 // goes to its current owner. A reply's change of a key the table does not
 // hold is kept aside, summed, with the name the owner sent
@@ -161,20 +151,17 @@ class Synchronizer {
   void Stop();
 
   struct PassResult {
-    // Every key of every reachable owner had δ = 0 and g = x_old.
+    // Nothing moved either way: no reachable owner was sent a δ ≠ 0 nor
+    // sent back a change.
     bool quiet = true;
     // Channels that failed during the pass (their keys were not synced).
     std::vector<std::string> unavailable;
   };
-  // Runs one full round (every key, no byte budget) per owner, each
-  // starting after this call, and waits for all of them.
-  // REQUIRES: Start() was called and Stop() was not.
-  PassResult FullPass() { return Pass(/*all_keys=*/true); }
-  // Like FullPass, but each round is incremental where the table and the
-  // owner allow (every δ ≠ 0 is sent, every change at the owner comes
-  // back; unchanged keys are not visited). `quiet` then means nothing
-  // moved either way.
-  PassResult Flush() { return Pass(/*all_keys=*/false); }
+  // Runs one round per owner, each starting after this call, and waits for
+  // all of them: every δ ≠ 0 is sent (no byte budget, whatever
+  // min_key_weight) and every change at the owner comes back; unchanged
+  // keys are not visited. REQUIRES: Start() was called and Stop() was not.
+  PassResult Flush();
   // Starts a round to every owner as soon as its channel is free (without
   // waiting for round_interval). Does not wait. A `complete` round sends
   // every dirty key, whatever min_key_weight.
@@ -191,8 +178,7 @@ class Synchronizer {
   // a batch as routed by an older epoch (kFailedPrecondition) means nothing was
   // applied: its changes go out again, by the current ring. Waits for the
   // rounds in flight to end and starts none meanwhile; the table's writer goes
-  // on (changes accumulate). kFailedPrecondition, and nothing changes, unless
-  // the table tracks changes (change mode). REQUIRES: key_owner.size() ==
+  // on (changes accumulate). Always OK. REQUIRES: key_owner.size() ==
   // table->num_keys(), every entry < channels.size(), channel names
   // distinct.
   //
@@ -213,7 +199,7 @@ class Synchronizer {
   // Growing tables only: the keys replies brought that the table does not
   // hold and whose names are known, with their names (a snapshot).
   std::vector<std::pair<Key, std::string>> ForeignKeys();
-  // Change mode only: waits until no round runs and, starting none
+  // Waits until no round runs and, starting none
   // meanwhile, calls grow(), which appends keys to the table (and may only
   // do that, and mark existing keys changed); then routes each new key to
   // owner(key), an index into the channels of the current epoch (those
@@ -222,8 +208,7 @@ class Synchronizer {
   // as received corrections. A new key of a table that does not grow (a
   // graph node's newly held vertex) is like a key it had from the start:
   // its owner sends it the global once it first sends a change. grow()'s
-  // error is returned (the table must then be unchanged).
-  // kFailedPrecondition unless the table tracks changes. REQUIRES:
+  // error is returned (the table must then be unchanged). REQUIRES:
   // owner(key) < the number of those channels; not called concurrently
   // with Reroute.
   absl::Status AddKeys(const std::function<absl::Status()>& grow,
@@ -239,7 +224,6 @@ class Synchronizer {
 
  private:
   struct Channel;
-  PassResult Pass(bool all_keys);
   void Loop();
   // Whether `c`'s last round failed and its retry_interval has not passed.
   bool BackingOff(const Channel& c, absl::Time now) const
@@ -249,14 +233,11 @@ class Synchronizer {
   // Builds the channel's next batch (or reuses the failed one) and sends
   // it. Runs on the loop thread while the channel is busy.
   void SendRound(Channel* c);
-  void BuildFullBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
-  void BuildBudgetedBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
-  void BuildIncrementalBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
-  // Change mode: takes the changes of the channel's candidates.
+  // Takes the changes of the channel's candidates.
   void BuildChangeBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
-  // Change mode, for an owner that restarted: every key of the channel
-  // this node holds, with all it has contributed and not yet sent; the
-  // table gives back what it had received ("Restarts" above).
+  // For an owner that restarted: every key of the channel this node
+  // holds, with all it has contributed and not yet sent; the table gives
+  // back what it had received ("Restarts" above).
   void BuildReseedBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
   // Key i's re-seed: *delta = all it contributed plus its changes not yet
   // sent; queues the correction that gives back what it received. False
@@ -266,14 +247,13 @@ class Synchronizer {
   void AddKey(Channel* c, uint32_t i, const SparseVector& delta, uint64_t clock,
               DeltaBatch* batch);
   void OnReply(Channel* c, absl::StatusOr<DeltaReply> reply);
-  // Whether a reply to the channel's in-flight batch is well formed (an
-  // error saying what if not, which OnReply reports as kDataLoss); checked
-  // before anything is applied.
-  absl::Status CheckReply(const Channel& c, const DeltaReply& reply) const;
-  // Apply a checked reply's globals and pushes (x_old protocol) or its
-  // changes (change mode) to x_old and the table; *quiet becomes false if
-  // any correction was enqueued.
-  void ApplyGlobals(Channel* c, const DeltaReply& reply, bool* quiet);
+  // Whether a reply is well formed (an error saying what if not, which
+  // OnReply reports as kDataLoss); checked before anything is applied.
+  absl::Status CheckReply(const DeltaReply& reply) const;
+  // Applies a checked reply: the batch's deltas become contributed, and
+  // the reply's changes go to the table (or aside, for keys a growing
+  // table does not hold); *quiet becomes false if any correction was
+  // enqueued.
   void ApplyChanges(Channel* c, const DeltaReply& reply, bool* quiet);
   // Loop thread: the batches owners refused as routed by an older epoch
   // (refused_) go back into carry_ and their keys' candidate lists.
@@ -283,28 +263,22 @@ class Synchronizer {
 
   const SynchronizerOptions options_;
   AbelianTable* const table_;
-  const bool changes_;  // change mode (table_->TracksChanges())
-  const bool grows_;    // table_->GrowsKeys() (and change mode)
+  const bool grows_;  // table_->GrowsKeys()
   // Per key index; each touched only by its channel's round (one at a time,
-  // handed over through Channel::busy under mu_). x_old_ is empty in
-  // change mode.
-  std::vector<SparseVector> x_old_;
-  std::vector<uint64_t> version_;  // of the global x_old last came from
+  // handed over through Channel::busy under mu_).
   std::vector<uint64_t> last_sent_clock_;
-  // Keys read with δ ≠ 0 but left out of a budgeted round: read again.
-  std::vector<uint8_t> unsent_;
   // Changed only by Reroute, while no round runs.
   std::vector<uint32_t> key_owner_;
-  // Change mode, loop thread only: per key, the changes of refused
-  // batches, sent with the key's next change.
+  // Loop thread only: per key, the changes of refused batches, sent with
+  // the key's next change.
   std::vector<SparseVector> carry_;
-  // Change mode, per key: this incarnation's acknowledged deltas, and the
+  // Per key: this incarnation's acknowledged deltas, and the
   // corrections it received (see "Restarts" above). Guarded by track_mu_
   // (replies of different channels may carry the same key).
   absl::Mutex track_mu_;
   std::vector<SparseVector> contributed_ ABSL_GUARDED_BY(track_mu_);
   std::vector<SparseVector> received_ ABSL_GUARDED_BY(track_mu_);
-  // Change mode, per key: its next round re-seeds it at its owner (its
+  // Per key: its next round re-seeds it at its owner (its
   // previous owner was lost). Loop thread, and Reroute while no round runs.
   std::vector<uint8_t> reseed_;
   // Growing tables, per key: its name went to its current owner (set when
@@ -332,9 +306,8 @@ class Synchronizer {
   void DropForeignOf(uint32_t channel) ABSL_EXCLUSIVE_LOCKS_REQUIRED(track_mu_);
   std::atomic<uint64_t> epoch_{0};
   absl::flat_hash_map<Key, uint32_t> key_index_;
-  // Loop thread only: whether the table lists dirty keys; per key, whether
-  // it is in its channel's candidate list; the table's list.
-  bool dirty_list_ = false;
+  // Loop thread only: per key, whether it is in its channel's candidate
+  // list; the table's list.
   std::vector<uint8_t> queued_;
   std::vector<uint32_t> dirty_scratch_;
   std::vector<std::unique_ptr<Channel>> channels_;
@@ -344,7 +317,6 @@ class Synchronizer {
   mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t pass_requested_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t full_requested_ ABSL_GUARDED_BY(mu_) = 0;  // latest all-keys pass
   uint64_t kicks_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t complete_kick_ ABSL_GUARDED_BY(mu_) = 0;  // latest complete one
   bool rerouting_ ABSL_GUARDED_BY(mu_) = false;      // no round may start

@@ -3,7 +3,6 @@
 #ifndef LATENTD_SYNC_SYNCHRONIZER_CHANNEL_H_
 #define LATENTD_SYNC_SYNCHRONIZER_CHANNEL_H_
 
-#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -41,18 +40,13 @@ struct Synchronizer::Channel {
   uint64_t sequence = 0;
   std::optional<DeltaBatch> inflight;
   std::vector<uint32_t> inflight_keys;
-  uint64_t round_pass = 0;  // FullPass generation served, 0 = none
-  bool round_all_keys = false;
+  uint64_t round_pass = 0;      // Flush generation served, 0 = none
   bool round_complete = false;  // ignores min_key_weight
-  // Whether the owner pushes changes to us (from its last reply).
-  std::atomic<bool> tracked{false};
-  uint64_t owner_incarnation = 0;  // touched by the round only
-  // Change mode: the owner restarted; the next round re-seeds it (round
-  // only).
+  // The owner incarnation its last reply came from (0: none yet).
+  uint64_t owner_incarnation = 0;
+  // The owner restarted: the next round re-seeds it.
   bool reseed = false;
-  bool inflight_all_keys = false;  // the batch lists every key
   bool round_quiet = true;
-  size_t cursor = 0;
   std::chrono::steady_clock::time_point sent_at;
 };
 

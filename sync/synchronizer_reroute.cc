@@ -50,10 +50,6 @@ absl::Status Synchronizer::Reroute(
     uint64_t epoch, std::vector<uint32_t> key_owner,
     std::vector<std::unique_ptr<OwnerChannel>> channels,
     const std::vector<std::string>& lost) {
-  if (!changes_) {
-    return absl::FailedPreconditionError(
-        "re-routing keys needs a table that tracks changes (change mode)");
-  }
   LATENTD_CHECK(key_owner.size() == key_owner_.size());
   absl::MutexLock l(&mu_);
   rerouting_ = true;
@@ -176,11 +172,6 @@ std::vector<std::pair<Key, std::string>> Synchronizer::ForeignKeys() {
 
 absl::Status Synchronizer::AddKeys(const std::function<absl::Status()>& grow,
                                    const std::function<uint32_t(Key)>& owner) {
-  if (!changes_) {
-    return absl::FailedPreconditionError(
-        "adding keys needs a table that tracks its changes "
-        "(AbelianTable::TracksChanges)");
-  }
   // Held throughout: no round starts, and (once idle) none runs, so the
   // per-key state is this call's alone.
   absl::MutexLock l(&mu_);

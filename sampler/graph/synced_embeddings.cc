@@ -156,11 +156,10 @@ void SyncedEmbeddings::EnqueueCorrection(size_t index,
   if (any) pending_.push_back({static_cast<uint32_t>(index), std::move(step)});
 }
 
-bool SyncedEmbeddings::TakeDirtyList(std::vector<uint32_t>* out) {
+void SyncedEmbeddings::TakeDirtyList(std::vector<uint32_t>* out) {
   absl::MutexLock l(&mu_);
   out->insert(out->end(), dirty_.begin(), dirty_.end());
   dirty_.clear();
-  return true;
 }
 
 void SyncedEmbeddings::TakeChange(size_t index, sync::SparseVector* out) {

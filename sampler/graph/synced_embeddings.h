@@ -30,7 +30,7 @@
 //           copies are the same start plus the sum of every node's steps —
 //           parameter-server SGD, kept to compare with.
 //
-// Change mode (sync/synchronizer.h): TakeChange hands over what this
+// Changes (sync/synchronizer.h): TakeChange hands over what this
 // node's contribution moved since it was last taken (kDual: the whole
 // copy the first time, then its change; kNaive: the steps not yet sent,
 // the rounding residue kept for next time).
@@ -86,11 +86,13 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   size_t num_keys() const override { return held_.size(); }
   sync::Key key(size_t index) const override { return keys_[index]; }
   uint32_t dimension() const override { return dim_ + kExtra; }
-  void Read(size_t index, sync::SparseVector* out) const override;
+  // The key's value as this node holds it (its contribution and the
+  // others' as last heard), for tests and tools: the synchronizer never
+  // reads it.
+  void Read(size_t index, sync::SparseVector* out) const;
   void EnqueueCorrection(size_t index,
                          const sync::SparseVector& correction) override;
-  bool TakeDirtyList(std::vector<uint32_t>* out) override;
-  bool TracksChanges() const override { return true; }
+  void TakeDirtyList(std::vector<uint32_t>* out) override;
   void TakeChange(size_t index, sync::SparseVector* out) override;
 
   // Writer: the trainer applied `steps` (|vertices| × dim) to `vertices`.

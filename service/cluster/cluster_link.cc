@@ -455,11 +455,11 @@ absl::Status ClusterLink::Join() {
       return AwaitPhase(c, ring_config(), "handoff", deadline);
     }));
     sync_->Start();
-    sync_->FullPass();
+    sync_->Flush();
     ready_.store(true);
     clocks_->MarkReady(node_id_);
     peers_->Kick();
-    sync_->FullPass();
+    sync_->Flush();
     LATENTD_RETURN_IF_ERROR(apply_pending_());
     if (options_.ring_poll > absl::ZeroDuration()) {
       ring_watch_ = std::thread([this] { WatchRing(); });
@@ -494,7 +494,7 @@ absl::Status ClusterLink::Join() {
   // wait until every node has, pull theirs. (Nodes that sample from their
   // own counts alone first drift apart, topic labels and all, and take
   // many sweeps to agree again.)
-  sync_->FullPass();
+  sync_->Flush();
   ready_.store(true);
   clocks_->MarkReady(node_id_);
   peers_->Kick();
@@ -503,7 +503,7 @@ absl::Status ClusterLink::Join() {
         absl::StrCat("cluster ", options_.cluster,
                      ": not every node pushed its initial state in time"));
   }
-  sync_->FullPass();
+  sync_->Flush();
   return apply_pending_();
 }
 
@@ -573,7 +573,7 @@ void ClusterLink::Finish() {
 }
 
 sync::Synchronizer::PassResult ClusterLink::DrainPass() {
-  sync::Synchronizer::PassResult r = sync_->FullPass();
+  sync::Synchronizer::PassResult r = sync_->Flush();
   absl::Status s = apply_pending_();
   if (!s.ok()) {
     options_.log(s.ToString());

@@ -213,6 +213,7 @@ TEST_F(ClusterTest, BadFramesAreRejectedAndTheNodeServesOn) {
     bad.set_node_id("intruder");
     bad.set_sequence(1);
     bad.set_dimension(20);
+    bad.set_changes_only(true);
     bad.add_keys(42);
     bad.mutable_deltas()->add_sizes(1);
     bad.mutable_deltas()->add_topics(99);

@@ -28,7 +28,7 @@ using sync::testing::TestPki;
 
 constexpr uint32_t kTopics = 20;
 
-// A change-mode batch from `node_id` adding `count` to topic 0 of `keys`.
+// A batch from `node_id` adding `count` to topic 0 of `keys`.
 std::string Batch(const std::string& node_id, uint64_t incarnation,
                   const std::vector<sync::Key>& keys, int64_t count) {
   sync::DeltaBatch b;

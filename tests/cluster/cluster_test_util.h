@@ -104,6 +104,7 @@ inline std::string TotalsIntrusionBatch(const std::string& node_id) {
   b.set_incarnation(77);
   b.set_sequence(1);
   b.set_dimension(20);
+  b.set_changes_only(true);
   b.add_keys(sync::kTopicTotalsKey);
   b.mutable_deltas()->add_sizes(1);
   b.mutable_deltas()->add_topics(0);

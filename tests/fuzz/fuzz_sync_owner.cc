@@ -41,7 +41,8 @@ void CheckCanonical(const SparseVector& v) {
 }
 
 void CheckReply(const DeltaReply& reply) {
-  const SparseBlock& b = reply.globals();
+  const SparseBlock& b = reply.changes();
+  LATENTD_FUZZ_CHECK(b.sizes_size() == reply.changed_keys_size());
   uint64_t pairs = 0;
   for (uint32_t s : b.sizes()) pairs += s;
   LATENTD_FUZZ_CHECK(pairs == static_cast<uint64_t>(b.topics_size()));

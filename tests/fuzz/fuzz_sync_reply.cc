@@ -1,11 +1,11 @@
 // libFuzzer harness: the client side of the sync port, the handler of an
-// owner's DeltaReply (Synchronizer::OnReply: CheckReply, ApplyGlobals,
-// ApplyChanges) over the sampler's own table (SyncedTopicTable). The input
-// is a sequence of messages: a reply to answer the next batch with, an
-// answer from a real OwnerShard (so that tracking and incarnations get
-// set as a real owner sets them), local count changes, and passes. A reply
-// may be refused, but never crashes the node, and the table's counts
-// never go negative: a correction that would is refused whole.
+// owner's DeltaReply (Synchronizer::OnReply: CheckReply, ApplyChanges) over
+// the sampler's own table (SyncedTopicTable). The input is a sequence of
+// messages: a reply to answer the next batch with, an answer from a real
+// OwnerShard (so that incarnations get set as a real owner sets them),
+// local count changes, and flushes. A reply may be refused, but never
+// crashes the node, and the table's counts never go negative: a
+// correction that would is refused whole.
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -31,8 +31,7 @@ enum Op : uint8_t {
   kOpReply = 0,      // body: a DeltaReply for the next batch
   kOpRealOwner = 1,  // the next batch goes to the real shard
   kOpUpdate = 2,     // body: (word, topic, +1/-1) triples, applied locally
-  kOpFullPass = 3,
-  kOpFlush = 4,
+  kOpFlush = 3,      // ops 3 and 4: a Flush
   kNumOps = 5,
 };
 
@@ -149,10 +148,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (table.Apply(deltas).ok()) synced.MarkApplied(deltas);
         break;
       }
-      case kOpFullPass:
-        (void)synchronizer.FullPass();
-        break;
       case kOpFlush:
+      case kOpFlush + 1:
         (void)synchronizer.Flush();
         break;
     }

@@ -48,6 +48,7 @@ sync::DeltaBatch Batch(const std::string& node, uint64_t sequence) {
   b.set_incarnation(5);
   b.set_sequence(sequence);
   b.set_dimension(8);
+  b.set_changes_only(true);
   for (uint64_t k = 1; k <= 4; ++k) {
     b.add_keys(k * 977);
     b.mutable_deltas()->add_sizes(2);
@@ -69,13 +70,12 @@ void SyncSeeds() {
            sync::EncodeHandshakeMessage(
                sync::kHello, std::string(sync::kNonceBytes, 'n') + "node-1"));
 
-  // Owner: batches from two senders (one in change mode), progress, an
-  // epoch change and the hand-off it produces, a departing sender.
+  // Owner: batches from two senders, progress, an epoch change and the
+  // hand-off it produces, a departing sender.
   sync::OwnerShard shard(8);
   std::string owner;
   sync::DeltaBatch a = Batch("node-1", 1);
   sync::DeltaBatch c = Batch("node-2", 1);
-  c.set_changes_only(true);
   sync::DeltaReply reply;
   (void)shard.Apply(a, &reply);
   (void)shard.Apply(c, &reply);

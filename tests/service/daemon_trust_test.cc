@@ -95,7 +95,7 @@ std::map<std::string, std::string> Members(TestCluster& cluster) {
   return out;
 }
 
-// A change-mode batch from `sender` (a new incarnation: its own part of
+// A batch from `sender` (a new incarnation: its own part of
 // every key is 0) taking 10^9 from topic 0 of the topic totals.
 std::string NegativeTotalsBatch(const std::string& sender) {
   sync::DeltaBatch b;

@@ -1,5 +1,5 @@
 // Key hand-off between owners when the ring epoch changes (OwnerShard::
-// AdvanceEpoch / ImportKeys): change-mode senders keep adding deltas, lose
+// AdvanceEpoch / ImportKeys): senders keep adding deltas, lose
 // replies and resend, switch to the new ring at different times, and a new
 // owner takes deltas before and after its hand-off arrives. At the end
 // every sender's view of every key equals the key's global at its owner,
@@ -38,7 +38,7 @@ void AddInto(Dense* d, const SparseVector& v) {
 bool Moves(Key key) { return key >= kKeys / 2; }
 std::string NewOwner(Key key) { return Moves(key) ? "owner-1" : ""; }
 
-// One change-mode sender: its view of every key, the changes it has made
+// One sender: its view of every key, the changes it has made
 // and not sent, and per owner channel the batch in flight (a reply lost).
 struct Sender {
   std::string id;
@@ -268,7 +268,6 @@ TEST(OwnerShardEpoch, RejectsMalformedHandoffsWithoutChange) {
   h.set_epoch(2);
   h.set_dimension(kK);
   h.add_keys(1);
-  h.add_versions(1);
   h.add_holder_counts(1);
   AppendToBlock({{0, 2}}, h.mutable_globals());
   h.add_holder_of(3);  // no such holder
@@ -317,7 +316,7 @@ TEST(OwnerShardEpoch, ForgetSenderFreesItsSlot) {
   EXPECT_EQ(reply.changes().counts(0), 7);
 }
 
-// Restarts (OwnerShard header, "Restarts"): a change-mode batch of one key.
+// Restarts (OwnerShard header, "Restarts"): a batch of one key.
 DeltaBatch OneKey(const std::string& id, uint64_t incarnation, uint64_t seq,
                   Key key, SparseVector delta) {
   DeltaBatch b;
@@ -455,7 +454,6 @@ TEST(OwnerShardRestart, AReseedGetsTheGlobalEvenIfItWasPushedBefore) {
     copy.set_dimension(kK);
     copy.add_keys(30);
     copy.add_names("word");
-    copy.add_versions(1);
     AppendToBlock({{1, 2}, {3, 1}}, copy.mutable_globals());
     copy.add_holder_counts(0);
     ASSERT_TRUE(owner.ImportKeys(copy).ok());

@@ -132,7 +132,7 @@ class Replication : public ::testing::Test {
     return false;
   }
 
-  // Sender n's next change-mode batch header to `owner`.
+  // Sender n's next batch header to `owner`.
   void Stamp(int n, int owner, DeltaBatch* b) {
     b->set_node_id(Id(n));
     b->set_incarnation(100 + n);

@@ -24,6 +24,7 @@ DeltaBatch Batch(const std::string& node, uint64_t seq,
   b.set_incarnation(1);
   b.set_sequence(seq);
   b.set_dimension(4);
+  b.set_changes_only(true);
   for (auto& [k, v] : deltas) {
     b.add_keys(k);
     AppendToBlock(v, b.mutable_deltas());
@@ -31,48 +32,22 @@ DeltaBatch Batch(const std::string& node, uint64_t seq,
   return b;
 }
 
-TEST(OwnerShard, AppliesOnceAndRepliesGlobals) {
+TEST(OwnerShard, AppliesOnce) {
   OwnerShard shard(4);
   DeltaReply r;
   ASSERT_TRUE(shard.Apply(Batch("a", 1, {{7, {{1, 5}}}}), &r).ok());
+  EXPECT_FALSE(r.duplicate());
+  EXPECT_NE(r.owner_incarnation(), 0u);
   ASSERT_TRUE(shard.Apply(Batch("b", 1, {{7, {{1, 2}, {3, 1}}}}), &r).ok());
   EXPECT_EQ(shard.Global(7), (SparseVector{{1, 7}, {3, 1}}));
   // A resend of a's batch 1 is answered but not applied again.
   ASSERT_TRUE(shard.Apply(Batch("a", 1, {{7, {{1, 5}}}}), &r).ok());
   EXPECT_TRUE(r.duplicate());
   EXPECT_EQ(shard.Global(7), (SparseVector{{1, 7}, {3, 1}}));
-  SparseVector g;
-  BlockReader reader(r.globals(), 4);
-  ASSERT_TRUE(reader.Validate(1).ok());
-  reader.Next(&g);
-  EXPECT_EQ(g, (SparseVector{{1, 7}, {3, 1}}));
   // Deltas may cancel to zero.
   ASSERT_TRUE(shard.Apply(Batch("a", 2, {{7, {{1, -7}, {3, -1}}}}), &r).ok());
   EXPECT_TRUE(shard.Global(7).empty());
   EXPECT_EQ(shard.stats().batches_duplicate, 1u);
-}
-
-TEST(OwnerShard, ResendsOnlyGlobalsOfNewerVersion) {
-  OwnerShard shard(4);
-  DeltaReply r;
-  ASSERT_TRUE(
-      shard.Apply(Batch("a", 1, {{7, {{1, 5}}}, {8, {{2, 1}}}}), &r).ok());
-  ASSERT_EQ(r.versions_size(), 2);
-  const uint64_t v7 = r.versions(0), v8 = r.versions(1);
-  // b knows key 7 at v7 and key 8 at an older version; it changes key 8.
-  DeltaBatch b = Batch("b", 1, {{7, {}}, {8, {{2, 2}}}});
-  b.add_known_versions(v7);
-  b.add_known_versions(v8 - 1);
-  ASSERT_TRUE(shard.Apply(b, &r).ok());
-  EXPECT_EQ(r.versions(0), v7);  // unchanged: no global sent for it
-  EXPECT_GT(r.versions(1), v8);
-  BlockReader reader(r.globals(), 4);
-  ASSERT_TRUE(reader.Validate(1).ok());
-  SparseVector g;
-  reader.Next(&g);
-  EXPECT_EQ(g, (SparseVector{{2, 3}}));
-  b.add_known_versions(0);  // 3 versions for 2 keys
-  EXPECT_EQ(shard.Apply(b, &r).code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(OwnerShard, RejectsMalformedBatchesWithoutChange) {
@@ -91,57 +66,16 @@ TEST(OwnerShard, RejectsMalformedBatchesWithoutChange) {
   b = Batch("a", 1, {{7, {{1, 1}}}});
   b.set_dimension(5);
   EXPECT_EQ(shard.Apply(b, &r).code(), absl::StatusCode::kInvalidArgument);
+  b = Batch("a", 1, {{7, {{1, 1}}}});
+  b.set_changes_only(false);  // every sender sends its changes
+  EXPECT_EQ(shard.Apply(b, &r).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(shard.Global(7).empty());
   // The rejected sequence 1 was not recorded: a good batch 1 applies.
   ASSERT_TRUE(shard.Apply(Batch("a", 1, {{7, {{1, 1}}}}), &r).ok());
   EXPECT_FALSE(r.duplicate());
 }
 
-// The owner tells each sender of the keys it holds that others changed,
-// once, and again only if the reply that told it may have been lost.
-TEST(OwnerShard, PushesOthersChangesToHolders) {
-  OwnerShard shard(4);
-  DeltaReply r;
-  ASSERT_TRUE(shard.Apply(Batch("a", 1, {{7, {}}, {8, {}}}), &r).ok());
-  EXPECT_TRUE(r.tracking());
-  EXPECT_NE(r.owner_incarnation(), 0u);
-  ASSERT_TRUE(
-      shard.Apply(Batch("b", 1, {{7, {{1, 2}}}, {9, {{0, 1}}}}), &r).ok());
-  EXPECT_EQ(r.pushed_keys_size(), 0);  // b holds nothing a changed
-  // a's next batch (empty) brings key 7 (a holds it), not 9 (a does not).
-  ASSERT_TRUE(shard.Apply(Batch("a", 2, {}), &r).ok());
-  ASSERT_EQ(r.pushed_keys_size(), 1);
-  EXPECT_EQ(r.pushed_keys(0), 7u);
-  EXPECT_EQ(r.pushed_versions(0), 1u);
-  BlockReader pushed(r.pushed_globals(), 4);
-  ASSERT_TRUE(pushed.Validate(1).ok());
-  SparseVector g;
-  pushed.Next(&g);
-  EXPECT_EQ(g, (SparseVector{{1, 2}}));
-  // The same batch again (its reply was lost): pushed again.
-  ASSERT_TRUE(shard.Apply(Batch("a", 2, {}), &r).ok());
-  EXPECT_TRUE(r.duplicate());
-  ASSERT_EQ(r.pushed_keys_size(), 1);
-  // A new sequence confirms it: nothing more to push.
-  ASSERT_TRUE(shard.Apply(Batch("a", 3, {}), &r).ok());
-  EXPECT_EQ(r.pushed_keys_size(), 0);
-  // A key a sends itself comes back in the batch part, not pushed.
-  ASSERT_TRUE(shard.Apply(Batch("b", 2, {{7, {{2, 1}}}}), &r).ok());
-  ASSERT_TRUE(shard.Apply(Batch("a", 4, {{7, {{3, 1}}}}), &r).ok());
-  EXPECT_EQ(r.pushed_keys_size(), 0);
-  ASSERT_TRUE(shard.Apply(Batch("b", 3, {}), &r).ok());
-  ASSERT_EQ(r.pushed_keys_size(), 1);  // b hears of a's change to 7
-  EXPECT_EQ(r.pushed_keys(0), 7u);
-}
-
-DeltaBatch ChangeBatch(const std::string& node, uint64_t seq,
-                       std::vector<std::pair<Key, SparseVector>> deltas) {
-  DeltaBatch b = Batch(node, seq, std::move(deltas));
-  b.set_changes_only(true);
-  return b;
-}
-
-// The changes of a change-mode reply, by key.
+// The changes of a reply, by key.
 std::map<Key, SparseVector> Changes(const DeltaReply& r) {
   std::map<Key, SparseVector> out;
   BlockReader reader(r.changes(), 4);
@@ -152,46 +86,40 @@ std::map<Key, SparseVector> Changes(const DeltaReply& r) {
   return out;
 }
 
-// Change mode: a sender hears the global before its first delta of a key,
-// then only the others' deltas; a resent batch hears them again (with
-// what came since), the next sequence confirms them.
-TEST(OwnerShard, ChangeModeSendsWhatTheSenderHasNotSeen) {
+// A sender hears the global before its first delta of a key, then only
+// the others' deltas; a resent batch hears them again (with what came
+// since), the next sequence confirms them.
+TEST(OwnerShard, SendsWhatTheSenderHasNotSeen) {
   OwnerShard shard(4);
   DeltaReply r;
-  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 1, {{7, {{1, 5}}}}), &r).ok());
-  EXPECT_TRUE(r.tracking());
+  ASSERT_TRUE(shard.Apply(Batch("a", 1, {{7, {{1, 5}}}}), &r).ok());
   EXPECT_EQ(r.changed_keys_size(), 0);  // nothing before a
-  EXPECT_EQ(r.versions_size(), 0);      // no globals in change mode
   ASSERT_TRUE(
-      shard
-          .Apply(ChangeBatch("b", 1, {{7, {{1, 2}, {3, 1}}}, {9, {{0, 1}}}}),
-                 &r)
+      shard.Apply(Batch("b", 1, {{7, {{1, 2}, {3, 1}}}, {9, {{0, 1}}}}), &r)
           .ok());
   EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{1, 5}}}}));
-  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 2, {}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("a", 2, {}), &r).ok());
   // b's delta to 7; not 9, which a does not hold.
   EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{1, 2}, {3, 1}}}}));
-  ASSERT_TRUE(shard.Apply(ChangeBatch("b", 2, {{7, {{3, -1}}}}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("b", 2, {{7, {{3, -1}}}}), &r).ok());
   EXPECT_TRUE(Changes(r).empty());  // b's own delta does not come back
   // a's batch 2 again (its reply was lost): the lost change merged with
   // b's newer one; topic 3 cancels out.
-  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 2, {}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("a", 2, {}), &r).ok());
   EXPECT_TRUE(r.duplicate());
   EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{1, 2}}}}));
   // The next sequence confirms it; a's own delta is applied, not echoed.
-  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 3, {{7, {{0, 4}}}}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("a", 3, {{7, {{0, 4}}}}), &r).ok());
   EXPECT_TRUE(Changes(r).empty());
   EXPECT_EQ(shard.Global(7), (SparseVector{{0, 4}, {1, 7}}));
   // What a holds: 5 + 4 (its own) + 2 (heard) = the global. b hears a's.
-  ASSERT_TRUE(shard.Apply(ChangeBatch("b", 3, {}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("b", 3, {}), &r).ok());
   EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{0, 4}}}}));
-  // A sender does not switch modes within an incarnation.
-  EXPECT_EQ(shard.Apply(Batch("a", 4, {{7, {{1, 1}}}}), &r).code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(shard.Global(7), (SparseVector{{0, 4}, {1, 7}}));
-  // A global-mode sender's delta reaches change-mode holders as a change.
+  // A new sender's delta reaches the holders as a change; it hears the
+  // global as it was before its delta.
   ASSERT_TRUE(shard.Apply(Batch("c", 1, {{7, {{2, 3}}}}), &r).ok());
-  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 4, {}), &r).ok());
+  EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{0, 4}, {1, 7}}}}));
+  ASSERT_TRUE(shard.Apply(Batch("a", 4, {}), &r).ok());
   EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{2, 3}}}}));
 }
 
@@ -201,34 +129,31 @@ TEST(OwnerShard, DenseGlobalsReadAsCanonicalSparse) {
   OwnerShard shard(4);
   DeltaReply r;
   ASSERT_TRUE(
-      shard.Apply(ChangeBatch("a", 1, {{7, {{0, 2}, {2, 1}, {3, 5}}}}), &r)
-          .ok());
+      shard.Apply(Batch("a", 1, {{7, {{0, 2}, {2, 1}, {3, 5}}}}), &r).ok());
   EXPECT_EQ(shard.Global(7), (SparseVector{{0, 2}, {2, 1}, {3, 5}}));
   // A topic back to zero is not listed.
-  ASSERT_TRUE(
-      shard.Apply(ChangeBatch("a", 2, {{7, {{1, 4}, {2, -1}}}}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("a", 2, {{7, {{1, 4}, {2, -1}}}}), &r).ok());
   EXPECT_EQ(shard.Global(7), (SparseVector{{0, 2}, {1, 4}, {3, 5}}));
-  // A new holder in change mode first gets the whole global; a global-mode
-  // sender gets it as its global.
-  ASSERT_TRUE(shard.Apply(ChangeBatch("b", 1, {{7, {}}}), &r).ok());
+  // A new holder first gets the whole global, with or without a delta of
+  // its own.
+  ASSERT_TRUE(shard.Apply(Batch("b", 1, {{7, {}}}), &r).ok());
   EXPECT_EQ(Changes(r),
             (std::map<Key, SparseVector>{{7, {{0, 2}, {1, 4}, {3, 5}}}}));
   ASSERT_TRUE(shard.Apply(Batch("c", 1, {{7, {{0, -2}}}}), &r).ok());
-  BlockReader globals(r.globals(), 4);
-  ASSERT_TRUE(globals.Validate(1).ok());
-  SparseVector g;
-  globals.Next(&g);
-  EXPECT_EQ(g, (SparseVector{{1, 4}, {3, 5}}));
+  EXPECT_EQ(Changes(r),
+            (std::map<Key, SparseVector>{{7, {{0, 2}, {1, 4}, {3, 5}}}}));
   const auto snapshot = shard.Snapshot();
   ASSERT_EQ(snapshot.size(), 1u);
   EXPECT_EQ(snapshot[0].second, (SparseVector{{1, 4}, {3, 5}}));
   // a and b hear c's change.
-  ASSERT_TRUE(shard.Apply(ChangeBatch("a", 3, {}), &r).ok());
+  ASSERT_TRUE(shard.Apply(Batch("a", 3, {}), &r).ok());
   EXPECT_EQ(Changes(r), (std::map<Key, SparseVector>{{7, {{0, -2}}}}));
 }
 
-// A dense in-memory table; corrections apply immediately (the writer is
-// the caller of EnqueueCorrection here, under the same lock as Update).
+// A dense in-memory table that accumulates its own changes (Update) from
+// zero, as SyncedTopicTable does; corrections apply immediately (the
+// writer is the caller of EnqueueCorrection here, under the same lock as
+// Update). Updates before the synchronizer starts are its initial values.
 class FakeTable : public AbelianTable {
  public:
   FakeTable(std::vector<Key> keys, uint32_t k)
@@ -238,13 +163,6 @@ class FakeTable : public AbelianTable {
   size_t num_keys() const override { return keys_.size(); }
   Key key(size_t i) const override { return keys_[i]; }
   uint32_t dimension() const override { return k_; }
-  void Read(size_t i, SparseVector* out) const override {
-    absl::MutexLock l(&mu_);
-    out->clear();
-    for (uint32_t t = 0; t < k_; ++t) {
-      if (v_[i][t] != 0) out->push_back({t, v_[i][t]});
-    }
-  }
   void EnqueueCorrection(size_t i, const SparseVector& c) override {
     absl::MutexLock l(&mu_);
     for (const auto& e : c) v_[i][e.topic] += e.count;
@@ -257,52 +175,14 @@ class FakeTable : public AbelianTable {
     dirty_[i] = true;
     weight_[i] += static_cast<uint32_t>(std::abs(by)) + 1;
   }
-  // With tracking on, TakeDirty reports only keys Update touched, as
-  // SyncedTopicTable does; off, every key is always dirty (the default).
-  bool TakeDirty(size_t i) override {
-    absl::MutexLock l(&mu_);
-    if (!track_dirty_) return true;
-    const bool d = dirty_[i];
-    dirty_[i] = false;
-    weight_[i] = 0;
-    return d;
-  }
   uint32_t DirtyWeight(size_t i) const override {
     absl::MutexLock l(&mu_);
-    return list_dirty_ ? (dirty_[i] ? weight_[i] : 0) : UINT32_MAX;
+    return dirty_[i] ? weight_[i] : 0;
   }
-  bool TakeDirtyList(std::vector<uint32_t>* out) override {
+  void TakeDirtyList(std::vector<uint32_t>* out) override {
     absl::MutexLock l(&mu_);
-    if (!list_dirty_) return false;
     out->insert(out->end(), list_.begin(), list_.end());
     list_.clear();
-    return true;
-  }
-  void TrackDirty() {
-    absl::MutexLock l(&mu_);
-    track_dirty_ = true;
-  }
-  // Also lists dirty keys (incremental rounds, as SyncedTopicTable).
-  void ListDirty() {
-    absl::MutexLock l(&mu_);
-    track_dirty_ = true;
-    list_dirty_ = true;
-    for (size_t i = 0; i < keys_.size(); ++i) {
-      dirty_[i] = true;
-      list_.push_back(static_cast<uint32_t>(i));
-    }
-  }
-  // Also accumulates its own changes (change mode), starting from the
-  // current values.
-  void TrackChanges() {
-    ListDirty();
-    absl::MutexLock l(&mu_);
-    track_changes_ = true;
-    change_ = v_;
-  }
-  bool TracksChanges() const override {
-    absl::MutexLock l(&mu_);
-    return track_changes_;
   }
   void TakeChange(size_t i, SparseVector* out) override {
     absl::MutexLock l(&mu_);
@@ -315,8 +195,11 @@ class FakeTable : public AbelianTable {
     weight_[i] = 0;
   }
   SparseVector Value(size_t i) const {
+    absl::MutexLock l(&mu_);
     SparseVector v;
-    Read(i, &v);
+    for (uint32_t t = 0; t < k_; ++t) {
+      if (v_[i][t] != 0) v.push_back({t, v_[i][t]});
+    }
     return v;
   }
 
@@ -329,9 +212,6 @@ class FakeTable : public AbelianTable {
   std::vector<uint32_t> list_;
   std::vector<uint32_t> weight_ = std::vector<uint32_t>(v_.size(), 0);
   std::vector<std::vector<int64_t>> change_ = v_;
-  bool track_dirty_ = false;
-  bool list_dirty_ = false;
-  bool track_changes_ = false;
 };
 
 // Loses the reply of every `every`-th batch after applying it (as a
@@ -409,7 +289,6 @@ TEST(Synchronizer, ExactAtQuiescence) {
   const std::vector<Key> keys = {11, 22, 33, 44, 55, 66};
   OwnerShard shard0(4), shard1(4);
   FakeTable t0(keys, 4), t1(keys, 4);
-  t1.TrackDirty();  // n1 skips unchanged keys and runs a byte budget
   std::vector<uint32_t> owner = {0, 1, 0, 1, 0, 1};
   auto make = [&](const std::string& id, FakeTable* t, size_t budget) {
     std::vector<std::unique_ptr<OwnerChannel>> ch;
@@ -440,8 +319,8 @@ TEST(Synchronizer, ExactAtQuiescence) {
   // Drain: rounds of one pass each until both are quiet in the same round.
   bool quiet = false;
   for (int round = 0; round < 20 && !quiet; ++round) {
-    const bool q0 = s0->FullPass().quiet;
-    const bool q1 = s1->FullPass().quiet;
+    const bool q0 = s0->Flush().quiet;
+    const bool q1 = s1->Flush().quiet;
     quiet = q0 && q1;
   }
   ASSERT_TRUE(quiet);
@@ -532,14 +411,17 @@ class ThreeNodeSync : public ::testing::Test {
                                           std::vector<int64_t>(kK, 0)};
 };
 
-// Incremental rounds (listed dirty keys, owner pushes) on three nodes, one
-// of them budgeted, one leaving keys of little change to later rounds:
-// Flush passes alone make every node exact, and a full pass then finds
-// nothing left to do.
-TEST_F(ThreeNodeSync, IncrementalRoundsAreExact) {
+// Three nodes, one of them budgeted, one leaving keys of little change to
+// later rounds: two Flush passes (every node pushes, then every node
+// pulls) make every node exact, and a third then finds nothing to do.
+TEST_F(ThreeNodeSync, FlushesAreExact) {
   for (int n = 0; n < 3; ++n) {
     tables.push_back(std::make_unique<FakeTable>(keys, kK));
-    tables.back()->ListDirty();
+    // Initial values: every node holds every key.
+    for (size_t i = 0; i < keys.size(); ++i) {
+      tables.back()->Update(i, (i + n) % kK, n + 1);
+      truth[i][(i + n) % kK] += n + 1;
+    }
     std::vector<std::unique_ptr<OwnerChannel>> ch;
     ch.push_back(MakeLocalChannel(&shard0));
     ch.push_back(MakeLocalChannel(&shard1));
@@ -547,20 +429,20 @@ TEST_F(ThreeNodeSync, IncrementalRoundsAreExact) {
         ThreeNodeOptions(n), tables.back().get(), owner, std::move(ch)));
     syncs.back()->Start();
   }
-  for (auto& s : syncs) s->FullPass();  // every node tells every owner
+  for (auto& s : syncs) s->Flush();  // every node tells every owner
   RandomUpdates(5, tables, syncs, &truth);
   // Every node pushes, then every node pulls.
   for (auto& s : syncs) s->Flush();
   for (auto& s : syncs) s->Flush();
   ExpectExact(keys, owner, {&shard0, &shard1}, tables, truth);
-  for (auto& s : syncs) EXPECT_TRUE(s->FullPass().quiet);
+  for (auto& s : syncs) EXPECT_TRUE(s->Flush().quiet);
 }
 
-// Change mode on three nodes (one budgeted, one leaving keys of little
-// change to later rounds), with every 7th reply of one owner lost: Flush
+// Three nodes (one budgeted, one leaving keys of little change to later
+// rounds), with every 7th reply of one owner lost: Flush
 // passes make every node exact, and every node's table equals the owners'
 // globals, which equal the sum of every node's changes and initial values.
-TEST_F(ThreeNodeSync, ChangeModeIsExactWithLostReplies) {
+TEST_F(ThreeNodeSync, ExactWithLostReplies) {
   for (int n = 0; n < 3; ++n) {
     tables.push_back(std::make_unique<FakeTable>(keys, kK));
     // Initial values, known only to this node.
@@ -568,8 +450,6 @@ TEST_F(ThreeNodeSync, ChangeModeIsExactWithLostReplies) {
       tables.back()->Update(i, (i + n) % kK, n + 1);
       truth[i][(i + n) % kK] += n + 1;
     }
-    tables.back()->TrackChanges();
-    ASSERT_TRUE(tables.back()->TracksChanges());
     std::vector<std::unique_ptr<OwnerChannel>> ch;
     ch.push_back(std::make_unique<LossyChannel>(&shard0, 7));
     ch.push_back(MakeLocalChannel(&shard1));
@@ -590,14 +470,14 @@ TEST_F(ThreeNodeSync, ChangeModeIsExactWithLostReplies) {
   EXPECT_GT(shard0.stats().batches_duplicate, 0u);  // resends happened
 }
 
-// The ring changes under three change-mode nodes (elastic membership):
+// The ring changes under three nodes (elastic membership):
 // three of seven keys move to a third owner. The old owners hand them off
 // (AdvanceEpoch), the nodes re-route at different moments while they go on
 // changing values (batches routed by the old ring are refused and sent
 // again by the new one), one owner loses replies throughout, and the new
 // owner imports the hand-off after some nodes already sent it deltas.
 // Flush passes then make every node exact against the new owners.
-TEST_F(ThreeNodeSync, ChangeModeIsExactThroughAReroute) {
+TEST_F(ThreeNodeSync, ExactThroughAReroute) {
   OwnerShard shard2{kK};
   for (OwnerShard* o : {&shard0, &shard1, &shard2}) o->SetEpoch(1);
   auto channels = [&](bool with_new) {
@@ -613,7 +493,6 @@ TEST_F(ThreeNodeSync, ChangeModeIsExactThroughAReroute) {
       tables.back()->Update(i, (i + n) % kK, n + 1);
       truth[i][(i + n) % kK] += n + 1;
     }
-    tables.back()->TrackChanges();
     SynchronizerOptions o = ThreeNodeOptions(n);
     o.epoch = 1;
     syncs.push_back(std::make_unique<Synchronizer>(o, tables.back().get(),
@@ -675,18 +554,6 @@ TEST_F(ThreeNodeSync, ChangeModeIsExactThroughAReroute) {
   // Stop the background rounds while shard2 (a local of this test) still
   // exists: TearDown runs after it is gone.
   for (auto& s : syncs) s->Stop();
-}
-
-TEST(Synchronizer, RerouteNeedsChangeMode) {
-  OwnerShard shard(4);
-  FakeTable table({1, 2}, 4);
-  std::vector<std::unique_ptr<OwnerChannel>> ch;
-  ch.push_back(MakeLocalChannel(&shard));
-  Synchronizer sync(SynchronizerOptions{}, &table, {0, 0}, std::move(ch));
-  std::vector<std::unique_ptr<OwnerChannel>> again;
-  again.push_back(MakeLocalChannel(&shard));
-  EXPECT_EQ(sync.Reroute(2, {0, 0}, std::move(again)).code(),
-            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(Consistency, Parses) {
