@@ -18,7 +18,7 @@ using internal::Log;
 using internal::LogWarning;
 
 GraphService::GraphService(const GraphServiceOptions& options)
-    : options_(options) {}
+    : options_(options), queries_(options.max_top, options.max_pairs) {}
 
 GraphService::~GraphService() { (void)Stop(); }
 
@@ -533,84 +533,6 @@ api::GraphStatus GraphService::Status(size_t history_points) const {
   s.set_pending_edges(counts.pending);
   s.set_training(training_.load());
   return s;
-}
-
-// ---- Queries ----
-
-namespace {
-
-absl::Status UnknownVertex(VertexKey v) {
-  return absl::NotFoundError(
-      absl::StrCat("vertex ", v, " is not in the graph"));
-}
-
-}  // namespace
-
-absl::StatusOr<api::GetEmbeddingResponse> GraphService::GetEmbedding(
-    const api::GetEmbeddingRequest& request) const {
-  std::shared_ptr<const GraphModel> m = model();
-  std::optional<uint32_t> i = m->Find(request.vertex());
-  if (!i) return UnknownVertex(request.vertex());
-  api::GetEmbeddingResponse resp;
-  resp.set_vertex(request.vertex());
-  resp.set_epoch(m->header().epoch);
-  const float* row = &m->vectors()[size_t{*i} * m->dim()];
-  resp.mutable_vector()->Add(row, row + m->dim());
-  return resp;
-}
-
-absl::StatusOr<api::ScorePairsResponse> GraphService::ScorePairs(
-    const api::ScorePairsRequest& request) const {
-  if (request.pairs().empty()) {
-    return absl::InvalidArgumentError("ScorePairs: no pairs given");
-  }
-  if (static_cast<size_t>(request.pairs_size()) > options_.max_pairs) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ScorePairs: ", request.pairs_size(),
-        " pairs are more than graph-max-pairs (", options_.max_pairs, ")"));
-  }
-  std::shared_ptr<const GraphModel> m = model();
-  api::ScorePairsResponse resp;
-  resp.set_epoch(m->header().epoch);
-  for (int i = 0; i < request.pairs_size(); ++i) {
-    const api::VertexPair& p = request.pairs(i);
-    api::PairScore* out = resp.add_scores();
-    out->set_a(p.a());
-    out->set_b(p.b());
-    absl::StatusOr<double> score = m->Score(p.a(), p.b());
-    if (score.ok()) {
-      out->set_score(*score);
-      continue;
-    }
-    const VertexKey unknown = m->Find(p.a()) ? p.b() : p.a();
-    const std::string why =
-        absl::StrCat("pair ", i, ": vertex ", unknown, " is not in the graph");
-    if (!request.skip_unknown()) return absl::NotFoundError(why);
-    out->set_error(why);
-  }
-  return resp;
-}
-
-absl::StatusOr<api::NearestVerticesResponse> GraphService::NearestVertices(
-    const api::NearestVerticesRequest& request) const {
-  const uint32_t top = request.top() == 0 ? 10 : request.top();
-  if (top > options_.max_top) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("NearestVertices: top ", top,
-                     " is more than graph-max-top (", options_.max_top, ")"));
-  }
-  std::shared_ptr<const GraphModel> m = model();
-  if (!m->Find(request.vertex())) return UnknownVertex(request.vertex());
-  LATENTD_ASSIGN_OR_RETURN(auto nearest, m->Nearest(request.vertex(), top));
-  api::NearestVerticesResponse resp;
-  resp.set_vertex(request.vertex());
-  resp.set_epoch(m->header().epoch);
-  for (const auto& [vertex, score] : nearest) {
-    api::VertexScore* n = resp.add_neighbors();
-    n->set_vertex(vertex);
-    n->set_score(score);
-  }
-  return resp;
 }
 
 }  // namespace latentd::service

@@ -74,6 +74,7 @@
 #include "service/api.pb.h"
 #include "service/cluster/cluster_link.h"
 #include "service/graph_ingest.h"
+#include "service/graph_queries.h"
 #include "service/metrics.h"
 #include "service/sweep_history.h"
 
@@ -144,12 +145,19 @@ class GraphService {
   // ---- The API. kNotFound names an unknown vertex; kInvalidArgument a bad
   // request (what and where); kUnavailable if the journal cannot be
   // written (nothing acknowledged then). ----
+  // The read calls answer from the model published last (GraphQueries).
   absl::StatusOr<api::GetEmbeddingResponse> GetEmbedding(
-      const api::GetEmbeddingRequest& request) const;
+      const api::GetEmbeddingRequest& request) const {
+    return queries_.GetEmbedding(*model(), request);
+  }
   absl::StatusOr<api::ScorePairsResponse> ScorePairs(
-      const api::ScorePairsRequest& request) const;
+      const api::ScorePairsRequest& request) const {
+    return queries_.ScorePairs(*model(), request);
+  }
   absl::StatusOr<api::NearestVerticesResponse> NearestVertices(
-      const api::NearestVerticesRequest& request) const;
+      const api::NearestVerticesRequest& request) const {
+    return queries_.NearestVertices(*model(), request);
+  }
   // Returns once the accepted edges are durable (api.proto says what the
   // answer guarantees; GraphIngest::IngestEdges).
   absl::StatusOr<api::IngestEdgesResponse> IngestEdges(
@@ -189,6 +197,7 @@ class GraphService {
   std::shared_ptr<const GraphModel> model() const;
 
   const GraphServiceOptions options_;
+  const GraphQueries queries_;
 
   // Training state: the training thread, or a caller holding train_mu_.
   absl::Mutex train_mu_;
