@@ -17,48 +17,8 @@ namespace latentd::service {
 using internal::Log;
 using internal::LogWarning;
 
-namespace {
-
-std::string IngestedPath(const std::string& dir) {
-  return dir + "/ingested.edges";
-}
-
-// Reads ingested.edges and opens it for appending (created if missing),
-// cutting off a last line without its newline: a write that a crash
-// interrupted, never acknowledged (IngestEdges answers after the fdatasync
-// of whole lines). Sets *size to the bytes kept.
-absl::StatusOr<EdgeList> OpenIngested(const std::string& path,
-                                      std::unique_ptr<WritableFile>* file,
-                                      uint64_t* size) {
-  std::string text;
-  if (PathExists(path)) {
-    LATENTD_ASSIGN_OR_RETURN(text, ReadFileToString(path));
-  }
-  LATENTD_ASSIGN_OR_RETURN(
-      *file, FileSystem::Default()->OpenForWrite(path, WriteMode::kKeep));
-  const size_t end = text.rfind('\n');
-  const size_t keep = end == std::string::npos ? 0 : end + 1;
-  if (keep < text.size()) {
-    log::Warning("latentd",
-                 absl::StrCat(path, ": cutting off ", text.size() - keep,
-                              " bytes of an unfinished last line (a write "
-                              "cut by a crash, never acknowledged)"));
-    LATENTD_RETURN_IF_ERROR((*file)->Truncate(keep));
-    LATENTD_RETURN_IF_ERROR((*file)->DataSync());
-    text.resize(keep);
-  }
-  *size = keep;
-  return ParseEdgeList(text, path);
-}
-
-}  // namespace
-
-std::pair<VertexKey, VertexKey> GraphService::PairOf(VertexKey a, VertexKey b) {
-  return a <= b ? std::make_pair(a, b) : std::make_pair(b, a);
-}
-
 GraphService::GraphService(const GraphServiceOptions& options)
-    : options_(options) {}
+    : options_(options), queries_(options.max_top, options.max_pairs) {}
 
 GraphService::~GraphService() { (void)Stop(); }
 
@@ -105,20 +65,14 @@ absl::Status GraphService::Init(MetricsRegistry* metrics) {
         options_.edges_path,
         ": the graph has no edges (after dropping self-loops and duplicates)"));
   }
-  const std::string ingested_path = IngestedPath(options_.dir);
   absl::MutexLock train(&train_mu_);
-  absl::MutexLock ingest(&ingest_mu_);
-  LATENTD_ASSIGN_OR_RETURN(
-      EdgeList ingested,
-      OpenIngested(ingested_path, &ingest_file_, &ingest_size_));
   file_edges_ = std::move(list.edges);
-  for (const Edge& e : file_edges_) pairs_.insert(PairOf(e.src, e.dst));
-  for (const Edge& e : ingested.edges) {
-    if (pairs_.insert(PairOf(e.src, e.dst)).second) {
-      trained_ingested_.push_back(e);
-    }
-  }
-  ingested_total_ = trained_ingested_.size();
+  LATENTD_ASSIGN_OR_RETURN(
+      ingest_, GraphIngest::Open({.dir = options_.dir,
+                                  .max_ingest_edges = options_.max_ingest_edges,
+                                  .ingested = m_.ingested,
+                                  .forwarded = m_.forwarded},
+                                 file_edges_, &trained_ingested_));
   if (options_.holdout > 0) {
     EdgeList file_list;
     file_list.edges = file_edges_;
@@ -219,12 +173,12 @@ absl::StatusOr<std::unique_ptr<GraphTrainer>> GraphService::BuildTrainer(
     // that owner; one acknowledged here stays here, whatever the ring).
     absl::flat_hash_set<std::pair<VertexKey, VertexKey>> ingested;
     for (const Edge& e : trained_ingested_) {
-      ingested.insert(PairOf(e.src, e.dst));
+      ingested.insert(UndirectedPair(e.src, e.dst));
     }
     std::vector<GraphEdge> mine;
     for (const GraphEdge& e : full.edges()) {
       const VertexKey a = full.keys()[e.src], b = full.keys()[e.dst];
-      if (shard_->contains(a) || ingested.contains(PairOf(a, b))) {
+      if (shard_->contains(a) || ingested.contains(UndirectedPair(a, b))) {
         mine.push_back(e);
       }
     }
@@ -313,6 +267,7 @@ absl::Status GraphService::JoinCluster(ClusterLinkOptions link) {
   // they wait for it to reach theirs.
   if (trainer_->epoch() > 0) link_->AnnounceSweep(trainer_->epoch());
   cluster_ = true;
+  ingest_->SetCluster(link_.get());
   if (dual) synced_->RefreshConsensus(/*reset=*/true);
   {
     absl::MutexLock m(&model_mu_);
@@ -332,35 +287,23 @@ void GraphService::Start() {
 absl::Status GraphService::Stop() {
   if (stopped_) return absl::OkStatus();
   stopped_ = true;
-  {
-    absl::MutexLock lock(&ingest_mu_);
-    stopping_ = true;
-  }
+  if (ingest_ != nullptr) ingest_->BeginStop();
   if (thread_.joinable()) thread_.join();
   training_ = false;
   if (link_ != nullptr) link_->Stop();
   absl::MutexLock lock(&train_mu_);
   absl::Status s = trainer_ != nullptr ? WriteCheckpoint() : absl::OkStatus();
-  absl::MutexLock ingest(&ingest_mu_);
-  if (ingest_file_ != nullptr) {
-    absl::Status closed = ingest_file_->Close();
+  if (ingest_ != nullptr) {
+    absl::Status closed = ingest_->Close();
     if (s.ok()) s = closed;
-    ingest_file_.reset();
   }
   return s;
 }
 
 void GraphService::TrainLoop() {
   for (;;) {
-    {
-      absl::MutexLock lock(&ingest_mu_);
-      // Past max_epochs only new edges (or Stop) wake the thread.
-      auto work = [this]() ABSL_SHARED_LOCKS_REQUIRED(ingest_mu_) {
-        return stopping_ || !pending_.empty() || training_.load();
-      };
-      ingest_mu_.Await(absl::Condition(&work));
-      if (stopping_) return;
-    }
+    // Past max_epochs only new edges (or Stop) wake the thread.
+    if (!ingest_->WaitForWork(training_.load())) return;
     absl::MutexLock lock(&train_mu_);
     absl::StatusOr<bool> took = TakePending();
     if (!took.ok()) {
@@ -410,11 +353,7 @@ void GraphService::TrainLoop() {
 }
 
 absl::StatusOr<bool> GraphService::TakePending() {
-  std::vector<Edge> taken;
-  {
-    absl::MutexLock lock(&ingest_mu_);
-    taken.swap(pending_);
-  }
+  const std::vector<Edge> taken = ingest_->TakePending();
   if (taken.empty()) return false;
   trained_ingested_.insert(trained_ingested_.end(), taken.begin(), taken.end());
   unpublished_ += taken.size();
@@ -559,8 +498,7 @@ void GraphService::Publish() {
   m_.vertices->Set(static_cast<double>(g.num_vertices()));
   m_.edges->Set(static_cast<double>(g.num_edges()));
   if (unpublished_ > 0) {
-    absl::MutexLock ingest(&ingest_mu_);
-    pending_count_ -= unpublished_;
+    ingest_->MarkPublished(unpublished_);
     unpublished_ = 0;
   }
 }
@@ -590,91 +528,11 @@ api::GraphStatus GraphService::Status(size_t history_points) const {
     out->set_objective(p.log_likelihood_per_token);
     out->set_edges_per_second(p.tokens_per_second);
   }
-  {
-    absl::MutexLock lock(&ingest_mu_);
-    s.set_ingested_edges(ingested_total_);
-    s.set_pending_edges(pending_count_);
-  }
+  const GraphIngest::Counts counts = ingest_->counts();
+  s.set_ingested_edges(counts.ingested);
+  s.set_pending_edges(counts.pending);
   s.set_training(training_.load());
   return s;
-}
-
-// ---- Queries ----
-
-namespace {
-
-absl::Status UnknownVertex(VertexKey v) {
-  return absl::NotFoundError(
-      absl::StrCat("vertex ", v, " is not in the graph"));
-}
-
-}  // namespace
-
-absl::StatusOr<api::GetEmbeddingResponse> GraphService::GetEmbedding(
-    const api::GetEmbeddingRequest& request) const {
-  std::shared_ptr<const GraphModel> m = model();
-  std::optional<uint32_t> i = m->Find(request.vertex());
-  if (!i) return UnknownVertex(request.vertex());
-  api::GetEmbeddingResponse resp;
-  resp.set_vertex(request.vertex());
-  resp.set_epoch(m->header().epoch);
-  const float* row = &m->vectors()[size_t{*i} * m->dim()];
-  resp.mutable_vector()->Add(row, row + m->dim());
-  return resp;
-}
-
-absl::StatusOr<api::ScorePairsResponse> GraphService::ScorePairs(
-    const api::ScorePairsRequest& request) const {
-  if (request.pairs().empty()) {
-    return absl::InvalidArgumentError("ScorePairs: no pairs given");
-  }
-  if (static_cast<size_t>(request.pairs_size()) > options_.max_pairs) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ScorePairs: ", request.pairs_size(),
-        " pairs are more than graph-max-pairs (", options_.max_pairs, ")"));
-  }
-  std::shared_ptr<const GraphModel> m = model();
-  api::ScorePairsResponse resp;
-  resp.set_epoch(m->header().epoch);
-  for (int i = 0; i < request.pairs_size(); ++i) {
-    const api::VertexPair& p = request.pairs(i);
-    api::PairScore* out = resp.add_scores();
-    out->set_a(p.a());
-    out->set_b(p.b());
-    absl::StatusOr<double> score = m->Score(p.a(), p.b());
-    if (score.ok()) {
-      out->set_score(*score);
-      continue;
-    }
-    const VertexKey unknown = m->Find(p.a()) ? p.b() : p.a();
-    const std::string why =
-        absl::StrCat("pair ", i, ": vertex ", unknown, " is not in the graph");
-    if (!request.skip_unknown()) return absl::NotFoundError(why);
-    out->set_error(why);
-  }
-  return resp;
-}
-
-absl::StatusOr<api::NearestVerticesResponse> GraphService::NearestVertices(
-    const api::NearestVerticesRequest& request) const {
-  const uint32_t top = request.top() == 0 ? 10 : request.top();
-  if (top > options_.max_top) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("NearestVertices: top ", top,
-                     " is more than graph-max-top (", options_.max_top, ")"));
-  }
-  std::shared_ptr<const GraphModel> m = model();
-  if (!m->Find(request.vertex())) return UnknownVertex(request.vertex());
-  LATENTD_ASSIGN_OR_RETURN(auto nearest, m->Nearest(request.vertex(), top));
-  api::NearestVerticesResponse resp;
-  resp.set_vertex(request.vertex());
-  resp.set_epoch(m->header().epoch);
-  for (const auto& [vertex, score] : nearest) {
-    api::VertexScore* n = resp.add_neighbors();
-    n->set_vertex(vertex);
-    n->set_score(score);
-  }
-  return resp;
 }
 
 }  // namespace latentd::service

@@ -8,20 +8,23 @@
 //   graph.bin, graph.prev.bin  checkpoints (sampler/graph/graph_model.h),
 //                  written every checkpoint_every epochs, when training
 //                  reaches max_epochs, and at Stop()
-//   ingested.edges edges acknowledged by IngestEdges, one "src dst weight"
-//                  line each, appended and fsynced before the call returns
+//   ingested_edges.log  edges acknowledged by IngestEdges, checksummed
+//                  records appended and fdatasynced before the call returns
+//                  (service/edge_journal.h; a plain-text ingested.edges of
+//                  an older version is taken into it at start-up)
 //
 // Start-up: the training graph is the edge list at options.edges_path
-// (read as `latentctl graph train` reads it) plus ingested.edges; with
+// (read as `latentctl graph train` reads it) plus the journal's; with
 // holdout > 0 the held-out split (graph_data.h) is drawn from the edge
 // list's edges with options.trainer.seed, so a restart draws the same one.
 // Vectors start from the newest checkpoint that loads (a vertex it lacks,
 // e.g. one of an edge ingested after it, starts at random), else at random.
 //
-// Ingestion: IngestEdges appends durably, then queues the edges; the
-// training thread adds them at the next epoch boundary (vertices keep
-// their ids and vectors; new vertices start at random) and publishes the
-// model at once, so new vertices are known before that epoch ends.
+// Ingestion (GraphIngest, service/graph_ingest.h): IngestEdges appends
+// durably, then queues the edges; the training thread adds them at the next
+// epoch boundary (vertices keep their ids and vectors; new vertices start at
+// random) and publishes the model at once, so new vertices are known before
+// that epoch ends.
 //
 // Cluster mode (JoinCluster, before Start; docs/design.md "Graph
 // consensus"): every node is given the same edge
@@ -36,15 +39,14 @@
 // (dual) sets its copies to the final z̄. It serves and checkpoints the
 // vertices it holds only.
 //
-// Ingestion in cluster mode (docs/design.md, "Graph
-// consensus"): an edge goes to the ring owner of its first endpoint
-// (the smaller key): IngestEdges forwards the others' edges to their
-// owners (the forwarder LatentdService sets; request.local on the way, so
-// the owner takes them), then appends its own as above. An edge
-// acknowledged by a node is trained by that node from then on, also after
-// a restart into another ring; at the epoch boundary that takes it, the
-// trainer is rebuilt and the synchronized table moved onto it inside
-// ClusterLink::GrowKeys, the vertices it newly holds becoming new keys.
+// Ingestion in cluster mode (docs/design.md, "Graph consensus"): an edge
+// goes to the ring owner of its first endpoint; GraphIngest forwards the
+// others' edges (through the forwarder LatentdService sets) and appends its
+// own as above. An edge acknowledged by a node is trained by that node from
+// then on, also after a restart into another ring; at the epoch boundary
+// that takes it, the trainer is rebuilt and the synchronized table moved
+// onto it inside ClusterLink::GrowKeys, the vertices it newly holds
+// becoming new keys.
 //
 // Thread-safety: the API methods and FillStatus may be called from any
 // number of threads at once, also while training runs. Start() and Stop()
@@ -54,7 +56,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,13 +67,14 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "base/file_system.h"
 #include "corpora/edge_list.h"
 #include "sampler/graph/graph_model.h"
 #include "sampler/graph/graph_trainer.h"
 #include "sampler/graph/synced_embeddings.h"
 #include "service/api.pb.h"
 #include "service/cluster/cluster_link.h"
+#include "service/graph_ingest.h"
+#include "service/graph_queries.h"
 #include "service/metrics.h"
 #include "service/sweep_history.h"
 
@@ -80,7 +82,7 @@ namespace latentd::service {
 
 struct GraphServiceOptions {
   std::string edges_path;  // the edge list; "" = the node serves no graph
-  std::string dir;         // where checkpoints and ingested.edges go
+  std::string dir;         // where checkpoints and ingested_edges.log go
   // dim, negatives, λ, learning rate, seed, threads of the trainer.
   GraphTrainerOptions trainer;
   // Share of the edge list's edges held out to score link prediction
@@ -102,11 +104,12 @@ struct GraphServiceOptions {
 
 class GraphService {
  public:
-  // Reads the edge list and ingested.edges, builds the trainer (from the
-  // newest checkpoint if one loads) and publishes the first model. Fails
-  // with the error of the file at fault (an edge list without edges, a
-  // malformed line: "PATH:LINE: what") or of bad trainer options. Metrics
-  // go to *metrics, which must outlive the service. No thread runs yet.
+  // Reads the edge list and the ingested edges' journal, builds the trainer
+  // (from the newest checkpoint if one loads) and publishes the first model.
+  // Fails with the error of the file at fault (an edge list without edges, a
+  // malformed line: "PATH:LINE: what"; a damaged journal: kDataLoss) or of
+  // bad trainer options. Metrics go to *metrics, which must outlive the
+  // service. No thread runs yet.
   static absl::StatusOr<std::unique_ptr<GraphService>> Open(
       const GraphServiceOptions& options, MetricsRegistry* metrics);
   ~GraphService();  // Stop()
@@ -127,14 +130,10 @@ class GraphService {
     return cluster_.load() ? link_.get() : nullptr;
   }
 
-  // Sends edges to another member: the IngestEdges call at node `owner`
-  // (its API address, the member id). Returns that node's answer.
-  using EdgeForwarder = std::function<absl::StatusOr<api::IngestEdgesResponse>(
-      const std::string& owner, const api::IngestEdgesRequest& request)>;
-  // Sets how IngestEdges forwards in cluster mode. REQUIRES: before
-  // JoinCluster.
+  // Sets how IngestEdges forwards in cluster mode (GraphIngest).
+  // REQUIRES: before JoinCluster.
   void SetEdgeForwarder(EdgeForwarder forwarder) {
-    forwarder_ = std::move(forwarder);
+    ingest_->SetForwarder(std::move(forwarder));
   }
 
   // Starts the training thread.
@@ -144,25 +143,32 @@ class GraphService {
   absl::Status Stop();
 
   // ---- The API. kNotFound names an unknown vertex; kInvalidArgument a bad
-  // request (what and where); kUnavailable if ingested.edges cannot be
+  // request (what and where); kUnavailable if the journal cannot be
   // written (nothing acknowledged then). ----
+  // The read calls answer from the model published last (GraphQueries).
   absl::StatusOr<api::GetEmbeddingResponse> GetEmbedding(
-      const api::GetEmbeddingRequest& request) const;
+      const api::GetEmbeddingRequest& request) const {
+    return queries_.GetEmbedding(*model(), request);
+  }
   absl::StatusOr<api::ScorePairsResponse> ScorePairs(
-      const api::ScorePairsRequest& request) const;
+      const api::ScorePairsRequest& request) const {
+    return queries_.ScorePairs(*model(), request);
+  }
   absl::StatusOr<api::NearestVerticesResponse> NearestVertices(
-      const api::NearestVerticesRequest& request) const;
+      const api::NearestVerticesRequest& request) const {
+    return queries_.NearestVertices(*model(), request);
+  }
   // Returns once the accepted edges are durable (api.proto says what the
-  // answer guarantees).
+  // answer guarantees; GraphIngest::IngestEdges).
   absl::StatusOr<api::IngestEdgesResponse> IngestEdges(
-      const api::IngestEdgesRequest& request);
+      const api::IngestEdgesRequest& request) {
+    return ingest_->IngestEdges(request);
+  }
   // The training progress, for the Status call, with at most
   // `history_points` epochs of GraphStatus.history.
   api::GraphStatus Status(size_t history_points = 0) const;
 
  private:
-  // {a, b} in order, the key of an undirected pair.
-  static std::pair<VertexKey, VertexKey> PairOf(VertexKey a, VertexKey b);
   explicit GraphService(const GraphServiceOptions& options);
   absl::Status Init(MetricsRegistry* metrics);
   void RegisterMetrics(MetricsRegistry* metrics);
@@ -176,11 +182,6 @@ class GraphService {
   // Cluster mode: the updater hook that marks the synced table's changes.
   void InstallUpdaterHook(GraphTrainer* trainer)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // Cluster mode: forwards the edges another member owns (by first
-  // endpoint) to it, adding its answer to *resp, and leaves this node's in
-  // *edges. The first forward that fails fails the call.
-  absl::Status ForwardToOwners(std::vector<Edge>* edges,
-                               api::IngestEdgesResponse* resp);
   void TrainLoop();
   // Moves the pending edges into the graph; false if there were none.
   absl::StatusOr<bool> TakePending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
@@ -194,11 +195,9 @@ class GraphService {
   void FinishCluster() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   absl::Status WriteCheckpoint() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   std::shared_ptr<const GraphModel> model() const;
-  // Appends edges to ingested.edges and fsyncs.
-  absl::Status AppendDurably(const std::vector<Edge>& edges)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(ingest_mu_);
 
   const GraphServiceOptions options_;
+  const GraphQueries queries_;
 
   // Training state: the training thread, or a caller holding train_mu_.
   absl::Mutex train_mu_;
@@ -215,27 +214,12 @@ class GraphService {
       ABSL_GUARDED_BY(train_mu_);
   std::unique_ptr<SyncedEmbeddings> synced_ ABSL_GUARDED_BY(train_mu_);
   std::unique_ptr<ClusterLink> link_;  // set before Start()
-  EdgeForwarder forwarder_;            // set before JoinCluster
   std::atomic<bool> cluster_{false};
   bool cluster_finished_ ABSL_GUARDED_BY(train_mu_) = false;
 
-  // Acknowledged edges not yet trained on, the pairs ever seen (min key,
-  // max key) for deduplication, and the append-only file.
-  mutable absl::Mutex ingest_mu_;
-  std::vector<Edge> pending_ ABSL_GUARDED_BY(ingest_mu_);
-  // Acknowledged edges not yet in the published model: pending_ and those
-  // the training thread took but has not published (unpublished_).
-  uint64_t pending_count_ ABSL_GUARDED_BY(ingest_mu_) = 0;
-  absl::flat_hash_set<std::pair<VertexKey, VertexKey>> pairs_
-      ABSL_GUARDED_BY(ingest_mu_);
-  // DIR/graph/ingested.edges through the FileSystem seam; ingest_size_ is
-  // its acknowledged length, ingest_dirty_tail_ says a failed append may
-  // still follow it.
-  std::unique_ptr<WritableFile> ingest_file_ ABSL_GUARDED_BY(ingest_mu_);
-  uint64_t ingest_size_ ABSL_GUARDED_BY(ingest_mu_) = 0;
-  bool ingest_dirty_tail_ ABSL_GUARDED_BY(ingest_mu_) = false;
-  uint64_t ingested_total_ ABSL_GUARDED_BY(ingest_mu_) = 0;
-  bool stopping_ ABSL_GUARDED_BY(ingest_mu_) = false;
+  // The ingestion: its queue, deduplication and journal (its own lock).
+  // Set by Init, never null after it.
+  std::unique_ptr<GraphIngest> ingest_;
 
   // The published model and what Status reports of it.
   mutable absl::Mutex model_mu_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
@@ -11,14 +12,17 @@
 #include "base/file_system.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "service/internal/framed_records.h"
 #include "xxhash.h"
 
 namespace latentd::service {
 namespace {
 
-constexpr size_t kHeaderBytes = 12;              // u32 length + u64 hash
-constexpr uint32_t kMaxRecordBytes = 64u << 20;  // sanity bound
-constexpr uint32_t kLostMarker = 0xffffffffu;    // see IngestRecord::lost
+using internal::AppendFrame;
+using internal::Frame;
+using internal::FrameAt;
+
+constexpr uint32_t kLostMarker = 0xffffffffu;  // see IngestRecord::lost
 
 void PutU32(std::string* out, uint32_t v) {
   char b[4];
@@ -76,9 +80,7 @@ std::string Encode(const IngestRecord& r) {
     for (TopicId k : r.topics) PutU32(&payload, k);
   }
   std::string out;
-  PutU32(&out, static_cast<uint32_t>(payload.size()));
-  PutU64(&out, XXH64(payload.data(), payload.size(), 0));
-  out += payload;
+  AppendFrame(payload, &out);
   return out;
 }
 
@@ -127,27 +129,21 @@ absl::Status LogError(const std::string& path, std::string_view what,
 // decodes) and its sequence is above `after`; *size is its length then.
 bool IntactAt(std::string_view all, size_t pos, uint64_t after, IngestRecord* r,
               size_t* size) {
-  if (all.size() - pos < kHeaderBytes) return false;
-  uint32_t len;
-  uint64_t hash;
-  std::memcpy(&len, all.data() + pos, 4);
-  std::memcpy(&hash, all.data() + pos + 4, 8);
-  if (len > kMaxRecordBytes || all.size() - pos - kHeaderBytes < len) {
-    return false;
-  }
-  const std::string_view payload = all.substr(pos + kHeaderBytes, len);
-  if (len >= 8) {
+  const std::optional<Frame> frame = FrameAt(all, pos);
+  if (!frame) return false;
+  const std::string_view payload = frame->payload;
+  if (payload.size() >= 8) {
     // Cheap test first: the sequence must go up.
     uint64_t seq;
     std::memcpy(&seq, payload.data(), 8);
     if (seq <= after) return false;
   }
   *r = IngestRecord();
-  if (XXH64(payload.data(), payload.size(), 0) != hash || !Decode(payload, r) ||
+  if (!frame->ChecksumMatches() || !Decode(payload, r) ||
       r->sequence <= after) {
     return false;
   }
-  *size = kHeaderBytes + len;
+  *size = frame->size;
   return true;
 }
 
@@ -493,21 +489,16 @@ absl::Status IngestLog::Compact(uint64_t merged_through, size_t keep_sources) {
   // Bytes past size_ are a failed append (dirty_tail_): not the log's.
   const std::string_view all =
       std::string_view(*data).substr(0, static_cast<size_t>(size_));
-  for (size_t pos = 0; pos + kHeaderBytes <= all.size();) {
+  for (size_t pos = 0; pos + internal::kFrameHeaderBytes <= all.size();) {
     // Checked again: a record damaged since Open() would otherwise be
     // rewritten with a fresh checksum, its damage made undetectable.
-    uint32_t len;
-    uint64_t hash;
-    std::memcpy(&len, all.data() + pos, 4);
-    std::memcpy(&hash, all.data() + pos + 4, 8);
+    const std::optional<Frame> frame = FrameAt(all, pos);
     IngestRecord& r = records.emplace_back();
-    if (len > all.size() - pos - kHeaderBytes ||
-        XXH64(all.data() + pos + kHeaderBytes, len, 0) != hash ||
-        !Decode(all.substr(pos + kHeaderBytes, len), &r)) {
+    if (!frame || !frame->ChecksumMatches() || !Decode(frame->payload, &r)) {
       return absl::DataLossError(
           absl::StrCat("ingest log ", path_, ": damaged record at byte ", pos));
     }
-    pos += kHeaderBytes + len;
+    pos += frame->size;
   }
   // Which merged records keep a tombstone: the last one, and the
   // keep_sources most recent ones with a source.

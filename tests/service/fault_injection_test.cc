@@ -26,7 +26,6 @@
 #include "gtest/gtest.h"
 #include "sampler/model_dir.h"
 #include "sampler/model_snapshot.h"
-#include "service/graph_service.h"
 #include "service/ingest_log.h"
 #include "service/latentd_service.h"
 #include "service/metrics.h"
@@ -452,68 +451,6 @@ TEST_F(Faults, MergeWhoseRenameIsNotDurableIsNotMergedTwice) {
   EXPECT_EQ(Status().documents(), 61u);
   ASSERT_NO_FATAL_FAILURE(Reopen());
   EXPECT_EQ(Status().documents(), 61u);
-}
-
-// ---- IngestEdges (DIR/graph/ingested.edges). ----
-
-api::IngestEdgesRequest Edges(
-    std::initializer_list<std::pair<uint64_t, uint64_t>> pairs) {
-  api::IngestEdgesRequest r;
-  for (const auto& [a, b] : pairs) {
-    api::GraphEdge* e = r.add_edges();
-    e->set_src(a);
-    e->set_dst(b);
-  }
-  return r;
-}
-
-// A failed write (short) or fdatasync of ingested.edges fails the call with
-// nothing acknowledged and nothing left in the file; once the fault clears,
-// edges are appended again, and a reopened service holds exactly the
-// acknowledged ones.
-TEST(GraphIngestFaults, FailedAppendsAreNotAcknowledgedNorKept) {
-  const std::string dir = TempDir("graph");
-  GraphServiceOptions o;
-  o.edges_path = dir + "/edges.txt";
-  o.dir = dir + "/graph";
-  o.trainer.dim = 4;
-  o.checkpoint_every = 0;
-  ASSERT_TRUE(WriteFileDurably(o.edges_path, "1 2\n2 3\n3 4\n4 1\n").ok());
-  FaultInjectionFileSystem faults;
-  ScopedDefaultFileSystem use(&faults);
-  {
-    MetricsRegistry metrics;
-    auto g = GraphService::Open(o, &metrics);
-    ASSERT_TRUE(g.ok()) << g.status();
-    faults.Inject({.op = FileOp::kWrite,
-                   .path_glob = "*/ingested.edges",
-                   .short_write = true,
-                   .times = 1});
-    auto r = (*g)->IngestEdges(Edges({{10, 11}}));
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
-    EXPECT_TRUE(absl::StrContains(r.status().message(), "nothing acknowledged"))
-        << r.status();
-    faults.Inject(
-        {.op = FileOp::kSync, .path_glob = "*/ingested.edges", .times = 1});
-    r = (*g)->IngestEdges(Edges({{12, 13}}));
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(faults.failures(), 2);
-    r = (*g)->IngestEdges(Edges({{14, 15}}));
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->accepted(), 1u);
-    EXPECT_TRUE((*g)->Stop().ok());
-  }
-  auto text = ReadFileToString(o.dir + "/ingested.edges");
-  ASSERT_TRUE(text.ok()) << text.status();
-  EXPECT_EQ(*text, "14 15 1\n");
-  MetricsRegistry metrics;
-  auto g = GraphService::Open(o, &metrics);
-  ASSERT_TRUE(g.ok()) << g.status();
-  auto r = (*g)->IngestEdges(Edges({{10, 11}, {12, 13}, {14, 15}}));
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(r->accepted(), 2u);  // the two never acknowledged
-  EXPECT_EQ(r->duplicates(), 1u);
 }
 
 }  // namespace

@@ -47,6 +47,17 @@ std::vector<std::string> SmallCorpusArgs(const std::string& dir) {
           "4"};
 }
 
+api::IngestEdgesRequest Edges(
+    const std::vector<std::pair<uint64_t, uint64_t>>& pairs) {
+  api::IngestEdgesRequest r;
+  for (const auto& [a, b] : pairs) {
+    api::GraphEdge* e = r.add_edges();
+    e->set_src(a);
+    e->set_dst(b);
+  }
+  return r;
+}
+
 HttpReply HttpGet(int port, const std::string& path, double timeout_s) {
   httplib::Client c("127.0.0.1", port);
   const auto usec = static_cast<time_t>(timeout_s * 1e6);

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "service/latentd_service.h"
@@ -26,6 +28,10 @@ service::ServiceOptions SmallServiceOptions(const std::string& dir);
 
 // latentd flags for the same corpus (append to a Daemon's args).
 std::vector<std::string> SmallCorpusArgs(const std::string& dir);
+
+// An IngestEdges request of the edges {src, dst} (weight unset: 1).
+api::IngestEdgesRequest Edges(
+    const std::vector<std::pair<uint64_t, uint64_t>>& pairs);
 
 struct HttpReply {
   int status = 0;  // 0: no answer (connect, send or read failed)

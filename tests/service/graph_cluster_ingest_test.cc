@@ -20,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "service/api.pb.h"
 #include "tests/service/daemon_harness.h"
+#include "tests/service/gateway_test_util.h"
 
 namespace latentd::testing {
 namespace {
@@ -79,17 +80,6 @@ absl::StatusOr<api::GraphStatus> WaitTrained(const Daemon& node,
       90);
   if (!s.ok()) return s.status();
   return s->graph();
-}
-
-api::IngestEdgesRequest Edges(
-    const std::vector<std::pair<VertexKey, VertexKey>>& pairs) {
-  api::IngestEdgesRequest r;
-  for (const auto& [a, b] : pairs) {
-    api::GraphEdge* e = r.add_edges();
-    e->set_src(a);
-    e->set_dst(b);
-  }
-  return r;
 }
 
 // Which of the new vertices `node` knows (GetEmbedding finds).

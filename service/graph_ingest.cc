@@ -1,20 +1,36 @@
-// GraphService's edge ingestion (IngestEdges): validation, deduplication,
-// forwarding to each edge's owner in a cluster, and the durable append to
-// DIR/graph/ingested.edges before the answer.
+#include "service/graph_ingest.h"
+
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
-#include "base/file_util.h"
-#include "base/log.h"
 #include "base/status_macros.h"
-#include "service/graph_service.h"
+#include "sampler/graph/synced_embeddings.h"
 
 namespace latentd::service {
 
-absl::StatusOr<api::IngestEdgesResponse> GraphService::IngestEdges(
-    const api::IngestEdgesRequest& request) {
+absl::StatusOr<std::unique_ptr<GraphIngest>> GraphIngest::Open(
+    const GraphIngestOptions& options, const std::vector<Edge>& known,
+    std::vector<Edge>* fresh) {
+  std::unique_ptr<GraphIngest> g(new GraphIngest(options));
+  std::vector<Edge> journaled;
+  absl::MutexLock lock(&g->ingest_mu_);
+  LATENTD_ASSIGN_OR_RETURN(g->journal_,
+                           EdgeJournal::Open(options.dir, &journaled));
+  for (const Edge& e : known) g->pairs_.insert(UndirectedPair(e.src, e.dst));
+  fresh->clear();
+  for (const Edge& e : journaled) {
+    if (g->pairs_.insert(UndirectedPair(e.src, e.dst)).second) {
+      fresh->push_back(e);
+    }
+  }
+  g->ingested_total_ = fresh->size();
+  return g;
+}
+
+absl::StatusOr<std::vector<Edge>> GraphIngest::Validate(
+    const api::IngestEdgesRequest& request) const {
   if (request.edges().empty()) {
     return absl::InvalidArgumentError("IngestEdges: no edges given");
   }
@@ -39,12 +55,19 @@ absl::StatusOr<api::IngestEdgesResponse> GraphService::IngestEdges(
           absl::StrCat("IngestEdges: edge ", i, " has weight ", e.weight(),
                        ", not a finite number > 0"));
     }
-    const auto [lo, hi] = PairOf(e.src(), e.dst());
+    const auto [lo, hi] = UndirectedPair(e.src(), e.dst());
     edges.push_back({lo, hi, w});
   }
+  return edges;
+}
+
+absl::StatusOr<api::IngestEdgesResponse> GraphIngest::IngestEdges(
+    const api::IngestEdgesRequest& request) {
+  LATENTD_ASSIGN_OR_RETURN(std::vector<Edge> edges, Validate(request));
   api::IngestEdgesResponse resp;
-  if (cluster_.load() && !request.local()) {
-    LATENTD_RETURN_IF_ERROR(ForwardToOwners(&edges, &resp));
+  const ClusterLink* link = link_.load();
+  if (link != nullptr && !request.local()) {
+    LATENTD_RETURN_IF_ERROR(ForwardToOwners(*link, &edges, &resp));
     if (edges.empty()) {
       absl::MutexLock lock(&ingest_mu_);
       resp.set_pending(pending_count_);
@@ -52,23 +75,23 @@ absl::StatusOr<api::IngestEdgesResponse> GraphService::IngestEdges(
     }
   }
   absl::MutexLock lock(&ingest_mu_);
-  if (stopping_ || ingest_file_ == nullptr) {
+  if (stopping_ || journal_ == nullptr) {
     return absl::UnavailableError("IngestEdges: the node is shutting down");
   }
   std::vector<Edge> fresh;
   absl::flat_hash_set<std::pair<VertexKey, VertexKey>> in_call;
   for (const Edge& e : edges) {
-    const auto key = PairOf(e.src, e.dst);
+    const auto key = UndirectedPair(e.src, e.dst);
     if (pairs_.contains(key) || !in_call.insert(key).second) continue;
     fresh.push_back(e);
   }
   if (!fresh.empty()) {
-    LATENTD_RETURN_IF_ERROR(AppendDurably(fresh));
-    for (const Edge& e : fresh) pairs_.insert(PairOf(e.src, e.dst));
+    LATENTD_RETURN_IF_ERROR(journal_->Append(fresh));
+    for (const Edge& e : fresh) pairs_.insert(UndirectedPair(e.src, e.dst));
     pending_.insert(pending_.end(), fresh.begin(), fresh.end());
     pending_count_ += fresh.size();
     ingested_total_ += fresh.size();
-    m_.ingested->Add(fresh.size());
+    options_.ingested->Add(fresh.size());
   }
   resp.set_accepted(resp.accepted() + fresh.size());
   resp.set_duplicates(resp.duplicates() + edges.size() - fresh.size());
@@ -76,18 +99,19 @@ absl::StatusOr<api::IngestEdgesResponse> GraphService::IngestEdges(
   return resp;
 }
 
-absl::Status GraphService::ForwardToOwners(std::vector<Edge>* edges,
-                                           api::IngestEdgesResponse* resp) {
+absl::Status GraphIngest::ForwardToOwners(const ClusterLink& link,
+                                          std::vector<Edge>* edges,
+                                          api::IngestEdgesResponse* resp) {
   // One copy of the ring: it may move to a new epoch meanwhile.
-  const hashring::RingConfig config = link_->ring_config();
-  const std::shared_ptr<const hashring::Ring> ring = link_->ring();
+  const hashring::RingConfig config = link.ring_config();
+  const std::shared_ptr<const hashring::Ring> ring = link.ring();
   std::vector<Edge> mine;
   // By owner, in the order the owners first appear (deterministic).
   std::vector<std::pair<std::string, api::IngestEdgesRequest>> others;
   for (const Edge& e : *edges) {
     const std::string& owner =
         config.members[ring->Owner(VertexSyncKey(e.src))].id;
-    if (owner == link_->node_id()) {
+    if (owner == link.node_id()) {
       mine.push_back(e);
       continue;
     }
@@ -122,43 +146,49 @@ absl::Status GraphService::ForwardToOwners(std::vector<Edge>* edges,
     }
     resp->set_accepted(resp->accepted() + r->accepted());
     resp->set_duplicates(resp->duplicates() + r->duplicates());
-    m_.forwarded->Add(request.edges_size());
+    options_.forwarded->Add(request.edges_size());
   }
   *edges = std::move(mine);
   return absl::OkStatus();
 }
 
-absl::Status GraphService::AppendDurably(const std::vector<Edge>& edges) {
-  const std::string& path = ingest_file_->path();
-  if (ingest_dirty_tail_) {
-    // A failed append's bytes may still follow ingest_size_: cut them off
-    // before anything after them is acknowledged.
-    absl::Status cut = ingest_file_->Truncate(ingest_size_);
-    if (!cut.ok()) {
-      return absl::UnavailableError(absl::StrCat(
-          "IngestEdges: a failed append to ", path,
-          " is still there: ", cut.message(), " (nothing acknowledged)"));
-    }
-    ingest_dirty_tail_ = false;
-  }
-  std::string text;
-  for (const Edge& e : edges) {
-    absl::StrAppendFormat(&text, "%d %d %.9g\n", e.src, e.dst, e.weight);
-  }
-  absl::Status status = ingest_file_->WriteAt(ingest_size_, text);
-  if (status.ok()) status = ingest_file_->DataSync();
-  if (!status.ok()) {
-    // Take back what part was written, so the file stays whole lines; if
-    // that fails too, the next append cuts first.
-    absl::Status cut = ingest_file_->Truncate(ingest_size_);
-    if (cut.ok()) cut = ingest_file_->DataSync();
-    ingest_dirty_tail_ = !cut.ok();
-    return absl::UnavailableError(absl::StrCat("IngestEdges: cannot append to ",
-                                               path, ": ", status.message(),
-                                               " (nothing acknowledged)"));
-  }
-  ingest_size_ += text.size();
-  return absl::OkStatus();
+bool GraphIngest::WaitForWork(bool busy) {
+  absl::MutexLock lock(&ingest_mu_);
+  auto work = [this, busy]() ABSL_SHARED_LOCKS_REQUIRED(ingest_mu_) {
+    return stopping_ || !pending_.empty() || busy;
+  };
+  ingest_mu_.Await(absl::Condition(&work));
+  return !stopping_;
+}
+
+std::vector<Edge> GraphIngest::TakePending() {
+  std::vector<Edge> taken;
+  absl::MutexLock lock(&ingest_mu_);
+  taken.swap(pending_);
+  return taken;
+}
+
+void GraphIngest::MarkPublished(uint64_t n) {
+  absl::MutexLock lock(&ingest_mu_);
+  pending_count_ -= n;
+}
+
+GraphIngest::Counts GraphIngest::counts() const {
+  absl::MutexLock lock(&ingest_mu_);
+  return {ingested_total_, pending_count_};
+}
+
+void GraphIngest::BeginStop() {
+  absl::MutexLock lock(&ingest_mu_);
+  stopping_ = true;
+}
+
+absl::Status GraphIngest::Close() {
+  absl::MutexLock lock(&ingest_mu_);
+  if (journal_ == nullptr) return absl::OkStatus();
+  absl::Status closed = journal_->Close();
+  journal_.reset();
+  return closed;
 }
 
 }  // namespace latentd::service
