@@ -264,16 +264,24 @@ absl::Status Connection::CheckPeerIdentity() const {
                                      options_.auth->require_node_certificate);
 }
 
-absl::Status Connection::HandshakeReadError(const asio::error_code& ec) {
+absl::Status Connection::HandshakeError(const asio::error_code& ec) {
   if (options_.tls && options_.tls->is_mutual() &&
-      options_.role == PeerHandshake::Role::kClient &&
-      ec.category() == asio::error::get_ssl_category()) {
+      options_.role == PeerHandshake::Role::kClient) {
     // TLS 1.3: the server checks the client's certificate after the
-    // client's handshake is done, so its refusal arrives here.
-    return absl::UnavailableError(absl::StrCat(
-        "the server refused this node's TLS certificate (is it from the "
-        "cluster CA?): ",
-        ec.message()));
+    // client's handshake is done, so its refusal arrives here: as its
+    // alert, or, when this side wrote first, as the reset that follows.
+    if (ec.category() == asio::error::get_ssl_category()) {
+      return absl::UnavailableError(absl::StrCat(
+          "the server refused this node's TLS certificate (is it from the "
+          "cluster CA?): ",
+          ec.message()));
+    }
+    if (ec == asio::error::broken_pipe || ec == asio::error::connection_reset) {
+      return absl::UnavailableError(absl::StrCat(
+          "the server dropped the connection after the TLS handshake (it "
+          "refused this node's TLS certificate? is it from the cluster CA?): ",
+          ec.message()));
+    }
   }
   if (ec != asio::error::eof) return absl::UnavailableError(ec.message());
   return absl::UnauthenticatedError(
@@ -290,7 +298,7 @@ void Connection::ReadHandshakeHeader() {
                    [this, self](const asio::error_code& ec, size_t n) {
                      if (closed_) return;
                      if (ec) {
-                       Fail(HandshakeReadError(ec));
+                       Fail(HandshakeError(ec));
                        return;
                      }
                      options_.stats->bytes_received.fetch_add(
@@ -315,7 +323,7 @@ void Connection::ReadHandshakeBody(HandshakeHeader header) {
       [this, self, header](const asio::error_code& ec, size_t n) {
         if (closed_) return;
         if (ec) {
-          Fail(HandshakeReadError(ec));
+          Fail(HandshakeError(ec));
           return;
         }
         options_.stats->bytes_received.fetch_add(n, std::memory_order_relaxed);
@@ -358,7 +366,7 @@ void Connection::WriteHandshake(std::string bytes, std::function<void()> then) {
                         const asio::error_code& ec, size_t n) {
                       if (closed_) return;
                       if (ec) {
-                        Fail(absl::UnavailableError(ec.message()));
+                        Fail(HandshakeError(ec));
                         return;
                       }
                       options_.stats->bytes_sent.fetch_add(

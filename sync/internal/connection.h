@@ -150,7 +150,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // frames with no call of its own in progress.
   void ArmIdleTimer();
   void ReadHandshakeHeader();
-  absl::Status HandshakeReadError(const asio::error_code& ec);
+  // The error of a failed cluster-key handshake read or write, saying
+  // what the peer most likely refused.
+  absl::Status HandshakeError(const asio::error_code& ec);
   void ReadHandshakeBody(HandshakeHeader header);
   // Sends one handshake message; `then` runs on the strand once written.
   void WriteHandshake(std::string bytes, std::function<void()> then);
