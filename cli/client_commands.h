@@ -21,7 +21,7 @@
 #include "cli/query_commands.h"
 #include "google/protobuf/repeated_ptr_field.h"
 #include "service/api_client.h"
-#include "sync/tls.h"
+#include "sync/transport/tls.h"
 
 namespace latentd {
 

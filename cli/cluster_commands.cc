@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "sync/membership.h"
+#include "sync/control/membership.h"
 
 namespace latentd {
 namespace {

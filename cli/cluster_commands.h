@@ -1,6 +1,6 @@
 // latentctl cluster ...: the operator's view of an elastic cluster's control
-// plane (issue 12), read from the cluster's Redis (sync/cluster_admin.h has
-// the layout and the state machine).
+// plane (issue 12), read from the cluster's Redis (sync/control/cluster_admin.h
+// has the layout and the state machine).
 //
 //   latentctl cluster status --cluster-redis URL [--cluster NAME] [--json]
 //
@@ -41,7 +41,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
-#include "sync/cluster_admin.h"
+#include "sync/control/cluster_admin.h"
 
 namespace latentd {
 

@@ -25,8 +25,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/fast_mutexes.h"
 #include "service/cluster/cluster_node.h"
-#include "sync/membership.h"
-#include "sync/peer_auth.h"
+#include "sync/control/membership.h"
+#include "sync/transport/peer_auth.h"
 
 namespace {
 

@@ -16,8 +16,8 @@ using service::Method;
 
 bool IsConnectionRefused(const absl::Status& status) {
   if (status.code() != absl::StatusCode::kUnavailable) return false;
-  // sync/transport.cc (TCP): "cannot connect to H:P: Connection refused";
-  // service/api_client.cc (HTTP): httplib's "Could not establish
+  // sync/transport/transport.cc (TCP): "cannot connect to H:P: Connection
+  // refused"; service/api_client.cc (HTTP): httplib's "Could not establish
   // connection".
   return absl::StrContains(status.message(), "Connection refused") ||
          absl::StrContains(status.message(), "Could not establish connection");

@@ -47,8 +47,8 @@
 #include "service/redis_ingest.h"
 #include "service/rpc_server.h"
 #include "service/systemd_notify.h"
-#include "sync/peer_auth.h"
-#include "sync/tls.h"
+#include "sync/transport/peer_auth.h"
+#include "sync/transport/tls.h"
 
 namespace {
 

@@ -2,6 +2,13 @@
 # gets the same warnings and include root.
 
 set(LATENTD_WARNINGS -Wall -Wextra)
+if(CMAKE_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  # A unity build #includes each source into one unit, so GCC takes a
+  # class that holds a type of its source's anonymous namespace for a
+  # header's and warns; with one source per unit (the default build, which
+  # keeps the warning) it is fine.
+  list(APPEND LATENTD_WARNINGS -Wno-subobject-linkage)
+endif()
 
 # latentd_options(target [TEST]): TEST for a target that links GoogleTest
 # (it reuses the test PCH, cmake/LatentdPch.cmake).

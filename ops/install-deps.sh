@@ -14,8 +14,8 @@
 #            (wire and config messages), libhiredis-dev + redis-server
 #            (membership, streams; the cluster tests start their own server),
 #            libssl-dev (OpenSSL's libcrypto: HMAC-SHA256 of the sync port's
-#            cluster-key handshake and frame MACs, sync/peer_auth.h; its
-#            libssl: TLS on both APIs, sync/tls.h)
+#            cluster-key handshake and frame MACs, sync/transport/peer_auth.h; its
+#            libssl: TLS on both APIs, sync/transport/tls.h)
 #   service: libcpp-httplib-dev (the daemon's HTTP/JSON gateway and the
 #            HTTP client of latentctl and the benchmark), libsystemd-dev
 #            (sd_notify: latentd tells a Type=notify unit it is ready)

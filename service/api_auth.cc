@@ -5,7 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "base/absl_compat.h"
 #include "corpora/input_file.h"
-#include "sync/peer_auth.h"
+#include "sync/transport/peer_auth.h"
 
 namespace latentd::service {
 namespace {

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "service/api.pb.h"
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 
 namespace latentd::service {
 namespace {

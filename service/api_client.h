@@ -22,7 +22,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/message.h"
 #include "service/api_dispatch.h"
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 
 namespace latentd::service {
 
@@ -32,7 +32,7 @@ enum class Protocol { kHttpJson, kHttpProto, kTcp };
 absl::StatusOr<Protocol> ParseProtocol(std::string_view name);
 
 // TLS towards the daemon (its tls-cert setting): HTTPS, or TLS under the
-// framed TCP protocol (sync/tls.h).
+// framed TCP protocol (sync/transport/tls.h).
 using sync::ClientTls;
 
 class ApiClient {

@@ -39,7 +39,7 @@
 #include "service/cluster/cluster_link.h"
 #include "service/ingest_log.h"
 #include "service/metrics.h"
-#include "sync/tls.h"
+#include "sync/transport/tls.h"
 
 namespace latentd::service {
 

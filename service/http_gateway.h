@@ -57,7 +57,7 @@
 #include "absl/status/statusor.h"
 #include "service/api_dispatch.h"
 #include "service/metrics.h"
-#include "sync/tls.h"
+#include "sync/transport/tls.h"
 
 namespace httplib {
 struct Request;

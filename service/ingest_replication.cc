@@ -20,8 +20,8 @@
 #include "service/api_client.h"
 #include "service/ingest_path.h"
 #include "service/internal/daemon_log.h"
-#include "sync/cluster_admin.h"
-#include "sync/membership.h"
+#include "sync/control/cluster_admin.h"
+#include "sync/control/membership.h"
 
 namespace latentd::service {
 

@@ -8,8 +8,8 @@
 #include "absl/time/clock.h"
 #include "base/log.h"
 #include "service/internal/redis_stream.h"
-#include "sync/membership.h"
-#include "sync/redis_url.h"
+#include "sync/control/membership.h"
+#include "sync/control/redis_url.h"
 
 namespace latentd::service {
 namespace {

@@ -10,12 +10,12 @@
 // An entry that can never be ingested (no text, no words) is acknowledged
 // and counted as rejected, so it does not block the stream.
 //
-// Redis is reached through sync::RedisClient (sync/membership.h), the
+// Redis is reached through sync::RedisClient (sync/control/membership.h), the
 // cluster's client: the same URL forms and AUTH. Redis failures are
 // retried with backoff (1 s); they never stop the daemon. A reply that
 // declares more array elements or longer strings than reply_limits allow
-// (sync/redis_reply_bound.h) is refused before hiredis allocates for it,
-// logged, counted (latentd_redis_refused_replies_total) and the connection
+// (sync/control/redis_reply_bound.h) is refused before hiredis allocates for
+// it, logged, counted (latentd_redis_refused_replies_total) and the connection
 // is reopened. Thread-safety: Start/Stop from one thread; the consumer runs
 // on its own thread.
 #ifndef LATENTD_SERVICE_REDIS_INGEST_H_
@@ -27,12 +27,12 @@
 
 #include "service/latentd_service.h"
 #include "service/metrics.h"
-#include "sync/redis_reply_bound.h"
+#include "sync/control/redis_reply_bound.h"
 
 namespace latentd::service {
 
 struct RedisIngestOptions {
-  // Any form of sync/redis_url.h: "host:port", "unix:/path/to/socket",
+  // Any form of sync/control/redis_url.h: "host:port", "unix:/path/to/socket",
   // "redis://:PASSWORD@host:port", ...
   std::string address;
   std::string stream = "latentd:ingest";

@@ -1,5 +1,5 @@
 // RpcServer: the API as framed protobuf over TCP, on sync/'s transport
-// (sync/transport.h). A request frame's type is the Method number
+// (sync/transport/transport.h). A request frame's type is the Method number
 // (service/api_dispatch.h) and its payload the binary request; the reply is
 // the binary response, or the transport's error frame carrying the status
 // (code and message). Calls that may block on I/O (MayBlock: Ingest's
@@ -19,7 +19,7 @@
 // TLS (RpcOptions::tls): every connection runs TLS first; a client without
 // TLS gets a kFailedPrecondition error saying the port speaks TLS.
 //
-// Connections (sync/transport.h): at most max_connections open and
+// Connections (sync/transport/transport.h): at most max_connections open and
 // max_connections_per_address from one client address (one more is closed
 // at once); a connection idle idle_timeout_seconds between calls is closed.
 // Reported as latentd_connections*{listener="tcp"}
@@ -35,7 +35,7 @@
 #include "absl/status/statusor.h"
 #include "service/api_dispatch.h"
 #include "service/internal/work_queue.h"
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 
 namespace latentd::service {
 

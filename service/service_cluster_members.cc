@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "service/latentd_service.h"
-#include "sync/cluster_admin.h"
-#include "sync/membership.h"
+#include "sync/control/cluster_admin.h"
+#include "sync/control/membership.h"
 
 namespace latentd::service {
 

@@ -18,7 +18,7 @@
 #include "sampler/trainer.h"
 #include "service/graph_service.h"
 #include "service/similarity_service.h"
-#include "sync/tls.h"
+#include "sync/transport/tls.h"
 
 namespace latentd::service {
 

@@ -53,7 +53,7 @@
 #include "absl/time/time.h"
 #include "sync/owner_shard.h"
 #include "sync/synchronizer.h"
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 
 namespace latentd::sync {
 

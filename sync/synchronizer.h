@@ -71,7 +71,7 @@
 #include "sync/abelian_table.h"
 #include "sync/owner_shard.h"
 #include "sync/sync.pb.h"
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 
 namespace latentd::sync {
 

@@ -84,7 +84,7 @@
 #include "ops/bench/single_node.h"
 #include "sampler/trainer.h"
 #include "service/cluster/local_cluster.h"
-#include "sync/cluster_admin.h"
+#include "sync/control/cluster_admin.h"
 #include "sync/owner_shard.h"
 
 namespace latentd {

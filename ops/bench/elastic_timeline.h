@@ -19,7 +19,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 
 namespace latentd::bench {
 

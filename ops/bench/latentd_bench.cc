@@ -30,7 +30,7 @@
 #include "base/fast_mutexes.h"
 #include "base/random.h"
 #include "service/api_client.h"
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include "base/status_macros.h"
 #include "hashring/ring_config.h"
 #include "service/cluster/internal/join_redis.h"
-#include "sync/cluster_admin.h"
+#include "sync/control/cluster_admin.h"
 
 namespace latentd {
 

@@ -79,14 +79,14 @@
 #include "sampler/synced_table.h"
 #include "service/cluster/cluster_link_options.h"
 #include "service/cluster/peer_set.h"
-#include "sync/cluster_admin.h"
 #include "sync/consistency.h"
-#include "sync/membership.h"
+#include "sync/control/cluster_admin.h"
+#include "sync/control/membership.h"
 #include "sync/owner_replicator.h"
 #include "sync/owner_shard.h"
 #include "sync/replica_store.h"
 #include "sync/synchronizer.h"
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 
 namespace latentd {
 

@@ -9,7 +9,7 @@
 #include "base/status_macros.h"
 #include "hashring/ring_config.h"
 #include "service/cluster/cluster_link.h"
-#include "sync/cluster_admin.h"
+#include "sync/control/cluster_admin.h"
 
 namespace latentd {
 

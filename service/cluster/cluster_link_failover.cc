@@ -11,7 +11,7 @@
 #include "base/status_macros.h"
 #include "service/cluster/cluster_link.h"
 #include "service/cluster/failure_judge.h"
-#include "sync/cluster_admin.h"
+#include "sync/control/cluster_admin.h"
 
 namespace latentd {
 

@@ -14,7 +14,7 @@
 #include "hashring/ring_config.h"
 #include "service/cluster/cluster_link.h"
 #include "service/cluster/internal/join_redis.h"
-#include "sync/cluster_admin.h"
+#include "sync/control/cluster_admin.h"
 
 namespace latentd {
 namespace internal {

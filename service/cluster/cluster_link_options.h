@@ -17,9 +17,9 @@
 #include "hashring/ring.h"
 #include "sync/abelian_table.h"
 #include "sync/consistency.h"
-#include "sync/membership.h"
-#include "sync/tls.h"
-#include "sync/transport.h"
+#include "sync/control/membership.h"
+#include "sync/transport/tls.h"
+#include "sync/transport/transport.h"
 
 namespace latentd {
 
@@ -45,7 +45,7 @@ struct ClusterLinkOptions {
   std::string listen = "127.0.0.1:0";  // sync server; port 0: a free one
   std::string node_id;                 // "" = the address listened on
   uint32_t expected_members = 1;       // the ring is fixed with this many
-  // Join a running cluster instead (sync/cluster_admin.h): register as
+  // Join a running cluster instead (sync/control/cluster_admin.h): register as
   // pending, wait until an operator admits this node (the ring lists it),
   // take the keys the new ring gives it once every member has handed them
   // off, then push this node's counts and take the globals. It starts at
@@ -58,7 +58,7 @@ struct ClusterLinkOptions {
   // ---- Security (docs/operations.md, "Security") ----
   // The shared cluster key (sync::LoadClusterKey reads a key file): every
   // sync connection, both ways, proves it in a handshake and every frame
-  // carries a MAC (sync/peer_auth.h); a peer without it gets nothing
+  // carries a MAC (sync/transport/peer_auth.h); a peer without it gets nothing
   // applied. Create() refuses an empty key unless `insecure` is set: then
   // the sync port takes frames from anyone who can reach it (loopback
   // development only; logged as a warning).
@@ -75,7 +75,7 @@ struct ClusterLinkOptions {
   // With `tls`: a peer whose certificate names no node id (a subjectAltName
   // URI latentd-node:<id>, ops/issue-node-cert.sh) is refused. A peer whose
   // certificate names node ids is always refused if it claims another
-  // (sync/peer_auth.h).
+  // (sync/transport/peer_auth.h).
   bool tls_require_node_id = false;
   // Connection hygiene of the sync server (sync::ServerOptions): open
   // connections at once, and from one IP address (0: no cap); connections

@@ -23,7 +23,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
-#include "sync/cluster_admin.h"
+#include "sync/control/cluster_admin.h"
 
 namespace latentd {
 

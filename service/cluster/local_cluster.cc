@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
-#include "sync/membership.h"
+#include "sync/control/membership.h"
 
 namespace latentd {
 

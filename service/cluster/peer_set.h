@@ -28,7 +28,7 @@
 #include "hashring/ring.h"
 #include "sync/consistency.h"
 #include "sync/sync.pb.h"
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 
 namespace latentd {
 

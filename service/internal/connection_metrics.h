@@ -22,7 +22,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "service/metrics.h"
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 
 namespace latentd::service::internal {
 

@@ -67,7 +67,7 @@
 #include "service/internal/connection_metrics.h"
 #include "service/internal/http_request_scanner.h"
 #include "service/metrics.h"
-#include "sync/tls.h"
+#include "sync/transport/tls.h"
 
 namespace httplib {
 class Stream;

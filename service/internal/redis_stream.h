@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sync/membership.h"
+#include "sync/control/membership.h"
 
 namespace latentd::service::internal {
 

@@ -19,7 +19,7 @@
 #include "absl/time/time.h"
 #include "base/absl_compat.h"
 #include "service/daemon_settings.h"
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 
 namespace latentd::service::internal {
 

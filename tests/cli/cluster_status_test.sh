@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `latentctl cluster status` (label cluster) against a private redis-server on
 # a Unix socket in a temporary directory (no TCP port). The cluster is written
-# with redis-cli, key by key as sync/cluster_admin.h documents the layout, so
+# with redis-cli, key by key as sync/control/cluster_admin.h documents the layout, so
 # this also checks that the layout is what the header says:
 #   1. an empty cluster: no epoch, no members, no move;
 #   2. a ring at epoch 3 (node0 active with a heartbeat 1.5 s old, node1

@@ -15,8 +15,8 @@
 #include "gtest/gtest.h"
 #include "hashring/ring_config.h"
 #include "service/cluster/local_cluster.h"
-#include "sync/cluster_admin.h"
-#include "sync/membership.h"
+#include "sync/control/cluster_admin.h"
+#include "sync/control/membership.h"
 #include "tests/cluster/cluster_test_util.h"
 
 namespace latentd {

@@ -26,7 +26,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
-#include "sync/frame.h"
+#include "sync/transport/frame.h"
 #include "tests/cluster/cluster_test_util.h"
 
 namespace latentd {

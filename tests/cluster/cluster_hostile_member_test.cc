@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "sync/cluster_admin.h"
+#include "sync/control/cluster_admin.h"
 #include "sync/owner_shard.h"
-#include "sync/tls.h"
+#include "sync/transport/tls.h"
 #include "tests/cluster/cluster_test_util.h"
 #include "tests/sync/test_pki.h"
 

@@ -7,7 +7,7 @@
 #include <memory>
 #include <thread>
 
-#include "sync/cluster_admin.h"
+#include "sync/control/cluster_admin.h"
 #include "tests/cluster/cluster_test_util.h"
 
 namespace latentd {

@@ -24,7 +24,7 @@
 #include "hashring/ring.h"
 #include "sampler/trainer.h"
 #include "service/cluster/local_cluster.h"
-#include "sync/frame.h"
+#include "sync/transport/frame.h"
 #include "tests/cluster/cluster_test_util.h"
 #include "tests/data_dir.h"
 

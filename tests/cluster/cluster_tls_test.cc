@@ -8,7 +8,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "sync/tls.h"
+#include "sync/transport/tls.h"
 #include "tests/cluster/cluster_test_util.h"
 #include "tests/sync/test_pki.h"
 

@@ -26,7 +26,7 @@
 #include "service/api_dispatch.h"
 #include "service/latentd_service.h"
 #include "service/metrics.h"
-#include "sync/frame.h"
+#include "sync/transport/frame.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace latentd::service {

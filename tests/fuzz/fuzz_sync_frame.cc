@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "fuzzer/FuzzedDataProvider.h"
-#include "sync/frame.h"
-#include "sync/internal/peer_identity.h"
-#include "sync/peer_auth.h"
+#include "sync/transport/frame.h"
+#include "sync/transport/internal/peer_identity.h"
+#include "sync/transport/peer_auth.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace latentd::sync {

@@ -18,10 +18,10 @@
 #include "service/api.pb.h"
 #include "service/api_dispatch.h"
 #include "service/ingest_log.h"
-#include "sync/frame.h"
 #include "sync/owner_shard.h"
-#include "sync/peer_auth.h"
 #include "sync/sync.pb.h"
+#include "sync/transport/frame.h"
+#include "sync/transport/peer_auth.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace latentd {

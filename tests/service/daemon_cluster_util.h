@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "service/api_client.h"
-#include "sync/cluster_admin.h"
+#include "sync/control/cluster_admin.h"
 #include "tests/service/daemon_harness.h"
 
 namespace latentd::testing {

@@ -23,7 +23,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "sync/cluster_admin.h"
+#include "sync/control/cluster_admin.h"
 #include "tests/service/daemon_cluster_util.h"
 #include "tests/service/daemon_harness.h"
 

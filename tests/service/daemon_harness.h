@@ -54,7 +54,8 @@ class RedisServer {
   // (fsynced on every write), as an operator runs it: a Restart() finds
   // what was written before the Kill(). Otherwise nothing is saved.
   // With `password`, it requires AUTH (--requirepass): address() then
-  // carries the password (sync/redis_url.h) and Connect() authenticates.
+  // carries the password (sync/control/redis_url.h) and Connect()
+  // authenticates.
   explicit RedisServer(const std::string& dir, bool persistent = false,
                        std::string password = "",
                        RedisPlacement placement = {});

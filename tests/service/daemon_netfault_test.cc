@@ -54,7 +54,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "sync/cluster_admin.h"
+#include "sync/control/cluster_admin.h"
 #include "tests/service/daemon_cluster_util.h"
 #include "tests/service/daemon_harness.h"
 #include "tests/service/netfault_cluster.h"

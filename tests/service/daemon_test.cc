@@ -17,8 +17,8 @@
 #include "httplib.h"
 #include "sampler/model_snapshot.h"
 #include "service/store_merge.h"
-#include "sync/frame.h"
-#include "sync/transport.h"
+#include "sync/transport/frame.h"
+#include "sync/transport/transport.h"
 #include "tests/service/daemon_harness.h"
 
 namespace latentd::testing {

@@ -28,7 +28,7 @@
 #include "gtest/gtest.h"
 #include "service/api.pb.h"
 #include "service/api_client.h"
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 #include "tests/service/daemon_harness.h"
 #include "tests/service/gateway_test_util.h"
 

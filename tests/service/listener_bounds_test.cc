@@ -37,7 +37,7 @@
 #include "service/api_client.h"
 #include "service/api_dispatch.h"
 #include "service/internal/http_request_scanner.h"
-#include "sync/frame.h"
+#include "sync/transport/frame.h"
 #include "tests/service/daemon_cluster_util.h"
 #include "tests/service/daemon_harness.h"
 #include "tests/service/gateway_test_util.h"

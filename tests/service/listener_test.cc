@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "service/http_gateway.h"
 #include "service/rpc_server.h"
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 #include "tests/service/daemon_harness.h"
 #include "tests/service/gateway_test_util.h"
 

@@ -1,9 +1,9 @@
-// The cluster control plane (sync/cluster_admin.h) against a private
+// The cluster control plane (sync/control/cluster_admin.h) against a private
 // redis-server on a Unix socket in a temporary directory (no TCP port at
 // all), started once for the suite; each test uses its own cluster name.
 // Every refused change is checked to leave all of the cluster's keys
 // byte-identical (Redis DUMP of each key before and after).
-#include "sync/cluster_admin.h"
+#include "sync/control/cluster_admin.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -24,7 +24,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hashring/ring_config.h"
-#include "sync/membership.h"
+#include "sync/control/membership.h"
 #include "tests/sync/unix_redis.h"
 
 namespace latentd::sync {

@@ -1,8 +1,8 @@
-// Peer authentication on the sync port (sync/peer_auth.h): the handshake
-// and frame MACs on their own, then through the transport: a peer with the
-// wrong key, without a key, or sending garbage or a forged frame never gets
-// a frame to the handler, and a peer with the right key does.
-#include "sync/peer_auth.h"
+// Peer authentication on the sync port (sync/transport/peer_auth.h): the
+// handshake and frame MACs on their own, then through the transport: a peer
+// with the wrong key, without a key, or sending garbage or a forged frame never
+// gets a frame to the handler, and a peer with the right key does.
+#include "sync/transport/peer_auth.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -20,8 +20,8 @@
 #include "base/file_system.h"
 #include "base/testing/fault_injection_file_system.h"
 #include "gtest/gtest.h"
-#include "sync/frame.h"
-#include "sync/transport.h"
+#include "sync/transport/frame.h"
+#include "sync/transport/transport.h"
 #include "tests/sync/transport_test_util.h"
 
 namespace latentd::sync {

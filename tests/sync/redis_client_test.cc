@@ -1,13 +1,13 @@
-// RedisClient (sync/membership.h) against a redis-server on a Unix socket:
-// a reply over the client's own bound is refused, says why and leaves the
-// connection dead; a command timeout set above a blocking read's block
-// lets XREADGROUP ... BLOCK time out empty, one below it fails the command.
+// RedisClient (sync/control/membership.h) against a redis-server on a Unix
+// socket: a reply over the client's own bound is refused, says why and leaves
+// the connection dead; a command timeout set above a blocking read's block lets
+// XREADGROUP ... BLOCK time out empty, one below it fails the command.
 #include <memory>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sync/membership.h"
+#include "sync/control/membership.h"
 #include "tests/sync/unix_redis.h"
 
 namespace latentd::sync {

@@ -1,8 +1,8 @@
-// RedisReplyBound (sync/redis_reply_bound.h) on hiredis's own RESP reader:
-// an array header with an absurd count, or nested headers adding up past
-// the bound, is refused before hiredis allocates for it, with a reason;
+// RedisReplyBound (sync/control/redis_reply_bound.h) on hiredis's own RESP
+// reader: an array header with an absurd count, or nested headers adding up
+// past the bound, is refused before hiredis allocates for it, with a reason;
 // replies within the bound come through as hiredis builds them.
-#include "sync/redis_reply_bound.h"
+#include "sync/control/redis_reply_bound.h"
 
 #include <hiredis/hiredis.h>
 

@@ -1,15 +1,15 @@
-// Redis urls (sync/redis_url.h): the forms accepted, the errors, the
+// Redis urls (sync/control/redis_url.h): the forms accepted, the errors, the
 // redaction of passwords; and AUTH against a redis-server started with
 // --requirepass on a Unix socket: the right password joins a cluster, a
 // wrong one is kPermissionDenied at connect, none gets Redis's NOAUTH on
 // the first command, and no message carries the password.
-#include "sync/redis_url.h"
+#include "sync/control/redis_url.h"
 
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "sync/membership.h"
+#include "sync/control/membership.h"
 #include "tests/sync/unix_redis.h"
 
 namespace latentd::sync {

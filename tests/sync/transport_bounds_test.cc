@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "sync/frame.h"
-#include "sync/peer_auth.h"
-#include "sync/tls.h"
-#include "sync/transport.h"
+#include "sync/transport/frame.h"
+#include "sync/transport/peer_auth.h"
+#include "sync/transport/tls.h"
+#include "sync/transport/transport.h"
 #include "tests/sync/test_pki.h"
 
 namespace latentd::sync {

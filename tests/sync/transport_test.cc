@@ -1,7 +1,7 @@
 // Transport: request/reply, async replies, timeouts, reconnect with backoff,
 // and bad frames (garbage, truncated, oversized) closing only their own
 // connection.
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -16,7 +16,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
-#include "sync/frame.h"
+#include "sync/transport/frame.h"
 #include "tests/sync/transport_test_util.h"
 
 namespace latentd::sync {

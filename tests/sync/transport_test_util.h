@@ -18,7 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 
 namespace latentd::sync::testing {
 

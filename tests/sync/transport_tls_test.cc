@@ -1,6 +1,6 @@
-// The framed transport with TLS (sync/tls.h) and its connection hygiene
-// (caps per server and per client address, the idle timeout), in-process
-// on 127.0.0.1, and the sync port's mutual TLS. The test CAs and
+// The framed transport with TLS (sync/transport/tls.h) and its connection
+// hygiene (caps per server and per client address, the idle timeout),
+// in-process on 127.0.0.1, and the sync port's mutual TLS. The test CAs and
 // certificates are made by the openssl CLI (tests/sync/test_pki.h).
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,9 +14,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "sync/frame.h"
-#include "sync/tls.h"
-#include "sync/transport.h"
+#include "sync/transport/frame.h"
+#include "sync/transport/tls.h"
+#include "sync/transport/transport.h"
 #include "tests/sync/test_pki.h"
 #include "tests/sync/transport_test_util.h"
 

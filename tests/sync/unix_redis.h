@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "sync/membership.h"
+#include "sync/control/membership.h"
 
 namespace latentd::sync {
 
@@ -77,7 +77,8 @@ class UnixRedis {
     if (!socket_.empty()) ::unlink(socket_.c_str());
     if (!dir_.empty()) ::rmdir(dir_.c_str());
   }
-  // With a password: the unix:// form that carries it (sync/redis_url.h).
+  // With a password: the unix:// form that carries it
+  // (sync/control/redis_url.h).
   std::string url() const {
     return password_.empty() ? "unix:" + socket_
                              : "unix://:" + password_ + "@" + socket_;

@@ -12,8 +12,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "sync/membership.h"
-#include "sync/transport.h"
+#include "sync/control/membership.h"
+#include "sync/transport/transport.h"
 
 namespace latentd::internal {
 

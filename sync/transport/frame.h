@@ -14,8 +14,8 @@
 // when the handler failed (payload = EncodeStatus()).
 //
 // Thread-safety: pure functions and value types.
-#ifndef LATENTD_SYNC_FRAME_H_
-#define LATENTD_SYNC_FRAME_H_
+#ifndef LATENTD_SYNC_TRANSPORT_FRAME_H_
+#define LATENTD_SYNC_TRANSPORT_FRAME_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -46,8 +46,8 @@ struct Frame {
   uint64_t request_id = 0;
   std::string payload;
   // Set by a receiving connection that runs the cluster-key handshake
-  // (sync/peer_auth.h): the node id the sender proved the key with. Empty
-  // on a connection without authentication. Not on the wire per frame.
+  // (sync/transport/peer_auth.h): the node id the sender proved the key with.
+  // Empty on a connection without authentication. Not on the wire per frame.
   std::string peer_id;
 };
 
@@ -76,4 +76,4 @@ absl::Status DecodeStatus(std::string_view payload);
 
 }  // namespace latentd::sync
 
-#endif  // LATENTD_SYNC_FRAME_H_
+#endif  // LATENTD_SYNC_TRANSPORT_FRAME_H_

@@ -1,4 +1,4 @@
-#include "sync/frame.h"
+#include "sync/transport/frame.h"
 
 #include "absl/strings/str_cat.h"
 

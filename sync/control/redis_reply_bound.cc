@@ -1,4 +1,4 @@
-#include "sync/redis_reply_bound.h"
+#include "sync/control/redis_reply_bound.h"
 
 #include <hiredis/hiredis.h>
 

@@ -1,8 +1,8 @@
 // Internal to sync/cluster_admin*.cc: the control-plane snapshot every
 // change reads first, the script runner and the argument checks
 // (cluster_admin.cc defines them). Not a public header.
-#ifndef LATENTD_SYNC_INTERNAL_CLUSTER_ADMIN_SNAPSHOT_H_
-#define LATENTD_SYNC_INTERNAL_CLUSTER_ADMIN_SNAPSHOT_H_
+#ifndef LATENTD_SYNC_CONTROL_INTERNAL_CLUSTER_ADMIN_SNAPSHOT_H_
+#define LATENTD_SYNC_CONTROL_INTERNAL_CLUSTER_ADMIN_SNAPSHOT_H_
 
 #include <cstdint>
 #include <map>
@@ -15,8 +15,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "hashring/ring_config.h"
-#include "sync/cluster_admin.h"
-#include "sync/membership.h"
+#include "sync/control/cluster_admin.h"
+#include "sync/control/membership.h"
 
 namespace latentd::sync::internal {
 
@@ -93,4 +93,4 @@ absl::StatusOr<hashring::RingConfig> ForgetDown(
 
 }  // namespace latentd::sync::internal
 
-#endif  // LATENTD_SYNC_INTERNAL_CLUSTER_ADMIN_SNAPSHOT_H_
+#endif  // LATENTD_SYNC_CONTROL_INTERNAL_CLUSTER_ADMIN_SNAPSHOT_H_

@@ -1,5 +1,5 @@
 // TLS contexts (OpenSSL's SSL_CTX) for the framed transport
-// (sync/transport.h) and the HTTP gateway: a server context from
+// (sync/transport/transport.h) and the HTTP gateway: a server context from
 // a certificate chain and its private key, a client context that verifies
 // the server's certificate against a CA file (or the system's CAs).
 //
@@ -13,8 +13,8 @@
 //
 // Thread-safety: a TlsContext is immutable once made; any number of
 // connections on any threads may use it at once.
-#ifndef LATENTD_SYNC_TLS_H_
-#define LATENTD_SYNC_TLS_H_
+#ifndef LATENTD_SYNC_TRANSPORT_TLS_H_
+#define LATENTD_SYNC_TRANSPORT_TLS_H_
 
 #include <memory>
 #include <string>
@@ -133,4 +133,4 @@ inline bool LooksLikeTlsHandshake(unsigned char first_byte) {
 
 }  // namespace latentd::sync
 
-#endif  // LATENTD_SYNC_TLS_H_
+#endif  // LATENTD_SYNC_TRANSPORT_TLS_H_

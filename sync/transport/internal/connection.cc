@@ -1,4 +1,4 @@
-#include "sync/internal/connection.h"
+#include "sync/transport/internal/connection.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,7 +10,7 @@
 #include "asio/ssl/error.hpp"
 #include "openssl/ssl.h"
 #include "openssl/x509.h"
-#include "sync/internal/peer_identity.h"
+#include "sync/transport/internal/peer_identity.h"
 
 namespace latentd::sync::internal {
 namespace {

@@ -14,8 +14,8 @@
 //
 // Thread-safety: RedisClient is not thread-safe (one connection); use one
 // per thread. JoinCluster and FlattenRedisReply are reentrant.
-#ifndef LATENTD_SYNC_MEMBERSHIP_H_
-#define LATENTD_SYNC_MEMBERSHIP_H_
+#ifndef LATENTD_SYNC_CONTROL_MEMBERSHIP_H_
+#define LATENTD_SYNC_CONTROL_MEMBERSHIP_H_
 
 #include <cstdint>
 #include <memory>
@@ -26,7 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "hashring/ring_config.h"
-#include "sync/redis_reply_bound.h"
+#include "sync/control/redis_reply_bound.h"
 
 struct redisReply;  // hiredis
 
@@ -47,12 +47,12 @@ RedisReply FlattenRedisReply(const redisReply& reply);
 
 class RedisClient {
  public:
-  // `url`: any form of sync/redis_url.h ("redis://[:PASSWORD@]host:port",
-  // "host:port", "unix:/path", ...); AUTH is sent when it names a password.
-  // Every reply is read through a RedisReplyBound with `limits`.
-  // kInvalidArgument for a malformed url, kUnavailable if unreachable
-  // within `timeout` (also the per-command timeout), kPermissionDenied if
-  // Redis refuses the credentials.
+  // `url`: any form of sync/control/redis_url.h
+  // ("redis://[:PASSWORD@]host:port", "host:port", "unix:/path", ...); AUTH is
+  // sent when it names a password. Every reply is read through a
+  // RedisReplyBound with `limits`. kInvalidArgument for a malformed url,
+  // kUnavailable if unreachable within `timeout` (also the per-command
+  // timeout), kPermissionDenied if Redis refuses the credentials.
   static absl::StatusOr<std::unique_ptr<RedisClient>> Connect(
       std::string_view url, absl::Duration timeout = absl::Seconds(2),
       const RedisReplyLimits& limits = {});
@@ -103,4 +103,4 @@ std::string RingKey(std::string_view cluster);
 
 }  // namespace latentd::sync
 
-#endif  // LATENTD_SYNC_MEMBERSHIP_H_
+#endif  // LATENTD_SYNC_CONTROL_MEMBERSHIP_H_

@@ -1,4 +1,4 @@
-#include "sync/membership.h"
+#include "sync/control/membership.h"
 
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
@@ -8,7 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "sync/redis_url.h"
+#include "sync/control/redis_url.h"
 
 namespace latentd::sync {
 namespace {

@@ -1,4 +1,4 @@
-#include "sync/peer_auth.h"
+#include "sync/transport/peer_auth.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
 #include "base/file_util.h"
-#include "sync/frame.h"
+#include "sync/transport/frame.h"
 
 namespace latentd::sync {
 namespace {

@@ -1,4 +1,4 @@
-#include "sync/internal/tls_stream.h"
+#include "sync/transport/internal/tls_stream.h"
 
 #include <openssl/bio.h>
 #include <openssl/err.h>

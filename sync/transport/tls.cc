@@ -1,4 +1,4 @@
-#include "sync/tls.h"
+#include "sync/transport/tls.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>

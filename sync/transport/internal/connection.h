@@ -6,8 +6,8 @@
 // Thread-safety: every member runs on the socket's strand; Send and Close
 // may be called from any thread (they post onto the strand). Callbacks run
 // on the strand. on_close runs exactly once.
-#ifndef LATENTD_SYNC_INTERNAL_CONNECTION_H_
-#define LATENTD_SYNC_INTERNAL_CONNECTION_H_
+#ifndef LATENTD_SYNC_TRANSPORT_INTERNAL_CONNECTION_H_
+#define LATENTD_SYNC_TRANSPORT_INTERNAL_CONNECTION_H_
 
 #include <array>
 #include <deque>
@@ -21,11 +21,11 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "asio.hpp"
-#include "sync/frame.h"
-#include "sync/internal/tls_stream.h"
-#include "sync/peer_auth.h"
-#include "sync/tls.h"
-#include "sync/transport.h"
+#include "sync/transport/frame.h"
+#include "sync/transport/internal/tls_stream.h"
+#include "sync/transport/peer_auth.h"
+#include "sync/transport/tls.h"
+#include "sync/transport/transport.h"
 
 namespace latentd::sync::internal {
 
@@ -98,7 +98,7 @@ struct ConnectionOptions {
   size_t max_pending_write_bytes = size_t{256} << 20;
   LogFn log;
   // Non-null: run the cluster-key handshake first (as `role`) and MAC every
-  // frame (sync/peer_auth.h); frames flow only once it has succeeded.
+  // frame (sync/transport/peer_auth.h); frames flow only once it has succeeded.
   std::shared_ptr<const PeerAuth> auth;
   PeerHandshake::Role role = PeerHandshake::Role::kServer;
   // Server: the budget for payload bytes of frames still arriving, shared
@@ -206,4 +206,4 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
 }  // namespace latentd::sync::internal
 
-#endif  // LATENTD_SYNC_INTERNAL_CONNECTION_H_
+#endif  // LATENTD_SYNC_TRANSPORT_INTERNAL_CONNECTION_H_

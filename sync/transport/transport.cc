@@ -1,4 +1,4 @@
-#include "sync/transport.h"
+#include "sync/transport/transport.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,7 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "base/check.h"
 #include "base/log.h"
-#include "sync/internal/connection.h"
+#include "sync/transport/internal/connection.h"
 
 namespace latentd::sync {
 

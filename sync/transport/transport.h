@@ -1,5 +1,6 @@
 // Framed request/reply transport over TCP (standalone Asio), used between
-// latentd nodes and by latentctl. See sync/frame.h for the wire layout.
+// latentd nodes and by latentctl. See sync/transport/frame.h for the wire
+// layout.
 //
 //   EventLoop  the threads that run every socket, timer and callback.
 //   Client     one peer address; pipelined calls matched by request id; lazy
@@ -7,13 +8,13 @@
 //   Server     accepts connections, hands each request frame to a Handler,
 //              which replies through a Responder (now or later, any thread).
 //
-// Authentication (sync/peer_auth.h): with `auth` set on both ends, every
-// connection starts with the cluster-key handshake and every frame carries
-// a MAC; a peer that fails the handshake, or a frame whose MAC does not
+// Authentication (sync/transport/peer_auth.h): with `auth` set on both ends,
+// every connection starts with the cluster-key handshake and every frame
+// carries a MAC; a peer that fails the handshake, or a frame whose MAC does not
 // verify, closes the connection before any frame is delivered. A client
 // whose handshake failed backs off as after a failed connect.
 //
-// TLS (sync/tls.h): with `tls` set, every connection runs TLS before
+// TLS (sync/transport/tls.h): with `tls` set, every connection runs TLS before
 // anything else (and before the cluster-key handshake). A TLS server tells
 // a plaintext client by its first byte and answers its first frame with a
 // kFailedPrecondition error saying the port speaks TLS (an HTTP request
@@ -54,8 +55,8 @@
 //   Client client(&loop, {.host = "127.0.0.1", .port = (*server)->port()});
 //   absl::StatusOr<Frame> reply =
 //       client.CallSync(7, "ping", absl::Seconds(1));  // type 7|kReplyBit
-#ifndef LATENTD_SYNC_TRANSPORT_H_
-#define LATENTD_SYNC_TRANSPORT_H_
+#ifndef LATENTD_SYNC_TRANSPORT_TRANSPORT_H_
+#define LATENTD_SYNC_TRANSPORT_TRANSPORT_H_
 
 #include <atomic>
 #include <cstdint>
@@ -67,9 +68,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "sync/frame.h"
-#include "sync/peer_auth.h"
-#include "sync/tls.h"
+#include "sync/transport/frame.h"
+#include "sync/transport/peer_auth.h"
+#include "sync/transport/tls.h"
 
 namespace latentd::sync {
 
@@ -286,4 +287,4 @@ absl::Status SplitHostPort(const std::string& address, std::string* host,
 
 }  // namespace latentd::sync
 
-#endif  // LATENTD_SYNC_TRANSPORT_H_
+#endif  // LATENTD_SYNC_TRANSPORT_TRANSPORT_H_

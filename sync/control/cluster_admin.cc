@@ -1,4 +1,4 @@
-#include "sync/cluster_admin.h"
+#include "sync/control/cluster_admin.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -12,9 +12,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
-#include "sync/internal/cluster_admin_scripts.h"
-#include "sync/internal/cluster_admin_snapshot.h"
-#include "sync/transport.h"
+#include "sync/control/internal/cluster_admin_scripts.h"
+#include "sync/control/internal/cluster_admin_snapshot.h"
+#include "sync/transport/transport.h"
 
 namespace latentd::sync {
 namespace internal {

@@ -1,7 +1,7 @@
-#include "sync/internal/peer_identity.h"
+#include "sync/transport/internal/peer_identity.h"
 
 #include "absl/strings/str_cat.h"
-#include "sync/tls.h"
+#include "sync/transport/tls.h"
 
 namespace latentd::sync::internal {
 

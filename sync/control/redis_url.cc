@@ -1,4 +1,4 @@
-#include "sync/redis_url.h"
+#include "sync/control/redis_url.h"
 
 #include <hiredis/hiredis.h>
 

@@ -19,8 +19,8 @@
 //
 // Thread-safety: the functions are reentrant; a returned connection is
 // the caller's alone.
-#ifndef LATENTD_SYNC_REDIS_URL_H_
-#define LATENTD_SYNC_REDIS_URL_H_
+#ifndef LATENTD_SYNC_CONTROL_REDIS_URL_H_
+#define LATENTD_SYNC_CONTROL_REDIS_URL_H_
 
 #include <string>
 #include <string_view>
@@ -61,4 +61,4 @@ absl::StatusOr<redisContext*> OpenRedis(std::string_view url,
 
 }  // namespace latentd::sync
 
-#endif  // LATENTD_SYNC_REDIS_URL_H_
+#endif  // LATENTD_SYNC_CONTROL_REDIS_URL_H_

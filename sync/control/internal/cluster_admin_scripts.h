@@ -1,5 +1,5 @@
-// The Lua scripts behind sync/cluster_admin.h, each run by one EVAL after
-// kPrelude (its helpers). Private to cluster_admin.cc.
+// The Lua scripts behind sync/control/cluster_admin.h, each run by one EVAL
+// after kPrelude (its helpers). Private to cluster_admin.cc.
 //
 // KEYS, in this order for every script: ring, states, pending, move, epochs,
 // members, heartbeats; then, for the scripts that say so, the node's alive
@@ -7,8 +7,8 @@
 // held). A script first checks every key's type and what it compares, and
 // returns {tag, ...} without writing if a check fails; its writes come last
 // and cannot fail, so a change is all or nothing.
-#ifndef LATENTD_SYNC_INTERNAL_CLUSTER_ADMIN_SCRIPTS_H_
-#define LATENTD_SYNC_INTERNAL_CLUSTER_ADMIN_SCRIPTS_H_
+#ifndef LATENTD_SYNC_CONTROL_INTERNAL_CLUSTER_ADMIN_SCRIPTS_H_
+#define LATENTD_SYNC_CONTROL_INTERNAL_CLUSTER_ADMIN_SCRIPTS_H_
 
 namespace latentd::sync::internal {
 
@@ -248,4 +248,4 @@ return {'ok'}
 
 }  // namespace latentd::sync::internal
 
-#endif  // LATENTD_SYNC_INTERNAL_CLUSTER_ADMIN_SCRIPTS_H_
+#endif  // LATENTD_SYNC_CONTROL_INTERNAL_CLUSTER_ADMIN_SCRIPTS_H_

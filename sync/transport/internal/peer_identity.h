@@ -1,11 +1,11 @@
-// Binding a sync peer's node id to its certificate (sync/peer_auth.h,
+// Binding a sync peer's node id to its certificate (sync/transport/peer_auth.h,
 // "Threat model"): the rule the connection applies once the cluster-key
 // handshake is done, kept apart from the I/O so that it can be tested and
 // fuzzed alone.
 //
 // Thread-safety: a pure function.
-#ifndef LATENTD_SYNC_INTERNAL_PEER_IDENTITY_H_
-#define LATENTD_SYNC_INTERNAL_PEER_IDENTITY_H_
+#ifndef LATENTD_SYNC_TRANSPORT_INTERNAL_PEER_IDENTITY_H_
+#define LATENTD_SYNC_TRANSPORT_INTERNAL_PEER_IDENTITY_H_
 
 #include <string>
 #include <vector>
@@ -26,4 +26,4 @@ absl::Status CheckPeerIdentity(const std::string& peer,
 
 }  // namespace latentd::sync::internal
 
-#endif  // LATENTD_SYNC_INTERNAL_PEER_IDENTITY_H_
+#endif  // LATENTD_SYNC_TRANSPORT_INTERNAL_PEER_IDENTITY_H_

@@ -1,15 +1,15 @@
-// The failover side of the control plane (sync/cluster_admin.h): declaring
-// a member down, a down member's return, and removing a down member for
-// good. Each change is one compare-and-set script, as in cluster_admin.cc.
+// The failover side of the control plane (sync/control/cluster_admin.h):
+// declaring a member down, a down member's return, and removing a down member
+// for good. Each change is one compare-and-set script, as in cluster_admin.cc.
 #include <algorithm>
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "sync/cluster_admin.h"
-#include "sync/internal/cluster_admin_scripts.h"
-#include "sync/internal/cluster_admin_snapshot.h"
+#include "sync/control/cluster_admin.h"
+#include "sync/control/internal/cluster_admin_scripts.h"
+#include "sync/control/internal/cluster_admin_snapshot.h"
 
 namespace latentd::sync {
 

@@ -7,8 +7,8 @@
 // own (17 KiB each, fixed) between OpenSSL and the socket of every
 // connection, whatever the connection does. Here a connection holds only
 // OpenSSL's session, whose record buffers SSL_MODE_RELEASE_BUFFERS
-// (sync/tls.cc) frees while they are empty: an idle connection, or one
-// waiting for the rest of a frame, holds a few KiB.
+// (sync/transport/tls.cc) frees while they are empty: an idle connection, or
+// one waiting for the rest of a frame, holds a few KiB.
 //
 // Contract: once async_handshake completed without error, an Asio
 // AsyncReadStream and AsyncWriteStream (asio::async_read and
@@ -29,8 +29,8 @@
 //
 // Thread-safety: none, like the socket: use it on one strand only (the
 // connection's); the TlsContext may be shared by any number of streams.
-#ifndef LATENTD_SYNC_INTERNAL_TLS_STREAM_H_
-#define LATENTD_SYNC_INTERNAL_TLS_STREAM_H_
+#ifndef LATENTD_SYNC_TRANSPORT_INTERNAL_TLS_STREAM_H_
+#define LATENTD_SYNC_TRANSPORT_INTERNAL_TLS_STREAM_H_
 
 #include <cstddef>
 #include <memory>
@@ -38,7 +38,7 @@
 
 #include "absl/status/statusor.h"
 #include "asio.hpp"
-#include "sync/tls.h"
+#include "sync/transport/tls.h"
 
 namespace latentd::sync::internal {
 
@@ -158,4 +158,4 @@ class TlsStream {
 
 }  // namespace latentd::sync::internal
 
-#endif  // LATENTD_SYNC_INTERNAL_TLS_STREAM_H_
+#endif  // LATENTD_SYNC_TRANSPORT_INTERNAL_TLS_STREAM_H_

@@ -4,8 +4,8 @@
 // reads what is written here and reports back through ReportMoveProgress /
 // FinishMove / FailMove.
 //
-// Redis layout, for cluster NAME (JoinCluster, sync/membership.h, writes the
-// first two):
+// Redis layout, for cluster NAME (JoinCluster, sync/control/membership.h,
+// writes the first two):
 //
 //   latentd:NAME:members     hash   id -> "host:port", every node that joined
 //                                   or was admitted (JoinCluster's registry)
@@ -122,8 +122,8 @@
 // Thread-safety: the functions are reentrant; a RedisClient is not
 // thread-safe, so concurrent callers each use their own. Any number of
 // processes may call them on one cluster at once.
-#ifndef LATENTD_SYNC_CLUSTER_ADMIN_H_
-#define LATENTD_SYNC_CLUSTER_ADMIN_H_
+#ifndef LATENTD_SYNC_CONTROL_CLUSTER_ADMIN_H_
+#define LATENTD_SYNC_CONTROL_CLUSTER_ADMIN_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -137,7 +137,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "hashring/ring_config.h"
-#include "sync/membership.h"
+#include "sync/control/membership.h"
 
 namespace latentd::sync {
 
@@ -390,4 +390,4 @@ absl::Status WriteHeartbeat(RedisClient* redis, std::string_view cluster,
 
 }  // namespace latentd::sync
 
-#endif  // LATENTD_SYNC_CLUSTER_ADMIN_H_
+#endif  // LATENTD_SYNC_CONTROL_CLUSTER_ADMIN_H_

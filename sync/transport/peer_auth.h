@@ -12,7 +12,7 @@
 // key alone any holder may claim any node id (a claimed id is bound to its
 // connection only, so it cannot speak for another id on that connection).
 // Per-node certificates close that: with mutual TLS, a peer whose
-// certificate names node ids (sync/tls.h, PeerCertificateNodeIds) is
+// certificate names node ids (sync/transport/tls.h, PeerCertificateNodeIds) is
 // refused if its hello claims another (TransportStats::identity_refused).
 //
 // Handshake (every message: a 12-byte header, magic "LTDH", u32 kind, u32
@@ -33,8 +33,8 @@
 //
 // Thread-safety: LoadClusterKey and the free functions are thread-safe.
 // A PeerHandshake or FrameMac is used by one connection's strand only.
-#ifndef LATENTD_SYNC_PEER_AUTH_H_
-#define LATENTD_SYNC_PEER_AUTH_H_
+#ifndef LATENTD_SYNC_TRANSPORT_PEER_AUTH_H_
+#define LATENTD_SYNC_TRANSPORT_PEER_AUTH_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -59,8 +59,8 @@ struct PeerAuth {
   std::string key;      // the shared cluster key; never logged
   std::string node_id;  // this side's node id, bound into the proofs
   // With mutual TLS: refuse a peer whose certificate names no node id
-  // (sync/tls.h, kNodeIdUriPrefix). A peer whose certificate names node
-  // ids is always refused if it claims another id (Connection).
+  // (sync/transport/tls.h, kNodeIdUriPrefix). A peer whose certificate names
+  // node ids is always refused if it claims another id (Connection).
   bool require_node_certificate = false;
 };
 
@@ -160,4 +160,4 @@ class FrameMac {
 
 }  // namespace latentd::sync
 
-#endif  // LATENTD_SYNC_PEER_AUTH_H_
+#endif  // LATENTD_SYNC_TRANSPORT_PEER_AUTH_H_

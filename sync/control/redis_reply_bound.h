@@ -19,8 +19,8 @@
 //
 // Thread-safety: none of its own; it is used by the one thread that reads
 // from the reader it is installed on.
-#ifndef LATENTD_SYNC_REDIS_REPLY_BOUND_H_
-#define LATENTD_SYNC_REDIS_REPLY_BOUND_H_
+#ifndef LATENTD_SYNC_CONTROL_REDIS_REPLY_BOUND_H_
+#define LATENTD_SYNC_CONTROL_REDIS_REPLY_BOUND_H_
 
 #include <hiredis/read.h>
 
@@ -81,4 +81,4 @@ class RedisReplyBound {
 
 }  // namespace latentd::sync
 
-#endif  // LATENTD_SYNC_REDIS_REPLY_BOUND_H_
+#endif  // LATENTD_SYNC_CONTROL_REDIS_REPLY_BOUND_H_
