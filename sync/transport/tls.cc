@@ -141,11 +141,11 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForClient(
   return std::shared_ptr<const TlsContext>(std::move(t));
 }
 
-absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForMutualServer(
-    const MutualTlsFiles& files) {
+absl::StatusOr<std::shared_ptr<TlsContext>> TlsContext::MakeMutual(
+    bool server, const MutualTlsFiles& files) {
   if (absl::Status s = CheckMutualFiles(files); !s.ok()) return s;
   absl::StatusOr<std::shared_ptr<TlsContext>> made =
-      Make(true, true, files.ca_file);
+      Make(server, true, files.ca_file);
   if (!made.ok()) return made.status();
   std::shared_ptr<TlsContext> t = *std::move(made);
   SSL_CTX* ctx = t->native();
@@ -154,6 +154,15 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForMutualServer(
     return s;
   }
   if (absl::Status s = LoadCa(ctx, files.ca_file); !s.ok()) return s;
+  return t;
+}
+
+absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForMutualServer(
+    const MutualTlsFiles& files) {
+  absl::StatusOr<std::shared_ptr<TlsContext>> made = MakeMutual(true, files);
+  if (!made.ok()) return made.status();
+  std::shared_ptr<TlsContext> t = *std::move(made);
+  SSL_CTX* ctx = t->native();
   // The CA names sent in the CertificateRequest (owned by ctx once set).
   STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(files.ca_file.c_str());
   if (names == nullptr) {
@@ -173,18 +182,10 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForMutualServer(
 
 absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::ForMutualClient(
     const MutualTlsFiles& files) {
-  if (absl::Status s = CheckMutualFiles(files); !s.ok()) return s;
-  absl::StatusOr<std::shared_ptr<TlsContext>> made =
-      Make(false, true, files.ca_file);
+  absl::StatusOr<std::shared_ptr<TlsContext>> made = MakeMutual(false, files);
   if (!made.ok()) return made.status();
   std::shared_ptr<TlsContext> t = *std::move(made);
-  SSL_CTX* ctx = t->native();
-  if (absl::Status s = UseCertificate(ctx, files.cert_file, files.key_file);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = LoadCa(ctx, files.ca_file); !s.ok()) return s;
-  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  SSL_CTX_set_verify(t->native(), SSL_VERIFY_PEER, nullptr);
   return std::shared_ptr<const TlsContext>(std::move(t));
 }
 

@@ -98,6 +98,10 @@ class TlsContext {
   static absl::StatusOr<std::shared_ptr<TlsContext>> Make(bool server,
                                                           bool mutual,
                                                           std::string ca_file);
+  // A mutual-TLS context (server or client) with its certificate, key and
+  // CA loaded; the caller sets what verifies the peer.
+  static absl::StatusOr<std::shared_ptr<TlsContext>> MakeMutual(
+      bool server, const MutualTlsFiles& files);
   TlsContext(bool server, bool mutual, std::string ca_file, SSL_CTX* ctx);
   const bool server_;
   const bool mutual_;
