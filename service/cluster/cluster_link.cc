@@ -4,12 +4,12 @@
 #include <random>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "hashring/ring_config.h"
 #include "service/cluster/internal/join_redis.h"
+#include "service/cluster/internal/join_steps.h"
 #include "sync/control/cluster_admin.h"
 
 namespace latentd {
@@ -23,6 +23,19 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, SyncedTopicTable* topics,
       owner_(std::make_unique<sync::OwnerShard>(dimension)),
       replicas_(std::make_unique<sync::ReplicaStore>(dimension)),
       clocks_(std::make_unique<sync::ClockTable>(std::vector<std::string>{})) {
+  SyncFrameHandler::Parts parts;
+  parts.owner = owner_.get();
+  parts.replicas = replicas_.get();
+  parts.clocks = clocks_.get();
+  parts.progress = [this] {
+    sync::ProgressReply reply;
+    reply.set_clock(sweep_.load());
+    reply.set_finished(finished_.load());
+    return reply;
+  };
+  parts.cluster = options_.cluster;
+  parts.log = options_.log;
+  frames_ = std::make_unique<SyncFrameHandler>(std::move(parts));
   if (topics != nullptr) {
     apply_pending_ = [topics] { return topics->ApplyPending(); };
   }
@@ -80,12 +93,13 @@ absl::Status ClusterLink::StartServer() {
                              sync::TlsContext::ForMutualClient(options_.tls));
   }
   LATENTD_ASSIGN_OR_RETURN(
-      server_, sync::Server::Start(loop_.get(), so,
-                                   [this](sync::Frame f, sync::Responder r) {
-                                     HandleFrame(std::move(f), std::move(r));
-                                   }));
+      server_, sync::Server::Start(
+                   loop_.get(), so, [this](sync::Frame f, sync::Responder r) {
+                     frames_->Handle(std::move(f), std::move(r));
+                   }));
   address_ = absl::StrCat(host, ":", server_->port());
   node_id_ = options_.node_id.empty() ? address_ : options_.node_id;
+  phases_ = std::make_unique<EpochPhases>(options_.cluster, node_id_);
   if (so.auth != nullptr) {
     client_auth_ = std::make_shared<sync::PeerAuth>(sync::PeerAuth{
         options_.cluster_key, node_id_, options_.tls_require_node_id});
@@ -120,207 +134,20 @@ absl::Status ClusterLink::StartServer() {
     p.set_ready(ready_.load());
     return p;
   });
+  key_replicas_ = std::make_unique<KeyReplicas>(
+      &options_, node_id_, owner_.get(), replicas_.get(), peers_.get());
+  RingFollower::Parts fp;
+  fp.owner = owner_.get();
+  fp.clocks = clocks_.get();
+  fp.peers = peers_.get();
+  fp.key_replicas = key_replicas_.get();
+  fp.phases = phases_.get();
+  fp.frames = frames_.get();
+  fp.node_id = node_id_;
+  fp.counts = topics_ != nullptr;
+  fp.finish = [this] { Finish(); };
+  follower_ = std::make_unique<RingFollower>(&options_, std::move(fp));
   return absl::OkStatus();
-}
-
-// A frame on an authenticated connection speaks only for the node that
-// proved the cluster key on it.
-absl::Status ClusterLink::CheckSender(const sync::Frame& request,
-                                      const std::string& claimed) {
-  if (request.peer_id.empty() || request.peer_id == claimed) {
-    return absl::OkStatus();
-  }
-  const absl::Status refused = absl::PermissionDeniedError(absl::StrCat(
-      "a frame claiming to come from node '", claimed,
-      "' arrived on the connection of node '", request.peer_id, "'; refused"));
-  sender_mismatches_.fetch_add(1);
-  LogRefusal(mismatch_log_, std::string(refused.message()));
-  return refused;
-}
-
-void ClusterLink::LogRefusal(log::Throttle& throttle, const std::string& line) {
-  if (const int64_t held = throttle.Pass(); held >= 0) {
-    options_.log(held == 0 ? line
-                           : absl::StrCat(line, " (and ", held,
-                                          " refusals not logged since the "
-                                          "last one)"));
-  }
-}
-
-void ClusterLink::HandleFrame(sync::Frame request, sync::Responder responder) {
-  switch (request.type) {
-    case sync::MESSAGE_TYPE_DELTA_BATCH: {
-      sync::DeltaBatch batch;
-      if (!batch.ParseFromString(request.payload)) {
-        responder.Reply(absl::InvalidArgumentError("unparsable DeltaBatch"));
-        return;
-      }
-      if (absl::Status s = CheckSender(request, batch.node_id()); !s.ok()) {
-        responder.Reply(s);
-        return;
-      }
-      sync::DeltaReply reply;
-      absl::Status s = owner_->Apply(batch, &reply);
-      if (!s.ok()) {
-        // Refusals by ring epoch are an expected part of a ring change.
-        const bool epoch = absl::IsFailedPrecondition(s) ||
-                           (absl::IsUnavailable(s) &&
-                            absl::StrContains(s.message(), "ring epoch"));
-        if (!epoch) {
-          LogRefusal(absl::IsPermissionDenied(s)  ? not_member_log_
-                     : absl::IsInvalidArgument(s) ? invalid_log_
-                                                  : invalid_log_,
-                     absl::StrCat("rejected delta batch from ", batch.node_id(),
-                                  ": ", s.ToString()));
-        }
-        responder.Reply(s);
-        return;
-      }
-      responder.Reply(reply.SerializeAsString());
-      return;
-    }
-    case sync::MESSAGE_TYPE_PROGRESS: {
-      sync::Progress p;
-      if (!p.ParseFromString(request.payload)) {
-        responder.Reply(absl::InvalidArgumentError("unparsable Progress"));
-        return;
-      }
-      if (absl::Status s = CheckSender(request, p.node_id()); !s.ok()) {
-        responder.Reply(s);
-        return;
-      }
-      // A member of this node's ring (or, before the ring is known, anyone)
-      // counts; an id no ring here lists is kept aside only if the cluster's
-      // registry names it: a joiner whose ring this node has not reached
-      // yet (docs/design.md, "Consistency"). Any other id is refused, and
-      // the registry read again in case it names a node just registered.
-      if (!owner_->Admits(p.node_id()) && !InRegistry(p.node_id())) {
-        registry_stale_.store(true);
-        progress_refused_.fetch_add(1);
-        const absl::Status refused = absl::PermissionDeniedError(absl::StrCat(
-            "progress from '", p.node_id(),
-            "' refused: not a member of ring epoch ", owner_->epoch(),
-            " nor a node that cluster ", options_.cluster,
-            "'s registry lists (members, pending); nothing of it was "
-            "recorded"));
-        LogRefusal(progress_log_, std::string(refused.message()));
-        responder.Reply(refused);
-        return;
-      }
-      if (!clocks_->Update(p.node_id(), p.clock(), p.finished()) ||
-          (p.ready() && !clocks_->MarkReady(p.node_id()))) {
-        // Only when many registered ids that no ring names have sent
-        // progress.
-        responder.Reply(absl::ResourceExhaustedError(absl::StrCat(
-            "progress from '", p.node_id(),
-            "' dropped: not a member, and too many non-members' progress "
-            "is kept already")));
-        return;
-      }
-      sync::ProgressReply reply;
-      reply.set_clock(sweep_.load());
-      reply.set_finished(finished_.load());
-      responder.Reply(reply.SerializeAsString());
-      return;
-    }
-    case sync::MESSAGE_TYPE_KEY_HANDOFF: {
-      sync::KeyHandoff h;
-      if (!h.ParseFromString(request.payload)) {
-        responder.Reply(absl::InvalidArgumentError("unparsable KeyHandoff"));
-        return;
-      }
-      if (absl::Status s = CheckSender(request, h.from_node()); !s.ok()) {
-        responder.Reply(s);
-        return;
-      }
-      if (!owner_->Admits(h.from_node())) {
-        // Perhaps a member of a ring this node has not reached: it sends
-        // again until taken.
-        handoffs_refused_.fetch_add(1);
-        const absl::Status refused = absl::UnavailableError(
-            absl::StrCat("key hand-off from '", h.from_node(),
-                         "', not a member of this node's ring epoch ",
-                         owner_->epoch(), "; nothing was imported"));
-        LogRefusal(handoff_log_, std::string(refused.message()));
-        responder.Reply(refused);
-        return;
-      }
-      absl::Status s = owner_->ImportKeys(h);
-      if (s.ok()) {
-        handoff_keys_in_.fetch_add(h.keys_size());
-        handoff_bytes_in_.fetch_add(request.payload.size());
-      }
-      if (!s.ok()) {
-        options_.log(absl::StrCat("refused key hand-off from ", h.from_node(),
-                                  " (epoch ", h.epoch(), "): ", s.ToString()));
-        responder.Reply(s);
-        return;
-      }
-      responder.Reply(std::string());
-      return;
-    }
-    case sync::MESSAGE_TYPE_REPLICA_UPDATE: {
-      sync::ReplicaUpdate u;
-      if (!u.ParseFromString(request.payload)) {
-        responder.Reply(absl::InvalidArgumentError("unparsable ReplicaUpdate"));
-        return;
-      }
-      if (absl::Status s = CheckSender(request, u.owner()); !s.ok()) {
-        responder.Reply(s);
-        return;
-      }
-      if (!owner_->Admits(u.owner())) {
-        // As a hand-off: perhaps a member of a ring not reached here yet,
-        // which sends again until taken; otherwise no copy is kept.
-        replicas_refused_.fetch_add(1);
-        const absl::Status refused = absl::UnavailableError(
-            absl::StrCat("replica update from '", u.owner(),
-                         "', not a member of this node's ring epoch ",
-                         owner_->epoch(), "; nothing was kept"));
-        LogRefusal(replica_log_, std::string(refused.message()));
-        responder.Reply(refused);
-        return;
-      }
-      bool duplicate = false;
-      if (absl::Status s = replicas_->Apply(u, &duplicate); !s.ok()) {
-        options_.log(absl::StrCat("refused replica update from ", u.owner(),
-                                  ": ", s.ToString()));
-        responder.Reply(s);
-        return;
-      }
-      responder.Reply(std::string());
-      return;
-    }
-    default:
-      responder.Reply(absl::UnimplementedError(
-          absl::StrCat("unknown message type ", request.type)));
-  }
-}
-
-sync::OwnerAdmission ClusterLink::AdmissionFor(
-    const hashring::RingConfig& config,
-    std::shared_ptr<const hashring::Ring> ring,
-    const hashring::RingConfig* also) const {
-  sync::OwnerAdmission a;
-  uint32_t self = static_cast<uint32_t>(config.members.size());
-  for (uint32_t i = 0; i < config.members.size(); ++i) {
-    a.members.insert(config.members[i].id);
-    if (config.members[i].id == node_id_) self = i;
-  }
-  if (also != nullptr) {
-    for (const hashring::Member& m : also->members) a.members.insert(m.id);
-  }
-  // (A node the ring does not list owns nothing.)
-  a.owns = [ring = std::move(ring), self](sync::Key k) {
-    return ring->Owner(k) == self;
-  };
-  a.max_incarnation = [] {
-    return sync::IncarnationBound(absl::Now(), sync::kMaxClockSkew);
-  };
-  // Topic counts; a linked table (a graph's coordinates) may go negative.
-  a.counts = topics_ != nullptr;
-  a.max_new_keys_per_sender = options_.max_new_keys_per_member;
-  return a;
 }
 
 absl::Status ClusterLink::Join() {
@@ -335,20 +162,33 @@ absl::Status ClusterLink::Join() {
   internal::JoinRedis redis(std::move(jo));
   // Heartbeats first: a node restarting must beat before the others look
   // at its heartbeat again (so that a quick restart is not failed over).
-  liveness_ = std::thread([this] { LivenessLoop(); });
+  LivenessMonitor::Parts lp;
+  lp.node_id = node_id_;
+  lp.epoch = [this] { return epoch(); };
+  lp.heartbeat = [this] { return Heartbeat(); };
+  lp.may_judge = [this] {
+    return ready_.load() && !follower_->leaving() &&
+           !follower_->declared_down();
+  };
+  lp.heard_from = [this](const std::string& id) { return clocks_->Heard(id); };
+  liveness_ = std::make_unique<LivenessMonitor>(&options_, std::move(lp));
+  liveness_->Start();
   // A node failed over and restarted from its data directory returns as an
   // admitted node joins (docs/design.md, "Failure detection and
   // failover"): the members hand its keys back, then it pushes its counts.
   bool returning = false;
   if (!options_.join) {
-    LATENTD_ASSIGN_OR_RETURN(returning, IsDown(redis));
+    LATENTD_ASSIGN_OR_RETURN(returning,
+                             internal::IsDown(redis, options_, node_id_));
   }
   const bool joining = options_.join || returning;
   hashring::RingConfig config;
   if (options_.join) {
-    LATENTD_ASSIGN_OR_RETURN(config, AwaitAdmission(redis));
+    LATENTD_ASSIGN_OR_RETURN(
+        config, internal::AwaitAdmission(redis, options_, node_id_, address_));
   } else if (returning) {
-    LATENTD_ASSIGN_OR_RETURN(config, AwaitReturn(redis));
+    LATENTD_ASSIGN_OR_RETURN(
+        config, internal::AwaitReturn(redis, options_, node_id_, address_));
   } else {
     sync::MembershipOptions mo;
     mo.cluster = options_.cluster;
@@ -385,24 +225,10 @@ absl::Status ClusterLink::Join() {
     table_ = t.table;
     apply_pending_ = std::move(t.apply_pending);
   }
-  if (options_.key_replicas > 1) {
-    sync::OwnerReplicatorOptions ro;
-    ro.node_id = node_id_;
-    ro.log = options_.log;
-    ro.ack_timeout = options_.call_timeout;
-    replicator_ = std::make_unique<sync::OwnerReplicator>(
-        ro, owner_.get(),
-        [this](const std::string& backup, const sync::ReplicaUpdate& u,
-               std::function<void(absl::Status)> done) {
-          SendReplicaUpdate(backup, u, std::move(done));
-        });
-    LATENTD_RETURN_IF_ERROR(SetReplicaBackups(config));
-    // (Drops whatever the backups kept of an earlier process of this node.)
-    RefillReplicas(config);
-  }
+  LATENTD_RETURN_IF_ERROR(key_replicas_->Start(config));
   LATENTD_ASSIGN_OR_RETURN(
       std::vector<std::unique_ptr<sync::OwnerChannel>> channels,
-      ChannelsFor(config));
+      follower_->ChannelsFor(config));
   if (joining) {
     // Start at the cluster's clock, not at 0: SSP would otherwise hold
     // everyone back until this node caught up.
@@ -425,13 +251,7 @@ absl::Status ClusterLink::Join() {
   for (size_t i = 0; i < key_owner.size(); ++i) {
     key_owner[i] = ring->Owner(table_->key(i));
   }
-  owner_->SetAdmission(config.version, AdmissionFor(config, ring));
-  owner_->SetEpoch(config.version);
-  {
-    absl::MutexLock l(&ring_mu_);
-    ring_config_ = std::move(config);
-    ring_ = std::move(ring);
-  }
+  follower_->SetInitialRing(std::move(config), std::move(ring));
   sync::SynchronizerOptions so;
   so.node_id = node_id_;
   // Increasing over time (a later process of this node supersedes an
@@ -452,7 +272,7 @@ absl::Status ClusterLink::Join() {
     // counts and take the globals, as any holder.
     const absl::Time deadline = absl::Now() + options_.join_timeout;
     LATENTD_RETURN_IF_ERROR(redis.Run([&](sync::RedisClient* c) {
-      return AwaitPhase(c, ring_config(), "handoff", deadline);
+      return phases_->Await(c, ring_config(), "handoff", deadline);
     }));
     sync_->Start();
     sync_->Flush();
@@ -461,16 +281,14 @@ absl::Status ClusterLink::Join() {
     peers_->Kick();
     sync_->Flush();
     LATENTD_RETURN_IF_ERROR(apply_pending_());
-    if (options_.ring_poll > absl::ZeroDuration()) {
-      ring_watch_ = std::thread([this] { WatchRing(); });
-    }
+    follower_->Start(sync_.get(), table_);
     // The move is done once every member routes by the new ring.
     LATENTD_RETURN_IF_ERROR(redis.Run([&](sync::RedisClient* c) {
-      return AwaitPhase(c, ring_config(), "effect", deadline);
+      return phases_->Await(c, ring_config(), "effect", deadline);
     }));
     sync::MoveCounters moved;
-    moved.keys = handoff_keys_in_.load();
-    moved.bytes = handoff_bytes_in_.load();
+    moved.keys = frames_->handoff_keys_in();
+    moved.bytes = frames_->handoff_bytes_in();
     absl::StatusOr<sync::MoveRecord> done =
         redis.Run<sync::MoveRecord>([&](sync::RedisClient* c) {
           return sync::FinishMove(c, options_.cluster, epoch(), moved);
@@ -487,9 +305,7 @@ absl::Status ClusterLink::Join() {
     return absl::OkStatus();
   }
   sync_->Start();
-  if (options_.ring_poll > absl::ZeroDuration()) {
-    ring_watch_ = std::thread([this] { WatchRing(); });
-  }
+  follower_->Start(sync_.get(), table_);
   // Start from the same global state everywhere: push the initial counts,
   // wait until every node has, pull theirs. (Nodes that sample from their
   // own counts alone first drift apart, topic labels and all, and take
@@ -505,6 +321,52 @@ absl::Status ClusterLink::Join() {
   }
   sync_->Flush();
   return apply_pending_();
+}
+
+uint64_t ClusterLink::PeersClock() {
+  sync::Progress p;
+  p.set_node_id(node_id_);
+  const std::string payload = p.SerializeAsString();
+  uint64_t clock = 0;
+  std::vector<sync::Client*> ask;
+  for (const auto& [id, client] : peers_->All()) ask.push_back(client);
+  // A peer refuses progress from an id its copy of the registry lacks
+  // until its ring watcher reads the registry again (at most a ring poll
+  // later): a joiner registered just now asks such a peer again, a few
+  // polls at most. A peer that does not answer is not asked again.
+  for (int round = 0; round < 8 && !ask.empty(); ++round) {
+    if (round > 0 && !stop_.SleepUnlessStopped(options_.ring_poll)) break;
+    std::vector<sync::Client*> refused;
+    for (sync::Client* peer : ask) {
+      absl::StatusOr<sync::Frame> r = peer->CallSync(
+          sync::MESSAGE_TYPE_PROGRESS, payload, options_.call_timeout);
+      sync::ProgressReply reply;
+      if (r.ok() && reply.ParseFromString(r->payload)) {
+        clock = std::max(clock, reply.clock());
+      } else if (absl::IsPermissionDenied(r.status())) {
+        refused.push_back(peer);
+      }
+    }
+    ask.swap(refused);
+  }
+  return clock;
+}
+
+sync::Heartbeat ClusterLink::Heartbeat() const {
+  sync::Heartbeat beat;
+  beat.sweep = sweep();
+  beat.keys = owner_->num_keys();
+  beat.documents = documents_.load(std::memory_order_relaxed);
+  beat.epoch = epoch();
+  const sync::OwnerShardStats st = owner_->stats();
+  beat.senders_retracted = st.senders_retracted;
+  beat.reseed_refused = st.batches_reseed_refused;
+  beat.stale_refused = st.batches_stale_refused;
+  beat.under_replicated = replication_stats().keys_under_replicated;
+  beat.failovers = failovers();
+  beat.last_failover_ms =
+      failovers() == 0 ? -1 : follower_->last_failover_us() / 1000;
+  return beat;
 }
 
 bool ClusterLink::WaitAllFinished(absl::Duration timeout) {
@@ -585,47 +447,21 @@ sync::Synchronizer::PassResult ClusterLink::DrainPass() {
 void ClusterLink::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  {
-    absl::MutexLock l(&stop_mu_);
-    stopping_ = true;
-  }
+  stop_.Stop();
   if (peers_ != nullptr) peers_->StopHeartbeats();
-  if (ring_watch_.joinable()) ring_watch_.join();
-  if (liveness_.joinable()) liveness_.join();
-  if (!outgoing_.empty()) {
-    options_.log(absl::StrCat(
-        "stopping with ", outgoing_.size(),
-        " key hand-off(s) not taken by their new owners: those keys' "
-        "globals are lost to the cluster"));
-  }
+  if (follower_ != nullptr) follower_->Stop();
+  if (liveness_ != nullptr) liveness_->Stop();
   // (Answers the own batches still awaiting their backups.)
-  if (replicator_) replicator_->Stop();
+  if (key_replicas_) key_replicas_->Stop();
   if (sync_) sync_->Stop();
   if (server_) server_->Stop();
   if (peers_ != nullptr) peers_->Close();
 }
 
-hashring::RingConfig ClusterLink::ring_config() const {
-  absl::MutexLock l(&ring_mu_);
-  return ring_config_;
-}
-
-std::shared_ptr<const hashring::Ring> ClusterLink::ring() const {
-  absl::MutexLock l(&ring_mu_);
-  return ring_;
-}
-
-uint64_t ClusterLink::epoch() const {
-  absl::MutexLock l(&ring_mu_);
-  return ring_config_.version;
-}
-
-size_t ClusterLink::pending_handoffs() const { return outgoing_count_.load(); }
-
 absl::Status ClusterLink::GrowKeys(const std::function<absl::Status()>& grow) {
-  absl::MutexLock route(&route_mu_);
-  const std::shared_ptr<const hashring::Ring> r = ring();
-  return sync_->AddKeys(grow, [&r](sync::Key key) { return r->Owner(key); });
+  return follower_->WithRoute([&](const hashring::Ring& r) {
+    return sync_->AddKeys(grow, [&r](sync::Key key) { return r.Owner(key); });
+  });
 }
 
 }  // namespace latentd

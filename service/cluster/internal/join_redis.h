@@ -1,5 +1,5 @@
 // The Redis connection a node joins (or returns to) its cluster through
-// (ClusterLink::Join, cluster_link_join.cc): every step of the join runs
+// (ClusterLink::Join; internal/join_steps.h): every step of the join runs
 // through JoinRedis::Run, which retries the step while Redis is briefly
 // away (docs/operations.md, "Network faults").
 #ifndef LATENTD_SERVICE_CLUSTER_INTERNAL_JOIN_REDIS_H_

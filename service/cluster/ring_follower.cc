@@ -1,121 +1,116 @@
-// ClusterLink's ring epochs (cluster_link.h): following a new epoch in two
-// phases, handing keys off, leaving (joining: cluster_link_join.cc).
+#include "service/cluster/ring_follower.h"
+
 #include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "hashring/ring_config.h"
-#include "service/cluster/cluster_link.h"
 #include "sync/control/cluster_admin.h"
 
 namespace latentd {
 
-std::string ClusterLink::PhaseSet(const char* phase, uint64_t epoch) const {
-  return absl::StrCat("latentd:", options_.cluster, ":", phase, ":", epoch);
+void RingFollower::SetInitialRing(hashring::RingConfig config,
+                                  std::shared_ptr<const hashring::Ring> ring) {
+  parts_.owner->SetAdmission(config.version, AdmissionFor(config, ring));
+  parts_.owner->SetEpoch(config.version);
+  absl::MutexLock l(&ring_mu_);
+  ring_config_ = std::move(config);
+  ring_ = std::move(ring);
 }
 
-absl::Status ClusterLink::MarkPhase(sync::RedisClient* redis, const char* phase,
-                                    uint64_t epoch) {
-  const std::string set = PhaseSet(phase, epoch);
-  LATENTD_RETURN_IF_ERROR(redis->Command({"SADD", set, node_id_}).status());
-  return redis->Command({"EXPIRE", set, "604800"}).status();  // a week
-}
-
-absl::StatusOr<std::vector<std::string>> ClusterLink::NotInPhase(
-    sync::RedisClient* redis, const char* phase, uint64_t epoch,
-    const hashring::RingConfig& members, const std::vector<std::string>& skip) {
-  LATENTD_ASSIGN_OR_RETURN(
-      sync::RedisReply done,
-      redis->Command({"SMEMBERS", PhaseSet(phase, epoch)}));
-  std::vector<std::string> missing;
-  for (const hashring::Member& m : members.members) {
-    if (m.id == node_id_) continue;
-    if (std::find(skip.begin(), skip.end(), m.id) != skip.end()) continue;
-    bool in = false;
-    for (const sync::RedisReply& e : done.elements) in |= e.str == m.id;
-    if (!in) missing.push_back(m.id);
+void RingFollower::Start(sync::Synchronizer* sync, sync::AbelianTable* table) {
+  sync_ = sync;
+  table_ = table;
+  if (options_.ring_poll > absl::ZeroDuration()) {
+    watcher_ = std::thread([this] { Watch(); });
   }
-  return missing;
 }
 
-absl::Status ClusterLink::AwaitPhase(sync::RedisClient* redis,
-                                     const hashring::RingConfig& config,
-                                     const char* phase, absl::Time deadline) {
-  for (;;) {
-    LATENTD_ASSIGN_OR_RETURN(std::vector<std::string> missing,
-                             NotInPhase(redis, phase, config.version, config));
-    if (missing.empty()) return absl::OkStatus();
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "epoch ", config.version, ": member ", missing.front(), " is not in ",
-          PhaseSet(phase, config.version), " in time"));
-    }
-    absl::SleepFor(absl::Milliseconds(20));
+void RingFollower::Stop() {
+  if (stop_.Stop()) return;
+  if (watcher_.joinable()) watcher_.join();
+  if (!outgoing_.empty()) {
+    options_.log(absl::StrCat(
+        "stopping with ", outgoing_.size(),
+        " key hand-off(s) not taken by their new owners: those keys' "
+        "globals are lost to the cluster"));
   }
+}
+
+hashring::RingConfig RingFollower::ring_config() const {
+  absl::MutexLock l(&ring_mu_);
+  return ring_config_;
+}
+
+std::shared_ptr<const hashring::Ring> RingFollower::ring() const {
+  absl::MutexLock l(&ring_mu_);
+  return ring_;
+}
+
+uint64_t RingFollower::epoch() const {
+  absl::MutexLock l(&ring_mu_);
+  return ring_config_.version;
+}
+
+absl::Status RingFollower::WithRoute(
+    const std::function<absl::Status(const hashring::Ring&)>& add) {
+  absl::MutexLock route(&route_mu_);
+  const std::shared_ptr<const hashring::Ring> r = ring();
+  return add(*r);
 }
 
 absl::StatusOr<std::vector<std::unique_ptr<sync::OwnerChannel>>>
-ClusterLink::ChannelsFor(const hashring::RingConfig& config) {
+RingFollower::ChannelsFor(const hashring::RingConfig& config) {
   std::vector<std::unique_ptr<sync::OwnerChannel>> channels;
   for (const hashring::Member& m : config.members) {
-    clocks_->Add(m.id);
-    if (m.id == node_id_) {
+    parts_.clocks->Add(m.id);
+    if (m.id == parts_.node_id) {
       // (With copies, the own batches are answered once the backups hold
       // them.)
-      channels.push_back(replicator_ ? replicator_->MakeChannel()
-                                     : sync::MakeLocalChannel(owner_.get()));
+      channels.push_back(parts_.key_replicas->OwnChannel());
       continue;
     }
-    LATENTD_ASSIGN_OR_RETURN(sync::Client * client, peers_->ClientFor(m));
+    LATENTD_ASSIGN_OR_RETURN(sync::Client * client, parts_.peers->ClientFor(m));
     channels.push_back(sync::MakeRemoteChannel(client, options_.call_timeout));
   }
   return channels;
 }
 
-uint64_t ClusterLink::PeersClock() {
-  sync::Progress p;
-  p.set_node_id(node_id_);
-  const std::string payload = p.SerializeAsString();
-  uint64_t clock = 0;
-  std::vector<sync::Client*> ask;
-  for (const auto& [id, client] : peers_->All()) ask.push_back(client);
-  // A peer refuses progress from an id its copy of the registry lacks
-  // until its ring watcher reads the registry again (at most a ring poll
-  // later): a joiner registered just now asks such a peer again, a few
-  // polls at most. A peer that does not answer is not asked again.
-  for (int round = 0; round < 8 && !ask.empty(); ++round) {
-    if (round > 0 && !SleepUnlessStopping(options_.ring_poll)) break;
-    std::vector<sync::Client*> refused;
-    for (sync::Client* peer : ask) {
-      absl::StatusOr<sync::Frame> r = peer->CallSync(
-          sync::MESSAGE_TYPE_PROGRESS, payload, options_.call_timeout);
-      sync::ProgressReply reply;
-      if (r.ok() && reply.ParseFromString(r->payload)) {
-        clock = std::max(clock, reply.clock());
-      } else if (absl::IsPermissionDenied(r.status())) {
-        refused.push_back(peer);
-      }
-    }
-    ask.swap(refused);
+sync::OwnerAdmission RingFollower::AdmissionFor(
+    const hashring::RingConfig& config,
+    std::shared_ptr<const hashring::Ring> ring,
+    const hashring::RingConfig* also) const {
+  sync::OwnerAdmission a;
+  uint32_t self = static_cast<uint32_t>(config.members.size());
+  for (uint32_t i = 0; i < config.members.size(); ++i) {
+    a.members.insert(config.members[i].id);
+    if (config.members[i].id == parts_.node_id) self = i;
   }
-  return clock;
+  if (also != nullptr) {
+    for (const hashring::Member& m : also->members) a.members.insert(m.id);
+  }
+  // (A node the ring does not list owns nothing.)
+  a.owns = [ring = std::move(ring), self](sync::Key k) {
+    return ring->Owner(k) == self;
+  };
+  a.max_incarnation = [] {
+    return sync::IncarnationBound(absl::Now(), sync::kMaxClockSkew);
+  };
+  // Topic counts; a linked table (a graph's coordinates) may go negative.
+  a.counts = parts_.counts;
+  a.max_new_keys_per_sender = options_.max_new_keys_per_member;
+  return a;
 }
 
-void ClusterLink::WatchRing() {
+void RingFollower::Watch() {
   std::unique_ptr<sync::RedisClient> redis;
   const std::string key = sync::RingKey(options_.cluster);
   while (true) {
-    {
-      absl::MutexLock l(&stop_mu_);
-      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(stop_mu_) {
-        return stopping_;
-      };
-      stop_mu_.AwaitWithTimeout(absl::Condition(&stop), options_.ring_poll);
-      if (stopping_) return;
-    }
+    if (!stop_.SleepUnlessStopped(options_.ring_poll)) return;
     SendHandoffs();
     if (redis == nullptr) {
       // Redis away: training goes on with the ring this node has.
@@ -124,12 +119,9 @@ void ClusterLink::WatchRing() {
       if (!r.ok()) continue;
       redis = std::move(*r);
     }
-    if (registry_stale_.exchange(false)) {
-      if (absl::Status s = RefreshRegistry(redis.get()); !s.ok()) {
-        registry_stale_.store(true);
-        redis.reset();
-        continue;
-      }
+    if (!parts_.frames->RefreshRegistryIfStale(redis.get()).ok()) {
+      redis.reset();
+      continue;
     }
     if (change_.has_value()) {
       absl::Status s = AdvanceRingChange(redis.get());
@@ -169,27 +161,7 @@ void ClusterLink::WatchRing() {
   }
 }
 
-absl::Status ClusterLink::RefreshRegistry(sync::RedisClient* redis) {
-  const sync::ClusterKeys keys(options_.cluster);
-  absl::flat_hash_set<std::string> ids;
-  for (const std::string* hash : {&keys.members, &keys.pending}) {
-    LATENTD_ASSIGN_OR_RETURN(sync::RedisReply reply,
-                             redis->Command({"HKEYS", *hash}));
-    for (const sync::RedisReply& e : reply.elements) {
-      if (e.type == sync::RedisReply::Type::kString) ids.insert(e.str);
-    }
-  }
-  absl::MutexLock l(&registry_mu_);
-  registry_ids_ = std::move(ids);
-  return absl::OkStatus();
-}
-
-bool ClusterLink::InRegistry(const std::string& id) const {
-  absl::MutexLock l(&registry_mu_);
-  return registry_ids_.contains(id);
-}
-
-absl::Status ClusterLink::RegisterRingAgain(sync::RedisClient* redis) {
+absl::Status RingFollower::RegisterRingAgain(sync::RedisClient* redis) {
   const hashring::RingConfig config = ring_config();
   if (config.version == 0) return absl::OkStatus();
   LATENTD_ASSIGN_OR_RETURN(
@@ -211,12 +183,13 @@ absl::Status ClusterLink::RegisterRingAgain(sync::RedisClient* redis) {
   return absl::OkStatus();
 }
 
-absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
-                                          sync::RedisClient* redis) {
+absl::Status RingFollower::BeginRingChange(const hashring::RingConfig& next,
+                                           sync::RedisClient* redis) {
   LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const hashring::Ring> ring,
                            hashring::Ring::Build(next));
   bool listed = false;
-  for (const hashring::Member& m : next.members) listed |= m.id == node_id_;
+  for (const hashring::Member& m : next.members)
+    listed |= m.id == parts_.node_id;
   std::optional<sync::RemoveMode> leave;
   std::vector<std::string> lost;
   bool failover = false;
@@ -225,18 +198,19 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
       sync::ReadClusterStatus(redis, options_.cluster);
   if (st.ok() && st->move && st->move->status == sync::MoveStatus::kRunning) {
     const sync::MoveRecord& move = *st->move;
-    if (move.kind == sync::MoveKind::kFailover && move.node != node_id_) {
+    if (move.kind == sync::MoveKind::kFailover && move.node != parts_.node_id) {
       // Failed over: followed as a lost member's removal.
       lost.push_back(move.node);
       failover = true;
       detected_age_ms = std::max<int64_t>(0, st->now_ms - move.started_ms);
     } else if (move.kind == sync::MoveKind::kAdd) {
-      clocks_->Revive(move.node);  // (a failed-over member returning)
+      parts_.clocks->Revive(move.node);  // (a failed-over member returning)
     } else if (move.kind != sync::MoveKind::kRemove) {
       // (this node's own failover: see below)
-    } else if (move.mode == sync::RemoveMode::kLost && move.node != node_id_) {
+    } else if (move.mode == sync::RemoveMode::kLost &&
+               move.node != parts_.node_id) {
       lost.push_back(move.node);
-    } else if (listed && move.node == node_id_ &&
+    } else if (listed && move.node == parts_.node_id &&
                move.phase == sync::MovePhase::kDrain &&
                move.to_epoch == next.version) {
       leave = move.mode;  // the drain epoch of this node's removal
@@ -244,15 +218,17 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
   }
   if (st.ok() && st->move && st->move->status != sync::MoveStatus::kRunning &&
       st->move->kind == sync::MoveKind::kRemove &&
-      st->move->mode == sync::RemoveMode::kLost && st->move->node != node_id_ &&
-      st->move->to_epoch == next.version && lost.empty()) {
+      st->move->mode == sync::RemoveMode::kLost &&
+      st->move->node != parts_.node_id && st->move->to_epoch == next.version &&
+      lost.empty()) {
     // A failed-over member removed as lost: latentctl ends that move at
     // once (nobody drains it), but its kept counts must still leave.
     lost.push_back(st->move->node);
   }
   if (!listed && !leaving_.load() && st.ok()) {
     for (const sync::MemberStatus& m : st->members) {
-      if (m.id != node_id_ || m.state != sync::MemberState::kDown) continue;
+      if (m.id != parts_.node_id || m.state != sync::MemberState::kDown)
+        continue;
       if (!declared_down_.exchange(true)) {
         options_.log(absl::StrCat(
             "this node was declared down (its heartbeats in Redis came later "
@@ -262,35 +238,35 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
             "return"));
       }
       return absl::FailedPreconditionError(
-          absl::StrCat("this node (", node_id_, ") is down in epoch ",
+          absl::StrCat("this node (", parts_.node_id, ") is down in epoch ",
                        next.version, "; restart it to return"));
     }
   }
   if (!listed && !leaving_.load()) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "the ring no longer lists this node (", node_id_,
+        "the ring no longer lists this node (", parts_.node_id,
         "); leaving a running cluster is not supported yet, so it stays at "
         "epoch ",
         epoch()));
   }
   for (const hashring::Member& m : next.members) {
-    if (m.id == node_id_) continue;
-    LATENTD_RETURN_IF_ERROR(peers_->ClientFor(m).status());
-    clocks_->Add(m.id);
+    if (m.id == parts_.node_id) continue;
+    LATENTD_RETURN_IF_ERROR(parts_.peers->ClientFor(m).status());
+    parts_.clocks->Add(m.id);
   }
   // (A leaving node owns nothing in `next`: every key it holds moves.)
   // From here on, batches routed by the old ring are refused, and the keys
   // that move leave this shard.
   auto new_owner = [&](sync::Key k) {
     const std::string& id = next.members[ring->Owner(k)].id;
-    return id == node_id_ ? std::string() : id;
+    return id == parts_.node_id ? std::string() : id;
   };
   // Both rings' members may send until the change ends (a joiner in its
   // own hand-off, a leaving member draining).
   const hashring::RingConfig current = ring_config();
-  owner_->SetAdmission(next.version, AdmissionFor(next, ring, &current));
-  std::vector<sync::KeyHandoff> handoffs = owner_->AdvanceEpoch(
-      next.version, new_owner, node_id_, options_.handoff_chunk_keys);
+  parts_.owner->SetAdmission(next.version, AdmissionFor(next, ring, &current));
+  std::vector<sync::KeyHandoff> handoffs = parts_.owner->AdvanceEpoch(
+      next.version, new_owner, parts_.node_id, options_.handoff_chunk_keys);
   size_t keys = 0, bytes = 0;
   for (const sync::KeyHandoff& h : handoffs) {
     keys += h.keys_size();
@@ -303,7 +279,7 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
                              " keys off in ", handoffs.size(), " chunk(s)"));
   for (sync::KeyHandoff& h : handoffs) outgoing_.push_back(std::move(h));
   outgoing_count_.store(outgoing_.size());
-  if (replicator_) {
+  if (parts_.key_replicas->enabled()) {
     // A failed (or lost) owner's keys that this node owns now: the part of
     // their globals that no survivor re-seeds comes from the copies here.
     // Not while the ring still lists it (a lost member's drain epoch): its
@@ -315,15 +291,16 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
         still_listed |= m.id == dead;
       }
       if (still_listed) continue;
-      TakeOverReplicas(dead, next.version,
-                       [&](sync::Key k) { return new_owner(k).empty(); });
+      parts_.key_replicas->TakeOver(dead, next.version, [&](sync::Key k) {
+        return new_owner(k).empty();
+      });
     }
     // The backups of the new ring, now: an own batch awaiting a backup
     // that left (or died) is answered, so that no round, nor a GrowKeys
     // waiting for the rounds to end, holds phase 2 up. (Until phase 2 the
     // shard refuses the own batches, routed by the old ring: nothing is
     // copied meanwhile, and phase 2 refills.)
-    LATENTD_RETURN_IF_ERROR(SetReplicaBackups(next, lost));
+    LATENTD_RETURN_IF_ERROR(parts_.key_replicas->SetBackups(next, lost));
   }
   change_ = RingChange{.next = next,
                        .ring = ring,
@@ -337,17 +314,18 @@ absl::Status ClusterLink::BeginRingChange(const hashring::RingConfig& next,
   return absl::OkStatus();
 }
 
-absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
+absl::Status RingFollower::AdvanceRingChange(sync::RedisClient* redis) {
   RingChange& c = *change_;
   if (!c.marked) {
     if (!outgoing_.empty()) return absl::OkStatus();  // still handing off
     // (Epochs this node skipped too: members may wait at one of them.)
     LATENTD_RETURN_IF_ERROR(
-        MarkPhases(redis, "handoff", epoch(), c.next.version));
+        parts_.phases->MarkRange(redis, "handoff", epoch(), c.next.version));
     c.marked = true;
   }
   bool listed = false;
-  for (const hashring::Member& m : c.next.members) listed |= m.id == node_id_;
+  for (const hashring::Member& m : c.next.members)
+    listed |= m.id == parts_.node_id;
   if (!listed) {
     // Leaving: its keys are all with the remaining members; nothing of
     // this node's rounds goes on.
@@ -366,7 +344,8 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
   // This node marked itself above; every other old member must have too.
   LATENTD_ASSIGN_OR_RETURN(
       std::vector<std::string> waiting,
-      NotInPhase(redis, "handoff", c.next.version, ring_config(), c.lost));
+      parts_.phases->NotIn(redis, "handoff", c.next.version, ring_config(),
+                           c.lost));
   if (!waiting.empty()) {
     if (!c.warned && absl::Now() - c.since > absl::Seconds(30)) {
       c.warned = true;
@@ -384,7 +363,7 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
   std::vector<std::string> lost_channels;
   for (const hashring::Member& m : ring_config().members) {
     if (std::find(c.lost.begin(), c.lost.end(), m.id) != c.lost.end()) {
-      absl::StatusOr<sync::Client*> client = peers_->ClientFor(m);
+      absl::StatusOr<sync::Client*> client = parts_.peers->ClientFor(m);
       if (client.ok()) lost_channels.push_back((*client)->peer());
     }
   }
@@ -405,70 +384,16 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
     ring_ = c.ring;
   }
   // The change is over: only the new ring's members send from here on.
-  owner_->SetAdmission(c.next.version, AdmissionFor(c.next, c.ring));
+  parts_.owner->SetAdmission(c.next.version, AdmissionFor(c.next, c.ring));
   for (const hashring::Member& m : before.members) {
     bool kept = false;
     for (const hashring::Member& n : c.next.members) kept |= n.id == m.id;
-    if (!kept) {
-      clocks_->MarkDead(m.id);  // no longer holds back SSP
-      if (c.failover && replicator_ &&
-          std::find(c.lost.begin(), c.lost.end(), m.id) != c.lost.end()) {
-        // Failed over with copies: its counts stay (its keys' new owners
-        // took its part over) until it returns or is removed as lost.
-        kept_down_.push_back(m.id);
-        options_.log(absl::StrCat("ring epoch ", c.next.version, ": ", m.id,
-                                  " failed over; its counts stay in the "
-                                  "model until it returns or is lost"));
-      } else if (std::find(c.lost.begin(), c.lost.end(), m.id) !=
-                 c.lost.end()) {
-        // Lost: its documents are gone, so are its counts.
-        owner_->RetractSender(m.id);
-        options_.log(absl::StrCat("ring epoch ", c.next.version, ": ", m.id,
-                                  " lost; its counts taken out here"));
-      } else {
-        owner_->ForgetSender(m.id);  // its unseen changes would pile up
-      }
-    }
+    if (!kept) parts_.clocks->MarkDead(m.id);  // no longer holds back SSP
   }
-  for (const std::string& id : c.lost) {
-    // A failed-over member now removed as lost (it was out of the ring
-    // already): what it contributed leaves the model.
-    auto kept = std::find(kept_down_.begin(), kept_down_.end(), id);
-    bool was_member = false;
-    for (const hashring::Member& m : before.members) was_member |= m.id == id;
-    if (kept == kept_down_.end() || was_member) continue;
-    kept_down_.erase(kept);
-    owner_->RetractSender(id);
-    options_.log(absl::StrCat("ring epoch ", c.next.version, ": ", id,
-                              " lost; its counts taken out here"));
-  }
-  // (A failed-over member back in the ring: its new process's counts
-  // replace the kept ones as it reaches each owner.)
-  std::erase_if(kept_down_, [&c](const std::string& id) {
-    for (const hashring::Member& m : c.next.members) {
-      if (m.id == id) return true;
-    }
-    return false;
-  });
-  {
-    absl::MutexLock l(&failed_over_mu_);
-    if (c.failover) {
-      for (const std::string& id : c.lost) failed_over_.push_back(id);
-    } else {
-      std::erase_if(failed_over_, [&c](const std::string& id) {
-        return std::find(c.lost.begin(), c.lost.end(), id) != c.lost.end();
-      });
-    }
-    std::erase_if(failed_over_, [&c](const std::string& id) {
-      for (const hashring::Member& m : c.next.members) {
-        if (m.id == id) return true;  // back
-      }
-      return false;
-    });
-  }
+  parts_.key_replicas->SettleDeparted(before, c.next, c.lost, c.failover);
   // The backups of the new ring get what they must hold of this node's
   // keys (those it took over or was handed included).
-  RefillReplicas(c.next);
+  parts_.key_replicas->Refill(c.next);
   options_.info(absl::StrCat("ring epoch ", c.next.version, " in effect after ",
                              absl::FormatDuration(absl::Now() - c.since)));
   if (c.failover) {
@@ -490,7 +415,7 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
   // A node leaving with this epoch serves (answers resent batches) until
   // every member has re-routed: it waits for this set.
   absl::Status marked =
-      MarkPhases(redis, "effect", before.version, c.next.version);
+      parts_.phases->MarkRange(redis, "effect", before.version, c.next.version);
   if (!marked.ok()) {
     options_.log(absl::StrCat(
         "ring epoch ", c.next.version,
@@ -504,7 +429,7 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
     // Nobody drives a lost node's removal: the last member to put the ring
     // without it in effect ends the move (of several, one wins).
     absl::StatusOr<std::vector<std::string>> waiting =
-        NotInPhase(redis, "effect", c.next.version, c.next);
+        parts_.phases->NotIn(redis, "effect", c.next.version, c.next);
     if (waiting.ok() && waiting->empty()) {
       absl::StatusOr<sync::MoveRecord> done = sync::FinishMove(
           redis, options_.cluster, c.next.version, sync::MoveCounters{});
@@ -527,11 +452,11 @@ absl::Status ClusterLink::AdvanceRingChange(sync::RedisClient* redis) {
   return absl::OkStatus();
 }
 
-void ClusterLink::SendHandoffs() {
+void RingFollower::SendHandoffs() {
   size_t kept = 0;
   for (size_t j = 0; j < outgoing_.size(); ++j) {
     sync::KeyHandoff& h = outgoing_[j];
-    sync::Client* to = peers_->Find(h.to_node());
+    sync::Client* to = parts_.peers->Find(h.to_node());
     absl::Status sent = absl::NotFoundError("no such peer");
     if (to != nullptr) {
       sent = to->CallSync(sync::MESSAGE_TYPE_KEY_HANDOFF, h.SerializeAsString(),
@@ -563,12 +488,12 @@ absl::StatusOr<hashring::RingConfig> ReadRing(sync::RedisClient* redis,
 
 }  // namespace
 
-std::optional<sync::RemoveMode> ClusterLink::LeaveRequested() const {
+std::optional<sync::RemoveMode> RingFollower::LeaveRequested() const {
   absl::MutexLock l(&leave_mu_);
   return leave_mode_;
 }
 
-absl::Status ClusterLink::FailLeave(std::string_view reason) {
+absl::Status RingFollower::FailLeave(std::string_view reason) {
   if (!LeaveRequested().has_value()) {
     return absl::FailedPreconditionError(
         "no removal of this node is running (latentctl cluster remove-node)");
@@ -580,11 +505,12 @@ absl::Status ClusterLink::FailLeave(std::string_view reason) {
     if (static_cast<unsigned char>(c) < 0x20) c = ' ';
   }
   if (why.empty()) why = "unknown error";
-  return sync::FailMove(redis.get(), options_.cluster, epoch(),
-                        absl::StrCat(node_id_, " could not leave: ", why));
+  return sync::FailMove(
+      redis.get(), options_.cluster, epoch(),
+      absl::StrCat(parts_.node_id, " could not leave: ", why));
 }
 
-absl::Status ClusterLink::Leave(const sync::MoveCounters& counters) {
+absl::Status RingFollower::Leave(const sync::MoveCounters& counters) {
   const uint64_t drain_epoch = epoch();
   if (!LeaveRequested().has_value()) {
     return absl::FailedPreconditionError(
@@ -595,7 +521,7 @@ absl::Status ClusterLink::Leave(const sync::MoveCounters& counters) {
   // documents' counts) until one pass reaches every owner: its writer is
   // idle, so nothing of its own is left after that. (Quiet passes are not
   // the test: the others go on sampling.)
-  Finish();
+  parts_.finish();
   while (!sync_->Flush().unavailable.empty()) {
     if (absl::Now() > deadline) {
       return absl::DeadlineExceededError(
@@ -621,7 +547,8 @@ absl::Status ClusterLink::Leave(const sync::MoveCounters& counters) {
   // still resend a batch here, which must be answered (applied or not).
   LATENTD_ASSIGN_OR_RETURN(hashring::RingConfig next,
                            ReadRing(redis.get(), options_.cluster));
-  LATENTD_RETURN_IF_ERROR(AwaitPhase(redis.get(), next, "effect", deadline));
+  LATENTD_RETURN_IF_ERROR(
+      parts_.phases->Await(redis.get(), next, "effect", deadline));
   sync::MoveCounters moved;
   moved.keys = handoff_keys_out_.load();
   moved.bytes = handoff_bytes_out_.load();
