@@ -265,7 +265,7 @@ void AddServingSettings(const AddFn& add) {
       }));
   add("http-threads", "32", "1..1024",
       "HTTP worker threads; a connection holds one only while one of its "
-      "requests is read, run and answered (idle ones hold none)",
+      "requests is run (idle, slow senders and slow readers hold none)",
       Int<int>("http-threads", 1, 1024,
                [](DaemonConfig* c) { return &c->http.threads; }));
   add("http-max-connections", "4096", "1..1000000",
@@ -293,8 +293,8 @@ void AddServingSettings(const AddFn& add) {
       Int<int>("http-read-timeout", 1, 3600,
                [](DaemonConfig* c) { return &c->http.read_timeout_seconds; }));
   add("http-write-timeout", "5", "1..3600",
-      "Seconds an HTTP answer may wait for the client to read it before "
-      "the connection is dropped",
+      "Seconds an HTTP answer may go without the client reading a byte "
+      "of it before the connection is dropped",
       Int<int>("http-write-timeout", 1, 3600,
                [](DaemonConfig* c) { return &c->http.write_timeout_seconds; }));
   add("http-request-timeout", "30", "1..3600",

@@ -33,8 +33,9 @@
 // its API calls, and asks for one when an API call answers 401.
 //
 // Connections (service/internal/http_server.h): an idle keep-alive
-// connection holds no thread, so idle or slow clients cannot keep a real
-// one waiting; a connection idle for idle_timeout_seconds (also a new one
+// connection holds no thread, nor does one sending its request or reading
+// its answer slowly, so idle or slow clients cannot keep a real one
+// waiting; a connection idle for idle_timeout_seconds (also a new one
 // that sends nothing) is closed, a request or answer stalled for
 // read/write_timeout_seconds drops its connection, and beyond
 // max_connections (or max_connections_per_address from one client address)

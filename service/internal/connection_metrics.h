@@ -5,7 +5,8 @@
 //   latentd_connections_max_per_address{listener}   the per-client cap
 //   latentd_connections_refused_total{listener,reason}
 //       closed at once: reason="max_connections" or "per_address"
-//   latentd_connections_timed_out_total{listener}   closed as idle
+//   latentd_connections_timed_out_total{listener}   closed as idle (HTTP:
+//       also a request or an answer stalled past its timeout)
 //   latentd_accept_failures_total{listener}         accepts that failed (out
 //       of file descriptors); each backs the accept loop off
 //   latentd_request_bytes_in_flight{listener}       framed listeners: payload
@@ -49,8 +50,11 @@ struct ConnectionMetrics {
     refused_per_address =
         m->AddCounter("latentd_connections_refused_total", "",
                       absl::StrCat(l, ",reason=\"per_address\""));
-    timed_out = m->AddCounter("latentd_connections_timed_out_total",
-                              "Connections closed after their idle timeout", l);
+    timed_out =
+        m->AddCounter("latentd_connections_timed_out_total",
+                      "Connections closed after a timeout (idle; HTTP: also a "
+                      "request or an answer stalled)",
+                      l);
     accept_failures = m->AddCounter(
         "latentd_accept_failures_total",
         "Accepts that failed (out of file descriptors); the listener backs "

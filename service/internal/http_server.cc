@@ -19,12 +19,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
+#include "service/internal/http_connection.h"
 
 namespace latentd::service::internal {
 namespace {
 
 constexpr uint64_t kWakeId = 0;
 constexpr uint32_t kArmed = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+constexpr uint32_t kArmedToWrite = EPOLLOUT | EPOLLONESHOT;
 // How often the acceptor looks for connections past their idle timeout.
 constexpr int kTickMs = 100;
 constexpr char kRefused[] =
@@ -71,7 +73,8 @@ void Address(const sockaddr_storage& a, std::string* ip, int* port) {
 }
 
 // Waits up to `ms` for `events` on `fd`; true if ready (or hung up / in
-// error, which the next recv or send reports).
+// error, which the next recv or send reports). Only while stopping: a
+// worker never waits on a socket otherwise.
 bool WaitFor(int fd, short events, int ms) {
   pollfd p{fd, events, 0};
   for (;;) {
@@ -80,112 +83,6 @@ bool WaitFor(int fd, short events, int ms) {
     if (n == 0 || errno != EINTR) return false;
   }
 }
-
-}  // namespace
-
-// One accepted connection. The socket is non-blocking; the read buffer
-// lives as long as the connection, so bytes of a pipelined next request
-// read along with this one are not lost.
-struct HttpConnection {
-  HttpConnection(int fd, uint64_t id, const HttpRequestLimits& limits)
-      : fd(fd), id(id), scanner(limits) {}
-  ~HttpConnection() {
-    if (ssl != nullptr) {
-      if (tls_ready) SSL_shutdown(ssl);  // close_notify, best effort
-      SSL_free(ssl);
-    }
-    ::close(fd);
-  }
-  const int fd;
-  const uint64_t id;
-  // TLS: the session (from the first byte on) and whether its handshake
-  // is done. Only the worker serving the connection touches them.
-  SSL* ssl = nullptr;
-  bool tls_ready = false;
-  std::string remote_ip, local_ip;
-  int remote_port = 0, local_port = 0;
-  // Guarded by the server's mu_: a worker is serving it (not in the epoll
-  // set); since when it has been idle (no request begun); when its
-  // current request began and when its last byte came (InfinitePast: no
-  // request in progress).
-  bool busy = false;
-  absl::Time idle_since;
-  absl::Time request_since = absl::InfinitePast();
-  absl::Time last_byte = absl::InfinitePast();
-  // Only the worker serving the connection touches these: the bytes
-  // received and not yet served (whole requests are served from the
-  // front), the budget they hold, and where the first request ends.
-  std::string in;
-  size_t charged = 0;
-  HttpRequestScanner scanner;
-  bool sent_continue = false;
-  bool head_checked = false;  // check_head ran for the current request
-};
-
-namespace {
-
-// httplib::Stream over one whole request buffered in a Conn (reads past
-// its end see EOF), writing the answer with the write stall limit.
-class ConnStream final : public httplib::Stream {
- public:
-  ConnStream(HttpConnection* c, size_t request_size, int write_ms)
-      : c_(c), end_(request_size), write_ms_(write_ms) {}
-
-  bool is_readable() const override { return pos_ < end_; }
-  bool is_writable() const override {
-    return WaitFor(c_->fd, POLLOUT, write_ms_);
-  }
-  ssize_t read(char* ptr, size_t size) override {
-    const size_t n = std::min(size, end_ - pos_);
-    std::memcpy(ptr, c_->in.data() + pos_, n);
-    pos_ += n;
-    return static_cast<ssize_t>(n);
-  }
-  ssize_t write(const char* ptr, size_t size) override {
-    if (c_->ssl != nullptr) return Tls(false, const_cast<char*>(ptr), size);
-    for (;;) {
-      const ssize_t n = ::send(c_->fd, ptr, size, MSG_NOSIGNAL);
-      if (n >= 0) return n;
-      if (errno == EINTR) continue;
-      if (errno != EAGAIN || !WaitFor(c_->fd, POLLOUT, write_ms_)) return -1;
-    }
-  }
-  void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    ip = c_->remote_ip;
-    port = c_->remote_port;
-  }
-  void get_local_ip_and_port(std::string& ip, int& port) const override {
-    ip = c_->local_ip;
-    port = c_->local_port;
-  }
-  socket_t socket() const override { return c_->fd; }
-
- private:
-  // SSL_write with the stall limit: -1 on a timeout or an error.
-  ssize_t Tls(bool reading, char* ptr, size_t size) {
-    const int n = static_cast<int>(std::min<size_t>(size, 1 << 30));
-    for (;;) {
-      ERR_clear_error();
-      const int r =
-          reading ? SSL_read(c_->ssl, ptr, n) : SSL_write(c_->ssl, ptr, n);
-      if (r > 0) return r;
-      const int e = SSL_get_error(c_->ssl, r);
-      if (e == SSL_ERROR_ZERO_RETURN) return 0;
-      if (e == SSL_ERROR_WANT_READ) {
-        if (!WaitFor(c_->fd, POLLIN, write_ms_)) return -1;
-      } else if (e == SSL_ERROR_WANT_WRITE) {
-        if (!WaitFor(c_->fd, POLLOUT, write_ms_)) return -1;
-      } else if (!(e == SSL_ERROR_SYSCALL && errno == EINTR)) {
-        return -1;
-      }
-    }
-  }
-
-  HttpConnection* const c_;
-  const size_t end_;
-  size_t pos_ = 0;
-  const int write_ms_;
-};
 
 }  // namespace
 
@@ -388,7 +285,11 @@ void HttpServer::CloseIdle() {
   absl::MutexLock lock(&mu_);
   for (const auto& [id, c] : conns_) {
     if (c->busy) continue;
-    if (c->request_since != absl::InfinitePast()) {
+    if (c->write_since != absl::InfinitePast()) {
+      // An answer the client does not read: no byte taken for
+      // write_timeout.
+      if (now - c->write_since > options_.write_timeout) closing.push_back(c);
+    } else if (c->request_since != absl::InfinitePast()) {
       // A request in progress: whole within request_timeout, no gap over
       // read_timeout.
       if (now - c->request_since > options_.request_timeout ||
@@ -417,11 +318,13 @@ void HttpServer::WorkerLoop() {
       return;
     }
     if (n <= 0) continue;
-    if (ev.data.u64 == kWakeId) return;  // Stop()
+    // A copy: epoll_event is packed, so its u64 may be misaligned.
+    const uint64_t id = ev.data.u64;
+    if (id == kWakeId) return;  // Stop()
     std::shared_ptr<Conn> c;
     {
       absl::MutexLock lock(&mu_);
-      auto it = conns_.find(ev.data.u64);
+      auto it = conns_.find(id);
       // Gone: closed as idle just before its bytes came.
       if (it == conns_.end() || it->second->busy) continue;
       c = it->second;
@@ -455,6 +358,7 @@ HttpServer::TlsStep HttpServer::Handshake(Conn* c) {
                                                 sync::TakeOpenSslError()));
       return TlsStep::kFailed;
     }
+    HttpResponseWriter::EnableTlsPartialWrites(c->ssl);
     SSL_set_accept_state(c->ssl);
   }
   for (;;) {
@@ -466,10 +370,8 @@ HttpServer::TlsStep HttpServer::Handshake(Conn* c) {
     }
     const int e = SSL_get_error(c->ssl, r);
     if (e == SSL_ERROR_WANT_READ) return TlsStep::kWait;
-    if (e == SSL_ERROR_WANT_WRITE &&
-        WaitFor(c->fd, POLLOUT, Millis(options_.write_timeout))) {
-      continue;
-    }
+    if (e == SSL_ERROR_WANT_WRITE) return TlsStep::kWaitWritable;
+    if (e == SSL_ERROR_SYSCALL && errno == EINTR) continue;
     log::Debug("latentd http", absl::StrCat("TLS handshake with ", c->remote_ip,
                                             ":", c->remote_port, " failed: ",
                                             sync::TakeOpenSslError()));
@@ -487,31 +389,99 @@ void HttpServer::Serve(const std::shared_ptr<Conn>& c) {
       } else {
         // Idle until the next bytes; a handshake keeps the connect time, so
         // the idle timeout bounds all of it.
-        Rearm(c, c->idle_since);
+        Rearm(c, c->idle_since,
+              step == TlsStep::kWait ? kArmed : kArmedToWrite);
       }
       return;
     }
     absl::MutexLock lock(&mu_);
     c->idle_since = absl::Now();
   }
-  // Read what came, serve what is whole, until the socket has no more.
-  bool keep = true;
-  Fill fill = Fill::kMore;
-  while (keep && fill == Fill::kMore) {
-    fill = Receive(c.get());
-    if (fill != Fill::kClosed) keep = ServeBuffered(c.get());
-  }
+  bool progress = false;
+  const Await next = Advance(c.get(), &progress);
+  const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
-  if (keep && fill == Fill::kWait) {
-    const absl::Time now = absl::Now();
-    if (c->scanner.started()) {
-      if (c->request_since == absl::InfinitePast()) c->request_since = now;
-    } else {
-      c->request_since = absl::InfinitePast();
-    }
-    Rearm(c, c->scanner.started() ? c->idle_since : now);
+  switch (next) {
+    case Await::kDrop:
+      Drop(c->id);
+      return;
+    case Await::kSendWritable:
+    case Await::kSendReadable:
+      if (progress || c->write_since == absl::InfinitePast()) {
+        c->write_since = now;
+      }
+      Rearm(c, c->idle_since,
+            next == Await::kSendWritable ? kArmedToWrite : kArmed);
+      return;
+    case Await::kRequest:
+    case Await::kRequestWritable:
+      break;
+  }
+  c->write_since = absl::InfinitePast();
+  if (c->scanner.started()) {
+    if (c->request_since == absl::InfinitePast()) c->request_since = now;
   } else {
-    Drop(c->id);
+    c->request_since = absl::InfinitePast();
+  }
+  Rearm(c, c->scanner.started() ? c->idle_since : now,
+        next == Await::kRequest ? kArmed : kArmedToWrite);
+}
+
+HttpServer::Await HttpServer::Advance(Conn* c, bool* progress) {
+  for (;;) {
+    if (!c->out.empty()) {
+      switch (SendPending(c, progress)) {
+        case HttpResponseWriter::Sent::kAll:
+          break;
+        case HttpResponseWriter::Sent::kWantWrite:
+          return Await::kSendWritable;
+        case HttpResponseWriter::Sent::kWantRead:
+          return Await::kSendReadable;
+        case HttpResponseWriter::Sent::kFailed:
+          return Await::kDrop;
+      }
+    }
+    if (c->closing) {
+      if (c->linger) Linger(c);
+      return Await::kDrop;
+    }
+    const Served served = ServeOne(c);
+    if (served == Served::kClose) {
+      c->closing = true;
+      continue;
+    }
+    if (served == Served::kAnswered || !c->out.empty()) continue;
+    switch (Receive(c)) {
+      case Fill::kMore:
+        break;
+      case Fill::kWait:
+        return Await::kRequest;
+      case Fill::kWaitWritable:
+        return Await::kRequestWritable;
+      case Fill::kClosed:
+        c->closing = true;  // after a refusal's answer, if one waits
+        break;
+    }
+  }
+}
+
+HttpResponseWriter::Sent HttpServer::SendPending(Conn* c, bool* progress) {
+  for (;;) {
+    bool sent = false;
+    const HttpResponseWriter::Sent s = c->out.Send(c->fd, c->ssl, &sent);
+    *progress = *progress || sent;
+    if (!stopping_.load(std::memory_order_acquire) ||
+        s == HttpResponseWriter::Sent::kAll ||
+        s == HttpResponseWriter::Sent::kFailed) {
+      return s;
+    }
+    // Stopping: no epoll set to come back to, so the answer to a request
+    // in progress is sent here, each stall bounded by write_timeout.
+    const short events =
+        s == HttpResponseWriter::Sent::kWantRead ? POLLIN : POLLOUT;
+    if (!WaitFor(c->fd, events, Millis(options_.write_timeout))) {
+      return HttpResponseWriter::Sent::kFailed;
+    }
   }
 }
 
@@ -528,10 +498,8 @@ HttpServer::Fill HttpServer::Receive(Conn* c) {
       }
       const int e = SSL_get_error(c->ssl, r);
       if (e == SSL_ERROR_WANT_READ) return Fill::kWait;
-      if (e == SSL_ERROR_WANT_WRITE &&
-          WaitFor(c->fd, POLLOUT, Millis(options_.write_timeout))) {
-        continue;
-      }
+      if (e == SSL_ERROR_WANT_WRITE) return Fill::kWaitWritable;
+      if (e == SSL_ERROR_SYSCALL && errno == EINTR) continue;
       return Fill::kClosed;  // close_notify, EOF or an error
     }
   } else {
@@ -570,60 +538,56 @@ HttpServer::Fill HttpServer::Receive(Conn* c) {
   return Fill::kMore;
 }
 
-bool HttpServer::ServeBuffered(Conn* c) {
-  while (!c->in.empty()) {
-    const HttpRequestScanner::State state = c->scanner.Scan(c->in);
-    if (state == HttpRequestScanner::State::kError) {
-      const int status = c->scanner.error_status();
-      Refuse(c, status, c->scanner.error_message(),
-             status == 413   ? refused_body_
-             : status == 431 ? refused_headers_
-                             : refused_malformed_);
-      return false;
-    }
-    if (!c->head_checked && c->scanner.head_size() > 0) {
-      c->head_checked = true;
-      if (options_.check_head) {
-        const std::optional<HttpHeadAnswer> refused = options_.check_head(
-            std::string_view(c->in).substr(0, c->scanner.head_size()));
-        if (refused.has_value()) {
-          refused_head_->Add();
-          AnswerAndClose(c, *refused);
-          return false;
-        }
-      }
-    }
-    if (state == HttpRequestScanner::State::kIncomplete) {
-      if (c->scanner.awaits_continue() && !c->sent_continue) {
-        // The client waits for this before it sends the body; httplib,
-        // which sees the whole request later, need not say it again.
-        c->sent_continue = true;
-        static constexpr char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        ConnStream stream(c, 0, Millis(options_.write_timeout));
-        if (stream.write(kContinue, sizeof(kContinue) - 1) < 0) return false;
-      }
-      return true;
-    }
-    const size_t size = c->scanner.request_size();
-    bool keep = true;
-    {
-      ConnStream stream(c, size, Millis(options_.write_timeout));
-      const bool stopping = stopping_.load(std::memory_order_acquire);
-      bool closed = false;
-      keep = serve_(stream, stopping, &closed) && !closed && !stopping;
-    }
-    c->in.erase(0, size);
-    c->scanner.Reset();
-    c->sent_continue = false;
-    c->head_checked = false;
-    {
-      absl::MutexLock lock(&mu_);
-      c->request_since = c->in.empty() ? absl::InfinitePast() : c->last_byte;
-    }
-    Uncharge(c);
-    if (!keep) return false;
+HttpServer::Served HttpServer::ServeOne(Conn* c) {
+  if (c->in.empty()) return Served::kNeedMore;
+  const HttpRequestScanner::State state = c->scanner.Scan(c->in);
+  if (state == HttpRequestScanner::State::kError) {
+    const int status = c->scanner.error_status();
+    Refuse(c, status, c->scanner.error_message(),
+           status == 413   ? refused_body_
+           : status == 431 ? refused_headers_
+                           : refused_malformed_);
+    return Served::kClose;
   }
-  return true;
+  if (!c->head_checked && c->scanner.head_size() > 0) {
+    c->head_checked = true;
+    if (options_.check_head) {
+      const std::optional<HttpHeadAnswer> refused = options_.check_head(
+          std::string_view(c->in).substr(0, c->scanner.head_size()));
+      if (refused.has_value()) {
+        refused_head_->Add();
+        AnswerAndClose(c, *refused);
+        return Served::kClose;
+      }
+    }
+  }
+  if (state == HttpRequestScanner::State::kIncomplete) {
+    if (c->scanner.awaits_continue() && !c->sent_continue) {
+      // The client waits for this before it sends the body; httplib,
+      // which sees the whole request later, need not say it again.
+      c->sent_continue = true;
+      c->out.Append("HTTP/1.1 100 Continue\r\n\r\n");
+    }
+    return Served::kNeedMore;
+  }
+  const size_t size = c->scanner.request_size();
+  bool keep = true;
+  {
+    HttpConnectionStream stream(c, size);
+    const bool stopping = stopping_.load(std::memory_order_acquire);
+    bool closed = false;
+    keep = serve_(stream, stopping, &closed) && !closed && !stopping;
+  }
+  c->in.erase(0, size);
+  c->scanner.Reset();
+  c->sent_continue = false;
+  c->head_checked = false;
+  {
+    absl::MutexLock lock(&mu_);
+    c->request_since = c->in.empty() ? absl::InfinitePast() : c->last_byte;
+  }
+  Uncharge(c);
+  return keep ? Served::kAnswered : Served::kClose;
 }
 
 void HttpServer::Uncharge(Conn* c) {
@@ -668,11 +632,12 @@ void HttpServer::AnswerAndClose(Conn* c, const HttpHeadAnswer& a) {
     absl::StrAppend(&answer, "\r\n", name, ": ", value);
   }
   absl::StrAppend(&answer, "\r\nConnection: close\r\n\r\n", a.body);
-  ConnStream stream(c, 0, Millis(options_.write_timeout));
-  (void)stream.write(answer.data(), answer.size());
-  // Read a little of what the client sends on (a close with unread bytes
-  // resets the connection, which could lose the answer); the rest is not
-  // read, and the connection closes.
+  c->out.Append(answer);
+  c->closing = true;
+  c->linger = true;
+}
+
+void HttpServer::Linger(Conn* c) {
   ::shutdown(c->fd, SHUT_WR);
   char sink[4096];
   for (int i = 0; i < 16; ++i) {
@@ -680,14 +645,15 @@ void HttpServer::AnswerAndClose(Conn* c, const HttpHeadAnswer& a) {
   }
 }
 
-void HttpServer::Rearm(const std::shared_ptr<Conn>& c, absl::Time since) {
+void HttpServer::Rearm(const std::shared_ptr<Conn>& c, absl::Time since,
+                       uint32_t events) {
   if (!stopping_.load(std::memory_order_acquire)) {
-    // Idle again; re-armed under mu_ so that CloseIdle cannot close the
-    // socket in between.
+    // Back in the epoll set; re-armed under mu_ so that CloseIdle cannot
+    // close the socket in between.
     c->busy = false;
     c->idle_since = since;
     epoll_event ev{};
-    ev.events = kArmed;
+    ev.events = events;
     ev.data.u64 = c->id;
     if (::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c->fd, &ev) == 0) return;
   }

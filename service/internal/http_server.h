@@ -1,6 +1,7 @@
 // HttpServer: the connection handling under the HTTP gateway — a listening
 // socket, an epoll set of the open connections, and worker threads that
-// serve one request at a time from whichever connection has bytes to read.
+// take whichever connection is ready (bytes to read, or room for the
+// answer it is sending) as far as its socket allows without waiting.
 // The request itself (parsing, routing, the response) is the gateway's
 // RequestFn; this class only decides which connection is served when, and
 // for how long it may stall.
@@ -15,11 +16,19 @@
 //   - a request is read as its bytes come: a worker takes the connection
 //     for one non-blocking read (plain or through TLS), appends what came
 //     to the connection's buffer and puts it back into the epoll set, so a
-//     client that trickles its request holds no thread between its bytes
-//     (issue 29). Only once the request has fully arrived (headers and
-//     body, framed by HttpRequestScanner) does a worker run the handler
-//     and write the answer; a write that makes no progress for
-//     write_timeout drops the connection;
+//     client that trickles its request holds no thread between its bytes.
+//     Only once the request has fully arrived (headers and body, framed by
+//     HttpRequestScanner) does a worker run the handler;
+//   - an answer is written as the socket takes it: the handler's bytes are
+//     queued on the connection (HttpResponseWriter), a worker sends what
+//     the socket takes without waiting, and the connection goes back into
+//     the epoll set, waiting to be writable, until all is sent. A client
+//     that does not read holds its answer's bytes (made already) but no
+//     thread; when no byte of it goes out for write_timeout the connection
+//     is closed (latentd_connections_timed_out_total). The next request on
+//     a connection is served only once the answers before it are sent, so
+//     answers keep their order and a pipelining client that does not read
+//     holds one answer at a time;
 //   - a request must arrive whole within request_timeout of its first byte,
 //     and no gap between its bytes may exceed read_timeout; else the
 //     connection is closed (latentd_http_requests_refused_total
@@ -66,6 +75,7 @@
 #include "base/log.h"
 #include "service/internal/connection_metrics.h"
 #include "service/internal/http_request_scanner.h"
+#include "service/internal/http_response_writer.h"
 #include "service/metrics.h"
 #include "sync/transport/tls.h"
 
@@ -114,8 +124,9 @@ struct HttpServerOptions {
 };
 
 // Serves one request from `stream`, which holds the whole request (reads
-// past its end see EOF): reads it, answers it, returns false if
-// the connection must close (unreadable request, failed write). Sets
+// past its end see EOF): reads it, answers it, returns false if the
+// connection must close (an unreadable request). Writes to `stream` never
+// block: they are queued and sent once it returns. Sets
 // *connection_closed when the client asked to close. `close_connection`
 // asks the answer to say "Connection: close" (the server is stopping).
 using RequestFn = std::function<bool(
@@ -137,8 +148,9 @@ class HttpServer {
 
   int port() const { return port_; }
   // Stops accepting, lets requests in progress finish (their answers say
-  // "Connection: close"), closes every connection, joins the threads.
-  // Idempotent.
+  // "Connection: close" and are sent, each stall bounded by
+  // write_timeout), closes every connection (cutting answers still waiting
+  // for a client to read them), joins the threads. Idempotent.
   void Stop();
 
  private:
@@ -150,28 +162,50 @@ class HttpServer {
   void AcceptAll();
   void CloseIdle();
   void WorkerLoop();
-  // Reads what `c` has sent, serves each request that has arrived whole,
-  // then puts it back into the epoll set or drops it.
+  // Takes `c` as far as its socket allows without waiting (sends what is
+  // pending, serves what has arrived whole, reads what came), then puts it
+  // back into the epoll set for what it waits for, or drops it.
   void Serve(const std::shared_ptr<Conn>& c);
-  // Serves every whole request in `c`'s buffer; false: drop `c`.
-  bool ServeBuffered(Conn* c);
+  // What a connection waits for once its worker lets it go.
+  enum class Await {
+    kRequest,          // request bytes: readable
+    kRequestWritable,  // TLS must send before it reads on: writable
+    kSendWritable,     // an answer waits for the socket: writable
+    kSendReadable,     // an answer waits and TLS must read first: readable
+    kDrop,
+  };
+  // Serve's loop; *progress: whether any answer byte went out.
+  Await Advance(Conn* c, bool* progress);
+  // Sends what `c`'s answers hold without waiting (while stopping: waits
+  // up to write_timeout per stall, as no epoll set is left to wait in).
+  HttpResponseWriter::Sent SendPending(Conn* c, bool* progress);
+  // Serves the first request of `c`'s buffer if it has arrived whole,
+  // queueing its answer. kNeedMore: it has not (a "100 Continue" may be
+  // queued); kClose: close `c` once its answers are sent.
+  enum class Served { kNeedMore, kAnswered, kClose };
+  Served ServeOne(Conn* c);
   // One non-blocking read into `c`'s buffer.
-  enum class Fill { kMore, kWait, kClosed };
+  enum class Fill { kMore, kWait, kWaitWritable, kClosed };
   Fill Receive(Conn* c);
-  // Answers a refused request (plain text, or nothing over TLS that is not
-  // up) and counts it under `reason`.
+  // Queues the answer to a refused request and counts it under `reason`.
   void Refuse(Conn* c, int status, const std::string& message, Counter* reason);
-  // Writes `answer` ("Connection: close" added) and winds the connection
-  // down; the caller drops it.
+  // Queues `answer` ("Connection: close" added); once it is sent the
+  // connection is wound down (Linger) and dropped.
   void AnswerAndClose(Conn* c, const HttpHeadAnswer& answer);
+  // Shuts down `c`'s sending side and reads a little of what the client
+  // sends on (a close with unread bytes resets the connection, which
+  // could lose the answer).
+  static void Linger(Conn* c);
   // Gives back the budget `c` holds for bytes no longer buffered.
   void Uncharge(Conn* c);
-  // TLS: one step of `c`'s handshake. kWait: it needs more bytes (the
-  // connection goes back to idle); kFailed: drop it.
-  enum class TlsStep { kDone, kWait, kFailed };
+  // TLS: one step of `c`'s handshake. kWait / kWaitWritable: it needs the
+  // socket readable / writable (the connection goes back to idle);
+  // kFailed: drop it.
+  enum class TlsStep { kDone, kWait, kWaitWritable, kFailed };
   TlsStep Handshake(Conn* c);
-  // Puts `c` back into the epoll set, idle (since `since`), or drops it.
-  void Rearm(const std::shared_ptr<Conn>& c, absl::Time since)
+  // Puts `c` back into the epoll set for `events` (since `since` with no
+  // request begun), or drops it.
+  void Rearm(const std::shared_ptr<Conn>& c, absl::Time since, uint32_t events)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes `id` from the epoll set and the table (its socket closes when
   // the last reference goes).

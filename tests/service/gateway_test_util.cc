@@ -6,7 +6,9 @@
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/ssl.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -71,9 +73,35 @@ HttpReply HttpGet(int port, const std::string& path, double timeout_s) {
   return reply;
 }
 
-int ConnectLoopback(int port) {
+bool HttpsHealthz(SSL_CTX* ctx, int port, double timeout_s) {
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return false;
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(timeout_s);
+  tv.tv_usec = static_cast<suseconds_t>((timeout_s - tv.tv_sec) * 1e6);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  SSL* ssl = SSL_new(ctx);
+  SSL_set_fd(ssl, fd);
+  const std::string req = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+  char buf[64] = {};
+  const bool ok =
+      SSL_connect(ssl) == 1 &&
+      SSL_write(ssl, req.data(), static_cast<int>(req.size())) > 0 &&
+      SSL_read(ssl, buf, sizeof(buf) - 1) > 12 &&
+      std::string(buf).rfind("HTTP/1.1 200", 0) == 0;
+  SSL_free(ssl);
+  ::close(fd);
+  return ok;
+}
+
+int ConnectLoopback(int port, int receive_buffer) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  if (receive_buffer > 0) {
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer,
+                 sizeof(receive_buffer));
+  }
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));

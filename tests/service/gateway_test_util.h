@@ -16,6 +16,8 @@
 
 #include "service/latentd_service.h"
 
+typedef struct ssl_ctx_st SSL_CTX;  // NOLINT: OpenSSL's own name
+
 namespace latentd::testing {
 
 // Writes a 60-document raw-text corpus of two themes to dir/corpus.txt
@@ -39,6 +41,10 @@ struct HttpReply {
 };
 // GET http://127.0.0.1:port/path on a fresh connection, with a timeout.
 HttpReply HttpGet(int port, const std::string& path, double timeout_s = 5);
+// GET https://127.0.0.1:port/healthz on a fresh connection through
+// `ctx` (a client context; what it verifies is the caller's choice); true
+// if answered 200 within `timeout_s`.
+bool HttpsHealthz(SSL_CTX* ctx, int port, double timeout_s = 5);
 
 // Seconds of the steady clock since `t`.
 inline double SecondsSince(std::chrono::steady_clock::time_point t) {
@@ -55,7 +61,9 @@ struct Sockets {
 };
 
 // A TCP connection to 127.0.0.1:port (blocking connect); -1 on failure.
-int ConnectLoopback(int port);
+// `receive_buffer` > 0: its SO_RCVBUF, set before the connect (so the
+// window the server sees stays that small).
+int ConnectLoopback(int port, int receive_buffer = 0);
 // A blocking connection from 127.0.0.`from` to 127.0.0.1:port (a client of
 // another loopback address, so per-address caps do not pool them); -1 on
 // failure.

@@ -8,7 +8,10 @@
 //     answered 413, a million header lines 431;
 //   - slowloris: 1,000 connections from 127.0.0.2..9 trickle a request a
 //     byte a second for ~15 s; /healthz and an authenticated Status (HTTP
-//     and TCP) answer within 100 ms throughout.
+//     and TCP) answer within 100 ms throughout;
+//   - slow readers: 64 connections, more than the daemon's 4 workers,
+//     pipeline requests for megabytes of answers and never read; /healthz
+//     answers within 100 ms throughout.
 // The sync port's framed transport is covered in-process too, by
 // tests/sync/transport_bounds_test.cc.
 //
@@ -345,6 +348,56 @@ TEST(ListenerBounds, SlowClientsHoldNoWorker) {
   EXPECT_LT(worst_tcp_status, kBoundSeconds);
 }
 
+// Each client asks for the status page's script 400 times (6.5 MB of
+// answers, twice what loopback's socket buffers take) through a 4 KiB
+// receive buffer and reads nothing.
+TEST(ListenerBounds, ClientsThatDoNotReadHoldNoWorker) {
+  constexpr int kClients = 64;
+  constexpr int kRequests = 400;
+  RaiseOpenFiles(kClients + 512);
+  TempDir dir;
+  std::vector<std::string> args = Args(dir.path());
+  args.insert(args.end(),
+              {"--http-threads", "4", "--http-write-timeout", "60"});
+  Daemon d(dir.path() + "/node", args);
+  ASSERT_TRUE(d.ok()) << d.Log();
+  const int http = PortOf(d.http());
+  ASSERT_EQ(HttpGet(http, "/healthz").status, 200);
+  std::string requests;
+  for (int i = 0; i < kRequests; ++i) {
+    requests += "GET /status_page/status.js HTTP/1.1\r\nHost: x\r\n\r\n";
+  }
+  const double before = RssBytes(d.pid());
+  Sockets stalled;
+  for (int i = 0; i < kClients; ++i) {
+    const int fd = ConnectLoopback(http, 4 << 10);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    stalled.fds.push_back(fd);
+    ASSERT_TRUE(SendAll(fd, requests)) << "client " << i;
+  }
+  ::usleep(1000 * 1000);  // the daemon answers until the sockets are full
+  double worst = 0;
+  int probes = 0;
+  const auto start = Clock::now();
+  while (SecondsSince(start) < 5) {
+    worst = std::max(worst, TimeWithOneRetry([&] {
+                       return HttpGet(http, "/healthz", 2).status == 200;
+                     }));
+    ++probes;
+    ::usleep(100 * 1000);
+  }
+  const double grown = RssBytes(d.pid()) - before;
+  const double open = Metric(&d, "latentd_connections{listener=\"http\"}");
+  std::printf(
+      "%d clients (4 workers) each pipelining %d GET /status_page/status.js "
+      "and reading none: worst GET /healthz of %d over 5 s %.1f ms; RSS "
+      "+%.1f MB; %.0f connections open\n",
+      kClients, kRequests, probes, worst * 1e3, grown / 1e6, open);
+  EXPECT_LT(worst, kBoundSeconds);
+  EXPECT_GE(open, kClients);  // still waiting for their clients
+  EXPECT_LT(grown, kMaxGrowthBytes);
+}
+
 // TLS clients (no verification: the test checks memory, not trust),
 // presenting the certificate in `cert_file` (key in `key_file`) when
 // given, as a member of the cluster does at the sync port.
@@ -380,23 +433,7 @@ class TlsClients {
     return true;
   }
   // GET /healthz over TLS on a fresh connection; true if answered 200.
-  bool Healthz(int port) {
-    Sockets s;
-    const int fd = ConnectLoopback(port);
-    if (fd < 0) return false;
-    s.fds.push_back(fd);
-    SSL* ssl = SSL_new(ctx_);
-    SSL_set_fd(ssl, fd);
-    const std::string req = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
-    char buf[64] = {};
-    const bool ok =
-        SSL_connect(ssl) == 1 &&
-        SSL_write(ssl, req.data(), static_cast<int>(req.size())) > 0 &&
-        SSL_read(ssl, buf, sizeof(buf) - 1) > 12 &&
-        std::string(buf).rfind("HTTP/1.1 200", 0) == 0;
-    SSL_free(ssl);
-    return ok;
-  }
+  bool Healthz(int port) { return HttpsHealthz(ctx_, port); }
 
  private:
   static bool Send(SSL* s, const std::string& bytes) {
