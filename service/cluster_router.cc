@@ -178,7 +178,7 @@ ClusterRouter::ReplicaRing(const hashring::RingConfig& config) const {
   absl::MutexLock lock(&placement_mu_);
   if (placement_ == nullptr || placement_version_ != config.version) {
     hashring::RingConfig k = config;
-    k.replication = std::min<uint32_t>(options_.replicas,
+    k.replication = std::min<uint32_t>(hashring::kMaxReplication,
                                        static_cast<uint32_t>(k.members.size()));
     LATENTD_ASSIGN_OR_RETURN(placement_, hashring::Ring::Build(k));
     placement_version_ = config.version;
