@@ -114,6 +114,14 @@ void ClusterRouter::AddDocument(const IngestRecord& r,
   d->set_id(r.doc_id);
   d->set_user(r.user);
   d->set_source(r.source);
+  if (r.topics.size() == r.words.size() && !r.words.empty()) {
+    // A hand-off's words as they are: the tokenizer may drop some.
+    for (size_t i = 0; i < r.words.size(); ++i) {
+      d->add_words(r.words[i]);
+      d->add_topics(r.topics[i]);
+    }
+    return;
+  }
   d->set_text(absl::StrJoin(r.words, " "));
 }
 

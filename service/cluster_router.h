@@ -119,7 +119,9 @@ class ClusterRouter {
       Method method, const google::protobuf::Message& request,
       const google::protobuf::Message& prototype) const;
 
-  // `r` as a document of a request to a peer (its words joined by spaces).
+  // `r` as a document of a request to a peer: its words and topics (a
+  // hand-off's, taken only with the request's local set), else its words
+  // joined by spaces.
   static void AddDocument(const IngestRecord& r, api::IngestRequest* request);
 
   // The ring of `config` whose replica lists name every member (up to
