@@ -124,9 +124,14 @@ absl::Status ClusterMember::BeforeSweep(uint64_t* t) {
   return link_->BeforeSweep(*t);
 }
 
+bool ClusterMember::LeaveDue() const {
+  return joined() && !leave_started_ && link_->LeaveRequested().has_value();
+}
+
 absl::Status ClusterMember::Leave(Trainer* trainer, const Vocabulary& vocab) {
   // From here on this node samples no more, whatever happens below.
   router_->MarkLeft();
+  leave_started_ = true;
   const sync::RemoveMode mode = *link_->LeaveRequested();
   if (mode != sync::RemoveMode::kDrop && mode != sync::RemoveMode::kHandoff) {
     return absl::InvalidArgumentError(
@@ -139,8 +144,17 @@ absl::Status ClusterMember::Leave(Trainer* trainer, const Vocabulary& vocab) {
     // merges add those counts) before it takes them out below: net zero.
     absl::Status shipped = HandOffDocuments(trainer, vocab);
     if (!shipped.ok()) {
-      absl::Status failed = link_->FailLeave(std::string(shipped.message()));
-      if (!failed.ok()) LogWarning(std::string(failed.message()));
+      // Nothing taken out yet: a retried removal ships again (what a
+      // receiver took already it skips by source).
+      absl::Status failed = link_->FailLeave(
+          absl::StrCat(shipped.message(),
+                       "; what was handed off counts twice until "
+                       "remove-node is run again"));
+      if (failed.ok()) {
+        leave_started_ = false;
+      } else {
+        LogWarning(std::string(failed.message()));
+      }
       return shipped;
     }
   }

@@ -88,12 +88,18 @@ class ClusterMember {
   // (ClusterLink::GrowKeys).
   absl::Status GrowTable(Trainer* trainer, const Vocabulary& vocab);
 
+  // True when Leave() is to be called: joined, a removal of this node is
+  // in effect (ClusterLink::LeaveRequested), and Leave() has not run since,
+  // or its hand-off failed and the removal was retried.
+  bool LeaveDue() const;
   // The operator removes this node (ClusterLink::LeaveRequested): with
   // handoff, first ships its documents to the others (HandOffDocuments; on
   // failure the removal is marked failed and this node stays, not
-  // sampling); then takes its documents' counts out of the model, leaves
-  // the ring, and calls options.on_left_cluster. Marks the router left
-  // first, whatever happens.
+  // sampling, until a retried removal makes LeaveDue() true again: the
+  // receivers skip the documents they already hold, by source); then
+  // takes its documents' counts out of the model, leaves the ring, and
+  // calls options.on_left_cluster. Marks the router left first, whatever
+  // happens.
   absl::Status Leave(Trainer* trainer, const Vocabulary& vocab);
 
   // Sampling ended here: stops holding back SSP peers (once).
@@ -121,6 +127,8 @@ class ClusterMember {
   std::unique_ptr<SyncedTopicTable> synced_;  // over the trainer's table
   std::unique_ptr<ClusterLink> link_;
   std::atomic<bool> finished_{false};
+  // Leave() ran and may not run again (see LeaveDue).
+  bool leave_started_ = false;
   // Keys whose name does not hash to them (a peer's error), warned once.
   absl::flat_hash_set<sync::Key> misnamed_;
 };

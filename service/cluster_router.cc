@@ -114,6 +114,14 @@ void ClusterRouter::AddDocument(const IngestRecord& r,
   d->set_id(r.doc_id);
   d->set_user(r.user);
   d->set_source(r.source);
+  if (r.topics.size() == r.words.size() && !r.words.empty()) {
+    // A hand-off's words as they are: the tokenizer may drop some.
+    for (size_t i = 0; i < r.words.size(); ++i) {
+      d->add_words(r.words[i]);
+      d->add_topics(r.topics[i]);
+    }
+    return;
+  }
   d->set_text(absl::StrJoin(r.words, " "));
 }
 
@@ -178,7 +186,7 @@ ClusterRouter::ReplicaRing(const hashring::RingConfig& config) const {
   absl::MutexLock lock(&placement_mu_);
   if (placement_ == nullptr || placement_version_ != config.version) {
     hashring::RingConfig k = config;
-    k.replication = std::min<uint32_t>(options_.replicas,
+    k.replication = std::min<uint32_t>(hashring::kMaxReplication,
                                        static_cast<uint32_t>(k.members.size()));
     LATENTD_ASSIGN_OR_RETURN(placement_, hashring::Ring::Build(k));
     placement_version_ = config.version;

@@ -53,8 +53,6 @@ struct ClusterRouterOptions {
   std::string peer_token;
   // TLS towards the peers' TCP APIs.
   sync::ClientTls peer_tls;
-  // Copies of each document (ServiceOptions::replicas), for ReplicaRing.
-  uint32_t replicas = 1;
   // Counts the users' events forwarded to their owners; may be null.
   Counter* forwarded = nullptr;
   // How long Scatter waits for each member's answer (connecting included).
@@ -121,12 +119,15 @@ class ClusterRouter {
       Method method, const google::protobuf::Message& request,
       const google::protobuf::Message& prototype) const;
 
-  // `r` as a document of a request to a peer (its words joined by spaces).
+  // `r` as a document of a request to a peer: its words and topics (a
+  // hand-off's, taken only with the request's local set), else its words
+  // joined by spaces.
   static void AddDocument(const IngestRecord& r, api::IngestRequest* request);
 
-  // The ring of `config` with a replication of options.replicas (at most
-  // its members), for choosing backups: rebuilt when config.version
-  // changes. The error of building it.
+  // The ring of `config` whose replica lists name every member (up to
+  // hashring::kMaxReplication) in order of preference, for choosing
+  // backups past those that may not hold copies: rebuilt when
+  // config.version changes. The error of building it.
   absl::StatusOr<std::shared_ptr<const hashring::Ring>> ReplicaRing(
       const hashring::RingConfig& config) const;
 

@@ -6,6 +6,9 @@
 // removed as lost are adopted by the nodes holding them.
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -42,7 +45,53 @@ sync::Key RecordKey(const IngestRecord& r) {
   return HashWord(absl::StrCat(r.doc_id, "\n", absl::StrJoin(r.words, " ")));
 }
 
+// The node that handed `r` off to this one (its source is
+// "handoff:NODE/INDEX", cluster_member_handoff.cc); "" if none.
+std::string_view HandedOffBy(const IngestRecord& r) {
+  constexpr std::string_view kPrefix = "handoff:";
+  std::string_view s = r.source;
+  if (!s.starts_with(kPrefix)) return {};
+  s.remove_prefix(kPrefix.size());
+  const size_t slash = s.rfind('/');
+  return slash == std::string_view::npos ? std::string_view()
+                                         : s.substr(0, slash);
+}
+
 }  // namespace
+
+absl::flat_hash_set<std::string> IngestPath::NotBackups(
+    const hashring::RingConfig& config) {
+  absl::MutexLock lock(&not_backups_mu_);
+  if (not_backups_version_ == config.version) return not_backups_;
+  const absl::Time now = absl::Now();
+  if (now - not_backups_read_ < absl::Seconds(1)) return not_backups_;
+  not_backups_read_ = now;
+  absl::StatusOr<sync::ClusterStatus> status =
+      [&]() -> absl::StatusOr<sync::ClusterStatus> {
+    LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<sync::RedisClient> redis,
+                             sync::RedisClient::Connect(cluster_redis_url_));
+    return sync::ReadClusterStatus(redis.get(), cluster_name_);
+  }();
+  if (!status.ok()) {
+    LogWarning(absl::StrCat(
+        "reading which members are leaving (to choose replica backups) "
+        "failed; any member may be a backup until it is read: ",
+        status.status().message()));
+    not_backups_.clear();
+    return not_backups_;
+  }
+  not_backups_.clear();
+  for (const sync::MemberStatus& m : status->members) {
+    if (m.state == sync::MemberState::kLeaving ||
+        m.state == sync::MemberState::kDown) {
+      not_backups_.insert(m.id);
+    }
+  }
+  // (Each state change comes with a new epoch; states read past `config`
+  // only exclude a member a little earlier.)
+  not_backups_version_ = config.version;
+  return not_backups_;
+}
 
 absl::Status IngestPath::Replicate(const std::vector<IngestRecord>& records) {
   const ClusterLink* link = router_->link();
@@ -51,13 +100,16 @@ absl::Status IngestPath::Replicate(const std::vector<IngestRecord>& records) {
   LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const hashring::Ring> ring,
                            router_->ReplicaRing(config));
   const std::string& self = link->node_id();
+  const absl::flat_hash_set<std::string> excluded = NotBackups(config);
   const size_t wanted = options_.replicas - 1;
   absl::flat_hash_map<std::string, std::vector<const IngestRecord*>> by_backup;
   for (const IngestRecord& r : records) {
     size_t copies = 0;
+    const std::string_view from = HandedOffBy(r);
     for (hashring::MemberIndex m : ring->Replicas(RecordKey(r))) {
       const std::string& id = config.members[m].id;
-      if (id == self || copies == wanted) continue;
+      if (id == self || id == from || excluded.contains(id)) continue;
+      if (copies == wanted) break;
       by_backup[id].push_back(&r);
       ++copies;
     }

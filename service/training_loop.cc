@@ -136,7 +136,6 @@ void TrainingLoop::Run() {
 
 bool TrainingLoop::Turn(bool* backoff) {
   ClusterMember& cluster = *parts_.cluster;
-  ClusterRouter& router = *parts_.router;
   absl::Status merged = MergePending();
   if (merged.ok()) {
     absl::StatusOr<size_t> adopted =
@@ -153,8 +152,7 @@ bool TrainingLoop::Turn(bool* backoff) {
                  absl::StrCat("merge failed (will retry): ", merged.message()));
     *backoff = true;
   }
-  if (cluster.joined() && !router.left() &&
-      cluster.link()->LeaveRequested().has_value()) {
+  if (cluster.LeaveDue()) {
     // An operator removes this node: refuse further ingests, merge what
     // was acknowledged (so a hand-off ships it and a drop takes it out
     // with the rest), stop sampling and leave. A failed merge is retried

@@ -167,8 +167,10 @@ class ClusterLink {
     return follower_->Leave(counters);
   }
   // Marks this node's removal failed (sync::FailMove at its drain epoch)
-  // with `reason`, so that latentctl stops waiting and says why. The node
-  // stays a member, leaving; nothing is undone. REQUIRES: LeaveRequested().
+  // with `reason`, so that latentctl stops waiting and says why; then
+  // LeaveRequested() is empty until the drain epoch of a retried removal
+  // (RemoveNode again) is in effect. The node stays a member, leaving;
+  // nothing is undone. REQUIRES: LeaveRequested().
   absl::Status FailLeave(std::string_view reason) {
     return follower_->FailLeave(reason);
   }

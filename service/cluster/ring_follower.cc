@@ -505,9 +505,12 @@ absl::Status RingFollower::FailLeave(std::string_view reason) {
     if (static_cast<unsigned char>(c) < 0x20) c = ' ';
   }
   if (why.empty()) why = "unknown error";
-  return sync::FailMove(
-      redis.get(), options_.cluster, epoch(),
-      absl::StrCat(parts_.node_id, " could not leave: ", why));
+  LATENTD_RETURN_IF_ERROR(
+      sync::FailMove(redis.get(), options_.cluster, epoch(),
+                     absl::StrCat(parts_.node_id, " could not leave: ", why)));
+  absl::MutexLock l(&leave_mu_);
+  leave_mode_.reset();  // until a retried removal's drain epoch
+  return absl::OkStatus();
 }
 
 absl::Status RingFollower::Leave(const sync::MoveCounters& counters) {
