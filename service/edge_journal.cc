@@ -12,6 +12,7 @@
 #include "base/file_util.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "service/internal/ack_mark.h"
 #include "service/internal/framed_records.h"
 
 namespace latentd::service {
@@ -125,8 +126,11 @@ absl::Status AppendError(const std::string& path, const char* what,
 }  // namespace
 
 EdgeJournal::EdgeJournal(std::string path, std::unique_ptr<WritableFile> file,
-                         uint64_t size)
-    : path_(std::move(path)), file_(std::move(file)), size_(size) {}
+                         std::unique_ptr<WritableFile> mark, uint64_t size)
+    : path_(std::move(path)),
+      file_(std::move(file)),
+      mark_(std::move(mark)),
+      size_(size) {}
 
 EdgeJournal::~EdgeJournal() {
   if (file_ != nullptr && dirty_tail_) {
@@ -145,6 +149,11 @@ absl::StatusOr<std::unique_ptr<EdgeJournal>> EdgeJournal::Open(
     LATENTD_ASSIGN_OR_RETURN(
         data, ReadFileToString(path, std::numeric_limits<size_t>::max()));
   }
+  absl::StatusOr<internal::AckMark> mark = internal::ReadAckMark(path);
+  if (!mark.ok()) {
+    return absl::UnavailableError(absl::StrCat("ingested edges journal ", path,
+                                               ": ", mark.status().message()));
+  }
   const internal::FrameScan scan = internal::ScanFrames(
       data, [](std::string_view p) { return DecodeEdges(p, nullptr); });
   if (!scan.torn_tail()) {
@@ -154,6 +163,14 @@ absl::StatusOr<std::unique_ptr<EdgeJournal>> EdgeJournal::Open(
         " bytes before the next intact record, ", data.size(),
         " bytes in the file); left as it is: move it aside to start "
         "without the edges it holds"));
+  }
+  if (mark->value > scan.end) {
+    return absl::DataLossError(absl::StrCat(
+        "ingested edges journal ", path, ": acknowledged edges lost: ",
+        mark->value, " bytes were acknowledged (", internal::AckMarkPath(path),
+        ") but the intact records end at byte ", scan.end, " (", data.size(),
+        " bytes in the file); left as it is: move both files aside to start "
+        "without the edges they hold"));
   }
   for (std::string_view p : scan.payloads) DecodeEdges(p, edges);
   size_t keep = scan.end;
@@ -172,8 +189,18 @@ absl::StatusOr<std::unique_ptr<EdgeJournal>> EdgeJournal::Open(
     LATENTD_RETURN_IF_ERROR(file->Truncate(keep));
     LATENTD_RETURN_IF_ERROR(file->DataSync());
   }
+  absl::StatusOr<std::unique_ptr<WritableFile>> mark_file =
+      FileSystem::Default()->OpenForWrite(internal::AckMarkPath(path),
+                                          WriteMode::kKeep);
+  if (!mark_file.ok()) return mark_file.status();
+  // Records durable but not acknowledged when the process stopped are
+  // kept, and so acknowledged now.
+  if (!mark->exists || mark->damaged || mark->value != keep) {
+    LATENTD_RETURN_IF_ERROR(internal::WriteAckMark(mark_file->get(), keep));
+    LATENTD_RETURN_IF_ERROR(SyncDirectoryOf(path));
+  }
   return std::unique_ptr<EdgeJournal>(
-      new EdgeJournal(path, std::move(file), keep));
+      new EdgeJournal(path, std::move(file), *std::move(mark_file), keep));
 }
 
 absl::Status EdgeJournal::Append(const std::vector<Edge>& edges) {
@@ -190,10 +217,22 @@ absl::Status EdgeJournal::Append(const std::vector<Edge>& edges) {
     }
     dirty_tail_ = false;
   }
+  if (mark_dirty_) {
+    // A failed append's mark may have reached the disk: set it back before
+    // anything is acknowledged.
+    absl::Status reset = internal::WriteAckMark(mark_.get(), size_);
+    if (!reset.ok())
+      return AppendError(path_, "cannot write the mark of", reset);
+    mark_dirty_ = false;
+  }
   std::string data;
   EncodeEdges(edges, &data);
   absl::Status status = file_->WriteAt(size_, data);
   if (status.ok()) status = file_->DataSync();
+  if (status.ok()) {
+    status = internal::WriteAckMark(mark_.get(), size_ + data.size());
+    mark_dirty_ = !status.ok();
+  }
   if (!status.ok()) {
     // Take back what part was written, so the file stays whole records; if
     // that fails too, the next append cuts first.
@@ -211,7 +250,9 @@ absl::Status EdgeJournal::Close() {
   if (dirty_tail_ && file_->Truncate(size_).ok()) (void)file_->DataSync();
   absl::Status closed = file_->Close();
   file_.reset();
-  return closed;
+  absl::Status mark_closed = mark_->Close();
+  mark_.reset();
+  return closed.ok() ? mark_closed : closed;
 }
 
 }  // namespace latentd::service

@@ -9,11 +9,13 @@
 // (src < dst) and f32 weight (finite, > 0), one record per Append (more for
 // over kMaxEdgesPerRecord edges).
 //
-// Open() cuts off a torn tail (bytes after the last intact record that hold
-// no intact record: an append a crash cut, never acknowledged). Damage
-// followed by an intact record is kDataLoss naming the file and offset, the
-// file left as it is. Unlike the ingest log there is no acknowledgement
-// mark: damage that took the last records whole reads as a torn tail.
+// Beside it, ingested_edges.log.acked (internal/ack_mark.h) holds the
+// acknowledged length in bytes, written after the records' fdatasync and
+// before Append returns. Open() cuts off a torn tail (bytes after the last
+// intact record that hold no intact record, past the mark: an append a
+// crash cut, never acknowledged). Damage followed by an intact record, or
+// intact records that end before the mark (acknowledged edges lost), is
+// kDataLoss naming the file and offsets, the files left as they are.
 //
 // Older data directories hold DIR/graph/ingested.edges, plain "src dst
 // weight" lines: Open() adds its edges to the journal (a rewrite: temp
@@ -66,13 +68,16 @@ class EdgeJournal {
 
  private:
   EdgeJournal(std::string path, std::unique_ptr<WritableFile> file,
-              uint64_t size);
+              std::unique_ptr<WritableFile> mark, uint64_t size);
 
   const std::string path_;
   std::unique_ptr<WritableFile> file_;  // null once closed
+  std::unique_ptr<WritableFile> mark_;  // the acknowledged length
   uint64_t size_;                       // the acknowledged length
   // A failed append may have left bytes past size_ that could not be cut.
   bool dirty_tail_ = false;
+  // A failed append's mark may have reached the disk above size_.
+  bool mark_dirty_ = false;
 };
 
 }  // namespace latentd::service

@@ -12,6 +12,7 @@
 #include "base/file_system.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "service/internal/ack_mark.h"
 #include "service/internal/framed_records.h"
 #include "xxhash.h"
 
@@ -158,52 +159,10 @@ size_t NextIntact(std::string_view all, size_t pos, uint64_t after,
   return std::string_view::npos;
 }
 
-// The mark's bytes: u64 sequence, u64 xxh64 of those 8 bytes.
-constexpr size_t kMarkBytes = 16;
-
-std::string EncodeMark(uint64_t sequence) {
-  std::string out;
-  PutU64(&out, sequence);
-  PutU64(&out, XXH64(out.data(), 8, 0));
-  return out;
-}
-
-// What PATH.acked holds: the highest acknowledged sequence, 0 if there is no
-// mark (a new log, or one written before marks) or it did not verify.
-struct AckMark {
-  uint64_t sequence = 0;
-  bool exists = false;
-  bool damaged = false;
-};
-
-absl::StatusOr<AckMark> ReadAckMark(const std::string& log_path) {
-  const std::string path = AckMarkPath(log_path);
-  AckMark mark;
-  absl::StatusOr<std::string> bytes = ReadFileToString(path, 4096);
-  if (absl::IsNotFound(bytes.status())) return mark;
-  if (!bytes.ok())
-    return LogError(log_path, "cannot read its mark", bytes.status());
-  mark.exists = true;
-  // Empty: created, never written (a crash in the first Open).
-  if (bytes->empty()) return mark;
-  uint64_t seq = 0;
-  uint64_t hash = 0;
-  if (bytes->size() == kMarkBytes) {
-    std::memcpy(&seq, bytes->data(), 8);
-    std::memcpy(&hash, bytes->data() + 8, 8);
-  }
-  if (bytes->size() != kMarkBytes || XXH64(bytes->data(), 8, 0) != hash) {
-    mark.damaged = true;
-    return mark;
-  }
-  mark.sequence = seq;
-  return mark;
-}
-
 }  // namespace
 
 std::string AckMarkPath(const std::string& log_path) {
-  return log_path + ".acked";
+  return internal::AckMarkPath(log_path);
 }
 
 std::string IngestLogDamage::Describe() const {
@@ -305,7 +264,9 @@ absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Open(
     const IngestLogOpenOptions& options, IngestLogRepair* repair) {
   records->clear();
   if (repair != nullptr) *repair = IngestLogRepair();
-  LATENTD_ASSIGN_OR_RETURN(const AckMark mark, ReadAckMark(path));
+  absl::StatusOr<internal::AckMark> read = internal::ReadAckMark(path);
+  if (!read.ok()) return LogError(path, "cannot read its mark", read.status());
+  const internal::AckMark mark = *read;
   std::unique_ptr<IngestLog> log;
   {
     // Created if missing, before it is read.
@@ -313,12 +274,12 @@ absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Open(
         FileSystem::Default()->OpenForWrite(path, WriteMode::kKeep);
     if (!file.ok()) return LogError(path, "cannot open", file.status());
     LATENTD_ASSIGN_OR_RETURN(std::string data, ReadAll(path));
-    Scan scan = ScanLog(data, options.merged_through, mark.sequence);
+    Scan scan = ScanLog(data, options.merged_through, mark.value);
     if (!scan.damage.empty()) {
       // Damage is repaired by a rewrite, never in place.
       file->reset();
       LATENTD_ASSIGN_OR_RETURN(log, Repair(path, data, std::move(scan), options,
-                                           mark.sequence, records, repair));
+                                           mark.value, records, repair));
     } else {
       const size_t pos = scan.end;
       *records = std::move(scan.records);
@@ -342,7 +303,7 @@ absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Open(
   log->mark_ = *std::move(mark_file);
   // A record durable but not acknowledged when the process stopped is kept,
   // and so acknowledged now; a repair's tombstone is at least the mark.
-  if (!mark.exists || mark.damaged || log->last_sequence_ != mark.sequence) {
+  if (!mark.exists || mark.damaged || log->last_sequence_ != mark.value) {
     LATENTD_RETURN_IF_ERROR(log->WriteMark(log->last_sequence_));
   }
   LATENTD_RETURN_IF_ERROR(SyncDirectoryOf(path));
@@ -359,8 +320,7 @@ absl::Status IngestLog::Remove(const std::string& path) {
 }
 
 absl::Status IngestLog::WriteMark(uint64_t sequence) {
-  absl::Status status = mark_->WriteAt(0, EncodeMark(sequence));
-  if (status.ok()) status = mark_->DataSync();
+  absl::Status status = internal::WriteAckMark(mark_.get(), sequence);
   if (!status.ok()) return LogError(path_, "cannot write its mark", status);
   return absl::OkStatus();
 }

@@ -1,6 +1,8 @@
 // A graph node's edge ingestion (service/graph_ingest.h) and its journal
 // (service/edge_journal.h): edges read back in order after a reopen; a
-// torn tail cut off with the records before it kept; a damaged record
+// torn tail cut off with the records before it kept; acknowledged last
+// records lost reported, never cut; a missing or damaged mark written
+// again; a damaged record
 // before the end refused naming the file and offset, the file left as it
 // is; an older plain-text ingested.edges taken in once (also through
 // GraphService); a failed append through the file-system seam not
@@ -18,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "service/edge_journal.h"
 #include "service/graph_service.h"
+#include "service/internal/ack_mark.h"
 #include "service/metrics.h"
 #include "tests/service/gateway_test_util.h"
 
@@ -50,6 +53,14 @@ GraphServiceOptions SmallGraph(const std::string& dir) {
 
 std::string JournalPath(const std::string& dir) {
   return dir + "/" + EdgeJournal::kFileName;
+}
+
+// Sets the journal's acknowledgement mark to `value`.
+void SetMark(const std::string& dir, uint64_t value) {
+  auto mark = FileSystem::Default()->OpenForWrite(
+      internal::AckMarkPath(JournalPath(dir)), WriteMode::kKeep);
+  ASSERT_TRUE(mark.ok()) << mark.status();
+  ASSERT_TRUE(internal::WriteAckMark(mark->get(), value).ok());
 }
 
 // Writes the three batches into a new journal under `dir` and returns the
@@ -87,11 +98,13 @@ TEST(EdgeJournal, CutsOffATornTailAndKeepsTheRecordsBeforeIt) {
   const std::string dir = testing::ScratchDir("EdgeJournal", "torn");
   const std::vector<uint64_t> at = WriteThree(dir);
   ASSERT_EQ(at.size(), 4u);
-  // The last append cut by a crash: only part of its record is there.
+  // The last append cut by a crash: only part of its record is there, and
+  // the mark still says the length before it (never acknowledged).
   auto bytes = ReadFileToString(JournalPath(dir));
   ASSERT_TRUE(bytes.ok()) << bytes.status();
   ASSERT_TRUE(
       WriteFileDurably(JournalPath(dir), bytes->substr(0, at[3] - 7)).ok());
+  SetMark(dir, at[2]);
   {
     std::vector<Edge> edges;
     auto j = EdgeJournal::Open(dir, &edges);
@@ -106,6 +119,63 @@ TEST(EdgeJournal, CutsOffATornTailAndKeepsTheRecordsBeforeIt) {
   std::vector<Edge> edges;
   ASSERT_TRUE(EdgeJournal::Open(dir, &edges).ok());
   EXPECT_EQ(edges, Concat({kFirst, kSecond, kThird}));
+}
+
+// A journal whose acknowledged last records were damaged or cut (the mark
+// says they were acknowledged) is refused as a loss, never cut silently;
+// both files are left as they are.
+TEST(EdgeJournal, ReportsAcknowledgedLastRecordsLostNeverCutsThem) {
+  for (const bool whole : {false, true}) {
+    SCOPED_TRACE(whole ? "the last record gone whole" : "part of it gone");
+    const std::string dir =
+        testing::ScratchDir("EdgeJournal", whole ? "lost_whole" : "lost_part");
+    const std::vector<uint64_t> at = WriteThree(dir);
+    ASSERT_EQ(at.size(), 4u);
+    auto bytes = ReadFileToString(JournalPath(dir));
+    ASSERT_TRUE(bytes.ok());
+    const std::string left = bytes->substr(0, whole ? at[2] : at[3] - 7);
+    ASSERT_TRUE(WriteFileDurably(JournalPath(dir), left).ok());
+    std::vector<Edge> edges;
+    auto j = EdgeJournal::Open(dir, &edges);
+    ASSERT_FALSE(j.ok());
+    EXPECT_EQ(j.status().code(), absl::StatusCode::kDataLoss) << j.status();
+    EXPECT_TRUE(
+        absl::StrContains(j.status().message(), "acknowledged edges lost"))
+        << j.status();
+    EXPECT_TRUE(absl::StrContains(
+        j.status().message(), absl::StrCat(at[3], " bytes were acknowledged")))
+        << j.status();
+    EXPECT_TRUE(absl::StrContains(j.status().message(),
+                                  absl::StrCat("end at byte ", at[2])))
+        << j.status();
+    auto after = ReadFileToString(JournalPath(dir));
+    ASSERT_TRUE(after.ok());
+    EXPECT_EQ(*after, left) << "nothing is cut";
+  }
+}
+
+// A mark that is missing (a journal of an older version) or does not
+// verify is written again from the intact records, which are all kept.
+TEST(EdgeJournal, AMissingOrDamagedMarkIsWrittenAgain) {
+  for (const bool missing : {true, false}) {
+    const std::string dir =
+        testing::ScratchDir("EdgeJournal", missing ? "nomark" : "badmark");
+    const std::vector<uint64_t> at = WriteThree(dir);
+    ASSERT_EQ(at.size(), 4u);
+    const std::string mark = internal::AckMarkPath(JournalPath(dir));
+    if (missing) {
+      ASSERT_TRUE(FileSystem::Default()->Remove(mark).ok());
+    } else {
+      ASSERT_TRUE(WriteFileDurably(mark, "not a mark").ok());
+    }
+    std::vector<Edge> edges;
+    ASSERT_TRUE(EdgeJournal::Open(dir, &edges).ok());
+    EXPECT_EQ(edges, Concat({kFirst, kSecond, kThird}));
+    auto read = internal::ReadAckMark(JournalPath(dir));
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_FALSE(read->damaged);
+    EXPECT_EQ(read->value, at[3]);
+  }
 }
 
 TEST(EdgeJournal, RefusesADamagedRecordBeforeTheEndNamingFileAndOffset) {
