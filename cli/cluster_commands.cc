@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "sync/control/membership.h"
 
 namespace latentd {
@@ -268,6 +269,34 @@ std::optional<absl::Status> RunClusterCommands(const ClusterCommands& c,
   return absl::OkStatus();
 }
 
+ClusterLogLikelihood SumLogLikelihood(const sync::ClusterStatus& s) {
+  ClusterLogLikelihood out;
+  double ll = 0;
+  bool any = false;
+  for (const sync::MemberStatus& m : s.members) {
+    if (!m.in_ring) continue;
+    if (!m.heartbeat) {
+      out.missing.push_back(absl::StrCat(m.id, ": no heartbeat"));
+      continue;
+    }
+    if (!m.heartbeat->log_likelihood) {
+      out.missing.push_back(
+          absl::StrCat(m.id, ": no evaluated sweep in its heartbeat yet"));
+      continue;
+    }
+    const sync::LogLikelihoodPart& p = *m.heartbeat->log_likelihood;
+    ll += p.doc + p.owned_word;
+    out.tokens += p.tokens;
+    out.first_sweep = any ? std::min(out.first_sweep, p.sweep) : p.sweep;
+    out.last_sweep = std::max(out.last_sweep, p.sweep);
+    any = true;
+  }
+  if (any && out.missing.empty() && out.tokens > 0) {
+    out.per_token = ll / static_cast<double>(out.tokens);
+  }
+  return out;
+}
+
 std::string FormatClusterStatusText(const sync::ClusterStatus& s) {
   std::string out = absl::StrCat("cluster: ", s.cluster, "\n");
   if (s.ring) {
@@ -298,6 +327,19 @@ std::string FormatClusterStatusText(const sync::ClusterStatus& s) {
   absl::StrAppend(
       &out, "move: ", s.move ? sync::DescribeMove(*s.move, s.now_ms) : "none",
       "\n");
+  const ClusterLogLikelihood ll = SumLogLikelihood(s);
+  if (ll.per_token) {
+    absl::StrAppendFormat(&out,
+                          "cluster log-likelihood per token: %.4f (sweeps "
+                          "%d-%d, %d tokens)\n",
+                          *ll.per_token, ll.first_sweep, ll.last_sweep,
+                          ll.tokens);
+  } else {
+    absl::StrAppend(&out, "cluster log-likelihood per token: none (",
+                    ll.missing.empty() ? "no ring members"
+                                       : absl::StrJoin(ll.missing, "; "),
+                    ")\n");
+  }
   return out;
 }
 
@@ -335,12 +377,29 @@ std::string FormatClusterStatusJson(const sync::ClusterStatus& s) {
                         ",\"failovers\":", h.failovers,
                         ",\"lastFailoverMs\":", h.last_failover_ms);
       }
+      if (const auto& p = h.log_likelihood) {
+        absl::StrAppendFormat(&out,
+                              ",\"logLikelihoodPart\":{\"sweep\":%d,"
+                              "\"tokens\":%d,\"docLogLikelihood\":%.17g,"
+                              "\"ownedWordLogLikelihood\":%.17g}",
+                              p->sweep, p->tokens, p->doc, p->owned_word);
+      }
       absl::StrAppend(&out, "}");
     }
     absl::StrAppend(&out, "}");
   }
-  absl::StrAppend(&out, "],\"move\":", s.move ? MoveJson(*s.move) : "null",
-                  "}\n");
+  absl::StrAppend(&out, "],\"move\":", s.move ? MoveJson(*s.move) : "null");
+  const ClusterLogLikelihood ll = SumLogLikelihood(s);
+  absl::StrAppend(&out, ",\"logLikelihood\":{\"perToken\":",
+                  ll.per_token ? absl::StrFormat("%.17g", *ll.per_token)
+                               : std::string("null"),
+                  ",\"firstSweep\":", ll.first_sweep,
+                  ",\"lastSweep\":", ll.last_sweep, ",\"tokens\":", ll.tokens,
+                  ",\"missing\":[");
+  for (size_t i = 0; i < ll.missing.size(); ++i) {
+    absl::StrAppend(&out, i ? "," : "", JsonString(ll.missing[i]));
+  }
+  absl::StrAppend(&out, "]}}\n");
   return out;
 }
 

@@ -6,7 +6,8 @@
 //
 // prints the epoch, each member's id, address, state (pending, active,
 // leaving), whether it is in the ring, and the age of its last heartbeat (by
-// the Redis server's clock), and the latest move. Text by default; --json
+// the Redis server's clock), the latest move, and the cluster's
+// log-likelihood per token (SumLogLikelihood). Text by default; --json
 // prints one JSON object (lowerCamelCase names, as the API's JSON).
 //
 //   latentctl cluster add-node NODE_ID --cluster-redis URL [--cluster NAME]
@@ -35,9 +36,11 @@
 #ifndef LATENTD_CLI_CLUSTER_COMMANDS_H_
 #define LATENTD_CLI_CLUSTER_COMMANDS_H_
 
+#include <cstdint>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
@@ -73,7 +76,21 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* commands);
 std::optional<absl::Status> RunClusterCommands(const ClusterCommands& commands,
                                                FILE* out);
 
+// The cluster's log-likelihood per token (docs/operations.md): the parts
+// the ring's members last put in their heartbeats (sync::LogLikelihoodPart)
+// summed, divided by their tokens summed. Only when every member in the
+// ring has one; else `missing` says, per member, why there is no figure.
+struct ClusterLogLikelihood {
+  std::optional<double> per_token;
+  uint64_t first_sweep = 0;  // the members' parts' sweeps range over
+  uint64_t last_sweep = 0;   // first_sweep..last_sweep
+  uint64_t tokens = 0;
+  std::vector<std::string> missing;  // "ID: why"
+};
+ClusterLogLikelihood SumLogLikelihood(const sync::ClusterStatus& status);
+
 // The text and JSON forms `cluster status` prints (each ends in a newline).
+// Both end with the cluster's log-likelihood (SumLogLikelihood).
 // Heartbeat ages are status.now_ms minus the heartbeat's time.
 std::string FormatClusterStatusText(const sync::ClusterStatus& status);
 std::string FormatClusterStatusJson(const sync::ClusterStatus& status);

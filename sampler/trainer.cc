@@ -197,8 +197,9 @@ absl::StatusOr<SweepReport> Trainer::Sweep() {
   report.result = *result;
   report.result.seconds += report.init_seconds;
   if (report.evaluated) {
+    report.doc_log_likelihood = stats->log_likelihood();
     report.log_likelihood =
-        WordLogLikelihood(*table_, options_.beta) + stats->log_likelihood();
+        WordLogLikelihood(*table_, options_.beta) + report.doc_log_likelihood;
     report.log_likelihood_per_token =
         report.log_likelihood / static_cast<double>(result->tokens);
   }

@@ -105,6 +105,9 @@ struct SweepReport {
   bool evaluated = false;
   double log_likelihood = 0;            // joint log p(w, z), if evaluated
   double log_likelihood_per_token = 0;  // if evaluated
+  // Its document half, log p(z | α) over the store's documents (if
+  // evaluated): a cluster node's share of the cluster's figure.
+  double doc_log_likelihood = 0;
   bool alpha_updated = false;
   KernelKind kernel = KernelKind::kSparseLda;  // the kernel this sweep ran
   // The sweep began with the sparse start's pass, which took init_seconds

@@ -15,6 +15,7 @@
 #include "base/status_macros.h"
 #include "sampler/fold_in.h"
 #include "sampler/model_dir.h"
+#include "service/cluster/owned_log_likelihood.h"
 #include "service/topic_model_files.h"
 
 namespace latentd::service {
@@ -251,6 +252,7 @@ bool TrainingLoop::SweepOnce() {
     cluster.link()->AnnounceSweep(cluster_sweep);
   }
   RecordSweep(*r);
+  if (cluster.joined() && r->evaluated) RecordLogLikelihoodPart(*r);
   const bool by_sweeps = options_.checkpoint_every > 0 &&
                          r->sweep % options_.checkpoint_every == 0;
   const bool by_time = options_.checkpoint_seconds > 0 &&
@@ -279,6 +281,21 @@ void TrainingLoop::RecordSweep(const SweepReport& r) {
                   .tokens_per_second = r.tokens_per_second()});
   }
   LogProgress(r);
+}
+
+void TrainingLoop::RecordLogLikelihoodPart(const SweepReport& r) {
+  ClusterLink* link = parts_.cluster->link();
+  // The table holds every word of the cluster (adopted from the owners):
+  // V is the cluster's vocabulary, as the sampler's Vβ.
+  const sync::LogLikelihoodPart part = {
+      .sweep = r.sweep,
+      .tokens = r.result.tokens,
+      .doc = r.doc_log_likelihood,
+      .owned_word = OwnedWordLogLikelihood(link->owner(), trainer_->beta(),
+                                           trainer_->table().vocab_size())};
+  link->set_log_likelihood_part(part);
+  absl::MutexLock lock(&view_mu_);
+  ll_part_ = part;
 }
 
 void TrainingLoop::LogProgress(const SweepReport& r) {

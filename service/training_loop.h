@@ -38,6 +38,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -136,6 +137,10 @@ class TrainingLoop {
   bool SweepOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   void RecordSweep(const SweepReport& r)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Cluster mode, an evaluated sweep: this node's part of the cluster's
+  // log-likelihood, for Status and the link's heartbeat.
+  void RecordLogLikelihoodPart(const SweepReport& r)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // A progress line at most every ServiceOptions::progress_seconds.
   void LogProgress(const SweepReport& r)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
@@ -185,6 +190,9 @@ class TrainingLoop {
   uint64_t view_version_ ABSL_GUARDED_BY(view_mu_) = 0;
   std::shared_ptr<const DocumentTopics> documents_ ABSL_GUARDED_BY(view_mu_);
   std::string stopped_reason_ ABSL_GUARDED_BY(view_mu_);
+  // Cluster mode: this node's part of the cluster's log-likelihood at its
+  // latest evaluated sweep.
+  std::optional<sync::LogLikelihoodPart> ll_part_ ABSL_GUARDED_BY(view_mu_);
   // Written by the training thread, read by Status (relaxed: independent).
   std::atomic<double> tokens_per_second_{0};
   std::atomic<double> loglik_per_token_{0};

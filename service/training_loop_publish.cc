@@ -146,6 +146,16 @@ void TrainingLoop::AddStatus(uint32_t history,
   resp->set_merged_sequence(merged_sequence_.load());
   resp->set_checkpoint_sweep(checkpoint_sweep_seen_.load());
   resp->set_training(training_.load());
+  {
+    absl::MutexLock lock(&view_mu_);
+    if (ll_part_.has_value()) {
+      api::LogLikelihoodPart* p = resp->mutable_log_likelihood_part();
+      p->set_sweep(ll_part_->sweep);
+      p->set_tokens(ll_part_->tokens);
+      p->set_doc_log_likelihood(ll_part_->doc);
+      p->set_owned_word_log_likelihood(ll_part_->owned_word);
+    }
+  }
   coherence_.AddTo(resp);
   if (std::optional<api::HeldOut> heldout = heldout_.latest()) {
     *resp->mutable_heldout() = *std::move(heldout);

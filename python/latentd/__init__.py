@@ -17,7 +17,8 @@ from latentd.errors import (AuthenticationError, DeadlineExceededError,
                             UnavailableError)
 from latentd.messages import (Checkpoint, Document, DocumentMixture,
                               DocumentTopics, DocumentWeight, Inference,
-                              IngestResult, ModelVersion, Neighbor, Similar,
+                              IngestResult, LogLikelihoodPart, ModelVersion,
+                              Neighbor, Similar,
                               Status, Topic, TopicDocuments, TopicList,
                               TopicWeight, UserProfile, WordTopics,
                               WordWeight)
@@ -29,7 +30,7 @@ __all__ = [
     "AuthenticationError", "Checkpoint", "Client", "DEFAULT_ADDRESS",
     "DEFAULT_TIMEOUT_SECONDS", "DeadlineExceededError", "Document",
     "DocumentMixture", "DocumentTopics", "DocumentWeight", "Inference", "IngestResult", "InvalidArgumentError",
-    "LatentdError", "Model", "ModelVersion", "Neighbor", "NotFoundError",
+    "LatentdError", "LogLikelihoodPart", "Model", "ModelVersion", "Neighbor", "NotFoundError",
     "PermissionDeniedError", "ResourceExhaustedError", "Similar", "Status",
     "Topic", "TopicDocuments",
     "TopicList", "TopicWeight", "UnavailableError", "UserProfile",

@@ -405,9 +405,33 @@ class IngestResult:
 
 
 @dataclass(frozen=True)
+class LogLikelihoodPart:
+    """A cluster node's part of the cluster's joint log p(w, z) at its latest
+    evaluated sweep: summed over the ring's members, (doc_log_likelihood +
+    owned_word_log_likelihood) / tokens is the cluster's log-likelihood per
+    token, comparable with a single node's (`latentctl cluster status`)."""
+    sweep: int
+    tokens: int
+    doc_log_likelihood: float
+    owned_word_log_likelihood: float
+
+    @classmethod
+    def from_json(cls, msg: Optional[Mapping[str, Any]]
+                  ) -> Optional["LogLikelihoodPart"]:
+        if msg is None:
+            return None
+        return cls(sweep=_int(msg, "sweep"), tokens=_int(msg, "tokens"),
+                   doc_log_likelihood=_float(msg, "docLogLikelihood"),
+                   owned_word_log_likelihood=_float(
+                       msg, "ownedWordLogLikelihood"))
+
+
+@dataclass(frozen=True)
 class Status:
     """Status: the node's model, training and ingestion figures; in cluster
-    mode its id, the ring's members and the peers found unreachable."""
+    mode its id, the ring's members, the peers found unreachable and its
+    part of the cluster's log-likelihood (log_likelihood_per_token is then
+    this node's own figure, not comparable with a single node's)."""
     version: ModelVersion
     topics: int
     documents: int
@@ -430,6 +454,8 @@ class Status:
     mean_coherence_umass: Optional[float] = None
     mean_coherence_npmi: Optional[float] = None
     coherence_sweep: int = 0
+    # Cluster mode, once the node evaluated a sweep; else None.
+    log_likelihood_part: Optional[LogLikelihoodPart] = None
 
     @classmethod
     def from_json(cls, msg: Mapping[str, Any]) -> "Status":
@@ -454,6 +480,8 @@ class Status:
             mean_coherence_umass=_optional_float(msg, "meanCoherenceUmass"),
             mean_coherence_npmi=_optional_float(msg, "meanCoherenceNpmi"),
             coherence_sweep=_int(msg, "coherenceSweep"),
+            log_likelihood_part=LogLikelihoodPart.from_json(
+                msg.get("logLikelihoodPart")),
         )
 
 

@@ -357,6 +357,10 @@ sync::Heartbeat ClusterLink::Heartbeat() const {
   beat.sweep = sweep();
   beat.keys = owner_->num_keys();
   beat.documents = documents_.load(std::memory_order_relaxed);
+  {
+    absl::MutexLock lock(&ll_mu_);
+    beat.log_likelihood = ll_part_;
+  }
   beat.epoch = epoch();
   const sync::OwnerShardStats st = owner_->stats();
   beat.senders_retracted = st.senders_retracted;

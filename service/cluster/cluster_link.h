@@ -144,6 +144,13 @@ class ClusterLink {
   void set_documents(uint64_t n) {
     documents_.store(n, std::memory_order_relaxed);
   }
+  // This node's part of the cluster's log-likelihood at its latest
+  // evaluated sweep, for its heartbeat (`latentctl cluster status` sums
+  // the members'). Any thread.
+  void set_log_likelihood_part(const sync::LogLikelihoodPart& part) {
+    absl::MutexLock lock(&ll_mu_);
+    ll_part_ = part;
+  }
   // True between the two phases of a ring change (see above).
   bool ring_changing() const { return follower_->ring_changing(); }
 
@@ -281,6 +288,8 @@ class ClusterLink {
   std::unique_ptr<PeerSet> peers_;
   std::unique_ptr<KeyReplicas> key_replicas_;
   std::atomic<uint64_t> documents_{0};  // relaxed: a figure for operators
+  mutable absl::Mutex ll_mu_;
+  std::optional<sync::LogLikelihoodPart> ll_part_ ABSL_GUARDED_BY(ll_mu_);
   std::unique_ptr<sync::Synchronizer> sync_;
   std::atomic<uint64_t> sweep_{0};
   std::atomic<bool> finished_{false};

@@ -11,12 +11,12 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
-#include "base/log_gamma.h"
 #include "base/status_macros.h"
 #include "corpora/corpus_builder.h"
 #include "hashring/ring.h"
 #include "sampler/doc_topic_stats.h"
 #include "sampler/store_counts.h"
+#include "service/cluster/owned_log_likelihood.h"
 
 namespace latentd {
 
@@ -217,23 +217,8 @@ ClusterNode::OwnCounts() const {
 }
 
 double ClusterNode::OwnedWordLogLikelihood() const {
-  const double beta = options_.beta;
-  const double vbeta = beta * static_cast<double>(global_vocab_);
-  const double lg_beta = LogGamma(beta);
-  double ll = 0;
-  for (const auto& [key, g] : link_->owner().Snapshot()) {
-    if (key == sync::kTopicTotalsKey) {
-      // Topics with n_k = 0 contribute lnΓ(Vβ) − lnΓ(Vβ) = 0.
-      for (const sync::SparseEntry& e : g) {
-        ll += LogGamma(vbeta) - LogGamma(static_cast<double>(e.count) + vbeta);
-      }
-      continue;
-    }
-    for (const sync::SparseEntry& e : g) {
-      ll += LogGamma(static_cast<double>(e.count) + beta) - lg_beta;
-    }
-  }
-  return ll;
+  return latentd::OwnedWordLogLikelihood(link_->owner(), options_.beta,
+                                         global_vocab_);
 }
 
 }  // namespace latentd

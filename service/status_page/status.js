@@ -225,7 +225,9 @@
     const history = st.history || [];
     const model = [
       ['sweep', fmtInt(st.version && st.version.sweep), 'sweep'],
-      ['log-likelihood / token', history.length || num(st.logLikelihoodPerToken) !== 0
+      // A cluster node's own figure: the cluster's is `latentctl cluster status`'s.
+      [st.nodeId ? "log-likelihood / token (this node's documents)" : 'log-likelihood / token',
+          history.length || num(st.logLikelihoodPerToken) !== 0
           ? fmtFixed(st.logLikelihoodPerToken, 4) : '–', 'loglik'],
       ['tokens / s (last sweep)', fmtRate(st.tokensPerSecond), 'tokens-per-second'],
       ['topics', fmtInt(st.topics), 'topics'],

@@ -189,8 +189,10 @@ absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
                                          const std::string& value) {
   const std::vector<std::string> parts = absl::StrSplit(value, ' ');
   Heartbeat hb;
-  hb.has_replication = parts.size() == 11;
+  const bool has_ll = parts.size() == 15;
+  hb.has_replication = parts.size() == 11 || has_ll;
   hb.has_counters = parts.size() == 8 || hb.has_replication;
+  LogLikelihoodPart ll;
   if ((parts.size() != 4 && !hb.has_counters) ||
       !absl::SimpleAtoi(parts[0], &hb.unix_ms) ||
       !absl::SimpleAtoi(parts[1], &hb.sweep) ||
@@ -203,13 +205,19 @@ absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
       (hb.has_replication &&
        (!absl::SimpleAtoi(parts[8], &hb.under_replicated) ||
         !absl::SimpleAtoi(parts[9], &hb.failovers) ||
-        !absl::SimpleAtoi(parts[10], &hb.last_failover_ms)))) {
+        !absl::SimpleAtoi(parts[10], &hb.last_failover_ms))) ||
+      (has_ll && (!absl::SimpleAtoi(parts[11], &ll.sweep) ||
+                  !absl::SimpleAtoi(parts[12], &ll.tokens) ||
+                  !absl::SimpleAtod(parts[13], &ll.doc) ||
+                  !absl::SimpleAtod(parts[14], &ll.owned_word)))) {
     return Corrupt(key, absl::StrCat("field ", Quote(id), " is ", Quote(value),
                                      ", not 'unix_ms sweep keys documents "
                                      "[epoch retracted reseeds stale "
                                      "[under-replicated failovers "
-                                     "last-failover-ms]]'"));
+                                     "last-failover-ms [ll-sweep "
+                                     "ll-tokens doc-ll owned-word-ll]]]'"));
   }
+  if (has_ll) hb.log_likelihood = ll;
   return hb;
 }
 
@@ -716,21 +724,28 @@ absl::Status WriteHeartbeat(RedisClient* redis, std::string_view cluster,
   LATENTD_RETURN_IF_ERROR(ValidateCluster(cluster));
   LATENTD_RETURN_IF_ERROR(ValidateId(id));
   const ClusterKeys keys(cluster);
+  std::vector<std::string> args = {std::string(id),
+                                   std::to_string(heartbeat.sweep),
+                                   std::to_string(heartbeat.keys),
+                                   std::to_string(heartbeat.documents),
+                                   std::to_string(heartbeat.epoch),
+                                   std::to_string(heartbeat.senders_retracted),
+                                   std::to_string(heartbeat.reseed_refused),
+                                   std::to_string(heartbeat.stale_refused),
+                                   std::to_string(heartbeat.under_replicated),
+                                   std::to_string(heartbeat.failovers),
+                                   std::to_string(heartbeat.last_failover_ms)};
+  if (const std::optional<LogLikelihoodPart>& ll = heartbeat.log_likelihood) {
+    for (std::string v : {std::to_string(ll->sweep), std::to_string(ll->tokens),
+                          absl::StrFormat("%.17g", ll->doc),
+                          absl::StrFormat("%.17g", ll->owned_word)}) {
+      args.push_back(std::move(v));
+    }
+  }
+  args.push_back(std::to_string(
+      std::max<int64_t>(0, absl::ToInt64Milliseconds(alive_for))));
   LATENTD_ASSIGN_OR_RETURN(
-      RedisReply r,
-      Eval(redis, keys, kHeartbeatScript,
-           {std::string(id), std::to_string(heartbeat.sweep),
-            std::to_string(heartbeat.keys), std::to_string(heartbeat.documents),
-            std::to_string(heartbeat.epoch),
-            std::to_string(heartbeat.senders_retracted),
-            std::to_string(heartbeat.reseed_refused),
-            std::to_string(heartbeat.stale_refused),
-            std::to_string(heartbeat.under_replicated),
-            std::to_string(heartbeat.failovers),
-            std::to_string(heartbeat.last_failover_ms),
-            std::to_string(
-                std::max<int64_t>(0, absl::ToInt64Milliseconds(alive_for)))},
-           keys.Alive(id)));
+      RedisReply r, Eval(redis, keys, kHeartbeatScript, args, keys.Alive(id)));
   return r.elements[0].str == "ok" ? absl::OkStatus() : Refused(r, keys, id);
 }
 

@@ -34,9 +34,12 @@
 //   latentd:NAME:heartbeats  hash   id -> "unix_ms sweep keys documents
 //                                   epoch senders_retracted reseed_refused
 //                                   stale_refused under_replicated
-//                                   failovers last_failover_ms" (older
-//                                   nodes write the first 4 or 8), written
-//                                   by WriteHeartbeat
+//                                   failovers last_failover_ms
+//                                   [ll_sweep ll_tokens doc_ll
+//                                   owned_word_ll]" (older nodes write the
+//                                   first 4 or 8; the last 4 only once the
+//                                   node evaluated a sweep), written by
+//                                   WriteHeartbeat
 //   latentd:NAME:alive:ID    string the node's liveness record: written with
 //                                   each heartbeat, with a TTL of the
 //                                   failure timeout (PX), so it exists only
@@ -203,6 +206,20 @@ struct MoveRecord {
   MoveCounters counters;
 };
 
+// A node's part of the cluster's joint log p(w, z) at one evaluated sweep
+// (docs/design.md, "Many nodes"): the parts of every ring member summed,
+// divided by their tokens summed, are the cluster's log-likelihood per
+// token.
+struct LogLikelihoodPart {
+  uint64_t sweep = 0;   // the node's sweep they were evaluated at
+  uint64_t tokens = 0;  // tokens of its documents
+  // log p(z_d | α) summed over its documents.
+  double doc = 0;
+  // Σ over the word keys it owns of Σ_k [lnΓ(g_wk + β) − lnΓ(β)], plus
+  // Σ_k [lnΓ(Vβ) − lnΓ(n_k + Vβ)] if it owns the topic totals.
+  double owned_word = 0;
+};
+
 // One line of latentd:NAME:heartbeats, as a node last wrote it.
 struct Heartbeat {
   int64_t unix_ms = 0;  // Redis time of the write
@@ -226,6 +243,9 @@ struct Heartbeat {
   uint64_t failovers = 0;
   int64_t last_failover_ms = -1;
   bool has_replication = false;
+  // Its latest log-likelihood part; absent before it evaluated a sweep
+  // (or from an older node).
+  std::optional<LogLikelihoodPart> log_likelihood = std::nullopt;
 };
 
 struct MemberStatus {

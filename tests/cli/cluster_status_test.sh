@@ -85,6 +85,8 @@ grep -qE '^  node2  10\.0\.0\.3:7070   pending  no    -$' <<<"$OUT" ||
   fail "node2's line"
 grep -qE '^move: remove node1 \(handoff\), epoch 2 -> 3, phase drain, running [0-9.]+ s; 10 keys, 2048 bytes, 7 documents moved$' <<<"$OUT" ||
   fail "the move line"
+grep -qxF "cluster log-likelihood per token: none (node0: no evaluated sweep in its heartbeat yet; node1: no evaluated sweep in its heartbeat yet)" <<<"$OUT" ||
+  fail "the log-likelihood line without parts"
 
 JSON=$(status --cluster "$C" --json) || fail "status --json exited $?"
 python3 - "$JSON" <<'EOF' || fail "JSON: $JSON"
@@ -112,6 +114,29 @@ assert (m["fromEpoch"], m["toEpoch"], m["bytes"], m["documents"]) == \
 EOF
 [ "$(dump)" = "$BEFORE" ] || fail "cluster status changed what Redis holds"
 echo "epoch 3: text and JSON show the states, the heartbeat age and the move; nothing written"
+
+# 3b. Members whose heartbeats carry their log-likelihood parts (sweep,
+# tokens, doc part, owned word part): the cluster's figure is their sum
+# over their tokens, (-2000.5 - 3000 - 1500 - 1500.5) / 1000.
+P2=latentd:c2
+printf '\x0a\x19\x0a\x05node0\x12\x0e127.0.0.1:7000\x18\x01\x0a\x19\x0a\x05node1\x12\x0e127.0.0.1:7001\x18\x01\x10\x40\x18\x01\x20\x03' |
+  cli -x SET "$P2:ring" >/dev/null
+cli HSET "$P2:states" node0 active node1 active >/dev/null
+cli HSET "$P2:heartbeats" \
+  node0 "$NOW 50 10 5 3 0 0 0 0 0 -1 50 600 -2000.5 -3000" \
+  node1 "$NOW 50 10 5 3 0 0 0 0 0 -1 49 400 -1500 -1500.5" >/dev/null
+OUT=$(status --cluster c2) || fail "status exited $?"
+grep -qxF "cluster log-likelihood per token: -8.0010 (sweeps 49-50, 1000 tokens)" <<<"$OUT" ||
+  fail "the cluster's log-likelihood line: $OUT"
+JSON=$(status --cluster c2 --json) || fail "status --json exited $?"
+python3 - "$JSON" <<'EOF' || fail "JSON: $JSON"
+import json, sys
+ll = json.loads(sys.argv[1])["logLikelihood"]
+assert abs(ll["perToken"] + 8.001) < 1e-12, ll
+assert (ll["firstSweep"], ll["lastSweep"], ll["tokens"], ll["missing"]) == \
+    (49, 50, 1000, []), ll
+EOF
+echo "log-likelihood parts in the heartbeats: the cluster's figure"
 
 # 4. Errors.
 cli SET latentd:bad:ring "not a ring" >/dev/null

@@ -138,6 +138,7 @@ class ModelQueries(unittest.TestCase):
         self.assertLess(s.log_likelihood_per_token, 0)
         self.assertGreater(s.uptime_seconds, 0)
         self.assertEqual(s.cluster_members, ())
+        self.assertIsNone(s.log_likelihood_part)
 
     def test_list_topics(self):
         c = client()

@@ -416,19 +416,24 @@ TEST_F(ClusterAdminTest, StatusShowsStatesAndHeartbeats) {
   WriteRing({"a", "b"});
   ASSERT_TRUE(RegisterPending(redis_.get(), cluster_, "c", "10.0.0.3:7").ok());
   ASSERT_TRUE(RemoveNode(redis_.get(), cluster_, "b", RemoveMode::kDrop).ok());
-  ASSERT_TRUE(WriteHeartbeat(redis_.get(), cluster_, "a",
-                             {.unix_ms = 0,
-                              .sweep = 12,
-                              .keys = 3456,
-                              .documents = 100,
-                              .epoch = 7,
-                              .senders_retracted = 1,
-                              .reseed_refused = 2,
-                              .stale_refused = 3,
-                              .under_replicated = 4,
-                              .failovers = 5,
-                              .last_failover_ms = 1234})
-                  .ok());
+  ASSERT_TRUE(
+      WriteHeartbeat(redis_.get(), cluster_, "a",
+                     {.unix_ms = 0,
+                      .sweep = 12,
+                      .keys = 3456,
+                      .documents = 100,
+                      .epoch = 7,
+                      .senders_retracted = 1,
+                      .reseed_refused = 2,
+                      .stale_refused = 3,
+                      .under_replicated = 4,
+                      .failovers = 5,
+                      .last_failover_ms = 1234,
+                      .log_likelihood = LogLikelihoodPart{.sweep = 10,
+                                                          .tokens = 900,
+                                                          .doc = -1234.5,
+                                                          .owned_word = -0.1}})
+          .ok());
   auto s = ReadClusterStatus(redis_.get(), cluster_);
   ASSERT_TRUE(s.ok()) << s.status();
   ASSERT_EQ(s->members.size(), 3u);
@@ -448,6 +453,11 @@ TEST_F(ClusterAdminTest, StatusShowsStatesAndHeartbeats) {
   EXPECT_EQ(s->members[0].heartbeat->under_replicated, 4u);
   EXPECT_EQ(s->members[0].heartbeat->failovers, 5u);
   EXPECT_EQ(s->members[0].heartbeat->last_failover_ms, 1234);
+  ASSERT_TRUE(s->members[0].heartbeat->log_likelihood.has_value());
+  EXPECT_EQ(s->members[0].heartbeat->log_likelihood->sweep, 10u);
+  EXPECT_EQ(s->members[0].heartbeat->log_likelihood->tokens, 900u);
+  EXPECT_EQ(s->members[0].heartbeat->log_likelihood->doc, -1234.5);
+  EXPECT_EQ(s->members[0].heartbeat->log_likelihood->owned_word, -0.1);
   EXPECT_LE(s->members[0].heartbeat->unix_ms, s->now_ms);
   EXPECT_GT(s->members[0].heartbeat->unix_ms, s->now_ms - 5000);
   EXPECT_EQ(s->members[1].state, MemberState::kLeaving);

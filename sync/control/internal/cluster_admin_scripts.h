@@ -188,15 +188,17 @@ history(ARGV[1], 'failed', redis.call('HGET', KEYS[4], 'node') or '',
 return {'ok'}
 )lua";
 
-// ARGV: id, sweep, keys, documents, epoch, retracted, reseeds, stale, the
-// alive key's TTL in ms (0: not written). KEYS[8]: the node's alive key.
+// ARGV: id, the heartbeat's fields after unix_ms (sweep ... last failover
+// ms, then the log-likelihood part's 4 if any), last the alive key's TTL
+// in ms (0: not written). KEYS[8]: the node's alive key.
 inline constexpr char kHeartbeatScript[] = R"lua(
 local err = wrong_type()
 if err then return err end
 local now = now_ms()
-redis.call('HSET', KEYS[7], ARGV[1], now .. ' ' .. table.concat(ARGV, ' ', 2, 11))
-if tonumber(ARGV[12]) > 0 then
-  redis.call('SET', KEYS[8], now, 'PX', ARGV[12])
+redis.call('HSET', KEYS[7], ARGV[1],
+           now .. ' ' .. table.concat(ARGV, ' ', 2, #ARGV - 1))
+if tonumber(ARGV[#ARGV]) > 0 then
+  redis.call('SET', KEYS[8], now, 'PX', ARGV[#ARGV])
 end
 return {'ok'}
 )lua";
