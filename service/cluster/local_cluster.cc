@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <random>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -17,22 +19,54 @@
 
 namespace latentd {
 
-absl::StatusOr<int> PickFreePort() {
+namespace {
+
+// Whether nothing holds `port` on 127.0.0.1 now (a bind succeeds).
+bool CanBind(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return absl::UnavailableError("socket() failed");
+  if (fd < 0) return false;
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    ::close(fd);
-    return absl::UnavailableError("cannot bind a loopback port");
-  }
-  const int port = ntohs(a.sin_port);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
   ::close(fd);
-  return port;
+  return ok;
+}
+
+// The first port of the kernel's ephemeral range (what a bind to port 0
+// gets), 32768 if it cannot be read.
+int FirstEphemeralPort() {
+  int first = 32768;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d", &first) != 1) first = 32768;
+    std::fclose(f);
+  }
+  return first;
+}
+
+}  // namespace
+
+absl::StatusOr<int> PickFreePort() {
+  // Drawn below the ephemeral range, so that no bind to port 0 (another
+  // daemon's listener, a client's socket) takes it before the caller
+  // binds it; at random, so that tests running side by side rarely draw
+  // the same port.
+  constexpr int kLowest = 10000;
+  const int last = FirstEphemeralPort() - 1;
+  if (last - kLowest < 1000) {
+    return absl::UnavailableError(absl::StrCat(
+        "no port range below the ephemeral ports (from ", last + 1, ")"));
+  }
+  thread_local std::mt19937 rng(std::random_device{}() ^
+                                static_cast<unsigned>(::getpid()));
+  std::uniform_int_distribution<int> draw(kLowest, last);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = draw(rng);
+    if (CanBind(port)) return port;
+  }
+  return absl::UnavailableError(
+      absl::StrCat("no free loopback port in ", kLowest, "..", last));
 }
 
 absl::StatusOr<std::unique_ptr<RedisProcess>> RedisProcess::Start(

@@ -44,7 +44,10 @@ class RedisProcess {
   int port_ = 0;
 };
 
-// A free TCP port on 127.0.0.1 (bound to port 0, then released).
+// A TCP port that nothing holds on 127.0.0.1, for a process the caller
+// starts to listen on: drawn at random below the kernel's ephemeral range,
+// so that no other socket's bind to port 0 can take it meanwhile. Thread-
+// safe.
 absl::StatusOr<int> PickFreePort();
 
 struct LocalClusterRun {
