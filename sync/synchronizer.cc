@@ -169,8 +169,13 @@ void Synchronizer::Loop() {
       // A resent batch serves no pass (it may be a budgeted subset); the
       // next fresh round does.
       c->round_pass = (!c->inflight && pass_due) ? pass_requested_ : 0;
-      c->round_complete = c->round_pass != 0 || complete_kick_ > c->served_kick;
-      if (!c->inflight) c->served_kick = kicks_;
+      c->round_complete = c->round_pass != 0 ||
+                          complete_kick_ > c->served_kick ||
+                          now - c->last_complete >= options_.max_key_delay;
+      if (!c->inflight) {
+        c->served_kick = kicks_;
+        if (c->round_complete) c->last_complete = now;
+      }
       mu_.Unlock();
       SendRound(c);
       mu_.Lock();

@@ -104,8 +104,14 @@ struct SynchronizerOptions {
   absl::Duration round_interval = absl::Milliseconds(10);
   // Background rounds (not passes, not complete kicks) send only the keys
   // whose AbelianTable::DirtyWeight is at least this; the others wait for
-  // a later round. 0 = every dirty key. Delays only, never loss.
+  // a later round. 0 = every dirty key. Delays only, never loss: see
+  // max_key_delay.
   uint32_t min_key_weight = 0;
+  // A background round that comes this long after its channel's last
+  // complete round is complete too, so a light key's change waits at most
+  // about this long even when nothing kicks (a node that stopped sampling
+  // and merges documents).
+  absl::Duration max_key_delay = absl::Seconds(2);
   // Pause before resending a failed batch.
   absl::Duration retry_interval = absl::Milliseconds(200);
   // The ring epoch stamped on batches until Reroute (0: unversioned).

@@ -42,6 +42,9 @@ struct Synchronizer::Channel {
   std::vector<uint32_t> inflight_keys;
   uint64_t round_pass = 0;      // Flush generation served, 0 = none
   bool round_complete = false;  // ignores min_key_weight
+  // When the last complete round was built (SynchronizerOptions::
+  // max_key_delay). Guarded by Synchronizer::mu_.
+  absl::Time last_complete = absl::InfinitePast();
   // The owner incarnation its last reply came from (0: none yet).
   uint64_t owner_incarnation = 0;
   // The owner restarted: the next round re-seeds it.

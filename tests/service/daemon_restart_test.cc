@@ -115,6 +115,40 @@ TEST(DaemonRestart, AWholeClusterKilledComesBackInAnyOrder) {
   cluster.StopAll();
 }
 
+// A node killed (SIGKILL) and restarted once the others have reached
+// --max-sweeps and stopped sampling: they re-seed its keys and it takes
+// theirs, so every node ends with the same counts, exact.
+TEST(DaemonRestart, ANodeRestartedAfterTheOthersFinishedEndsExact) {
+  TestCluster cluster({.name = "late"});
+  ASSERT_TRUE(cluster.ok());
+  const std::map<std::string, long long> freq =
+      WriteCorpusParts(cluster.dir(), kNodes);
+  ASSERT_FALSE(freq.empty());
+  std::vector<std::vector<std::string>> args(kNodes);
+  for (int i = 0; i < kNodes; ++i) {
+    args[i] = CorpusPartArgs(cluster.dir(), i);
+    for (const std::string& a : FixedPortArgs({"--listen"})) {
+      args[i].push_back(a);
+    }
+    for (const char* a : {"--max-sweeps", "30", "--replicas", "1"}) {
+      args[i].push_back(a);
+    }
+  }
+  ASSERT_TRUE(cluster.Start(args));
+  auto finished = [](const api::StatusResponse& s) { return !s.training(); };
+  for (int i = 0; i < kNodes; ++i) {
+    auto c = cluster.node(i)->Client(service::Protocol::kTcp);
+    auto s = WaitStatus(c.get(), finished, 120);
+    ASSERT_TRUE(s.ok()) << s.status() << cluster.node(i)->Log();
+  }
+  ASSERT_EQ(cluster.node(1)->Stop(SIGKILL, 10), SIGKILL);
+  ASSERT_TRUE(cluster.Restart(1)->ok()) << cluster.node(1)->Log();
+  std::printf("drained %.1f s after the restart\n",
+              DrainAndCheckExact(cluster, freq));
+  if (HasFailure()) std::printf("%s\n", cluster.Logs().c_str());
+  cluster.StopAll();
+}
+
 // The sync port a node had (kept in DIR/cluster.address) taken by another
 // process: the restarted node exits saying which port and what to do.
 TEST(DaemonRestart, ARestartWhoseSyncPortIsTakenSaysSo) {

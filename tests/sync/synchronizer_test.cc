@@ -624,5 +624,39 @@ TEST(ClockTable, NonMembersAreCappedAndCountNowhere) {
   EXPECT_EQ(c.MinClock(), 0u);
 }
 
+// A light change (below min_key_weight) with nothing kicking rounds, as on
+// a node that stopped sampling and merged a document: it reaches the owner
+// once max_key_delay has passed since the last complete round, and with no
+// such bound it never does.
+TEST(Synchronizer, ALightChangeWaitsAtMostMaxKeyDelay) {
+  for (const absl::Duration delay :
+       {absl::Milliseconds(50), absl::InfiniteDuration()}) {
+    OwnerShard shard(4);
+    FakeTable table({11}, 4);
+    SynchronizerOptions o;
+    o.node_id = "n";
+    o.round_interval = absl::Milliseconds(1);
+    o.min_key_weight = 100;
+    o.max_key_delay = delay;
+    std::vector<std::unique_ptr<OwnerChannel>> ch;
+    ch.push_back(MakeLocalChannel(&shard));
+    Synchronizer sync(o, &table, {0}, std::move(ch));
+    sync.Start();
+    // (The first round is complete: it finds nothing yet.)
+    absl::SleepFor(absl::Milliseconds(20));
+    table.Update(0, 2, 3);
+    const SparseVector want = {{2, 3}};
+    for (int i = 0; i < 100 && shard.Global(11) != want; ++i) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    if (delay == absl::InfiniteDuration()) {
+      EXPECT_TRUE(shard.Global(11).empty());
+      sync.Flush();  // a pass sends it
+    }
+    EXPECT_EQ(shard.Global(11), want) << delay;
+    sync.Stop();
+  }
+}
+
 }  // namespace
 }  // namespace latentd::sync
