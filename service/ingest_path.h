@@ -19,9 +19,8 @@
 // SetCluster, BeginStop and Stop from the thread that owns the service.
 // Locks: pending_mu_ (the queue, the sources and the stop and leave flags;
 // held across a log append, so the queue keeps log order) and copies_mu_
-// (the copies' index), and not_backups_mu_ (NotBackups' cache, held while
-// it reads Redis); none is held while another is taken, and no call to a
-// peer is made under any.
+// (the copies' index); neither is held while the other is taken, and no
+// call to a peer or to Redis is made under either.
 #ifndef LATENTD_SERVICE_INGEST_PATH_H_
 #define LATENTD_SERVICE_INGEST_PATH_H_
 
@@ -154,13 +153,9 @@ class IngestPath {
   // fsynced; kUnavailable naming the backup if one cannot (some backups
   // may hold copies then). A record's backups are the first members of
   // the placement ring for its key other than this node, the members
-  // NotBackups names and the node that handed the record off.
+  // leaving or down (ClusterLink::not_backups) and the node that handed
+  // the record off.
   absl::Status Replicate(const std::vector<IngestRecord>& records);
-  // The members of the ring `config` that hold no copies: those the
-  // cluster marks leaving or down (read from Redis once per ring version).
-  // While Redis cannot be read: none, retried at most once a second.
-  absl::flat_hash_set<std::string> NotBackups(
-      const hashring::RingConfig& config);
   // Drops the records whose source was ingested before, counting them.
   void DropKnownSources(std::vector<IngestRecord>* records)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending_mu_);
@@ -190,15 +185,6 @@ class IngestPath {
       std::string,
       absl::flat_hash_map<std::string, std::vector<std::vector<std::string>>>>
       copies_ ABSL_GUARDED_BY(copies_mu_);
-
-  // NotBackups' answer and the ring version it is for (0: none yet), and
-  // when Redis was last read for it.
-  absl::Mutex not_backups_mu_;
-  uint64_t not_backups_version_ ABSL_GUARDED_BY(not_backups_mu_) = 0;
-  absl::flat_hash_set<std::string> not_backups_
-      ABSL_GUARDED_BY(not_backups_mu_);
-  absl::Time not_backups_read_ ABSL_GUARDED_BY(not_backups_mu_) =
-      absl::InfinitePast();
 
   // The replica thread's (set before it starts): Redis and cluster name,
   // for reading which members are lost; origins that left by a removal it

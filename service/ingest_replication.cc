@@ -59,40 +59,6 @@ std::string_view HandedOffBy(const IngestRecord& r) {
 
 }  // namespace
 
-absl::flat_hash_set<std::string> IngestPath::NotBackups(
-    const hashring::RingConfig& config) {
-  absl::MutexLock lock(&not_backups_mu_);
-  if (not_backups_version_ == config.version) return not_backups_;
-  const absl::Time now = absl::Now();
-  if (now - not_backups_read_ < absl::Seconds(1)) return not_backups_;
-  not_backups_read_ = now;
-  absl::StatusOr<sync::ClusterStatus> status =
-      [&]() -> absl::StatusOr<sync::ClusterStatus> {
-    LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<sync::RedisClient> redis,
-                             sync::RedisClient::Connect(cluster_redis_url_));
-    return sync::ReadClusterStatus(redis.get(), cluster_name_);
-  }();
-  if (!status.ok()) {
-    LogWarning(absl::StrCat(
-        "reading which members are leaving (to choose replica backups) "
-        "failed; any member may be a backup until it is read: ",
-        status.status().message()));
-    not_backups_.clear();
-    return not_backups_;
-  }
-  not_backups_.clear();
-  for (const sync::MemberStatus& m : status->members) {
-    if (m.state == sync::MemberState::kLeaving ||
-        m.state == sync::MemberState::kDown) {
-      not_backups_.insert(m.id);
-    }
-  }
-  // (Each state change comes with a new epoch; states read past `config`
-  // only exclude a member a little earlier.)
-  not_backups_version_ = config.version;
-  return not_backups_;
-}
-
 absl::Status IngestPath::Replicate(const std::vector<IngestRecord>& records) {
   const ClusterLink* link = router_->link();
   if (link == nullptr || replicas_ == nullptr) return absl::OkStatus();
@@ -100,7 +66,7 @@ absl::Status IngestPath::Replicate(const std::vector<IngestRecord>& records) {
   LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const hashring::Ring> ring,
                            router_->ReplicaRing(config));
   const std::string& self = link->node_id();
-  const absl::flat_hash_set<std::string> excluded = NotBackups(config);
+  const absl::flat_hash_set<std::string> excluded = link->not_backups();
   const size_t wanted = options_.replicas - 1;
   absl::flat_hash_map<std::string, std::vector<const IngestRecord*>> by_backup;
   for (const IngestRecord& r : records) {

@@ -136,6 +136,11 @@ class ClusterLink {
     return follower_->ring();
   }
   uint64_t epoch() const { return follower_->epoch(); }
+  // The members of the ring in effect that hold no replica copies
+  // (leaving or down; RingFollower::not_backups). Any thread.
+  absl::flat_hash_set<std::string> not_backups() const {
+    return follower_->not_backups();
+  }
   // Key hand-offs of past epochs not yet taken by their new owners.
   size_t pending_handoffs() const { return follower_->pending_handoffs(); }
   // The documents this node trains on, for its heartbeat in Redis (about

@@ -22,6 +22,55 @@ void RingFollower::SetInitialRing(hashring::RingConfig config,
   ring_ = std::move(ring);
 }
 
+namespace {
+
+// The members that hold no replica copies (RingFollower::not_backups).
+absl::flat_hash_set<std::string> NotBackupsOf(const sync::ClusterStatus& st) {
+  absl::flat_hash_set<std::string> out;
+  for (const sync::MemberStatus& m : st.members) {
+    if (m.state == sync::MemberState::kLeaving ||
+        m.state == sync::MemberState::kDown) {
+      out.insert(m.id);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::flat_hash_set<std::string> RingFollower::not_backups() const {
+  absl::MutexLock l(&ring_mu_);
+  return not_backups_;
+}
+
+void RingFollower::TakeRing(const RingChange& c) {
+  absl::MutexLock l(&ring_mu_);
+  ring_config_ = c.next;
+  ring_ = c.ring;
+  if (c.not_backups.has_value()) {
+    not_backups_ = *c.not_backups;
+    not_backups_epoch_ = c.next.version;
+  }
+}
+
+absl::Status RingFollower::RefreshNotBackups(sync::RedisClient* redis) {
+  uint64_t epoch = 0;
+  {
+    absl::MutexLock l(&ring_mu_);
+    if (not_backups_epoch_ == ring_config_.version) return absl::OkStatus();
+    epoch = ring_config_.version;
+  }
+  LATENTD_ASSIGN_OR_RETURN(sync::ClusterStatus st,
+                           sync::ReadClusterStatus(redis, options_.cluster));
+  // (States read past `epoch` only exclude a member a little earlier: each
+  // state change comes with a new epoch.)
+  absl::MutexLock l(&ring_mu_);
+  if (ring_config_.version != epoch) return absl::OkStatus();
+  not_backups_ = NotBackupsOf(st);
+  not_backups_epoch_ = epoch;
+  return absl::OkStatus();
+}
+
 void RingFollower::Start(sync::Synchronizer* sync, sync::AbelianTable* table) {
   sync_ = sync;
   table_ = table;
@@ -126,6 +175,11 @@ void RingFollower::Watch() {
     if (change_.has_value()) {
       absl::Status s = AdvanceRingChange(redis.get());
       if (s.code() == absl::StatusCode::kUnavailable) redis.reset();
+      continue;
+    }
+    if (RefreshNotBackups(redis.get()).code() ==
+        absl::StatusCode::kUnavailable) {
+      redis.reset();
       continue;
     }
     absl::StatusOr<sync::RedisReply> reply = redis->Command({"GET", key});
@@ -308,7 +362,9 @@ absl::Status RingFollower::BeginRingChange(const hashring::RingConfig& next,
                        .leave = leave,
                        .lost = std::move(lost),
                        .failover = failover,
-                       .detected_age_ms = detected_age_ms};
+                       .detected_age_ms = detected_age_ms,
+                       .not_backups = std::nullopt};
+  if (st.ok()) change_->not_backups = NotBackupsOf(*st);
   ring_changing_.store(true);
   SendHandoffs();
   return absl::OkStatus();
@@ -331,11 +387,7 @@ absl::Status RingFollower::AdvanceRingChange(sync::RedisClient* redis) {
     // this node's rounds goes on.
     options_.info(absl::StrCat("ring epoch ", c.next.version,
                                ": every key of this node handed off"));
-    {
-      absl::MutexLock l(&ring_mu_);
-      ring_config_ = c.next;  // followed (not to be begun again)
-      ring_ = c.ring;
-    }
+    TakeRing(c);  // followed (not to be begun again)
     change_.reset();
     ring_changing_.store(false);
     left_.store(true);
@@ -378,10 +430,8 @@ absl::Status RingFollower::AdvanceRingChange(sync::RedisClient* redis) {
     }
     LATENTD_RETURN_IF_ERROR(sync_->Reroute(c.next.version, std::move(key_owner),
                                            std::move(channels), lost_channels));
-    absl::MutexLock l(&ring_mu_);
-    before = std::move(ring_config_);
-    ring_config_ = c.next;
-    ring_ = c.ring;
+    before = ring_config();
+    TakeRing(c);
   }
   // The change is over: only the new ring's members send from here on.
   parts_.owner->SetAdmission(c.next.version, AdmissionFor(c.next, c.ring));

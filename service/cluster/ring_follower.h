@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -95,6 +96,10 @@ class RingFollower {
   hashring::RingConfig ring_config() const;
   std::shared_ptr<const hashring::Ring> ring() const;
   uint64_t epoch() const;
+  // The members of the ring in effect that hold no replica copies: those
+  // the cluster marks leaving or down, read from Redis with each epoch
+  // (empty until read). Any thread.
+  absl::flat_hash_set<std::string> not_backups() const;
   // Runs `add` with no ring change taking effect meanwhile, with the ring
   // the rounds route by (new keys are routed by it).
   absl::Status WithRoute(
@@ -150,6 +155,9 @@ class RingFollower {
   mutable absl::Mutex ring_mu_;
   hashring::RingConfig ring_config_ ABSL_GUARDED_BY(ring_mu_);
   std::shared_ptr<const hashring::Ring> ring_ ABSL_GUARDED_BY(ring_mu_);
+  // not_backups() and the epoch it was read for (0: none yet).
+  absl::flat_hash_set<std::string> not_backups_ ABSL_GUARDED_BY(ring_mu_);
+  uint64_t not_backups_epoch_ ABSL_GUARDED_BY(ring_mu_) = 0;
 
   // Watcher thread only: hand-offs not yet imported by their new owners,
   // the last epoch whose refusal was logged, and the change in progress.
@@ -170,8 +178,15 @@ class RingFollower {
     // node began following it (at `since`).
     bool failover = false;
     int64_t detected_age_ms = 0;
+    // not_backups() as read when the change began (unset: not read).
+    std::optional<absl::flat_hash_set<std::string>> not_backups;
   };
   std::optional<RingChange> change_;
+  // Puts the ring `c` moves to in effect here (ring_config(), ring() and,
+  // when read, not_backups()).
+  void TakeRing(const RingChange& c);
+  // Reads not_backups() for the ring in effect unless it is read already.
+  absl::Status RefreshNotBackups(sync::RedisClient* redis);
   std::atomic<size_t> outgoing_count_{0};
   std::atomic<bool> ring_changing_{false};
   // Keys and bytes handed off by the latest change.
