@@ -9,6 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "base/status_macros.h"
+#include "sync/control/drain.h"
 #include "sync/control/membership.h"
 
 namespace latentd {
@@ -158,6 +161,23 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
       "The node is gone for good (dead, its disk lost): take its documents' "
       "counts out of the model without it");
   AddMoveOptions(c->remove_node, c);
+  c->drain = c->cluster_cmd->add_subcommand(
+      "drain",
+      "Pause sampling on every member, push and pull every change, and wait "
+      "until every ring member holds the same table (the same checksum in "
+      "its heartbeat): settled. Sampling stays paused until `cluster "
+      "resume`");
+  AddMoveOptions(c->drain, c);
+  c->resume = c->cluster_cmd->add_subcommand(
+      "resume", "End a drain: the members sample again");
+  c->resume
+      ->add_option("--cluster-redis", c->redis_url,
+                   "Redis holding the cluster, as the nodes' --cluster-redis "
+                   "(or $LATENTD_CLUSTER_REDIS)")
+      ->envname("LATENTD_CLUSTER_REDIS")
+      ->required();
+  c->resume->add_option("--cluster", c->cluster, "Name of the cluster")
+      ->capture_default_str();
 }
 
 namespace {
@@ -244,6 +264,52 @@ absl::Status RunRemoveNode(const ClusterCommands& c, sync::RedisClient* redis,
   return absl::OkStatus();
 }
 
+// Requests a drain and waits until the cluster is settled.
+absl::Status RunDrain(const ClusterCommands& c, sync::RedisClient* redis,
+                      FILE* out) {
+  LATENTD_RETURN_IF_ERROR(sync::SetDrain(redis, c.cluster, true));
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + absl::Seconds(c.timeout_seconds);
+  absl::Time next_progress = start + absl::Seconds(5);
+  for (;;) {
+    LATENTD_ASSIGN_OR_RETURN(sync::ClusterStatus st,
+                             sync::ReadClusterStatus(redis, c.cluster));
+    const sync::Settlement s = sync::ReadSettlement(st);
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    if (s.settled) {
+      size_t members = 0;
+      for (const sync::MemberStatus& m : st.members) members += m.in_ring;
+      if (c.json) {
+        absl::FPrintF(out,
+                      "{\"settled\":true,\"epoch\":%d,\"members\":%d,"
+                      "\"checksum\":\"%x\",\"seconds\":%.3f}\n",
+                      st.epoch, members, s.checksum, seconds);
+      } else {
+        absl::FPrintF(out,
+                      "settled: the %d members of epoch %d hold the same "
+                      "table (checksum %x) after %.1f s; sampling stays "
+                      "paused until `latentctl cluster resume`\n",
+                      members, st.epoch, s.checksum, seconds);
+      }
+      return absl::OkStatus();
+    }
+    const absl::Time now = absl::Now();
+    if (now >= deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "not settled after ", c.timeout_seconds, " s (",
+          absl::StrJoin(s.waiting, "; "),
+          "); the drain stays requested: run drain again to wait more, or "
+          "resume"));
+    }
+    if (now >= next_progress) {
+      next_progress = now + absl::Seconds(5);
+      absl::FPrintF(stderr, "draining for %.0f s: %s\n", seconds,
+                    absl::StrJoin(s.waiting, "; "));
+    }
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+}
+
 }  // namespace
 
 std::optional<absl::Status> RunClusterCommands(const ClusterCommands& c,
@@ -251,7 +317,9 @@ std::optional<absl::Status> RunClusterCommands(const ClusterCommands& c,
   const bool status = c.status != nullptr && c.status->parsed();
   const bool add = c.add_node != nullptr && c.add_node->parsed();
   const bool remove = c.remove_node != nullptr && c.remove_node->parsed();
-  if (!status && !add && !remove) return std::nullopt;
+  const bool drain = c.drain != nullptr && c.drain->parsed();
+  const bool resume = c.resume != nullptr && c.resume->parsed();
+  if (!status && !add && !remove && !drain && !resume) return std::nullopt;
   // hiredis writes with write(2): a Redis that goes away mid-command must
   // give an error, not kill latentctl with SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
@@ -260,6 +328,12 @@ std::optional<absl::Status> RunClusterCommands(const ClusterCommands& c,
   if (!redis.ok()) return redis.status();
   if (add) return RunAddNode(c, redis->get(), out);
   if (remove) return RunRemoveNode(c, redis->get(), out);
+  if (drain) return RunDrain(c, redis->get(), out);
+  if (resume) {
+    absl::Status s = sync::SetDrain(redis->get(), c.cluster, false);
+    if (s.ok()) std::fputs("drain ended: the members sample again\n", out);
+    return s;
+  }
   absl::StatusOr<sync::ClusterStatus> read =
       sync::ReadClusterStatus(redis->get(), c.cluster);
   if (!read.ok()) return read.status();
@@ -327,6 +401,19 @@ std::string FormatClusterStatusText(const sync::ClusterStatus& s) {
   absl::StrAppend(
       &out, "move: ", s.move ? sync::DescribeMove(*s.move, s.now_ms) : "none",
       "\n");
+  if (s.drain_requested) {
+    const sync::Settlement settled = sync::ReadSettlement(s);
+    absl::StrAppend(
+        &out, "drain: requested; ",
+        settled.settled
+            ? absl::StrCat("settled (checksum ", absl::Hex(settled.checksum),
+                           ")")
+            : absl::StrCat("not settled (",
+                           absl::StrJoin(settled.waiting, "; "), ")"),
+        "\n");
+  } else {
+    absl::StrAppend(&out, "drain: none (sampling)\n");
+  }
   const ClusterLogLikelihood ll = SumLogLikelihood(s);
   if (ll.per_token) {
     absl::StrAppendFormat(&out,
@@ -389,6 +476,14 @@ std::string FormatClusterStatusJson(const sync::ClusterStatus& s) {
     absl::StrAppend(&out, "}");
   }
   absl::StrAppend(&out, "],\"move\":", s.move ? MoveJson(*s.move) : "null");
+  const sync::Settlement settled = sync::ReadSettlement(s);
+  absl::StrAppend(
+      &out, ",\"drain\":{\"requested\":", s.drain_requested ? "true" : "false",
+      ",\"settled\":", s.drain_requested && settled.settled ? "true" : "false",
+      settled.settled
+          ? absl::StrCat(",\"checksum\":\"", absl::Hex(settled.checksum), "\"")
+          : std::string(),
+      "}");
   const ClusterLogLikelihood ll = SumLogLikelihood(s);
   absl::StrAppend(&out, ",\"logLikelihood\":{\"perToken\":",
                   ll.per_token ? absl::StrFormat("%.17g", *ll.per_token)

@@ -32,6 +32,16 @@
 // unknown or pending node, the last node, a move already running, a down
 // node without --lost.
 //
+//   latentctl cluster drain --cluster-redis URL [--cluster NAME]
+//                           [--timeout SECONDS] [--json]
+//   latentctl cluster resume --cluster-redis URL [--cluster NAME]
+//
+// drain asks every member to pause sampling and push and pull every change
+// (sync/control/drain.h), and waits until every ring member reports the
+// same table checksum: settled, every node holds the same global table.
+// The drain stays requested (sampling paused) until resume, also when the
+// wait times out (kDeadlineExceeded naming who is not settled).
+//
 // Thread-safety: reentrant; each run opens its own Redis connection.
 #ifndef LATENTD_CLI_CLUSTER_COMMANDS_H_
 #define LATENTD_CLI_CLUSTER_COMMANDS_H_
@@ -61,10 +71,12 @@ struct ClusterCommands {
   CLI::App* status = nullptr;
   CLI::App* add_node = nullptr;
   CLI::App* remove_node = nullptr;
+  CLI::App* drain = nullptr;
+  CLI::App* resume = nullptr;
 };
 
-// Adds `cluster` and its subcommands `status`, `add-node` and
-// `remove-node` to `app`.
+// Adds `cluster` and its subcommands `status`, `add-node`, `remove-node`,
+// `drain` and `resume` to `app`.
 void AddClusterCommands(CLI::App* app, ClusterCommands* commands);
 
 // Runs the cluster subcommand that was parsed; nullopt if none was.

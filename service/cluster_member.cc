@@ -1,5 +1,6 @@
 #include "service/cluster_member.h"
 
+#include <algorithm>
 #include <span>
 #include <utility>
 #include <vector>
@@ -120,6 +121,7 @@ absl::Status ClusterMember::BeforeSweep(uint64_t* t) {
     return absl::FailedPreconditionError(
         "this cluster node stopped sampling after a failed sweep");
   }
+  link_->set_settled_checksum(0);  // sampling again: not settled
   *t = link_->sweep() + 1;
   return link_->BeforeSweep(*t);
 }
@@ -226,6 +228,50 @@ absl::Status ClusterMember::GrowTable(Trainer* trainer,
     synced_->AddWords(keys, names);
     return absl::OkStatus();
   });
+}
+
+namespace {
+
+uint64_t Mix(uint64_t x) {  // splitmix64's finalizer
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// An order-free checksum of a table's non-zero counts, by word key (not by
+// word id, which differs between nodes), and of its topic totals.
+uint64_t TableChecksum(const TopicTable& table, const Vocabulary& vocab) {
+  uint64_t sum = 0;
+  auto add = [&sum](uint64_t key, TopicId k, int64_t count) {
+    sum += Mix(key ^ Mix(uint64_t{k} ^ Mix(static_cast<uint64_t>(count))));
+  };
+  const size_t words = std::min(vocab.size(), table.vocab_size());
+  for (size_t w = 0; w < words; ++w) {
+    const uint64_t key = vocab.key(static_cast<WordId>(w));
+    table.ForEachNonZero(static_cast<WordId>(w),
+                         [&](TopicId k, Count c) { add(key, k, c); });
+  }
+  for (TopicId k = 0; k < table.num_topics(); ++k) {
+    if (table.TopicTotal(k) != 0) {
+      add(sync::kTopicTotalsKey, k, table.TopicTotal(k));
+    }
+  }
+  return sum == 0 ? 1 : sum;  // (0 reads as "not settled")
+}
+
+}  // namespace
+
+bool ClusterMember::drain_requested() const {
+  return joined() && link_->drain_requested();
+}
+
+absl::StatusOr<bool> ClusterMember::DrainStep(Trainer* trainer,
+                                              const Vocabulary& vocab) {
+  const sync::Synchronizer::PassResult pass = link_->DrainPass();
+  LATENTD_RETURN_IF_ERROR(synced_->ApplyPending());
+  link_->set_settled_checksum(
+      pass.quiet ? TableChecksum(trainer->table(), vocab) : 0);
+  return !pass.quiet;
 }
 
 void ClusterMember::Finish() {

@@ -102,6 +102,14 @@ class ClusterMember {
   // happens.
   absl::Status Leave(Trainer* trainer, const Vocabulary& vocab);
 
+  // Drain (sync/control/drain.h): whether the cluster asks its members to
+  // pause sampling and settle. DrainStep, while it does: one pass pushing
+  // and pulling every change, what it brought applied to `trainer`'s
+  // table; once a pass finds nothing to send or receive, the checksum of
+  // the table (its words by key, and the topic totals) goes in this node's
+  // heartbeat. Returns whether the table changed.
+  bool drain_requested() const;
+  absl::StatusOr<bool> DrainStep(Trainer* trainer, const Vocabulary& vocab);
   // Sampling ended here: stops holding back SSP peers (once).
   void Finish();
   bool finished() const { return finished_.load(); }

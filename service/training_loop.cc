@@ -188,17 +188,33 @@ void TrainingLoop::UpdateSamplingState() {
   ClusterMember& cluster = *parts_.cluster;
   ClusterRouter& router = *parts_.router;
   training_ = !SamplingStopped();
+  const bool drain = cluster.drain_requested();
   std::string reason;
   if (!training_ && !router.failed()) {
     reason = router.left() ? std::string("it left its cluster")
-                           : absl::StrCat("--max-sweeps ", options_.max_sweeps,
-                                          " reached");
+             : drain       ? std::string(
+                                 "its cluster is draining (latentctl "
+                                       "cluster resume ends that)")
+                     : absl::StrCat("--max-sweeps ", options_.max_sweeps,
+                                    " reached");
   }
   {
     absl::MutexLock l(&view_mu_);
     stopped_reason_ = std::move(reason);
   }
   if (training_ || !cluster.joined() || router.left()) return;
+  if (drain) {
+    // Paused, not finished: push and pull until nothing is left, then
+    // report the table's checksum (sync/control/drain.h).
+    absl::StatusOr<bool> changed = cluster.DrainStep(trainer_.get(), vocab_);
+    if (!changed.ok()) {
+      log::Warning("latentd",
+                   absl::StrCat("cluster drain: ", changed.status().message()));
+    } else if (*changed) {
+      pending_merged_ = true;  // publish
+    }
+    return;
+  }
   // Not sampling: stop holding back SSP peers, and keep the view in step
   // with the globals the background rounds bring.
   cluster.Finish();
@@ -218,7 +234,8 @@ void TrainingLoop::UpdateSamplingState() {
 bool TrainingLoop::SamplingStopped() const {
   return (options_.max_sweeps > 0 &&
           trainer_->sweep() >= options_.max_sweeps) ||
-         parts_.router->failed() || parts_.router->left();
+         parts_.router->failed() || parts_.router->left() ||
+         parts_.cluster->drain_requested();
 }
 
 bool TrainingLoop::SweepOnce() {

@@ -361,6 +361,9 @@ sync::Heartbeat ClusterLink::Heartbeat() const {
     absl::MutexLock lock(&ll_mu_);
     beat.log_likelihood = ll_part_;
   }
+  if (drain_requested()) {
+    beat.settled_checksum = settled_checksum_.load(std::memory_order_relaxed);
+  }
   beat.epoch = epoch();
   const sync::OwnerShardStats st = owner_->stats();
   beat.senders_retracted = st.senders_retracted;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "service/cluster/failure_judge.h"
+#include "sync/control/drain.h"
 
 namespace latentd {
 
@@ -79,6 +80,7 @@ void LivenessMonitor::Loop() {
         lost_at = absl::InfiniteFuture();
       }
     }
+    if (s.ok()) s = ReadDrain(redis.get());
     if (s.ok() && timeout > absl::ZeroDuration() && parts_.may_judge()) {
       s = DetectFailure(redis.get(), &judge, absl::Now() >= detect_from);
     }
@@ -87,6 +89,17 @@ void LivenessMonitor::Loop() {
       redis.reset();
     }
   }
+}
+
+absl::Status LivenessMonitor::ReadDrain(sync::RedisClient* redis) {
+  LATENTD_ASSIGN_OR_RETURN(bool drain,
+                           sync::DrainRequested(redis, options_.cluster));
+  if (drain_requested_.exchange(drain) != drain) {
+    options_.info(drain ? "cluster drain requested: sampling pauses while "
+                          "every change is pushed and pulled"
+                        : "cluster drain ended: sampling resumes");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status LivenessMonitor::DetectFailure(sync::RedisClient* redis,

@@ -7,13 +7,15 @@
 // seeing it, one wins). While Redis is away nothing is declared; once it is
 // back every member gets a failure timeout from this node's first beat to
 // beat again before it is judged. The first beat is written at Start, so a
-// restarted node beats before anyone looks at its heartbeat again.
+// restarted node beats before anyone looks at its heartbeat again. With
+// each beat it reads whether a drain is requested (drain_requested()).
 //
 // Thread-safety: Start and Stop from one thread; the callbacks run on the
 // liveness thread.
 #ifndef LATENTD_SERVICE_CLUSTER_LIVENESS_MONITOR_H_
 #define LATENTD_SERVICE_CLUSTER_LIVENESS_MONITOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -52,14 +54,20 @@ class LivenessMonitor {
   void Start();
   // Returns once the thread has. Idempotent.
   void Stop();
+  // Whether a drain of the cluster is requested (sync/control/drain.h), as
+  // read with the latest heartbeat. Any thread.
+  bool drain_requested() const { return drain_requested_.load(); }
 
  private:
   void Loop();
+  // Reads whether a drain is requested into drain_requested_.
+  absl::Status ReadDrain(sync::RedisClient* redis);
   // Reads the cluster's status for `judge` and declares down the member it
   // names (only learning who beats unless `may_declare`).
   absl::Status DetectFailure(sync::RedisClient* redis, FailureJudge* judge,
                              bool may_declare);
 
+  std::atomic<bool> drain_requested_{false};
   const ClusterLinkOptions& options_;
   const Parts parts_;
   StopSignal stop_;

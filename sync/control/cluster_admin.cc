@@ -7,11 +7,13 @@
 #include <utility>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "sync/control/drain.h"
 #include "sync/control/internal/cluster_admin_scripts.h"
 #include "sync/control/internal/cluster_admin_snapshot.h"
 #include "sync/transport/transport.h"
@@ -187,8 +189,17 @@ absl::StatusOr<std::optional<MoveRecord>> ParseMove(const RedisReply& flat,
 absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
                                          const std::string& id,
                                          const std::string& value) {
-  const std::vector<std::string> parts = absl::StrSplit(value, ' ');
+  std::vector<std::string> parts = absl::StrSplit(value, ' ');
   Heartbeat hb;
+  if (parts.size() > 4 && absl::StartsWith(parts.back(), "s=")) {
+    if (!absl::SimpleHexAtoi(parts.back().substr(2), &hb.settled_checksum) ||
+        hb.settled_checksum == 0) {
+      return Corrupt(key, absl::StrCat("field ", Quote(id), " ends with ",
+                                       Quote(parts.back()),
+                                       ", not s=HEX (a non-zero checksum)"));
+    }
+    parts.pop_back();
+  }
   const bool has_ll = parts.size() == 15;
   hb.has_replication = parts.size() == 11 || has_ll;
   hb.has_counters = parts.size() == 8 || hb.has_replication;
@@ -215,7 +226,8 @@ absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
                                      "[epoch retracted reseeds stale "
                                      "[under-replicated failovers "
                                      "last-failover-ms [ll-sweep "
-                                     "ll-tokens doc-ll owned-word-ll]]]'"));
+                                     "ll-tokens doc-ll owned-word-ll]]] "
+                                     "[s=HEX]'"));
   }
   if (has_ll) hb.log_likelihood = ll;
   return hb;
@@ -412,6 +424,7 @@ ClusterKeys::ClusterKeys(std::string_view cluster)
   move = prefix_ + "move";
   epochs = prefix_ + "epochs";
   heartbeats = prefix_ + "heartbeats";
+  drain = prefix_ + "drain";
 }
 
 std::string ClusterKeys::Alive(std::string_view id) const {
@@ -715,6 +728,7 @@ absl::StatusOr<ClusterStatus> ReadClusterStatus(RedisClient* redis,
       out.members.begin(), out.members.end(),
       [](const MemberStatus& a, const MemberStatus& b) { return a.id < b.id; });
   out.ring = std::move(s.ring);
+  LATENTD_ASSIGN_OR_RETURN(out.drain_requested, DrainRequested(redis, cluster));
   return out;
 }
 
@@ -741,6 +755,9 @@ absl::Status WriteHeartbeat(RedisClient* redis, std::string_view cluster,
                           absl::StrFormat("%.17g", ll->owned_word)}) {
       args.push_back(std::move(v));
     }
+  }
+  if (heartbeat.settled_checksum != 0) {
+    args.push_back(absl::StrCat("s=", absl::Hex(heartbeat.settled_checksum)));
   }
   args.push_back(std::to_string(
       std::max<int64_t>(0, absl::ToInt64Milliseconds(alive_for))));

@@ -155,6 +155,7 @@ inline constexpr uint64_t kMaxCounterIncrement = uint64_t{1} << 48;
 struct ClusterKeys {
   explicit ClusterKeys(std::string_view cluster);
   std::string members, ring, pending, states, move, epochs, heartbeats;
+  std::string drain;  // set while a drain is requested (sync/control/drain.h)
   // latentd:NAME:alive:ID for node `id`.
   std::string Alive(std::string_view id) const;
 
@@ -246,6 +247,10 @@ struct Heartbeat {
   // Its latest log-likelihood part; absent before it evaluated a sweep
   // (or from an older node).
   std::optional<LogLikelihoodPart> log_likelihood = std::nullopt;
+  // While a drain is requested and its last pass found nothing to send or
+  // receive: the checksum of its table (sync/control/drain.h); else 0.
+  // Written as a last field "s=HEX" when not 0.
+  uint64_t settled_checksum = 0;
 };
 
 struct MemberStatus {
@@ -268,6 +273,9 @@ struct ClusterStatus {
   std::vector<MemberStatus> members;
   std::optional<MoveRecord> move;  // the latest move, nullopt if none ever
   int64_t now_ms = 0;              // Redis time when this was read
+  // Whether a drain is requested (sync/control/drain.h; read just after
+  // the rest).
+  bool drain_requested = false;
 };
 
 // One line for logs and errors: "add n3, epoch 4 -> 5, phase keys, running

@@ -34,10 +34,6 @@ using service::Protocol;
 constexpr int kNodes = 3;
 
 // The sweeps `d` has completed.
-uint64_t Sweep(Daemon* d) {
-  return static_cast<uint64_t>(Metric(d, "latentd_sweeps_total"));
-}
-
 // Starts the three nodes of `cluster` on the thirds WriteCorpusParts wrote into
 // its directory, node i with `extra[i]` (if given) added to its arguments;
 // true if all serve.
@@ -85,11 +81,11 @@ void RemoveOneMidTraining(const std::string& mode) {
   ASSERT_TRUE(c_status.ok()) << c_status.status() << c->Log();
   const uint64_t c_documents = c_status->documents();
   EXPECT_EQ(c_documents, corpus / kNodes);
-  for (int i = 0; i < 1200 && Sweep(c) < 3; ++i) {
+  for (int i = 0; i < 1200 && Sweeps(c) < 3; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_GE(Sweep(c), 3u) << c->Log();
-  ASSERT_LT(Sweep(a), 30u) << "A must still be training";
+  ASSERT_GE(Sweeps(c), 3u) << c->Log();
+  ASSERT_LT(Sweeps(a), 30u) << "A must still be training";
 
   std::vector<std::string> remove = {
       "cluster",       "remove-node", c->tcp(), "--cluster-redis",
@@ -180,10 +176,10 @@ TEST(ClusterShrink, AHandoffTheOthersRefuseFailsTheRemovalAndSaysWhy) {
   ASSERT_TRUE(StartThirds(
       &cluster, {ab, ab, tokens("tokens_c", "admin-c-0123456789abcdef")}));
   Daemon* c = cluster.node(2);
-  for (int i = 0; i < 1200 && Sweep(c) < 2; ++i) {
+  for (int i = 0; i < 1200 && Sweeps(c) < 2; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  ASSERT_GE(Sweep(c), 2u) << c->Log();
+  ASSERT_GE(Sweeps(c), 2u) << c->Log();
 
   auto [rc, out] =
       Latentctl({"cluster", "remove-node", c->tcp(), "--cluster-redis",

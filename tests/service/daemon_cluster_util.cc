@@ -64,6 +64,19 @@ std::string UniqueWord(int i) {
   return w;
 }
 
+uint64_t Sweeps(Daemon* daemon) {
+  return static_cast<uint64_t>(Metric(daemon, "latentd_sweeps_total"));
+}
+
+uint64_t AwaitSweeps(Daemon* daemon, uint64_t n, int seconds) {
+  uint64_t sweeps = Sweeps(daemon);
+  for (int t = 0; t < seconds * 20 && sweeps < n; ++t) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    sweeps = Sweeps(daemon);
+  }
+  return sweeps;
+}
+
 std::string ExportCounts(Daemon* daemon, const std::string& out_dir) {
   auto [rc, text] = Latentctl(
       {"export", "--addr", daemon->tcp(), "--out", out_dir, "--overwrite"});

@@ -29,6 +29,10 @@ std::pair<int, std::string> Latentctl(const std::vector<std::string>& args);
 // The value of the unlabelled sample `name` in `daemon`'s /metrics; -1 if
 // it is missing or the scrape failed (a test failure then).
 double Metric(Daemon* daemon, const std::string& name);
+// The sweeps `daemon` has made (latentd_sweeps_total), and the sweeps it
+// has once they are at least `n`, waiting up to `seconds` (fewer then).
+uint64_t Sweeps(Daemon* daemon);
+uint64_t AwaitSweeps(Daemon* daemon, uint64_t n, int seconds = 60);
 
 // A word no corpus of the tests has and no other call's: "zq" and the
 // letters of `i` in base 26.

@@ -50,10 +50,6 @@ const sync::MemberStatus* FindMember(const sync::ClusterStatus& st,
 }
 
 // The sweeps `d` has completed (its counter, not the published model's).
-uint64_t Sweep(Daemon* d) {
-  return static_cast<uint64_t>(Metric(d, "latentd_sweeps_total"));
-}
-
 // Cluster "failover" with a failure timeout of 1 s (what these tests
 // test), Redis persistent if `persistent_redis`.
 TestClusterOptions FailoverOptions(bool persistent_redis = false) {
@@ -101,11 +97,11 @@ bool StartThirds(TestCluster* cluster,
                  const std::vector<std::vector<std::string>>& args) {
   if (!cluster->Start(args)) return false;
   Daemon* c = cluster->node(2);
-  for (int i = 0; i < 1200 && Sweep(c) < 3; ++i) {
+  for (int i = 0; i < 1200 && Sweeps(c) < 3; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  EXPECT_GE(Sweep(c), 3u) << c->Log();
-  return Sweep(c) >= 3;
+  EXPECT_GE(Sweeps(c), 3u) << c->Log();
+  return Sweeps(c) >= 3;
 }
 
 // Polls Redis (for up to 15 s) until member `id` is down and the failover
@@ -164,8 +160,8 @@ void KillFailOverAndReturn(const char* consistency) {
   const uint64_t epoch_before = ReadStatus(cluster).epoch;
   ASSERT_GE(epoch_before, 1u);
   const std::string c_id = c->tcp();
-  const uint64_t a_at_kill = Sweep(a), b_at_kill = Sweep(b);
-  const uint64_t c_at_kill = Sweep(c);
+  const uint64_t a_at_kill = Sweeps(a), b_at_kill = Sweeps(b);
+  const uint64_t c_at_kill = Sweeps(c);
   ASSERT_LT(a_at_kill + 10, 60u) << "the survivors must still be training";
   const Clock::time_point killed = Clock::now();
   // Redis stamps the failover move with its own clock (unix ms), the same
@@ -182,7 +178,7 @@ void KillFailOverAndReturn(const char* consistency) {
   // Sampling never stops on the survivors: both sweep on within 2 s.
   bool advanced = false;
   while (!advanced && Clock::now() - killed < std::chrono::seconds(2)) {
-    advanced = Sweep(a) > a_at_kill && Sweep(b) > b_at_kill;
+    advanced = Sweeps(a) > a_at_kill && Sweeps(b) > b_at_kill;
     if (!advanced) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_TRUE(advanced) << "a survivor did not complete a sweep within 2 s "
@@ -194,11 +190,11 @@ void KillFailOverAndReturn(const char* consistency) {
     // plus the staleness, a survivor waits until C no longer counts.
     const uint64_t past = c_at_kill + 1 + 1 + 1;
     while (Clock::now() - killed < std::chrono::seconds(10) &&
-           (Sweep(a) <= past || Sweep(b) <= past)) {
+           (Sweeps(a) <= past || Sweeps(b) <= past)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    EXPECT_GT(Sweep(a), past) << a->Log();
-    EXPECT_GT(Sweep(b), past) << b->Log();
+    EXPECT_GT(Sweeps(a), past) << a->Log();
+    EXPECT_GT(Sweeps(b), past) << b->Log();
     std::printf(
         "%s: both survivors past C's clock + staleness %.2f s after "
         "the kill\n",
@@ -353,11 +349,11 @@ TEST(DaemonFailover, AStoppedDaemonDeclaredDownReturnsByItself) {
   Daemon* c = cluster.node(2);
   const std::string c_id = c->tcp();
   const uint64_t epoch_before = ReadStatus(cluster).epoch;
-  const uint64_t a_at_stop = Sweep(a), b_at_stop = Sweep(b);
+  const uint64_t a_at_stop = Sweeps(a), b_at_stop = Sweeps(b);
   ASSERT_EQ(::kill(c->pid(), SIGSTOP), 0);
   const sync::ClusterStatus down = AwaitDown(cluster, c_id);
-  EXPECT_GT(Sweep(a), a_at_stop);
-  EXPECT_GT(Sweep(b), b_at_stop);
+  EXPECT_GT(Sweeps(a), a_at_stop);
+  EXPECT_GT(Sweeps(b), b_at_stop);
   ASSERT_EQ(::kill(c->pid(), SIGCONT), 0);
   const sync::MemberStatus* c_down = FindMember(down, c_id);
   ASSERT_NE(c_down, nullptr);
@@ -403,7 +399,7 @@ TEST(DaemonRedisOutage, TrainingGoesOnAndNobodyIsDeclaredDown) {
 
   auto sweeps = [&]() {
     std::vector<uint64_t> v;
-    for (Daemon* n : d) v.push_back(Sweep(n));
+    for (Daemon* n : d) v.push_back(Sweeps(n));
     return v;
   };
   const std::vector<uint64_t> at_kill = sweeps();

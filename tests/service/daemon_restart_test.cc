@@ -39,10 +39,6 @@ namespace {
 
 constexpr int kNodes = 3;
 
-uint64_t Sweep(Daemon* d) {
-  return static_cast<uint64_t>(Metric(d, "latentd_sweeps_total"));
-}
-
 TEST(DaemonRestart, AWholeClusterKilledComesBackInAnyOrder) {
   auto env = [](const char* name, uint32_t fallback) {
     const char* s = std::getenv(name);
@@ -75,10 +71,7 @@ TEST(DaemonRestart, AWholeClusterKilledComesBackInAnyOrder) {
   ASSERT_TRUE(cluster.Start(args));
   for (int i = 0; i < kNodes; ++i) {
     Daemon* d = cluster.node(i);
-    for (int t = 0; t < 1200 && Sweep(d) < 3; ++t) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ASSERT_GE(Sweep(d), 3u) << d->Log();
+    ASSERT_GE(AwaitSweeps(d, 3), 3u) << d->Log();
   }
   const sync::ClusterStatus before = ReadStatus(cluster.redis(), "restart");
 

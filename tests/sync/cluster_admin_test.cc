@@ -24,6 +24,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "hashring/ring_config.h"
+#include "sync/control/drain.h"
 #include "sync/control/membership.h"
 #include "tests/sync/unix_redis.h"
 
@@ -466,6 +467,42 @@ TEST_F(ClusterAdminTest, StatusShowsStatesAndHeartbeats) {
   EXPECT_EQ(s->members[2].address, "10.0.0.3:7");
   EXPECT_FALSE(s->members[2].in_ring);
   EXPECT_EQ(s->move->mode, RemoveMode::kDrop);
+}
+
+// A drain request reads back in the status; each ring member's settled
+// checksum rides in its heartbeat, and the cluster is settled only when
+// every ring member reports the same one.
+TEST_F(ClusterAdminTest, DrainIsSettledWhenEveryMemberHasOneChecksum) {
+  WriteRing({"a", "b"});
+  ASSERT_TRUE(SetDrain(redis_.get(), cluster_, true).ok());
+  auto beat = [&](const std::string& id, uint64_t checksum) {
+    ASSERT_TRUE(WriteHeartbeat(redis_.get(), cluster_, id,
+                               {.sweep = 3, .settled_checksum = checksum})
+                    .ok());
+  };
+  beat("a", 0xabc);
+  beat("b", 0);
+  auto s = ReadClusterStatus(redis_.get(), cluster_);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_TRUE(s->drain_requested);
+  EXPECT_EQ(s->members[0].heartbeat->settled_checksum, 0xabcu);
+  EXPECT_EQ(s->members[1].heartbeat->settled_checksum, 0u);
+  Settlement st = ReadSettlement(*s);
+  EXPECT_FALSE(st.settled);
+  ASSERT_EQ(st.waiting.size(), 1u);
+  EXPECT_EQ(st.waiting[0], "b: still draining (changes to send or receive)");
+  beat("b", 0xabd);
+  st = ReadSettlement(*ReadClusterStatus(redis_.get(), cluster_));
+  EXPECT_FALSE(st.settled);
+  EXPECT_EQ(st.waiting.size(), 2u);
+  beat("b", 0xabc);
+  st = ReadSettlement(*ReadClusterStatus(redis_.get(), cluster_));
+  EXPECT_TRUE(st.settled);
+  EXPECT_EQ(st.checksum, 0xabcu);
+  ASSERT_TRUE(SetDrain(redis_.get(), cluster_, false).ok());
+  auto after = ReadClusterStatus(redis_.get(), cluster_);
+  ASSERT_TRUE(after.ok());
+  EXPECT_FALSE(after->drain_requested);
 }
 
 // What Redis holds is checked: garbage gives kDataLoss naming the key, and
