@@ -399,6 +399,14 @@ sync::ClusterStatus ReadStatus(const RedisServer& redis,
   return st.ok() ? *st : sync::ClusterStatus{};
 }
 
+void DrainCluster(const TestCluster& cluster, int seconds) {
+  auto [rc, out] = Latentctl(
+      {"cluster", "drain", "--cluster-redis", cluster.redis().address(),
+       "--cluster", cluster.name(), "--timeout", std::to_string(seconds)});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("settled: "), std::string::npos) << out;
+}
+
 double DrainAndCheckExact(const TestCluster& cluster,
                           const std::map<std::string, long long>& freq,
                           std::vector<int> nodes) {

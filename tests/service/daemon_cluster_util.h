@@ -222,6 +222,11 @@ std::map<std::string, long long> WriteCorpusParts(
     std::vector<std::map<std::string, long long>>* per_part = nullptr,
     size_t max_documents = SIZE_MAX);
 
+// Runs `latentctl cluster drain` on `cluster` (sync/control/drain.h): its
+// members stop sampling and settle on one table; a test failure unless it
+// settles within `seconds`.
+void DrainCluster(const TestCluster& cluster, int seconds = 60);
+
 // Waits until nodes `nodes` of `cluster` have stopped training and drained
 // (that many members each), then checks that the model is exact: every one
 // exports the same counts (each holds every word of the cluster,
