@@ -133,9 +133,10 @@ EdgeJournal::EdgeJournal(std::string path, std::unique_ptr<WritableFile> file,
       size_(size) {}
 
 EdgeJournal::~EdgeJournal() {
-  if (file_ != nullptr && dirty_tail_) {
-    // Last chance to cut off a failed append before a restart reads it.
-    if (file_->Truncate(size_).ok()) (void)file_->DataSync();
+  if (file_ != nullptr) {
+    // Last chance to undo a failed append before a restart reads it.
+    (void)internal::UndoFailedAppend(file_.get(), size_, mark_.get(), size_,
+                                     &failed_);
   }
 }
 
@@ -208,22 +209,12 @@ absl::Status EdgeJournal::Append(const std::vector<Edge>& edges) {
     return absl::UnavailableError(
         absl::StrCat("IngestEdges: ", path_, " is closed"));
   }
-  if (dirty_tail_) {
-    // A failed append's bytes may still follow size_: cut them off
-    // before anything after them is acknowledged.
-    absl::Status cut = file_->Truncate(size_);
-    if (!cut.ok()) {
-      return AppendError(path_, "a failed append is still in", cut);
-    }
-    dirty_tail_ = false;
-  }
-  if (mark_dirty_) {
-    // A failed append's mark may have reached the disk: set it back before
-    // anything is acknowledged.
-    absl::Status reset = internal::WriteAckMark(mark_.get(), size_);
-    if (!reset.ok())
-      return AppendError(path_, "cannot write the mark of", reset);
-    mark_dirty_ = false;
+  // A failed append's bytes or mark may still be there: undone before
+  // anything after them is acknowledged.
+  absl::Status undone = internal::UndoFailedAppend(
+      file_.get(), size_, mark_.get(), size_, &failed_);
+  if (!undone.ok()) {
+    return AppendError(path_, "a failed append is still in", undone);
   }
   std::string data;
   EncodeEdges(edges, &data);
@@ -231,14 +222,14 @@ absl::Status EdgeJournal::Append(const std::vector<Edge>& edges) {
   if (status.ok()) status = file_->DataSync();
   if (status.ok()) {
     status = internal::WriteAckMark(mark_.get(), size_ + data.size());
-    mark_dirty_ = !status.ok();
+    failed_.mark = !status.ok();
   }
   if (!status.ok()) {
     // Take back what part was written, so the file stays whole records; if
-    // that fails too, the next append cuts first.
-    absl::Status cut = file_->Truncate(size_);
-    if (cut.ok()) cut = file_->DataSync();
-    dirty_tail_ = !cut.ok();
+    // that fails too, the next append undoes it first.
+    failed_.tail = true;
+    (void)internal::UndoFailedAppend(file_.get(), size_, mark_.get(), size_,
+                                     &failed_);
     return AppendError(path_, "cannot append to", status);
   }
   size_ += data.size();
@@ -247,7 +238,8 @@ absl::Status EdgeJournal::Append(const std::vector<Edge>& edges) {
 
 absl::Status EdgeJournal::Close() {
   if (file_ == nullptr) return absl::OkStatus();
-  if (dirty_tail_ && file_->Truncate(size_).ok()) (void)file_->DataSync();
+  (void)internal::UndoFailedAppend(file_.get(), size_, mark_.get(), size_,
+                                   &failed_);
   absl::Status closed = file_->Close();
   file_.reset();
   absl::Status mark_closed = mark_->Close();

@@ -35,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "base/file_system.h"
 #include "corpora/edge_list.h"
+#include "service/internal/ack_mark.h"
 
 namespace latentd::service {
 
@@ -74,10 +75,9 @@ class EdgeJournal {
   std::unique_ptr<WritableFile> file_;  // null once closed
   std::unique_ptr<WritableFile> mark_;  // the acknowledged length
   uint64_t size_;                       // the acknowledged length
-  // A failed append may have left bytes past size_ that could not be cut.
-  bool dirty_tail_ = false;
-  // A failed append's mark may have reached the disk above size_.
-  bool mark_dirty_ = false;
+  // What a failed append left that could not be undone yet (bytes past
+  // size_, a mark above it): the next Append undoes it first.
+  internal::FailedAppend failed_;
 };
 
 }  // namespace latentd::service

@@ -253,10 +253,9 @@ IngestLog::IngestLog(std::string path, std::unique_ptr<WritableFile> file,
 
 IngestLog::~IngestLog() {
   absl::MutexLock lock(&mu_);
-  if (dirty_tail_) {
-    // Last chance to cut off a failed append before a restart reads it.
-    if (file_->Truncate(size_).ok()) (void)file_->DataSync();
-  }
+  // Last chance to undo a failed append before a restart reads it.
+  (void)internal::UndoFailedAppend(file_.get(), size_, mark_.get(),
+                                   last_sequence_, &failed_);
 }
 
 absl::StatusOr<std::unique_ptr<IngestLog>> IngestLog::Open(
@@ -384,20 +383,13 @@ absl::Status IngestLog::Append(std::vector<IngestRecord>* records) {
     if (!synced.ok()) return LogError(path_, "not appended", synced);
     directory_synced_ = true;
   }
-  if (dirty_tail_) {
-    // A failed append's bytes may still follow size_: a reopen must not
-    // take them for acknowledged records.
-    absl::Status cut = file_->Truncate(size_);
-    if (!cut.ok()) {
-      return LogError(path_, "not appended: a failed append is still there",
-                      cut);
-    }
-    dirty_tail_ = false;
-  }
-  if (mark_dirty_) {
-    absl::Status reset = WriteMark(last_sequence_);
-    if (!reset.ok()) return reset;
-    mark_dirty_ = false;
+  // A failed append's bytes or mark may still be there: a reopen must not
+  // take them for acknowledged records.
+  absl::Status undone = internal::UndoFailedAppend(
+      file_.get(), size_, mark_.get(), last_sequence_, &failed_);
+  if (!undone.ok()) {
+    return LogError(path_, "not appended: a failed append is still there",
+                    undone);
   }
   std::string data;
   uint64_t seq = last_sequence_;
@@ -411,22 +403,22 @@ absl::Status IngestLog::Append(std::vector<IngestRecord>* records) {
     status = WriteMark(seq);
     // The mark may have reached the disk all the same: written back to
     // last_sequence_ before anything else is acknowledged.
-    mark_dirty_ = !status.ok();
+    failed_.mark = !status.ok();
   }
   if (!status.ok()) {
     // Not acknowledged: cut off what may have been written (a short write,
     // or the whole of it before a failed fdatasync). If that fails too, the
     // next append cuts it first.
-    absl::Status cut = file_->Truncate(size_);
-    if (cut.ok()) cut = file_->DataSync();
-    dirty_tail_ = !cut.ok();
-    if (dirty_tail_) {
+    failed_.tail = true;
+    absl::Status undone = internal::UndoFailedAppend(
+        file_.get(), size_, mark_.get(), last_sequence_, &failed_);
+    if (!undone.ok()) {
       // Said, since a crash before the next cut could bring the records
       // back (a client retrying would then ingest them twice).
       return LogError(path_,
                       absl::StrCat("append failed, nothing acknowledged; "
                                    "not cut off yet: ",
-                                   cut.message()),
+                                   undone.message()),
                       status);
     }
     return LogError(path_, "append failed, nothing acknowledged", status);
@@ -498,7 +490,7 @@ absl::Status IngestLog::Compact(uint64_t merged_through, size_t keep_sources) {
   }
   file_ = *std::move(fresh);
   size_ = out.size();
-  dirty_tail_ = false;
+  failed_.tail = false;  // (a new file)
   absl::Status synced = SyncDirectoryOf(path_);
   directory_synced_ = synced.ok();
   if (!synced.ok()) {

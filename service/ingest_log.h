@@ -42,6 +42,7 @@
 #include "absl/synchronization/mutex.h"
 #include "base/file_system.h"
 #include "corpora/types.h"
+#include "service/internal/ack_mark.h"
 
 namespace latentd::service {
 
@@ -192,16 +193,14 @@ class IngestLog {
   mutable absl::Mutex mu_;
   std::unique_ptr<WritableFile> file_ ABSL_GUARDED_BY(mu_);
   uint64_t size_ ABSL_GUARDED_BY(mu_);  // the log's bytes: acknowledged
-  // A failed append left bytes past size_ that could not be cut off.
-  bool dirty_tail_ ABSL_GUARDED_BY(mu_) = false;
+  // What a failed append left that could not be undone yet (bytes past
+  // size_, a mark above last_sequence_): the next Append undoes it first.
+  internal::FailedAppend failed_ ABSL_GUARDED_BY(mu_);
   // false after a compaction whose directory fsync failed.
   bool directory_synced_ ABSL_GUARDED_BY(mu_) = true;
   uint64_t last_sequence_ ABSL_GUARDED_BY(mu_);
   // PATH.acked, open for rewriting in place.
   std::unique_ptr<WritableFile> mark_ ABSL_GUARDED_BY(mu_);
-  // A failed append may have left a mark above last_sequence_ on disk: the
-  // next Append writes last_sequence_ back first.
-  bool mark_dirty_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace latentd::service

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/file_util.h"
+#include "base/status_macros.h"
 #include "xxhash.h"
 
 namespace latentd::service::internal {
@@ -52,6 +53,21 @@ absl::Status WriteAckMark(WritableFile* mark, uint64_t value) {
   absl::Status status = mark->WriteAt(0, std::string_view(out, kMarkBytes));
   if (status.ok()) status = mark->DataSync();
   return status;
+}
+
+absl::Status UndoFailedAppend(WritableFile* journal, uint64_t size,
+                              WritableFile* mark, uint64_t acked,
+                              FailedAppend* failed) {
+  if (failed->mark) {
+    LATENTD_RETURN_IF_ERROR(WriteAckMark(mark, acked));
+    failed->mark = false;
+  }
+  if (failed->tail) {
+    LATENTD_RETURN_IF_ERROR(journal->Truncate(size));
+    LATENTD_RETURN_IF_ERROR(journal->DataSync());
+    failed->tail = false;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace latentd::service::internal

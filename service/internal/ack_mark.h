@@ -33,6 +33,22 @@ absl::StatusOr<AckMark> ReadAckMark(const std::string& journal_path);
 // and fdatasyncs it.
 absl::Status WriteAckMark(WritableFile* mark, uint64_t value);
 
+// What a failed append may have left: bytes past the journal's
+// acknowledged end (tail), and a mark on disk above what is acknowledged
+// (mark: its write failed, perhaps after reaching the disk).
+struct FailedAppend {
+  bool tail = false;
+  bool mark = false;
+};
+// Undoes what `failed` names, the mark first: writes `acked` back into
+// `mark`, then cuts `journal` back to `size` and fdatasyncs it. In that
+// order the mark never names more than the journal holds, which a restart
+// would read as acknowledged records lost. Clears what it undid; the
+// first error (the tail then stays while the mark could not be written).
+absl::Status UndoFailedAppend(WritableFile* journal, uint64_t size,
+                              WritableFile* mark, uint64_t acked,
+                              FailedAppend* failed);
+
 }  // namespace latentd::service::internal
 
 #endif  // LATENTD_SERVICE_INTERNAL_ACK_MARK_H_

@@ -225,6 +225,33 @@ TEST_F(Faults, FailedAppendThatCannotBeCutIsNeverAcknowledgedLater) {
   EXPECT_EQ(records[1].sequence, 2u);
 }
 
+// The mark's fdatasync fails once its bytes are written: the append is not
+// acknowledged, and the mark goes back before the log is cut, so the log
+// closed right after (as a crash would leave it) reopens with no record
+// taken for lost, and the sequence goes on.
+TEST_F(Faults, AFailedMarkWriteIsNotReadAsALossWhenReopened) {
+  const std::string path = TempDir("mark-fails") + "/ingest.log";
+  std::vector<IngestRecord> records;
+  {
+    auto log = IngestLog::Open(path, &records);
+    ASSERT_TRUE(log.ok()) << log.status();
+    std::vector<IngestRecord> a = {Rec("alpha")};
+    ASSERT_TRUE((*log)->Append(&a).ok());
+    faults_.Inject(
+        {.op = FileOp::kSync, .path_glob = "*/ingest.log.acked", .times = 1});
+    std::vector<IngestRecord> b = {Rec("beta")};
+    ASSERT_FALSE((*log)->Append(&b).ok());
+    EXPECT_EQ(faults_.failures(), 1);
+  }
+  auto log = IngestLog::Open(path, &records);
+  ASSERT_TRUE(log.ok()) << log.status();
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0].words, std::vector<std::string>{"alpha"});
+  std::vector<IngestRecord> c = {Rec("gamma")};
+  ASSERT_TRUE((*log)->Append(&c).ok());
+  EXPECT_EQ(c[0].sequence, 2u);
+}
+
 // Compaction: each of its steps failing leaves a log that holds every
 // acknowledged record, and appends go on (into the log named PATH).
 TEST_F(Faults, CompactionFailureKeepsEveryAcknowledgedRecord) {

@@ -309,5 +309,28 @@ TEST(GraphIngestFaults, FailedAppendsAreNotAcknowledgedNorKept) {
   EXPECT_EQ(r->duplicates(), 1u);
 }
 
+// The mark's fdatasync fails once its bytes are written: nothing is
+// acknowledged, the mark goes back before the journal is cut, and the
+// journal closed right after reopens (no "acknowledged edges lost").
+TEST(GraphIngestFaults, AFailedMarkWriteIsNotReadAsALossWhenReopened) {
+  const std::string dir = testing::ScratchDir("GraphIngestFaults", "mark");
+  FaultInjectionFileSystem faults;
+  ScopedDefaultFileSystem use(&faults);
+  std::vector<Edge> edges;
+  {
+    auto j = EdgeJournal::Open(dir, &edges);
+    ASSERT_TRUE(j.ok()) << j.status();
+    ASSERT_TRUE((*j)->Append({{1, 2, 1}}).ok());
+    faults.Inject({.op = FileOp::kSync,
+                   .path_glob = "*/ingested_edges.log.acked",
+                   .times = 1});
+    EXPECT_FALSE((*j)->Append({{3, 4, 1}}).ok());
+    EXPECT_EQ(faults.failures(), 1);
+  }
+  auto j = EdgeJournal::Open(dir, &edges);
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_EQ(edges, (std::vector<Edge>{{1, 2, 1}}));
+}
+
 }  // namespace
 }  // namespace latentd::service
