@@ -7,80 +7,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
-#include "sync/synchronizer_channel.h"
+#include "sync/internal/atomic_max.h"
+#include "sync/internal/batch_builder.h"
+#include "sync/internal/key_ledger.h"
+#include "sync/internal/synchronizer_channel.h"
 
 namespace latentd::sync {
-namespace {
-
-class LocalChannel final : public OwnerChannel {
- public:
-  LocalChannel(OwnerShard* shard, std::string name)
-      : shard_(shard), name_(std::move(name)) {}
-  void Send(const DeltaBatch& batch, DoneFn done) override {
-    DeltaReply reply;
-    absl::Status s = shard_->Apply(batch, &reply);
-    if (!s.ok()) {
-      done(s);
-    } else {
-      done(std::move(reply));
-    }
-  }
-  bool remote() const override { return false; }
-  std::string name() const override { return name_; }
-
- private:
-  OwnerShard* shard_;
-  const std::string name_;
-};
-
-class RemoteChannel final : public OwnerChannel {
- public:
-  RemoteChannel(Client* client, absl::Duration timeout)
-      : client_(client), timeout_(timeout) {}
-  void Send(const DeltaBatch& batch, DoneFn done) override {
-    client_->Call(MESSAGE_TYPE_DELTA_BATCH, batch.SerializeAsString(), timeout_,
-                  [done](absl::StatusOr<Frame> frame) {
-                    if (!frame.ok()) {
-                      done(frame.status());
-                      return;
-                    }
-                    DeltaReply reply;
-                    if (!reply.ParseFromString(frame->payload)) {
-                      done(absl::DataLossError("unparsable DeltaReply"));
-                      return;
-                    }
-                    done(std::move(reply));
-                  });
-  }
-  bool remote() const override { return true; }
-  std::string name() const override { return client_->peer(); }
-
- private:
-  Client* client_;
-  absl::Duration timeout_;
-};
-
-void AtomicMax(std::atomic<uint64_t>& a, uint64_t v) {
-  uint64_t cur = a.load(std::memory_order_relaxed);
-  while (v > cur && !a.compare_exchange_weak(cur, v)) {
-  }
-}
-
-size_t SparseBytes(const SparseVector& v) { return 4 + 6 * v.size(); }
-
-// How many keys ahead hash lookups are prefetched.
-constexpr int kPrefetchAhead = 8;
-
-}  // namespace
-
-std::unique_ptr<OwnerChannel> MakeLocalChannel(OwnerShard* shard,
-                                               std::string name) {
-  return std::make_unique<LocalChannel>(shard, std::move(name));
-}
-std::unique_ptr<OwnerChannel> MakeRemoteChannel(Client* client,
-                                                absl::Duration timeout) {
-  return std::make_unique<RemoteChannel>(client, timeout);
-}
 
 Synchronizer::Synchronizer(SynchronizerOptions options, AbelianTable* table,
                            std::vector<uint32_t> key_owner,
@@ -88,27 +20,16 @@ Synchronizer::Synchronizer(SynchronizerOptions options, AbelianTable* table,
     : options_(std::move(options)),
       table_(table),
       grows_(table->GrowsKeys()),
-      last_sent_clock_(table->num_keys(), 0),
-      key_owner_(std::move(key_owner)),
-      carry_(table->num_keys()),
-      contributed_(table->num_keys()),
-      received_(table->num_keys()),
-      reseed_(table->num_keys(), 0),
-      named_(grows_ ? table->num_keys() : 0, 0),
-      epoch_(options_.epoch),
-      queued_(table->num_keys(), 0) {
-  LATENTD_CHECK(key_owner_.size() == table->num_keys());
+      ledger_(std::make_unique<internal::KeyLedger>(table)),
+      builder_(std::make_unique<internal::BatchBuilder>(
+          table, ledger_.get(), &counters_, std::move(key_owner),
+          channels.size())),
+      epoch_(options_.epoch) {
   for (auto& ch : channels) {
     channels_.push_back(std::make_unique<Channel>());
     channels_.back()->owner = std::move(ch);
     channels_.back()->index = static_cast<uint32_t>(channels_.size() - 1);
     route_.push_back(channels_.back()->index);
-  }
-  key_index_.reserve(key_owner_.size());
-  for (size_t i = 0; i < key_owner_.size(); ++i) {
-    LATENTD_CHECK(key_owner_[i] < channels_.size());
-    channels_[key_owner_[i]]->keys.push_back(static_cast<uint32_t>(i));
-    key_index_.emplace(table_->key(i), static_cast<uint32_t>(i));
   }
 }
 
@@ -198,143 +119,6 @@ void Synchronizer::Loop() {
   }
 }
 
-void Synchronizer::AddKey(Channel* c, uint32_t i, const SparseVector& delta,
-                          uint64_t clock, DeltaBatch* batch) {
-  batch->add_keys(table_->key(i));
-  if (grows_ && !named_[i]) {
-    named_[i] = 1;
-    std::string name = table_->KeyName(i);
-    if (!name.empty()) {
-      batch->add_name_keys(table_->key(i));
-      batch->add_names(std::move(name));
-    }
-  }
-  AppendToBlock(delta, batch->mutable_deltas());
-  c->inflight_keys.push_back(i);
-  if (!delta.empty()) {
-    c->round_quiet = false;
-    counters_.nonzero_keys_sent.fetch_add(1, std::memory_order_relaxed);
-    const uint64_t st = clock - std::min(clock, last_sent_clock_[i]);
-    counters_.staleness_sum.fetch_add(st, std::memory_order_relaxed);
-    counters_.staleness_samples.fetch_add(1, std::memory_order_relaxed);
-    AtomicMax(counters_.staleness_max, st);
-  }
-  last_sent_clock_[i] = clock;
-}
-
-void Synchronizer::DistributeDirty() {
-  dirty_scratch_.clear();
-  table_->TakeDirtyList(&dirty_scratch_);
-  const uint64_t clock = clock_.load(std::memory_order_relaxed);
-  for (uint32_t i : dirty_scratch_) {
-    if (i >= queued_.size() || queued_[i]) continue;
-    queued_[i] = 1;
-    // Its δ began to accumulate about now (a key that is not dirty is not
-    // sent, so its previous round may lie far back): staleness counts
-    // from here.
-    last_sent_clock_[i] = std::max(last_sent_clock_[i], clock);
-    channels_[key_owner_[i]]->candidates.push_back(i);
-  }
-}
-
-void Synchronizer::BuildChangeBatch(Channel* c, uint64_t clock,
-                                    DeltaBatch* batch) {
-  const uint32_t min_weight = c->round_complete ? 0 : options_.min_key_weight;
-  // A pass sends everything; a budgeted round the heaviest keys first.
-  const size_t budget = c->round_pass != 0 ? 0 : options_.round_byte_budget;
-  if (budget != 0) {
-    // Sorted by a snapshot of the weights: a fold for another owner's round
-    // may change them meanwhile, and a comparator whose keys move while
-    // std::stable_sort runs is undefined behaviour (it crashed).
-    std::vector<std::pair<uint32_t, uint32_t>> by_weight;  // (weight, key)
-    by_weight.reserve(c->candidates.size());
-    for (uint32_t i : c->candidates) {
-      by_weight.push_back({table_->DirtyWeight(i), i});
-    }
-    std::stable_sort(
-        by_weight.begin(), by_weight.end(),
-        [](const auto& a, const auto& b) { return a.first > b.first; });
-    for (size_t j = 0; j < by_weight.size(); ++j) {
-      c->candidates[j] = by_weight[j].second;
-    }
-  }
-  SparseVector delta;
-  size_t kept = 0, spent = 0;
-  for (uint32_t i : c->candidates) {
-    if (reseed_[i]) {  // its previous owner was lost (Reroute)
-      queued_[i] = 0;
-      absl::MutexLock l(&track_mu_);
-      if (TakeReseed(i, &delta)) {
-        spent += 9 + SparseBytes(delta);
-        batch->add_reseeded(static_cast<uint32_t>(batch->keys_size()));
-        AddKey(c, i, delta, clock, batch);
-        c->round_quiet = false;
-      }
-      continue;
-    }
-    const bool over = budget != 0 && spent >= budget;
-    if (over || min_weight != 0) {
-      const uint32_t w = table_->DirtyWeight(i);
-      if (over || (w != 0 && w < min_weight)) {
-        c->candidates[kept++] = i;  // stays listed for a later round
-        continue;
-      }
-    }
-    queued_[i] = 0;
-    table_->TakeChange(i, &delta);
-    if (!carry_[i].empty()) {  // a refused batch's change, re-routed
-      SparseVector sum;
-      AddSparse(delta, carry_[i], +1, &sum);
-      delta.swap(sum);
-      carry_[i].clear();
-    }
-    if (delta.empty()) continue;
-    spent += 9 + SparseBytes(delta);
-    AddKey(c, i, delta, clock, batch);
-  }
-  c->candidates.resize(kept);
-}
-
-bool Synchronizer::TakeReseed(uint32_t i, SparseVector* delta) {
-  SparseVector change, sum;
-  reseed_[i] = 0;
-  table_->TakeChange(i, &change);
-  AddSparse(change, carry_[i], +1, &sum);
-  carry_[i].clear();
-  AddSparse(sum, contributed_[i], +1, delta);
-  const bool held =
-      !delta->empty() || !contributed_[i].empty() || !received_[i].empty();
-  contributed_[i].clear();
-  if (!received_[i].empty()) {
-    SparseVector& back = received_[i];
-    for (SparseEntry& e : back) e.count = -e.count;
-    table_->EnqueueCorrection(i, back);
-    back.clear();
-  }
-  return held;
-}
-
-void Synchronizer::BuildReseedBatch(Channel* c, uint64_t clock,
-                                    DeltaBatch* batch) {
-  for (uint32_t i : c->candidates) queued_[i] = 0;
-  c->candidates.clear();
-  SparseVector delta;
-  absl::MutexLock l(&track_mu_);
-  // What the earlier process sent of keys the table does not hold goes
-  // back too: the new one sends their globals again.
-  DropForeignOf(c->index);
-  for (uint32_t i : c->keys) {
-    if (grows_) named_[i] = 0;  // a new owner process: names again
-    // An empty delta still registers the key: the owner answers with its
-    // global.
-    if (TakeReseed(i, &delta)) {
-      batch->add_reseeded(static_cast<uint32_t>(batch->keys_size()));
-      AddKey(c, i, delta, clock, batch);
-    }
-  }
-  c->round_quiet = false;
-}
-
 void Synchronizer::SendRound(Channel* c) {
   if (!c->inflight) {
     // Each round looks at the dirty keys afresh (a fold of the table's
@@ -342,8 +126,8 @@ void Synchronizer::SendRound(Channel* c) {
     // CPU and cost quality: news20 K=100 on 3 nodes came out ~0.02
     // nats/token worse, over 19 runs against 11.
     RequeueRefused();
-    DistributeDirty();
     const uint64_t clock = clock_.load(std::memory_order_relaxed);
+    builder_->DistributeDirty(clock);
     DeltaBatch batch;
     batch.set_node_id(options_.node_id);
     batch.set_incarnation(options_.incarnation);
@@ -355,13 +139,21 @@ void Synchronizer::SendRound(Channel* c) {
     batch.set_all_keys(grows_);
     batch.set_owner_incarnation(c->owner_incarnation);
     c->inflight_keys.clear();
-    c->round_quiet = true;
+    internal::BatchBuilder::Round round;
+    round.channel = c->index;
+    round.clock = clock;
+    round.min_weight = c->round_complete ? 0 : options_.min_key_weight;
+    // A pass sends everything; a budgeted round the heaviest keys first.
+    round.byte_budget = c->round_pass != 0 ? 0 : options_.round_byte_budget;
+    round.batch = &batch;
+    round.keys = &c->inflight_keys;
     if (c->reseed) {
       c->reseed = false;
-      BuildReseedBatch(c, clock, &batch);
+      builder_->BuildReseedBatch(&round);
     } else {
-      BuildChangeBatch(c, clock, &batch);
+      builder_->BuildChangeBatch(&round);
     }
+    c->round_quiet = round.quiet;
     counters_.keys_sent.fetch_add(c->inflight_keys.size(),
                                   std::memory_order_relaxed);
     c->inflight = std::move(batch);
@@ -390,63 +182,6 @@ absl::Status Synchronizer::CheckReply(const DeltaReply& reply) const {
       .Validate(reply.changed_keys_size());
 }
 
-void Synchronizer::ApplyChanges(Channel* c, const DeltaReply& reply,
-                                bool* quiet) {
-  SparseVector change, sum;
-  absl::MutexLock l(&track_mu_);
-  // The deltas sent are now the owner's: contributed.
-  BlockReader sent(c->inflight->deltas(), table_->dimension());
-  for (uint32_t i : c->inflight_keys) {
-    sent.Next(&change);
-    if (change.empty()) continue;
-    AddSparse(contributed_[i], change, +1, &sum);
-    contributed_[i].swap(sum);
-  }
-  if (grows_) {
-    for (int j = 0; j < reply.name_keys_size(); ++j) {
-      if (key_index_.contains(reply.name_keys(j))) continue;
-      Foreign& f = foreign_[reply.name_keys(j)];
-      if (f.name.empty()) f.name = reply.names(j);
-      f.channel = c->index;
-    }
-  }
-  BlockReader changes(reply.changes(), table_->dimension());
-  const int n = reply.changed_keys_size();
-  for (int j = 0; j < n; ++j) {
-    // The lookups miss the cache on a large vocabulary: start them early.
-    if (j + kPrefetchAhead < n) {
-      key_index_.prefetch(reply.changed_keys(j + kPrefetchAhead));
-    }
-    changes.Next(&change);
-    auto it = key_index_.find(reply.changed_keys(j));
-    // Only keys this node holds. Not only this owner's: an owner that
-    // handed a key off since (Reroute) answers a resent batch with the
-    // change its lost reply carried, which no other owner will send.
-    // A growing table keeps the others aside until it adds them.
-    if (it == key_index_.end()) {
-      if (grows_ && !change.empty()) {
-        *quiet = false;
-        Foreign& f = foreign_[reply.changed_keys(j)];
-        auto part =
-            std::find_if(f.changes.begin(), f.changes.end(),
-                         [c](const auto& p) { return p.first == c->index; });
-        if (part == f.changes.end()) {
-          f.changes.emplace_back(c->index, change);
-        } else {
-          AddSparse(part->second, change, +1, &sum);
-          part->second.swap(sum);
-        }
-      }
-      continue;
-    }
-    if (change.empty()) continue;
-    *quiet = false;
-    table_->EnqueueCorrection(it->second, change);
-    AddSparse(received_[it->second], change, +1, &sum);
-    received_[it->second].swap(sum);
-  }
-}
-
 void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
   if (reply.ok()) {
     absl::Status valid = CheckReply(*reply);
@@ -462,7 +197,11 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
       counters_.bytes_received.fetch_add(
           reply->ByteSizeLong() + kFrameHeaderSize, std::memory_order_relaxed);
     }
-    ApplyChanges(c, *reply, &quiet);
+    // The deltas sent become contributed, the changes go to the table.
+    if (ledger_->ApplyReply(c->index, *c->inflight, c->inflight_keys, *reply,
+                            builder_->key_index())) {
+      quiet = false;
+    }
     // The next batch names this incarnation: should the owner restart, it
     // refuses that batch and this node re-seeds it (see the header).
     c->owner_incarnation = reply->owner_incarnation();
@@ -472,7 +211,8 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
                             .count();
     counters_.rounds.fetch_add(1, std::memory_order_relaxed);
     counters_.round_micros_total.fetch_add(micros, std::memory_order_relaxed);
-    AtomicMax(counters_.round_micros_max, static_cast<uint64_t>(micros));
+    internal::AtomicMax(counters_.round_micros_max,
+                        static_cast<uint64_t>(micros));
   } else {
     counters_.failed_rounds.fetch_add(1, std::memory_order_relaxed);
   }

@@ -24,31 +24,29 @@
 // largest AbelianTable::DirtyWeight go first; the others stay listed for a
 // later round.
 //
-// Restarts (docs/design.md, "Restart and rejoin"). Per key the
-// synchronizer keeps what this incarnation has contributed (the deltas
-// owners acknowledged) and what it has received (the corrections replies
-// brought), so that the table's value is contributed + received + the
-// changes not yet acknowledged. Every batch names the owner incarnation
-// the channel last heard (DeltaBatch.owner_incarnation). An owner that
-// restarted has lost its keys' globals, and refuses such a batch
-// (kAborted, nothing applied); the channel then re-seeds it: for each of
-// its keys the table takes back what it had received (a correction), and
-// one batch sends everything contributed plus the changes not yet sent,
-// as a new holder does, so the owner's global is again the sum of every
-// node's contributions and it sends each holder the global back. A
-// restarted sender needs nothing here: its table starts from its store's
+// Restarts (docs/design.md, "Restart and rejoin"). Every batch names the
+// owner incarnation the channel last heard (DeltaBatch.owner_incarnation).
+// An owner that restarted has lost its keys' globals, and refuses such a
+// batch (kAborted, nothing applied); the channel then re-seeds it: for each
+// of its keys the table takes back what it had received, and one batch
+// sends everything this incarnation contributed plus the changes not yet
+// sent, as a new holder does (the bookkeeping: sync/internal/key_ledger.h).
+// A restarted sender needs nothing here: its table starts from its store's
 // counts, and each owner takes the previous incarnation's contributions
-// out when the new one first reaches it (sync/owner_shard.h). Costs one
-// more sparse vector per key for each (about the table's own size).
+// out when the new one first reaches it (sync/owner_shard.h).
 //
 // Growing key sets (AbelianTable::GrowsKeys; docs/design.md, "Growing
 // vocabulary in a cluster"). Batches ask the owners for every key
 // (DeltaBatch.all_keys) and carry the name of each key the first time it
 // goes to its current owner. A reply's change of a key the table does not
-// hold is kept aside, summed, with the name the owner sent
-// (ForeignKeys); AddKeys lets the table append keys and takes those
-// changes into the new keys as received corrections, so the table's value
-// is again contributed + received + not yet sent.
+// hold is kept aside, with the name the owner sent (ForeignKeys); AddKeys
+// lets the table append keys and takes those changes into the new keys as
+// received corrections.
+//
+// Parts (sync/internal/): BatchBuilder routes keys to channels and builds
+// each round's batch; KeyLedger keeps per key what was contributed and
+// received, and the changes kept aside; this class schedules the rounds,
+// applies replies through them, and re-routes.
 //
 // Thread-safety: all public methods are thread-safe.
 #ifndef LATENTD_SYNC_SYNCHRONIZER_H_
@@ -64,36 +62,21 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "sync/abelian_table.h"
+#include "sync/owner_channel.h"
 #include "sync/owner_shard.h"
 #include "sync/sync.pb.h"
 #include "sync/transport/transport.h"
 
 namespace latentd::sync {
 
-// Sends delta batches to one owner.
-class OwnerChannel {
- public:
-  using DoneFn = std::function<void(absl::StatusOr<DeltaReply> reply)>;
-  virtual ~OwnerChannel() = default;
-  // Sends `batch`; calls `done` exactly once, on any thread.
-  virtual void Send(const DeltaBatch& batch, DoneFn done) = 0;
-  // Whether batches cross the network (counted as sync traffic).
-  virtual bool remote() const = 0;
-  virtual std::string name() const = 0;
-};
-
-// This node's own shard, called directly. `shard` must outlive the channel.
-// `name` identifies the owner across Synchronizer::Reroute.
-std::unique_ptr<OwnerChannel> MakeLocalChannel(OwnerShard* shard,
-                                               std::string name = "self");
-// A peer over the transport. `client` must outlive the channel.
-std::unique_ptr<OwnerChannel> MakeRemoteChannel(Client* client,
-                                                absl::Duration timeout);
+namespace internal {
+class BatchBuilder;
+class KeyLedger;
+}  // namespace internal
 
 struct SynchronizerOptions {
   std::string node_id;
@@ -234,35 +217,15 @@ class Synchronizer {
   // Whether `c`'s last round failed and its retry_interval has not passed.
   bool BackingOff(const Channel& c, absl::Time now) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Moves the table's dirty list into the channels' candidate lists.
-  void DistributeDirty();
   // Builds the channel's next batch (or reuses the failed one) and sends
   // it. Runs on the loop thread while the channel is busy.
   void SendRound(Channel* c);
-  // Takes the changes of the channel's candidates.
-  void BuildChangeBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
-  // For an owner that restarted: every key of the channel this node
-  // holds, with all it has contributed and not yet sent; the table gives
-  // back what it had received ("Restarts" above).
-  void BuildReseedBatch(Channel* c, uint64_t clock, DeltaBatch* batch);
-  // Key i's re-seed: *delta = all it contributed plus its changes not yet
-  // sent; queues the correction that gives back what it received. False
-  // if this node holds nothing of the key (nothing to send).
-  bool TakeReseed(uint32_t i, SparseVector* delta)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(track_mu_);
-  void AddKey(Channel* c, uint32_t i, const SparseVector& delta, uint64_t clock,
-              DeltaBatch* batch);
   void OnReply(Channel* c, absl::StatusOr<DeltaReply> reply);
   // Whether a reply is well formed (an error saying what if not, which
   // OnReply reports as kDataLoss); checked before anything is applied.
   absl::Status CheckReply(const DeltaReply& reply) const;
-  // Applies a checked reply: the batch's deltas become contributed, and
-  // the reply's changes go to the table (or aside, for keys a growing
-  // table does not hold); *quiet becomes false if any correction was
-  // enqueued.
-  void ApplyChanges(Channel* c, const DeltaReply& reply, bool* quiet);
-  // Loop thread: the batches owners refused as routed by an older epoch
-  // (refused_) go back into carry_ and their keys' candidate lists.
+  // Loop thread: the batches owners refused (refused_) go back to the
+  // builder (BatchBuilder::Requeue).
   void RequeueRefused();
   // Whether no channel has a round running.
   bool AllIdle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -270,52 +233,16 @@ class Synchronizer {
   const SynchronizerOptions options_;
   AbelianTable* const table_;
   const bool grows_;  // table_->GrowsKeys()
-  // Per key index; each touched only by its channel's round (one at a time,
-  // handed over through Channel::busy under mu_).
-  std::vector<uint64_t> last_sent_clock_;
-  // Changed only by Reroute, while no round runs.
-  std::vector<uint32_t> key_owner_;
-  // Loop thread only: per key, the changes of refused batches, sent with
-  // the key's next change.
-  std::vector<SparseVector> carry_;
-  // Per key: this incarnation's acknowledged deltas, and the
-  // corrections it received (see "Restarts" above). Guarded by track_mu_
-  // (replies of different channels may carry the same key).
-  absl::Mutex track_mu_;
-  std::vector<SparseVector> contributed_ ABSL_GUARDED_BY(track_mu_);
-  std::vector<SparseVector> received_ ABSL_GUARDED_BY(track_mu_);
-  // Per key: its next round re-seeds it at its owner (its
-  // previous owner was lost). Loop thread, and Reroute while no round runs.
-  std::vector<uint8_t> reseed_;
-  // Growing tables, per key: its name went to its current owner (set when
-  // a batch carries it; cleared when a batch is refused or the key moves).
-  // Loop thread, and Reroute/AddKeys while no round runs.
-  std::vector<uint8_t> named_;
+  // Per-key state, handed to the round in progress (one at a time, through
+  // Channel::busy under mu_), or to Reroute/AddKeys while no round runs.
+  // The ledger is thread-safe on its own (replies of different channels
+  // may carry the same key).
+  std::unique_ptr<internal::KeyLedger> ledger_;
+  std::unique_ptr<internal::BatchBuilder> builder_;
   // The internal channel of each channel of the current epoch (identity
   // until a Reroute). Changed by Reroute only.
   std::vector<uint32_t> route_;
-  // Growing tables: changes of keys the table does not hold, summed per
-  // channel (the owner that sent them), their names ("" until an owner
-  // sends it), and the channel that sent the name. An owner that restarts
-  // or is lost takes its part back (as a held key's received part is given
-  // back), and only its part: the globals come again from its new owner,
-  // and what other owners sent stays (a survivor's own shard pushes it a
-  // key it took over before the lost owner's late reply arrives).
-  struct Foreign {
-    std::string name;
-    std::vector<std::pair<uint32_t, SparseVector>> changes;  // by channel
-    uint32_t channel = 0;                                    // the name's
-  };
-  absl::flat_hash_map<Key, Foreign> foreign_ ABSL_GUARDED_BY(track_mu_);
-  // Drops what `channel` sent of keys the table does not hold (an entry
-  // stays while another channel's change or name is left).
-  void DropForeignOf(uint32_t channel) ABSL_EXCLUSIVE_LOCKS_REQUIRED(track_mu_);
   std::atomic<uint64_t> epoch_{0};
-  absl::flat_hash_map<Key, uint32_t> key_index_;
-  // Loop thread only: per key, whether it is in its channel's candidate
-  // list; the table's list.
-  std::vector<uint8_t> queued_;
-  std::vector<uint32_t> dirty_scratch_;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::atomic<uint64_t> clock_{0};
   SyncCounters counters_;

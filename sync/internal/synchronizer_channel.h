@@ -1,7 +1,9 @@
 // Internal to the synchronizer (included by synchronizer*.cc only): the
-// state Synchronizer keeps per owner it sends to. Not a public header.
-#ifndef LATENTD_SYNC_SYNCHRONIZER_CHANNEL_H_
-#define LATENTD_SYNC_SYNCHRONIZER_CHANNEL_H_
+// state Synchronizer keeps per owner it sends to, its rounds' scheduling
+// and the round in progress (the keys routed to it are BatchBuilder's).
+// Not a public header.
+#ifndef LATENTD_SYNC_INTERNAL_SYNCHRONIZER_CHANNEL_H_
+#define LATENTD_SYNC_INTERNAL_SYNCHRONIZER_CHANNEL_H_
 
 #include <chrono>
 #include <memory>
@@ -16,9 +18,6 @@ namespace latentd::sync {
 struct Synchronizer::Channel {
   std::unique_ptr<OwnerChannel> owner;
   uint32_t index = 0;
-  std::vector<uint32_t> keys;
-  // Loop thread only: keys that may be dirty (see queued_).
-  std::vector<uint32_t> candidates;
   // Guarded by Synchronizer::mu_.
   bool busy = false;
   uint64_t served_kick = 0;
@@ -55,4 +54,4 @@ struct Synchronizer::Channel {
 
 }  // namespace latentd::sync
 
-#endif  // LATENTD_SYNC_SYNCHRONIZER_CHANNEL_H_
+#endif  // LATENTD_SYNC_INTERNAL_SYNCHRONIZER_CHANNEL_H_
