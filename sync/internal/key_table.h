@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -139,6 +140,20 @@ class KeyTable {
                 const std::string* name);
 
  private:
+  // ApplyBatch's steps. A duplicate's: lists again for slot `slot` the
+  // changes and names its last reply carried; those of keys handed off
+  // since go to *handed_back, to be sent from here as they were.
+  void RequeueLastReply(int slot,
+                        std::vector<std::pair<Key, SparseVector>>* handed_back);
+  // Adds the batch's deltas to the globals (unless `duplicate`), noting
+  // them for the other holders and as the slot's contribution; a key new
+  // to the slot, or re-seeded by it, is listed with its global so far.
+  void ApplyDeltas(const DeltaBatch& batch, bool duplicate, int slot);
+  // Moves the slot's listed changes (and names, for an all-keys holder)
+  // into the reply, then `handed_back`, and keeps them as its last reply.
+  void FillReply(int slot,
+                 const std::vector<std::pair<Key, SparseVector>>& handed_back,
+                 DeltaReply* reply);
   // Makes slot s a holder of every key (its unseen change: the global),
   // listing the keys with a non-zero global for its next reply, and sets
   // its all_keys_ bit. O(keys), once per sender incarnation.

@@ -60,37 +60,55 @@ class LookAhead {
 
 void KeyTable::ApplyBatch(const DeltaBatch& batch, bool duplicate, int slot,
                           DeltaReply* reply) {
-  Tracked& me = tracked_[slot];
   const uint64_t bit = uint64_t{1} << slot;
   if (batch.all_keys() && (all_keys_ & bit) == 0) HoldAllKeys(slot);
-  SparseVector v;
   std::vector<std::pair<Key, SparseVector>> handed_back;
-  if (duplicate) {
-    // Names that lost reply carried go out again with the changes.
-    for (Key k : me.last_named) {
-      auto it = globals_.find(k);
-      if (it != globals_.end()) it->second.named &= ~bit;
-    }
-    // The reply that carried these may be lost: they go out again, with
-    // what came since.
-    BlockReader last(me.last_changes, dimension_);
-    for (Key k : me.last_keys) {
-      last.Next(&v);
-      auto it = globals_.find(k);
-      if (it == globals_.end()) {
-        // Handed off since (AdvanceEpoch): the new owner never had this
-        // change to send, so it goes out from here, as it was.
-        handed_back.emplace_back(k, v);
-        continue;
-      }
-      AddTo(&UnseenOf(&it->second, slot), v);
-      List(k, &it->second, slot);
-    }
-  }
+  if (duplicate) RequeueLastReply(slot, &handed_back);
   // A new sequence confirms the last reply.
+  Tracked& me = tracked_[slot];
   me.last_keys.clear();
   me.last_changes.Clear();
   me.last_named.clear();
+  ApplyDeltas(batch, duplicate, slot);
+  for (int j = 0; j < batch.name_keys_size(); ++j) {
+    auto it = globals_.find(batch.name_keys(j));
+    if (it == globals_.end()) continue;
+    if (it->second.name.empty()) it->second.name = batch.names(j);
+    it->second.named |= bit;
+  }
+  FillReply(slot, handed_back, reply);
+}
+
+void KeyTable::RequeueLastReply(
+    int slot, std::vector<std::pair<Key, SparseVector>>* handed_back) {
+  Tracked& me = tracked_[slot];
+  const uint64_t bit = uint64_t{1} << slot;
+  SparseVector v;
+  // Names that lost reply carried go out again with the changes.
+  for (Key k : me.last_named) {
+    auto it = globals_.find(k);
+    if (it != globals_.end()) it->second.named &= ~bit;
+  }
+  // The reply that carried these may be lost: they go out again, with
+  // what came since.
+  BlockReader last(me.last_changes, dimension_);
+  for (Key k : me.last_keys) {
+    last.Next(&v);
+    auto it = globals_.find(k);
+    if (it == globals_.end()) {
+      // Handed off since (AdvanceEpoch): the new owner never had this
+      // change to send, so it goes out from here, as it was.
+      handed_back->emplace_back(k, v);
+      continue;
+    }
+    AddTo(&UnseenOf(&it->second, slot), v);
+    List(k, &it->second, slot);
+  }
+}
+
+void KeyTable::ApplyDeltas(const DeltaBatch& batch, bool duplicate, int slot) {
+  const uint64_t bit = uint64_t{1} << slot;
+  SparseVector v;
   BlockReader deltas(batch.deltas(), dimension_);
   const size_t n = static_cast<size_t>(batch.keys_size());
   globals_.reserve(globals_.size() + n);  // no rehash: LookAhead's pointers
@@ -141,12 +159,13 @@ void KeyTable::ApplyBatch(const DeltaBatch& batch, bool duplicate, int slot,
       AddTo(&ContributedOf(&g, slot), v);
     }
   }
-  for (int j = 0; j < batch.name_keys_size(); ++j) {
-    auto it = globals_.find(batch.name_keys(j));
-    if (it == globals_.end()) continue;
-    if (it->second.name.empty()) it->second.name = batch.names(j);
-    it->second.named |= bit;
-  }
+}
+
+void KeyTable::FillReply(
+    int slot, const std::vector<std::pair<Key, SparseVector>>& handed_back,
+    DeltaReply* reply) {
+  Tracked& me = tracked_[slot];
+  const uint64_t bit = uint64_t{1} << slot;
   SparseBlock* out = reply->mutable_changes();
   // The reply's changes: the slot, the unseen array and the change itself
   // are three dependent misses a key, so they are fetched ahead.
