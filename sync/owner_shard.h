@@ -65,84 +65,37 @@
 // lost).
 //
 // Thread-safety: thread-safe (one mutex; a batch is applied atomically).
+//
+// Layout: OwnerShard validates a batch, orders the checks and holds the
+// lock; its parts (sync/internal/) own the state: EpochAdmission (the epoch
+// served and its admission), KeyTable (the keys, their holders and the
+// tracked senders; applies batches) and KeyHandoffs (hand-off export and
+// import). OwnerAdmission is declared in sync/owner_admission.h, the wire
+// form of sparse vectors (AppendToBlock, BlockReader) in sync/sparse_block.h.
 #ifndef LATENTD_SYNC_OWNER_SHARD_H_
 #define LATENTD_SYNC_OWNER_SHARD_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/time/time.h"
 #include "sync/abelian_table.h"
+#include "sync/internal/epoch_admission.h"
+#include "sync/internal/key_handoffs.h"
+#include "sync/internal/key_table.h"
+#include "sync/owner_admission.h"
+#include "sync/owner_shard_stats.h"
+#include "sync/sparse_block.h"
 #include "sync/sync.pb.h"
 
 namespace latentd::sync {
-
-struct OwnerShardStats {
-  uint64_t batches_applied = 0;
-  uint64_t batches_duplicate = 0;
-  uint64_t keys_applied = 0;
-  // Restarted senders whose earlier incarnation's contributions were taken
-  // out, and the keys (and Σ|count|) that took.
-  uint64_t senders_retracted = 0;
-  uint64_t keys_retracted = 0;
-  uint64_t counts_retracted = 0;
-  // Batches refused as addressed to an earlier incarnation of this owner
-  // (each makes its sender re-seed).
-  uint64_t batches_reseed_refused = 0;
-  // New batches refused as stale: from a sender incarnation superseded by a
-  // later one, or routed by an earlier ring epoch (nothing applied).
-  uint64_t batches_stale_refused = 0;
-  // New batches refused by admission (see the file comment); nothing of
-  // them was applied and no tracked slot was taken.
-  uint64_t refused_not_member = 0;   // sender not an admitted member
-  uint64_t refused_incarnation = 0;  // incarnation past the bound
-  uint64_t refused_key_not_owned = 0;
-  uint64_t refused_negative = 0;  // would take a key below the sender's part
-  uint64_t refused_too_many_keys = 0;  // past max_new_keys_per_sender
-};
-
-// Who may send this owner batches, and what it owns, for one ring epoch.
-struct OwnerAdmission {
-  // The ids whose batches apply: the ring's members (during a ring change
-  // the old ring's and the new one's, so that a joiner is served in its
-  // own hand-off). Empty: every sender.
-  absl::flat_hash_set<std::string> members;
-  // Whether this owner owns `key` in the epoch; null: every key. Called
-  // under the shard's lock: it must not call back into the shard.
-  std::function<bool(Key)> owns;
-  // The largest sender incarnation taken now (called per batch); null: no
-  // bound. ClusterLink: IncarnationBound(absl::Now(), kMaxClockSkew).
-  std::function<uint64_t()> max_incarnation;
-  // The values are counts (topic counts; not a graph's fixed-point
-  // coordinates): no sender may take a key below its own part, nor move
-  // a count by more than 2^31 at once.
-  bool counts = false;
-  // The most keys one sender (by node id) may create at this owner in an
-  // epoch, so that no member can grow an owner's memory without bound
-  // with made-up keys; a batch that would pass it is refused whole. Keys
-  // that arrive by a hand-off or a replica copy are not counted. 0: no
-  // bound.
-  uint64_t max_new_keys_per_sender = 0;
-};
-
-// Sender incarnations as ClusterLink draws them: µs since 1970 at the
-// start, shifted left 12 bits, then 12 random bits; increasing over time.
-uint64_t IncarnationAt(absl::Time start, uint32_t random_bits);
-// The largest incarnation a process started by `now + skew` can have.
-uint64_t IncarnationBound(absl::Time now, absl::Duration skew);
-// How far ahead of an owner's clock a sender's may run (its incarnation
-// is refused past that): NTP keeps members within milliseconds.
-inline constexpr absl::Duration kMaxClockSkew = absl::Minutes(10);
 
 class OwnerShard {
  public:
@@ -228,140 +181,22 @@ class OwnerShard {
   uint32_t dimension() const { return dimension_; }
 
  private:
+  // Each part owns its state; all of it is guarded by mu_, so that a batch,
+  // an epoch change with its hand-offs, or a retraction is one step.
   const uint32_t dimension_;
   const uint64_t incarnation_;  // random, per OwnerShard
   mutable absl::Mutex mu_;
-  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
-  // The admission in effect (unset: every sender), and one waiting for its
-  // epoch.
-  std::optional<OwnerAdmission> admission_ ABSL_GUARDED_BY(mu_);
-  std::optional<std::pair<uint64_t, OwnerAdmission>> next_admission_
-      ABSL_GUARDED_BY(mu_);
-  // Keys each sender created in this epoch (OwnerAdmission::
-  // max_new_keys_per_sender); cleared when the epoch changes.
-  absl::flat_hash_map<std::string, uint64_t> keys_created_ ABSL_GUARDED_BY(mu_);
-  // Moves to `epoch`, taking a waiting admission for it into effect.
-  void EnterEpoch(uint64_t epoch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Admission's checks of a new batch: sender, incarnation, keys, and
-  // that no delta takes a key below the sender's part (see the file
-  // comment). Changes nothing but the refusal counters.
-  absl::Status Admit(const DeltaBatch& batch)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status CheckDeltas(const DeltaBatch& batch)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Hand-offs imported: (from_node, epoch, chunk).
-  absl::flat_hash_set<std::tuple<std::string, uint64_t, uint32_t>> imported_
-      ABSL_GUARDED_BY(mu_);
-  struct GlobalValue {
-    // Sparse, until it holds more than half of the topics; then dense
-    // (dense[k] is topic k's count) and `value` is empty, so that adding a
-    // delta costs the delta, not the length of the value.
-    SparseVector value;
-    std::vector<int64_t> dense;
-    // Bit s: tracked sender slot s holds this key (has sent it).
-    uint64_t holders = 0;
-    // Bit s: changed since slot s last got it (and listed in its changed).
-    uint64_t pending = 0;
-    // Per tracked slot: the change not yet sent to it (its holder bit set;
-    // empty if none).
-    std::vector<SparseVector> unseen;
-    // Per tracked slot: the sum of the deltas its incarnation applied to
-    // this key (taken out again if it restarts).
-    std::vector<SparseVector> contributed;
-    // The key's name ("" until a batch or hand-off names it), and bit s:
-    // slot s has been told it (or told it to this shard).
-    std::string name;
-    uint64_t named = 0;
-  };
-  absl::flat_hash_map<Key, GlobalValue> globals_ ABSL_GUARDED_BY(mu_);
+  // The counts; the parts count into it too.
+  OwnerShardStats stats_ ABSL_GUARDED_BY(mu_);
+  // The ring epoch served and its admission.
+  internal::EpochAdmission admission_ ABSL_GUARDED_BY(mu_);
+  // The keys: globals, holders, tracked senders.
+  internal::KeyTable keys_ ABSL_GUARDED_BY(mu_);
+  // The hand-offs imported.
+  internal::KeyHandoffs handoffs_ ABSL_GUARDED_BY(mu_);
   // Highest sequence applied per (node id, incarnation).
   absl::flat_hash_map<std::pair<std::string, uint64_t>, uint64_t> applied_
       ABSL_GUARDED_BY(mu_);
-  // Change tracking for up to kMaxTrackedSenders sender ids (a restarted
-  // sender, new incarnation, takes its id's slot over).
-  static constexpr int kMaxTrackedSenders = 64;
-  struct Tracked {
-    std::string node_id;
-    uint64_t incarnation = 0;
-    std::vector<Key> changed;  // keys with this slot's pending bit set
-    // The changes the last reply carried, unconfirmed.
-    std::vector<Key> last_keys;
-    SparseBlock last_changes;
-    // The keys whose names the last reply carried, unconfirmed.
-    std::vector<Key> last_named;
-  };
-  // Bit s: tracked slot s asked for every key (DeltaBatch.all_keys) and
-  // holds every key of this shard.
-  uint64_t all_keys_ ABSL_GUARDED_BY(mu_) = 0;
-  // Makes slot s a holder of every key (its unseen change: the global),
-  // listing the keys with a non-zero global for its next reply, and sets
-  // its all_keys_ bit. O(keys), once per sender incarnation.
-  void HoldAllKeys(int s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::vector<Tracked> tracked_ ABSL_GUARDED_BY(mu_);
-  // The slot of a sender, -1 if none is free; resets the slot on a new
-  // incarnation. A freed slot (empty node_id) is reused.
-  int TrackedSlot(const std::string& node_id, uint64_t incarnation)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Tells every holder of `key` but the sender (`sender_bit`) that δ `d`
-  // was applied to it: lists the key for each (pending bit) and adds d to
-  // its unseen change.
-  void NotifyHolders(Key key, GlobalValue* g, const SparseVector& d,
-                     uint64_t sender_bit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Prefetches the data of the unseen changes of the holders among `slots`
-  // (a bit set).
-  static void PrefetchUnseen(const GlobalValue& g, uint64_t slots);
-  // The slot's unseen change of a key (grows g->unseen as needed).
-  static SparseVector& UnseenOf(GlobalValue* g, int slot);
-  // The slot's contribution to a key (grows g->contributed as needed).
-  static SparseVector& ContributedOf(GlobalValue* g, int slot);
-  // Takes slot s's contributions out of every global (telling the other
-  // holders) and clears them. O(keys).
-  void RetractSlot(int s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Takes `v` out of key's global g as a change from no sender (every
-  // holder is told).
-  void Retract(Key key, GlobalValue* g, const SparseVector& v)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // *u += d, reusing u's buffer where it can.
-  void AddTo(SparseVector* u, const SparseVector& d)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // g's value += d (going dense when it holds over half of the topics).
-  void AddToGlobal(GlobalValue* g, const SparseVector& d)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // g's value, sparse.
-  static void ReadGlobal(const GlobalValue& g, SparseVector* out);
-  // Clears slot s from every key (holder and pending bits, unseen change)
-  // and from the slot's lists. O(keys).
-  void ClearSlot(int s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Apply's part after validation and the sequence check: applies the
-  // deltas (unless a duplicate) and fills the reply's changes.
-  void ApplyChanges(const DeltaBatch& batch, bool duplicate, int slot,
-                    DeltaReply* reply) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  SparseVector sum_ ABSL_GUARDED_BY(mu_);     // scratch
-  SparseVector global_ ABSL_GUARDED_BY(mu_);  // scratch
-  OwnerShardStats stats_ ABSL_GUARDED_BY(mu_);
-};
-
-// Wire form of a sequence of sparse vectors (SparseBlock in sync.proto).
-void AppendToBlock(const SparseVector& v, SparseBlock* block);
-
-// Reads the vectors of a block in order. Validate() first checks the whole
-// block: kInvalidArgument if the sizes do not add up, a topic is >=
-// dimension or out of order, or a count is zero; Next() then cannot fail.
-class BlockReader {
- public:
-  BlockReader(const SparseBlock& block, uint32_t dimension)
-      : block_(block), dimension_(dimension) {}
-  // OK if the block holds exactly `vectors` valid vectors.
-  absl::Status Validate(size_t vectors) const;
-  // The next vector into *out. REQUIRES: Validate() was OK, and fewer than
-  // `vectors` were read.
-  void Next(SparseVector* out);
-
- private:
-  const SparseBlock& block_;
-  const uint32_t dimension_;
-  int vector_ = 0;
-  int pos_ = 0;
 };
 
 }  // namespace latentd::sync
