@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "hashring/ring_config.h"
+#include "service/cluster/internal/ring_change_reading.h"
 #include "sync/control/cluster_admin.h"
 
 namespace latentd {
@@ -21,22 +22,6 @@ void RingFollower::SetInitialRing(hashring::RingConfig config,
   ring_config_ = std::move(config);
   ring_ = std::move(ring);
 }
-
-namespace {
-
-// The members that hold no replica copies (RingFollower::not_backups).
-absl::flat_hash_set<std::string> NotBackupsOf(const sync::ClusterStatus& st) {
-  absl::flat_hash_set<std::string> out;
-  for (const sync::MemberStatus& m : st.members) {
-    if (m.state == sync::MemberState::kLeaving ||
-        m.state == sync::MemberState::kDown) {
-      out.insert(m.id);
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 absl::flat_hash_set<std::string> RingFollower::not_backups() const {
   absl::MutexLock l(&ring_mu_);
@@ -66,7 +51,7 @@ absl::Status RingFollower::RefreshNotBackups(sync::RedisClient* redis) {
   // state change comes with a new epoch.)
   absl::MutexLock l(&ring_mu_);
   if (ring_config_.version != epoch) return absl::OkStatus();
-  not_backups_ = NotBackupsOf(st);
+  not_backups_ = internal::NotBackupsOf(st);
   not_backups_epoch_ = epoch;
   return absl::OkStatus();
 }
@@ -244,57 +229,25 @@ absl::Status RingFollower::BeginRingChange(const hashring::RingConfig& next,
   bool listed = false;
   for (const hashring::Member& m : next.members)
     listed |= m.id == parts_.node_id;
-  std::optional<sync::RemoveMode> leave;
-  std::vector<std::string> lost;
-  bool failover = false;
-  int64_t detected_age_ms = 0;
   absl::StatusOr<sync::ClusterStatus> st =
       sync::ReadClusterStatus(redis, options_.cluster);
-  if (st.ok() && st->move && st->move->status == sync::MoveStatus::kRunning) {
-    const sync::MoveRecord& move = *st->move;
-    if (move.kind == sync::MoveKind::kFailover && move.node != parts_.node_id) {
-      // Failed over: followed as a lost member's removal.
-      lost.push_back(move.node);
-      failover = true;
-      detected_age_ms = std::max<int64_t>(0, st->now_ms - move.started_ms);
-    } else if (move.kind == sync::MoveKind::kAdd) {
-      parts_.clocks->Revive(move.node);  // (a failed-over member returning)
-    } else if (move.kind != sync::MoveKind::kRemove) {
-      // (this node's own failover: see below)
-    } else if (move.mode == sync::RemoveMode::kLost &&
-               move.node != parts_.node_id) {
-      lost.push_back(move.node);
-    } else if (listed && move.node == parts_.node_id &&
-               move.phase == sync::MovePhase::kDrain &&
-               move.to_epoch == next.version) {
-      leave = move.mode;  // the drain epoch of this node's removal
-    }
+  internal::RingChangeReading reading;
+  if (st.ok()) {
+    reading = internal::ReadRingChange(*st, next, parts_.node_id, listed);
+    if (!reading.added.empty()) parts_.clocks->Revive(reading.added);
   }
-  if (st.ok() && st->move && st->move->status != sync::MoveStatus::kRunning &&
-      st->move->kind == sync::MoveKind::kRemove &&
-      st->move->mode == sync::RemoveMode::kLost &&
-      st->move->node != parts_.node_id && st->move->to_epoch == next.version &&
-      lost.empty()) {
-    // A failed-over member removed as lost: latentctl ends that move at
-    // once (nobody drains it), but its kept counts must still leave.
-    lost.push_back(st->move->node);
-  }
-  if (!listed && !leaving_.load() && st.ok()) {
-    for (const sync::MemberStatus& m : st->members) {
-      if (m.id != parts_.node_id || m.state != sync::MemberState::kDown)
-        continue;
-      if (!declared_down_.exchange(true)) {
-        options_.log(absl::StrCat(
-            "this node was declared down (its heartbeats in Redis came later "
-            "than the failure timeout) and failed over at epoch ",
-            next.version,
-            ": it stops sampling; restart it from its data directory to "
-            "return"));
-      }
-      return absl::FailedPreconditionError(
-          absl::StrCat("this node (", parts_.node_id, ") is down in epoch ",
-                       next.version, "; restart it to return"));
+  if (!listed && !leaving_.load() && reading.self_down) {
+    if (!declared_down_.exchange(true)) {
+      options_.log(absl::StrCat(
+          "this node was declared down (its heartbeats in Redis came later "
+          "than the failure timeout) and failed over at epoch ",
+          next.version,
+          ": it stops sampling; restart it from its data directory to "
+          "return"));
     }
+    return absl::FailedPreconditionError(
+        absl::StrCat("this node (", parts_.node_id, ") is down in epoch ",
+                     next.version, "; restart it to return"));
   }
   if (!listed && !leaving_.load()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -339,7 +292,7 @@ absl::Status RingFollower::BeginRingChange(const hashring::RingConfig& next,
     // Not while the ring still lists it (a lost member's drain epoch): its
     // keys are still its own, and these copies are what the ring without
     // it takes over.
-    for (const std::string& dead : lost) {
+    for (const std::string& dead : reading.lost) {
       bool still_listed = false;
       for (const hashring::Member& m : next.members) {
         still_listed |= m.id == dead;
@@ -354,17 +307,18 @@ absl::Status RingFollower::BeginRingChange(const hashring::RingConfig& next,
     // waiting for the rounds to end, holds phase 2 up. (Until phase 2 the
     // shard refuses the own batches, routed by the old ring: nothing is
     // copied meanwhile, and phase 2 refills.)
-    LATENTD_RETURN_IF_ERROR(parts_.key_replicas->SetBackups(next, lost));
+    LATENTD_RETURN_IF_ERROR(
+        parts_.key_replicas->SetBackups(next, reading.lost));
   }
   change_ = RingChange{.next = next,
                        .ring = ring,
                        .since = absl::Now(),
-                       .leave = leave,
-                       .lost = std::move(lost),
-                       .failover = failover,
-                       .detected_age_ms = detected_age_ms,
+                       .leave = reading.leave,
+                       .lost = std::move(reading.lost),
+                       .failover = reading.failover,
+                       .detected_age_ms = reading.detected_age_ms,
                        .not_backups = std::nullopt};
-  if (st.ok()) change_->not_backups = NotBackupsOf(*st);
+  if (st.ok()) change_->not_backups = std::move(reading.not_backups);
   ring_changing_.store(true);
   SendHandoffs();
   return absl::OkStatus();
