@@ -122,6 +122,7 @@ absl::Status ClusterMember::BeforeSweep(uint64_t* t) {
         "this cluster node stopped sampling after a failed sweep");
   }
   link_->set_settled_checksum(0);  // sampling again: not settled
+  drain_checksum_ = 0;
   *t = link_->sweep() + 1;
   return link_->BeforeSweep(*t);
 }
@@ -269,9 +270,13 @@ absl::StatusOr<bool> ClusterMember::DrainStep(Trainer* trainer,
                                               const Vocabulary& vocab) {
   const sync::Synchronizer::PassResult pass = link_->DrainPass();
   LATENTD_RETURN_IF_ERROR(synced_->ApplyPending());
-  link_->set_settled_checksum(
-      pass.quiet ? TableChecksum(trainer->table(), vocab) : 0);
-  return !pass.quiet;
+  // (Corrections from the background rounds may have come in besides the
+  // pass's: a table unchanged since the last step is what tells.)
+  const uint64_t checksum = TableChecksum(trainer->table(), vocab);
+  const bool changed = !pass.quiet || checksum != drain_checksum_;
+  drain_checksum_ = checksum;
+  link_->set_settled_checksum(changed ? 0 : checksum);
+  return changed;
 }
 
 void ClusterMember::Finish() {

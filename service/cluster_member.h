@@ -105,9 +105,10 @@ class ClusterMember {
   // Drain (sync/control/drain.h): whether the cluster asks its members to
   // pause sampling and settle. DrainStep, while it does: one pass pushing
   // and pulling every change, what it brought applied to `trainer`'s
-  // table; once a pass finds nothing to send or receive, the checksum of
-  // the table (its words by key, and the topic totals) goes in this node's
-  // heartbeat. Returns whether the table changed.
+  // table. Once a pass finds nothing to send or receive and the table is
+  // as at the step before (which the caller has published since), its
+  // checksum (its words by key, and the topic totals) goes in this node's
+  // heartbeat. Returns whether the table may have changed.
   bool drain_requested() const;
   absl::StatusOr<bool> DrainStep(Trainer* trainer, const Vocabulary& vocab);
   // Sampling ended here: stops holding back SSP peers (once).
@@ -139,6 +140,8 @@ class ClusterMember {
   bool leave_started_ = false;
   // Keys whose name does not hash to them (a peer's error), warned once.
   absl::flat_hash_set<sync::Key> misnamed_;
+  // The table's checksum at the last DrainStep (0: none since sampling).
+  uint64_t drain_checksum_ = 0;
 };
 
 }  // namespace latentd::service
