@@ -232,9 +232,9 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
     // Nothing of it was applied there, and what the owner's previous
     // process held is lost: its changes go out again with everything this
     // node contributed to the owner's keys (BuildReseedBatch).
-    options_.log(absl::StrCat("owner ", c->owner->name(),
-                              " restarted: re-seeding it with this node's "
-                              "contributions to its keys"));
+    options_.info(absl::StrCat("owner ", c->owner->name(),
+                               " restarted: re-seeding it with this node's "
+                               "contributions to its keys"));
     refused_.push_back(std::move(*c->inflight));
     c->inflight.reset();
     c->reseed = true;
@@ -253,11 +253,13 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
     // Unavailable for now all the same (a pass through it is incomplete),
     // but an expected part of a ring change: not logged, nor its end.
     if (!ok) c->epoch_refused = epoch_refusal;
-    if (!c->epoch_refused) {
-      options_.log(
-          ok ? absl::StrCat("owner ", c->owner->name(), " is back")
-             : absl::StrCat("owner ", c->owner->name(),
-                            " unavailable: ", reply.status().ToString()));
+    if (c->epoch_refused) {
+      // (an expected part of a ring change)
+    } else if (ok) {
+      options_.info(absl::StrCat("owner ", c->owner->name(), " is back"));
+    } else {
+      options_.log(absl::StrCat("owner ", c->owner->name(),
+                                " unavailable: ", reply.status().ToString()));
     }
     c->available = ok;
   }

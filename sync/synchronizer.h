@@ -102,6 +102,9 @@ struct SynchronizerOptions {
   // Reroute first waits this long for batches awaiting a resend.
   absl::Duration reroute_resend_timeout = absl::Seconds(10);
   LogFn log = LogToStderr;
+  // Routine events, at info: an owner back, an owner restarted and
+  // re-seeded.
+  LogFn info = LogInfoToStderr;
 };
 
 // Monotone counters (relaxed atomics). Bytes count remote channels only,

@@ -35,6 +35,7 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, SyncedTopicTable* topics,
   };
   parts.cluster = options_.cluster;
   parts.log = options_.log;
+  parts.info = options_.info;
   frames_ = std::make_unique<SyncFrameHandler>(std::move(parts));
   if (topics != nullptr) {
     apply_pending_ = [topics] { return topics->ApplyPending(); };
@@ -263,6 +264,7 @@ absl::Status ClusterLink::Join() {
   so.min_key_weight = options_.min_key_weight;
   so.epoch = epoch();
   so.log = options_.log;
+  so.info = options_.info;
   sync_ = std::make_unique<sync::Synchronizer>(so, table_, std::move(key_owner),
                                                std::move(channels));
   peers_->StartHeartbeats();

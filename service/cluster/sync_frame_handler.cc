@@ -48,10 +48,17 @@ void SyncFrameHandler::HandleDeltaBatch(const sync::Frame& request,
     const bool epoch = absl::IsFailedPrecondition(s) ||
                        (absl::IsUnavailable(s) &&
                         absl::StrContains(s.message(), "ring epoch"));
-    if (!epoch) {
+    // So is one addressed to this owner's previous process: its sender
+    // re-seeds it (sync/synchronizer.h), once per sender.
+    const bool restarted =
+        absl::IsAborted(s) && absl::StrContains(s.message(), "owner restarted");
+    const std::string line = absl::StrCat("rejected delta batch from ",
+                                          batch.node_id(), ": ", s.ToString());
+    if (restarted) {
+      parts_.info(line);
+    } else if (!epoch) {
       LogRefusal(absl::IsPermissionDenied(s) ? not_member_log_ : invalid_log_,
-                 absl::StrCat("rejected delta batch from ", batch.node_id(),
-                              ": ", s.ToString()));
+                 line);
     }
     responder.Reply(s);
     return;

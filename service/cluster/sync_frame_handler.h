@@ -46,6 +46,7 @@ class SyncFrameHandler {
     std::function<sync::ProgressReply()> progress;
     std::string cluster;  // its name, for the registry's keys
     sync::LogFn log = sync::LogToStderr;
+    sync::LogFn info = sync::LogInfoToStderr;  // routine refusals
   };
   explicit SyncFrameHandler(Parts parts) : parts_(std::move(parts)) {}
 
