@@ -29,10 +29,8 @@ TEST(ClusterDrain, DrainSettlesEveryNodeOnOneTableAndResumeSamples) {
   ASSERT_FALSE(freq.empty());
   std::vector<std::vector<std::string>> args(kNodes);
   for (int i = 0; i < kNodes; ++i) {
-    args[i] = CorpusPartArgs(cluster.dir(), i);
-    for (const char* a : {"--max-sweeps", "0", "--replicas", "1"}) {
-      args[i].push_back(a);
-    }
+    args[i] = CorpusPartArgs(cluster.dir(), i,
+                             {"--max-sweeps", "0", "--replicas", "1"});
   }
   ASSERT_TRUE(cluster.Start(args));
   for (int i = 0; i < kNodes; ++i) {

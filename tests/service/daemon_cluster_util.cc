@@ -264,9 +264,13 @@ std::vector<std::string> TrainingArgs(const char* topics,
   return args;
 }
 
-std::vector<std::string> CorpusPartArgs(const std::string& dir, int part) {
-  return {"--corpus", absl::StrCat(dir, "/part", part), "--format", "ldac",
-          "--vocab",  TestCorpusFile("vocab.txt"),      "--topics", "10"};
+std::vector<std::string> CorpusPartArgs(const std::string& dir, int part,
+                                        const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {
+      "--corpus", absl::StrCat(dir, "/part", part), "--format", "ldac",
+      "--vocab",  TestCorpusFile("vocab.txt"),      "--topics", "10"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
 }
 
 std::vector<std::string> FixedPortArgs(

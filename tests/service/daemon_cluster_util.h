@@ -181,8 +181,10 @@ std::vector<std::string> TrainingArgs(const char* topics = "20",
 
 // The corpus flags of a node training part `part` of what WriteCorpusParts
 // wrote into `dir` (LDA-C with the test corpus's vocabulary), and 10
-// topics.
-std::vector<std::string> CorpusPartArgs(const std::string& dir, int part);
+// topics, followed by `extra`.
+std::vector<std::string> CorpusPartArgs(
+    const std::string& dir, int part,
+    const std::vector<std::string>& extra = {});
 
 // {flag, "127.0.0.1:PORT"} for each of `flags` (--listen,
 // --cluster-listen, --http), each port free now: for a node that must

@@ -119,11 +119,9 @@ TEST(DaemonRestart, ANodeRestartedAfterTheOthersFinishedEndsExact) {
   ASSERT_FALSE(freq.empty());
   std::vector<std::vector<std::string>> args(kNodes);
   for (int i = 0; i < kNodes; ++i) {
-    args[i] = CorpusPartArgs(cluster.dir(), i);
+    args[i] = CorpusPartArgs(cluster.dir(), i,
+                             {"--max-sweeps", "30", "--replicas", "1"});
     for (const std::string& a : FixedPortArgs({"--listen"})) {
-      args[i].push_back(a);
-    }
-    for (const char* a : {"--max-sweeps", "30", "--replicas", "1"}) {
       args[i].push_back(a);
     }
   }
