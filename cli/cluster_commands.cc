@@ -79,7 +79,9 @@ std::string MoveJson(const sync::MoveRecord& m) {
 namespace {
 
 // The options add-node and remove-node share.
-void AddMoveOptions(CLI::App* sub, ClusterCommands* c) {
+void AddMoveOptions(
+    CLI::App* sub, ClusterCommands* c,
+    const char* timeout_help = "Seconds to wait for the move to finish") {
   sub->add_option("--cluster-redis", c->redis_url,
                   "Redis holding the cluster, as the nodes' --cluster-redis "
                   "(or $LATENTD_CLUSTER_REDIS: a url with a password stays "
@@ -88,8 +90,7 @@ void AddMoveOptions(CLI::App* sub, ClusterCommands* c) {
       ->required();
   sub->add_option("--cluster", c->cluster, "Name of the cluster")
       ->capture_default_str();
-  sub->add_option("--timeout", c->timeout_seconds,
-                  "Seconds to wait for the move to finish")
+  sub->add_option("--timeout", c->timeout_seconds, timeout_help)
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   sub->add_flag("--json", c->json, "Print JSON instead of text");
@@ -116,7 +117,8 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
   c->cluster_cmd = app->add_subcommand(
       "cluster",
       "The cluster's control plane in Redis: ring epoch, member states, "
-      "moves; admitting a node that asked to join, removing one");
+      "moves; admitting a node that asked to join, removing one; draining "
+      "the cluster onto one table and resuming it");
   c->cluster_cmd->require_subcommand(1);
   c->status = c->cluster_cmd->add_subcommand(
       "status",
@@ -167,7 +169,9 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
       "until every ring member holds the same table (the same checksum in "
       "its heartbeat): settled. Sampling stays paused until `cluster "
       "resume`");
-  AddMoveOptions(c->drain, c);
+  AddMoveOptions(c->drain, c,
+                 "Seconds to wait for every member to settle (the drain "
+                 "stays requested after them)");
   c->resume = c->cluster_cmd->add_subcommand(
       "resume", "End a drain: the members sample again");
   c->resume
