@@ -153,11 +153,11 @@ void RegisterClusterMetrics(MetricsRegistry* metrics,
                                 st.refused_incarnation,
                                 st.refused_key_not_owned,
                                 st.refused_negative,
-                                link->sender_mismatches(),
-                                link->handoffs_refused(),
-                                link->replicas_refused(),
+                                link->frames().sender_mismatches(),
+                                link->frames().handoffs_refused(),
+                                link->frames().replicas_refused(),
                                 link->server_stats()->identity_refused.load(),
-                                link->progress_refused(),
+                                link->frames().progress_refused(),
                                 st.refused_too_many_keys};
     static_assert(std::size(refused) == std::size(kRefusalReasons));
     for (size_t i = 0; i < std::size(refused); ++i) {

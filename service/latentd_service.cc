@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "sampler/model_dir.h"
+#include "service/cluster_members_response.h"
 
 namespace latentd::service {
 
@@ -223,6 +224,20 @@ absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
   }
   ingest_.SetCluster(options.redis_url, options.cluster);
   return training_.JoinCluster(std::move(options));
+}
+
+absl::StatusOr<api::ClusterMembersResponse> LatentdService::ClusterMembers(
+    const api::ClusterMembersRequest&) const {
+  if (!options_.cluster_mode) {
+    return absl::FailedPreconditionError(
+        "ClusterMembers: this node is not a training cluster's member (a "
+        "graph cluster's members: latentctl cluster status)");
+  }
+  const ClusterLink* link = router_.link();
+  if (link == nullptr) {
+    return absl::UnavailableError("ClusterMembers: still joining");
+  }
+  return ReadClusterMembers(*link);
 }
 
 }  // namespace latentd::service

@@ -145,8 +145,8 @@ class LatentdService {
   absl::StatusOr<api::CheckpointResponse> Checkpoint(
       const api::CheckpointRequest& request);
   // The cluster's members as its Redis records them, read from Redis now
-  // (service_cluster_members.cc): kFailedPrecondition unless this node is
-  // a training cluster's member, kUnavailable while it joins or when Redis
+  // (ReadClusterMembers): kFailedPrecondition unless this node is a
+  // training cluster's member, kUnavailable while it joins or when Redis
   // cannot be read.
   absl::StatusOr<api::ClusterMembersResponse> ClusterMembers(
       const api::ClusterMembersRequest& request) const;

@@ -217,17 +217,9 @@ class ClusterLink {
   // its detection (Redis time) to the first sync round this node completed
   // with the new owners. Negative if none yet.
   uint64_t failovers() const { return follower_->failovers(); }
-  // Frames refused as speaking for a node other than the one their
-  // connection proved (CheckSender), and key hand-offs refused as from a
-  // node the owner does not admit.
-  uint64_t sender_mismatches() const { return frames_->sender_mismatches(); }
-  uint64_t handoffs_refused() const { return frames_->handoffs_refused(); }
-  // Replica updates refused as from a node the owner does not admit.
-  uint64_t replicas_refused() const { return frames_->replicas_refused(); }
-  // Progress frames refused as from a node that is neither a member the
-  // owner admits nor one the cluster's registry in Redis lists (members or
-  // pending joiners); see SyncFrameHandler.
-  uint64_t progress_refused() const { return frames_->progress_refused(); }
+  // The sync server's frame handler: its refusal and hand-off counters
+  // (SyncFrameHandler's, thread-safe).
+  const SyncFrameHandler& frames() const { return *frames_; }
   // Replicated key state (key_replicas > 1; zeros otherwise): what this
   // owner copies to its backups, and the keys this node holds copies of
   // for other owners.

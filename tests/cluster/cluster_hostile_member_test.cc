@@ -173,8 +173,8 @@ TEST_F(ClusterTest, KeyHolderCannotCorruptTheModel) {
   const sync::OwnerShardStats st = owner->owner().stats();
   EXPECT_EQ(st.refused_incarnation, 1u);
   EXPECT_EQ(st.refused_not_member, 2u + 1u + 62u);
-  EXPECT_EQ(owner->link().handoffs_refused(), 1u);
-  EXPECT_EQ(owner->link().replicas_refused(), 1u);
+  EXPECT_EQ(owner->link().frames().handoffs_refused(), 1u);
+  EXPECT_EQ(owner->link().frames().replicas_refused(), 1u);
   EXPECT_GE(log_.Count("lies past this owner's clock"), 1);
   EXPECT_GE(log_.Count("is not a member of ring epoch"), 1);
   EXPECT_GE(log_.Count("key hand-off from 'ghost'"), 1);
@@ -212,7 +212,7 @@ TEST_F(ClusterTest, ProgressOnlyFromMembersAndRegisteredNodes) {
     EXPECT_EQ(r.status().code(), absl::StatusCode::kPermissionDenied)
         << r.status();
   }
-  EXPECT_EQ(node->link().progress_refused(), 300u);
+  EXPECT_EQ(node->link().frames().progress_refused(), 300u);
   EXPECT_GE(log_.Count("progress from 'ghost-"), 1);
   EXPECT_LT(log_.Count("progress from 'ghost-"), 20);  // rate-limited
   // A member's id on another node's connection.
@@ -220,7 +220,7 @@ TEST_F(ClusterTest, ProgressOnlyFromMembersAndRegisteredNodes) {
                     progress(member->node_id()));
   EXPECT_EQ(r.status().code(), absl::StatusCode::kPermissionDenied)
       << r.status();
-  EXPECT_EQ(node->link().sender_mismatches(), 1u);
+  EXPECT_EQ(node->link().frames().sender_mismatches(), 1u);
   // A node registered as pending is taken once the registry is read again
   // (the refusal asks for that; the watcher polls every 250 ms).
   auto redis = sync::RedisClient::Connect(redis_->url());
@@ -291,7 +291,7 @@ TEST_F(ClusterTest, PerNodeCertificatesBindTheNodeId) {
   });
   const sync::OwnerShardStats st = owner->owner().stats();
   EXPECT_EQ(st.refused_not_member, 1u);
-  EXPECT_EQ(owner->link().sender_mismatches(), 1u);
+  EXPECT_EQ(owner->link().frames().sender_mismatches(), 1u);
   EXPECT_GE(owner->link().server_stats()->identity_refused.load(), 3u);
   EXPECT_GE(log_.Count("identity refused"), 3);
   EXPECT_EQ(log_.Count(absl::StrCat("claims node id '", victim->node_id(),

@@ -1,27 +1,17 @@
-// ClusterMembers: the cluster's control plane in its Redis (the records
-// `latentctl cluster status` prints), read by the node for the status page.
+#include "service/cluster_members_response.h"
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "service/latentd_service.h"
 #include "sync/control/cluster_admin.h"
 #include "sync/control/membership.h"
 
 namespace latentd::service {
 
-absl::StatusOr<api::ClusterMembersResponse> LatentdService::ClusterMembers(
-    const api::ClusterMembersRequest&) const {
-  if (!options_.cluster_mode) {
-    return absl::FailedPreconditionError(
-        "ClusterMembers: this node is not a training cluster's member (a "
-        "graph cluster's members: latentctl cluster status)");
-  }
-  const ClusterLink* link = router_.link();
-  if (link == nullptr) {
-    return absl::UnavailableError("ClusterMembers: still joining");
-  }
-  const ClusterLinkOptions& o = link->options();
+absl::StatusOr<api::ClusterMembersResponse> ReadClusterMembers(
+    const ClusterLink& link) {
+  const ClusterLinkOptions& o = link.options();
   absl::StatusOr<std::unique_ptr<sync::RedisClient>> redis =
       sync::RedisClient::Connect(o.redis_url);
   if (!redis.ok()) {
@@ -38,7 +28,7 @@ absl::StatusOr<api::ClusterMembersResponse> LatentdService::ClusterMembers(
   api::ClusterMembersResponse resp;
   resp.set_cluster(status->cluster);
   resp.set_epoch(status->epoch);
-  resp.set_node_id(link->node_id());
+  resp.set_node_id(link.node_id());
   for (const sync::MemberStatus& m : status->members) {
     api::ClusterMemberRecord* r = resp.add_members();
     r->set_id(m.id);
