@@ -29,6 +29,7 @@
 // unavailable. LATENTD_NETFAULT_SEED (1), LATENTD_NETFAULT_SCHEDULES (10),
 // LATENTD_NETFAULT_CUT_MS ("2000-2500"), LATENTD_NETFAULT_FLAP_MS (1000)
 // and LATENTD_NETFAULT_FLAP_CYCLES (3) set the campaign (ops/chaos.sh);
+// LATENTD_NETFAULT_KINDS ("halves,flap": only those kinds; default all),
 // LATENTD_NETFAULT_KNOWN_DEFECTS=1 runs the known defects' schedules too,
 // LATENTD_NETFAULT_STRICT_PROFILES=1 fails on short profiles, and
 // LATENTD_NETFAULT_GDB=1 writes the stacks of a node that does not come
@@ -76,6 +77,8 @@ constexpr int kUsers = 12;
 struct Campaign {
   uint32_t seed = 1;
   int schedules = 10;
+  // Only schedules of these kinds run (FaultKindName); empty: all.
+  std::set<std::string> kinds;
   FaultDurations durations{
       .cut_min_ms = 2000, .cut_max_ms = 2500, .lead_max_ms = 600};
 };
@@ -92,6 +95,10 @@ Campaign ReadCampaign() {
   num("LATENTD_NETFAULT_SCHEDULES", &c.schedules);
   num("LATENTD_NETFAULT_FLAP_MS", &c.durations.flap_ms);
   num("LATENTD_NETFAULT_FLAP_CYCLES", &c.durations.flap_cycles);
+  if (const char* s = std::getenv("LATENTD_NETFAULT_KINDS")) {
+    std::vector<std::string> kinds = absl::StrSplit(s, ',', absl::SkipEmpty());
+    c.kinds.insert(kinds.begin(), kinds.end());
+  }
   if (const char* s = std::getenv("LATENTD_NETFAULT_CUT_MS")) {
     std::vector<std::string> mm = absl::StrSplit(s, '-');
     EXPECT_TRUE(mm.size() == 2 &&
@@ -439,13 +446,17 @@ TEST(DaemonNetFault, SeededPartitionsHealExact) {
   int passed = 0;
   bool failed_over = false;  // in any schedule so far
   // `schedules` schedules run; those of a known defect are skipped (said
-  // so) and the seeds go on, up to twice as many.
+  // so) and the seeds go on, up to twice as many (eight times with a kind
+  // filter: a kind is every fourth seed).
+  const uint32_t seeds = (campaign.kinds.empty() ? 2 : 8) * campaign.schedules;
   int ran = 0, skipped = 0;
   for (uint32_t seed = campaign.seed;
-       ran < campaign.schedules &&
-       seed < campaign.seed + 2 * campaign.schedules;
-       ++seed) {
+       ran < campaign.schedules && seed < campaign.seed + seeds; ++seed) {
     const FaultSchedule s = MakeSchedule(seed, kNodes, campaign.durations);
+    if (!campaign.kinds.empty() &&
+        !campaign.kinds.contains(FaultKindName(s.kind))) {
+      continue;
+    }
     if (const char* defect = KnownDefect(s)) {
       ++skipped;
       std::printf("netfault schedule seed %u [SKIPPED] %s: %s\n", s.seed,
