@@ -102,7 +102,8 @@ absl::Status ClusterMember::Join(ClusterLinkOptions options, Trainer* trainer,
   return absl::OkStatus();
 }
 
-absl::Status ClusterMember::BeforeSweep(uint64_t* t) {
+absl::Status ClusterMember::BeforeSweep(uint64_t* t,
+                                        const std::function<bool()>& give_up) {
   if (link_->declared_down() && !router_->failed()) {
     router_->MarkFailed("this node was declared down and failed over");
     // Failed over while alive (its heartbeats were late): the others took
@@ -124,7 +125,7 @@ absl::Status ClusterMember::BeforeSweep(uint64_t* t) {
   link_->set_settled_checksum(0);  // sampling again: not settled
   drain_checksum_ = 0;
   *t = link_->sweep() + 1;
-  return link_->BeforeSweep(*t);
+  return link_->BeforeSweep(*t, give_up);
 }
 
 bool ClusterMember::LeaveDue() const {

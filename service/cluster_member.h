@@ -72,10 +72,11 @@ class ClusterMember {
   ClusterLink* link() const { return link_.get(); }
 
   // Before sweep *t (set here: the cluster's next): waits as the link's
-  // consistency says. kFailedPrecondition once the node stopped sampling
-  // (a failed sweep, or declared down: then marked failed in the router
-  // and options.on_declared_down called).
-  absl::Status BeforeSweep(uint64_t* t);
+  // consistency says (ClusterLink::BeforeSweep: kCancelled once a drain is
+  // requested or give_up() says stop). kFailedPrecondition once the node
+  // stopped sampling (a failed sweep, or declared down: then marked failed
+  // in the router and options.on_declared_down called).
+  absl::Status BeforeSweep(uint64_t* t, const std::function<bool()>& give_up);
   // Adds merged tokens' counts to the synchronized table (no rebuild: the
   // table also holds the other nodes' counts).
   absl::Status ApplyMerge(Trainer* trainer, const MergeResult& merged);

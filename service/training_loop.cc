@@ -242,7 +242,9 @@ bool TrainingLoop::SweepOnce() {
   ClusterMember& cluster = *parts_.cluster;
   uint64_t cluster_sweep = 0;
   if (cluster.joined()) {
-    absl::Status ready = cluster.BeforeSweep(&cluster_sweep);
+    absl::Status ready = cluster.BeforeSweep(
+        &cluster_sweep, [this] { return parts_.ingest->stopping(); });
+    if (absl::IsCancelled(ready)) return true;  // draining or stopping
     if (!ready.ok()) {
       log::Warning("latentd", absl::StrCat("cluster: ", ready.message()));
       return false;

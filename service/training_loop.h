@@ -133,7 +133,8 @@ class TrainingLoop {
   // True once this node samples no more (max_sweeps reached, or a failed
   // cluster sweep, or it left its cluster).
   bool SamplingStopped() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
-  // One sweep; false if it failed (logged and counted).
+  // One sweep; false if it failed (logged and counted). True with nothing
+  // swept when a drain or Stop cut the wait for the cluster short.
   bool SweepOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   void RecordSweep(const SweepReport& r)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);

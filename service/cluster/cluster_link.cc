@@ -386,7 +386,8 @@ std::vector<std::string> ClusterLink::UnavailablePeers() const {
   return peers_ != nullptr ? peers_->Unavailable() : std::vector<std::string>{};
 }
 
-absl::Status ClusterLink::BeforeSweep(uint64_t t) {
+absl::Status ClusterLink::BeforeSweep(uint64_t t,
+                                      const std::function<bool()>& give_up) {
   if (options_.consistency.bounded) {
     const uint64_t s = options_.consistency.staleness;
     if (t > s + 1) {
@@ -394,6 +395,9 @@ absl::Status ClusterLink::BeforeSweep(uint64_t t) {
       while (!clocks_->WaitForMin(t - 1 - s,
                                   absl::Now() + absl::Milliseconds(50))) {
         LATENTD_RETURN_IF_ERROR(apply_pending_());
+        if (drain_requested() || (give_up && give_up())) {
+          return absl::CancelledError("draining or stopping");
+        }
       }
       sync_->Flush();  // pull what they flushed
     }

@@ -96,8 +96,11 @@ class ClusterLink {
 
   // Before sweep t (1-based): under SSP waits until every live node has
   // done sweep t − 1 − s (then pulls what they flushed); applies queued
-  // corrections.
-  absl::Status BeforeSweep(uint64_t t);
+  // corrections. The wait ends with kCancelled, nothing swept, once a
+  // drain is requested (the peers it waits for may be paused) or
+  // `give_up` (if given) returns true (the node is stopping).
+  absl::Status BeforeSweep(uint64_t t,
+                           const std::function<bool()>& give_up = nullptr);
   // After a sweep of `batches` batches: under SSP/BSP (or
   // flush_each_sweep) pushes this sweep's deltas and waits for the
   // replies, else kicks a complete round; re-paces the background rounds.
@@ -143,15 +146,12 @@ class ClusterLink {
   }
   // Key hand-offs of past epochs not yet taken by their new owners.
   size_t pending_handoffs() const { return follower_->pending_handoffs(); }
-  // The documents this node trains on, for its heartbeat in Redis (about
-  // once a second, with its sweep and the keys it owns; `latentctl cluster
-  // status` shows it). Any thread.
+  // For this node's heartbeat in Redis (`latentctl cluster status` shows
+  // them): the documents it trains on, and its part of the cluster's
+  // log-likelihood at its latest evaluated sweep (summed there). Any thread.
   void set_documents(uint64_t n) {
     documents_.store(n, std::memory_order_relaxed);
   }
-  // This node's part of the cluster's log-likelihood at its latest
-  // evaluated sweep, for its heartbeat (`latentctl cluster status` sums
-  // the members'). Any thread.
   void set_log_likelihood_part(const sync::LogLikelihoodPart& part) {
     absl::MutexLock lock(&ll_mu_);
     ll_part_ = part;
