@@ -180,7 +180,6 @@ TEST(ClusterHandoffExact, AnLdacCorpusKeepsTheWordsTheTokenizerDrops) {
   ASSERT_TRUE(StartThirds(&cluster, cluster.dir() + "/vocab.txt", "0"));
   ASSERT_GT(HandOffC(&cluster), 0u);
   ExpectNoBackupOnC(cluster);
-  DrainCluster(cluster);
   EXPECT_GE(DrainAndCheckExact(cluster, freq, {0, 1}), 0);
   cluster.StopAll();
 }

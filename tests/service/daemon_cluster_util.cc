@@ -403,19 +403,21 @@ sync::ClusterStatus ReadStatus(const RedisServer& redis,
   return st.ok() ? *st : sync::ClusterStatus{};
 }
 
-void DrainCluster(const TestCluster& cluster, int seconds) {
+bool DrainCluster(const TestCluster& cluster, int seconds) {
   auto [rc, out] = Latentctl(
       {"cluster", "drain", "--cluster-redis", cluster.redis().address(),
        "--cluster", cluster.name(), "--timeout", std::to_string(seconds)});
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("settled: "), std::string::npos) << out;
+  return rc == 0 && out.find("settled: ") != std::string::npos;
 }
 
 double DrainAndCheckExact(const TestCluster& cluster,
                           const std::map<std::string, long long>& freq,
-                          std::vector<int> nodes) {
+                          std::vector<int> nodes, bool drain) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point began = Clock::now();
+  if (drain && !DrainCluster(cluster, 150)) return -1;
   const int members = static_cast<int>(nodes.size());
   auto done = [members](const api::StatusResponse& s) {
     return !s.training() && s.pending() == 0 &&

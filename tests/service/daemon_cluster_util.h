@@ -226,19 +226,22 @@ std::map<std::string, long long> WriteCorpusParts(
 
 // Runs `latentctl cluster drain` on `cluster` (sync/control/drain.h): its
 // members stop sampling and settle on one table; a test failure unless it
-// settles within `seconds`.
-void DrainCluster(const TestCluster& cluster, int seconds = 60);
+// settles within `seconds`. True if it did.
+bool DrainCluster(const TestCluster& cluster, int seconds = 60);
 
-// Waits until nodes `nodes` of `cluster` have stopped training and drained
-// (that many members each), then checks that the model is exact: every one
-// exports the same counts (each holds every word of the cluster,
+// Drains `cluster` (DrainCluster: sampling pauses at once, so no test
+// waits for --max-sweeps; with `drain` false, waits for the nodes to reach
+// it instead) until nodes `nodes` have stopped training with nothing
+// pending (that many members each), then checks that the model is exact:
+// every one exports the same counts (each holds every word of the cluster,
 // docs/design.md "Growing vocabulary in a cluster"), and each word's row
 // sums to its frequency `freq` in the corpus parts. Exports go under the
 // cluster's directory. Returns the seconds it took to drain (-1 and a test
 // failure if a node did not).
 double DrainAndCheckExact(const TestCluster& cluster,
                           const std::map<std::string, long long>& freq,
-                          std::vector<int> nodes = {0, 1, 2});
+                          std::vector<int> nodes = {0, 1, 2},
+                          bool drain = true);
 
 // Cluster `cluster` as the Redis server `redis` holds it; a test failure
 // and an empty status if it cannot be read.
