@@ -48,6 +48,14 @@ class TransportTlsTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.status();
     return s.ok() ? std::move(*s) : nullptr;
   }
+  // A TLS server that also wants the cluster key's handshake.
+  std::unique_ptr<Server> StartKeyed() {
+    ServerOptions o;
+    o.tls = ServerTls();
+    o.auth = std::make_shared<PeerAuth>(
+        PeerAuth{std::string(32, 'k'), "server-node"});
+    return Start(o);
+  }
   std::shared_ptr<const TlsContext> ServerTls() {
     auto t = TlsContext::ForServer(pki_->path("server.pem"),
                                    pki_->path("server.key"));
@@ -94,11 +102,7 @@ TEST_F(TransportTlsTest, VerifiedClientTalks) {
 // both ways, also several at once on one connection, with the cluster key's
 // frame MACs on.
 TEST_F(TransportTlsTest, LargeFramesCrossIntactBothWays) {
-  ServerOptions o;
-  o.tls = ServerTls();
-  o.auth =
-      std::make_shared<PeerAuth>(PeerAuth{std::string(32, 'k'), "server-node"});
-  auto server = Start(o);
+  auto server = StartKeyed();
   ASSERT_NE(server, nullptr);
   ClientOptions co;
   co.port = server->port();
@@ -149,11 +153,7 @@ TEST_F(TransportTlsTest, LargeFramesCrossIntactBothWays) {
 }
 
 TEST_F(TransportTlsTest, ClusterKeyHandshakeRunsInsideTls) {
-  ServerOptions o;
-  o.tls = ServerTls();
-  o.auth =
-      std::make_shared<PeerAuth>(PeerAuth{std::string(32, 'k'), "server-node"});
-  auto server = Start(o);
+  auto server = StartKeyed();
   ASSERT_NE(server, nullptr);
   auto reply =
       Echo(server->port(), ClientTls("ca.pem"),
