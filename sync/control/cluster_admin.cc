@@ -191,15 +191,19 @@ absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
                                          const std::string& value) {
   std::vector<std::string> parts = absl::StrSplit(value, ' ');
   Heartbeat hb;
-  if (parts.size() > 4 && absl::StartsWith(parts.back(), "s=")) {
-    if (!absl::SimpleHexAtoi(parts.back().substr(2), &hb.settled_checksum) ||
-        hb.settled_checksum == 0) {
-      return Corrupt(key, absl::StrCat("field ", Quote(id), " ends with ",
-                                       Quote(parts.back()),
-                                       ", not s=HEX (a non-zero checksum)"));
+  // Tagged fields come last: s= is read, a newer node's others skipped.
+  while (parts.size() > 4 && absl::StrContains(parts.back(), '=')) {
+    if (absl::StartsWith(parts.back(), "s=") &&
+        (!absl::SimpleHexAtoi(parts.back().substr(2), &hb.settled_checksum) ||
+         hb.settled_checksum == 0)) {
+      return Corrupt(
+          key, absl::StrCat("field ", Quote(id), " has ", Quote(parts.back()),
+                            ", not s=HEX (a non-zero checksum)"));
     }
     parts.pop_back();
   }
+  // Positional fields a newer node appended after the known ones.
+  if (parts.size() > 15) parts.resize(15);
   const bool has_ll = parts.size() == 15;
   hb.has_replication = parts.size() == 11 || has_ll;
   hb.has_counters = parts.size() == 8 || hb.has_replication;
@@ -226,8 +230,8 @@ absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
                                      "[epoch retracted reseeds stale "
                                      "[under-replicated failovers "
                                      "last-failover-ms [ll-sweep "
-                                     "ll-tokens doc-ll owned-word-ll]]] "
-                                     "[s=HEX]'"));
+                                     "ll-tokens doc-ll owned-word-ll ...]]] "
+                                     "[s=HEX] [NAME=VALUE...]'"));
   }
   if (has_ll) hb.log_likelihood = ll;
   return hb;

@@ -251,6 +251,10 @@ struct Heartbeat {
   // receive: the checksum of its table (sync/control/drain.h); else 0.
   // Written as a last field "s=HEX" when not 0.
   uint64_t settled_checksum = 0;
+  // A line from a newer node reads by the fields known here: positional
+  // fields past the fifteen above and tagged fields (NAME=VALUE, last)
+  // other than s= are skipped, so that a rolling upgrade leaves `cluster
+  // status` readable by the old latentctl and nodes.
 };
 
 struct MemberStatus {

@@ -505,6 +505,38 @@ TEST_F(ClusterAdminTest, DrainIsSettledWhenEveryMemberHasOneChecksum) {
   EXPECT_FALSE(after->drain_requested);
 }
 
+// A rolling upgrade: a newer node's heartbeat, with positional fields past
+// the known ones and tagged fields besides s=, reads by the fields known
+// here. A line short of a known shape, or a bad s=, is still corrupt.
+TEST_F(ClusterAdminTest, HeartbeatsOfANewerNodeReadByTheirKnownFields) {
+  WriteRing({"a", "b"});
+  const std::string hb = ClusterKeys(cluster_).heartbeats;
+  ASSERT_TRUE(Cmd({"HSET", hb, "a",
+                   "1000 12 3456 100 7 1 2 3 4 5 1234 10 900 -1234.5 -0.1 "
+                   "99 98 s=abc zz=1"})
+                  .ok());
+  ASSERT_TRUE(Cmd({"HSET", hb, "b", "1000 13 7 8 q=2"}).ok());
+  auto s = ReadClusterStatus(redis_.get(), cluster_);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE(s->members[0].heartbeat.has_value());
+  const Heartbeat& a = *s->members[0].heartbeat;
+  EXPECT_EQ(a.sweep, 12u);
+  EXPECT_EQ(a.last_failover_ms, 1234);
+  ASSERT_TRUE(a.log_likelihood.has_value());
+  EXPECT_EQ(a.log_likelihood->owned_word, -0.1);
+  EXPECT_EQ(a.settled_checksum, 0xabcu);
+  ASSERT_TRUE(s->members[1].heartbeat.has_value());
+  EXPECT_EQ(s->members[1].heartbeat->sweep, 13u);
+  EXPECT_FALSE(s->members[1].heartbeat->has_counters);
+  for (const char* bad : {"1000 12 3456", "1000 12 3456 100 7",
+                          "1000 12 3456 100 s=0", "1000 12 3456 100 s=xyz"}) {
+    ASSERT_TRUE(Cmd({"HSET", hb, "b", bad}).ok());
+    EXPECT_EQ(ReadClusterStatus(redis_.get(), cluster_).status().code(),
+              absl::StatusCode::kDataLoss)
+        << bad;
+  }
+}
+
 // What Redis holds is checked: garbage gives kDataLoss naming the key, and
 // nothing is written over it.
 TEST_F(ClusterAdminTest, MalformedContentsAreDataLoss) {
