@@ -48,15 +48,26 @@ class Node:
             self.proc = subprocess.Popen(self.args, stdout=log,
                                          stderr=subprocess.STDOUT)
 
+    def log_tail(self, lines=30):
+        """The last lines of the node's log (the directory is removed after
+        a failed run, so a failure message carries them)."""
+        try:
+            with open(self.log, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError as e:
+            return f"(no log: {e})\n"
+
     def wait_up(self, timeout=60):
         end = time.time() + timeout
         while time.time() < end:
             if self.proc.poll() is not None:
-                sys.exit(f"node{self.i} exited; see {self.log}")
+                sys.exit(f"node{self.i} exited (status {self.proc.returncode})"
+                         f"; its log ends:\n{self.log_tail()}")
             if metric(self.http, "latentd_sweeps_total") is not None:
                 return
             time.sleep(0.05)
-        sys.exit(f"node{self.i} did not come up; see {self.log}")
+        sys.exit(f"node{self.i} did not come up; its log ends:\n"
+                 f"{self.log_tail()}")
 
     def kill(self):
         self.proc.send_signal(signal.SIGKILL)
