@@ -95,7 +95,16 @@ Campaign ReadCampaign() {
   num("LATENTD_NETFAULT_FLAP_CYCLES", &c.durations.flap_cycles);
   if (const char* s = std::getenv("LATENTD_NETFAULT_KINDS")) {
     std::vector<std::string> kinds = absl::StrSplit(s, ',', absl::SkipEmpty());
-    c.kinds.insert(kinds.begin(), kinds.end());
+    for (const std::string& k : kinds) {
+      bool known = false;
+      for (FaultKind f : {FaultKind::kIsolate, FaultKind::kRedisCut,
+                          FaultKind::kHalves, FaultKind::kFlap}) {
+        known = known || k == FaultKindName(f);
+      }
+      EXPECT_TRUE(known) << "LATENTD_NETFAULT_KINDS: no kind '" << k
+                         << "' (isolate, redis-cut, halves, flap)";
+      c.kinds.insert(k);
+    }
   }
   if (const char* s = std::getenv("LATENTD_NETFAULT_CUT_MS")) {
     std::vector<std::string> mm = absl::StrSplit(s, '-');
