@@ -138,11 +138,6 @@ void OwnerShard::SetEpoch(uint64_t epoch) {
   admission_.Enter(epoch);
 }
 
-void OwnerShard::AwaitRing() {
-  absl::MutexLock l(&mu_);
-  admission_.AwaitRing();
-}
-
 void OwnerShard::SetAdmission(uint64_t epoch, OwnerAdmission admission) {
   absl::MutexLock l(&mu_);
   admission_.Set(epoch, std::move(admission));

@@ -122,9 +122,6 @@ class OwnerShard {
   void SetAdmission(uint64_t epoch, OwnerAdmission admission);
   // Whether the admission in effect lists `node_id` (true without one).
   bool Admits(const std::string& node_id) const;
-  // Refuses every batch (kUnavailable) until SetEpoch moves to a ring
-  // epoch: for a node's owner serving before its ring is known.
-  void AwaitRing();
   uint64_t epoch() const;
 
   // Moves to ring epoch `epoch` and, in the same step, removes every key

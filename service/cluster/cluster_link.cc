@@ -23,7 +23,6 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, SyncedTopicTable* topics,
       owner_(std::make_unique<sync::OwnerShard>(dimension)),
       replicas_(std::make_unique<sync::ReplicaStore>(dimension)),
       clocks_(std::make_unique<sync::ClockTable>(std::vector<std::string>{})) {
-  owner_->AwaitRing();  // until Join() knows the ring (SetInitialRing)
   SyncFrameHandler::Parts parts;
   parts.owner = owner_.get();
   parts.replicas = replicas_.get();
@@ -257,7 +256,8 @@ absl::Status ClusterLink::Join() {
   sync::SynchronizerOptions so;
   so.node_id = node_id_;
   // Increasing over time (a later process of this node supersedes an
-  // earlier one, sync/owner_shard.h): sync::IncarnationAt.
+  // earlier one, sync/owner_shard.h): µs since 1970 (51 bits until 2041),
+  // then 12 random bits.
   so.incarnation = sync::IncarnationAt(absl::Now(), std::random_device{}());
   so.round_byte_budget = options_.round_byte_budget;
   so.round_interval = options_.round_interval;

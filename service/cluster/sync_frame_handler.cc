@@ -44,8 +44,7 @@ void SyncFrameHandler::HandleDeltaBatch(const sync::Frame& request,
   sync::DeltaReply reply;
   absl::Status s = parts_.owner->Apply(batch, &reply);
   if (!s.ok()) {
-    // Refusals by ring epoch are an expected part of a ring change (and of
-    // a node starting: OwnerShard::AwaitRing).
+    // Refusals by ring epoch are an expected part of a ring change.
     const bool epoch = absl::IsFailedPrecondition(s) ||
                        (absl::IsUnavailable(s) &&
                         absl::StrContains(s.message(), "ring epoch"));

@@ -17,7 +17,6 @@ constexpr int64_t kMaxDeltaCount = int64_t{1} << 31;
 void EpochAdmission::Enter(uint64_t epoch) {
   if (epoch != epoch_) keys_created_.clear();
   epoch_ = epoch;
-  if (epoch != 0) awaiting_ring_ = false;
   if (next_admission_.has_value() && next_admission_->first == epoch) {
     admission_ = std::move(next_admission_->second);
     next_admission_.reset();
@@ -38,13 +37,6 @@ bool EpochAdmission::Admits(const std::string& node_id) const {
 }
 
 absl::Status EpochAdmission::AdmitSender(const DeltaBatch& batch) {
-  if (awaiting_ring_) {
-    // A restarted node: a sender's re-seed routed by a ring this node has
-    // left (failed over) would otherwise apply here and count twice once
-    // the members hand its keys back.
-    return absl::UnavailableError(
-        "this owner has not entered a ring epoch yet; nothing was applied");
-  }
   if (!admission_.has_value()) return absl::OkStatus();
   const OwnerAdmission& a = *admission_;
   if (!a.members.empty() && !a.members.contains(batch.node_id())) {

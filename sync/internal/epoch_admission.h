@@ -38,15 +38,11 @@ class EpochAdmission {
   void Set(uint64_t epoch, OwnerAdmission admission);
   // Whether the admission in effect lists `node_id` (true without one).
   bool Admits(const std::string& node_id) const;
-  // Refuses every batch (kUnavailable) until Enter() moves to a ring epoch
-  // (non-zero): a node's owner is up before it knows its ring.
-  void AwaitRing() { awaiting_ring_ = true; }
 
-  // The sender's checks of a new batch: no ring awaited (kUnavailable), a
-  // member (kPermissionDenied, or kUnavailable for a batch routed by an
-  // epoch not reached yet), and its incarnation within the bound
-  // (kInvalidArgument). OK without an admission. Changes nothing but the
-  // refusal counts.
+  // The sender's checks of a new batch: a member (kPermissionDenied, or
+  // kUnavailable for a batch routed by an epoch not reached yet), and its
+  // incarnation within the bound (kInvalidArgument). OK without an
+  // admission. Changes nothing but the refusal counts.
   absl::Status AdmitSender(const DeltaBatch& batch);
   // The keys' and deltas' checks of a new, validated batch against the
   // table it would apply to: every key owned (kInvalidArgument), for
@@ -57,7 +53,6 @@ class EpochAdmission {
 
  private:
   uint64_t epoch_ = 0;
-  bool awaiting_ring_ = false;  // AwaitRing() until a ring epoch
   // The admission in effect (unset: every sender), and one waiting for its
   // epoch.
   std::optional<OwnerAdmission> admission_;

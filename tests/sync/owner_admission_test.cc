@@ -224,29 +224,5 @@ TEST(OwnerAdmission, AnAdmissionForALaterEpochWaitsForIt) {
   EXPECT_TRUE(owner.Admits("a"));
 }
 
-// A node's owner answers before its ring is known (AwaitRing): a batch,
-// say a re-seed routed by a ring this node has left, applies nothing and
-// is told to come again (kUnavailable) until the ring's epoch is entered.
-TEST(OwnerAwaitingRing, RefusesEveryBatchUntilItsRingIsKnown) {
-  OwnerShard owner(kK);
-  owner.AwaitRing();
-  DeltaReply reply;
-  absl::Status s =
-      owner.Apply(Batch("a", Incarnation(), 1, {{2, {{0, 5}}}}), &reply);
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
-  EXPECT_EQ(owner.num_keys(), 0u);
-  owner.SetEpoch(0);  // not a ring epoch
-  EXPECT_EQ(
-      owner.Apply(Batch("a", Incarnation(), 2, {{2, {{0, 5}}}}), &reply).code(),
-      absl::StatusCode::kUnavailable);
-  OwnerAdmission a;
-  a.members = {"a"};
-  owner.SetAdmission(1, std::move(a));
-  owner.SetEpoch(1);
-  ASSERT_TRUE(
-      owner.Apply(Batch("a", Incarnation(), 3, {{2, {{0, 5}}}}), &reply).ok());
-  EXPECT_EQ(owner.Global(2), (SparseVector{{0, 5}}));
-}
-
 }  // namespace
 }  // namespace latentd::sync
