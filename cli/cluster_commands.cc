@@ -56,6 +56,7 @@ std::string HeartbeatText(const sync::ClusterStatus& status,
                             h.last_failover_ms / 1000.0);
     }
   }
+  if (h.stopped_failed) out += "; stopped after a failure";
   out.push_back(')');
   return out;
 }
@@ -475,7 +476,8 @@ std::string FormatClusterStatusJson(const sync::ClusterStatus& s) {
                               "\"ownedWordLogLikelihood\":%.17g}",
                               p->sweep, p->tokens, p->doc, p->owned_word);
       }
-      absl::StrAppend(&out, "}");
+      absl::StrAppend(&out, ",\"stoppedAfterFailure\":",
+                      h.stopped_failed ? "true" : "false", "}");
     }
     absl::StrAppend(&out, "}");
   }

@@ -203,7 +203,10 @@ void TrainingLoop::UpdateSamplingState() {
     stopped_reason_ = std::move(reason);
   }
   if (training_ || !cluster.joined() || router.left()) return;
-  if (drain) {
+  // Its table is not the cluster's: the heartbeat says so, and a drain
+  // gets no checksum from it (sync/control/drain.h).
+  if (router.failed()) cluster.link()->set_stopped_failed();
+  if (drain && !router.failed()) {
     // Paused, not finished: push and pull until nothing is left, then
     // report the table's checksum (sync/control/drain.h).
     absl::StatusOr<bool> changed = cluster.DrainStep(trainer_.get(), vocab_);

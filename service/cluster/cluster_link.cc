@@ -256,8 +256,7 @@ absl::Status ClusterLink::Join() {
   sync::SynchronizerOptions so;
   so.node_id = node_id_;
   // Increasing over time (a later process of this node supersedes an
-  // earlier one, sync/owner_shard.h): µs since 1970 (51 bits until 2041),
-  // then 12 random bits.
+  // earlier one, sync/owner_shard.h): sync::IncarnationAt.
   so.incarnation = sync::IncarnationAt(absl::Now(), std::random_device{}());
   so.round_byte_budget = options_.round_byte_budget;
   so.round_interval = options_.round_interval;
@@ -363,7 +362,8 @@ sync::Heartbeat ClusterLink::Heartbeat() const {
     absl::MutexLock lock(&ll_mu_);
     beat.log_likelihood = ll_part_;
   }
-  if (drain_requested()) {
+  beat.stopped_failed = stopped_failed_.load();
+  if (drain_requested() && !beat.stopped_failed) {
     beat.settled_checksum = settled_checksum_.load(std::memory_order_relaxed);
   }
   beat.epoch = epoch();

@@ -9,8 +9,7 @@
 //   table  = SyncedTopicTable over the pipeline's TopicTable
 //   hook   = the count updater calls link.AfterBatch(applied)
 //   link   = ClusterLink::Create(options, &table)  // listens, joins, waits
-//                                                  // for the ring, exchanges
-//                                                  // the initial counts
+//            for the ring, exchanges the initial counts
 //   per sweep t: link.BeforeSweep(t); run the pipeline;
 //                link.EndSweep(batches); link.AnnounceSweep(t)
 //   at the end:  link.Finish(); link.WaitAllFinished(..); link.DrainPass()
@@ -158,15 +157,16 @@ class ClusterLink {
   }
   // True between the two phases of a ring change (see above).
   bool ring_changing() const { return follower_->ring_changing(); }
-  // Drain (sync/control/drain.h): whether one is requested, and the
-  // checksum of this node's table once a pass found nothing to sync (0:
-  // not settled), for its heartbeat. Any thread.
+  // Drain (sync/control/drain.h): whether one is requested; for the
+  // heartbeat, this node's table checksum once a pass found nothing to sync
+  // (0: not settled), and that it stopped after a failure. Any thread.
   bool drain_requested() const {
     return liveness_ != nullptr && liveness_->drain_requested();
   }
   void set_settled_checksum(uint64_t checksum) {
     settled_checksum_.store(checksum, std::memory_order_relaxed);
   }
+  void set_stopped_failed() { stopped_failed_.store(true); }
 
   // ---- Leaving (an operator's `latentctl cluster remove-node`) ----
   // Set once the ring has moved to the drain epoch of this node's removal
@@ -295,6 +295,7 @@ class ClusterLink {
   std::unique_ptr<KeyReplicas> key_replicas_;
   std::atomic<uint64_t> documents_{0};  // relaxed: a figure for operators
   std::atomic<uint64_t> settled_checksum_{0};
+  std::atomic<bool> stopped_failed_{false};
   mutable absl::Mutex ll_mu_;
   std::optional<sync::LogLikelihoodPart> ll_part_ ABSL_GUARDED_BY(ll_mu_);
   std::unique_ptr<sync::Synchronizer> sync_;

@@ -191,7 +191,8 @@ absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
                                          const std::string& value) {
   std::vector<std::string> parts = absl::StrSplit(value, ' ');
   Heartbeat hb;
-  // Tagged fields come last: s= is read, a newer node's others skipped.
+  // Tagged fields come last: s= and f= are read, a newer node's others
+  // skipped.
   while (parts.size() > 4 && absl::StrContains(parts.back(), '=')) {
     if (absl::StartsWith(parts.back(), "s=") &&
         (!absl::SimpleHexAtoi(parts.back().substr(2), &hb.settled_checksum) ||
@@ -199,6 +200,13 @@ absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
       return Corrupt(
           key, absl::StrCat("field ", Quote(id), " has ", Quote(parts.back()),
                             ", not s=HEX (a non-zero checksum)"));
+    }
+    if (absl::StartsWith(parts.back(), "f=")) {
+      if (parts.back() != "f=1") {
+        return Corrupt(key, absl::StrCat("field ", Quote(id), " has ",
+                                         Quote(parts.back()), ", not f=1"));
+      }
+      hb.stopped_failed = true;
     }
     parts.pop_back();
   }
@@ -231,7 +239,7 @@ absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
                                      "[under-replicated failovers "
                                      "last-failover-ms [ll-sweep "
                                      "ll-tokens doc-ll owned-word-ll ...]]] "
-                                     "[s=HEX] [NAME=VALUE...]'"));
+                                     "[s=HEX] [f=1] [NAME=VALUE...]'"));
   }
   if (has_ll) hb.log_likelihood = ll;
   return hb;
@@ -763,6 +771,7 @@ absl::Status WriteHeartbeat(RedisClient* redis, std::string_view cluster,
   if (heartbeat.settled_checksum != 0) {
     args.push_back(absl::StrCat("s=", absl::Hex(heartbeat.settled_checksum)));
   }
+  if (heartbeat.stopped_failed) args.push_back("f=1");
   args.push_back(std::to_string(
       std::max<int64_t>(0, absl::ToInt64Milliseconds(alive_for))));
   LATENTD_ASSIGN_OR_RETURN(

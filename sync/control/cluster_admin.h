@@ -251,10 +251,14 @@ struct Heartbeat {
   // receive: the checksum of its table (sync/control/drain.h); else 0.
   // Written as a last field "s=HEX" when not 0.
   uint64_t settled_checksum = 0;
+  // The node stopped sampling after a failure (a failed sweep, a table
+  // that could not take the owners' counts, declared down): its table is
+  // not the cluster's, so it reports no checksum. Written as "f=1".
+  bool stopped_failed = false;
   // A line from a newer node reads by the fields known here: positional
   // fields past the fifteen above and tagged fields (NAME=VALUE, last)
-  // other than s= are skipped, so that a rolling upgrade leaves `cluster
-  // status` readable by the old latentctl and nodes.
+  // other than s= and f= are skipped, so that a rolling upgrade leaves
+  // `cluster status` readable by the old latentctl and nodes.
 };
 
 struct MemberStatus {

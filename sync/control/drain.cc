@@ -32,6 +32,12 @@ Settlement ReadSettlement(const ClusterStatus& status) {
     if (!m.in_ring) continue;
     if (!m.heartbeat) {
       out.waiting.push_back(absl::StrCat(m.id, ": no heartbeat"));
+    } else if (m.heartbeat->stopped_failed) {
+      out.waiting.push_back(absl::StrCat(
+          m.id,
+          ": stopped sampling after a failure, its table is not the "
+          "cluster's (its /readyz and log say why; restart it from its data "
+          "directory)"));
     } else if (m.heartbeat->settled_checksum == 0) {
       out.waiting.push_back(
           absl::StrCat(m.id, ": still draining (changes to send or receive)"));

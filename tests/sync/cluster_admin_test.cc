@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -503,6 +504,37 @@ TEST_F(ClusterAdminTest, DrainIsSettledWhenEveryMemberHasOneChecksum) {
   auto after = ReadClusterStatus(redis_.get(), cluster_);
   ASSERT_TRUE(after.ok());
   EXPECT_FALSE(after->drain_requested);
+}
+
+// A member that stopped sampling after a failure says so in its heartbeat
+// (f=1), and the drain waits on it by name, whatever checksum it had.
+TEST_F(ClusterAdminTest, DrainNamesAMemberStoppedAfterAFailure) {
+  WriteRing({"a", "b"});
+  ASSERT_TRUE(SetDrain(redis_.get(), cluster_, true).ok());
+  ASSERT_TRUE(
+      WriteHeartbeat(redis_.get(), cluster_, "a", {.settled_checksum = 0xabc})
+          .ok());
+  ASSERT_TRUE(
+      WriteHeartbeat(redis_.get(), cluster_, "b",
+                     {.settled_checksum = 0xabc, .stopped_failed = true})
+          .ok());
+  auto s = ReadClusterStatus(redis_.get(), cluster_);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_FALSE(s->members[0].heartbeat->stopped_failed);
+  EXPECT_TRUE(s->members[1].heartbeat->stopped_failed);
+  const Settlement st = ReadSettlement(*s);
+  EXPECT_FALSE(st.settled);
+  ASSERT_EQ(st.waiting.size(), 1u);
+  EXPECT_TRUE(
+      absl::StartsWith(st.waiting[0],
+                       "b: stopped sampling after a failure, its table is not "
+                       "the cluster's"))
+      << st.waiting[0];
+  // Read back from the line as written, and a bad tag is corrupt.
+  const std::string hb = ClusterKeys(cluster_).heartbeats;
+  ASSERT_TRUE(Cmd({"HSET", hb, "b", "1000 13 7 8 f=2"}).ok());
+  EXPECT_EQ(ReadClusterStatus(redis_.get(), cluster_).status().code(),
+            absl::StatusCode::kDataLoss);
 }
 
 // A rolling upgrade: a newer node's heartbeat, with positional fields past
