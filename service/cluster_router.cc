@@ -84,15 +84,23 @@ std::vector<ClusterRouter::PeerAnswer> ClusterRouter::Scatter(
   const ClusterLink* link = this->link();
   if (link == nullptr) return answers;
   const hashring::RingConfig ring = link->ring_config();  // a copy
+  const std::vector<std::string> unavailable = link->UnavailablePeers();
   for (const hashring::Member& m : ring.members) {
     if (m.id == link->node_id()) continue;
     PeerAnswer& a = answers.emplace_back();
     a.member = m.id;
     a.response.reset(prototype.New());
+    if (std::find(unavailable.begin(), unavailable.end(), m.id) !=
+        unavailable.end()) {
+      // Not asked: the call would wait out scatter_timeout.
+      a.status = absl::UnavailableError(
+          absl::StrCat("member ", m.id, " is unavailable (no heartbeat)"));
+    }
   }
   std::vector<std::thread> calls;
   calls.reserve(answers.size());
   for (PeerAnswer& a : answers) {
+    if (!a.status.ok()) continue;
     calls.emplace_back([this, method, &request, &a] {
       absl::StatusOr<ApiClient*> client;
       {

@@ -109,7 +109,8 @@ class ClusterRouter {
     absl::Status status;
     std::unique_ptr<google::protobuf::Message> response;  // prototype's type
   };
-  // Sends `request` as `method` to every member of the ring but this node,
+  // Sends `request` as `method` to every member of the ring but this node
+  // and those the link reports unavailable (answered kUnavailable at once),
   // all at once, each call bounded by options.scatter_timeout; returns
   // their answers in ring order once all have come or timed out (none
   // before joining or in single-node mode). One thread per member, all
