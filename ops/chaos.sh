@@ -16,9 +16,8 @@
 # Environment: BUILD (default build), built with the test target;
 # LATENTD_NETFAULT_KNOWN_DEFECTS=1 also runs the schedules of known defects
 # (skipped otherwise, each named); LATENTD_NETFAULT_KINDS=halves,flap runs
-# only schedules of those kinds (isolate, redis-cut, halves, flap);
-# LATENTD_NETFAULT_STRICT_PROFILES=1 fails on short profiles too. Needs root
-# and `ip netns` (else exit 77).
+# only schedules of those kinds (isolate, redis-cut, halves, flap). Needs
+# root and `ip netns` (else exit 77).
 # Exit status: the test's (0: every schedule run passed).
 set -euo pipefail
 cd "$(dirname "$0")/.."

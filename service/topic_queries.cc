@@ -244,12 +244,21 @@ absl::StatusOr<api::GetUserProfileResponse> TopicQueries::GetUserProfile(
       if (k < counts.size()) counts[k] = static_cast<double>(c);
     }
   }
+  api::GetUserProfileResponse resp;
+  *resp.mutable_version() = Version(*v);
+  resp.set_user(request.user());
+  if (request.part())
+    return ProfilePart(request.user(), it != v->users.end(), counts, tokens,
+                       events, resp);
   // Events its failed-over owner had acknowledged, from the copies here.
   double copied_tokens = 0;
   uint64_t copied = 0;
   LATENTD_RETURN_IF_ERROR(
       AddCopiedEvents(request.user(), *v, &counts, &copied_tokens, &copied));
-  if (it == v->users.end() && copied == 0) {
+  // And the parts the other members hold.
+  const bool found_elsewhere =
+      AddProfileParts(request.user(), &counts, &tokens, &events, &resp);
+  if (it == v->users.end() && copied == 0 && !found_elsewhere) {
     return absl::NotFoundError(absl::StrCat(
         "user '", request.user(),
         "' is not in the model (unknown, or events not merged yet)"));
@@ -260,9 +269,6 @@ absl::StatusOr<api::GetUserProfileResponse> TopicQueries::GetUserProfile(
   for (uint32_t k = 0; k < alpha.size(); ++k) {
     theta[k] = (counts[k] + alpha[k]) / (total + alpha_sum);
   }
-  api::GetUserProfileResponse resp;
-  *resp.mutable_version() = Version(*v);
-  resp.set_user(request.user());
   resp.set_tokens(tokens + static_cast<uint64_t>(std::llround(copied_tokens)));
   resp.set_events(events + copied);
   AddRankedTopics(*v, Ranked(theta), OrDefault(request.top(), 5),

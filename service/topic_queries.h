@@ -111,6 +111,20 @@ class TopicQueries {
   absl::Status AddCopiedEvents(const std::string& user, const ModelView& v,
                                std::vector<double>* counts, double* tokens,
                                uint64_t* events) const;
+  // GetUserProfile in cluster mode (topic_queries_scatter.cc). A user's
+  // documents may be on several members: its owner's, and those an interim
+  // owner or an earlier one took while the ring put the user there.
+  // ProfilePart: this node's part as asked by the owner (`found`: it has
+  // a document of the user; `counts` its n_uk), filled into `resp`.
+  // AddProfileParts: the owner asks every other member for its part and
+  // adds each to *counts (K entries), *tokens and *events; the members
+  // that failed go in resp->missing_members. Whether any member had one.
+  static absl::StatusOr<api::GetUserProfileResponse> ProfilePart(
+      const std::string& user, bool found, const std::vector<double>& counts,
+      uint64_t tokens, uint64_t events, api::GetUserProfileResponse resp);
+  bool AddProfileParts(const std::string& user, std::vector<double>* counts,
+                       uint64_t* tokens, uint64_t* events,
+                       api::GetUserProfileResponse* resp) const;
 
   const ServiceOptions options_;
   const TrainingLoop& training_;

@@ -1,5 +1,6 @@
 // The calls that answer from every cluster member's documents or users
-// (GetDocumentTopics, TopicDocuments, SimilarDocuments, SimilarUsers): in
+// (GetDocumentTopics, TopicDocuments, SimilarDocuments, SimilarUsers, and
+// the parts of a user's profile that GetUserProfile adds up): in
 // cluster mode, without the request's `local`, this node asks the other
 // members at once (ClusterRouter::Scatter, with `local` set so that they
 // answer from their own data) and merges (scatter_merge.h). A member that
@@ -195,6 +196,55 @@ absl::StatusOr<api::SimilarUsersResponse> TopicQueries::SimilarUsers(
   ask.set_exclude(request.user());
   return GatherSimilar(router_, Method::kSimilarUsers, ask,
                        similarity_->SimilarUsers(ask));
+}
+
+absl::StatusOr<api::GetUserProfileResponse> TopicQueries::ProfilePart(
+    const std::string& user, bool found, const std::vector<double>& counts,
+    uint64_t tokens, uint64_t events, api::GetUserProfileResponse resp) {
+  if (!found) {
+    return absl::NotFoundError(
+        absl::StrCat("user '", user, "' has no document on this member"));
+  }
+  resp.set_tokens(tokens);
+  resp.set_events(events);
+  for (size_t k = 0; k < counts.size(); ++k) {
+    if (counts[k] <= 0) continue;
+    api::TopicCount* c = resp.add_part_counts();
+    c->set_topic(static_cast<uint32_t>(k));
+    c->set_count(static_cast<uint64_t>(counts[k]));
+  }
+  return resp;
+}
+
+bool TopicQueries::AddProfileParts(const std::string& user,
+                                   std::vector<double>* counts,
+                                   uint64_t* tokens, uint64_t* events,
+                                   api::GetUserProfileResponse* resp) const {
+  if (router_.link() == nullptr) return false;
+  api::GetUserProfileRequest ask;
+  ask.set_user(user);
+  ask.set_local(true);
+  ask.set_part(true);
+  const Answers answers = router_.Scatter(Method::kGetUserProfile, ask,
+                                          api::GetUserProfileResponse());
+  AddMissing(answers, absl::StatusCode::kNotFound, resp);
+  bool found = false;
+  for (const ClusterRouter::PeerAnswer& a : answers) {
+    if (!a.status.ok()) continue;
+    const auto& part =
+        static_cast<const api::GetUserProfileResponse&>(*a.response);
+    found = true;
+    *tokens += part.tokens();
+    *events += part.events();
+    for (const api::TopicCount& c : part.part_counts()) {
+      // (A member of another K is not of this cluster: its topics past
+      // this model's are dropped, as a malformed answer's would be.)
+      if (c.topic() < counts->size()) {
+        (*counts)[c.topic()] += static_cast<double>(c.count());
+      }
+    }
+  }
+  return found;
 }
 
 }  // namespace latentd::service

@@ -232,19 +232,28 @@ class DocumentTopics:
 
 @dataclass(frozen=True)
 class UserProfile:
-    """GetUserProfile: θ of a user's document (all its events), with each
-    topic's top words, and how many tokens and events it holds."""
+    """GetUserProfile: θ of a user's documents (all its events), with each
+    topic's top words, and how many tokens and events they hold. In a
+    cluster, ``missing_members`` names the members whose part of the user
+    could not be read (``partial``): their events are not counted."""
     version: ModelVersion
     user: str
     tokens: int
     events: int
     topics: Tuple[TopicWeight, ...]
+    missing_members: Tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, msg: Mapping[str, Any]) -> "UserProfile":
         return cls(version=ModelVersion.from_json(msg.get("version")),
                    user=msg.get("user", ""), tokens=_int(msg, "tokens"),
-                   events=_int(msg, "events"), topics=_topic_weights(msg))
+                   events=_int(msg, "events"), topics=_topic_weights(msg),
+                   missing_members=_missing(msg))
+
+    @property
+    def partial(self) -> bool:
+        """Whether a member's part of the user is missing."""
+        return bool(self.missing_members)
 
 
 @dataclass(frozen=True)

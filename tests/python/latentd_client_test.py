@@ -316,6 +316,8 @@ class IngestAndProfiles(unittest.TestCase):
         self.assertEqual(profile.events, 4)
         self.assertEqual(profile.tokens, 9)
         self.assertEqual(profile.version, after.version)
+        self.assertEqual(profile.missing_members, ())  # one node: complete
+        self.assertFalse(profile.partial)
         self.assertEqual(len(profile.topics), TOPICS)
         self.assertAlmostEqual(sum(t.weight for t in profile.topics), 1.0,
                                places=9)
@@ -474,6 +476,9 @@ class Transport(unittest.TestCase):
         self.assertEqual(similar.missing_members, ("127.0.0.1:7001",))
         mixture = latentd.DocumentMixture.from_json(missing)
         self.assertEqual(mixture.missing_members, ("127.0.0.1:7001",))
+        profile = latentd.UserProfile.from_json(dict(missing, user="ann"))
+        self.assertTrue(profile.partial)
+        self.assertEqual(profile.missing_members, ("127.0.0.1:7001",))
 
     def test_unreachable(self):
         with socket.socket() as s:  # a port nothing listens on

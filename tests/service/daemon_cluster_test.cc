@@ -218,6 +218,52 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
     ASSERT_TRUE(s.ok()) << req.user() << ": " << s;
     EXPECT_EQ(p.events(), 1u) << req.user();
   }
+  // A user's events on a member that is not its owner (as an interim
+  // owner keeps those it acknowledged during a failover): the owner adds
+  // that member's part, so either node's answer counts every event once.
+  {
+    std::string a_user;  // one A owns
+    for (int u = 0; u < kUsers && a_user.empty(); ++u) {
+      api::GetUserProfileRequest req;
+      req.set_user(absl::StrCat("user", u));
+      req.set_local(true);
+      req.set_part(true);
+      api::GetUserProfileResponse p;
+      if (ca->Call(Method::kGetUserProfile, req, &p).ok()) {
+        a_user = req.user();
+      }
+    }
+    ASSERT_FALSE(a_user.empty());
+    api::IngestRequest kept;  // kept on B (local), not forwarded to A
+    kept.set_local(true);
+    api::Document* d = kept.add_documents();
+    d->set_user(a_user);
+    d->set_text(kEvents[1]);
+    ASSERT_TRUE(cb->Call(Method::kIngest, kept, &ack).ok());
+    ASSERT_EQ(ack.accepted(), 1u);
+    ASSERT_TRUE(WaitStatus(cb.get(), done, 60).ok()) << b->Log();
+    for (auto* c : {ca.get(), cb.get()}) {
+      api::GetUserProfileRequest req;
+      req.set_user(a_user);
+      api::GetUserProfileResponse p;
+      absl::Status s = c->Call(Method::kGetUserProfile, req, &p);
+      ASSERT_TRUE(s.ok()) << a_user << ": " << s;
+      EXPECT_EQ(p.events(), 3u) << a_user << ": " << p.ShortDebugString();
+      EXPECT_EQ(p.missing_members_size(), 0) << p.ShortDebugString();
+    }
+    // B's part alone, as the owner asks for it.
+    api::GetUserProfileRequest part;
+    part.set_user(a_user);
+    part.set_local(true);
+    part.set_part(true);
+    api::GetUserProfileResponse p;
+    ASSERT_TRUE(cb->Call(Method::kGetUserProfile, part, &p).ok());
+    EXPECT_EQ(p.events(), 1u);
+    uint64_t counted = 0;
+    for (const api::TopicCount& c : p.part_counts()) counted += c.count();
+    EXPECT_EQ(counted, p.tokens());
+    EXPECT_EQ(p.topics_size(), 0);
+  }
   api::GetUserProfileRequest unknown;
   unknown.set_user("nobody");
   api::GetUserProfileResponse none;

@@ -18,9 +18,10 @@
 //   every node's export is exact: each word's row sums to its tokens in the
 //   quarters and the documents sent, so every acknowledged document counts
 //   once; no count is negative; Σ_k n_k is every token;
-// - every user's events are all in its profile (none twice; fewer only
-//   after a failover, a known defect reported on the schedule's line, see
-//   kSplitProfiles), and every node answers Infer and ListTopics.
+// - every user's events are all in its profile, none twice, on every node
+//   (also those an interim owner acknowledged while the user's owner was
+//   failed over: the owner adds up every member's part), and every node
+//   answers Infer and ListTopics.
 // One line per schedule says what happened. Schedules that end in a known
 // defect are skipped, each saying which (KnownDefect), and the seeds go on
 // until `schedules` have run. At the end every node stops with exit 0.
@@ -31,8 +32,7 @@
 // and LATENTD_NETFAULT_FLAP_CYCLES (3) set the campaign (ops/chaos.sh);
 // LATENTD_NETFAULT_KINDS ("halves,flap": only those kinds; default all),
 // LATENTD_NETFAULT_KNOWN_DEFECTS=1 runs the known defects' schedules too,
-// LATENTD_NETFAULT_STRICT_PROFILES=1 fails on short profiles, and
-// LATENTD_NETFAULT_GDB=1 writes the stacks of a node that does not come
+// and LATENTD_NETFAULT_GDB=1 writes the stacks of a node that does not come
 // back into the test directory (kept with LATENTD_KEEP_TEST_DIRS).
 #include <signal.h>
 #include <sys/wait.h>
@@ -194,16 +194,6 @@ NodeCheck CheckNode(const TestCluster& cluster, int i,
   return {true, ""};
 }
 
-// A known defect, reported and not failed on unless
-// LATENTD_NETFAULT_STRICT_PROFILES=1: events of a user acknowledged by its
-// interim owner while the user's owner was failed over stay in a document
-// of that interim owner; once the owner returns its profile lacks them
-// (their counts are in the model: the exactness check holds).
-constexpr const char* kSplitProfiles =
-    "KNOWN DEFECT (split profiles): events acknowledged by a user's interim "
-    "owner during a failover are missing from the profile once the owner "
-    "returns";
-
 // Reported on the schedule's line: a node that exited by itself. A node
 // returning (or joining) retries Redis errors that say Redis is away (a
 // flapping link) until --join-timeout (service/cluster/internal/
@@ -215,36 +205,25 @@ constexpr const char* kExitOnReturn =
     "again (a Redis outage past --join-timeout, or a refusal: see its "
     "error); restarted as systemd would";
 
-// Every user's events in its profile (none counted twice; fewer only after
-// a failover, see kSplitProfiles) and the queries, on every node. Returns
-// a note on the profiles found short ("" if none).
-std::string CheckQueries(const TestCluster& cluster,
-                         const std::map<std::string, int>& events,
-                         bool failed_over_before) {
-  const bool strict =
-      std::getenv("LATENTD_NETFAULT_STRICT_PROFILES") != nullptr;
-  std::map<std::string, std::string> short_users;
+// Every user's events in its profile, none counted twice, and the
+// queries, on every node.
+void CheckQueries(const TestCluster& cluster,
+                  const std::map<std::string, int>& events) {
   for (int i = 0; i < cluster.size(); ++i) {
     auto c = cluster.node(i)->Client(Protocol::kTcp);
     EXPECT_NE(c, nullptr);
-    if (c == nullptr) return "";
+    if (c == nullptr) return;
     for (const auto& [user, n] : events) {
       api::GetUserProfileRequest req;
       req.set_user(user);
       api::GetUserProfileResponse resp;
       absl::Status s = c->Call(Method::kGetUserProfile, req, &resp);
-      // (NOT_FOUND: every event of the user is with an interim owner.)
-      EXPECT_TRUE(s.ok() || absl::IsNotFound(s))
-          << "node " << i << ", " << user << ": " << s;
-      EXPECT_LE(resp.events(), static_cast<uint64_t>(n))
-          << "node " << i << ": " << user << "'s profile counts an event twice";
-      if (resp.events() < static_cast<uint64_t>(n)) {
-        short_users[user] = absl::StrCat(user, " ", resp.events(), " of ", n);
-        if (strict || !failed_over_before) {
-          ADD_FAILURE() << "node " << i << ": " << user << "'s profile has "
-                        << resp.events() << " of its " << n << " events";
-        }
-      }
+      EXPECT_TRUE(s.ok()) << "node " << i << ", " << user << ": " << s;
+      EXPECT_EQ(resp.events(), static_cast<uint64_t>(n))
+          << "node " << i << ": " << user << "'s profile has " << resp.events()
+          << " of its " << n << " events";
+      EXPECT_EQ(resp.missing_members_size(), 0)
+          << "node " << i << ", " << user << ": a member's part is missing";
     }
     api::InferDocumentRequest infer;
     infer.set_text("market prices rose");
@@ -256,12 +235,6 @@ std::string CheckQueries(const TestCluster& cluster,
     EXPECT_TRUE(c->Call(Method::kListTopics, list, &listed).ok())
         << "node " << i << " does not answer ListTopics";
   }
-  if (short_users.empty()) return "";
-  std::vector<std::string> names;
-  for (const auto& [user, text] : short_users) names.push_back(text);
-  return absl::StrCat(short_users.size(), " of ", events.size(),
-                      " profiles short (", absl::StrJoin(names, ", "),
-                      "): ", kSplitProfiles);
 }
 
 // The failed-over members (down in Redis), as node indexes.
@@ -308,7 +281,6 @@ const char* KnownDefect(const FaultSchedule& s) {
 struct Outcome {
   std::vector<int> failed_over;
   double back_s = -1, exact_s = -1;
-  std::string profiles;             // CheckQueries' note
   std::vector<std::string> exited;  // nodes that exited, and why
   int sent = 0, acked_first = 0, failed_calls = 0, left = 0;
   bool exact = false;
@@ -380,13 +352,11 @@ double AwaitBack(TestCluster* cluster, const FaultSchedule& s, Outcome* out) {
 
 Outcome RunSchedule(TestCluster* cluster, NetTopology* net, Workload* load,
                     const FaultSchedule& s,
-                    const std::map<std::string, long long>& base,
-                    bool* failed_over_before) {
+                    const std::map<std::string, long long>& base) {
   Outcome out;
   load->Start();
   ApplyFaults(net, s);
   out.back_s = AwaitBack(cluster, s, &out);
-  *failed_over_before |= !out.failed_over.empty();
   load->Pause();
   const Workload::Counts before = load->counts();
   out.sent = before.sent;
@@ -424,8 +394,7 @@ Outcome RunSchedule(TestCluster* cluster, NetTopology* net, Workload* load,
     ADD_FAILURE() << cluster->Logs();
     return out;
   }
-  out.profiles =
-      CheckQueries(*cluster, load->UserEvents(), *failed_over_before);
+  CheckQueries(*cluster, load->UserEvents());
   return out;
 }
 
@@ -453,7 +422,6 @@ TEST(DaemonNetFault, SeededPartitionsHealExact) {
   Workload load(addresses, campaign.seed, kUsers, /*call_timeout_ms=*/2000,
                 /*pause_ms=*/30);
   int passed = 0;
-  bool failed_over = false;  // in any schedule so far
   // `schedules` schedules run; those of a known defect are skipped (said
   // so) and the seeds go on, up to twice as many (eight times with a kind
   // filter: a kind is every fourth seed).
@@ -476,17 +444,16 @@ TEST(DaemonNetFault, SeededPartitionsHealExact) {
     SCOPED_TRACE(
         absl::StrCat("schedule ", ran, " (seed ", s.seed, "): ", Describe(s)));
     const Clock::time_point t = Clock::now();
-    const Outcome o = RunSchedule(&cluster, topo, &load, s, base, &failed_over);
+    const Outcome o = RunSchedule(&cluster, topo, &load, s, base);
     const bool ok = !::testing::Test::HasFailure();
     passed += ok ? 1 : 0;
     std::printf(
         "netfault schedule %d seed %u [%s] %s: %.1f s; %d documents sent, "
         "%d acknowledged at first (%d calls failed), %d left; failed over: "
-        "%s; all back %.1f s after the heal, exact %.1f s later%s%s%s%s\n",
+        "%s; all back %.1f s after the heal, exact %.1f s later%s%s\n",
         ran, s.seed, ok ? "ok" : "FAILED", Describe(s).c_str(), Since(t),
         o.sent, o.acked_first, o.failed_calls, o.left,
         Nodes(o.failed_over).c_str(), o.back_s, o.exact_s,
-        o.profiles.empty() ? "" : "; ", o.profiles.c_str(),
         o.exited.empty() ? "" : "; ",
         o.exited.empty()
             ? ""
