@@ -144,10 +144,10 @@ absl::Status ClusterMember::HandOffDocuments(Trainer* trainer,
         break;
       }
       if (absl::Now() > deadline) {
-        log::Warning("latentd",
-                     absl::StrCat("hand-off: ", to,
-                                  " has not merged the documents yet; they "
-                                  "are durable there and merge later"));
+        log::Info("latentd",
+                  absl::StrCat("hand-off: ", to,
+                               " has not merged the documents yet; they "
+                               "are durable there and merge later"));
         break;
       }
       absl::SleepFor(absl::Milliseconds(50));

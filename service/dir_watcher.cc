@@ -31,7 +31,7 @@ DirWatcher::DirWatcher(const DirWatchOptions& options, LatentdService* service,
                                  "Files ingested from the watched directory")),
       rejected_(metrics->AddCounter(
           "latentd_watch_rejected_total",
-          "Watched files rejected: no words, over max-text-bytes, a "
+          "Watched files rejected: no words, over max-body-bytes, a "
           "symbolic link or not a regular file")) {}
 
 DirWatcher::~DirWatcher() {
@@ -120,7 +120,7 @@ WatchedFile ReadWatched(const std::string& path, size_t max_bytes) {
     out.reject = "not a regular file";
   } else if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     out.reject = absl::StrCat(st.st_size, " bytes, over the limit of ",
-                              max_bytes, " (max-text-bytes)");
+                              max_bytes, " (max-body-bytes)");
   } else {
     out.text.resize(static_cast<size_t>(st.st_size));
     size_t got = 0;

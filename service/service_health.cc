@@ -34,7 +34,7 @@ absl::Status CheckFreeSpace(const std::string& dir, uint64_t need) {
   return absl::UnavailableError(absl::StrCat(
       "data directory ", dir, ": its file system has ", free,
       " bytes free, under the ", need,
-      " an ingest may need (2 x max-text-bytes): ingest would fail"));
+      " an ingest may need (2 x max-body-bytes): ingest would fail"));
 }
 
 }  // namespace

@@ -59,6 +59,7 @@ FailureJudge::Verdict FailureJudge::Judge(const sync::ClusterStatus& status,
   quorum_noted_.clear();
   if (!seen_beating_.contains(suspect->id) && now < grace_ends_) {
     if (grace_noted_.insert(suspect->id).second) {
+      v.note_is_info = true;
       v.note = absl::StrFormat(
           "%s has not beaten since this node started: waiting %s more for it "
           "to come back before failing it over (--failover-grace)",

@@ -37,8 +37,9 @@ class FailureJudge {
                std::function<bool(const std::string&)> heard_from = nullptr);
 
   struct Verdict {
-    std::string down;  // the member to declare down; empty: nobody
-    std::string note;  // a line to log, empty if nothing new
+    std::string down;           // the member to declare down; empty: nobody
+    std::string note;           // a line to log, empty if nothing new
+    bool note_is_info = false;  // expected (the start grace), not a warning
   };
   // One read of the status at local time `now`. With `may_declare` false
   // (the heartbeats are not judged yet) it only learns who beats.

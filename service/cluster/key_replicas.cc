@@ -147,8 +147,8 @@ void KeyReplicas::SettleDeparted(const hashring::RingConfig& before,
     } else if (Contains(lost, m.id)) {
       // Lost: its documents are gone, so are its counts.
       owner_->RetractSender(m.id);
-      options_.log(absl::StrCat("ring epoch ", next.version, ": ", m.id,
-                                " lost; its counts taken out here"));
+      options_.info(absl::StrCat("ring epoch ", next.version, ": ", m.id,
+                                 " lost; its counts taken out here"));
     } else {
       owner_->ForgetSender(m.id);  // its unseen changes would pile up
     }
@@ -160,8 +160,8 @@ void KeyReplicas::SettleDeparted(const hashring::RingConfig& before,
     if (kept == kept_down_.end() || Lists(before, id)) continue;
     kept_down_.erase(kept);
     owner_->RetractSender(id);
-    options_.log(absl::StrCat("ring epoch ", next.version, ": ", id,
-                              " lost; its counts taken out here"));
+    options_.info(absl::StrCat("ring epoch ", next.version, ": ", id,
+                               " lost; its counts taken out here"));
   }
   // (A failed-over member back in the ring: its new process's counts
   // replace the kept ones as it reaches each owner.)

@@ -108,7 +108,7 @@ absl::Status LivenessMonitor::DetectFailure(sync::RedisClient* redis,
   LATENTD_ASSIGN_OR_RETURN(sync::ClusterStatus st,
                            sync::ReadClusterStatus(redis, options_.cluster));
   const FailureJudge::Verdict v = judge->Judge(st, absl::Now(), may_declare);
-  if (!v.note.empty()) options_.log(v.note);
+  if (!v.note.empty()) (v.note_is_info ? options_.info : options_.log)(v.note);
   if (v.down.empty()) return absl::OkStatus();
   int64_t beat_ms = st.now_ms;
   for (const sync::MemberStatus& m : st.members) {

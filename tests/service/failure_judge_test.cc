@@ -93,6 +93,7 @@ TEST(FailureJudge, AMemberNotSeenSinceTheStartGetsTheGrace) {
   EXPECT_NE(v.note.find("c has not beaten since this node started"),
             std::string::npos)
       << v.note;
+  EXPECT_TRUE(v.note_is_info);  // expected in a restart: not a warning
   v = judge.Judge(Status({"a", "b", "c"}, {0, 0, 29'000}, kNow + 9000),
                   kStart + absl::Seconds(29));
   EXPECT_EQ(v.down, "");
