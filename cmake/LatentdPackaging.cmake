@@ -34,6 +34,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md
 # docs/ keeps its name, so that README.md's links hold where it is installed.
 install(FILES ${PROJECT_SOURCE_DIR}/docs/design.md
               ${PROJECT_SOURCE_DIR}/docs/operations.md
+              ${PROJECT_SOURCE_DIR}/docs/operator-guide.md
               ${PROJECT_SOURCE_DIR}/docs/api.md
               ${PROJECT_SOURCE_DIR}/docs/benchmarks.md
               ${PROJECT_SOURCE_DIR}/docs/testing.md

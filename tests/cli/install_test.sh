@@ -27,8 +27,8 @@ UNIT=$ROOT$UNITDIR/latentd.service
 [ -f "$UNIT" ] || fail "$UNITDIR/latentd.service not installed"
 cmp -s "$ROOT$CONFIG" "$SRC/ops/latentd.conf" ||
   fail "$CONFIG is not ops/latentd.conf"
-for d in README.md docs/design.md docs/operations.md docs/api.md \
-    docs/benchmarks.md docs/testing.md; do
+for d in README.md docs/design.md docs/operations.md docs/operator-guide.md \
+    docs/api.md docs/benchmarks.md docs/testing.md; do
   [ -n "$(find "$ROOT" -path "*/doc/latentd/$d")" ] || fail "doc $d not installed"
 done
 
