@@ -456,7 +456,8 @@ void AddClusterSettings(const AddFn& add) {
   add("cluster-join", "off", "on|off",
       "Join a running cluster: register as pending, wait for `latentctl "
       "cluster add-node ID` (up to join-timeout), take the keys the new ring "
-      "gives this node, then train (cluster-size is not used)",
+      "gives this node, then train (cluster-size is not used). Once "
+      "admitted, a start with it is a restart",
       Bool("cluster-join", [](DaemonConfig* c) { return &c->cluster.join; }));
   add("cluster-listen", "127.0.0.1:0", "host:port",
       "Address of the node's sync server (port 0 picks one)",

@@ -174,17 +174,17 @@ absl::Status ClusterLink::Join() {
   lp.heard_from = [this](const std::string& id) { return clocks_->Heard(id); };
   liveness_ = std::make_unique<LivenessMonitor>(&options_, std::move(lp));
   liveness_->Start();
-  // A node failed over and restarted from its data directory returns as an
-  // admitted node joins (docs/design.md, "Failure detection and
-  // failover"): the members hand its keys back, then it pushes its counts.
-  bool returning = false;
-  if (!options_.join) {
-    LATENTD_ASSIGN_OR_RETURN(returning,
-                             internal::IsDown(redis, options_, node_id_));
-  }
-  const bool joining = options_.join || returning;
+  // A failed-over node restarted returns as an admitted node joins (the
+  // members hand its keys back, then it pushes its counts). --cluster-join
+  // is how a node first joins: once admitted, a start with it is a restart.
+  LATENTD_ASSIGN_OR_RETURN(std::optional<sync::MemberState> state,
+                           internal::StateOf(redis, options_, node_id_));
+  const bool returning = state == sync::MemberState::kDown;
+  const bool admit = options_.join && (!state.has_value() ||
+                                       state == sync::MemberState::kPending);
+  const bool joining = admit || returning;
   hashring::RingConfig config;
-  if (options_.join) {
+  if (admit) {
     LATENTD_ASSIGN_OR_RETURN(
         config, internal::AwaitAdmission(redis, options_, node_id_, address_));
   } else if (returning) {

@@ -272,13 +272,17 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
 
   // B is killed: A reports it unavailable, says so to a query about a
   // user B owns, goes on answering the rest, and still stops cleanly.
-  std::string b_user;  // one B holds (asked locally, without forwarding)
+  std::string b_user;  // one B owns: its documents on B only
   for (int u = 0; u < kUsers && b_user.empty(); ++u) {
     api::GetUserProfileRequest req;
     req.set_user(absl::StrCat("user", u));
     req.set_local(true);
+    req.set_part(true);
     api::GetUserProfileResponse p;
-    if (cb->Call(Method::kGetUserProfile, req, &p).ok()) b_user = req.user();
+    if (cb->Call(Method::kGetUserProfile, req, &p).ok() &&
+        absl::IsNotFound(ca->Call(Method::kGetUserProfile, req, &p))) {
+      b_user = req.user();
+    }
   }
   ASSERT_FALSE(b_user.empty());
   ASSERT_EQ(b->Stop(SIGKILL, 10), SIGKILL) << b->Log();
@@ -457,7 +461,12 @@ TEST(DaemonCluster, ADaemonJoinsARunningClusterWhenAdmitted) {
   ASSERT_TRUE(cluster.Start(2, TrainingArgs("20", "15")));
   Daemon* a = cluster.node(0);
   Daemon* b = cluster.node(1);
-  Daemon* c = cluster.StartJoiner(TrainingArgs("20", "6"));
+  // (Fixed ports: the node id is its --listen address, kept on restart.)
+  std::vector<std::string> joiner_args = TrainingArgs("20", "6");
+  for (std::string& f : FixedPortArgs({"--listen", "--cluster-listen"})) {
+    joiner_args.push_back(std::move(f));
+  }
+  Daemon* c = cluster.StartJoiner(joiner_args);
 
   // The operator finds the pending node in `cluster status`; two
   // operators admit it at once: one wins (epoch 1 -> 2), the other is told
@@ -512,17 +521,22 @@ TEST(DaemonCluster, ADaemonJoinsARunningClusterWhenAdmitted) {
   }
   int64_t tokens = 0;
   for (const auto& f : finals) tokens += static_cast<int64_t>(f->tokens());
-  std::vector<int64_t> na, nb, nc;
-  for (int i = 0; i < 300; ++i) {
-    na = TopicTotals(ca.get());
-    nb = TopicTotals(cb.get());
-    nc = TopicTotals(cc.get());
-    if (Sum(na) == tokens && na == nb && nb == nc) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_EQ(Sum(na), tokens);
-  EXPECT_EQ(na, nb);
-  EXPECT_EQ(nb, nc);
+  // The three nodes' topic totals, once equal and adding up to `tokens`
+  // (up to 30 s).
+  auto expect_one_model = [&]() {
+    std::vector<int64_t> na, nb, nc;
+    for (int i = 0; i < 300; ++i) {
+      na = TopicTotals(ca.get());
+      nb = TopicTotals(cb.get());
+      nc = TopicTotals(cc.get());
+      if (Sum(na) == tokens && na == nb && nb == nc) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_EQ(Sum(na), tokens);
+    EXPECT_EQ(na, nb);
+    EXPECT_EQ(nb, nc);
+  };
+  expect_one_model();
   // Each member's heartbeat (about once a second) shows in cluster status.
   const std::string documents =
       absl::StrCat(" ", TestCorpusSize().documents, " documents");
@@ -538,6 +552,26 @@ TEST(DaemonCluster, ADaemonJoinsARunningClusterWhenAdmitted) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_NE(status_out.find(documents), std::string::npos) << status_out;
+
+  // The admitted node killed and started again with its command line,
+  // --cluster-join included: a restart (or, if the others failed it over
+  // meanwhile, a return), not a second admission; the three end exact.
+  const size_t first_run = c->Log().size();
+  ASSERT_EQ(c->Stop(SIGKILL, 10), SIGKILL);
+  c = cluster.Restart(2);
+  ASSERT_TRUE(c->WaitForPorts()) << c->Log();
+  cc = c->Client(Protocol::kTcp);
+  auto back = WaitStatus(
+      cc.get(),
+      [](const api::StatusResponse& s) {
+        return s.cluster_members_size() == 3 && s.pending() == 0;
+      },
+      60);
+  ASSERT_TRUE(back.ok()) << back.status() << c->Log();
+  EXPECT_EQ(c->Log().find("registered as pending", first_run),
+            std::string::npos)
+      << c->Log();
+  expect_one_model();
   cluster.StopAll();
 }
 

@@ -47,17 +47,18 @@ absl::StatusOr<hashring::RingConfig> AwaitAdmission(
   }
 }
 
-absl::StatusOr<bool> IsDown(JoinRedis& redis, const ClusterLinkOptions& options,
-                            const std::string& node_id) {
+absl::StatusOr<std::optional<sync::MemberState>> StateOf(
+    JoinRedis& redis, const ClusterLinkOptions& options,
+    const std::string& node_id) {
   LATENTD_ASSIGN_OR_RETURN(
       sync::ClusterStatus st,
       redis.Run<sync::ClusterStatus>([&](sync::RedisClient* c) {
         return sync::ReadClusterStatus(c, options.cluster);
       }));
   for (const sync::MemberStatus& m : st.members) {
-    if (m.id == node_id) return m.state == sync::MemberState::kDown;
+    if (m.id == node_id) return m.state;
   }
-  return false;
+  return std::nullopt;
 }
 
 absl::StatusOr<hashring::RingConfig> AwaitReturn(

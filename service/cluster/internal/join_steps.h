@@ -7,12 +7,14 @@
 #ifndef LATENTD_SERVICE_CLUSTER_INTERNAL_JOIN_STEPS_H_
 #define LATENTD_SERVICE_CLUSTER_INTERNAL_JOIN_STEPS_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "hashring/ring_config.h"
 #include "service/cluster/cluster_link_options.h"
 #include "service/cluster/internal/join_redis.h"
+#include "sync/control/cluster_admin.h"
 
 namespace latentd::internal {
 
@@ -22,10 +24,11 @@ namespace latentd::internal {
 absl::StatusOr<hashring::RingConfig> AwaitAdmission(
     JoinRedis& redis, const ClusterLinkOptions& options,
     const std::string& node_id, const std::string& address);
-// Whether the cluster holds `node_id` as down (failed over, now
-// restarted).
-absl::StatusOr<bool> IsDown(JoinRedis& redis, const ClusterLinkOptions& options,
-                            const std::string& node_id);
+// The state the cluster holds `node_id` in (down: failed over, now
+// restarted), nullopt if it does not list it.
+absl::StatusOr<std::optional<sync::MemberState>> StateOf(
+    JoinRedis& redis, const ClusterLinkOptions& options,
+    const std::string& node_id);
 // A down node back: puts it in the ring again once no move runs
 // (sync::ReturnNode) and returns that ring.
 absl::StatusOr<hashring::RingConfig> AwaitReturn(
