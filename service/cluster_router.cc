@@ -74,6 +74,7 @@ void ClusterRouter::SetPeerToken(std::string token) {
   absl::MutexLock lock(&peers_mu_);
   for (auto& [id, client] : peer_clients_) client->set_token(token);
   for (auto& [id, client] : scatter_clients_) client->set_token(token);
+  for (auto& [id, client] : suspect_clients_) client->set_token(token);
   peer_token_ = std::move(token);
 }
 
@@ -85,32 +86,32 @@ std::vector<ClusterRouter::PeerAnswer> ClusterRouter::Scatter(
   if (link == nullptr) return answers;
   const hashring::RingConfig ring = link->ring_config();  // a copy
   const std::vector<std::string> unavailable = link->UnavailablePeers();
+  std::vector<bool> suspect;
   for (const hashring::Member& m : ring.members) {
     if (m.id == link->node_id()) continue;
     PeerAnswer& a = answers.emplace_back();
     a.member = m.id;
     a.response.reset(prototype.New());
-    if (std::find(unavailable.begin(), unavailable.end(), m.id) !=
-        unavailable.end()) {
-      // Not asked: the call would wait out scatter_timeout.
-      a.status = absl::UnavailableError(
-          absl::StrCat("member ", m.id, " is unavailable (no heartbeat)"));
-    }
+    suspect.push_back(std::find(unavailable.begin(), unavailable.end(), m.id) !=
+                      unavailable.end());
   }
   std::vector<std::thread> calls;
   calls.reserve(answers.size());
-  for (PeerAnswer& a : answers) {
-    if (!a.status.ok()) continue;
-    calls.emplace_back([this, method, &request, &a] {
-      absl::StatusOr<ApiClient*> client;
-      {
-        absl::MutexLock lock(&peers_mu_);
-        client = Client(&scatter_clients_, a.member, options_.scatter_timeout);
-      }
-      a.status = client.ok()
-                     ? (*client)->Call(method, request, a.response.get())
-                     : client.status();
-    });
+  for (size_t i = 0; i < answers.size(); ++i) {
+    calls.emplace_back(
+        [this, method, &request, &a = answers[i], short_wait = suspect[i]] {
+          absl::StatusOr<ApiClient*> client;
+          {
+            absl::MutexLock lock(&peers_mu_);
+            client = short_wait ? Client(&suspect_clients_, a.member,
+                                         options_.scatter_suspect_timeout)
+                                : Client(&scatter_clients_, a.member,
+                                         options_.scatter_timeout);
+          }
+          a.status = client.ok()
+                         ? (*client)->Call(method, request, a.response.get())
+                         : client.status();
+        });
   }
   for (std::thread& t : calls) t.join();
   return answers;

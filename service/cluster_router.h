@@ -57,6 +57,9 @@ struct ClusterRouterOptions {
   Counter* forwarded = nullptr;
   // How long Scatter waits for each member's answer (connecting included).
   absl::Duration scatter_timeout = absl::Seconds(5);
+  // ... and for a member the link reports unavailable (no heartbeat): it
+  // may be back already (a heal is seen a beat later), or cut off.
+  absl::Duration scatter_suspect_timeout = absl::Milliseconds(300);
 };
 
 class ClusterRouter {
@@ -109,9 +112,10 @@ class ClusterRouter {
     absl::Status status;
     std::unique_ptr<google::protobuf::Message> response;  // prototype's type
   };
-  // Sends `request` as `method` to every member of the ring but this node
-  // and those the link reports unavailable (answered kUnavailable at once),
-  // all at once, each call bounded by options.scatter_timeout; returns
+  // Sends `request` as `method` to every member of the ring but this node,
+  // all at once, each call bounded by options.scatter_timeout (by
+  // scatter_suspect_timeout for a member the link reports unavailable, so
+  // that a cut-off member does not hold every answer back); returns
   // their answers in ring order once all have come or timed out (none
   // before joining or in single-node mode). One thread per member, all
   // joined before it returns. REQUIRES: `request` already says `local`,
@@ -151,9 +155,11 @@ class ClusterRouter {
   mutable absl::Mutex peers_mu_;
   mutable absl::flat_hash_map<std::string, std::unique_ptr<ApiClient>>
       peer_clients_ ABSL_GUARDED_BY(peers_mu_);
-  // The same with scatter_timeout, for Scatter.
+  // The same with scatter_timeout and scatter_suspect_timeout, for Scatter.
   mutable absl::flat_hash_map<std::string, std::unique_ptr<ApiClient>>
       scatter_clients_ ABSL_GUARDED_BY(peers_mu_);
+  mutable absl::flat_hash_map<std::string, std::unique_ptr<ApiClient>>
+      suspect_clients_ ABSL_GUARDED_BY(peers_mu_);
   std::string peer_token_ ABSL_GUARDED_BY(peers_mu_);
 
   // The placement ring and the ring version it was built for.
