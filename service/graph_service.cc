@@ -287,6 +287,7 @@ void GraphService::Start() {
 absl::Status GraphService::Stop() {
   if (stopped_) return absl::OkStatus();
   stopped_ = true;
+  if (link_ != nullptr) link_->BeginStop();
   if (ingest_ != nullptr) ingest_->BeginStop();
   if (thread_.joinable()) thread_.join();
   training_ = false;

@@ -131,6 +131,7 @@ void LatentdService::Start() {
 absl::Status LatentdService::Stop() {
   if (stopped_) return absl::OkStatus();
   stopped_ = true;
+  if (ClusterLink* link = router_.link()) link->BeginStop();
   ingest_.BeginStop();
   training_.Join();
   ingest_.Stop();

@@ -161,14 +161,13 @@ absl::Status ClusterLink::Join() {
   jo.log = options_.log;
   jo.info = options_.info;
   internal::JoinRedis redis(std::move(jo));
-  // Heartbeats first: a node restarting must beat before the others look
-  // at its heartbeat again (so that a quick restart is not failed over).
+  // Heartbeats first, so that a quick restart is not failed over.
   LivenessMonitor::Parts lp;
   lp.node_id = node_id_;
   lp.epoch = [this] { return epoch(); };
   lp.heartbeat = [this] { return Heartbeat(); };
   lp.may_judge = [this] {
-    return ready_.load() && !follower_->leaving() &&
+    return ready_.load() && !stopping_.load() && !follower_->leaving() &&
            !follower_->declared_down();
   };
   lp.heard_from = [this](const std::string& id) { return clocks_->Heard(id); };
@@ -307,10 +306,8 @@ absl::Status ClusterLink::Join() {
   }
   sync_->Start();
   follower_->Start(sync_.get(), table_);
-  // Start from the same global state everywhere: push the initial counts,
-  // wait until every node has, pull theirs. (Nodes that sample from their
-  // own counts alone first drift apart, topic labels and all, and take
-  // many sweeps to agree again.)
+  // Start from the same global state everywhere (nodes that sample from
+  // their own counts first drift apart, topic labels and all).
   sync_->Flush();
   ready_.store(true);
   clocks_->MarkReady(node_id_);
@@ -331,9 +328,8 @@ uint64_t ClusterLink::PeersClock() {
   uint64_t clock = 0;
   std::vector<sync::Client*> ask;
   for (const auto& [id, client] : peers_->All()) ask.push_back(client);
-  // A peer refuses progress from an id its copy of the registry lacks
-  // until its ring watcher reads the registry again (at most a ring poll
-  // later): a joiner registered just now asks such a peer again, a few
+  // A peer refuses progress from an id its registry copy lacks until its
+  // ring watcher reads it again (a ring poll): a joiner asks again, a few
   // polls at most. A peer that does not answer is not asked again.
   for (int round = 0; round < 8 && !ask.empty(); ++round) {
     if (round > 0 && !stop_.SleepUnlessStopped(options_.ring_poll)) break;

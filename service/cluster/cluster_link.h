@@ -126,6 +126,9 @@ class ClusterLink {
   // run one node after another, every node's pass is quiet.
   sync::Synchronizer::PassResult DrainPass();
 
+  // The node is shutting down: it declares nobody down from now on (else
+  // a cluster stopped as a whole fails its last nodes over). Any thread.
+  void BeginStop() { stopping_.store(true); }
   // Stops the synchronizer, heartbeats and server. Idempotent.
   void Stop();
 
@@ -296,6 +299,7 @@ class ClusterLink {
   std::atomic<uint64_t> documents_{0};  // relaxed: a figure for operators
   std::atomic<uint64_t> settled_checksum_{0};
   std::atomic<bool> stopped_failed_{false};
+  std::atomic<bool> stopping_{false};  // BeginStop()
   mutable absl::Mutex ll_mu_;
   std::optional<sync::LogLikelihoodPart> ll_part_ ABSL_GUARDED_BY(ll_mu_);
   std::unique_ptr<sync::Synchronizer> sync_;
