@@ -235,11 +235,9 @@ absl::Status ClusterLink::Join() {
     sweep_.store(PeersClock());
     clocks_->Update(node_id_, sweep_.load(), false);
   } else if (const uint64_t clock = PeersClock(); clock > 0) {
-    // Restarting into a running cluster (docs/design.md, "Restart and
-    // rejoin"): the owners take this node's previous incarnation's counts
-    // out as this one pushes its store's, and the owner shard here, new
-    // and empty, is re-seeded by every member. Start at the cluster's
-    // clock, as a joiner does.
+    // Restarting into a running cluster (design.md, "Restart and rejoin"):
+    // owners swap this node's old counts for its store's; members re-seed
+    // its new shard. Start at the cluster's clock, as a joiner does.
     sweep_.store(clock);
     clocks_->Update(node_id_, clock, false);
     options_.info(absl::StrCat("rejoining cluster ", options_.cluster,
@@ -247,6 +245,8 @@ absl::Status ClusterLink::Join() {
                                ": the owners replace this node's previous "
                                "counts with its store's"));
   }
+  if (!joining)
+    internal::CloseInterruptedFailover(redis, options_, *phases_, config);
   std::vector<uint32_t> key_owner(table_->num_keys());
   for (size_t i = 0; i < key_owner.size(); ++i) {
     key_owner[i] = ring->Owner(table_->key(i));

@@ -121,4 +121,53 @@ absl::StatusOr<hashring::RingConfig> AwaitReturn(
   }
 }
 
+namespace {
+
+absl::Status CloseFailover(JoinRedis& redis, const ClusterLinkOptions& options,
+                           const EpochPhases& phases,
+                           const hashring::RingConfig& config) {
+  LATENTD_ASSIGN_OR_RETURN(
+      sync::ClusterStatus st,
+      redis.Run<sync::ClusterStatus>([&](sync::RedisClient* c) {
+        return sync::ReadClusterStatus(c, options.cluster);
+      }));
+  if (!st.move.has_value() || st.move->status != sync::MoveStatus::kRunning ||
+      st.move->kind != sync::MoveKind::kFailover ||
+      st.move->to_epoch != config.version) {
+    return absl::OkStatus();
+  }
+  const std::string lost = st.move->node;
+  return redis.Run([&](sync::RedisClient* c) -> absl::Status {
+    for (const char* phase : {"handoff", "effect"}) {
+      LATENTD_RETURN_IF_ERROR(phases.Mark(c, phase, config.version));
+    }
+    LATENTD_ASSIGN_OR_RETURN(std::vector<std::string> waiting,
+                             phases.NotIn(c, "effect", config.version, config));
+    if (!waiting.empty()) return absl::OkStatus();  // the last one ends it
+    absl::StatusOr<sync::MoveRecord> done = sync::FinishMove(
+        c, options.cluster, config.version, sync::MoveCounters{});
+    if (done.ok()) {
+      options.info(absl::StrCat("ring epoch ", config.version,
+                                ": the failover of ", lost,
+                                ", left running when its members stopped, "
+                                "is done"));
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace
+
+void CloseInterruptedFailover(JoinRedis& redis,
+                              const ClusterLinkOptions& options,
+                              const EpochPhases& phases,
+                              const hashring::RingConfig& config) {
+  absl::Status s = CloseFailover(redis, options, phases, config);
+  if (!s.ok()) {
+    options.log(absl::StrCat(
+        "ring epoch ", config.version,
+        ": could not close a failover left running: ", s.ToString()));
+  }
+}
+
 }  // namespace latentd::internal

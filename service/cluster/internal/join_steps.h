@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "hashring/ring_config.h"
 #include "service/cluster/cluster_link_options.h"
+#include "service/cluster/epoch_phases.h"
 #include "service/cluster/internal/join_redis.h"
 #include "sync/control/cluster_admin.h"
 
@@ -34,6 +35,17 @@ absl::StatusOr<std::optional<sync::MemberState>> StateOf(
 absl::StatusOr<hashring::RingConfig> AwaitReturn(
     JoinRedis& redis, const ClusterLinkOptions& options,
     const std::string& node_id, const std::string& address);
+// A member restarting into ring `config`: if a failover to that epoch is
+// still running (every node that followed it stopped before it ended, as
+// when a whole cluster is killed in its middle), records this node in
+// both its phases, as following it would have (a restarted node holds no
+// key to hand off and routes by that ring from the start); the last member
+// to do so ends the move, so that the failed-over node can return. An
+// error is logged (options.log): the move then stays as it was.
+void CloseInterruptedFailover(JoinRedis& redis,
+                              const ClusterLinkOptions& options,
+                              const EpochPhases& phases,
+                              const hashring::RingConfig& config);
 
 }  // namespace latentd::internal
 
