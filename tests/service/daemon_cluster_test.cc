@@ -66,6 +66,17 @@ void ExpectOneModelOverTheirTokens(Daemon* a, Daemon* b) {
   EXPECT_EQ(na, nb);
 }
 
+// Whether the node `c` talks to holds a document of `user` (its part of
+// the user's profile, as the user's owner asks for it).
+bool HoldsPart(service::ApiClient* c, const std::string& user) {
+  api::GetUserProfileRequest req;
+  req.set_user(user);
+  req.set_local(true);
+  req.set_part(true);
+  api::GetUserProfileResponse p;
+  return c->Call(Method::kGetUserProfile, req, &p).ok();
+}
+
 // Cluster mode needs the cluster key or an explicit --insecure; a key file
 // others can read is refused. Each refusal says what to do.
 // Every reason of latentd_sync_batches_refused_total is exported, and 0:
@@ -224,13 +235,8 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
   {
     std::string a_user;  // one A owns
     for (int u = 0; u < kUsers && a_user.empty(); ++u) {
-      api::GetUserProfileRequest req;
-      req.set_user(absl::StrCat("user", u));
-      req.set_local(true);
-      req.set_part(true);
-      api::GetUserProfileResponse p;
-      if (ca->Call(Method::kGetUserProfile, req, &p).ok()) {
-        a_user = req.user();
+      if (HoldsPart(ca.get(), absl::StrCat("user", u))) {
+        a_user = absl::StrCat("user", u);
       }
     }
     ASSERT_FALSE(a_user.empty());
@@ -274,15 +280,8 @@ TEST(DaemonCluster, TwoNodesTrainOneModelAndRouteUsersToTheirOwner) {
   // user B owns, goes on answering the rest, and still stops cleanly.
   std::string b_user;  // one B owns: its documents on B only
   for (int u = 0; u < kUsers && b_user.empty(); ++u) {
-    api::GetUserProfileRequest req;
-    req.set_user(absl::StrCat("user", u));
-    req.set_local(true);
-    req.set_part(true);
-    api::GetUserProfileResponse p;
-    if (cb->Call(Method::kGetUserProfile, req, &p).ok() &&
-        absl::IsNotFound(ca->Call(Method::kGetUserProfile, req, &p))) {
-      b_user = req.user();
-    }
+    const std::string user = absl::StrCat("user", u);
+    if (HoldsPart(cb.get(), user) && !HoldsPart(ca.get(), user)) b_user = user;
   }
   ASSERT_FALSE(b_user.empty());
   ASSERT_EQ(b->Stop(SIGKILL, 10), SIGKILL) << b->Log();
