@@ -12,8 +12,11 @@
 #include <random>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
 #include "sync/control/membership.h"
 
@@ -58,12 +61,19 @@ absl::StatusOr<int> PickFreePort() {
     return absl::UnavailableError(absl::StrCat(
         "no port range below the ephemeral ports (from ", last + 1, ")"));
   }
+  // Nor is a port handed out twice in one process: a caller may not bind
+  // it before asking for the next (a node's three listeners).
+  static absl::Mutex mu(absl::kConstInit);
+  static auto* handed_out ABSL_GUARDED_BY(mu) = new absl::flat_hash_set<int>();
   thread_local std::mt19937 rng(std::random_device{}() ^
                                 static_cast<unsigned>(::getpid()));
   std::uniform_int_distribution<int> draw(kLowest, last);
   for (int attempt = 0; attempt < 200; ++attempt) {
     const int port = draw(rng);
-    if (CanBind(port)) return port;
+    absl::MutexLock l(&mu);
+    if (handed_out->contains(port) || !CanBind(port)) continue;
+    handed_out->insert(port);
+    return port;
   }
   return absl::UnavailableError(
       absl::StrCat("no free loopback port in ", kLowest, "..", last));

@@ -46,8 +46,8 @@ class RedisProcess {
 
 // A TCP port that nothing holds on 127.0.0.1, for a process the caller
 // starts to listen on: drawn at random below the kernel's ephemeral range,
-// so that no other socket's bind to port 0 can take it meanwhile. Thread-
-// safe.
+// so that no other socket's bind to port 0 can take it meanwhile, and
+// never the same port twice in one process. Thread-safe.
 absl::StatusOr<int> PickFreePort();
 
 struct LocalClusterRun {
