@@ -15,6 +15,7 @@ struct PeerSet::Peer {
   absl::Time last_ok ABSL_GUARDED_BY(mu) = absl::Now();
   bool reported_down ABSL_GUARDED_BY(mu) = false;
   bool in_flight ABSL_GUARDED_BY(mu) = false;  // one heartbeat at a time
+  bool retired ABSL_GUARDED_BY(mu) = false;
 };
 
 PeerSet::PeerSet(Options options, sync::ClockTable* clocks,
@@ -31,7 +32,14 @@ PeerSet::~PeerSet() {
 absl::StatusOr<sync::Client*> PeerSet::ClientFor(const hashring::Member& m) {
   absl::MutexLock l(&peers_mu_);
   for (const auto& p : peers_) {
-    if (p->id == m.id) return p->client.get();
+    if (p->id != m.id) continue;
+    absl::MutexLock pl(&p->mu);
+    if (p->retired) {
+      p->retired = false;
+      p->reported_down = false;
+      p->last_ok = absl::Now();
+    }
+    return p->client.get();
   }
   auto peer = std::make_unique<Peer>();
   peer->id = m.id;
@@ -56,19 +64,33 @@ std::vector<std::pair<std::string, sync::Client*>> PeerSet::All() const {
   return out;
 }
 
-std::vector<PeerSet::Peer*> PeerSet::List() const {
+std::vector<PeerSet::Peer*> PeerSet::List(bool members_only) const {
   absl::MutexLock l(&peers_mu_);
   std::vector<Peer*> out;
-  for (const auto& p : peers_) out.push_back(p.get());
+  for (const auto& p : peers_) {
+    if (members_only) {
+      absl::MutexLock pl(&p->mu);
+      if (p->retired) continue;
+    }
+    out.push_back(p.get());
+  }
   return out;
 }
 
 std::vector<std::string> PeerSet::Unavailable() const {
   std::vector<std::string> out;
-  for (const Peer* p : List()) {
+  for (const Peer* p : List(/*members_only=*/true)) {
     if (clocks_->IsDead(p->id)) out.push_back(p->id);
   }
   return out;
+}
+
+void PeerSet::Retire(std::string_view id) {
+  for (Peer* p : List()) {
+    if (p->id != id) continue;
+    absl::MutexLock l(&p->mu);
+    p->retired = true;
+  }
 }
 
 void PeerSet::StartHeartbeats() {
@@ -105,7 +127,7 @@ void PeerSet::HeartbeatLoop() {
       seen_kick = hb_kick_;
     }
     const std::string payload = progress_().SerializeAsString();
-    for (Peer* pp : List()) {
+    for (Peer* pp : List(/*members_only=*/true)) {
       {
         absl::MutexLock l(&pp->mu);
         if (pp->in_flight) continue;
@@ -123,6 +145,7 @@ void PeerSet::HeartbeatLoop() {
 void PeerSet::OnHeartbeatReply(Peer* pp, const absl::Status& status) {
   absl::MutexLock l(&pp->mu);
   pp->in_flight = false;
+  if (pp->retired) return;  // (a beat sent before it left)
   if (status.ok()) {
     pp->last_ok = absl::Now();
     if (pp->reported_down) {

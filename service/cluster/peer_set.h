@@ -8,6 +8,9 @@
 // the clock table (it no longer holds back SSP, even if it returns) and
 // logged once; its first answer after that is logged too.
 //
+// A member the ring no longer lists is retired: no more heartbeats, and it is
+// neither reported unavailable nor logged (its client stays, as above).
+//
 // Thread-safety: every method may be called from any thread; the
 // heartbeat thread runs from StartHeartbeats until StopHeartbeats.
 #ifndef LATENTD_SERVICE_CLUSTER_PEER_SET_H_
@@ -50,15 +53,17 @@ class PeerSet {
           std::function<sync::Progress()> progress);
   ~PeerSet();  // StopHeartbeats(); Close()
 
-  // The client of member `m`, created if new; an error if its address
-  // does not parse.
+  // The client of member `m`, created if new (a retired one is met again);
+  // an error if its address does not parse.
   absl::StatusOr<sync::Client*> ClientFor(const hashring::Member& m);
   // The client of member `id` if it was met, else null.
   sync::Client* Find(std::string_view id) const;
   // Every peer met so far, with its client.
   std::vector<std::pair<std::string, sync::Client*>> All() const;
-  // The peers the clock table holds dead.
+  // The peers the clock table holds dead, retired ones left out.
   std::vector<std::string> Unavailable() const;
+  // Member `id` left the ring (see above); a no-op for a peer never met.
+  void Retire(std::string_view id);
 
   void StartHeartbeats();
   // A beat now (after this node's progress changed).
@@ -69,7 +74,8 @@ class PeerSet {
 
  private:
   struct Peer;
-  std::vector<Peer*> List() const;
+  // Every peer, or only those not retired.
+  std::vector<Peer*> List(bool members_only = false) const;
   void HeartbeatLoop();
   void OnHeartbeatReply(Peer* peer, const absl::Status& status);
 

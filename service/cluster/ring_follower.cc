@@ -392,7 +392,9 @@ absl::Status RingFollower::AdvanceRingChange(sync::RedisClient* redis) {
   for (const hashring::Member& m : before.members) {
     bool kept = false;
     for (const hashring::Member& n : c.next.members) kept |= n.id == m.id;
-    if (!kept) parts_.clocks->MarkDead(m.id);  // no longer holds back SSP
+    if (kept) continue;
+    parts_.clocks->MarkDead(m.id);  // no longer holds back SSP
+    parts_.peers->Retire(m.id);
   }
   parts_.key_replicas->SettleDeparted(before, c.next, c.lost, c.failover);
   // The backups of the new ring get what they must hold of this node's

@@ -78,6 +78,25 @@ uint64_t HandOffC(TestCluster* cluster) {
   return rc == 0 ? st->documents() : 0;
 }
 
+// A member removed for good is no peer any more: once the 3 s a silent peer
+// is given (--dead-after's default) have passed since C left at `left`,
+// neither A nor B reports it unavailable, in Status or in its log.
+void ExpectCRetired(const TestCluster& cluster,
+                    std::chrono::steady_clock::time_point left) {
+  std::this_thread::sleep_until(left + std::chrono::seconds(4));
+  const std::string c = cluster.node(2)->tcp();
+  for (int i : {0, 1}) {
+    auto client = cluster.node(i)->Client(Protocol::kTcp);
+    auto st = WaitStatus(
+        client.get(), [](const api::StatusResponse&) { return true; }, 10);
+    ASSERT_TRUE(st.ok()) << st.status();
+    EXPECT_EQ(st->unavailable_peers_size(), 0) << st->DebugString();
+    EXPECT_EQ(cluster.node(i)->Log().find("peer " + c + " unavailable"),
+              std::string::npos)
+        << cluster.node(i)->Log();
+  }
+}
+
 // What neither A nor B may log: a copy sent to the leaving node.
 void ExpectNoBackupOnC(const TestCluster& cluster) {
   const std::string backup_c = "backup " + cluster.node(2)->tcp();
@@ -95,6 +114,7 @@ TEST(ClusterHandoffExact, TheLeavingNodeIsNoBackupOfWhatItHandsOff) {
   ASSERT_FALSE(freq.empty());
   ASSERT_TRUE(StartThirds(&cluster, TestCorpusFile("vocab.txt"), "40"));
   const uint64_t handed = HandOffC(&cluster);
+  const auto left = std::chrono::steady_clock::now();
   ASSERT_GT(handed, 0u);
   ExpectNoBackupOnC(cluster);
   // Each document handed to A has its copy on B and the other way round:
@@ -103,6 +123,7 @@ TEST(ClusterHandoffExact, TheLeavingNodeIsNoBackupOfWhatItHandsOff) {
                         Metric(cluster.node(1), "latentd_replica_records");
   EXPECT_EQ(copies, static_cast<double>(handed));
   EXPECT_GE(DrainAndCheckExact(cluster, freq, {0, 1}), 0);
+  ExpectCRetired(cluster, left);
   cluster.StopAll();
 }
 
