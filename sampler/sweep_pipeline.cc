@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
+#include "base/tbb_workers.h"
 #include "base/tsan.h"
 #include "oneapi/tbb/concurrent_queue.h"
 #include "oneapi/tbb/enumerable_thread_specific.h"
@@ -89,7 +90,7 @@ void LowerThreadPriority(int nice) {
 struct SweepPipeline::Impl {
   Impl(const PipelineOptions& o, TopicId k)
       : options(o),
-        arena(o.threads),
+        arena(EnsureTbbThreads(o.threads)),
         nice_observer(arena, o.nice),
         num_topics(k) {}
 

@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "base/random.h"
 #include "base/status_macros.h"
+#include "base/tbb_workers.h"
 #include "oneapi/tbb/concurrent_queue.h"
 #include "oneapi/tbb/parallel_pipeline.h"
 #include "oneapi/tbb/task_arena.h"
@@ -82,7 +83,7 @@ struct GraphTrainer::Impl {
         options(o),
         evaluator(graph, o.negatives, o.seed),
         pool(NegativePool(graph)),
-        arena(o.threads) {}
+        arena(EnsureTbbThreads(o.threads)) {}
 
   GraphData graph;
   GraphTrainerOptions options;

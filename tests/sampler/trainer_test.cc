@@ -13,6 +13,8 @@
 
 #include "base/random.h"
 #include "gtest/gtest.h"
+#include "oneapi/tbb/global_control.h"
+#include "oneapi/tbb/info.h"
 #include "sampler/fold_in.h"
 #include "tests/sampler/store_writer_util.h"
 
@@ -301,6 +303,22 @@ TEST(Trainer, SamplerThreadsRunAtTheConfiguredNiceValue) {
     t.join();
     EXPECT_EQ(seen, std::max(before, nice)) << "nice " << nice;
   }
+}
+
+// More sampler threads than cores: oneTBB's pool is raised to hold them
+// (its default is one thread a core), and the counts stay whole.
+TEST(Trainer, MoreThreadsThanCoresGetThem) {
+  const int threads = tbb::info::default_concurrency() + 1;
+  TrainerOptions o;
+  o.num_topics = 40;
+  o.pipeline.threads = threads;
+  auto trainer = Trainer::Create(o, MemoryStore(400, 200, 40, 3));
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  EXPECT_GE(tbb::global_control::active_value(
+                tbb::global_control::max_allowed_parallelism),
+            static_cast<size_t>(threads));
+  ASSERT_TRUE((*trainer)->Sweep().ok());
+  ExpectConserved(**trainer);
 }
 
 TEST(Trainer, RejectsMismatchedOptions) {
