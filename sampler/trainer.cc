@@ -56,6 +56,11 @@ absl::Status CheckOptions(const TrainerOptions& o, const TokenStoreMeta& m) {
     return absl::InvalidArgumentError(absl::StrCat(
         "progressive stride must be at least 1, got ", o.progressive_stride));
   }
+  if (!(o.progressive_smoothing >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("progressive smoothing must be at least 0, got ",
+                     o.progressive_smoothing));
+  }
   if (o.progressive_serial_batches < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("progressive serial batches must be at least 0, got ",
@@ -226,6 +231,11 @@ absl::StatusOr<SweepResult> Trainer::RunProgressivePass(SweepParams params) {
       pipeline_.Run(store_.get(), table_.get(), params, nullptr));
   if (stride == 1) return first;
   params.progressive_first_stage = false;
+  params.beta =
+      std::max(options_.beta,
+               options_.progressive_smoothing /
+                   std::max(static_cast<double>(options_.num_topics), 100.0));
+  params.beta_sum = params.beta * table_->vocab_size();
   pipeline_.SetSerialPrefixBatches(0);
   LATENTD_ASSIGN_OR_RETURN(
       SweepResult second,

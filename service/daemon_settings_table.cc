@@ -110,9 +110,10 @@ void AddModelSettings(const AddFn& add) {
   add("start", "progressive", "progressive|uniform",
       "The first sweep's starting state (first start): progressive (a "
       "first pass draws each token given the tokens placed before it, every "
-      "16th batch of the corpus first, then the rest, so rows start as "
-      "sparse as the data makes them; 2-3x sooner to a "
-      "log-likelihood, held-out as good, docs/benchmarks.md) | uniform "
+      "16th batch of the corpus first, then the rest with each word's "
+      "row smoothed, so rows start as sparse as the data makes them; "
+      "1.5-2x sooner to a log-likelihood, held-out as good or better, "
+      "docs/benchmarks.md) | uniform "
       "(every token a uniformly random topic). A cluster member always "
       "starts uniform",
       [](std::string_view v, DaemonConfig* c) -> absl::Status {

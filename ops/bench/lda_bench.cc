@@ -92,6 +92,8 @@ int main(int argc, char** argv) {
   bool progressive_start = false;
   int serial_batches = latentd::TrainerOptions().progressive_serial_batches;
   int progressive_stride = latentd::TrainerOptions().progressive_stride;
+  double progressive_smoothing =
+      latentd::TrainerOptions().progressive_smoothing;
   double target_ll = 0, beta = 0.01, alpha = 0;
   uint64_t seed = 1, batch_tokens = 16384, min_batches = 128;
   int64_t overlay_max_word_tokens = latentd::kDefaultOverlayMaxWordTokens;
@@ -133,6 +135,11 @@ int main(int argc, char** argv) {
                  "many-th batch, the second the rest (1: one stage)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--progressive-smoothing", progressive_smoothing,
+                 "Progressive start: the second stage's beta is max(beta, "
+                 "this / max(K, 100)) (0: beta)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--max-seconds", max_seconds,
                  "Stop after this many seconds of sampling (0: no limit)")
       ->capture_default_str();
@@ -276,6 +283,7 @@ int main(int argc, char** argv) {
     options.progressive_start = progressive_start;
     options.progressive_serial_batches = serial_batches;
     options.progressive_stride = progressive_stride;
+    options.progressive_smoothing = progressive_smoothing;
     options.pipeline.kernel_options.mh.steps = mh_steps;
     options.pipeline.kernel_options.mh.refresh = mh_refresh;
     options.pipeline.kernel_options.batch_overlay = !no_overlay;

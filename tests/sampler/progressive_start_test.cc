@@ -327,6 +327,41 @@ TEST_P(ProgressiveStartTrainer, OnePassFirstThenExactSweepsFromABetterState) {
   EXPECT_GT(progressive, uniform);
 }
 
+// The second stage's larger β (TrainerOptions::progressive_smoothing)
+// spreads the rows it draws: after the pass and a sweep more (word, topic)
+// cells hold counts than with β throughout, and the counts stay the
+// store's.
+TEST(ProgressiveStartTrainer, SmoothedSecondStageSpreadsTheRows) {
+  const TopicId K = 12;
+  auto cells_after_first_sweep = [&](double smoothing) {
+    TrainerOptions options;
+    options.num_topics = K;
+    options.alpha = 0.1;
+    options.optimize_alpha = false;
+    options.progressive_start = true;
+    options.progressive_smoothing = smoothing;
+    auto trainer = Trainer::Create(options, SyntheticStore(K));
+    EXPECT_TRUE(trainer.ok()) << trainer.status();
+    if (!trainer.ok()) return 0;
+    EXPECT_TRUE((*trainer)->Sweep().ok());
+    ExpectTableMatchesStore(**trainer);
+    const TopicTable& table = (*trainer)->table();
+    int cells = 0;
+    for (WordId w = 0; w < table.vocab_size(); ++w) {
+      for (TopicId k = 0; k < K; ++k) cells += table.Get(w, k) > 0;
+    }
+    return cells;
+  };
+  const int sharp = cells_after_first_sweep(0);
+  const int smoothed =
+      cells_after_first_sweep(TrainerOptions().progressive_smoothing);
+  EXPECT_GT(smoothed, sharp + sharp / 10) << sharp << " " << smoothed;
+  TrainerOptions negative;
+  negative.num_topics = K;
+  negative.progressive_smoothing = -1;
+  EXPECT_FALSE(Trainer::Create(negative, SyntheticStore(K)).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Threads, ProgressiveStartTrainer,
                          ::testing::Values(1, 2));
 
