@@ -376,13 +376,37 @@ ClusterLogLikelihood SumLogLikelihood(const sync::ClusterStatus& s) {
   return out;
 }
 
+namespace {
+
+// The copies of each key (owner included) the ring members' heartbeats
+// report (their --replicas): the fewest and the most; {0, 0} if none
+// reports it (older nodes, or no heartbeat yet).
+std::pair<uint32_t, uint32_t> KeyCopies(const sync::ClusterStatus& s) {
+  uint32_t lo = 0, hi = 0;
+  for (const sync::MemberStatus& m : s.members) {
+    if (!m.in_ring || !m.heartbeat || m.heartbeat->key_copies == 0) continue;
+    const uint32_t c = m.heartbeat->key_copies;
+    lo = lo == 0 ? c : std::min(lo, c);
+    hi = std::max(hi, c);
+  }
+  return {lo, hi};
+}
+
+}  // namespace
+
 std::string FormatClusterStatusText(const sync::ClusterStatus& s) {
   std::string out = absl::StrCat("cluster: ", s.cluster, "\n");
   if (s.ring) {
     absl::StrAppend(&out, "epoch: ", s.epoch, "\n",
                     "ring: ", s.ring->members.size(), " members, V ",
-                    s.ring->virtual_points_per_weight, ", k ",
-                    s.ring->replication, "\n");
+                    s.ring->virtual_points_per_weight);
+    const auto [lo, hi] = KeyCopies(s);
+    if (lo != 0) {
+      absl::StrAppend(&out, ", ", lo, lo == 1 ? " copy" : " copies",
+                      " of each key");
+      if (hi != lo) absl::StrAppend(&out, " (", hi, " on some members)");
+    }
+    out += "\n";
   } else {
     absl::StrAppend(&out, "epoch: none (no ring written yet)\n");
   }
@@ -440,9 +464,11 @@ std::string FormatClusterStatusJson(const sync::ClusterStatus& s) {
       absl::StrCat("{\"cluster\":", JsonString(s.cluster),
                    ",\"epoch\":", s.epoch, ",\"redisTimeMs\":", s.now_ms);
   if (s.ring) {
-    absl::StrAppend(
-        &out, ",\"virtualPointsPerWeight\":", s.ring->virtual_points_per_weight,
-        ",\"replication\":", s.ring->replication);
+    absl::StrAppend(&out, ",\"virtualPointsPerWeight\":",
+                    s.ring->virtual_points_per_weight);
+    if (const auto [lo, hi] = KeyCopies(s); lo != 0) {
+      absl::StrAppend(&out, ",\"keyCopies\":", lo);
+    }
   }
   absl::StrAppend(&out, ",\"members\":[");
   for (size_t i = 0; i < s.members.size(); ++i) {
@@ -475,6 +501,9 @@ std::string FormatClusterStatusJson(const sync::ClusterStatus& s) {
                               "\"tokens\":%d,\"docLogLikelihood\":%.17g,"
                               "\"ownedWordLogLikelihood\":%.17g}",
                               p->sweep, p->tokens, p->doc, p->owned_word);
+      }
+      if (h.key_copies != 0) {
+        absl::StrAppend(&out, ",\"keyCopies\":", h.key_copies);
       }
       absl::StrAppend(&out, ",\"stoppedAfterFailure\":",
                       h.stopped_failed ? "true" : "false", "}");

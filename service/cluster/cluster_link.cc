@@ -152,8 +152,7 @@ absl::Status ClusterLink::StartServer() {
 }
 
 absl::Status ClusterLink::Join() {
-  // Every Redis step of the join rides out a brief outage (a restarting
-  // Redis, a flapping link): retried until --join-timeout.
+  // Each Redis step of the join is retried until --join-timeout.
   internal::JoinRedisOptions jo;
   jo.url = options_.redis_url;
   jo.cluster = options_.cluster;
@@ -371,6 +370,7 @@ sync::Heartbeat ClusterLink::Heartbeat() const {
   beat.failovers = failovers();
   beat.last_failover_ms =
       failovers() == 0 ? -1 : follower_->last_failover_us() / 1000;
+  beat.key_copies = std::max<uint32_t>(options_.key_replicas, 1);
   return beat;
 }
 

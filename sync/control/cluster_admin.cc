@@ -191,8 +191,8 @@ absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
                                          const std::string& value) {
   std::vector<std::string> parts = absl::StrSplit(value, ' ');
   Heartbeat hb;
-  // Tagged fields come last: s= and f= are read, a newer node's others
-  // skipped.
+  // Tagged fields come last: s=, f= and r= are read, a newer node's
+  // others skipped.
   while (parts.size() > 4 && absl::StrContains(parts.back(), '=')) {
     if (absl::StartsWith(parts.back(), "s=") &&
         (!absl::SimpleHexAtoi(parts.back().substr(2), &hb.settled_checksum) ||
@@ -207,6 +207,13 @@ absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
                                          Quote(parts.back()), ", not f=1"));
       }
       hb.stopped_failed = true;
+    }
+    if (absl::StartsWith(parts.back(), "r=") &&
+        (!absl::SimpleAtoi(parts.back().substr(2), &hb.key_copies) ||
+         hb.key_copies == 0)) {
+      return Corrupt(
+          key, absl::StrCat("field ", Quote(id), " has ", Quote(parts.back()),
+                            ", not r=N (N >= 1)"));
     }
     parts.pop_back();
   }
@@ -239,7 +246,7 @@ absl::StatusOr<Heartbeat> ParseHeartbeat(const std::string& key,
                                      "[under-replicated failovers "
                                      "last-failover-ms [ll-sweep "
                                      "ll-tokens doc-ll owned-word-ll ...]]] "
-                                     "[s=HEX] [f=1] [NAME=VALUE...]'"));
+                                     "[s=HEX] [f=1] [r=N] [NAME=VALUE...]'"));
   }
   if (has_ll) hb.log_likelihood = ll;
   return hb;
@@ -772,6 +779,9 @@ absl::Status WriteHeartbeat(RedisClient* redis, std::string_view cluster,
     args.push_back(absl::StrCat("s=", absl::Hex(heartbeat.settled_checksum)));
   }
   if (heartbeat.stopped_failed) args.push_back("f=1");
+  if (heartbeat.key_copies != 0) {
+    args.push_back(absl::StrCat("r=", heartbeat.key_copies));
+  }
   args.push_back(std::to_string(
       std::max<int64_t>(0, absl::ToInt64Milliseconds(alive_for))));
   LATENTD_ASSIGN_OR_RETURN(

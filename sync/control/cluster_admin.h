@@ -255,9 +255,12 @@ struct Heartbeat {
   // that could not take the owners' counts, declared down): its table is
   // not the cluster's, so it reports no checksum. Written as "f=1".
   bool stopped_failed = false;
+  // Copies the node keeps of each key it owns, itself included (its
+  // --replicas); 0 from an older node. Written as "r=N".
+  uint32_t key_copies = 0;
   // A line from a newer node reads by the fields known here: positional
   // fields past the fifteen above and tagged fields (NAME=VALUE, last)
-  // other than s= and f= are skipped, so that a rolling upgrade leaves
+  // other than s=, f= and r= are skipped, so that a rolling upgrade leaves
   // `cluster status` readable by the old latentctl and nodes.
 };
 

@@ -55,9 +55,10 @@ cli HSET "$P:states" node0 active node1 leaving >/dev/null
 cli HSET "$P:pending" node2 10.0.0.3:7070 >/dev/null
 # node0's heartbeat is an older node's (4 fields); node1's carries the
 # epoch it routes by, its failover counters (retracted, re-seeds, stale),
-# its keys under-replicated, failovers and the latest one's duration.
+# its keys under-replicated, failovers and the latest one's duration, and
+# the copies it keeps of each key (r=2, its --replicas).
 cli HSET "$P:heartbeats" node0 "$((NOW - 1500)) 12 3456 100" \
-  node1 "$((NOW - 3000)) 13 2000 90 3 1 2 4 6 2 1380" >/dev/null
+  node1 "$((NOW - 3000)) 13 2000 90 3 1 2 4 6 2 1380 r=2" >/dev/null
 cli HSET "$P:move" kind remove node node1 mode handoff phase drain \
   from_epoch 2 to_epoch 3 started_ms "$((NOW - 4000))" updated_ms "$NOW" \
   finished_ms 0 status running error "" keys 10 bytes 2048 documents 7 >/dev/null
@@ -73,7 +74,8 @@ BEFORE=$(dump)
 OUT=$(status --cluster "$C") || fail "status exited $?"
 echo "$OUT"
 grep -qxF "epoch: 3" <<<"$OUT" || fail "no 'epoch: 3'"
-grep -qxF "ring: 2 members, V 64, k 1" <<<"$OUT" || fail "no ring line"
+grep -qxF "ring: 2 members, V 64, 2 copies of each key" <<<"$OUT" ||
+  fail "no ring line"
 grep -qxF "members: 3" <<<"$OUT" || fail "not 3 members"
 # The age is at least the 1.5 s written, plus however long the calls took.
 grep -qE '^  node0  127\.0\.0\.1:7000  active   yes   ([1-9]|[1-5][0-9])\.[0-9] s ago \(sweep 12, 3456 keys, 100 documents\)$' <<<"$OUT" &&
@@ -93,19 +95,19 @@ python3 - "$JSON" <<'EOF' || fail "JSON: $JSON"
 import json, sys
 s = json.loads(sys.argv[1])
 assert s["cluster"] == "c1" and s["epoch"] == 3, s
-assert s["virtualPointsPerWeight"] == 64 and s["replication"] == 1, s
+assert s["virtualPointsPerWeight"] == 64 and s["keyCopies"] == 2, s
 states = {m["id"]: (m["state"], m["inRing"]) for m in s["members"]}
 assert states == {"node0": ("active", True), "node1": ("leaving", True),
                   "node2": ("pending", False)}, states
 hb = s["members"][0]["heartbeat"]
 assert hb["sweep"] == 12 and hb["keys"] == 3456 and hb["documents"] == 100, hb
 assert 1500 <= hb["ageMs"] < 60000, hb
-assert "epoch" not in hb, hb
+assert "epoch" not in hb and "keyCopies" not in hb, hb
 hb1 = s["members"][1]["heartbeat"]
 assert (hb1["sweep"], hb1["epoch"], hb1["sendersRetracted"],
         hb1["reseedRefused"], hb1["staleRefused"]) == (13, 3, 1, 2, 4), hb1
 assert (hb1["keysUnderReplicated"], hb1["failovers"],
-        hb1["lastFailoverMs"]) == (6, 2, 1380), hb1
+        hb1["lastFailoverMs"], hb1["keyCopies"]) == (6, 2, 1380, 2), hb1
 m = s["move"]
 assert (m["kind"], m["node"], m["mode"], m["phase"], m["status"]) == \
     ("remove", "node1", "handoff", "drain", "running"), m

@@ -537,6 +537,27 @@ TEST_F(ClusterAdminTest, DrainNamesAMemberStoppedAfterAFailure) {
             absl::StatusCode::kDataLoss);
 }
 
+// The copies a member keeps of each key (its --replicas) ride its
+// heartbeat as r=N, read back as written; a line without it (an older
+// node) reads 0, and r=0 or r=x is corrupt.
+TEST_F(ClusterAdminTest, HeartbeatsCarryTheKeyCopies) {
+  WriteRing({"a", "b"});
+  ASSERT_TRUE(
+      WriteHeartbeat(redis_.get(), cluster_, "a", {.key_copies = 2}).ok());
+  ASSERT_TRUE(WriteHeartbeat(redis_.get(), cluster_, "b", {}).ok());
+  auto s = ReadClusterStatus(redis_.get(), cluster_);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->members[0].heartbeat->key_copies, 2u);
+  EXPECT_EQ(s->members[1].heartbeat->key_copies, 0u);
+  const std::string hb = ClusterKeys(cluster_).heartbeats;
+  for (const char* bad : {"1000 13 7 8 r=0", "1000 13 7 8 r=x"}) {
+    ASSERT_TRUE(Cmd({"HSET", hb, "b", bad}).ok());
+    EXPECT_EQ(ReadClusterStatus(redis_.get(), cluster_).status().code(),
+              absl::StatusCode::kDataLoss)
+        << bad;
+  }
+}
+
 // A rolling upgrade: a newer node's heartbeat, with positional fields past
 // the known ones and tagged fields besides s=, reads by the fields known
 // here. A line short of a known shape, or a bad s=, is still corrupt.
