@@ -28,7 +28,12 @@
 // depends on the load beside it), the wall time at which the
 // log-likelihood last crossed --target-ll from below (-1 if it ended
 // below), the log-likelihood of the last sweep ended by 3 s and by 10 s of
-// sampling, and the peak RSS.
+// sampling, and the peak RSS. With --holdout F (latentd only) that share of
+// the documents is held out, and every --heldout-every sweeps (and after the
+// last) the held-out log-likelihood per token by document completion is
+// printed ("heldout" lines, computed off the clock, as latentctl train's);
+// the result line then adds the last one and the sampling time at which an
+// evaluation first reached --target-heldout (-1 if none did).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -42,6 +47,7 @@
 #include "corpora/corpus_builder.h"
 #include "ops/bench/dense_gibbs.h"
 #include "sampler/doc_topic_stats.h"
+#include "sampler/fold_in.h"
 #include "sampler/hyperparams.h"
 #include "sampler/trainer.h"
 
@@ -95,6 +101,8 @@ int main(int argc, char** argv) {
   double progressive_smoothing =
       latentd::TrainerOptions().progressive_smoothing;
   double target_ll = 0, beta = 0.01, alpha = 0;
+  double holdout = 0, target_heldout = 0;
+  int heldout_every = 10;
   uint64_t seed = 1, batch_tokens = 16384, min_batches = 128;
   int64_t overlay_max_word_tokens = latentd::kDefaultOverlayMaxWordTokens;
   bool raw_text = false, no_overlay = false;
@@ -165,7 +173,24 @@ int main(int argc, char** argv) {
                  "latentd: the overlay follows words with at most this many "
                  "tokens (0: every word)")
       ->capture_default_str();
+  app.add_option("--holdout", holdout,
+                 "latentd: share of documents held out; their document "
+                 "completion log-likelihood is printed every --heldout-every "
+                 "sweeps (0: none)")
+      ->check(CLI::Range(0.0, 0.99));
+  app.add_option("--heldout-every", heldout_every,
+                 "With --holdout: sweeps between held-out evaluations (and "
+                 "after the last)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--target-heldout", target_heldout,
+                 "With --holdout: held-out log-likelihood per token whose "
+                 "first reaching is timed");
   CLI11_PARSE(app, argc, argv);
+  if (holdout > 0 && engine != "latentd") {
+    std::fprintf(stderr, "--holdout needs --engine latentd\n");
+    return 2;
+  }
 
   auto fmt = latentd::ParseCorpusFormat(format);
   if (!fmt.ok()) {
@@ -187,14 +212,24 @@ int main(int argc, char** argv) {
   build.seed = seed;
   build.batch_tokens = batch_tokens;
   build.min_batches = min_batches;
+  build.holdout_fraction = holdout;
   const std::string store_path = work_dir + "/bench.lts";
-  auto built = latentd::BuildCorpusFiles(input, build, store_path);
+  const std::string heldout_path =
+      holdout > 0 ? work_dir + "/heldout.lts" : std::string();
+  auto built =
+      latentd::BuildCorpusFiles(input, build, store_path, heldout_path);
   if (!built.ok()) {
     std::fprintf(stderr, "%s\n", std::string(built.status().message()).c_str());
     return 1;
   }
   auto store = latentd::OpenFileTokenStore(store_path);
   if (!store.ok()) return 1;
+  absl::StatusOr<std::unique_ptr<latentd::TokenStore>> heldout_store;
+  if (holdout > 0) {
+    heldout_store = latentd::OpenFileTokenStore(heldout_path);
+    if (!heldout_store.ok()) return 1;
+  }
+  double last_heldout = 0, heldout_reached = -1;
   if (alpha <= 0) alpha = 50.0 / topics;
   std::printf(
       "corpus %s: %llu documents, %llu tokens, %zu words; K=%u "
@@ -325,6 +360,25 @@ int main(int argc, char** argv) {
              *ll);
       std::printf("rows sweep %d mean_row_topics %.1f\n", s,
                   (*trainer)->table().MeanRowTopics());
+      if (holdout > 0 &&
+          (s % heldout_every == 0 || s == sweeps || out_of_time())) {
+        latentd::FoldIn fold_in((*trainer)->table(), (*trainer)->alpha(),
+                                (*trainer)->beta());
+        auto p = latentd::DocumentCompletionPerplexity(
+            &fold_in, heldout_store->get(), latentd::InferOptions{});
+        if (!p.ok()) {
+          std::fprintf(stderr, "%s\n",
+                       std::string(p.status().message()).c_str());
+          return 1;
+        }
+        last_heldout = p->log_likelihood_per_token();
+        if (heldout_reached < 0 && target_heldout != 0 &&
+            last_heldout >= target_heldout) {
+          heldout_reached = wall;
+        }
+        std::printf("heldout sweep %d wall %.3f ll/token %.4f\n", s, wall,
+                    last_heldout);
+      }
     }
   }
   std::printf(
@@ -337,6 +391,11 @@ int main(int argc, char** argv) {
       tail_seconds > 0 ? tail_tokens / tail_seconds : 0.0, tokens / cpu,
       tail_cpu > 0 ? tail_tokens / tail_cpu : 0.0, reached, last_ll, ll_at_3,
       ll_at_10, sweeps_run, PeakRssMiB());
+  if (holdout > 0) {
+    std::printf("result heldout_ll=%.4f seconds_to_heldout_target=%.3f\n",
+                last_heldout, heldout_reached);
+    std::filesystem::remove(heldout_path);
+  }
   std::filesystem::remove(store_path);
   return 0;
 }
