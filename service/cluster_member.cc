@@ -53,6 +53,11 @@ absl::Status ClusterMember::Join(ClusterLinkOptions options, Trainer* trainer,
   const std::string address_file = options_.data_dir + "/cluster.address";
   const bool remembered = RememberedSyncAddress(address_file, &options.listen);
   const std::string listen = options.listen;
+  // Kept before this node registers: a node killed while pending, then
+  // admitted, must come back at the address the ring names.
+  options.on_listening = [address_file](const std::string& address) {
+    return WriteFileAtomically(address_file, address + "\n");
+  };
   TopicTable* table = trainer->mutable_table();
   // Every word of the cluster, named, so that words any node brings reach
   // this one (AdoptWords).
@@ -94,8 +99,6 @@ absl::Status ClusterMember::Join(ClusterLinkOptions options, Trainer* trainer,
     return link.status();
   }
   link_ = std::move(*link);
-  LATENTD_RETURN_IF_ERROR(
-      WriteFileAtomically(address_file, link_->address() + "\n"));
   router_->SetLink(link_.get());
   Log(absl::StrCat("joined: ", link_->ring_config().members.size(),
                    " members; sync server on ", link_->address()));

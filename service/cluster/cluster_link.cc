@@ -99,6 +99,8 @@ absl::Status ClusterLink::StartServer() {
                      frames_->Handle(std::move(f), std::move(r));
                    }));
   address_ = absl::StrCat(host, ":", server_->port());
+  if (options_.on_listening)
+    LATENTD_RETURN_IF_ERROR(options_.on_listening(address_));
   node_id_ = options_.node_id.empty() ? address_ : options_.node_id;
   phases_ = std::make_unique<EpochPhases>(options_.cluster, node_id_);
   if (so.auth != nullptr) {
@@ -172,9 +174,8 @@ absl::Status ClusterLink::Join() {
   lp.heard_from = [this](const std::string& id) { return clocks_->Heard(id); };
   liveness_ = std::make_unique<LivenessMonitor>(&options_, std::move(lp));
   liveness_->Start();
-  // A failed-over node restarted returns as an admitted node joins (the
-  // members hand its keys back, then it pushes its counts). --cluster-join
-  // is how a node first joins: once admitted, a start with it is a restart.
+  // A failed-over node returns as a joiner joins (keys back, then counts);
+  // once admitted, a start with --cluster-join is a restart.
   LATENTD_ASSIGN_OR_RETURN(std::optional<sync::MemberState> state,
                            internal::StateOf(redis, options_, node_id_));
   const bool returning = state == sync::MemberState::kDown;
@@ -305,8 +306,7 @@ absl::Status ClusterLink::Join() {
   }
   sync_->Start();
   follower_->Start(sync_.get(), table_);
-  // Start from the same global state everywhere (nodes that sample from
-  // their own counts first drift apart, topic labels and all).
+  // One global state everywhere first (else nodes drift apart, topics too).
   sync_->Flush();
   ready_.store(true);
   clocks_->MarkReady(node_id_);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "hashring/ring.h"
@@ -44,7 +45,11 @@ struct ClusterLinkOptions {
   std::string cluster = "default";
   std::string listen = "127.0.0.1:0";  // sync server; port 0: a free one
   std::string node_id;                 // "" = the address listened on
-  uint32_t expected_members = 1;       // the ring is fixed with this many
+  // Called once the sync server listens, before this node registers
+  // anywhere, with its address: what a restart must listen on again (the
+  // daemon keeps it in its data directory). An error ends the join.
+  std::function<absl::Status(const std::string& address)> on_listening;
+  uint32_t expected_members = 1;  // the ring is fixed with this many
   // Join a running cluster instead (sync/control/cluster_admin.h): register as
   // pending, wait until an operator admits this node (the ring lists it),
   // take the keys the new ring gives it once every member has handed them
