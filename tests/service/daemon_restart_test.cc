@@ -133,14 +133,18 @@ void StopAllAndRestart(int sig, int max_delay_default_ms) {
   cluster.StopAll();
 }
 
-// Restarts every node of `cluster` (named `name`) in `order`, without
-// waiting between them, then waits until all serve, drains and checks them
-// exact against `freq`; expects three ring members, all active, and a move
-// record. Returns the cluster's status after (its move for the caller).
+// With a move of `cluster` (named `name`) left running, restarts every
+// node in `order`, without waiting between them, then waits until all
+// serve, drains and checks them exact against `freq`; expects three ring
+// members, all active, and a move record. Returns the cluster's status
+// after (its move for the caller).
 sync::ClusterStatus RestartAllExpectExact(
     TestCluster& cluster, const std::string& name,
     const std::vector<int>& order,
     const std::map<std::string, long long>& freq) {
+  const sync::ClusterStatus mid = ReadStatus(cluster.redis(), name);
+  EXPECT_TRUE(mid.move.has_value() &&
+              mid.move->status == sync::MoveStatus::kRunning);
   for (int i : order) cluster.Restart(i, /*wait=*/false);
   for (int i = 0; i < kNodes; ++i) {
     EXPECT_TRUE(cluster.node(i)->WaitForPorts()) << cluster.Logs();
@@ -197,10 +201,6 @@ TEST(DaemonRestart, AFailoverEveryNodeLeftEndsOnTheRestart) {
   }
   ASSERT_TRUE(ring.ok()) << ring.status();
   ASSERT_EQ(ring->version, 2u);
-  const sync::ClusterStatus mid = ReadStatus(cluster.redis(), "restart");
-  ASSERT_TRUE(mid.move.has_value());
-  EXPECT_EQ(mid.move->status, sync::MoveStatus::kRunning);
-
   const sync::ClusterStatus after =
       RestartAllExpectExact(cluster, "restart", {1, 2, 0}, freq);
   ASSERT_TRUE(after.move.has_value()) << cluster.Logs();
@@ -248,10 +248,6 @@ TEST(DaemonRestart, AnAddEveryNodeLeftComesBackExact) {
       sync::AdmitNode(redis->get(), "restartadd", pending);
   ASSERT_TRUE(ring.ok()) << ring.status();
   ASSERT_EQ(ring->members.size(), 3u);
-  const sync::ClusterStatus mid = ReadStatus(cluster.redis(), "restartadd");
-  ASSERT_TRUE(mid.move.has_value());
-  EXPECT_EQ(mid.move->status, sync::MoveStatus::kRunning);
-
   const sync::ClusterStatus after =
       RestartAllExpectExact(cluster, "restartadd", {2, 0, 1}, freq);
   ASSERT_TRUE(after.move.has_value()) << cluster.Logs();

@@ -537,36 +537,16 @@ TEST_F(ClusterAdminTest, DrainNamesAMemberStoppedAfterAFailure) {
             absl::StatusCode::kDataLoss);
 }
 
-// The copies a member keeps of each key (its --replicas) ride its
-// heartbeat as r=N, read back as written; a line without it (an older
-// node) reads 0, and r=0 or r=x is corrupt.
-TEST_F(ClusterAdminTest, HeartbeatsCarryTheKeyCopies) {
-  WriteRing({"a", "b"});
-  ASSERT_TRUE(
-      WriteHeartbeat(redis_.get(), cluster_, "a", {.key_copies = 2}).ok());
-  ASSERT_TRUE(WriteHeartbeat(redis_.get(), cluster_, "b", {}).ok());
-  auto s = ReadClusterStatus(redis_.get(), cluster_);
-  ASSERT_TRUE(s.ok()) << s.status();
-  EXPECT_EQ(s->members[0].heartbeat->key_copies, 2u);
-  EXPECT_EQ(s->members[1].heartbeat->key_copies, 0u);
-  const std::string hb = ClusterKeys(cluster_).heartbeats;
-  for (const char* bad : {"1000 13 7 8 r=0", "1000 13 7 8 r=x"}) {
-    ASSERT_TRUE(Cmd({"HSET", hb, "b", bad}).ok());
-    EXPECT_EQ(ReadClusterStatus(redis_.get(), cluster_).status().code(),
-              absl::StatusCode::kDataLoss)
-        << bad;
-  }
-}
-
 // A rolling upgrade: a newer node's heartbeat, with positional fields past
-// the known ones and tagged fields besides s=, reads by the fields known
-// here. A line short of a known shape, or a bad s=, is still corrupt.
+// the known ones and tagged fields besides s= and r= (the copies a member
+// keeps of each key: 0 from an older node), reads by the fields known
+// here. A line short of a known shape, or a bad s= or r=, is still corrupt.
 TEST_F(ClusterAdminTest, HeartbeatsOfANewerNodeReadByTheirKnownFields) {
   WriteRing({"a", "b"});
   const std::string hb = ClusterKeys(cluster_).heartbeats;
   ASSERT_TRUE(Cmd({"HSET", hb, "a",
                    "1000 12 3456 100 7 1 2 3 4 5 1234 10 900 -1234.5 -0.1 "
-                   "99 98 s=abc zz=1"})
+                   "99 98 s=abc r=2 zz=1"})
                   .ok());
   ASSERT_TRUE(Cmd({"HSET", hb, "b", "1000 13 7 8 q=2"}).ok());
   auto s = ReadClusterStatus(redis_.get(), cluster_);
@@ -578,11 +558,20 @@ TEST_F(ClusterAdminTest, HeartbeatsOfANewerNodeReadByTheirKnownFields) {
   ASSERT_TRUE(a.log_likelihood.has_value());
   EXPECT_EQ(a.log_likelihood->owned_word, -0.1);
   EXPECT_EQ(a.settled_checksum, 0xabcu);
+  EXPECT_EQ(a.key_copies, 2u);
   ASSERT_TRUE(s->members[1].heartbeat.has_value());
   EXPECT_EQ(s->members[1].heartbeat->sweep, 13u);
   EXPECT_FALSE(s->members[1].heartbeat->has_counters);
+  EXPECT_EQ(s->members[1].heartbeat->key_copies, 0u);
+  // What a node writes reads back.
+  ASSERT_TRUE(
+      WriteHeartbeat(redis_.get(), cluster_, "b", {.key_copies = 3}).ok());
+  s = ReadClusterStatus(redis_.get(), cluster_);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->members[1].heartbeat->key_copies, 3u);
   for (const char* bad : {"1000 12 3456", "1000 12 3456 100 7",
-                          "1000 12 3456 100 s=0", "1000 12 3456 100 s=xyz"}) {
+                          "1000 12 3456 100 s=0", "1000 12 3456 100 s=xyz",
+                          "1000 12 3456 100 r=0", "1000 12 3456 100 r=x"}) {
     ASSERT_TRUE(Cmd({"HSET", hb, "b", bad}).ok());
     EXPECT_EQ(ReadClusterStatus(redis_.get(), cluster_).status().code(),
               absl::StatusCode::kDataLoss)
