@@ -353,7 +353,7 @@ HttpServer::TlsStep HttpServer::Handshake(Conn* c) {
       return TlsStep::kFailed;
     }
     c->ssl = SSL_new(options_.tls->native());
-    if (c->ssl == nullptr || SSL_set_fd(c->ssl, c->fd) != 1) {
+    if (c->ssl == nullptr || !sync::SetSocketWithoutSigpipe(c->ssl, c->fd)) {
       log::Warning("latentd http", absl::StrCat("TLS: cannot start a session: ",
                                                 sync::TakeOpenSslError()));
       return TlsStep::kFailed;

@@ -1,15 +1,88 @@
 #include "sync/transport/tls.h"
 
+#include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <sys/socket.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "asio.hpp"
 
 namespace latentd::sync {
+namespace {
+
+// The socket BIO of SetSocketWithoutSigpipe: the descriptor is the BIO's
+// data; the socket is not closed with the BIO.
+int SocketOf(BIO* bio) {
+  return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio)));
+}
+
+int NoSigpipeWrite(BIO* bio, const char* data, int size) {
+  BIO_clear_retry_flags(bio);
+  for (;;) {
+    const ssize_t n =
+        ::send(SocketOf(bio), data, static_cast<size_t>(size), MSG_NOSIGNAL);
+    if (n >= 0) return static_cast<int>(n);
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_write(bio);
+    return -1;
+  }
+}
+
+int SocketRead(BIO* bio, char* data, int size) {
+  BIO_clear_retry_flags(bio);
+  for (;;) {
+    const ssize_t n = ::recv(SocketOf(bio), data, static_cast<size_t>(size), 0);
+    if (n > 0) return static_cast<int>(n);
+    if (n == 0) {
+      BIO_set_flags(bio, BIO_FLAGS_IN_EOF);  // OpenSSL: BIO_eof()
+      return 0;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_read(bio);
+    return -1;
+  }
+}
+
+long SocketCtrl(BIO* bio, int cmd, long, void* ptr) {  // NOLINT: OpenSSL's
+  switch (cmd) {
+    case BIO_C_GET_FD:
+      if (ptr != nullptr) *static_cast<int*>(ptr) = SocketOf(bio);
+      return SocketOf(bio);
+    case BIO_CTRL_EOF:
+      return BIO_test_flags(bio, BIO_FLAGS_IN_EOF) != 0 ? 1 : 0;
+    case BIO_CTRL_FLUSH:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+// The method, made once (OpenSSL keeps no reference to free).
+const BIO_METHOD* NoSigpipeSocketMethod() {
+  static BIO_METHOD* const method = [] {
+    BIO_METHOD* m = BIO_meth_new(
+        BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
+        "latentd socket");
+    if (m == nullptr) return m;
+    BIO_meth_set_write(m, NoSigpipeWrite);
+    BIO_meth_set_read(m, SocketRead);
+    BIO_meth_set_ctrl(m, SocketCtrl);
+    BIO_meth_set_create(m, [](BIO* bio) {
+      BIO_set_init(bio, 1);
+      return 1;
+    });
+    return m;
+  }();
+  return method;
+}
+
+}  // namespace
 
 std::string TakeOpenSslError() {
   std::string last;
@@ -222,6 +295,15 @@ bool SetTlsPeerHost(SSL* ssl, const std::string& host) {
   }
   SSL_set_tlsext_host_name(ssl, host.c_str());
   return SSL_set1_host(ssl, host.c_str()) == 1;
+}
+
+bool SetSocketWithoutSigpipe(SSL* ssl, int fd) {
+  const BIO_METHOD* method = NoSigpipeSocketMethod();
+  BIO* bio = method != nullptr ? BIO_new(method) : nullptr;
+  if (bio == nullptr) return false;
+  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
+  SSL_set_bio(ssl, bio, bio);  // the session owns the BIO
+  return true;
 }
 
 }  // namespace latentd::sync

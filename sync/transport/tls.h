@@ -125,6 +125,13 @@ inline constexpr char kNodeIdUriPrefix[] = "latentd-node:";
 // certificate or names none.
 std::vector<std::string> PeerCertificateNodeIds(SSL* ssl);
 
+// Binds `ssl` to the socket `fd` as SSL_set_fd does, except that its
+// writes use send(MSG_NOSIGNAL): OpenSSL's socket BIO writes with
+// write(2), which raises SIGPIPE (and kills a process that has not ignored
+// it) on a connection the peer has reset. The socket is not closed with
+// the session. False, OpenSSL's error queued, if the BIO cannot be made.
+bool SetSocketWithoutSigpipe(SSL* ssl, int fd);
+
 // The most recent OpenSSL error on this thread as text ("" if none); clears
 // the thread's error queue.
 std::string TakeOpenSslError();

@@ -1,91 +1,16 @@
 #include "sync/transport/internal/tls_stream.h"
 
-#include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "asio/ssl/error.hpp"
 
 namespace latentd::sync::internal {
-namespace {
-
-// OpenSSL's socket BIO writes with write(2), which raises SIGPIPE on a
-// connection the peer has reset; this one sends with MSG_NOSIGNAL (as Asio
-// does), so that a library write never kills the process. The descriptor
-// is the BIO's data; the socket is not closed with the BIO.
-int SocketOf(BIO* bio) {
-  return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio)));
-}
-
-int NoSigpipeWrite(BIO* bio, const char* data, int size) {
-  BIO_clear_retry_flags(bio);
-  for (;;) {
-    const ssize_t n =
-        ::send(SocketOf(bio), data, static_cast<size_t>(size), MSG_NOSIGNAL);
-    if (n >= 0) return static_cast<int>(n);
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_write(bio);
-    return -1;
-  }
-}
-
-int SocketRead(BIO* bio, char* data, int size) {
-  BIO_clear_retry_flags(bio);
-  for (;;) {
-    const ssize_t n = ::recv(SocketOf(bio), data, static_cast<size_t>(size), 0);
-    if (n > 0) return static_cast<int>(n);
-    if (n == 0) {
-      BIO_set_flags(bio, BIO_FLAGS_IN_EOF);  // OpenSSL: BIO_eof()
-      return 0;
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) BIO_set_retry_read(bio);
-    return -1;
-  }
-}
-
-long SocketCtrl(BIO* bio, int cmd, long, void* ptr) {  // NOLINT: OpenSSL's
-  switch (cmd) {
-    case BIO_C_GET_FD:
-      if (ptr != nullptr) *static_cast<int*>(ptr) = SocketOf(bio);
-      return SocketOf(bio);
-    case BIO_CTRL_EOF:
-      return BIO_test_flags(bio, BIO_FLAGS_IN_EOF) != 0 ? 1 : 0;
-    case BIO_CTRL_FLUSH:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
-// The method, made once (OpenSSL keeps no reference to free).
-const BIO_METHOD* NoSigpipeSocketMethod() {
-  static BIO_METHOD* const method = [] {
-    BIO_METHOD* m = BIO_meth_new(
-        BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
-        "latentd socket");
-    if (m == nullptr) return m;
-    BIO_meth_set_write(m, NoSigpipeWrite);
-    BIO_meth_set_read(m, SocketRead);
-    BIO_meth_set_ctrl(m, SocketCtrl);
-    BIO_meth_set_create(m, [](BIO* bio) {
-      BIO_set_init(bio, 1);
-      return 1;
-    });
-    return m;
-  }();
-  return method;
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<TlsStream>> TlsStream::Create(
     asio::ip::tcp::socket socket, const TlsContext& context) {
@@ -96,17 +21,12 @@ absl::StatusOr<std::unique_ptr<TlsStream>> TlsStream::Create(
         "TLS: cannot make the socket non-blocking: ", ec.message()));
   }
   ERR_clear_error();
-  const BIO_METHOD* method = NoSigpipeSocketMethod();
-  SSL* ssl = method != nullptr ? SSL_new(context.native()) : nullptr;
-  BIO* bio = ssl != nullptr ? BIO_new(method) : nullptr;
-  if (bio == nullptr) {
+  SSL* ssl = SSL_new(context.native());
+  if (ssl == nullptr || !SetSocketWithoutSigpipe(ssl, socket.native_handle())) {
     SSL_free(ssl);
     return absl::InternalError(
         absl::StrCat("TLS: cannot start a session: ", TakeOpenSslError()));
   }
-  BIO_set_data(bio, reinterpret_cast<void*>(
-                        static_cast<intptr_t>(socket.native_handle())));
-  SSL_set_bio(ssl, bio, bio);  // the session owns the BIO
   if (context.is_server()) {
     SSL_set_accept_state(ssl);
   } else {
