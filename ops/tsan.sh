@@ -9,7 +9,8 @@
 # views, ingestion, queries), the similarity index (similarity_index_test:
 # queries and writes during a background rebuild) and the service around it
 # (service_similarity_test: queries while views are published, the indexes
-# refreshed and documents merged).
+# refreshed and documents merged) and the HTTP server (service_http_server_test,
+# service_http_connections_test: the event loop handing requests to workers).
 # Built with clang in a build directory of its
 # own (default build-tsan). ops/test.sh runs it as its last phase; run it
 # alone after a change to threading.
@@ -42,7 +43,8 @@ TESTS=(trainer_test progressive_start_test topic_table_test
        sync_transport_test sync_transport_tls_test sync_synchronizer_test
        sync_owner_handoff_test sync_owner_replication_test
        sync_synced_table_test sync_peer_auth_test
-       service_unit_test service_ingest_fold_in_test service_dir_watcher_test)
+       service_unit_test service_ingest_fold_in_test service_dir_watcher_test
+       service_http_server_test service_http_connections_test)
 # hnswlib's lock-order reports (ops/tsan.supp explains why they are false)
 # come at times with no frames to match the suppression by (a clean clone's
 # run, 2026-11-28): these tests, which build HNSW graphs, run with
