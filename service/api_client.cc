@@ -22,6 +22,10 @@ constexpr char kTcpPortHint[] =
     "--addr points at the framed protobuf/TCP port: use --protocol tcp, or "
     "the daemon's --http address for http and json";
 
+// A body this large that fails to send was most likely refused for its
+// size (the limit's smallest setting is 1 KiB, its default 4 MiB).
+constexpr size_t kLargeBodyBytes = size_t{1} << 20;
+
 absl::Status WithHint(const absl::Status& s, const char* hint) {
   return absl::Status(s.code(), absl::StrCat(s.message(), ": ", hint));
 }
@@ -122,6 +126,19 @@ class HttpClient : public ApiClient {
           absl::StrCat("HTTPS ", host_, ":", port_,
                        ": TLS handshake failed (does this port serve HTTPS?)"));
     }
+    if (!res && res.error() == httplib::Error::Write &&
+        body.size() > kLargeBodyBytes) {
+      // The server answers a body over its limit with 413 and closes,
+      // which a client that sends the whole body first never reads.
+      return absl::UnavailableError(absl::StrCat(
+          "HTTP ", host_, ":", port_, path,
+          ": the daemon closed the "
+          "connection while this request's ",
+          body.size(),
+          "-byte body was "
+          "sent: a daemon answers a body over its max-body-bytes (4194304 "
+          "unless set) with 413 and closes"));
+    }
     if (!res) {
       absl::Status s = absl::UnavailableError(
           absl::StrCat("HTTP ", host_, ":", port_, path, ": ",
@@ -182,6 +199,7 @@ class TcpClient : public ApiClient {
       : host_(host),
         port_(port),
         explain_(explain),
+        tls_(tls != nullptr),
         loop_(1),
         client_(&loop_, Options(host, port, std::move(tls))),
         timeout_(timeout) {}
@@ -214,13 +232,15 @@ class TcpClient : public ApiClient {
   // bytes, read as a frame header, are the magic 0x48545450, "HTTP"), or
   // waits for a request line and gives up. Either way the call fails as
   // unavailable or late; the hint is given when an HTTP probe answers.
+  // Not over TLS: a TLS port answers any plaintext request (the probe's
+  // too) with a 400 naming TLS, and an HTTPS port shows as the bad magic.
   absl::Status WithProtocolHint(const absl::Status& s) {
     const bool transport = s.code() == absl::StatusCode::kUnavailable ||
                            s.code() == absl::StatusCode::kDeadlineExceeded;
     if (!transport || !explain_) return s;
     if (absl::StrContains(s.message(), "TLS handshake")) return s;
     if (absl::StrContains(s.message(), "bad magic 0x48545450") ||
-        AnswersHttp(host_, port_)) {
+        (!tls_ && AnswersHttp(host_, port_))) {
       return WithHint(s, kHttpPortHint);
     }
     return s;
@@ -238,6 +258,7 @@ class TcpClient : public ApiClient {
   std::string host_;
   int port_;
   bool explain_;  // probe for a wrong port on a transport failure
+  bool tls_;
   sync::EventLoop loop_;
   sync::Client client_;
   absl::Duration timeout_;

@@ -227,6 +227,27 @@ TEST_F(TransportTest, BadFramesCloseOnlyTheirConnection) {
   EXPECT_TRUE(log_.WaitFor("stalled"));
 }
 
+// A request over the server's limit (1 KiB) but not the client's: the
+// server reads and drops the payload and answers why, so the caller gets
+// the limit, not a reset, and then closes the connection.
+TEST_F(TransportTest, OversizedRequestGetsTheServersReason) {
+  for (const size_t size : {size_t{2048}, size_t{3} << 20}) {
+    Client client(&loop_, ClientOpts());
+    auto r = client.CallSync(kEcho, std::string(size, 'o'), absl::Seconds(5));
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted)
+        << r.status();
+    EXPECT_NE(r.status().message().find(absl::StrCat(
+                  "payload of ", size, " bytes exceeds the limit of 1024")),
+              std::string::npos)
+        << r.status();
+  }
+  EXPECT_TRUE(log_.WaitFor("exceeds the limit"));
+  Client client(&loop_, ClientOpts());
+  auto after = client.CallSync(kEcho, "after", absl::Seconds(5));
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->payload, "after");
+}
+
 TEST_F(TransportTest, OversizedRequestIsRefusedLocally) {
   Client client(&loop_, ClientOpts());
   ClientOptions o = ClientOpts();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -412,42 +413,48 @@ void Connection::ArmIdleTimer() {
 void Connection::ReadHeader() {
   auto self = shared_from_this();
   ArmIdleTimer();
-  asio::async_read(socket_, asio::buffer(header_),
-                   [this, self](const asio::error_code& ec, size_t n) {
-                     ++idle_generation_;  // a frame began: not idle
-                     idle_timer_.cancel();
-                     if (closed_) return;
-                     if (ec) {
-                       if (ec == asio::error::eof && n == 0) {
-                         Fail(absl::OkStatus());
-                       } else if (ec == asio::error::eof) {
-                         Fail(absl::DataLossError(absl::StrCat(
-                             "truncated frame: connection ended after ", n,
+  asio::async_read(
+      socket_, asio::buffer(header_),
+      [this, self](const asio::error_code& ec, size_t n) {
+        ++idle_generation_;  // a frame began: not idle
+        idle_timer_.cancel();
+        if (closed_) return;
+        if (ec) {
+          if (ec == asio::error::eof && n == 0) {
+            Fail(absl::OkStatus());
+          } else if (ec == asio::error::eof) {
+            Fail(absl::DataLossError(
+                absl::StrCat("truncated frame: connection ended after ", n,
                              " of the header's ", kFrameHeaderSize, " bytes")));
-                       } else {
-                         Fail(absl::UnavailableError(ec.message()));
-                       }
-                       return;
-                     }
-                     absl::StatusOr<FrameHeader> header = DecodeFrameHeader(
-                         header_.data(), options_.max_frame_bytes);
-                     if (!header.ok()) {
-                       options_.stats->connections_rejected.fetch_add(
-                           1, std::memory_order_relaxed);
-                       if (!socket_.tls() && LooksLikeHttp(header_.data())) {
-                         AnswerHttpWithHint();
-                         Fail(absl::InvalidArgumentError(
-                             "an HTTP request reached the framed protobuf "
-                             "port (answered 400 with a hint)"));
-                         return;
-                       }
-                       Fail(header.status());
-                       return;
-                     }
-                     options_.stats->bytes_received.fetch_add(
-                         kFrameHeaderSize, std::memory_order_relaxed);
-                     ReadPayload(*header);
-                   });
+          } else {
+            Fail(absl::UnavailableError(ec.message()));
+          }
+          return;
+        }
+        absl::StatusOr<FrameHeader> header =
+            DecodeFrameHeader(header_.data(), options_.max_frame_bytes);
+        if (!header.ok()) {
+          options_.stats->connections_rejected.fetch_add(
+              1, std::memory_order_relaxed);
+          if (!socket_.tls() && LooksLikeHttp(header_.data())) {
+            AnswerHttpWithHint();
+            Fail(absl::InvalidArgumentError(
+                "an HTTP request reached the framed protobuf "
+                "port (answered 400 with a hint)"));
+            return;
+          }
+          if (header.status().code() == absl::StatusCode::kResourceExhausted &&
+              options_.role == PeerHandshake::Role::kServer) {
+            RefuseOversizedFrame(header_.data(), header.status());
+            return;
+          }
+          Fail(header.status());
+          return;
+        }
+        options_.stats->bytes_received.fetch_add(kFrameHeaderSize,
+                                                 std::memory_order_relaxed);
+        ReadPayload(*header);
+      });
 }
 
 void Connection::ReadPayload(FrameHeader header) {
@@ -496,6 +503,52 @@ bool Connection::GrowPayload(size_t want) {
   }
   payload_.resize(size);
   return true;
+}
+
+void Connection::RefuseOversizedFrame(const char* header, absl::Status why) {
+  const FrameHeader h = *DecodeFrameHeader(header, UINT32_MAX);
+  ++calls_in_progress_;  // the reply answers it
+  DoSend(EncodeFrame(kErrorReplyType, h.request_id, EncodeStatus(why)));
+  if (closed_) return;
+  const size_t left = size_t{h.payload_size} + (mac_ ? kMacBytes : 0);
+  if (left > kMaxDiscardBytes) {
+    Fail(why);
+    return;
+  }
+  auto self = shared_from_this();
+  read_timer_.expires_after(ToChrono(options_.frame_timeout));
+  read_timer_.async_wait([this, self, why](const asio::error_code& ec) {
+    if (ec || closed_) return;
+    Fail(why);  // the client stalled; the reply may not have reached it
+  });
+  payload_.assign(std::min<size_t>(left, 16 << 10), '\0');
+  DiscardSome(left, std::move(why));
+}
+
+void Connection::DiscardSome(size_t left, absl::Status why) {
+  if (left == 0) {
+    read_timer_.cancel();
+    payload_.clear();
+    if (!writing_) {
+      Fail(why);
+    } else {
+      close_once_written_ = std::move(why);
+    }
+    return;
+  }
+  auto self = shared_from_this();
+  socket_.async_read_some(
+      asio::buffer(payload_.data(), std::min(left, payload_.size())),
+      [this, self, left, why](const asio::error_code& ec, size_t n) {
+        if (closed_) return;
+        options_.stats->bytes_received.fetch_add(n, std::memory_order_relaxed);
+        if (ec) {
+          read_timer_.cancel();
+          Fail(why);
+          return;
+        }
+        DiscardSome(left - n, why);
+      });
 }
 
 void Connection::ReleasePayload() {
@@ -598,6 +651,7 @@ void Connection::DoSend(std::string bytes) {
 void Connection::WriteNext() {
   if (out_.empty() || closed_) {
     writing_ = false;
+    if (!closed_ && !close_once_written_.ok()) Fail(close_once_written_);
     return;
   }
   writing_ = true;

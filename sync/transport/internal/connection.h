@@ -172,6 +172,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void DoSend(std::string bytes);
   void WriteNext();
   void Fail(absl::Status why);  // on the strand
+  // Server: a request announced over max_frame_bytes. Its error reply
+  // (`why`) is queued, its payload read into a small buffer and dropped
+  // (at most kMaxDiscardBytes, within frame_timeout), and the connection
+  // closed once the reply is written: the client, still sending, reads
+  // why instead of a reset.
+  void RefuseOversizedFrame(const char* header, absl::Status why);
+  void DiscardSome(size_t left, absl::Status why);
+  static constexpr size_t kMaxDiscardBytes = size_t{64} << 20;
   // An HTTP client reached this port: a plain 400 saying where HTTP goes.
   void AnswerHttpWithHint();
 
@@ -200,6 +208,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::deque<std::string> out_;
   size_t out_bytes_ = 0;
   bool writing_ = false;
+  absl::Status close_once_written_;  // non-OK: close when out_ empties
   bool closed_ = false;
   bool established_ = false;
 };
