@@ -246,7 +246,7 @@ absl::Status ClusterLink::Join() {
                                "counts with its store's"));
   }
   if (!joining)
-    internal::CloseInterruptedFailover(redis, options_, *phases_, config);
+    internal::CloseInterruptedMove(redis, options_, *phases_, config);
   std::vector<uint32_t> key_owner(table_->num_keys());
   for (size_t i = 0; i < key_owner.size(); ++i) {
     key_owner[i] = ring->Owner(table_->key(i));

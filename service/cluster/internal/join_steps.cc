@@ -123,20 +123,22 @@ absl::StatusOr<hashring::RingConfig> AwaitReturn(
 
 namespace {
 
-absl::Status CloseFailover(JoinRedis& redis, const ClusterLinkOptions& options,
-                           const EpochPhases& phases,
-                           const hashring::RingConfig& config) {
+absl::Status CloseMove(JoinRedis& redis, const ClusterLinkOptions& options,
+                       const EpochPhases& phases,
+                       const hashring::RingConfig& config) {
   LATENTD_ASSIGN_OR_RETURN(
       sync::ClusterStatus st,
       redis.Run<sync::ClusterStatus>([&](sync::RedisClient* c) {
         return sync::ReadClusterStatus(c, options.cluster);
       }));
   if (!st.move.has_value() || st.move->status != sync::MoveStatus::kRunning ||
-      st.move->kind != sync::MoveKind::kFailover ||
+      st.move->kind == sync::MoveKind::kRemove ||
       st.move->to_epoch != config.version) {
     return absl::OkStatus();
   }
-  const std::string lost = st.move->node;
+  const std::string what = st.move->kind == sync::MoveKind::kFailover
+                               ? absl::StrCat("the failover of ", st.move->node)
+                               : absl::StrCat("the add of ", st.move->node);
   return redis.Run([&](sync::RedisClient* c) -> absl::Status {
     for (const char* phase : {"handoff", "effect"}) {
       LATENTD_RETURN_IF_ERROR(phases.Mark(c, phase, config.version));
@@ -147,8 +149,7 @@ absl::Status CloseFailover(JoinRedis& redis, const ClusterLinkOptions& options,
     absl::StatusOr<sync::MoveRecord> done = sync::FinishMove(
         c, options.cluster, config.version, sync::MoveCounters{});
     if (done.ok()) {
-      options.info(absl::StrCat("ring epoch ", config.version,
-                                ": the failover of ", lost,
+      options.info(absl::StrCat("ring epoch ", config.version, ": ", what,
                                 ", left running when its members stopped, "
                                 "is done"));
     }
@@ -158,15 +159,14 @@ absl::Status CloseFailover(JoinRedis& redis, const ClusterLinkOptions& options,
 
 }  // namespace
 
-void CloseInterruptedFailover(JoinRedis& redis,
-                              const ClusterLinkOptions& options,
-                              const EpochPhases& phases,
-                              const hashring::RingConfig& config) {
-  absl::Status s = CloseFailover(redis, options, phases, config);
+void CloseInterruptedMove(JoinRedis& redis, const ClusterLinkOptions& options,
+                          const EpochPhases& phases,
+                          const hashring::RingConfig& config) {
+  absl::Status s = CloseMove(redis, options, phases, config);
   if (!s.ok()) {
-    options.log(absl::StrCat(
-        "ring epoch ", config.version,
-        ": could not close a failover left running: ", s.ToString()));
+    options.log(
+        absl::StrCat("ring epoch ", config.version,
+                     ": could not close a move left running: ", s.ToString()));
   }
 }
 
