@@ -257,6 +257,59 @@ TEST(DaemonRestart, AnAddEveryNodeLeftComesBackExact) {
   cluster.StopAll();
 }
 
+// Every node killed in the keys phase of a remove (--drop): C left the
+// ring (epoch E+2) while nobody ran, and the move was left running. A and B,
+// restarted with their command lines, come back in that ring; the last of
+// them back ends the remove (C's entries go), and they are exact over
+// their own parts: C's counts were dropped.
+TEST(DaemonRestart, ARemoveEveryNodeLeftInItsKeysPhaseEnds) {
+  TestCluster cluster({.name = "restartrm", .failure_timeout = "1"});
+  ASSERT_TRUE(cluster.ok());
+  std::vector<std::map<std::string, long long>> part;
+  ASSERT_FALSE(WriteCorpusParts(cluster.dir(), kNodes, &part).empty());
+  std::map<std::string, long long> kept = part[0];
+  for (const auto& [word, n] : part[1]) kept[word] += n;
+  std::vector<std::vector<std::string>> args(kNodes);
+  for (int i = 0; i < kNodes; ++i) {
+    args[i] = CorpusPartArgs(cluster.dir(), i, {"--max-sweeps", "80"});
+    for (const std::string& a : FixedPortArgs({"--listen"})) {
+      args[i].push_back(a);
+    }
+  }
+  ASSERT_TRUE(cluster.Start(args));
+  for (int i = 0; i < kNodes; ++i) {
+    ASSERT_GE(AwaitSweeps(cluster.node(i), 3), 3u) << cluster.node(i)->Log();
+  }
+  const std::string leaving = cluster.node(2)->tcp();
+  for (int i = 0; i < kNodes; ++i) ::kill(cluster.node(i)->pid(), SIGKILL);
+  for (int i = 0; i < kNodes; ++i) {
+    ASSERT_EQ(cluster.node(i)->Stop(SIGKILL, 10), SIGKILL);
+  }
+  auto redis = sync::RedisClient::Connect(cluster.redis().address());
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  auto drain = sync::RemoveNode(redis->get(), "restartrm", leaving,
+                                sync::RemoveMode::kDrop);
+  ASSERT_TRUE(drain.ok()) << drain.status();
+  auto keys = sync::FinishMove(redis->get(), "restartrm", drain->version, {});
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  for (int i : {1, 0}) cluster.Restart(i, /*wait=*/false);
+  for (int i : {0, 1}) {
+    ASSERT_TRUE(cluster.node(i)->WaitForPorts()) << cluster.Logs();
+  }
+  std::printf("drained %.1f s after the restarts\n",
+              DrainAndCheckExact(cluster, kept, {0, 1}));
+  const sync::ClusterStatus after = ReadStatus(cluster.redis(), "restartrm");
+  ASSERT_TRUE(after.ring.has_value() && after.move.has_value());
+  EXPECT_EQ(after.ring->members.size(), 2u);
+  EXPECT_EQ(after.move->status, sync::MoveStatus::kDone) << cluster.Logs();
+  for (const sync::MemberStatus& m : after.members) {
+    EXPECT_NE(m.id, leaving);
+    EXPECT_EQ(m.state, sync::MemberState::kActive) << m.id;
+  }
+  if (HasFailure()) std::printf("%s\n", cluster.Logs().c_str());
+  cluster.StopAll();
+}
+
 // A node killed (SIGKILL) and restarted once the others have reached
 // --max-sweeps and stopped sampling: they re-seed its keys and it takes
 // theirs, so every node ends with the same counts, exact.

@@ -131,14 +131,16 @@ absl::Status CloseMove(JoinRedis& redis, const ClusterLinkOptions& options,
       redis.Run<sync::ClusterStatus>([&](sync::RedisClient* c) {
         return sync::ReadClusterStatus(c, options.cluster);
       }));
+  // A remove in its drain phase is not ended so: the leaving node is still
+  // in that ring, and its documents may not have left it yet.
   if (!st.move.has_value() || st.move->status != sync::MoveStatus::kRunning ||
-      st.move->kind == sync::MoveKind::kRemove ||
+      (st.move->kind == sync::MoveKind::kRemove &&
+       st.move->phase != sync::MovePhase::kKeys) ||
       st.move->to_epoch != config.version) {
     return absl::OkStatus();
   }
-  const std::string what = st.move->kind == sync::MoveKind::kFailover
-                               ? absl::StrCat("the failover of ", st.move->node)
-                               : absl::StrCat("the add of ", st.move->node);
+  const std::string what = absl::StrCat(
+      "the ", sync::MoveKindName(st.move->kind), " of ", st.move->node);
   return redis.Run([&](sync::RedisClient* c) -> absl::Status {
     for (const char* phase : {"handoff", "effect"}) {
       LATENTD_RETURN_IF_ERROR(phases.Mark(c, phase, config.version));

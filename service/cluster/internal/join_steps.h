@@ -35,14 +35,14 @@ absl::StatusOr<std::optional<sync::MemberState>> StateOf(
 absl::StatusOr<hashring::RingConfig> AwaitReturn(
     JoinRedis& redis, const ClusterLinkOptions& options,
     const std::string& node_id, const std::string& address);
-// A member restarting into ring `config`: if a failover or an add to that
-// epoch is still running (every node that followed it stopped before it
-// ended, as when a whole cluster is killed in its middle), records this
-// node in both its phases, as following it would have (a restarted node
-// holds no key to hand off: its owners and members re-seed from the
-// stores; and it routes by that ring from the start); the last member to
-// do so ends the move, so that the next one can start. An error is logged
-// (options.log): the move then stays as it was.
+// A member restarting into ring `config`: if a failover, an add or the keys
+// phase of a remove to that epoch is still running (every node that
+// followed it stopped before it ended, as when a whole cluster is killed
+// in its middle), records this node in both its phases, as following it
+// would have (a restarted node holds no key to hand off: its owners and
+// members re-seed from the stores; and it routes by that ring from the
+// start); the last member to do so ends the move, so that the next one can
+// start. An error is logged (options.log): the move then stays as it was.
 void CloseInterruptedMove(JoinRedis& redis, const ClusterLinkOptions& options,
                           const EpochPhases& phases,
                           const hashring::RingConfig& config);
