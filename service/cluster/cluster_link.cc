@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <random>
-#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -245,8 +244,11 @@ absl::Status ClusterLink::Join() {
                                ": the owners replace this node's previous "
                                "counts with its store's"));
   }
-  if (!joining)
-    internal::CloseInterruptedMove(redis, options_, *phases_, config);
+  const std::optional<sync::RemoveMode> leave =
+      joining ? std::nullopt
+              : internal::ResumeInterruptedMove(redis, options_, *phases_,
+                                                config, node_id_);
+  if (leave.has_value()) follower_->ResumeLeave(*leave);
   std::vector<uint32_t> key_owner(table_->num_keys());
   for (size_t i = 0; i < key_owner.size(); ++i) {
     key_owner[i] = ring->Owner(table_->key(i));

@@ -38,7 +38,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -47,7 +46,6 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "base/log.h"
 #include "base/stop_signal.h"
 #include "hashring/ring.h"
 #include "sampler/synced_table.h"

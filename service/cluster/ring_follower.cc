@@ -499,6 +499,15 @@ std::optional<sync::RemoveMode> RingFollower::LeaveRequested() const {
   return leave_mode_;
 }
 
+void RingFollower::ResumeLeave(sync::RemoveMode mode) {
+  absl::MutexLock l(&leave_mu_);
+  leave_mode_ = mode;
+  options_.info(absl::StrCat("this node's removal (",
+                             sync::RemoveModeName(mode),
+                             ") was left in its drain phase: it resumes, "
+                             "stops sampling and leaves"));
+}
+
 absl::Status RingFollower::FailLeave(std::string_view reason) {
   if (!LeaveRequested().has_value()) {
     return absl::FailedPreconditionError(

@@ -111,6 +111,8 @@ class RingFollower {
 
   // Leaving: see ClusterLink::LeaveRequested, Leave and FailLeave.
   std::optional<sync::RemoveMode> LeaveRequested() const;
+  // A restart in the drain epoch of this node's removal: leaving resumes.
+  void ResumeLeave(sync::RemoveMode mode);
   absl::Status Leave(const sync::MoveCounters& counters);
   absl::Status FailLeave(std::string_view reason);
   bool leaving() const { return leaving_.load(); }

@@ -257,18 +257,25 @@ TEST(DaemonRestart, AnAddEveryNodeLeftComesBackExact) {
   cluster.StopAll();
 }
 
-// Every node killed in the keys phase of a remove (--drop): C left the
-// ring (epoch E+2) while nobody ran, and the move was left running. A and B,
-// restarted with their command lines, come back in that ring; the last of
-// them back ends the remove (C's entries go), and they are exact over
-// their own parts: C's counts were dropped.
-TEST(DaemonRestart, ARemoveEveryNodeLeftInItsKeysPhaseEnds) {
-  TestCluster cluster({.name = "restartrm", .failure_timeout = "1"});
+// Every node killed in the middle of a remove of C: the move is started
+// (and, with `keys_phase`, advanced past its drain phase, C out of the
+// ring) while nobody runs. Restarted with their command lines (C too: in
+// the keys phase it is no member and is not restarted), the nodes end it:
+// in the drain phase C resumes leaving (drop: takes its counts out;
+// handoff: ships its documents), in the keys phase the last member back
+// ends it; C's entries go and A and B are exact over what they hold.
+void RemoveLeftRunningEnds(const std::string& name, sync::RemoveMode mode,
+                           bool keys_phase) {
+  TestCluster cluster({.name = name, .failure_timeout = "1"});
   ASSERT_TRUE(cluster.ok());
   std::vector<std::map<std::string, long long>> part;
-  ASSERT_FALSE(WriteCorpusParts(cluster.dir(), kNodes, &part).empty());
-  std::map<std::string, long long> kept = part[0];
-  for (const auto& [word, n] : part[1]) kept[word] += n;
+  std::map<std::string, long long> kept =
+      WriteCorpusParts(cluster.dir(), kNodes, &part);
+  ASSERT_FALSE(kept.empty());
+  if (mode == sync::RemoveMode::kDrop) {
+    for (const auto& [word, n] : part[2]) kept[word] -= n;
+    std::erase_if(kept, [](const auto& wn) { return wn.second == 0; });
+  }
   std::vector<std::vector<std::string>> args(kNodes);
   for (int i = 0; i < kNodes; ++i) {
     args[i] = CorpusPartArgs(cluster.dir(), i, {"--max-sweeps", "80"});
@@ -287,18 +294,21 @@ TEST(DaemonRestart, ARemoveEveryNodeLeftInItsKeysPhaseEnds) {
   }
   auto redis = sync::RedisClient::Connect(cluster.redis().address());
   ASSERT_TRUE(redis.ok()) << redis.status();
-  auto drain = sync::RemoveNode(redis->get(), "restartrm", leaving,
-                                sync::RemoveMode::kDrop);
+  auto drain = sync::RemoveNode(redis->get(), name, leaving, mode);
   ASSERT_TRUE(drain.ok()) << drain.status();
-  auto keys = sync::FinishMove(redis->get(), "restartrm", drain->version, {});
-  ASSERT_TRUE(keys.ok()) << keys.status();
-  for (int i : {1, 0}) cluster.Restart(i, /*wait=*/false);
+  if (keys_phase) {
+    auto keys = sync::FinishMove(redis->get(), name, drain->version, {});
+    ASSERT_TRUE(keys.ok()) << keys.status();
+  }
+  const std::vector<int> order =
+      keys_phase ? std::vector<int>{1, 0} : std::vector<int>{2, 1, 0};
+  for (int i : order) cluster.Restart(i, /*wait=*/false);
   for (int i : {0, 1}) {
     ASSERT_TRUE(cluster.node(i)->WaitForPorts()) << cluster.Logs();
   }
   std::printf("drained %.1f s after the restarts\n",
               DrainAndCheckExact(cluster, kept, {0, 1}));
-  const sync::ClusterStatus after = ReadStatus(cluster.redis(), "restartrm");
+  const sync::ClusterStatus after = ReadStatus(cluster.redis(), name);
   ASSERT_TRUE(after.ring.has_value() && after.move.has_value());
   EXPECT_EQ(after.ring->members.size(), 2u);
   EXPECT_EQ(after.move->status, sync::MoveStatus::kDone) << cluster.Logs();
@@ -306,8 +316,22 @@ TEST(DaemonRestart, ARemoveEveryNodeLeftInItsKeysPhaseEnds) {
     EXPECT_NE(m.id, leaving);
     EXPECT_EQ(m.state, sync::MemberState::kActive) << m.id;
   }
-  if (HasFailure()) std::printf("%s\n", cluster.Logs().c_str());
+  if (::testing::Test::HasFailure()) {
+    std::printf("%s\n", cluster.Logs().c_str());
+  }
   cluster.StopAll();
+}
+
+TEST(DaemonRestart, ADropRemoveLeftInItsDrainPhaseResumes) {
+  RemoveLeftRunningEnds("restartdrop", sync::RemoveMode::kDrop, false);
+}
+
+TEST(DaemonRestart, AHandoffRemoveLeftInItsDrainPhaseResumes) {
+  RemoveLeftRunningEnds("restarthand", sync::RemoveMode::kHandoff, false);
+}
+
+TEST(DaemonRestart, ARemoveLeftInItsKeysPhaseEnds) {
+  RemoveLeftRunningEnds("restartkeys", sync::RemoveMode::kDrop, true);
 }
 
 // A node killed (SIGKILL) and restarted once the others have reached

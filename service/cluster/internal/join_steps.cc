@@ -125,18 +125,23 @@ namespace {
 
 absl::Status CloseMove(JoinRedis& redis, const ClusterLinkOptions& options,
                        const EpochPhases& phases,
-                       const hashring::RingConfig& config) {
+                       const hashring::RingConfig& config,
+                       const std::string& self,
+                       std::optional<sync::RemoveMode>* leave) {
   LATENTD_ASSIGN_OR_RETURN(
       sync::ClusterStatus st,
       redis.Run<sync::ClusterStatus>([&](sync::RedisClient* c) {
         return sync::ReadClusterStatus(c, options.cluster);
       }));
-  // A remove in its drain phase is not ended so: the leaving node is still
-  // in that ring, and its documents may not have left it yet.
   if (!st.move.has_value() || st.move->status != sync::MoveStatus::kRunning ||
-      (st.move->kind == sync::MoveKind::kRemove &&
-       st.move->phase != sync::MovePhase::kKeys) ||
       st.move->to_epoch != config.version) {
+    return absl::OkStatus();
+  }
+  // A remove in its drain phase is not ended so: the leaving node is still
+  // in that ring, and its documents have not left it yet. It resumes.
+  if (st.move->kind == sync::MoveKind::kRemove &&
+      st.move->phase != sync::MovePhase::kKeys) {
+    if (st.move->node == self) *leave = st.move->mode;
     return absl::OkStatus();
   }
   const std::string what = absl::StrCat(
@@ -161,15 +166,18 @@ absl::Status CloseMove(JoinRedis& redis, const ClusterLinkOptions& options,
 
 }  // namespace
 
-void CloseInterruptedMove(JoinRedis& redis, const ClusterLinkOptions& options,
-                          const EpochPhases& phases,
-                          const hashring::RingConfig& config) {
-  absl::Status s = CloseMove(redis, options, phases, config);
+std::optional<sync::RemoveMode> ResumeInterruptedMove(
+    JoinRedis& redis, const ClusterLinkOptions& options,
+    const EpochPhases& phases, const hashring::RingConfig& config,
+    const std::string& self) {
+  std::optional<sync::RemoveMode> leave;
+  absl::Status s = CloseMove(redis, options, phases, config, self, &leave);
   if (!s.ok()) {
     options.log(
         absl::StrCat("ring epoch ", config.version,
                      ": could not close a move left running: ", s.ToString()));
   }
+  return leave;
 }
 
 }  // namespace latentd::internal

@@ -42,10 +42,13 @@ absl::StatusOr<hashring::RingConfig> AwaitReturn(
 // would have (a restarted node holds no key to hand off: its owners and
 // members re-seed from the stores; and it routes by that ring from the
 // start); the last member to do so ends the move, so that the next one can
-// start. An error is logged (options.log): the move then stays as it was.
-void CloseInterruptedMove(JoinRedis& redis, const ClusterLinkOptions& options,
-                          const EpochPhases& phases,
-                          const hashring::RingConfig& config);
+// start. If the removal of `self` is running in its drain phase to that
+// epoch, returns its mode: this node resumes leaving. An error is logged
+// (options.log): the move then stays as it was.
+std::optional<sync::RemoveMode> ResumeInterruptedMove(
+    JoinRedis& redis, const ClusterLinkOptions& options,
+    const EpochPhases& phases, const hashring::RingConfig& config,
+    const std::string& self);
 
 }  // namespace latentd::internal
 
