@@ -123,6 +123,8 @@ class OwnerShard {
   // Whether the admission in effect lists `node_id` (true without one).
   bool Admits(const std::string& node_id) const;
   uint64_t epoch() const;
+  // Drawn when this shard was made (DeltaReply.owner_incarnation).
+  uint64_t incarnation() const { return incarnation_; }
 
   // Moves to ring epoch `epoch` and, in the same step, removes every key
   // whose new_owner(key) is not "" (the id of the member that owns it from

@@ -276,6 +276,23 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
   c->busy = false;
 }
 
+void Synchronizer::NoteOwnerIncarnation(std::string_view name,
+                                        uint64_t incarnation) {
+  if (incarnation == 0) return;
+  absl::MutexLock l(&mu_);
+  for (auto& c : channels_) {
+    if (c->gone || c->owner->name() != name) continue;
+    // A busy channel belongs to its round (whose reply names the owner).
+    if (!c->busy && c->owner_incarnation == 0) {
+      c->owner_incarnation = incarnation;
+    }
+    return;
+  }
+  // Not routed to yet (hand-offs go before the Reroute): its channel
+  // starts with it.
+  noted_incarnations_[std::string(name)] = incarnation;
+}
+
 void Synchronizer::Kick(bool complete) {
   absl::MutexLock l(&mu_);
   ++kicks_;

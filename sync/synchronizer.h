@@ -57,11 +57,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -158,6 +160,12 @@ class Synchronizer {
   // waiting for round_interval). Does not wait. A `complete` round sends
   // every dirty key, whatever min_key_weight.
   void Kick(bool complete = false);
+  // Owner `name`'s process is `incarnation` (learnt outside a round: it
+  // took a key hand-off from this node). Unless a round reply named one
+  // already, the next batch to it names it: should that process restart
+  // before answering one, the restarted one (which lost the hand-off) is
+  // re-seeded ("Restarts" above). 0, or an unknown name: nothing.
+  void NoteOwnerIncarnation(std::string_view name, uint64_t incarnation);
 
   // Moves to ring epoch `epoch`, stamped on every batch from now on: key
   // index i then goes to channels[key_owner[i]]. A channel whose name()
@@ -257,6 +265,9 @@ class Synchronizer {
   uint64_t complete_kick_ ABSL_GUARDED_BY(mu_) = 0;  // latest complete one
   bool rerouting_ ABSL_GUARDED_BY(mu_) = false;      // no round may start
   std::vector<DeltaBatch> refused_ ABSL_GUARDED_BY(mu_);
+  // NoteOwnerIncarnation for owners no channel routes to yet, by name.
+  absl::flat_hash_map<std::string, uint64_t> noted_incarnations_
+      ABSL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

@@ -67,6 +67,11 @@ absl::Status Synchronizer::Reroute(
       channels_.push_back(std::make_unique<Channel>());
       channels_.back()->owner = std::move(channels[n]);
       channels_.back()->index = found;
+      if (auto it = noted_incarnations_.find(name);
+          it != noted_incarnations_.end()) {
+        channels_.back()->owner_incarnation = it->second;
+        noted_incarnations_.erase(it);
+      }
     }
     internal[n] = found;
   }

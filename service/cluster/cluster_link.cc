@@ -269,12 +269,11 @@ absl::Status ClusterLink::Join() {
                                                std::move(channels));
   peers_->StartHeartbeats();
   if (joining) {
-    // The members hand this node the keys the new ring gives it; once all
-    // have (so that a key's changes reach it in order), push this node's
-    // counts and take the globals, as any holder.
+    // Once every member handed it its keys (a key's changes arrive in
+    // order), push this node's counts and take the globals, as any holder.
     const absl::Time deadline = absl::Now() + options_.join_timeout;
     LATENTD_RETURN_IF_ERROR(redis.Run([&](sync::RedisClient* c) {
-      return phases_->Await(c, ring_config(), "handoff", deadline);
+      return internal::AwaitHandoffs(c, *phases_, ring_config(), deadline);
     }));
     sync_->Start();
     sync_->Flush();

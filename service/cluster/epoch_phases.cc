@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
+#include "sync/control/cluster_admin.h"
 
 namespace latentd {
 
@@ -43,6 +44,27 @@ absl::StatusOr<std::vector<std::string>> EpochPhases::NotIn(
     if (!in) missing.push_back(m.id);
   }
   return missing;
+}
+
+absl::StatusOr<std::vector<std::string>> EpochPhases::In(
+    sync::RedisClient* redis, const char* phase, uint64_t epoch) const {
+  LATENTD_ASSIGN_OR_RETURN(sync::RedisReply set,
+                           redis->Command({"SMEMBERS", Set(phase, epoch)}));
+  std::vector<std::string> ids;
+  for (const sync::RedisReply& e : set.elements) ids.push_back(e.str);
+  return ids;
+}
+
+absl::StatusOr<bool> EpochPhases::EndMoveIfAllInEffect(
+    sync::RedisClient* redis, const hashring::RingConfig& config) const {
+  LATENTD_ASSIGN_OR_RETURN(std::vector<std::string> waiting,
+                           NotIn(redis, "effect", config.version, config));
+  if (!waiting.empty()) return false;
+  absl::StatusOr<sync::MoveRecord> done =
+      sync::FinishMove(redis, cluster_, config.version, sync::MoveCounters{});
+  if (absl::IsFailedPrecondition(done.status())) return false;  // ended
+  LATENTD_RETURN_IF_ERROR(done.status());
+  return true;
 }
 
 absl::Status EpochPhases::Await(sync::RedisClient* redis,

@@ -1,7 +1,11 @@
 // EpochPhases: the sets in Redis that say which members finished a phase
 // of a ring change (docs/design.md, "Ring epochs"): "handoff" (a member
-// handed off every key it no longer owns in the epoch's ring) and "effect"
-// (it routes its rounds by that ring). Each set is
+// handed off every key it no longer owns in the epoch's ring), "effect"
+// (it routes its rounds by that ring), and for an add left running when
+// its nodes restarted (internal::ResumeInterruptedMove) "restarted" (a
+// member restarted into its epoch: what it owned before is lost, not
+// handed off) and "rejoined" (the joiner restarted: it will not end the
+// move itself). Each set is
 // latentd:CLUSTER:PHASE:EPOCH, kept a week; marking is idempotent.
 //
 // Thread-safety: const and stateless beyond its names; any thread, each
@@ -42,6 +46,15 @@ class EpochPhases {
       sync::RedisClient* redis, const char* phase, uint64_t epoch,
       const hashring::RingConfig& members,
       const std::vector<std::string>& skip = {}) const;
+  // The node ids in `phase` of `epoch`.
+  absl::StatusOr<std::vector<std::string>> In(sync::RedisClient* redis,
+                                              const char* phase,
+                                              uint64_t epoch) const;
+  // If every other member of `config` is in "effect" of its epoch, ends the
+  // move to that epoch (sync::FinishMove, no counters): true if this call
+  // did (of several callers, one).
+  absl::StatusOr<bool> EndMoveIfAllInEffect(
+      sync::RedisClient* redis, const hashring::RingConfig& config) const;
   // Waits until every other member of `config` is in `phase` of its epoch;
   // kDeadlineExceeded naming one that is not, after `deadline`.
   absl::Status Await(sync::RedisClient* redis,

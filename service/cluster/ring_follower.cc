@@ -431,19 +431,18 @@ absl::Status RingFollower::AdvanceRingChange(sync::RedisClient* redis) {
   for (const hashring::Member& m : c.next.members) {
     lost_out &= std::find(c.lost.begin(), c.lost.end(), m.id) == c.lost.end();
   }
-  if (lost_out && marked.ok()) {
-    // Nobody drives a lost node's removal: the last member to put the ring
-    // without it in effect ends the move (of several, one wins).
-    absl::StatusOr<std::vector<std::string>> waiting =
-        parts_.phases->NotIn(redis, "effect", c.next.version, c.next);
-    if (waiting.ok() && waiting->empty()) {
-      absl::StatusOr<sync::MoveRecord> done = sync::FinishMove(
-          redis, options_.cluster, c.next.version, sync::MoveCounters{});
-      if (done.ok()) {
-        options_.info(absl::StrCat("ring epoch ", c.next.version,
-                                   ": removal of lost ", c.lost.front(),
-                                   " done"));
-      }
+  // Nobody drives a lost node's removal, nor an add whose joiner restarted
+  // ("rejoined"): the last member to put the ring in effect ends the move.
+  absl::StatusOr<std::vector<std::string>> rejoined =
+      parts_.phases->In(redis, "rejoined", c.next.version);
+  if (marked.ok() && (lost_out || (rejoined.ok() && !rejoined->empty()))) {
+    absl::StatusOr<bool> ended =
+        parts_.phases->EndMoveIfAllInEffect(redis, c.next);
+    if (ended.ok() && *ended) {
+      options_.info(absl::StrCat("ring epoch ", c.next.version, ": ",
+                                 lost_out ? "removal of lost " : "add of ",
+                                 lost_out ? c.lost.front() : rejoined->front(),
+                                 " done"));
     }
   }
   if (c.leave.has_value()) {
@@ -465,9 +464,14 @@ void RingFollower::SendHandoffs() {
     sync::Client* to = parts_.peers->Find(h.to_node());
     absl::Status sent = absl::NotFoundError("no such peer");
     if (to != nullptr) {
-      sent = to->CallSync(sync::MESSAGE_TYPE_KEY_HANDOFF, h.SerializeAsString(),
-                          options_.call_timeout)
-                 .status();
+      absl::StatusOr<sync::Frame> r =
+          to->CallSync(sync::MESSAGE_TYPE_KEY_HANDOFF, h.SerializeAsString(),
+                       options_.call_timeout);
+      sync::KeyHandoffReply reply;
+      if (r.ok() && reply.ParseFromString(r->payload)) {
+        sync_->NoteOwnerIncarnation(to->peer(), reply.owner_incarnation());
+      }
+      sent = r.status();
     }
     if (!sent.ok()) {
       if (kept != j) outgoing_[kept] = std::move(h);

@@ -137,7 +137,9 @@ void SyncFrameHandler::HandleKeyHandoff(const sync::Frame& request,
   }
   handoff_keys_in_.fetch_add(h.keys_size());
   handoff_bytes_in_.fetch_add(request.payload.size());
-  responder.Reply(std::string());
+  sync::KeyHandoffReply reply;
+  reply.set_owner_incarnation(parts_.owner->incarnation());
+  responder.Reply(reply.SerializeAsString());
 }
 
 void SyncFrameHandler::HandleReplicaUpdate(const sync::Frame& request,

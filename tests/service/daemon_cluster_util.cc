@@ -213,8 +213,9 @@ bool TestCluster::Start(int nodes, const std::vector<std::string>& args) {
 Daemon* TestCluster::StartJoiner(const std::vector<std::string>& args) {
   std::vector<std::string> joiner = args;
   // The alias given bare (an on|off setting without a value is on).
-  for (const char* a : {"--join", "--join-timeout", "120"}) {
-    joiner.push_back(a);
+  joiner.push_back("--join");
+  if (std::find(args.begin(), args.end(), "--join-timeout") == args.end()) {
+    joiner.insert(joiner.end(), {"--join-timeout", "120"});
   }
   return Add(std::move(joiner), /*wait=*/false);
 }

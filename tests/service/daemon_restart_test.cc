@@ -53,6 +53,21 @@ uint32_t Env(const char* name, uint32_t fallback) {
                       : static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
 }
 
+// Each node's command line: its third of the corpus (CorpusPartArgs), a
+// fixed API address (the node id, kept as an operator's would be; the
+// sync port is the default: 0, picked once, then kept) and `extra`.
+std::vector<std::vector<std::string>> NodeArgs(
+    const TestCluster& cluster, const std::vector<std::string>& extra) {
+  std::vector<std::vector<std::string>> args(kNodes);
+  for (int i = 0; i < kNodes; ++i) {
+    args[i] = CorpusPartArgs(cluster.dir(), i, extra);
+    for (const std::string& a : FixedPortArgs({"--listen"})) {
+      args[i].push_back(a);
+    }
+  }
+  return args;
+}
+
 // Starts the three nodes on thirds of the test corpus (written into
 // cluster's directory; their word counts into *freq) and waits until each
 // has swept 3 times.
@@ -62,19 +77,8 @@ void StartTraining(TestCluster& cluster,
       std::to_string(Env("LATENTD_RESTART_REPLICAS", 2));
   *freq = WriteCorpusParts(cluster.dir(), kNodes);
   ASSERT_FALSE(freq->empty());
-  std::vector<std::vector<std::string>> args(kNodes);
-  for (int i = 0; i < kNodes; ++i) {
-    args[i] = CorpusPartArgs(cluster.dir(), i);
-    // The node id is the API address: fixed, as an operator's would be.
-    // The sync port is the default (0: picked once, then kept).
-    for (const std::string& a : FixedPortArgs({"--listen"})) {
-      args[i].push_back(a);
-    }
-    for (const std::string& a : {std::string("--max-sweeps"), std::string("80"),
-                                 std::string("--replicas"), replicas}) {
-      args[i].push_back(a);
-    }
-  }
+  const std::vector<std::vector<std::string>> args =
+      NodeArgs(cluster, {"--max-sweeps", "80", "--replicas", replicas});
   ASSERT_TRUE(cluster.Start(args));
   for (int i = 0; i < kNodes; ++i) {
     Daemon* d = cluster.node(i);
@@ -223,13 +227,8 @@ TEST(DaemonRestart, AnAddEveryNodeLeftComesBackExact) {
   const std::map<std::string, long long> freq =
       WriteCorpusParts(cluster.dir(), kNodes);
   ASSERT_FALSE(freq.empty());
-  std::vector<std::vector<std::string>> args(kNodes);
-  for (int i = 0; i < kNodes; ++i) {
-    args[i] = CorpusPartArgs(cluster.dir(), i, {"--max-sweeps", "80"});
-    for (const std::string& a : FixedPortArgs({"--listen"})) {
-      args[i].push_back(a);
-    }
-  }
+  const std::vector<std::vector<std::string>> args =
+      NodeArgs(cluster, {"--max-sweeps", "80"});
   ASSERT_TRUE(cluster.Start({args[0], args[1]}));
   Daemon* c = cluster.StartJoiner(args[2]);
   const std::string pending =
@@ -257,6 +256,58 @@ TEST(DaemonRestart, AnAddEveryNodeLeftComesBackExact) {
   cluster.StopAll();
 }
 
+// A member killed while a node is admitted, and restarted with its command
+// line while the add runs: the keys it owned died with it, so it does not
+// say it handed them off, and the joiner's join times out (--join-timeout,
+// 8 s) naming it, never serving a partial table. Restarted, the joiner's
+// new owner shard is re-seeded by every member, it ends the add, and the
+// three are exact. (The failure timeout is long: a restart, not a
+// failover.)
+TEST(DaemonRestart, AMemberRestartedDuringAnAddEndsExactOnceTheJoinerIs) {
+  TestCluster cluster({.name = "midadd", .failure_timeout = "30"});
+  ASSERT_TRUE(cluster.ok());
+  const std::map<std::string, long long> freq =
+      WriteCorpusParts(cluster.dir(), kNodes);
+  ASSERT_FALSE(freq.empty());
+  const std::vector<std::vector<std::string>> args =
+      NodeArgs(cluster, {"--max-sweeps", "80", "--join-timeout", "8"});
+  ASSERT_TRUE(cluster.Start({args[0], args[1]}));
+  Daemon* c = cluster.StartJoiner(args[2]);
+  const std::string pending = PendingNode(cluster.redis().address(), "midadd");
+  ASSERT_FALSE(pending.empty()) << c->Log();
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_GE(AwaitSweeps(cluster.node(i), 3), 3u) << cluster.node(i)->Log();
+  }
+  ASSERT_EQ(cluster.node(1)->Stop(SIGKILL, 10), SIGKILL);
+  auto redis = sync::RedisClient::Connect(cluster.redis().address());
+  ASSERT_TRUE(redis.ok()) << redis.status();
+  ASSERT_TRUE(sync::AdmitNode(redis->get(), "midadd", pending).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  cluster.Restart(1, /*wait=*/false);
+  int status = 0;
+  for (int i = 0; i < 300 && !c->Exited(&status); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(c->running()) << "the joiner served with a member's keys "
+                                "lost: "
+                             << c->Log();
+  EXPECT_NE(status, 0);
+  EXPECT_NE(c->Log().find(cluster.node(1)->tcp()), std::string::npos)
+      << c->Log();
+  cluster.Restart(2, /*wait=*/false);
+  for (int i = 0; i < kNodes; ++i) {
+    ASSERT_TRUE(cluster.node(i)->WaitForPorts()) << cluster.Logs();
+  }
+  std::printf("drained %.1f s after the restarts\n",
+              DrainAndCheckExact(cluster, freq));
+  const sync::ClusterStatus after = ReadStatus(cluster.redis(), "midadd");
+  ASSERT_TRUE(after.ring.has_value() && after.move.has_value());
+  EXPECT_EQ(after.ring->members.size(), 3u);
+  EXPECT_EQ(after.move->status, sync::MoveStatus::kDone) << cluster.Logs();
+  if (HasFailure()) std::printf("%s\n", cluster.Logs().c_str());
+  cluster.StopAll();
+}
+
 // Every node killed in the middle of a remove of C: the move is started
 // (and, with `keys_phase`, advanced past its drain phase, C out of the
 // ring) while nobody runs. Restarted with their command lines (C too: in
@@ -276,13 +327,8 @@ void RemoveLeftRunningEnds(const std::string& name, sync::RemoveMode mode,
     for (const auto& [word, n] : part[2]) kept[word] -= n;
     std::erase_if(kept, [](const auto& wn) { return wn.second == 0; });
   }
-  std::vector<std::vector<std::string>> args(kNodes);
-  for (int i = 0; i < kNodes; ++i) {
-    args[i] = CorpusPartArgs(cluster.dir(), i, {"--max-sweeps", "80"});
-    for (const std::string& a : FixedPortArgs({"--listen"})) {
-      args[i].push_back(a);
-    }
-  }
+  const std::vector<std::vector<std::string>> args =
+      NodeArgs(cluster, {"--max-sweeps", "80"});
   ASSERT_TRUE(cluster.Start(args));
   for (int i = 0; i < kNodes; ++i) {
     ASSERT_GE(AwaitSweeps(cluster.node(i), 3), 3u) << cluster.node(i)->Log();
@@ -343,14 +389,8 @@ TEST(DaemonRestart, ANodeRestartedAfterTheOthersFinishedEndsExact) {
   const std::map<std::string, long long> freq =
       WriteCorpusParts(cluster.dir(), kNodes);
   ASSERT_FALSE(freq.empty());
-  std::vector<std::vector<std::string>> args(kNodes);
-  for (int i = 0; i < kNodes; ++i) {
-    args[i] = CorpusPartArgs(cluster.dir(), i,
-                             {"--max-sweeps", "30", "--replicas", "1"});
-    for (const std::string& a : FixedPortArgs({"--listen"})) {
-      args[i].push_back(a);
-    }
-  }
+  const std::vector<std::vector<std::string>> args =
+      NodeArgs(cluster, {"--max-sweeps", "30", "--replicas", "1"});
   ASSERT_TRUE(cluster.Start(args));
   auto finished = [](const api::StatusResponse& s) { return !s.training(); };
   for (int i = 0; i < kNodes; ++i) {

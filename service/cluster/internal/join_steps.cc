@@ -146,16 +146,21 @@ absl::Status CloseMove(JoinRedis& redis, const ClusterLinkOptions& options,
   }
   const std::string what = absl::StrCat(
       "the ", sync::MoveKindName(st.move->kind), " of ", st.move->node);
+  // The keys this member owned before the add died with it: a joiner still
+  // in its join must not take "handoff" for a hand-off (AwaitHandoffs). A
+  // restarted joiner will not end the move: the members may ("rejoined").
+  const bool add = st.move->kind == sync::MoveKind::kAdd;
+  const char* restart_phase = st.move->node == self ? "rejoined" : "restarted";
   return redis.Run([&](sync::RedisClient* c) -> absl::Status {
+    if (add) {
+      LATENTD_RETURN_IF_ERROR(phases.Mark(c, restart_phase, config.version));
+    }
     for (const char* phase : {"handoff", "effect"}) {
       LATENTD_RETURN_IF_ERROR(phases.Mark(c, phase, config.version));
     }
-    LATENTD_ASSIGN_OR_RETURN(std::vector<std::string> waiting,
-                             phases.NotIn(c, "effect", config.version, config));
-    if (!waiting.empty()) return absl::OkStatus();  // the last one ends it
-    absl::StatusOr<sync::MoveRecord> done = sync::FinishMove(
-        c, options.cluster, config.version, sync::MoveCounters{});
-    if (done.ok()) {
+    LATENTD_ASSIGN_OR_RETURN(const bool ended,
+                             phases.EndMoveIfAllInEffect(c, config));
+    if (ended) {
       options.info(absl::StrCat("ring epoch ", config.version, ": ", what,
                                 ", left running when its members stopped, "
                                 "is done"));
@@ -165,6 +170,23 @@ absl::Status CloseMove(JoinRedis& redis, const ClusterLinkOptions& options,
 }
 
 }  // namespace
+
+absl::Status AwaitHandoffs(sync::RedisClient* redis, const EpochPhases& phases,
+                           const hashring::RingConfig& config,
+                           absl::Time deadline) {
+  LATENTD_RETURN_IF_ERROR(phases.Await(redis, config, "handoff", deadline));
+  LATENTD_ASSIGN_OR_RETURN(const std::vector<std::string> restarted,
+                           phases.In(redis, "restarted", config.version));
+  if (restarted.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "member ", restarted.front(),
+      " restarted during this node's join "
+      "(epoch ",
+      config.version,
+      "): the keys it owned died with it and were "
+      "not handed off; restart this node, and every member re-seeds its "
+      "keys"));
+}
 
 std::optional<sync::RemoveMode> ResumeInterruptedMove(
     JoinRedis& redis, const ClusterLinkOptions& options,

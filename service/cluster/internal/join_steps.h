@@ -35,6 +35,15 @@ absl::StatusOr<std::optional<sync::MemberState>> StateOf(
 absl::StatusOr<hashring::RingConfig> AwaitReturn(
     JoinRedis& redis, const ClusterLinkOptions& options,
     const std::string& node_id, const std::string& address);
+// A joiner's wait for every member of `config` to hand it the keys it
+// takes (EpochPhases "handoff"). kFailedPrecondition naming a member that
+// restarted into this epoch instead (ResumeInterruptedMove): the keys it
+// owned died with it, so this node must not serve what it was handed; a
+// restart of this node, whose owner shard every member then re-seeds, ends
+// the add exact.
+absl::Status AwaitHandoffs(sync::RedisClient* redis, const EpochPhases& phases,
+                           const hashring::RingConfig& config,
+                           absl::Time deadline);
 // A member restarting into ring `config`: if a failover, an add or the keys
 // phase of a remove to that epoch is still running (every node that
 // followed it stopped before it ended, as when a whole cluster is killed
@@ -42,9 +51,10 @@ absl::StatusOr<hashring::RingConfig> AwaitReturn(
 // would have (a restarted node holds no key to hand off: its owners and
 // members re-seed from the stores; and it routes by that ring from the
 // start); the last member to do so ends the move, so that the next one can
-// start. If the removal of `self` is running in its drain phase to that
-// epoch, returns its mode: this node resumes leaving. An error is logged
-// (options.log): the move then stays as it was.
+// start (an add's joiner, if it is still joining, is told by the mark
+// "restarted": AwaitHandoffs). If the removal of `self` is running in its drain
+// phase to that epoch, returns its mode: this node resumes leaving. An error is
+// logged (options.log): the move then stays as it was.
 std::optional<sync::RemoveMode> ResumeInterruptedMove(
     JoinRedis& redis, const ClusterLinkOptions& options,
     const EpochPhases& phases, const hashring::RingConfig& config,
