@@ -119,7 +119,7 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
       "cluster",
       "The cluster's control plane in Redis: ring epoch, member states, "
       "moves; admitting a node that asked to join, removing one; draining "
-      "the cluster onto one table and resuming it");
+      "the cluster onto one table and resuming it; aborting a stuck move");
   c->cluster_cmd->require_subcommand(1);
   c->status = c->cluster_cmd->add_subcommand(
       "status",
@@ -183,6 +183,24 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* c) {
       ->required();
   c->resume->add_option("--cluster", c->cluster, "Name of the cluster")
       ->capture_default_str();
+  c->abort_move = c->cluster_cmd->add_subcommand(
+      "abort-move",
+      "Mark the running move failed, with --reason, so that the next change "
+      "can start: for a move whose node will not come back (then "
+      "`remove-node ID --lost`). Nothing is rolled back: the ring stays at "
+      "its epoch, and a node being removed stays leaving");
+  c->abort_move
+      ->add_option("--cluster-redis", c->redis_url,
+                   "Redis holding the cluster, as the nodes' --cluster-redis "
+                   "(or $LATENTD_CLUSTER_REDIS)")
+      ->envname("LATENTD_CLUSTER_REDIS")
+      ->required();
+  c->abort_move->add_option("--cluster", c->cluster, "Name of the cluster")
+      ->capture_default_str();
+  c->abort_move
+      ->add_option("--reason", c->reason,
+                   "Why (kept in the move record; `cluster status` shows it)")
+      ->required();
 }
 
 namespace {
@@ -315,6 +333,25 @@ absl::Status RunDrain(const ClusterCommands& c, sync::RedisClient* redis,
   }
 }
 
+absl::Status RunAbortMove(const ClusterCommands& c, sync::RedisClient* redis,
+                          FILE* out) {
+  LATENTD_ASSIGN_OR_RETURN(sync::ClusterStatus st,
+                           sync::ReadClusterStatus(redis, c.cluster));
+  if (!st.move.has_value() || st.move->status != sync::MoveStatus::kRunning) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no move of cluster ", c.cluster, " is running"));
+  }
+  const sync::MoveRecord& m = *st.move;
+  LATENTD_RETURN_IF_ERROR(
+      sync::FailMove(redis, c.cluster, m.to_epoch, c.reason));
+  absl::FPrintF(out,
+                "the %s of %s (epoch %d -> %d) is marked failed: %s; the ring "
+                "stays at epoch %d\n",
+                sync::MoveKindName(m.kind), m.node, m.from_epoch, m.to_epoch,
+                c.reason, m.to_epoch);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::optional<absl::Status> RunClusterCommands(const ClusterCommands& c,
@@ -324,7 +361,10 @@ std::optional<absl::Status> RunClusterCommands(const ClusterCommands& c,
   const bool remove = c.remove_node != nullptr && c.remove_node->parsed();
   const bool drain = c.drain != nullptr && c.drain->parsed();
   const bool resume = c.resume != nullptr && c.resume->parsed();
-  if (!status && !add && !remove && !drain && !resume) return std::nullopt;
+  const bool abort = c.abort_move != nullptr && c.abort_move->parsed();
+  if (!status && !add && !remove && !drain && !resume && !abort) {
+    return std::nullopt;
+  }
   // hiredis writes with write(2): a Redis that goes away mid-command must
   // give an error, not kill latentctl with SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
@@ -334,6 +374,7 @@ std::optional<absl::Status> RunClusterCommands(const ClusterCommands& c,
   if (add) return RunAddNode(c, redis->get(), out);
   if (remove) return RunRemoveNode(c, redis->get(), out);
   if (drain) return RunDrain(c, redis->get(), out);
+  if (abort) return RunAbortMove(c, redis->get(), out);
   if (resume) {
     absl::Status s = sync::SetDrain(redis->get(), c.cluster, false);
     if (s.ok()) std::fputs("drain ended: the members sample again\n", out);

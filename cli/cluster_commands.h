@@ -67,16 +67,18 @@ struct ClusterCommands {
   bool handoff = false;          // remove-node --handoff (the default)
   bool lost = false;             // remove-node --lost
   double timeout_seconds = 120;  // add-node: wait this long for the move
+  std::string reason;            // abort-move --reason
   CLI::App* cluster_cmd = nullptr;
   CLI::App* status = nullptr;
   CLI::App* add_node = nullptr;
   CLI::App* remove_node = nullptr;
   CLI::App* drain = nullptr;
   CLI::App* resume = nullptr;
+  CLI::App* abort_move = nullptr;
 };
 
 // Adds `cluster` and its subcommands `status`, `add-node`, `remove-node`,
-// `drain` and `resume` to `app`.
+// `drain`, `resume` and `abort-move` to `app`.
 void AddClusterCommands(CLI::App* app, ClusterCommands* commands);
 
 // Runs the cluster subcommand that was parsed; nullopt if none was.
@@ -84,7 +86,8 @@ void AddClusterCommands(CLI::App* app, ClusterCommands* commands);
 // cannot be reached, kDataLoss if what it holds is not the documented
 // layout (the message names the key); add-node as sync::AdmitNode says,
 // kDeadlineExceeded if the move is still running after --timeout (it goes
-// on; `cluster status` shows it), kAborted if it failed.
+// on; `cluster status` shows it), kAborted if it failed; abort-move
+// kFailedPrecondition if no move is running.
 std::optional<absl::Status> RunClusterCommands(const ClusterCommands& commands,
                                                FILE* out);
 

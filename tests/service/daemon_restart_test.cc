@@ -28,6 +28,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -309,21 +310,29 @@ TEST(DaemonRestart, AMemberRestartedDuringAnAddEndsExactOnceTheJoinerIs) {
 }
 
 // Every node killed in the middle of a remove of C: the move is started
-// (and, with `keys_phase`, advanced past its drain phase, C out of the
-// ring) while nobody runs. Restarted with their command lines (C too: in
-// the keys phase it is no member and is not restarted), the nodes end it:
-// in the drain phase C resumes leaving (drop: takes its counts out;
-// handoff: ships its documents), in the keys phase the last member back
-// ends it; C's entries go and A and B are exact over what they hold.
+// (and, for kKeys, advanced past its drain phase, C out of the ring) while
+// nobody runs. Restarted with their command lines (C too, unless it is no
+// member or never returns), the nodes end it: in the drain phase C
+// resumes leaving (drop: takes its counts out; handoff: ships its
+// documents), in the keys phase the last member back ends it, and a C
+// that never returns is aborted and removed --lost by the operator; C's
+// entries go and A and B are exact over what they hold.
+enum class Interrupted {
+  kDrain,       // in the drain phase; C restarted with the others
+  kDrainCLost,  // in the drain phase; C never returns
+  kKeys,        // in the keys phase (C out of the ring)
+};
+
 void RemoveLeftRunningEnds(const std::string& name, sync::RemoveMode mode,
-                           bool keys_phase) {
+                           Interrupted when) {
+  const bool keys_phase = when == Interrupted::kKeys;
   TestCluster cluster({.name = name, .failure_timeout = "1"});
   ASSERT_TRUE(cluster.ok());
   std::vector<std::map<std::string, long long>> part;
   std::map<std::string, long long> kept =
       WriteCorpusParts(cluster.dir(), kNodes, &part);
   ASSERT_FALSE(kept.empty());
-  if (mode == sync::RemoveMode::kDrop) {
+  if (mode == sync::RemoveMode::kDrop || when == Interrupted::kDrainCLost) {
     for (const auto& [word, n] : part[2]) kept[word] -= n;
     std::erase_if(kept, [](const auto& wn) { return wn.second == 0; });
   }
@@ -346,11 +355,38 @@ void RemoveLeftRunningEnds(const std::string& name, sync::RemoveMode mode,
     auto keys = sync::FinishMove(redis->get(), name, drain->version, {});
     ASSERT_TRUE(keys.ok()) << keys.status();
   }
-  const std::vector<int> order =
-      keys_phase ? std::vector<int>{1, 0} : std::vector<int>{2, 1, 0};
+  const std::vector<int> order = when == Interrupted::kDrain
+                                     ? std::vector<int>{2, 1, 0}
+                                     : std::vector<int>{1, 0};
   for (int i : order) cluster.Restart(i, /*wait=*/false);
   for (int i : {0, 1}) {
     ASSERT_TRUE(cluster.node(i)->WaitForPorts()) << cluster.Logs();
+  }
+  if (when == Interrupted::kDrainCLost) {
+    // The operator's way out: abort the move (nothing rolled back), then
+    // remove C for good.
+    const std::vector<std::string> where = {
+        "--cluster-redis", cluster.redis().address(), "--cluster", name};
+    auto with = [&where](std::vector<std::string> args) {
+      args.insert(args.end(), where.begin(), where.end());
+      return args;
+    };
+    auto [rc, out] = Latentctl(with({"cluster", "abort-move"}));
+    EXPECT_NE(rc, 0) << out;  // --reason is required
+    std::tie(rc, out) = Latentctl(
+        with({"cluster", "abort-move", "--reason", "its disk is gone"}));
+    ASSERT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("remove of " + leaving), std::string::npos) << out;
+    EXPECT_NE(out.find("marked failed: its disk is gone"), std::string::npos)
+        << out;
+    std::tie(rc, out) =
+        Latentctl(with({"cluster", "abort-move", "--reason", "again"}));
+    EXPECT_NE(out.find("no move of cluster " + name + " is running"),
+              std::string::npos)
+        << out;
+    std::tie(rc, out) =
+        Latentctl(with({"cluster", "remove-node", leaving, "--lost"}));
+    ASSERT_EQ(rc, 0) << out << cluster.Logs();
   }
   std::printf("drained %.1f s after the restarts\n",
               DrainAndCheckExact(cluster, kept, {0, 1}));
@@ -369,15 +405,26 @@ void RemoveLeftRunningEnds(const std::string& name, sync::RemoveMode mode,
 }
 
 TEST(DaemonRestart, ADropRemoveLeftInItsDrainPhaseResumes) {
-  RemoveLeftRunningEnds("restartdrop", sync::RemoveMode::kDrop, false);
+  RemoveLeftRunningEnds("restartdrop", sync::RemoveMode::kDrop,
+                        Interrupted::kDrain);
 }
 
 TEST(DaemonRestart, AHandoffRemoveLeftInItsDrainPhaseResumes) {
-  RemoveLeftRunningEnds("restarthand", sync::RemoveMode::kHandoff, false);
+  RemoveLeftRunningEnds("restarthand", sync::RemoveMode::kHandoff,
+                        Interrupted::kDrain);
 }
 
 TEST(DaemonRestart, ARemoveLeftInItsKeysPhaseEnds) {
-  RemoveLeftRunningEnds("restartkeys", sync::RemoveMode::kDrop, true);
+  RemoveLeftRunningEnds("restartkeys", sync::RemoveMode::kDrop,
+                        Interrupted::kKeys);
+}
+
+// In the drain phase, C never returning (its disk is gone): the move stays
+// running until the operator aborts it (`cluster abort-move`) and removes
+// C with --lost; A and B end exact over their own parts.
+TEST(DaemonRestart, ARemoveWhoseNodeNeverReturnsIsAbortedThenLost) {
+  RemoveLeftRunningEnds("abortrm", sync::RemoveMode::kDrop,
+                        Interrupted::kDrainCLost);
 }
 
 // A node killed (SIGKILL) and restarted once the others have reached
