@@ -132,9 +132,9 @@ class TestCluster {
   bool Start(int nodes, const std::vector<std::string>& args);
 
   // Starts node size() with `args`, Flags(), --join (--cluster-join on) and
-  // --join-timeout 120 (unless `args` set it): it waits as pending until `latentctl cluster
-  // add-node` admits it, and serves only then, so it is not waited for
-  // (its WaitForPorts() does, once the test admitted it).
+  // --join-timeout 120 (unless `args` set it): it waits as pending until
+  // `latentctl cluster add-node` admits it, and serves only then, so it is not
+  // waited for (its WaitForPorts() does, once the test admitted it).
   Daemon* StartJoiner(const std::vector<std::string>& args);
 
   // Starts node i again from its data directory with the arguments it
