@@ -69,6 +69,26 @@ std::vector<std::vector<std::string>> NodeArgs(
   return args;
 }
 
+// A and B training on their thirds (swept 3 times each) and C started as
+// a joiner, pending: returns C's id ("" and a test failure if it never
+// shows as pending). The word counts of all three thirds go to *freq.
+std::string StartTwoAndAJoiner(TestCluster& cluster,
+                               const std::vector<std::string>& extra,
+                               std::map<std::string, long long>* freq) {
+  *freq = WriteCorpusParts(cluster.dir(), kNodes);
+  EXPECT_FALSE(freq->empty());
+  const std::vector<std::vector<std::string>> args = NodeArgs(cluster, extra);
+  EXPECT_TRUE(cluster.Start({args[0], args[1]}));
+  Daemon* c = cluster.StartJoiner(args[2]);
+  const std::string pending =
+      PendingNode(cluster.redis().address(), cluster.name());
+  EXPECT_FALSE(pending.empty()) << c->Log();
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_GE(AwaitSweeps(cluster.node(i), 3), 3u) << cluster.node(i)->Log();
+  }
+  return pending;
+}
+
 // Starts the three nodes on thirds of the test corpus (written into
 // cluster's directory; their word counts into *freq) and waits until each
 // has swept 3 times.
@@ -225,19 +245,10 @@ TEST(DaemonRestart, AFailoverEveryNodeLeftEndsOnTheRestart) {
 TEST(DaemonRestart, AnAddEveryNodeLeftComesBackExact) {
   TestCluster cluster({.name = "restartadd", .failure_timeout = "1"});
   ASSERT_TRUE(cluster.ok());
-  const std::map<std::string, long long> freq =
-      WriteCorpusParts(cluster.dir(), kNodes);
-  ASSERT_FALSE(freq.empty());
-  const std::vector<std::vector<std::string>> args =
-      NodeArgs(cluster, {"--max-sweeps", "80"});
-  ASSERT_TRUE(cluster.Start({args[0], args[1]}));
-  Daemon* c = cluster.StartJoiner(args[2]);
+  std::map<std::string, long long> freq;
   const std::string pending =
-      PendingNode(cluster.redis().address(), "restartadd");
-  ASSERT_FALSE(pending.empty()) << c->Log();
-  for (int i = 0; i < 2; ++i) {
-    ASSERT_GE(AwaitSweeps(cluster.node(i), 3), 3u) << cluster.node(i)->Log();
-  }
+      StartTwoAndAJoiner(cluster, {"--max-sweeps", "80"}, &freq);
+  if (HasFailure()) return;
   for (int i = 0; i < kNodes; ++i) ::kill(cluster.node(i)->pid(), SIGKILL);
   for (int i = 0; i < kNodes; ++i) {
     ASSERT_EQ(cluster.node(i)->Stop(SIGKILL, 10), SIGKILL);
@@ -258,27 +269,21 @@ TEST(DaemonRestart, AnAddEveryNodeLeftComesBackExact) {
 }
 
 // A member killed while a node is admitted, and restarted with its command
-// line while the add runs: the keys it owned died with it, so it does not
-// say it handed them off, and the joiner's join times out (--join-timeout,
-// 8 s) naming it, never serving a partial table. Restarted, the joiner's
+// line while the add runs: the keys it owned died with it, so it marks
+// the epoch "restarted", and the joiner fails its join naming it (at the
+// latest after --join-timeout, 8 s), never serving a partial table.
+// Restarted, the joiner's
 // new owner shard is re-seeded by every member, it ends the add, and the
 // three are exact. (The failure timeout is long: a restart, not a
 // failover.)
 TEST(DaemonRestart, AMemberRestartedDuringAnAddEndsExactOnceTheJoinerIs) {
   TestCluster cluster({.name = "midadd", .failure_timeout = "30"});
   ASSERT_TRUE(cluster.ok());
-  const std::map<std::string, long long> freq =
-      WriteCorpusParts(cluster.dir(), kNodes);
-  ASSERT_FALSE(freq.empty());
-  const std::vector<std::vector<std::string>> args =
-      NodeArgs(cluster, {"--max-sweeps", "80", "--join-timeout", "8"});
-  ASSERT_TRUE(cluster.Start({args[0], args[1]}));
-  Daemon* c = cluster.StartJoiner(args[2]);
-  const std::string pending = PendingNode(cluster.redis().address(), "midadd");
-  ASSERT_FALSE(pending.empty()) << c->Log();
-  for (int i = 0; i < 2; ++i) {
-    ASSERT_GE(AwaitSweeps(cluster.node(i), 3), 3u) << cluster.node(i)->Log();
-  }
+  std::map<std::string, long long> freq;
+  const std::string pending = StartTwoAndAJoiner(
+      cluster, {"--max-sweeps", "80", "--join-timeout", "8"}, &freq);
+  if (HasFailure()) return;
+  Daemon* c = cluster.node(2);
   ASSERT_EQ(cluster.node(1)->Stop(SIGKILL, 10), SIGKILL);
   auto redis = sync::RedisClient::Connect(cluster.redis().address());
   ASSERT_TRUE(redis.ok()) << redis.status();

@@ -121,6 +121,16 @@ class HttpServerTest : public ::testing::Test {
   // The clients' own writes (OpenSSL's socket BIO, write(2)) must not
   // kill the test when the server has closed.
   static void SetUpTestSuite() { ::signal(SIGPIPE, SIG_IGN); }
+  // Start over TLS, with a certificate from a test CA (no client
+  // verifies it: the tests check bytes, not trust).
+  void StartTls(int threads, absl::Duration write_timeout) {
+    pki_ = std::make_unique<sync::testing::TestPki>();
+    ASSERT_TRUE(pki_->ok());
+    auto tls = sync::TlsContext::ForServer(pki_->path("server.pem"),
+                                           pki_->path("server.key"));
+    ASSERT_TRUE(tls.ok()) << tls.status();
+    Start(threads, write_timeout, *tls);
+  }
   void Start(int threads, absl::Duration write_timeout,
              std::shared_ptr<const sync::TlsContext> tls = nullptr) {
     HttpServerOptions o;
@@ -203,6 +213,7 @@ class HttpServerTest : public ::testing::Test {
 
   service::MetricsRegistry metrics_;
   Router router_;
+  std::unique_ptr<sync::testing::TestPki> pki_;  // outlives server_
   std::unique_ptr<HttpServer> server_;
   int port_ = 0;
   Sockets clients_;
@@ -253,12 +264,7 @@ TEST_F(HttpServerTest, SlowReaderGetsEveryAnswerWhole) {
 }
 
 TEST_F(HttpServerTest, SlowReaderGetsEveryAnswerWholeOverTls) {
-  sync::testing::TestPki pki;
-  ASSERT_TRUE(pki.ok());
-  auto tls = sync::TlsContext::ForServer(pki.path("server.pem"),
-                                         pki.path("server.key"));
-  ASSERT_TRUE(tls.ok()) << tls.status();
-  Start(1, absl::Seconds(1), *tls);
+  StartTls(1, absl::Seconds(1));
   const int fd = Connect();
   ASSERT_GE(fd, 0) << std::strerror(errno);
   // The test checks bytes, not trust: no verification.
@@ -305,12 +311,7 @@ TEST_F(HttpServerTest, ClientThatStopsReadingIsDroppedAfterTheWriteTimeout) {
 }
 
 TEST_F(HttpServerTest, TlsClientGoneMidAnswerRaisesNoSigpipe) {
-  sync::testing::TestPki pki;
-  ASSERT_TRUE(pki.ok());
-  auto tls = sync::TlsContext::ForServer(pki.path("server.pem"),
-                                         pki.path("server.key"));
-  ASSERT_TRUE(tls.ok()) << tls.status();
-  Start(2, absl::Seconds(5), *tls);
+  StartTls(2, absl::Seconds(5));
   std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(
       SSL_CTX_new(TLS_client_method()), SSL_CTX_free);
   // With SIGPIPE's default action, a server write to a closed connection
