@@ -11,6 +11,7 @@
 #include "asio/ssl/error.hpp"
 #include "openssl/ssl.h"
 #include "openssl/x509.h"
+#include "sync/transport/internal/connection_errors.h"
 #include "sync/transport/internal/peer_identity.h"
 
 namespace latentd::sync::internal {
@@ -27,32 +28,13 @@ std::string PeerName(const asio::ip::tcp::socket& socket) {
   return absl::StrCat(ep.address().to_string(), ":", ep.port());
 }
 
-// The first bytes of an HTTP/1.x request (curl or a browser at this port).
-bool LooksLikeHttp(const char* bytes) {
-  for (const char* method :
-       {"GET ", "POST ", "PUT ", "HEAD ", "DELETE ", "OPTIONS ", "PATCH "}) {
-    const size_t n = std::strlen(method);
-    if (n <= kFrameHeaderSize && std::memcmp(bytes, method, n) == 0) {
-      return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 void Connection::AnswerHttpWithHint() {
-  static constexpr absl::string_view kBody =
-      "This port speaks latentd's framed protobuf protocol, not HTTP.\n"
-      "Send HTTP/JSON to the daemon's --http address (see DIR/ports).\n";
-  const std::string answer = absl::StrCat(
-      "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
-      "Connection: close\r\nContent-Length: ",
-      kBody.size(), "\r\n\r\n", kBody);
   // A short blocking write on a connection about to close: the answer fits
   // the socket buffer, and an error only means the client left.
   asio::error_code ec;
-  asio::write(socket_.tcp(), asio::buffer(answer), ec);
+  asio::write(socket_.tcp(), asio::buffer(HttpHintAnswer()), ec);
 }
 
 Connection::Connection(asio::ip::tcp::socket socket, ConnectionOptions options,
@@ -117,48 +99,6 @@ void Connection::WaitForFirstByte() {
       });
 }
 
-absl::Status Connection::TlsHandshakeError(const asio::error_code& ec) {
-  const bool client = !options_.tls->is_server();
-  std::string why = ec.message();
-  absl::StatusCode code = absl::StatusCode::kUnavailable;
-  const long verified =  // NOLINT: OpenSSL's type
-      SSL_get_verify_result(socket_.tls()->native_handle());
-  if (client && verified != X509_V_OK) {
-    // Not worth a retry: the same certificate comes back.
-    code = absl::StatusCode::kFailedPrecondition;
-    why =
-        absl::StrCat("the server's certificate does not verify (",
-                     X509_verify_cert_error_string(verified), ") against ",
-                     options_.tls->ca_file().empty()
-                         ? std::string("the system's CAs")
-                         : absl::StrCat("the CA in ", options_.tls->ca_file()),
-                     " for '", options_.tls_host, "'");
-  } else if (!client && options_.tls->is_mutual() &&
-             ec.category() == asio::error::get_ssl_category()) {
-    // The sync port's mutual TLS: say what was wrong with the client's
-    // certificate (none, or not from the cluster CA).
-    // (OpenSSL may drop a certificate that failed verification, so the
-    // verify result decides first.)
-    why = verified != X509_V_OK
-              ? absl::StrCat("the client's certificate does not verify (",
-                             X509_verify_cert_error_string(verified),
-                             ") against the cluster CA in ",
-                             options_.tls->ca_file())
-              : absl::StrCat(
-                    "the client presented no certificate (this "
-                    "port wants one from the cluster CA in ",
-                    options_.tls->ca_file(), "): ", why);
-  } else if (ec == asio::error::eof ||
-             ec == asio::ssl::error::stream_truncated ||
-             ec == asio::error::connection_reset) {
-    why = client ? "the server closed the connection (does this port serve "
-                   "TLS? a latentd port without TLS closes on a TLS hello)"
-                 : "the client closed the connection";
-  }
-  return absl::Status(
-      code, absl::StrCat("TLS handshake with ", peer_, " failed: ", why));
-}
-
 void Connection::StartTlsHandshake() {
   absl::StatusOr<TlsStream*> tls = socket_.StartTls(*options_.tls);
   if (!tls.ok()) {
@@ -178,7 +118,8 @@ void Connection::StartTlsHandshake() {
     if (ec) {
       options_.stats->connections_rejected.fetch_add(1,
                                                      std::memory_order_relaxed);
-      Fail(TlsHandshakeError(ec));
+      Fail(TlsHandshakeError(ec, *options_.tls, socket_.tls()->native_handle(),
+                             options_.tls_host, peer_));
       return;
     }
     AfterTls();
@@ -265,32 +206,9 @@ absl::Status Connection::CheckPeerIdentity() const {
                                      options_.auth->require_node_certificate);
 }
 
-absl::Status Connection::HandshakeError(const asio::error_code& ec) {
-  if (options_.tls && options_.tls->is_mutual() &&
-      options_.role == PeerHandshake::Role::kClient) {
-    // TLS 1.3: the server checks the client's certificate after the
-    // client's handshake is done, so its refusal arrives here: as its
-    // alert, or, when this side wrote first, as the reset that follows.
-    if (ec.category() == asio::error::get_ssl_category()) {
-      return absl::UnavailableError(absl::StrCat(
-          "the server refused this node's TLS certificate (is it from the "
-          "cluster CA?): ",
-          ec.message()));
-    }
-    if (ec == asio::error::broken_pipe || ec == asio::error::connection_reset) {
-      return absl::UnavailableError(absl::StrCat(
-          "the server dropped the connection after the TLS handshake (it "
-          "refused this node's TLS certificate? is it from the cluster CA?): ",
-          ec.message()));
-    }
-  }
-  if (ec != asio::error::eof) return absl::UnavailableError(ec.message());
-  return absl::UnauthenticatedError(
-      options_.role == PeerHandshake::Role::kClient
-          ? "the peer closed the connection during the cluster-key "
-            "handshake (it refused this node's key, or runs without one)"
-          : "the peer closed the connection during the cluster-key "
-            "handshake");
+absl::Status Connection::HandshakeError(const asio::error_code& ec) const {
+  return PeerHandshakeError(ec, options_.tls && options_.tls->is_mutual(),
+                            options_.role);
 }
 
 void Connection::ReadHandshakeHeader() {

@@ -22,7 +22,7 @@
 #include "absl/time/time.h"
 #include "asio.hpp"
 #include "sync/transport/frame.h"
-#include "sync/transport/internal/tls_stream.h"
+#include "sync/transport/internal/maybe_tls_socket.h"
 #include "sync/transport/peer_auth.h"
 #include "sync/transport/tls.h"
 #include "sync/transport/transport.h"
@@ -35,52 +35,6 @@ struct LoopImpl {
   asio::io_context io;
   std::vector<std::thread> threads;
   std::vector<std::thread::id> ids;
-};
-
-// A TCP socket, or a TLS stream over one once StartTls() ran: what the
-// connection reads and writes through (an Asio AsyncReadStream and
-// AsyncWriteStream). On the connection's strand only.
-class MaybeTlsSocket {
- public:
-  using executor_type = asio::ip::tcp::socket::executor_type;
-
-  explicit MaybeTlsSocket(asio::ip::tcp::socket socket)
-      : plain_(std::move(socket)) {}
-  // From here on reads and writes go through TLS (the handshake is the
-  // caller's). On failure (OpenSSL cannot make a session) the socket is
-  // gone with it: the connection is over. REQUIRES: called once, before
-  // any TLS read or write.
-  absl::StatusOr<TlsStream*> StartTls(const TlsContext& context) {
-    absl::StatusOr<std::unique_ptr<TlsStream>> tls =
-        TlsStream::Create(std::move(plain_), context);
-    if (!tls.ok()) return tls.status();
-    tls_ = *std::move(tls);
-    return tls_.get();
-  }
-  TlsStream* tls() { return tls_.get(); }
-  asio::ip::tcp::socket& tcp() { return tls_ ? tls_->next_layer() : plain_; }
-  executor_type get_executor() { return tcp().get_executor(); }
-
-  template <typename Buffers, typename Handler>
-  void async_read_some(const Buffers& buffers, Handler&& handler) {
-    if (tls_) {
-      tls_->async_read_some(buffers, std::forward<Handler>(handler));
-    } else {
-      plain_.async_read_some(buffers, std::forward<Handler>(handler));
-    }
-  }
-  template <typename Buffers, typename Handler>
-  void async_write_some(const Buffers& buffers, Handler&& handler) {
-    if (tls_) {
-      tls_->async_write_some(buffers, std::forward<Handler>(handler));
-    } else {
-      plain_.async_write_some(buffers, std::forward<Handler>(handler));
-    }
-  }
-
- private:
-  asio::ip::tcp::socket plain_;  // moved into tls_ by StartTls
-  std::unique_ptr<TlsStream> tls_;
 };
 
 struct ConnectionOptions {
@@ -145,14 +99,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void RefusedPlaintext();  // closes, logging why
   // After TLS (or without it): the cluster-key handshake or frames.
   void AfterTls();
-  absl::Status TlsHandshakeError(const asio::error_code& ec);
   // Server: closes the connection once it has been idle_timeout between
   // frames with no call of its own in progress.
   void ArmIdleTimer();
   void ReadHandshakeHeader();
-  // The error of a failed cluster-key handshake read or write, saying
-  // what the peer most likely refused.
-  absl::Status HandshakeError(const asio::error_code& ec);
+  // PeerHandshakeError (connection_errors.h) for this connection.
+  absl::Status HandshakeError(const asio::error_code& ec) const;
   void ReadHandshakeBody(HandshakeHeader header);
   // Sends one handshake message; `then` runs on the strand once written.
   void WriteHandshake(std::string bytes, std::function<void()> then);
