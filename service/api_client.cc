@@ -128,8 +128,9 @@ class HttpClient : public ApiClient {
     }
     if (!res && res.error() == httplib::Error::Write &&
         body.size() > kLargeBodyBytes) {
-      // The server answers a body over its limit with 413 and closes,
-      // which a client that sends the whole body first never reads.
+      // The server answers a body over its limit with 413 and reads
+      // and drops up to 64 MiB of it; past that it closes, and a client
+      // that sends the whole body first never reads the 413.
       return absl::UnavailableError(absl::StrCat(
           "HTTP ", host_, ":", port_, path,
           ": the daemon closed the "
@@ -153,8 +154,13 @@ class HttpClient : public ApiClient {
     }
     if (res->status != 200) {
       api::Error error;
-      const bool parsed = json_ ? ParseJson(res->body, &error).ok()
-                                : error.ParseFromString(res->body);
+      // A request refused before the gateway read it (413, 431, 503)
+      // is answered in JSON whichever encoding the client asked for.
+      const bool json_answer =
+          json_ || absl::StartsWith(res->get_header_value("Content-Type"),
+                                    "application/json");
+      const bool parsed = json_answer ? ParseJson(res->body, &error).ok()
+                                      : error.ParseFromString(res->body);
       if (!parsed) {
         if (res->status == 400 && res->body.rfind(kHttpsOnlyBody, 0) == 0) {
           return absl::FailedPreconditionError(

@@ -45,15 +45,17 @@ struct HttpConnection {
   std::string remote_ip, local_ip;
   int remote_port = 0, local_port = 0;
   // Guarded by the server's mu_: a worker is serving it (not in the epoll
-  // set); since when it has been idle (no request begun); when its
-  // current request began and when its last byte came (InfinitePast: no
-  // request in progress).
+  // set). The times below are written by that worker while `busy`, and
+  // read by others under mu_ only while it is not (busy changes under
+  // mu_, which orders the two): since when it has been idle (no request
+  // begun); when its current request began and when its last byte came
+  // (InfinitePast: no request in progress); since when an answer has
+  // waited for the socket (its last byte taken, or the answer made;
+  // InfinitePast: none waits).
   bool busy = false;
   absl::Time idle_since;
   absl::Time request_since = absl::InfinitePast();
   absl::Time last_byte = absl::InfinitePast();
-  // Guarded by the server's mu_: since when an answer has waited for the socket
-  // (its last byte taken, or the answer made); InfinitePast: none waits.
   absl::Time write_since = absl::InfinitePast();
   // Only the worker serving the connection touches these: the bytes
   // received and not yet served (whole requests are served from the
@@ -66,9 +68,12 @@ struct HttpConnection {
   // The answers not yet sent; the next request is served only once they
   // are. `closing`: drop the connection once they are sent; `linger`:
   // first shut down its sending side and read a little (a refusal).
+  // `discard_left`: body bytes of a refused request to read and drop
+  // before the close.
   HttpResponseWriter out;
   bool closing = false;
   bool linger = false;
+  uint64_t discard_left = 0;
 };
 
 // httplib::Stream over one whole request buffered in an HttpConnection

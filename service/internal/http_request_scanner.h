@@ -66,6 +66,10 @@ class HttpRequestScanner {
   // The bytes of the request line and headers (blank line included) once
   // they have all arrived; 0 before.
   size_t head_size() const { return head_size_; }
+  // The Content-Length the headers announced (0 if none, or chunked).
+  uint64_t announced_body_bytes() const {
+    return chunked_ ? 0 : content_length_;
+  }
   // Some byte of a request has been scanned (a request is in progress).
   bool started() const { return pos_ > 0 || line_scan_ > 0; }
 

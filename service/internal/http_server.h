@@ -3,8 +3,9 @@
 // take whichever connection is ready (bytes to read, or room for the
 // answer it is sending) as far as its socket allows without waiting.
 // The request itself (parsing, routing, the response) is the gateway's
-// RequestFn; this class only decides which connection is served when, and
-// for how long it may stall.
+// RequestFn, and reading, serving and answering one ready connection is
+// HttpConnectionDriver's (http_connection_driver.h); this class only
+// decides which connection is served when, and for how long it may stall.
 //
 // Why not httplib's own loop: it hands each accepted connection to a worker
 // thread that keeps it for the connection's whole life, so a few hundred
@@ -36,7 +37,8 @@
 //   - the request's limits (HttpRequestLimits: body, header bytes, header
 //     lines) are checked as it arrives: over one, it is answered 413 or
 //     431 and the connection closed, with what came so far the only memory
-//     it took. All connections together buffer at most
+//     it took (a body refused on its Content-Length is first read and
+//     dropped, so that its sender reads the 413: HttpConnectionDriver). All connections together buffer at most
 //     max_request_bytes_in_flight bytes of requests not yet served; a
 //     request that would take more is answered 503 and closed;
 //   - at most max_connections are open, and max_connections_per_address
@@ -74,63 +76,11 @@
 #include "absl/time/time.h"
 #include "base/log.h"
 #include "service/internal/connection_metrics.h"
-#include "service/internal/http_request_scanner.h"
-#include "service/internal/http_response_writer.h"
+#include "service/internal/http_connection_driver.h"
+#include "service/internal/http_server_options.h"
 #include "service/metrics.h"
-#include "sync/transport/tls.h"
-
-namespace httplib {
-class Stream;
-}
 
 namespace latentd::service::internal {
-
-struct HttpConnection;  // one accepted connection (http_server.cc)
-
-// An answer to a request refused on its head (HttpServerOptions::check_head).
-struct HttpHeadAnswer {
-  int status = 401;
-  std::string reason = "Unauthorized";  // the status line's text
-  std::vector<std::pair<std::string, std::string>> headers;
-  std::string content_type = "application/json";
-  std::string body;
-};
-
-struct HttpServerOptions {
-  std::string host = "127.0.0.1";
-  int port = 0;     // 0 picks a free port (see port())
-  int threads = 8;  // workers serving requests; idle connections need none
-  int max_connections = 4096;
-  int max_connections_per_address = 512;  // 0: no cap
-  // Non-null (sync::TlsContext::ForServer): HTTPS only.
-  std::shared_ptr<const sync::TlsContext> tls;
-  int listen_backlog = 1024;
-  absl::Duration idle_timeout = absl::Seconds(5);   // between requests
-  absl::Duration read_timeout = absl::Seconds(5);   // no byte in a request
-  absl::Duration write_timeout = absl::Seconds(5);  // no byte of an answer
-  // A request not arrived whole this long after its first byte: closed.
-  absl::Duration request_timeout = absl::Seconds(30);
-  HttpRequestLimits limits;
-  // Bytes of requests not yet served, all connections together; 0: no cap.
-  size_t max_request_bytes_in_flight = size_t{256} << 20;
-  // Called once per request as soon as its request line and headers have
-  // arrived (`head`, the blank line included), before its body is read or
-  // "100 Continue" sent: an answer refuses the request, which is then
-  // answered so and its connection closed, its body never read (a caller
-  // without a valid token sends no body into the server's memory). Runs
-  // on the worker threads; may be empty.
-  std::function<std::optional<HttpHeadAnswer>(std::string_view head)>
-      check_head;
-};
-
-// Serves one request from `stream`, which holds the whole request (reads
-// past its end see EOF): reads it, answers it, returns false if the
-// connection must close (an unreadable request). Writes to `stream` never
-// block: they are queued and sent once it returns. Sets
-// *connection_closed when the client asked to close. `close_connection`
-// asks the answer to say "Connection: close" (the server is stopping).
-using RequestFn = std::function<bool(
-    httplib::Stream& stream, bool close_connection, bool* connection_closed)>;
 
 class HttpServer {
  public:
@@ -162,47 +112,11 @@ class HttpServer {
   void AcceptAll();
   void CloseIdle();
   void WorkerLoop();
-  // Takes `c` as far as its socket allows without waiting (sends what is
-  // pending, serves what has arrived whole, reads what came), then puts it
-  // back into the epoll set for what it waits for, or drops it.
+  // Hands `c` to the driver, then puts it back into the epoll set for what
+  // it waits for, or drops it.
   void Serve(const std::shared_ptr<Conn>& c);
-  // What a connection waits for once its worker lets it go.
-  enum class Await {
-    kRequest,          // request bytes: readable
-    kRequestWritable,  // TLS must send before it reads on: writable
-    kSendWritable,     // an answer waits for the socket: writable
-    kSendReadable,     // an answer waits and TLS must read first: readable
-    kDrop,
-  };
-  // Serve's loop; *progress: whether any answer byte went out.
-  Await Advance(Conn* c, bool* progress);
-  // Sends what `c`'s answers hold without waiting (while stopping: waits
-  // up to write_timeout per stall, as no epoll set is left to wait in).
-  HttpResponseWriter::Sent SendPending(Conn* c, bool* progress);
-  // Serves the first request of `c`'s buffer if it has arrived whole,
-  // queueing its answer. kNeedMore: it has not (a "100 Continue" may be
-  // queued); kClose: close `c` once its answers are sent.
-  enum class Served { kNeedMore, kAnswered, kClose };
-  Served ServeOne(Conn* c);
-  // One non-blocking read into `c`'s buffer.
-  enum class Fill { kMore, kWait, kWaitWritable, kClosed };
-  Fill Receive(Conn* c);
-  // Queues the answer to a refused request and counts it under `reason`.
-  void Refuse(Conn* c, int status, const std::string& message, Counter* reason);
-  // Queues `answer` ("Connection: close" added); once it is sent the
-  // connection is wound down (Linger) and dropped.
-  void AnswerAndClose(Conn* c, const HttpHeadAnswer& answer);
-  // Shuts down `c`'s sending side and reads a little of what the client
-  // sends on (a close with unread bytes resets the connection, which
-  // could lose the answer).
-  static void Linger(Conn* c);
-  // Gives back the budget `c` holds for bytes no longer buffered.
-  void Uncharge(Conn* c);
-  // TLS: one step of `c`'s handshake. kWait / kWaitWritable: it needs the
-  // socket readable / writable (the connection goes back to idle);
-  // kFailed: drop it.
-  enum class TlsStep { kDone, kWait, kWaitWritable, kFailed };
-  TlsStep Handshake(Conn* c);
+  using Await = HttpConnectionDriver::Await;
+  using TlsStep = HttpConnectionDriver::TlsStep;
   // Puts `c` back into the epoll set for `events` (since `since` with no
   // request begun), or drops it.
   void Rearm(const std::shared_ptr<Conn>& c, absl::Time since, uint32_t events)
@@ -212,24 +126,18 @@ class HttpServer {
   void Drop(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const HttpServerOptions options_;
-  const RequestFn serve_;
   ConnectionMetrics metrics_;
-  // latentd_http_requests_refused_total{reason}.
-  Counter* refused_body_;
-  Counter* refused_headers_;
-  Counter* refused_malformed_;
-  Counter* refused_budget_;
+  // latentd_http_requests_refused_total{reason="timeout"} (the driver
+  // counts the other reasons).
   Counter* refused_timeout_;
-  Counter* refused_head_;
-  Gauge* bytes_in_flight_;
-  std::atomic<int64_t> in_flight_{0};  // bytes buffered, all connections
+  std::atomic<bool> stopping_{false};  // release by Stop, acquire by threads
+  HttpConnectionDriver driver_;
   log::Throttle accept_log_{absl::Seconds(10)};  // the acceptor's thread
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // eventfd, readable once Stop() begins
   int port_ = 0;
-  std::atomic<bool> stopping_{false};  // release by Stop, acquire by threads
-  bool stopped_ = false;               // Start/Stop thread only
+  bool stopped_ = false;  // Start/Stop thread only
 
   absl::Mutex mu_;
   absl::flat_hash_map<uint64_t, std::shared_ptr<Conn>> conns_

@@ -6,6 +6,8 @@
 //     in order, plain and over TLS, while another client is served;
 //   - a client that stops reading is dropped after write_timeout without
 //     progress, counted in latentd_connections_timed_out_total.
+//   - a client that sends a body over the limit whole before it reads (as
+//     httplib's client and Python's http.client do) reads the 413.
 // Every socket is on 127.0.0.1. The clients' receive buffers are 4 KiB and
 // the server's send buffers 64 KiB (loopback would otherwise grow them to
 // take megabytes), so an answer is 30 times what the buffers hold.
@@ -138,6 +140,7 @@ class HttpServerTest : public ::testing::Test {
     o.write_timeout = write_timeout;
     o.idle_timeout = absl::Seconds(30);
     o.tls = std::move(tls);
+    o.limits.max_body_bytes = max_body_bytes_;
     auto s = HttpServer::Start(
         o,
         [this](httplib::Stream& stream, bool close, bool* closed) {
@@ -211,6 +214,8 @@ class HttpServerTest : public ::testing::Test {
     EXPECT_EQ(TimedOut(), 0u);
   }
 
+  size_t max_body_bytes_ =
+      service::internal::HttpRequestLimits{}.max_body_bytes;
   service::MetricsRegistry metrics_;
   Router router_;
   std::unique_ptr<sync::testing::TestPki> pki_;  // outlives server_
@@ -307,6 +312,35 @@ TEST_F(HttpServerTest, ClientThatStopsReadingIsDroppedAfterTheWriteTimeout) {
     got.append(buf, static_cast<size_t>(n));
   }
   EXPECT_LT(got.size(), kBigBytes);
+  EXPECT_TRUE(Healthz());
+}
+
+TEST_F(HttpServerTest, BodyOverTheLimitSentWholeStillReads413) {
+  max_body_bytes_ = 1 << 10;
+  Start(2, absl::Seconds(5));
+  const size_t body = size_t{3} << 20;
+  const int fd = Connect();
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  // The head and the whole body before any read: a server that closed
+  // after its 413 would reset this send.
+  ASSERT_TRUE(SendAll(fd, absl::StrCat("POST /big HTTP/1.1\r\nHost: x\r\n"
+                                       "Content-Length: ",
+                                       body, "\r\n\r\n") +
+                              std::string(body, 'a')))
+      << std::strerror(errno);
+  std::string got;
+  char buf[4 << 10];
+  ssize_t n = 0;
+  while ((n = ::recv(fd, buf, sizeof(buf), 0)) > 0) {
+    got.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_TRUE(absl::StartsWith(got, "HTTP/1.1 413 ")) << got;
+  EXPECT_TRUE(absl::StrContains(got, "over the limit of 1024 bytes")) << got;
+  EXPECT_EQ(metrics_
+                .AddCounter("latentd_http_requests_refused_total", "",
+                            R"(reason="body")")
+                ->value(),
+            1u);
   EXPECT_TRUE(Healthz());
 }
 

@@ -7,7 +7,8 @@
 #   - a certificate from another CA, or one that does not name the host
 #     dialled, is refused with a clear error;
 #   - API tokens are still enforced over TLS (no token, role too low);
-#   - a 3 MB document crosses TLS whole on TCP and HTTPS; 5 MB is refused,
+#   - a 3 MB document crosses TLS whole on TCP and HTTPS (protobuf and
+#     JSON); 5 MB is refused,
 #     the limit named (TCP: the daemon's reply; HTTP: latentctl's guess);
 #   - a plaintext client against a TLS port gets a clear error at once, not
 #     a hang (latentctl on TCP and HTTP, curl http://);
@@ -71,7 +72,7 @@ done
 curl -sf --cacert "$DIR/ca.pem" "https://$HTTP/healthz" | grep -q '^ok$' || fail "curl https"
 
 # Another CA's trust: refused, saying the certificate does not verify.
-for p in tcp json; do
+for p in tcp http json; do
   addr=$TCP
   [ "$p" = tcp ] || addr=$HTTP
   timeout 20 "$CTL" status --addr "$addr" --protocol "$p" --tls-ca "$DIR/other-ca.pem" \
@@ -125,7 +126,7 @@ for p in tcp json; do
   timeout 30 "$CTL" ingest --addr "$addr" --protocol "$p" --tls-ca "$DIR/ca.pem" \
     --token "$WRITE" --user huge <"$DIR/huge.txt" >/dev/null 2>"$DIR/e" &&
     fail "5 MB over $p/TLS accepted"
-  grep -q "exceeds the limit of 4194304\|over its max-body-bytes" "$DIR/e" ||
+  grep -q "exceeds the limit of 4194304\|over the limit of 4194304" "$DIR/e" ||
     fail "5 MB over $p/TLS: $(cat "$DIR/e")"
 done
 "$CTL" status --addr "$TCP" --tls-ca "$DIR/ca.pem" --token "$READ" >/dev/null 2>"$DIR/e" ||
