@@ -63,8 +63,9 @@ absl::Status ValidateBatch(const DeltaBatch& batch, uint32_t dimension) {
 
 }  // namespace
 
-OwnerShard::OwnerShard(uint32_t dimension)
+OwnerShard::OwnerShard(uint32_t dimension, bool awaits_ring)
     : dimension_(dimension),
+      awaits_ring_(awaits_ring),
       incarnation_(std::random_device{}() |
                    (uint64_t{std::random_device{}()} << 32) | 1),
       admission_(&stats_),
@@ -74,6 +75,13 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
   reply->Clear();
   LATENTD_RETURN_IF_ERROR(ValidateBatch(batch, dimension_));
   absl::MutexLock l(&mu_);
+  if (awaits_ring_ && admission_.epoch() == 0) {
+    // (Its sender keeps the batch and sends it again, as for any owner
+    // that has not reached the batch's epoch yet.)
+    return absl::UnavailableError(
+        "owner starting: it has not read its ring epoch yet; nothing was "
+        "applied");
+  }
   LATENTD_RETURN_IF_ERROR(admission_.AdmitSender(batch));
   if (batch.owner_incarnation() != 0 &&
       batch.owner_incarnation() != incarnation_) {

@@ -99,8 +99,13 @@ namespace latentd::sync {
 
 class OwnerShard {
  public:
-  // Values have `dimension` topics.
-  explicit OwnerShard(uint32_t dimension);
+  // Values have `dimension` topics. `awaits_ring`: a ring member's shard
+  // (ClusterLink), which refuses every batch until its first SetEpoch
+  // (kUnavailable, nothing applied): before it has read its ring a process
+  // cannot tell which keys it owns, and a restarted member that took
+  // batches then (re-seeds meant for its predecessor's keys) would hold
+  // those keys twice once the members handed them back.
+  explicit OwnerShard(uint32_t dimension, bool awaits_ring = false);
 
   // Validates `batch` (changes_only set, matching keys/deltas lengths,
   // canonical sparse vectors, topics < dimension, same dimension, no
@@ -186,6 +191,7 @@ class OwnerShard {
   // Each part owns its state; all of it is guarded by mu_, so that a batch,
   // an epoch change with its hand-offs, or a retraction is one step.
   const uint32_t dimension_;
+  const bool awaits_ring_;
   const uint64_t incarnation_;  // random, per OwnerShard
   mutable absl::Mutex mu_;
   // The counts; the parts count into it too.

@@ -19,7 +19,8 @@ ClusterLink::ClusterLink(ClusterLinkOptions options, SyncedTopicTable* topics,
       topics_(topics),
       table_(topics),
       factory_(std::move(factory)),
-      owner_(std::make_unique<sync::OwnerShard>(dimension)),
+      owner_(
+          std::make_unique<sync::OwnerShard>(dimension, /*awaits_ring=*/true)),
       replicas_(std::make_unique<sync::ReplicaStore>(dimension)),
       clocks_(std::make_unique<sync::ClockTable>(std::vector<std::string>{})) {
   SyncFrameHandler::Parts parts;

@@ -92,6 +92,12 @@ ClusterNode* Other(LocalCluster& cluster, const ClusterNode* owner) {
 // members unharmed.
 void TrainThroughAttack(LocalCluster& cluster,
                         const std::function<void()>& attack) {
+  // (A member's first rounds may be refused, and sent again, while another
+  // has not read its ring yet: the start's, not the attack's.)
+  std::vector<uint64_t> failed_at_start;
+  for (auto& n : cluster.nodes()) {
+    failed_at_start.push_back(n->counters().failed_rounds.load());
+  }
   absl::StatusOr<LocalClusterRun> run;
   std::thread trainer([&] { run = cluster.RunSweeps(4); });
   attack();
@@ -100,13 +106,15 @@ void TrainThroughAttack(LocalCluster& cluster,
   ASSERT_TRUE(cluster.Drain().ok());
   ExpectExact(cluster);
   ExpectGlobalsEqualStores(cluster);
-  for (auto& n : cluster.nodes()) {
+  for (size_t i = 0; i < cluster.nodes().size(); ++i) {
+    ClusterNode* n = cluster.nodes()[i].get();
     const sync::OwnerShardStats st = n->owner().stats();
     // No member's counts were taken out, no member was refused as
     // superseded, and every round of theirs went through.
     EXPECT_EQ(st.senders_retracted, 0u) << n->node_id();
     EXPECT_EQ(st.batches_stale_refused, 0u) << n->node_id();
-    EXPECT_EQ(n->counters().failed_rounds.load(), 0u) << n->node_id();
+    EXPECT_EQ(n->counters().failed_rounds.load(), failed_at_start[i])
+        << n->node_id();
   }
 }
 

@@ -7,6 +7,7 @@
 #include <limits>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "sync/owner_shard.h"
@@ -222,6 +223,29 @@ TEST(OwnerAdmission, AnAdmissionForALaterEpochWaitsForIt) {
       2, [](Key) { return std::string(); }, "self");
   EXPECT_FALSE(owner.Admits("x"));
   EXPECT_TRUE(owner.Admits("a"));
+}
+
+// A ring member's shard takes nothing before it knows its ring: the
+// batches (re-seeds of a restarted member, found by the network-fault
+// test) wait, and apply once the ring is read.
+TEST(OwnerAdmission, ARingMembersShardTakesNoBatchBeforeItsFirstEpoch) {
+  OwnerShard owner(kK, /*awaits_ring=*/true);
+  const DeltaBatch b = Batch("a", Incarnation(), 1, {{12, {{0, 2}}}});
+  DeltaReply reply;
+  const absl::Status early = owner.Apply(b, &reply);
+  EXPECT_TRUE(absl::IsUnavailable(early)) << early;
+  // (Its sender treats a refusal naming the ring epoch as a ring change's.)
+  EXPECT_TRUE(absl::StrContains(early.message(), "ring epoch")) << early;
+  EXPECT_TRUE(owner.Global(12).empty());
+  OwnerAdmission a;
+  a.members = {"a"};
+  owner.SetAdmission(1, std::move(a));
+  owner.SetEpoch(1);
+  EXPECT_TRUE(owner.Apply(b, &reply).ok());
+  EXPECT_EQ(owner.Global(12), (SparseVector{{0, 2}}));
+  // A shard outside a ring (tests, tools) takes batches at once.
+  OwnerShard tool(kK);
+  EXPECT_TRUE(tool.Apply(b, &reply).ok());
 }
 
 }  // namespace
