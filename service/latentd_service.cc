@@ -59,7 +59,8 @@ LatentdService::LatentdService(const ServiceOptions& options,
                  .metrics = &m_},
                 metrics),
       checker_(options, &training_),
-      queries_(options, &training_, &checker_, &router_, &ingest_) {}
+      queries_(options, &training_, &checker_, &router_, &ingest_),
+      documents_(&training_, &router_, &queries_) {}
 
 LatentdService::~LatentdService() { (void)Stop(); }
 
@@ -95,7 +96,7 @@ absl::Status LatentdService::Init(MetricsRegistry* metrics) {
       options_.similarity, [this](const api::InferDocumentRequest& r) {
         return queries_.InferDocument(r);
       });
-  queries_.SetSimilarity(similarity_.get());
+  documents_.SetSimilarity(similarity_.get());
   LATENTD_RETURN_IF_ERROR(training_.PublishFirst(similarity_.get()));
   return OpenGraph(metrics);
 }

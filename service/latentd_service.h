@@ -46,6 +46,7 @@
 #include "service/cluster_member.h"
 #include "service/cluster_router.h"
 #include "service/document_checker.h"
+#include "service/document_queries.h"
 #include "service/document_topics.h"
 #include "service/graph_service.h"
 #include "service/ingest_path.h"
@@ -93,9 +94,9 @@ class LatentdService {
     router_.SetPeerToken(std::move(token));
   }
 
-  // ---- The API (service/api.proto). The read calls are TopicQueries'
-  // (service/topic_queries.h says what each answers and how a cluster
-  // node gathers them); the others' errors: kInvalidArgument for a bad
+  // ---- The API (service/api.proto). The read calls are TopicQueries' and
+  // DocumentQueries' (their headers say what each answers and how a
+  // cluster node gathers them); the others' errors: kInvalidArgument for a bad
   // request, kUnavailable if the ingest log cannot be written. ----
   absl::StatusOr<api::ListTopicsResponse> ListTopics(
       const api::ListTopicsRequest& request) const {
@@ -123,19 +124,19 @@ class LatentdService {
   }
   absl::StatusOr<api::GetDocumentTopicsResponse> GetDocumentTopics(
       const api::GetDocumentTopicsRequest& request) const {
-    return queries_.GetDocumentTopics(request);
+    return documents_.GetDocumentTopics(request);
   }
   absl::StatusOr<api::TopicDocumentsResponse> TopicDocuments(
       const api::TopicDocumentsRequest& request) const {
-    return queries_.TopicDocuments(request);
+    return documents_.TopicDocuments(request);
   }
   absl::StatusOr<api::SimilarDocumentsResponse> SimilarDocuments(
       const api::SimilarDocumentsRequest& request) const {
-    return queries_.SimilarDocuments(request);
+    return documents_.SimilarDocuments(request);
   }
   absl::StatusOr<api::SimilarUsersResponse> SimilarUsers(
       const api::SimilarUsersRequest& request) const {
-    return queries_.SimilarUsers(request);
+    return documents_.SimilarUsers(request);
   }
   // Returns once every document is durable; all or nothing.
   absl::StatusOr<api::IngestResponse> Ingest(const api::IngestRequest& request);
@@ -276,6 +277,7 @@ class LatentdService {
   // The read calls (no state of their own but InferDocument's slots).
   const DocumentChecker checker_;  // of the training loop's tokenizer
   TopicQueries queries_;
+  DocumentQueries documents_;
 
   bool started_ = false;
   bool stopped_ = false;

@@ -1,6 +1,6 @@
 // How a node merges the answers of a query it scattered to its cluster's
-// members (TopicQueries' TopicDocuments, SimilarDocuments and
-// SimilarUsers in cluster mode, topic_queries_scatter.cc): each member ranks
+// members (DocumentQueries' TopicDocuments, SimilarDocuments and
+// SimilarUsers in cluster mode; TopicQueries' user profiles): each member ranks
 // its own documents or users; the merged answer is the best `top` of them all,
 // an item that several members hold (replica copies of one document, by
 // its id) counted once, at its best rank.
@@ -15,6 +15,7 @@
 
 #include "google/protobuf/repeated_ptr_field.h"
 #include "service/api.pb.h"
+#include "service/cluster_router.h"
 
 namespace latentd::service {
 
@@ -32,6 +33,18 @@ google::protobuf::RepeatedPtrField<api::Neighbor> MergeNeighbors(
     const std::vector<const google::protobuf::RepeatedPtrField<api::Neighbor>*>&
         parts,
     uint32_t top, std::string_view exclude);
+
+// The members whose answers failed, but for errors of code `ignored` (the
+// member answered: it has no such item).
+template <typename Response>
+void AddMissing(const std::vector<ClusterRouter::PeerAnswer>& answers,
+                absl::StatusCode ignored, Response* out) {
+  for (const ClusterRouter::PeerAnswer& a : answers) {
+    if (!a.status.ok() && a.status.code() != ignored) {
+      out->add_missing_members(a.member);
+    }
+  }
+}
 
 }  // namespace latentd::service
 

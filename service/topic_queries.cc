@@ -8,69 +8,18 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "sampler/fold_in.h"
+#include "service/internal/topic_answers.h"
 
 namespace latentd::service {
 namespace {
 
+using internal::AddRankedTopics;
+using internal::CheckTopWords;
+using internal::FillTopic;
+using internal::OrDefault;
+using internal::Ranked;
+
 constexpr uint32_t kDefaultTopWords = 10;
-constexpr uint32_t kMaxTopDocuments = 1000;
-
-uint32_t OrDefault(uint32_t v, uint32_t def) { return v == 0 ? def : v; }
-
-// The first `top_words` words of topic summary `t` into out's top_words.
-template <typename Message>
-void AddTopWords(const ModelView& v, const TopicSummary& t, uint32_t top_words,
-                 Message* out) {
-  const size_t n = std::min<size_t>(top_words, t.top_words.size());
-  for (size_t i = 0; i < n; ++i) {
-    api::WordWeight* w = out->add_top_words();
-    const WordId id = t.top_words[i].first;
-    w->set_word(id < v.vocab.size() ? v.vocab.word(id) : absl::StrCat("#", id));
-    w->set_probability(t.top_words[i].second);
-  }
-}
-
-void FillTopic(const ModelView& v, const TopicSummary& t, uint32_t top_words,
-               api::Topic* out) {
-  out->set_id(t.topic);
-  out->set_alpha(t.alpha);
-  out->set_tokens(t.tokens);
-  AddTopWords(v, t, top_words, out);
-}
-
-// The first `n` of `ranked` (topic, weight) into out's topics, each with
-// its first `top_words` words.
-template <typename Message>
-void AddRankedTopics(const ModelView& v,
-                     const std::vector<std::pair<uint32_t, double>>& ranked,
-                     size_t n, uint32_t top_words, Message* out) {
-  n = std::min(n, ranked.size());
-  for (size_t i = 0; i < n; ++i) {
-    api::TopicWeight* tw = out->add_topics();
-    tw->set_topic(ranked[i].first);
-    tw->set_weight(ranked[i].second);
-    AddTopWords(v, v.topics[ranked[i].first], top_words, tw);
-  }
-}
-
-absl::Status CheckTopWords(uint32_t n) {
-  if (n > static_cast<uint32_t>(ModelView::kMaxTopWords)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "top_words ", n, " is over the limit of ", ModelView::kMaxTopWords));
-  }
-  return absl::OkStatus();
-}
-
-// Topic weights sorted by decreasing weight, ties by topic id.
-std::vector<std::pair<uint32_t, double>> Ranked(const std::vector<double>& w) {
-  std::vector<std::pair<uint32_t, double>> r;
-  r.reserve(w.size());
-  for (uint32_t k = 0; k < w.size(); ++k) r.emplace_back(k, w[k]);
-  std::stable_sort(r.begin(), r.end(), [](const auto& a, const auto& b) {
-    return a.second > b.second;
-  });
-  return r;
-}
 
 int InferSlots(int configured) {
   if (configured > 0) return configured;
@@ -273,86 +222,6 @@ absl::StatusOr<api::GetUserProfileResponse> TopicQueries::GetUserProfile(
   resp.set_events(events + copied);
   AddRankedTopics(*v, Ranked(theta), OrDefault(request.top(), 5),
                   OrDefault(request.top_words(), 5), &resp);
-  return resp;
-}
-
-absl::StatusOr<api::GetDocumentTopicsResponse>
-TopicQueries::LocalDocumentTopics(
-    const api::GetDocumentTopicsRequest& request) const {
-  if (request.document().empty()) {
-    return absl::InvalidArgumentError(
-        "a document is needed: its id as the corpus or the ingest named it");
-  }
-  LATENTD_RETURN_IF_ERROR(CheckTopWords(request.top_words()));
-  LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const DocumentTopics> table,
-                           Documents());
-  const std::optional<DocumentTopics::Document> doc =
-      table->Find(request.document());
-  if (!doc.has_value()) {
-    return absl::NotFoundError(absl::StrCat(
-        "document '", request.document(),
-        "' is not in this node's model (unknown, a user's events, or "
-        "ingested and not merged yet)"));
-  }
-  std::shared_ptr<const ModelView> v = view();
-  const std::vector<double>& alpha = v->snapshot.alpha;
-  const double alpha_sum = std::accumulate(alpha.begin(), alpha.end(), 0.0);
-  std::vector<double> counts(alpha.size(), 0.0);
-  api::GetDocumentTopicsResponse resp;
-  resp.mutable_version()->set_sweep(table->sweep());
-  resp.mutable_version()->set_view(table->view());
-  resp.set_document(request.document());
-  resp.set_tokens(doc->tokens);
-  for (size_t i = 0; i < doc->topics.size(); ++i) {
-    if (doc->topics[i] < counts.size()) counts[doc->topics[i]] = doc->counts[i];
-    api::TopicCount* c = resp.add_counts();
-    c->set_topic(doc->topics[i]);
-    c->set_count(doc->counts[i]);
-  }
-  const double denom = static_cast<double>(doc->tokens) + alpha_sum;
-  std::vector<double> theta(alpha.size());
-  for (uint32_t k = 0; k < alpha.size(); ++k) {
-    theta[k] = (counts[k] + alpha[k]) / denom;
-  }
-  AddRankedTopics(*v, Ranked(theta),
-                  request.top() == 0 ? theta.size() : request.top(),
-                  request.top_words(), &resp);
-  return resp;
-}
-
-absl::StatusOr<api::TopicDocumentsResponse> TopicQueries::LocalTopicDocuments(
-    const api::TopicDocumentsRequest& request) const {
-  if (request.top() > kMaxTopDocuments) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "top ", request.top(), " is over the limit of ", kMaxTopDocuments));
-  }
-  std::shared_ptr<const ModelView> v = view();
-  const std::vector<double>& alpha = v->snapshot.alpha;
-  if (request.topic() >= alpha.size()) {
-    return absl::NotFoundError(absl::StrCat(
-        "topic ", request.topic(), " does not exist: the model has ",
-        alpha.size(), " topics (0..", alpha.size() - 1, ")"));
-  }
-  LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const DocumentTopics> table,
-                           Documents());
-  api::TopicDocumentsResponse resp;
-  resp.mutable_version()->set_sweep(table->sweep());
-  resp.mutable_version()->set_view(table->view());
-  resp.set_topic(request.topic());
-  const uint32_t top = OrDefault(request.top(), kDefaultTopDocuments);
-  for (const DocumentTopics::Ranked& r :
-       table->TopDocuments(request.topic(), top, alpha)) {
-    const DocumentTopics::Document d = table->At(r.document);
-    api::DocumentWeight* out = resp.add_documents();
-    out->set_document(std::string(d.key));
-    out->set_weight(r.weight);
-    out->set_tokens(d.tokens);
-    auto it =
-        std::lower_bound(d.topics.begin(), d.topics.end(), request.topic());
-    if (it != d.topics.end() && *it == request.topic()) {
-      out->set_count(d.counts[static_cast<size_t>(it - d.topics.begin())]);
-    }
-  }
   return resp;
 }
 

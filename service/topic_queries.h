@@ -7,20 +7,12 @@
 // limit), kNotFound for an unknown topic, word, user or document.
 //
 // Cluster mode: GetUserProfile is answered by the user's owner (forwarded
-// unless the request is `local`). Without `local`, the document and
-// similarity calls answer from every member's data (topic_queries_scatter.cc):
-// GetDocumentTopics asks the other members when this node has no such
-// document and takes the first that has it; TopicDocuments merges every
-// member's top documents (MergeTopicDocuments); SimilarDocuments and
-// SimilarUsers find the query's θ once here (a document's by
-// GetDocumentTopics, a user's by GetUserProfile, a text's by
-// InferDocument), every member ranks its own items against it and the
-// answers are merged (MergeNeighbors). Members that fail or do not answer
-// within the router's scatter timeout are named in missing_members, not
-// an error.
+// unless the request is `local`), which adds up every member's part of the
+// user (topic_queries_profile.cc). The calls on documents and users behind
+// the model are DocumentQueries' (document_queries.h).
 //
 // Thread-safety: every method may be called from any number of threads at
-// once; SetSimilarity once, before the first call.
+// once.
 #ifndef LATENTD_SERVICE_TOPIC_QUERIES_H_
 #define LATENTD_SERVICE_TOPIC_QUERIES_H_
 
@@ -33,12 +25,10 @@
 #include "service/api.pb.h"
 #include "service/cluster_router.h"
 #include "service/document_checker.h"
-#include "service/document_topics.h"
 #include "service/ingest_path.h"
 #include "service/internal/cpu_gate.h"
 #include "service/model_view.h"
 #include "service/service_options.h"
-#include "service/similarity_service.h"
 #include "service/training_loop.h"
 
 namespace latentd::service {
@@ -49,12 +39,6 @@ class TopicQueries {
   TopicQueries(const ServiceOptions& options, const TrainingLoop* training,
                const DocumentChecker* checker, const ClusterRouter* router,
                const IngestPath* ingest);
-
-  // The similarity calls' service (not owned); without one they answer
-  // kFailedPrecondition.
-  void SetSimilarity(const SimilarityService* similarity) {
-    similarity_ = similarity;
-  }
 
   absl::StatusOr<api::ListTopicsResponse> ListTopics(
       const api::ListTopicsRequest& request) const;
@@ -68,15 +52,6 @@ class TopicQueries {
       const api::InferDocumentRequest& request) const;
   absl::StatusOr<api::GetUserProfileResponse> GetUserProfile(
       const api::GetUserProfileRequest& request) const;
-  // kInvalidArgument for an empty document or top over 1000.
-  absl::StatusOr<api::GetDocumentTopicsResponse> GetDocumentTopics(
-      const api::GetDocumentTopicsRequest& request) const;
-  absl::StatusOr<api::TopicDocumentsResponse> TopicDocuments(
-      const api::TopicDocumentsRequest& request) const;
-  absl::StatusOr<api::SimilarDocumentsResponse> SimilarDocuments(
-      const api::SimilarDocumentsRequest& request) const;
-  absl::StatusOr<api::SimilarUsersResponse> SimilarUsers(
-      const api::SimilarUsersRequest& request) const;
   // A page of the published model's counts (api.proto ExportModelRequest
   // says how pages are cut); kInvalidArgument if first_word is past the
   // vocabulary (topic_queries_export.cc).
@@ -87,21 +62,7 @@ class TopicQueries {
   static api::ModelVersion Version(const ModelView& v);
 
  private:
-  // TopicDocuments' documents when the request says 0.
-  static constexpr uint32_t kDefaultTopDocuments = 10;
   std::shared_ptr<const ModelView> view() const { return training_.view(); }
-  absl::StatusOr<std::shared_ptr<const DocumentTopics>> Documents() const {
-    return training_.Documents();
-  }
-  // GetDocumentTopics and TopicDocuments from this node's documents only.
-  absl::StatusOr<api::GetDocumentTopicsResponse> LocalDocumentTopics(
-      const api::GetDocumentTopicsRequest& request) const;
-  absl::StatusOr<api::TopicDocumentsResponse> LocalTopicDocuments(
-      const api::TopicDocumentsRequest& request) const;
-  // Whether a request with this `local` flag is asked of every member.
-  bool Scatters(bool local) const {
-    return !local && router_.link() != nullptr;
-  }
   // GetUserProfile for a user whose owner failed over (docs/design.md,
   // "Replicated ingestion"): this node, the user's owner now, holds copies
   // of the events that owner acknowledged (IngestPath::CopiedEvents). Folds
@@ -111,7 +72,7 @@ class TopicQueries {
   absl::Status AddCopiedEvents(const std::string& user, const ModelView& v,
                                std::vector<double>* counts, double* tokens,
                                uint64_t* events) const;
-  // GetUserProfile in cluster mode (topic_queries_scatter.cc). A user's
+  // GetUserProfile in cluster mode (topic_queries_profile.cc). A user's
   // documents may be on several members: its owner's, and those an interim
   // owner or an earlier one took while the ring put the user there.
   // ProfilePart: this node's part as asked by the owner (`found`: it has
@@ -131,7 +92,6 @@ class TopicQueries {
   const DocumentChecker& checker_;
   const ClusterRouter& router_;
   const IngestPath& ingest_;
-  const SimilarityService* similarity_ = nullptr;
   mutable internal::CpuGate infer_gate_;  // InferDocument's slots
 };
 

@@ -1,14 +1,9 @@
-// The calls that answer from every cluster member's documents or users
-// (GetDocumentTopics, TopicDocuments, SimilarDocuments, SimilarUsers, and
-// the parts of a user's profile that GetUserProfile adds up): in
-// cluster mode, without the request's `local`, this node asks the other
-// members at once (ClusterRouter::Scatter, with `local` set so that they
-// answer from their own data) and merges (scatter_merge.h). A member that
-// fails or does not answer in time is named in the answer's
-// missing_members; it fails nothing.
+#include "service/document_queries.h"
+
+#include <algorithm>
 #include <limits>
+#include <numeric>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,26 +11,18 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "service/api_dispatch.h"
+#include "service/internal/topic_answers.h"
 #include "service/scatter_merge.h"
-#include "service/similarity_service.h"
-#include "service/topic_queries.h"
 
 namespace latentd::service {
 namespace {
 
+using internal::AddRankedTopics;
+using internal::CheckTopWords;
+using internal::kMaxTopDocuments;
+using internal::OrDefault;
+using internal::Ranked;
 using Answers = std::vector<ClusterRouter::PeerAnswer>;
-
-// The members whose answers failed, but for errors of code `ignored` (the
-// member answered: it has no such item).
-template <typename Response>
-void AddMissing(const Answers& answers, absl::StatusCode ignored,
-                Response* out) {
-  for (const ClusterRouter::PeerAnswer& a : answers) {
-    if (!a.status.ok() && a.status.code() != ignored) {
-      out->add_missing_members(a.member);
-    }
-  }
-}
 
 // Topic weights (all K of them, in any order) as θ in topic order.
 void SetTheta(const google::protobuf::RepeatedPtrField<api::TopicWeight>& w,
@@ -79,7 +66,13 @@ absl::StatusOr<Response> GatherSimilar(const ClusterRouter& router,
 
 }  // namespace
 
-absl::StatusOr<api::GetDocumentTopicsResponse> TopicQueries::GetDocumentTopics(
+DocumentQueries::DocumentQueries(const TrainingLoop* training,
+                                 const ClusterRouter* router,
+                                 const TopicQueries* topics)
+    : training_(*training), router_(*router), topics_(*topics) {}
+
+absl::StatusOr<api::GetDocumentTopicsResponse>
+DocumentQueries::GetDocumentTopics(
     const api::GetDocumentTopicsRequest& request) const {
   absl::StatusOr<api::GetDocumentTopicsResponse> mine =
       LocalDocumentTopics(request);
@@ -113,7 +106,7 @@ absl::StatusOr<api::GetDocumentTopicsResponse> TopicQueries::GetDocumentTopics(
       missing));
 }
 
-absl::StatusOr<api::TopicDocumentsResponse> TopicQueries::TopicDocuments(
+absl::StatusOr<api::TopicDocumentsResponse> DocumentQueries::TopicDocuments(
     const api::TopicDocumentsRequest& request) const {
   LATENTD_ASSIGN_OR_RETURN(api::TopicDocumentsResponse mine,
                            LocalTopicDocuments(request));
@@ -135,7 +128,7 @@ absl::StatusOr<api::TopicDocumentsResponse> TopicQueries::TopicDocuments(
   return resp;
 }
 
-absl::StatusOr<api::SimilarDocumentsResponse> TopicQueries::SimilarDocuments(
+absl::StatusOr<api::SimilarDocumentsResponse> DocumentQueries::SimilarDocuments(
     const api::SimilarDocumentsRequest& request) const {
   if (similarity_ == nullptr) {
     return absl::FailedPreconditionError(
@@ -163,7 +156,7 @@ absl::StatusOr<api::SimilarDocumentsResponse> TopicQueries::SimilarDocuments(
     LATENTD_ASSIGN_OR_RETURN(std::vector<float> theta,
                              SimilarityService::TextTheta(
                                  [this](const api::InferDocumentRequest& r) {
-                                   return InferDocument(r);
+                                   return topics_.InferDocument(r);
                                  },
                                  request));
     ask.mutable_theta()->Assign(theta.begin(), theta.end());
@@ -172,7 +165,7 @@ absl::StatusOr<api::SimilarDocumentsResponse> TopicQueries::SimilarDocuments(
                        similarity_->SimilarDocuments(ask));
 }
 
-absl::StatusOr<api::SimilarUsersResponse> TopicQueries::SimilarUsers(
+absl::StatusOr<api::SimilarUsersResponse> DocumentQueries::SimilarUsers(
     const api::SimilarUsersRequest& request) const {
   if (similarity_ == nullptr) {
     return absl::FailedPreconditionError(
@@ -188,7 +181,7 @@ absl::StatusOr<api::SimilarUsersResponse> TopicQueries::SimilarUsers(
   profile.set_top(std::numeric_limits<uint32_t>::max());  // every topic
   profile.set_top_words(1);
   LATENTD_ASSIGN_OR_RETURN(api::GetUserProfileResponse p,
-                           GetUserProfile(profile));
+                           topics_.GetUserProfile(profile));
   api::SimilarUsersRequest ask = request;
   ask.clear_user();
   ask.set_local(true);
@@ -198,53 +191,85 @@ absl::StatusOr<api::SimilarUsersResponse> TopicQueries::SimilarUsers(
                        similarity_->SimilarUsers(ask));
 }
 
-absl::StatusOr<api::GetUserProfileResponse> TopicQueries::ProfilePart(
-    const std::string& user, bool found, const std::vector<double>& counts,
-    uint64_t tokens, uint64_t events, api::GetUserProfileResponse resp) {
-  if (!found) {
-    return absl::NotFoundError(
-        absl::StrCat("user '", user, "' has no document on this member"));
+absl::StatusOr<api::GetDocumentTopicsResponse>
+DocumentQueries::LocalDocumentTopics(
+    const api::GetDocumentTopicsRequest& request) const {
+  if (request.document().empty()) {
+    return absl::InvalidArgumentError(
+        "a document is needed: its id as the corpus or the ingest named it");
   }
-  resp.set_tokens(tokens);
-  resp.set_events(events);
-  for (size_t k = 0; k < counts.size(); ++k) {
-    if (counts[k] <= 0) continue;
-    api::TopicCount* c = resp.add_part_counts();
-    c->set_topic(static_cast<uint32_t>(k));
-    c->set_count(static_cast<uint64_t>(counts[k]));
+  LATENTD_RETURN_IF_ERROR(CheckTopWords(request.top_words()));
+  LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const DocumentTopics> table,
+                           Documents());
+  const std::optional<DocumentTopics::Document> doc =
+      table->Find(request.document());
+  if (!doc.has_value()) {
+    return absl::NotFoundError(absl::StrCat(
+        "document '", request.document(),
+        "' is not in this node's model (unknown, a user's events, or "
+        "ingested and not merged yet)"));
   }
+  std::shared_ptr<const ModelView> v = view();
+  const std::vector<double>& alpha = v->snapshot.alpha;
+  const double alpha_sum = std::accumulate(alpha.begin(), alpha.end(), 0.0);
+  std::vector<double> counts(alpha.size(), 0.0);
+  api::GetDocumentTopicsResponse resp;
+  resp.mutable_version()->set_sweep(table->sweep());
+  resp.mutable_version()->set_view(table->view());
+  resp.set_document(request.document());
+  resp.set_tokens(doc->tokens);
+  for (size_t i = 0; i < doc->topics.size(); ++i) {
+    if (doc->topics[i] < counts.size()) counts[doc->topics[i]] = doc->counts[i];
+    api::TopicCount* c = resp.add_counts();
+    c->set_topic(doc->topics[i]);
+    c->set_count(doc->counts[i]);
+  }
+  const double denom = static_cast<double>(doc->tokens) + alpha_sum;
+  std::vector<double> theta(alpha.size());
+  for (uint32_t k = 0; k < alpha.size(); ++k) {
+    theta[k] = (counts[k] + alpha[k]) / denom;
+  }
+  AddRankedTopics(*v, Ranked(theta),
+                  request.top() == 0 ? theta.size() : request.top(),
+                  request.top_words(), &resp);
   return resp;
 }
 
-bool TopicQueries::AddProfileParts(const std::string& user,
-                                   std::vector<double>* counts,
-                                   uint64_t* tokens, uint64_t* events,
-                                   api::GetUserProfileResponse* resp) const {
-  if (router_.link() == nullptr) return false;
-  api::GetUserProfileRequest ask;
-  ask.set_user(user);
-  ask.set_local(true);
-  ask.set_part(true);
-  const Answers answers = router_.Scatter(Method::kGetUserProfile, ask,
-                                          api::GetUserProfileResponse());
-  AddMissing(answers, absl::StatusCode::kNotFound, resp);
-  bool found = false;
-  for (const ClusterRouter::PeerAnswer& a : answers) {
-    if (!a.status.ok()) continue;
-    const auto& part =
-        static_cast<const api::GetUserProfileResponse&>(*a.response);
-    found = true;
-    *tokens += part.tokens();
-    *events += part.events();
-    for (const api::TopicCount& c : part.part_counts()) {
-      // (A member of another K is not of this cluster: its topics past
-      // this model's are dropped, as a malformed answer's would be.)
-      if (c.topic() < counts->size()) {
-        (*counts)[c.topic()] += static_cast<double>(c.count());
-      }
+absl::StatusOr<api::TopicDocumentsResponse>
+DocumentQueries::LocalTopicDocuments(
+    const api::TopicDocumentsRequest& request) const {
+  if (request.top() > kMaxTopDocuments) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "top ", request.top(), " is over the limit of ", kMaxTopDocuments));
+  }
+  std::shared_ptr<const ModelView> v = view();
+  const std::vector<double>& alpha = v->snapshot.alpha;
+  if (request.topic() >= alpha.size()) {
+    return absl::NotFoundError(absl::StrCat(
+        "topic ", request.topic(), " does not exist: the model has ",
+        alpha.size(), " topics (0..", alpha.size() - 1, ")"));
+  }
+  LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const DocumentTopics> table,
+                           Documents());
+  api::TopicDocumentsResponse resp;
+  resp.mutable_version()->set_sweep(table->sweep());
+  resp.mutable_version()->set_view(table->view());
+  resp.set_topic(request.topic());
+  const uint32_t top = OrDefault(request.top(), kDefaultTopDocuments);
+  for (const DocumentTopics::Ranked& r :
+       table->TopDocuments(request.topic(), top, alpha)) {
+    const DocumentTopics::Document d = table->At(r.document);
+    api::DocumentWeight* out = resp.add_documents();
+    out->set_document(std::string(d.key));
+    out->set_weight(r.weight);
+    out->set_tokens(d.tokens);
+    auto it =
+        std::lower_bound(d.topics.begin(), d.topics.end(), request.topic());
+    if (it != d.topics.end() && *it == request.topic()) {
+      out->set_count(d.counts[static_cast<size_t>(it - d.topics.begin())]);
     }
   }
-  return found;
+  return resp;
 }
 
 }  // namespace latentd::service
