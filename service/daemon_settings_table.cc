@@ -467,8 +467,10 @@ void AddClusterSettings(const AddFn& add) {
                 c->cluster.listen = absl::StrCat(h, ":", p);
               }));
   add("consistency", "async", "async|ssp:N|bsp",
-      "Cluster consistency: async, bounded staleness N sweeps, or bulk "
-      "synchronous",
+      "Cluster consistency: async (never waits; drifts from one node's "
+      "model when nodes progress unevenly or sweep faster than a sync "
+      "round), ssp:N (at most N sweeps ahead of the slowest live node; "
+      "ssp:2 holds quality at little cost) or bsp (ssp:0)",
       [](std::string_view v, DaemonConfig* c) -> absl::Status {
         absl::StatusOr<sync::Consistency> parsed = sync::Consistency::Parse(v);
         if (!parsed.ok()) return Bad("consistency", v, "async|ssp:N|bsp");
