@@ -38,9 +38,10 @@
 //     lines) are checked as it arrives: over one, it is answered 413 or
 //     431 and the connection closed, with what came so far the only memory
 //     it took (a body refused on its Content-Length is first read and
-//     dropped, so that its sender reads the 413: HttpConnectionDriver). All connections together buffer at most
-//     max_request_bytes_in_flight bytes of requests not yet served; a
-//     request that would take more is answered 503 and closed;
+//     dropped, so that its sender reads the 413: HttpConnectionDriver). All
+//     connections together buffer at most max_request_bytes_in_flight bytes of
+//     requests not yet served; a request that would take more is answered 503
+//     and closed;
 //   - at most max_connections are open, and max_connections_per_address
 //     from one client address; a connection beyond either is answered 503
 //     (without TLS) and closed at once, never queued.
