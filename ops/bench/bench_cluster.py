@@ -1,6 +1,7 @@
 """Helpers of the cluster benchmarks (failover_bench.py,
-replication_bench.py): latentd daemons on 127.0.0.1, a private
-redis-server on a Unix socket, blei-ap split into thirds, their metrics."""
+replication_bench.py, profile_bench.py): latentd daemons on 127.0.0.1, a
+private redis-server on a Unix socket, blei-ap split into thirds, their
+metrics, and waiting for a condition."""
 import os
 import signal
 import socket
@@ -14,6 +15,15 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_until(pred, timeout, what):
+    """Polls pred() every 20 ms; exits naming `what` after `timeout` s."""
+    end = time.time() + timeout
+    while not pred():
+        if time.time() > end:
+            sys.exit(f"{what}: not within {timeout} s")
+        time.sleep(0.02)
 
 
 def metric(http, name):

@@ -39,16 +39,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_cluster import (Node, metric, start_redis,  # noqa: E402
-                           write_ap_thirds, write_cluster_key)
-
-
-def wait_until(pred, timeout, what):
-    """Polls pred() every 20 ms; exits naming `what` after `timeout` s."""
-    end = time.time() + timeout
-    while not pred():
-        if time.time() > end:
-            sys.exit(f"{what}: not within {timeout} s")
-        time.sleep(0.02)
+                           wait_until, write_ap_thirds, write_cluster_key)
 
 
 def tokens(nodes):

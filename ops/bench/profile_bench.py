@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 from bench_cluster import (Node, metric, start_redis,  # noqa: E402
-                           write_ap_thirds, write_cluster_key)
+                           wait_until, write_ap_thirds, write_cluster_key)
 import latentd  # noqa: E402
 
 
@@ -43,22 +43,14 @@ def ap_words(ap):
     return [w for w in out.stdout.split() if w.isalpha()]
 
 
-def wait_trained(nodes, sweeps, timeout=300):
-    end = time.time() + timeout
-    while time.time() < end:
-        if all((metric(n.http, "latentd_sweeps_total") or 0) >= sweeps
-               for n in nodes):
-            return
-        time.sleep(0.2)
-    sys.exit(f"not trained {sweeps} sweeps in {timeout} s")
-
-
 def run(o, name, nodes, words, rng):
     for n in nodes:
         n.start()
     for n in nodes:
         n.wait_up()
-    wait_trained(nodes, o.sweeps)
+    wait_until(lambda: all((metric(n.http, "latentd_sweeps_total") or 0)
+                           >= o.sweeps for n in nodes),
+               300, f"{name}: {o.sweeps} sweeps")
     clients = [latentd.Client(n.http, timeout=30) for n in nodes]
     users = [f"u{i}" for i in range(o.users)]
     for u in users:
