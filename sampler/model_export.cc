@@ -7,8 +7,16 @@
 #include "absl/strings/str_format.h"
 #include "base/file_util.h"
 #include "base/status_macros.h"
+#include "sampler/internal/export_file.h"
 
 namespace latentd {
+namespace {
+
+// The exports stream: written in pieces of about this size, so that memory
+// stays bounded by the model, not by the number of documents.
+constexpr size_t kExportChunkBytes = size_t{1} << 20;
+
+}  // namespace
 
 std::vector<TopicSummary> SummarizeTopics(const ModelSnapshot& model,
                                           int top_n) {
@@ -62,6 +70,9 @@ absl::Status ExportModelText(const ModelSnapshot& model,
                              const std::string& dir) {
   LATENTD_RETURN_IF_ERROR(WriteFileAtomically(
       dir + "/topics.txt", FormatTopics(SummarizeTopics(model, top_n), vocab)));
+  LATENTD_ASSIGN_OR_RETURN(
+      std::unique_ptr<internal::ExportFile> counts_file,
+      internal::ExportFile::Create(dir + "/word_topic_counts.tsv", false));
   std::string counts;
   for (uint32_t w = 0; w < model.vocab_size; ++w) {
     counts += vocab.word(w);
@@ -71,9 +82,13 @@ absl::Status ExportModelText(const ModelSnapshot& model,
                       model.entries[i].count);
     }
     counts += '\n';
+    if (counts.size() >= kExportChunkBytes) {
+      LATENTD_RETURN_IF_ERROR(counts_file->Append(counts));
+      counts.clear();
+    }
   }
-  LATENTD_RETURN_IF_ERROR(
-      WriteFileAtomically(dir + "/word_topic_counts.tsv", counts));
+  LATENTD_RETURN_IF_ERROR(counts_file->Append(counts));
+  LATENTD_RETURN_IF_ERROR(counts_file->Commit());
   std::string alpha;
   for (size_t k = 0; k < model.alpha.size(); ++k) {
     absl::StrAppendFormat(&alpha, "%d\t%.8g\n", k, model.alpha[k]);
@@ -85,25 +100,33 @@ absl::Status ExportDocTopics(TokenStore* store,
                              const std::vector<double>& alpha,
                              const std::string& path) {
   const double alpha_sum = std::accumulate(alpha.begin(), alpha.end(), 0.0);
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<internal::ExportFile> file,
+                           internal::ExportFile::Create(path, false));
   std::string out;
   std::vector<Count> n_dk(alpha.size(), 0);
   std::vector<TopicId> used;
-  LATENTD_RETURN_IF_ERROR(ForEachDocument(store, [&](const DocBatch& batch,
-                                                     size_t d) {
-    for (TopicId t : batch.doc_topics(d)) {
-      if (n_dk[t]++ == 0) used.push_back(t);
-    }
-    std::sort(used.begin(), used.end());
-    absl::StrAppend(&out, batch.first_doc + d, "\t", batch.doc_ids[d]);
-    const double norm = batch.doc_length(d) + alpha_sum;
-    for (TopicId k : used) {
-      absl::StrAppendFormat(&out, "\t%d:%.5f", k, (n_dk[k] + alpha[k]) / norm);
-      n_dk[k] = 0;
-    }
-    out += '\n';
-    used.clear();
-  }));
-  return WriteFileAtomically(path, out);
+  LATENTD_RETURN_IF_ERROR(ForEachDocument(
+      store, [&](const DocBatch& batch, size_t d) -> absl::Status {
+        for (TopicId t : batch.doc_topics(d)) {
+          if (n_dk[t]++ == 0) used.push_back(t);
+        }
+        std::sort(used.begin(), used.end());
+        absl::StrAppend(&out, batch.first_doc + d, "\t", batch.doc_ids[d]);
+        const double norm = batch.doc_length(d) + alpha_sum;
+        for (TopicId k : used) {
+          absl::StrAppendFormat(&out, "\t%d:%.5f", k,
+                                (n_dk[k] + alpha[k]) / norm);
+          n_dk[k] = 0;
+        }
+        out += '\n';
+        used.clear();
+        if (out.size() < kExportChunkBytes) return absl::OkStatus();
+        absl::Status s = file->Append(out);
+        out.clear();
+        return s;
+      }));
+  LATENTD_RETURN_IF_ERROR(file->Append(out));
+  return file->Commit();
 }
 
 }  // namespace latentd

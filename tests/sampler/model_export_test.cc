@@ -1,0 +1,95 @@
+// train's own exports (sampler/model_export.h): doc_topics.tsv byte for
+// byte, written in pieces when it is larger than one piece, and nothing
+// left behind when it cannot be written.
+#include "sampler/model_export.h"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "corpora/input_file.h"
+#include "gtest/gtest.h"
+
+namespace latentd {
+namespace {
+
+// `docs` documents in one store of K = 2: document i is words {0, 1, 0}
+// with topics {0, 0, 1} and id "d<i>".
+std::unique_ptr<TokenStore> Store(size_t docs) {
+  TokenStoreMeta meta;
+  meta.num_topics = 2;
+  meta.vocab_size = 2;
+  std::unique_ptr<TokenStore> store = CreateInMemoryTokenStore(meta);
+  auto writer = store->Rewrite(meta);
+  EXPECT_TRUE(writer.ok());
+  const std::vector<WordId> words = {0, 1, 0};
+  const std::vector<TopicId> topics = {0, 0, 1};
+  DocBatch batch;
+  for (size_t i = 0; i < docs; ++i) {
+    batch.AddDocument(absl::StrCat("d", i), "", words, topics);
+    if (batch.num_docs() == 1000) {
+      EXPECT_TRUE((*writer)->Append(batch).ok());
+      batch = DocBatch();
+      batch.first_doc = i + 1;
+    }
+  }
+  if (batch.num_docs() > 0) {
+    EXPECT_TRUE((*writer)->Append(batch).ok());
+  }
+  EXPECT_TRUE((*writer)->Commit().ok());
+  return store;
+}
+
+class ModelExportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("model_export_test." + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+// θ = ((2 + 0.5) / 3.75, (1 + 0.25) / 3.75): n_d + Σα = 3 + 0.75.
+constexpr char kLine[] = "\t0:0.66667\t1:0.33333";
+
+TEST_F(ModelExportTest, DocTopicsByteForByte) {
+  std::unique_ptr<TokenStore> store = Store(2);
+  const std::string path = (dir_ / "doc_topics.tsv").string();
+  ASSERT_TRUE(ExportDocTopics(store.get(), {0.5, 0.25}, path).ok());
+  auto text = ReadWholeFile(path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(*text, absl::StrCat("0\td0", kLine, "\n1\td1", kLine, "\n"));
+}
+
+// About 3 MB: three pieces and a rest; every line there, in order.
+TEST_F(ModelExportTest, DocTopicsLargerThanAPieceComeWhole) {
+  constexpr size_t kDocs = 100000;
+  std::unique_ptr<TokenStore> store = Store(kDocs);
+  const std::string path = (dir_ / "doc_topics.tsv").string();
+  ASSERT_TRUE(ExportDocTopics(store.get(), {0.5, 0.25}, path).ok());
+  auto text = ReadWholeFile(path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_GT(text->size(), size_t{3} << 20);
+  std::vector<std::string> lines = absl::StrSplit(*text, '\n');
+  ASSERT_EQ(lines.size(), kDocs + 1);  // the last is empty
+  EXPECT_EQ(lines.back(), "");
+  for (size_t i : {size_t{0}, size_t{45000}, kDocs - 1}) {
+    EXPECT_EQ(lines[i], absl::StrCat(i, "\td", i, kLine));
+  }
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+}
+
+TEST_F(ModelExportTest, DocTopicsIntoAMissingDirectoryFailsNamingIt) {
+  std::unique_ptr<TokenStore> store = Store(2);
+  const std::string path = (dir_ / "no" / "doc_topics.tsv").string();
+  const absl::Status s = ExportDocTopics(store.get(), {0.5, 0.25}, path);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(path), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace latentd
