@@ -43,6 +43,11 @@ absl::Status SimilarityService::OnPublish(const ModelView& view,
     if (queue_.size() >= kMaxQueued) have_full_ = false;
   }
   const std::span<const double> alpha(view.snapshot.alpha);
+  if (options_.max_topics > 0 && alpha.size() > options_.max_topics) {
+    absl::MutexLock lock(&mu_);
+    over_max_topics_ = static_cast<uint32_t>(alpha.size());
+    return absl::OkStatus();
+  }
   const uint64_t num_docs = store->meta().num_docs;
   const absl::Time now = absl::Now();
   const bool moved = view.sweep != last_full_sweep_;
@@ -170,6 +175,14 @@ absl::Status SimilarityService::Apply(Batch batch) {
 absl::StatusOr<std::shared_ptr<const SimilarityService::Collection>>
 SimilarityService::Current(bool documents) const {
   absl::MutexLock lock(&mu_);
+  if (over_max_topics_ > 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "similar documents and users are off for this model: it has ",
+        over_max_topics_, " topics, more than --similarity-max-topics ",
+        options_.max_topics,
+        " (the index keeps K floats per item; raise "
+        "the setting to build it anyway)"));
+  }
   std::shared_ptr<const Collection> c = documents ? documents_ : users_;
   if (c == nullptr) {
     return absl::UnavailableError(

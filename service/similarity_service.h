@@ -64,6 +64,11 @@ struct SimilarityServiceOptions {
   double refresh_seconds = 30;
   // Below this many items a query scans them all (SimilarityOptions).
   size_t exact_threshold = 10000;
+  // The indexes keep each item's θ as K floats and compare items in K
+  // dimensions: above this many topics they are not built (memory and
+  // time would grow with K × documents) and both calls answer
+  // kFailedPrecondition saying so. 0: no bound.
+  uint32_t max_topics = 1024;
 };
 
 // What /metrics shows of the similarity service (SimilarityService::Stats).
@@ -107,7 +112,8 @@ class SimilarityService {
   // exactly one of document, text and theta, top above kMaxTop, or a theta
   // that is not K long; kNotFound for a document not in the index; the
   // inference's error for a text; kUnavailable before the first refresh
-  // is built.
+  // is built; kFailedPrecondition when the model has more topics than
+  // options.max_topics.
   absl::StatusOr<api::SimilarDocumentsResponse> SimilarDocuments(
       const api::SimilarDocumentsRequest& request) const;
   // The same for users, by a user's id or a mixture: kInvalidArgument
@@ -180,6 +186,8 @@ class SimilarityService {
   std::shared_ptr<Collection> documents_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<Collection> users_ ABSL_GUARDED_BY(mu_);
   api::ModelVersion current_ ABSL_GUARDED_BY(mu_);
+  // The model's K when it is over options_.max_topics (no index), else 0.
+  uint32_t over_max_topics_ ABSL_GUARDED_BY(mu_) = 0;
   // Kept by the similarity thread (Apply) for Stats.
   uint64_t full_refreshes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t updates_ ABSL_GUARDED_BY(mu_) = 0;

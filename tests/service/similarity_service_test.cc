@@ -192,5 +192,48 @@ TEST(SimilarityService, QueriesWhileTheModelMovesAndDocumentsArrive) {
   std::filesystem::remove_all(dir);
 }
 
+// A model of more topics than max_topics gets no index: both calls say
+// why, naming K and the setting, and nothing is indexed.
+TEST(SimilarityService, NoIndexAboveMaxTopics) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "similarity_max_topics_", ::getpid());
+  std::filesystem::remove_all(dir);
+  ServiceOptions o;
+  o.data_dir = dir + "/node";
+  o.corpus.path = WriteCorpus(dir);
+  o.trainer.num_topics = 8;
+  o.trainer.eval_every = 0;
+  o.max_sweeps = 5;
+  o.publish_interval_ms = 0;
+  o.similarity.max_topics = 4;
+  MetricsRegistry metrics;
+  auto s = LatentdService::Open(o, &metrics);
+  ASSERT_TRUE(s.ok()) << s.status();
+  SimilarityService* similarity = (*s)->similarity();
+  ASSERT_NE(similarity, nullptr);
+  (*s)->Start();
+  api::SimilarDocumentsRequest d;
+  d.set_document("1");
+  absl::StatusOr<api::SimilarDocumentsResponse> docs;
+  for (int i = 0; i < 1000; ++i) {
+    docs = similarity->SimilarDocuments(d);
+    if (!absl::IsUnavailable(docs.status())) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(docs.status().code(), absl::StatusCode::kFailedPrecondition)
+      << docs.status();
+  EXPECT_NE(docs.status().message().find(
+                "it has 8 topics, more than --similarity-max-topics 4"),
+            std::string::npos)
+      << docs.status();
+  api::SimilarUsersRequest u;
+  u.set_user("user0");
+  EXPECT_EQ(similarity->SimilarUsers(u).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(similarity->Sizes(), (std::pair<size_t, size_t>{0, 0}));
+  EXPECT_TRUE((*s)->Stop().ok());
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace latentd::service
