@@ -61,17 +61,25 @@ void ExpectWellFormed(const Response& r, uint32_t top,
   }
 }
 
-TEST(SimilarityService, QueriesWhileTheModelMovesAndDocumentsArrive) {
-  const std::string dir =
-      absl::StrCat(::testing::TempDir(), "similarity_svc_", ::getpid());
+// A node over WriteCorpus in a fresh `dir`, K topics, `sweeps` sweeps,
+// every sweep published.
+ServiceOptions NodeOptions(const std::string& dir, uint32_t topics,
+                           uint64_t sweeps) {
   std::filesystem::remove_all(dir);
   ServiceOptions o;
   o.data_dir = dir + "/node";
   o.corpus.path = WriteCorpus(dir);
-  o.trainer.num_topics = 4;
+  o.trainer.num_topics = topics;
   o.trainer.eval_every = 0;
-  o.max_sweeps = 40;
+  o.max_sweeps = sweeps;
   o.publish_interval_ms = 0;
+  return o;
+}
+
+TEST(SimilarityService, QueriesWhileTheModelMovesAndDocumentsArrive) {
+  const std::string dir =
+      absl::StrCat(::testing::TempDir(), "similarity_svc_", ::getpid());
+  ServiceOptions o = NodeOptions(dir, 4, 40);
   o.similarity.refresh_seconds = 0;  // a full refresh at every publication
   o.similarity.exact_threshold = 0;  // and an HNSW graph built each time
   MetricsRegistry metrics;
@@ -197,14 +205,7 @@ TEST(SimilarityService, QueriesWhileTheModelMovesAndDocumentsArrive) {
 TEST(SimilarityService, NoIndexAboveMaxTopics) {
   const std::string dir =
       absl::StrCat(::testing::TempDir(), "similarity_max_topics_", ::getpid());
-  std::filesystem::remove_all(dir);
-  ServiceOptions o;
-  o.data_dir = dir + "/node";
-  o.corpus.path = WriteCorpus(dir);
-  o.trainer.num_topics = 8;
-  o.trainer.eval_every = 0;
-  o.max_sweeps = 5;
-  o.publish_interval_ms = 0;
+  ServiceOptions o = NodeOptions(dir, 8, 5);
   o.similarity.max_topics = 4;
   MetricsRegistry metrics;
   auto s = LatentdService::Open(o, &metrics);
