@@ -10,13 +10,6 @@
 #include "sampler/internal/export_file.h"
 
 namespace latentd {
-namespace {
-
-// The exports stream: written in pieces of about this size, so that memory
-// stays bounded by the model, not by the number of documents.
-constexpr size_t kExportChunkBytes = size_t{1} << 20;
-
-}  // namespace
 
 std::vector<TopicSummary> SummarizeTopics(const ModelSnapshot& model,
                                           int top_n) {
@@ -71,9 +64,9 @@ absl::Status ExportModelText(const ModelSnapshot& model,
   LATENTD_RETURN_IF_ERROR(WriteFileAtomically(
       dir + "/topics.txt", FormatTopics(SummarizeTopics(model, top_n), vocab)));
   LATENTD_ASSIGN_OR_RETURN(
-      std::unique_ptr<internal::ExportFile> counts_file,
-      internal::ExportFile::Create(dir + "/word_topic_counts.tsv", false));
-  std::string counts;
+      internal::BufferedExportFile counts_file,
+      internal::BufferedExportFile::Open(dir + "/word_topic_counts.tsv"));
+  std::string& counts = counts_file.buf();
   for (uint32_t w = 0; w < model.vocab_size; ++w) {
     counts += vocab.word(w);
     for (uint64_t i = model.word_offsets[w]; i < model.word_offsets[w + 1];
@@ -82,13 +75,9 @@ absl::Status ExportModelText(const ModelSnapshot& model,
                       model.entries[i].count);
     }
     counts += '\n';
-    if (counts.size() >= kExportChunkBytes) {
-      LATENTD_RETURN_IF_ERROR(counts_file->Append(counts));
-      counts.clear();
-    }
+    LATENTD_RETURN_IF_ERROR(counts_file.MaybeFlush());
   }
-  LATENTD_RETURN_IF_ERROR(counts_file->Append(counts));
-  LATENTD_RETURN_IF_ERROR(counts_file->Commit());
+  LATENTD_RETURN_IF_ERROR(counts_file.Commit());
   std::string alpha;
   for (size_t k = 0; k < model.alpha.size(); ++k) {
     absl::StrAppendFormat(&alpha, "%d\t%.8g\n", k, model.alpha[k]);
@@ -100,9 +89,9 @@ absl::Status ExportDocTopics(TokenStore* store,
                              const std::vector<double>& alpha,
                              const std::string& path) {
   const double alpha_sum = std::accumulate(alpha.begin(), alpha.end(), 0.0);
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<internal::ExportFile> file,
-                           internal::ExportFile::Create(path, false));
-  std::string out;
+  LATENTD_ASSIGN_OR_RETURN(internal::BufferedExportFile file,
+                           internal::BufferedExportFile::Open(path));
+  std::string& out = file.buf();
   std::vector<Count> n_dk(alpha.size(), 0);
   std::vector<TopicId> used;
   LATENTD_RETURN_IF_ERROR(ForEachDocument(
@@ -120,13 +109,9 @@ absl::Status ExportDocTopics(TokenStore* store,
         }
         out += '\n';
         used.clear();
-        if (out.size() < kExportChunkBytes) return absl::OkStatus();
-        absl::Status s = file->Append(out);
-        out.clear();
-        return s;
+        return file.MaybeFlush();
       }));
-  LATENTD_RETURN_IF_ERROR(file->Append(out));
-  return file->Commit();
+  return file.Commit();
 }
 
 }  // namespace latentd

@@ -18,34 +18,7 @@
 namespace latentd {
 namespace {
 
-using internal::ExportFile;
-
-// Buffers text and hands it to an ExportFile a megabyte at a time.
-class Out {
- public:
-  static absl::StatusOr<Out> Open(const std::string& path, bool gzip = false) {
-    LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<ExportFile> f,
-                             ExportFile::Create(path, gzip));
-    return Out(std::move(f));
-  }
-  std::string& buf() { return buf_; }
-  absl::Status MaybeFlush() {
-    if (buf_.size() < (1 << 20)) return absl::OkStatus();
-    LATENTD_RETURN_IF_ERROR(file_->Append(buf_));
-    buf_.clear();
-    return absl::OkStatus();
-  }
-  absl::Status Commit() {
-    LATENTD_RETURN_IF_ERROR(file_->Append(buf_));
-    buf_.clear();
-    return file_->Commit();
-  }
-
- private:
-  explicit Out(std::unique_ptr<ExportFile> f) : file_(std::move(f)) {}
-  std::unique_ptr<ExportFile> file_;
-  std::string buf_;
-};
+using Out = internal::BufferedExportFile;
 
 // `v` with 9 significant digits, the shortest way ("0.25", "1e-05").
 void AppendNumber(std::string* out, double v) {

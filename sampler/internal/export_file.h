@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -37,6 +38,39 @@ class ExportFile {
   struct Impl;
   explicit ExportFile(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+};
+
+// An ExportFile written through a text buffer: append to buf(), call
+// MaybeFlush() now and then (it hands the buffer to the file once it holds
+// a megabyte, so memory stays bounded whatever the export's size), and
+// Commit() at the end. Errors are ExportFile's.
+class BufferedExportFile {
+ public:
+  static absl::StatusOr<BufferedExportFile> Open(const std::string& path,
+                                                 bool gzip = false) {
+    absl::StatusOr<std::unique_ptr<ExportFile>> f =
+        ExportFile::Create(path, gzip);
+    if (!f.ok()) return f.status();
+    return BufferedExportFile(*std::move(f));
+  }
+  std::string& buf() { return buf_; }
+  absl::Status MaybeFlush() {
+    if (buf_.size() < (size_t{1} << 20)) return absl::OkStatus();
+    absl::Status s = file_->Append(buf_);
+    buf_.clear();
+    return s;
+  }
+  absl::Status Commit() {
+    absl::Status s = file_->Append(buf_);
+    buf_.clear();
+    return s.ok() ? file_->Commit() : s;
+  }
+
+ private:
+  explicit BufferedExportFile(std::unique_ptr<ExportFile> f)
+      : file_(std::move(f)) {}
+  std::unique_ptr<ExportFile> file_;
+  std::string buf_;
 };
 
 }  // namespace latentd::internal
