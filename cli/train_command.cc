@@ -11,6 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "base/status_macros.h"
 #include "cli/coherence_command.h"
 #include "cli/evaluate_command.h"
@@ -256,12 +258,31 @@ absl::Status RunTrain(const TrainCommandOptions& o, FILE* out, FILE* err) {
                 KernelKindName(trainer->options().pipeline.kernel));
   double wall = 0;
   RunTotals run;
+  // A pass over a large corpus takes minutes: a line every 10 s within it
+  // (a sweep after the progressive start makes more than one pass).
+  int sweep_now = 0;
+  absl::Time sweep_started;
+  trainer->pipeline()->SetProgressHook(
+      [&](uint64_t done, uint64_t total) {
+        absl::FPrintF(
+            err,
+            "sweep %d/%d in progress: %.0f%% of a pass over %.1f M "
+            "tokens, %s so far\n",
+            sweep_now, o.sweeps,
+            100.0 * static_cast<double>(done) /
+                static_cast<double>(std::max<uint64_t>(total, 1)),
+            static_cast<double>(total) / 1e6,
+            Duration(absl::ToDoubleSeconds(absl::Now() - sweep_started)));
+      },
+      absl::Seconds(10));
   for (int s = 0; s < o.sweeps; ++s) {
     if (o.stop != nullptr && o.stop->load()) {
       absl::FPrintF(err, "stopping early on request after sweep %d\n",
                     trainer->sweep());
       break;
     }
+    sweep_now = s + 1;
+    sweep_started = absl::Now();
     LATENTD_ASSIGN_OR_RETURN(SweepReport r, trainer->Sweep());
     wall += r.result.seconds;
     ++run.sweeps;

@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "base/tbb_workers.h"
 #include "base/tsan.h"
@@ -121,7 +122,9 @@ struct SweepPipeline::Impl {
   // deltas independently of every other batch's, so the stage runs in
   // parallel and only the count updater is left between the samplers.
   tbb::enumerable_thread_specific<internal::DeltaCombiner> combiners;
-  CountUpdaterHook count_updater_hook;   // runs in the count updater
+  CountUpdaterHook count_updater_hook;  // runs in the count updater
+  ProgressHook progress_hook;           // runs in the writer
+  absl::Duration progress_every;
   absl::Mutex* quiesce_mutex = nullptr;  // held around table->Quiesce()
 };
 
@@ -132,6 +135,11 @@ SweepPipeline::~SweepPipeline() = default;
 
 void SweepPipeline::SetCountUpdaterHook(CountUpdaterHook hook) {
   impl_->count_updater_hook = std::move(hook);
+}
+
+void SweepPipeline::SetProgressHook(ProgressHook hook, absl::Duration every) {
+  impl_->progress_hook = std::move(hook);
+  impl_->progress_every = every;
 }
 
 void SweepPipeline::SetKernel(KernelKind kind) { impl_->options.kernel = kind; }
@@ -264,6 +272,8 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
     tsan::Release(work);  // last: it also covers reading `stage`
     return work;
   };
+  const uint64_t total_tokens = store->meta().num_tokens;
+  absl::Time progress_at = absl::Now();
   auto write = [&](WorkPtr work) {
     tsan::Acquire(&stage[kWrite]);
     tsan::Acquire(work);
@@ -280,6 +290,13 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
       result.tokens += b.num_tokens();
       result.changed += work->changes.size();
       ++result.batches;
+      if (impl_->progress_hook) {
+        const absl::Time now = absl::Now();
+        if (now - progress_at >= impl_->progress_every) {
+          progress_at = now;
+          impl_->progress_hook(result.tokens, total_tokens);
+        }
+      }
     }
     tsan::Release(work);  // to the read that takes it from the pool
     impl_->pool.push(work);

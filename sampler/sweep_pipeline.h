@@ -24,6 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "corpora/token_store.h"
 #include "sampler/doc_topic_stats.h"
 #include "sampler/sampling_kernel.h"
@@ -98,6 +99,14 @@ class SweepPipeline {
   using CountUpdaterHook = std::function<absl::Status(
       TopicTable* table, std::span<const WordTopicDelta> applied)>;
   void SetCountUpdaterHook(CountUpdaterHook hook);
+  // Called by the writer stage (one call at a time) once `every` has passed
+  // since a Run() started or since the hook's last call in it, with the
+  // tokens written so far in this Run() and the store's total: progress
+  // within a long sweep. Empty by default; set it only while no Run() is
+  // in progress.
+  using ProgressHook =
+      std::function<void(uint64_t tokens_done, uint64_t tokens_total)>;
+  void SetProgressHook(ProgressHook hook, absl::Duration every);
   // The kernel of the next Run()s; call only while no Run() is in
   // progress. Each thread keeps one kernel object of each kind it ran.
   void SetKernel(KernelKind kind);

@@ -155,6 +155,33 @@ TEST(Trainer, AutoKernelRunsMhThenEndsExact) {
   }
 }
 
+// The pipeline's progress hook, called at every batch with a zero
+// interval: tokens written so far, rising to the store's total, which it
+// is given each time; none after SetProgressHook(nullptr, ...).
+TEST(Trainer, ProgressHookSeesEachPassGrowToTheTotal) {
+  TrainerOptions options;
+  options.num_topics = 10;
+  options.pipeline.threads = 2;
+  auto trainer = Trainer::Create(options, MemoryStore(600, 500, 10, 5));
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  const uint64_t total = (*trainer)->store()->meta().num_tokens;
+  std::vector<uint64_t> seen;
+  (*trainer)->pipeline()->SetProgressHook(
+      [&](uint64_t done, uint64_t of) {
+        EXPECT_EQ(of, total);
+        seen.push_back(done);
+      },
+      absl::ZeroDuration());
+  ASSERT_TRUE((*trainer)->Sweep().ok());
+  ASSERT_GE(seen.size(), 2u);
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_GT(seen[i], seen[i - 1]);
+  EXPECT_EQ(seen.back(), total);
+  (*trainer)->pipeline()->SetProgressHook(nullptr, absl::ZeroDuration());
+  seen.clear();
+  ASSERT_TRUE((*trainer)->Sweep().ok());
+  EXPECT_TRUE(seen.empty());
+}
+
 // The sparse start: the trainer runs the pass once, before the first sweep
 // only, counts its time in that sweep's, and keeps the counts exact (the
 // pass's kernel is checked on its own below).
