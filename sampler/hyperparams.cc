@@ -19,8 +19,10 @@ double WordLogLikelihood(const TopicTable& table, double beta) {
           LogGamma(static_cast<double>(table.TopicTotal(k)) + v_beta);
   }
   // For ThreadSanitizer (base/tsan.h): oneTBB orders the caller before the
-  // bodies and the bodies before its return, out of TSan's sight.
-  const char before = 0, after = 0;
+  // bodies and the bodies before its return, out of TSan's sight. Static,
+  // so that a body's Acquire needs no read of its closure (on the caller's
+  // stack, which is what it orders).
+  static const char before = 0, after = 0;
   tsan::Release(&before);
   ll += tbb::parallel_reduce(
       tbb::blocked_range<size_t>(0, table.vocab_size(), 256), 0.0,
