@@ -15,7 +15,9 @@
 #   FLAP_CYCLES  down/up cycles of a flapping link, 1 s each (default 6)
 # Environment: BUILD (default build), built with the test target;
 # LATENTD_NETFAULT_KINDS=halves,flap runs only schedules of those kinds
-# (isolate, redis-cut, halves, flap). Needs root and `ip netns` (else exit
+# (isolate, redis-cut, halves, flap); LATENTD_NETFAULT_SWEEP_MS (default 0:
+# every node samples back to back; the short form in ctest spaces sweeps
+# 20 ms apart to bound its CPU). Needs root and `ip netns` (else exit
 # 77).
 # Exit status: the test's (0: every schedule run passed).
 set -euo pipefail
@@ -38,6 +40,7 @@ rc=0
 LATENTD_BIN=$PWD/$BUILD/cli/latentd \
   LATENTD_NETFAULT_SCHEDULES=$SCHEDULES LATENTD_NETFAULT_SEED=$SEED \
   LATENTD_NETFAULT_CUT_MS=$CUT_MS LATENTD_NETFAULT_FLAP_CYCLES=$FLAP_CYCLES \
+  LATENTD_NETFAULT_SWEEP_MS=${LATENTD_NETFAULT_SWEEP_MS:-0} \
   "$BIN" --gtest_filter=DaemonNetFault.SeededPartitionsHealExact \
   >"$LOG" 2>&1 || rc=$?
 grep -E '^netfault' "$LOG" || true

@@ -164,6 +164,12 @@ void AddModelSettings(const AddFn& add) {
       "on. (latentctl train --sweeps is instead the sweeps to run now)",
       Int<uint64_t>("max-sweeps", 0, int64_t{1} << 62,
                     [](DaemonConfig* c) { return &c->service.max_sweeps; }));
+  add("sweep-interval-ms", "0", "0..60000",
+      "The least time from one sweep's start to the next (0: back to back): "
+      "bounds the CPU a settled model on a small corpus spends sampling and, "
+      "in a cluster, syncing; an ingest still merges at once",
+      Int<int>("sweep-interval-ms", 0, 60000,
+               [](DaemonConfig* c) { return &c->service.sweep_interval_ms; }));
   add("checkpoint-every", "100", "0..1000000",
       "Write a checkpoint every N sweeps (0: not by sweeps)",
       Int<int>("checkpoint-every", 0, 1000000,
@@ -612,10 +618,10 @@ void AddClusterSettings(const AddFn& add) {
 // the log file); every other setting needs a restart.
 bool IsRuntimeSetting(std::string_view name) {
   static constexpr std::string_view kRuntime[] = {
-      "max-sweeps",   "checkpoint-every",         "checkpoint-seconds",
-      "publish-ms",   "ingest-log-compact-bytes", "log-file",
-      "log-level",    "progress-seconds",         "coherence-seconds",
-      "coherence-top"};
+      "max-sweeps",         "sweep-interval-ms", "checkpoint-every",
+      "checkpoint-seconds", "publish-ms",        "ingest-log-compact-bytes",
+      "log-file",           "log-level",         "progress-seconds",
+      "coherence-seconds",  "coherence-top"};
   return std::find(std::begin(kRuntime), std::end(kRuntime), name) !=
          std::end(kRuntime);
 }

@@ -78,10 +78,10 @@ class LatentdService {
   // checkpoint error.
   absl::Status Stop();
   // Applies the settings that may change at runtime (the daemon's SIGHUP):
-  // max_sweeps, checkpoint_every, checkpoint_seconds, publish_interval_ms,
-  // progress_seconds, coherence_seconds, coherence_top_words and
-  // compact_log_bytes of `next`; the other fields are
-  // ignored. Waits for the current sweep to end. A new max_sweeps past the
+  // max_sweeps, sweep_interval_ms, checkpoint_every, checkpoint_seconds,
+  // publish_interval_ms, progress_seconds, coherence_seconds,
+  // coherence_top_words and compact_log_bytes of `next`; the other fields
+  // are ignored. Waits for the current sweep to end. A new max_sweeps past the
   // current sweep resumes sampling, except on a cluster node that has already
   // finished (its peers no longer wait for it): then max_sweeps is kept and the
   // call fails with kFailedPrecondition, the other fields still applied.

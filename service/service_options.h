@@ -31,6 +31,12 @@ struct ServiceOptions {
   // checkpoint.
   TrainerOptions trainer;
   uint64_t max_sweeps = 0;  // stop sampling after this sweep; 0 = never
+  // The least time from one sweep's start to the next; 0 = back to back.
+  // On a small corpus a sweep takes a millisecond, and a node sampling
+  // (and, in a cluster, syncing) back to back spends every core it has
+  // long after the model has settled. Ingested documents still merge at
+  // once: the wait ends when work arrives.
+  int sweep_interval_ms = 0;
   // With a held-out store (DIR/heldout.lts, built on the first start when
   // build.holdout_fraction > 0): score its perplexity by document
   // completion (fold-in with `infer`) every `heldout_every` sweeps (0:

@@ -96,6 +96,7 @@ absl::Status TrainingLoop::Finish() {
 absl::Status TrainingLoop::Reconfigure(const ServiceOptions& next) {
   absl::MutexLock lock(&train_mu_);
   options_.checkpoint_every = next.checkpoint_every;
+  options_.sweep_interval_ms = next.sweep_interval_ms;
   options_.checkpoint_seconds = next.checkpoint_seconds;
   options_.publish_interval_ms = next.publish_interval_ms;
   options_.progress_seconds = next.progress_seconds;
@@ -122,15 +123,22 @@ void TrainingLoop::Run() {
   while (!parts_.ingest->stopping()) {
     bool backoff = false;
     bool swept;
+    int interval_ms;
+    const absl::Time turn_start = absl::Now();
     {
       absl::MutexLock lock(&train_mu_);
       swept = Turn(&backoff);
+      interval_ms = options_.sweep_interval_ms;
     }
     if (backoff) {
       absl::SleepFor(absl::Milliseconds(500));
     } else if (!swept) {
       // Idle (max_sweeps reached): wait for documents to merge.
       parts_.ingest->WaitForWork(absl::Milliseconds(200));
+    } else if (interval_ms > 0) {
+      const absl::Duration left =
+          turn_start + absl::Milliseconds(interval_ms) - absl::Now();
+      if (left > absl::ZeroDuration()) parts_.ingest->WaitForWork(left);
     }
   }
 }

@@ -29,6 +29,7 @@
 // unavailable. LATENTD_NETFAULT_SEED (1), LATENTD_NETFAULT_SCHEDULES (10),
 // LATENTD_NETFAULT_CUT_MS ("2000-2500"), LATENTD_NETFAULT_FLAP_MS (1000)
 // and LATENTD_NETFAULT_FLAP_CYCLES (3) set the campaign (ops/chaos.sh);
+// LATENTD_NETFAULT_SWEEP_MS (20) spaces each node's sweeps (NetCluster);
 // LATENTD_NETFAULT_KINDS ("halves,flap": only those kinds; default all)
 // and LATENTD_NETFAULT_GDB=1 writes the stacks of a node that does not come
 // back into the test directory (kept with LATENTD_KEEP_TEST_DIRS).

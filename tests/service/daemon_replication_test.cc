@@ -137,8 +137,11 @@ void KillRemoveAndCheck(int round, std::mt19937* rng) {
   std::vector<std::vector<std::string>> args;
   for (int i = 0; i < kNodes; ++i) {
     args.push_back(CorpusPartArgs(cluster.dir(), i));
+    // Sweeps 20 ms apart: training goes on through the kill, without
+    // taking every core from the client and the failover.
     for (const char* a : {"--max-sweeps", "1000000", "--replicas", "2",
-                          "--checkpoint-every", "0"}) {
+                          "--checkpoint-every", "0", "--sweep-interval-ms",
+                          "20"}) {
       args.back().push_back(a);
     }
   }

@@ -1,6 +1,7 @@
 #include "tests/service/netfault_cluster.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -27,6 +28,8 @@ NetCluster::NetCluster(int nodes, const std::string& failure_timeout,
   base = WriteCorpusParts(cluster->dir(), nodes, /*per_part=*/nullptr,
                           size_t(nodes) * docs_per_node);
   if (base.empty()) return;
+  const char* sweep_ms = std::getenv("LATENTD_NETFAULT_SWEEP_MS");
+  if (sweep_ms == nullptr) sweep_ms = "20";
   std::vector<std::vector<std::string>> args;
   for (int i = 0; i < nodes; ++i) {
     args.push_back(CorpusPartArgs(cluster->dir(), i));
@@ -34,7 +37,8 @@ NetCluster::NetCluster(int nodes, const std::string& failure_timeout,
     for (const std::string& a : std::vector<std::string>{
              "--listen", at + ":7071", "--http", at + ":7070",
              "--cluster-listen", at + ":7072", "--replicas", "2", "--threads",
-             "1", "--checkpoint-every", "0"}) {
+             "1", "--checkpoint-every", "0", "--sweep-interval-ms",
+             sweep_ms}) {
       args.back().push_back(a);
     }
   }

@@ -20,8 +20,10 @@ namespace latentd::testing {
 // A cluster of `nodes` nodes, each node in the topology's namespace of its
 // own with dir/part<i> of WriteCorpusParts (the test corpus's first
 // `nodes * docs_per_node` documents), --replicas 2, --failure-timeout
-// `failure_timeout`, one training thread and fixed ports (7070-7072, free
-// in every namespace), started. Builds
+// `failure_timeout`, one training thread, a sweep at most every
+// LATENTD_NETFAULT_SWEEP_MS ms (20; 0: back to back, as ops/chaos.sh's
+// long campaigns run) and fixed ports (7070-7072, free in every
+// namespace), started. Builds
 // the topology first (NetTopology::Create: the calling thread moves into a
 // network namespace of its own). ok() says whether all of it worked (test
 // failures otherwise).

@@ -437,6 +437,39 @@ TEST(LatentdService, InfersDeterministicallyAndDropsRedeliveries) {
   EXPECT_TRUE((*third)->Stop().ok());
 }
 
+// --sweep-interval-ms spaces the sweeps: the 120-token corpus sweeps in
+// well under a millisecond, so back to back it makes hundreds of sweeps in
+// the time the interval allows a handful; a reload to 0 lifts the bound.
+TEST(LatentdService, SweepIntervalSpacesTheSweeps) {
+  const std::string dir = TempPath("interval");
+  std::filesystem::remove_all(dir);
+  ServiceOptions o = SmallService(dir);
+  o.max_sweeps = 0;
+  o.sweep_interval_ms = 100;
+  MetricsRegistry metrics;
+  auto s = LatentdService::Open(o, &metrics);
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto sweep = [&] {
+    return (*s)->Status(api::StatusRequest())->version().sweep();
+  };
+  const auto began = std::chrono::steady_clock::now();
+  (*s)->Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  const uint64_t spaced = sweep();
+  const double seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - began)
+                             .count();
+  // One sweep per 100 ms, the first at once (and a published view may lag
+  // by one).
+  EXPECT_LE(spaced, uint64_t(seconds * 10) + 2) << seconds << " s";
+  EXPECT_GE(spaced, 2u);
+  o.sweep_interval_ms = 0;
+  ASSERT_TRUE((*s)->Reconfigure(o).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_GT(sweep(), spaced + 20);
+  EXPECT_TRUE((*s)->Stop().ok());
+}
+
 // A cluster-mode node serves before it has joined (its id is its bound
 // API address), but must not take a user's events or answer for a user
 // until it knows the ring; word and topic queries go on.
