@@ -199,11 +199,11 @@ void AddModelSettings(const AddFn& add) {
         return &c->service.similarity.refresh_seconds;
       }));
   add("similarity-max-topics", "1024", "0..65536",
-      "Build SimilarDocuments' and SimilarUsers' index only for models of "
-      "at most this many topics: it keeps K floats per document and user "
-      "and compares them in K dimensions (at K=10,000 on news20, 2.7 GB and "
-      "most of the CPU); above it both calls answer FAILED_PRECONDITION "
-      "(0: no bound)",
+      "Up to this many topics SimilarDocuments' and SimilarUsers' index "
+      "keeps K floats per document and user (a scan, then an HNSW graph); "
+      "above it, each one's non-zero topic counts, answered by an exact scan "
+      "that costs their non-zeros (a dense index at K=10,000 on news20 took "
+      "2.7 GB and most of the CPU; 0: always dense)",
       Int<uint32_t>("similarity-max-topics", 0, 65536, [](DaemonConfig* c) {
         return &c->service.similarity.max_topics;
       }));

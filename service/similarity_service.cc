@@ -42,12 +42,7 @@ absl::Status SimilarityService::OnPublish(const ModelView& view,
     current_.set_view(view.version);
     if (queue_.size() >= kMaxQueued) have_full_ = false;
   }
-  const std::span<const double> alpha(view.snapshot.alpha);
-  if (options_.max_topics > 0 && alpha.size() > options_.max_topics) {
-    absl::MutexLock lock(&mu_);
-    over_max_topics_ = static_cast<uint32_t>(alpha.size());
-    return absl::OkStatus();
-  }
+  const std::vector<double>& alpha = view.snapshot.alpha;
   const uint64_t num_docs = store->meta().num_docs;
   const absl::Time now = absl::Now();
   const bool moved = view.sweep != last_full_sweep_;
@@ -58,14 +53,15 @@ absl::Status SimilarityService::OnPublish(const ModelView& view,
   Batch batch;
   batch.full = full;
   batch.view = view.version;
-  batch.dim = static_cast<uint32_t>(alpha.size());
+  batch.alpha = alpha;
   if (full) user_events_.clear();
   if (full || num_docs > docs_seen_) {
     LATENTD_ASSIGN_OR_RETURN(
         batch.documents,
-        ReadDocumentMixtures(store, alpha, full ? 0 : docs_seen_));
+        ReadDocumentMixtures(store, static_cast<uint32_t>(alpha.size()),
+                             full ? 0 : docs_seen_));
   }
-  batch.users = UserMixtures(view.users, alpha, user_events_);
+  batch.users = UserMixtures(view.users, user_events_);
   for (const Mixture& u : batch.users) {
     user_events_[u.id] = view.users.at(u.id).events;
   }
@@ -110,33 +106,51 @@ void SimilarityService::Loop() {
 
 absl::Status SimilarityService::Write(Collection* c,
                                       const std::vector<Mixture>& items,
+                                      const std::vector<double>& alpha,
                                       uint64_t view) {
+  std::vector<SparseMixtureIndex::TopicCount> counts;
   for (const Mixture& m : items) {
     const uint64_t key = Key(m.id);
     {
       absl::MutexLock lock(&c->names_mu);
       c->names[key] = m.id;
     }
-    absl::Status s =
-        c->index->Upsert(key, std::span<const float>(m.theta), view);
+    absl::Status s;
+    if (c->sparse != nullptr) {
+      counts.clear();
+      for (const auto& [k, n] : m.counts) {
+        if (k < c->sparse->topics()) counts.emplace_back(k, n);
+      }
+      s = c->sparse->Upsert(key, counts, m.total, view);
+    } else {
+      s = c->index->Upsert(key, std::span<const float>(Smoothed(m, alpha)),
+                           view);
+    }
     if (!s.ok())
       return absl::Status(s.code(),
                           absl::StrCat("'", m.id, "': ", s.message()));
   }
-  if (c->index->NeedsRebuild()) return c->index->Rebuild();
+  if (c->index != nullptr && c->index->NeedsRebuild()) {
+    return c->index->Rebuild();
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<SimilarityService::Collection>>
-SimilarityService::Build(const std::vector<Mixture>& items, uint32_t dim,
+SimilarityService::Build(const std::vector<Mixture>& items,
+                         const std::vector<double>& alpha,
                          uint64_t view) const {
-  SimilarityOptions o;
-  o.metric = Metric::kHellinger;
-  o.dim = dim;
-  o.exact_threshold = options_.exact_threshold;
   auto c = std::make_shared<Collection>();
-  LATENTD_ASSIGN_OR_RETURN(c->index, SimilarityIndex::Create(o));
-  LATENTD_RETURN_IF_ERROR(Write(c.get(), items, view));
+  if (options_.max_topics > 0 && alpha.size() > options_.max_topics) {
+    LATENTD_ASSIGN_OR_RETURN(c->sparse, SparseMixtureIndex::Create(alpha));
+  } else {
+    SimilarityOptions o;
+    o.metric = Metric::kHellinger;
+    o.dim = static_cast<uint32_t>(alpha.size());
+    o.exact_threshold = options_.exact_threshold;
+    LATENTD_ASSIGN_OR_RETURN(c->index, SimilarityIndex::Create(o));
+  }
+  LATENTD_RETURN_IF_ERROR(Write(c.get(), items, alpha, view));
   return c;
 }
 
@@ -144,9 +158,9 @@ absl::Status SimilarityService::Apply(Batch batch) {
   if (batch.full) {
     const absl::Time start = absl::Now();
     LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<Collection> documents,
-                             Build(batch.documents, batch.dim, batch.view));
+                             Build(batch.documents, batch.alpha, batch.view));
     LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<Collection> users,
-                             Build(batch.users, batch.dim, batch.view));
+                             Build(batch.users, batch.alpha, batch.view));
     absl::MutexLock lock(&mu_);
     documents_ = std::move(documents);
     users_ = std::move(users);
@@ -164,8 +178,10 @@ absl::Status SimilarityService::Apply(Batch batch) {
   if (documents == nullptr || users == nullptr) {
     return absl::FailedPreconditionError("a batch before the first refresh");
   }
-  LATENTD_RETURN_IF_ERROR(Write(documents.get(), batch.documents, batch.view));
-  LATENTD_RETURN_IF_ERROR(Write(users.get(), batch.users, batch.view));
+  LATENTD_RETURN_IF_ERROR(
+      Write(documents.get(), batch.documents, batch.alpha, batch.view));
+  LATENTD_RETURN_IF_ERROR(
+      Write(users.get(), batch.users, batch.alpha, batch.view));
   absl::MutexLock lock(&mu_);
   ++updates_;
   index_view_ = std::max(index_view_, batch.view);
@@ -175,14 +191,6 @@ absl::Status SimilarityService::Apply(Batch batch) {
 absl::StatusOr<std::shared_ptr<const SimilarityService::Collection>>
 SimilarityService::Current(bool documents) const {
   absl::MutexLock lock(&mu_);
-  if (over_max_topics_ > 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "similar documents and users are off for this model: it has ",
-        over_max_topics_, " topics, more than --similarity-max-topics ",
-        options_.max_topics,
-        " (the index keeps K floats per item; raise "
-        "the setting to build it anyway)"));
-  }
   std::shared_ptr<const Collection> c = documents ? documents_ : users_;
   if (c == nullptr) {
     return absl::UnavailableError(
@@ -223,7 +231,7 @@ void SimilarityService::Fill(
   staleness->set_index_oldest_view(answer.index_min_version);
   staleness->set_index_newest_view(answer.index_max_version);
   staleness->set_exact(answer.exact);
-  staleness->set_indexed(c.index->size());
+  staleness->set_indexed(c.size());
   absl::MutexLock lock(&mu_);
   *staleness->mutable_current() = current_;
 }
@@ -255,7 +263,7 @@ absl::StatusOr<std::vector<float>> SimilarityService::TextTheta(
 absl::StatusOr<SimilarityAnswer> SimilarityService::QueryTheta(
     const Collection& c, const google::protobuf::RepeatedField<float>& theta,
     uint32_t top, std::string_view exclude) {
-  absl::StatusOr<SimilarityAnswer> answer = c.index->Query(
+  absl::StatusOr<SimilarityAnswer> answer = c.Query(
       std::span<const float>(theta.data(), static_cast<size_t>(theta.size())),
       exclude.empty() ? top : top + 1);
   if (!answer.ok()) {
@@ -289,18 +297,18 @@ SimilarityService::SimilarDocuments(
   if (request.theta_size() > 0) {
     answer = QueryTheta(*c, request.theta(), top, request.exclude());
   } else if (by_document) {
-    answer = c->index->QueryById(Key(request.document()), top);
+    answer = c->QueryById(Key(request.document()), top);
     if (answer.status().code() == absl::StatusCode::kNotFound) {
       return absl::NotFoundError(absl::StrCat(
           "document '", request.document(),
-          "' is not in the similarity index (", c->index->size(),
+          "' is not in the similarity index (", c->size(),
           " documents): not a document id of this node's model, or merged "
           "after the index's last update (see docs/api.md, staleness)"));
     }
   } else {
     LATENTD_ASSIGN_OR_RETURN(std::vector<float> theta,
                              TextTheta(infer_, request));
-    answer = c->index->Query(std::span<const float>(theta), top);
+    answer = c->Query(std::span<const float>(theta), top);
   }
   LATENTD_RETURN_IF_ERROR(answer.status());
   api::SimilarDocumentsResponse resp;
@@ -330,11 +338,11 @@ absl::StatusOr<api::SimilarUsersResponse> SimilarityService::SimilarUsers(
     return resp;
   }
   absl::StatusOr<SimilarityAnswer> answer =
-      c->index->QueryById(Key(request.user()), top);
+      c->QueryById(Key(request.user()), top);
   if (answer.status().code() == absl::StatusCode::kNotFound) {
     return absl::NotFoundError(absl::StrCat(
         "user '", request.user(), "' is not in the similarity index (",
-        c->index->size(),
+        c->size(),
         " users): unknown, its events not merged yet, or merged after the "
         "index's last update (see docs/api.md, staleness)"));
   }
@@ -360,8 +368,8 @@ SimilarityStats SimilarityService::Stats() const {
 
 std::pair<size_t, size_t> SimilarityService::Sizes() const {
   absl::MutexLock lock(&mu_);
-  return {documents_ == nullptr ? 0 : documents_->index->size(),
-          users_ == nullptr ? 0 : users_->index->size()};
+  return {documents_ == nullptr ? 0 : documents_->size(),
+          users_ == nullptr ? 0 : users_->size()};
 }
 
 }  // namespace latentd::service

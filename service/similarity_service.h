@@ -55,6 +55,7 @@
 #include "service/model_view.h"
 #include "service/similarity_mixtures.h"
 #include "similarity/similarity_index.h"
+#include "similarity/sparse_mixture_index.h"
 
 namespace latentd::service {
 
@@ -64,10 +65,11 @@ struct SimilarityServiceOptions {
   double refresh_seconds = 30;
   // Below this many items a query scans them all (SimilarityOptions).
   size_t exact_threshold = 10000;
-  // The indexes keep each item's θ as K floats and compare items in K
-  // dimensions: above this many topics they are not built (memory and
-  // time would grow with K × documents) and both calls answer
-  // kFailedPrecondition saying so. 0: no bound.
+  // Up to this many topics the indexes keep each item's θ as K floats
+  // (an exact scan, then an HNSW graph). Above it they keep each item's
+  // non-zero topic counts and answer by an exact scan whose cost is the
+  // items' non-zeros (similarity/sparse_mixture_index.h): K floats per
+  // item would grow memory and time with K × documents. 0: always dense.
   uint32_t max_topics = 1024;
 };
 
@@ -112,8 +114,7 @@ class SimilarityService {
   // exactly one of document, text and theta, top above kMaxTop, or a theta
   // that is not K long; kNotFound for a document not in the index; the
   // inference's error for a text; kUnavailable before the first refresh
-  // is built; kFailedPrecondition when the model has more topics than
-  // options.max_topics.
+  // is built.
   absl::StatusOr<api::SimilarDocumentsResponse> SimilarDocuments(
       const api::SimilarDocumentsRequest& request) const;
   // The same for users, by a user's id or a mixture: kInvalidArgument
@@ -133,9 +134,19 @@ class SimilarityService {
   SimilarityStats Stats() const;
 
  private:
-  // One kind of item: its index and the names of its keys.
+  // One kind of item: its index (dense, or sparse above max_topics) and
+  // the names of its keys.
   struct Collection {
     std::unique_ptr<SimilarityIndex> index;
+    std::unique_ptr<SparseMixtureIndex> sparse;
+    size_t size() const { return sparse ? sparse->size() : index->size(); }
+    absl::StatusOr<SimilarityAnswer> Query(std::span<const float> theta,
+                                           size_t n) const {
+      return sparse ? sparse->Query(theta, n) : index->Query(theta, n);
+    }
+    absl::StatusOr<SimilarityAnswer> QueryById(uint64_t id, size_t n) const {
+      return sparse ? sparse->QueryById(id, n) : index->QueryById(id, n);
+    }
     mutable absl::Mutex names_mu;
     absl::flat_hash_map<uint64_t, std::string> names ABSL_GUARDED_BY(names_mu);
   };
@@ -143,7 +154,7 @@ class SimilarityService {
   struct Batch {
     bool full = false;
     uint64_t view = 0;
-    uint32_t dim = 0;
+    std::vector<double> alpha;  // the view's α (K entries)
     std::vector<Mixture> documents;
     std::vector<Mixture> users;
   };
@@ -151,9 +162,12 @@ class SimilarityService {
   void Loop();
   absl::Status Apply(Batch batch);
   absl::StatusOr<std::shared_ptr<Collection>> Build(
-      const std::vector<Mixture>& items, uint32_t dim, uint64_t view) const;
+      const std::vector<Mixture>& items, const std::vector<double>& alpha,
+      uint64_t view) const;
+  // Writes `items` into c: as θ smoothed with `alpha` into a dense index,
+  // as counts into a sparse one (which smooths with its own α).
   static absl::Status Write(Collection* c, const std::vector<Mixture>& items,
-                            uint64_t view);
+                            const std::vector<double>& alpha, uint64_t view);
   absl::StatusOr<std::shared_ptr<const Collection>> Current(
       bool documents) const;
   // The answer's neighbours (its first `top` but `exclude`) and staleness
@@ -186,8 +200,6 @@ class SimilarityService {
   std::shared_ptr<Collection> documents_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<Collection> users_ ABSL_GUARDED_BY(mu_);
   api::ModelVersion current_ ABSL_GUARDED_BY(mu_);
-  // The model's K when it is over options_.max_topics (no index), else 0.
-  uint32_t over_max_topics_ ABSL_GUARDED_BY(mu_) = 0;
   // Kept by the similarity thread (Apply) for Stats.
   uint64_t full_refreshes_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t updates_ ABSL_GUARDED_BY(mu_) = 0;
