@@ -83,6 +83,9 @@ void OwnerReplicator::Release(const std::shared_ptr<Waiter>& w,
 void OwnerReplicator::DropStream(Stream* s, DoneList* dones) {
   for (Pending& p : s->queue) Release(p.waiter, dones);
   s->queue.clear();
+  // A send in flight answers a stream that is gone (OnSent ignores it).
+  s->inflight = false;
+  s->generation = ++generations_;
 }
 
 void OwnerReplicator::Send(const DeltaBatch& batch, OwnerChannel::DoneFn done) {
@@ -305,7 +308,7 @@ void OwnerReplicator::OnSent(const std::string& backup, uint64_t generation,
     absl::MutexLock l(&mu_);
     auto it = streams_.find(backup);
     if (it == streams_.end() || it->second.generation != generation ||
-        !it->second.inflight) {
+        !it->second.inflight || it->second.queue.empty()) {
       return;  // the stream was dropped meanwhile
     }
     Stream& s = it->second;

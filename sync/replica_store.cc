@@ -53,11 +53,16 @@ absl::Status ReplicaStore::Apply(const ReplicaUpdate& u, bool* duplicate) {
     ++stats_.updates_duplicate;
     return absl::OkStatus();
   }
+  if (o.stream != u.stream()) o.based = false;
   o.stream = u.stream();
   o.last_sequence = u.sequence();
   if (u.reset()) {
     o.keys.clear();
     o.contributors.clear();
+    o.based = true;
+  } else if (!o.based) {
+    ++stats_.updates_unbased;
+    return absl::OkStatus();
   }
   std::vector<uint32_t> index(u.contributors_size());
   for (int c = 0; c < u.contributors_size(); ++c) {
@@ -84,13 +89,20 @@ absl::Status ReplicaStore::Apply(const ReplicaUpdate& u, bool* duplicate) {
   return absl::OkStatus();
 }
 
+ReplicaStore::CopyState ReplicaStore::State(const std::string& owner) const {
+  absl::MutexLock l(&mu_);
+  auto found = owners_.find(owner);
+  if (found == owners_.end()) return CopyState::kNone;
+  return found->second.based ? CopyState::kBased : CopyState::kUnbased;
+}
+
 std::vector<KeyHandoff> ReplicaStore::TakeOver(
     const std::string& owner, const std::function<bool(Key)>& take,
     uint64_t epoch, const std::string& to_node, size_t max_keys_per_chunk) {
   std::vector<KeyHandoff> out;
   absl::MutexLock l(&mu_);
   auto found = owners_.find(owner);
-  if (found == owners_.end()) return out;
+  if (found == owners_.end() || !found->second.based) return out;
   Owner& o = found->second;
   std::vector<Key> keys;
   for (const auto& [key, entries] : o.keys) {

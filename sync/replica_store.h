@@ -13,6 +13,15 @@
 // update from a new stream starts that owner's sequence afresh. A `reset`
 // update drops everything held from its owner before adding its entries.
 //
+// A copy is based once a reset of its owner's current stream has arrived
+// (the first update of a refill, OwnerReplicator::Refill). The owner's
+// own batches reach a new backup (or one that restarted, or a new owner
+// process's backups) from the moment it is named, before the refill: those
+// deltas have no base here, are acknowledged without being kept (the
+// refill's snapshot, taken after them, holds them) and would, imported
+// alone, put a failed owner's key below zero. A copy that is not based is
+// not taken over.
+//
 // Thread-safety: thread-safe (one mutex).
 #ifndef LATENTD_SYNC_REPLICA_STORE_H_
 #define LATENTD_SYNC_REPLICA_STORE_H_
@@ -34,6 +43,7 @@ namespace latentd::sync {
 struct ReplicaStoreStats {
   uint64_t updates_applied = 0;
   uint64_t updates_duplicate = 0;
+  uint64_t updates_unbased = 0;  // acknowledged before their stream's reset
   uint64_t keys_taken_over = 0;  // by TakeOver
 };
 
@@ -53,11 +63,16 @@ class ReplicaStore {
   // 0): each key's global is the sum of its entries, its holders the
   // attributed contributors (with what each contributed; nothing unseen),
   // so that OwnerShard::ImportKeys adds it as if the failed owner had
-  // handed the key off with only that part of its global.
+  // handed the key off with only that part of its global. Nothing when the
+  // owner's copy is not based (class comment).
   std::vector<KeyHandoff> TakeOver(const std::string& owner,
                                    const std::function<bool(Key)>& take,
                                    uint64_t epoch, const std::string& to_node,
                                    size_t max_keys_per_chunk = 50000);
+  // What this node holds of `owner`: nothing, only updates that arrived
+  // before their stream's reset (not taken over), or a based copy.
+  enum class CopyState { kNone, kUnbased, kBased };
+  CopyState State(const std::string& owner) const;
 
   // Drops the copies of `owner`'s keys for which drop(key) is true (keys
   // this node no longer backs up).
@@ -77,6 +92,7 @@ class ReplicaStore {
   struct Owner {
     uint64_t stream = 0;
     uint64_t last_sequence = 0;
+    bool based = false;  // a reset of `stream` has been applied
     std::vector<HandoffHolder> contributors;
     absl::flat_hash_map<Key, std::vector<Entry>> keys;
   };

@@ -113,6 +113,14 @@ void KeyReplicas::Send(const std::string& backup,
 
 void KeyReplicas::TakeOver(const std::string& dead, uint64_t epoch,
                            const std::function<bool(sync::Key)>& owns) {
+  if (copies_->State(dead) == sync::ReplicaStore::CopyState::kUnbased) {
+    // Its refill (reset and snapshot) had not reached this node: what came
+    // before it has no base and is not imported (sync/replica_store.h).
+    options_.log(absl::StrCat(
+        "ring epoch ", epoch, ": the copies of ", dead,
+        "'s keys held here never got their base (its refill had not "
+        "arrived): its own counts are out of the model until it returns"));
+  }
   size_t keys = 0;
   for (const sync::KeyHandoff& h : copies_->TakeOver(
            dead, owns, epoch, node_id_, options_.handoff_chunk_keys)) {

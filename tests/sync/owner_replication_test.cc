@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "sync/owner_replicator.h"
 #include "sync/owner_shard.h"
@@ -73,6 +74,24 @@ class Replication : public ::testing::Test {
       nodes_[n].channel = nodes_[n].replicator->MakeChannel();
     }
     SetRing({0, 1, 2});
+    // As KeyReplicas::Start does: every backup's copy gets its base.
+    for (Node& n : nodes_) {
+      n.replicator->Refill([this](const std::string& id) { return Live(id); });
+    }
+    // Each refill is one update to each of the two others, empty ones too.
+    for (int i = 0; i < 2000; ++i) {
+      bool sent = true;
+      for (Node& n : nodes_)
+        sent = sent && n.replicator->stats().updates_sent >= 2;
+      if (sent) break;
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+  }
+
+  // Every replicator's thread ends before any node's store or shard does
+  // (a refill may still be on its way into them).
+  void TearDown() override {
+    for (Node& n : nodes_) n.replicator->Stop();
   }
 
   void Deliver(const std::string& backup, const ReplicaUpdate& u,
@@ -86,6 +105,7 @@ class Replication : public ::testing::Test {
       done(absl::UnavailableError("injected"));
       return;
     }
+    absl::MutexLock lock(&stores_mu_);  // a test may replace a store
     for (Node& n : nodes_) {
       if (n.id != backup) continue;
       bool duplicate = false;
@@ -245,6 +265,7 @@ class Replication : public ::testing::Test {
   std::atomic<int> fail_next_{0};  // set by the test, read by the replicator
   std::atomic<bool> backup_down_{false};
   std::map<Key, SparseVector> contributed_[3];
+  absl::Mutex stores_mu_;  // Deliver's use of the nodes' stores
 };
 
 TEST_F(Replication, ABackupHoldsWhatItsOwnerContributed) {
@@ -385,6 +406,49 @@ TEST_F(Replication, TwoFailuresInTurnLoseNoCount) {
   ExpectGlobalsCount({1, 2});
 }
 
+// An owner names a backup that holds nothing of it (a node that returned
+// with an empty store) and replicates its own batches to it at once; the
+// refill that gives the copy its base comes later. If the owner fails in
+// between, the backup holds deltas without their base: imported, they put
+// the key's global below zero (in a netfault run: "applying sync
+// corrections: delta -1 would make n(word 40, topic 8) = 0 negative", and
+// the node stopped). Those deltas are acknowledged but not kept, and the
+// copy is not taken over: the owner's own part is out of the model until
+// it returns, and the survivors' parts are exact.
+TEST_F(Replication, DeltasBeforeTheRefillAreNotTakenOverAlone) {
+  std::mt19937_64 rng(11);
+  for (int n = 0; n < 3; ++n) Send(n, RandomDeltas(rng));
+  AwaitReplicated({0, 1, 2});
+  // Node 1 leaves and returns with an empty store; node 0 names it again
+  // (SetBackups) but has not refilled it yet.
+  SetRing({0, 2});
+  {
+    absl::MutexLock lock(&stores_mu_);
+    nodes_[1].store = std::make_unique<ReplicaStore>(kK);
+  }
+  SetRing({0, 1, 2});
+  std::map<Key, SparseVector> moves;  // tokens of node 0 change topics
+  for (Key k = 0; k < kKeys; k += 3) {
+    const SparseVector& mine = contributed_[0][k];
+    if (mine.empty() || mine[0].count <= 0) continue;
+    const uint32_t from = mine[0].topic;
+    moves[k] = from == 0 ? SparseVector{{0, -1}, {1, 1}}
+                         : SparseVector{{0, 1}, {from, -1}};
+  }
+  ASSERT_FALSE(moves.empty());
+  Send(0, moves);  // answered: node 1 acknowledged the copies
+  EXPECT_EQ(nodes_[1].store->State(Id(0)), ReplicaStore::CopyState::kUnbased);
+  EXPECT_GT(nodes_[1].store->stats().updates_unbased, 0u);
+  Fail(0, {1, 2});
+  // (This fixture's contributions are any integers; a count's would be
+  // non-negative, and a move's -1 imported alone took it below zero.)
+  for (Key k = 0; k < kKeys; ++k) {
+    SparseVector want = Sum(contributed_[1][k], contributed_[2][k]);
+    if (k % 3 != 0) want = Sum(want, contributed_[0][k]);  // senders' parts
+    EXPECT_EQ(nodes_[OwnerOf(k)].shard->Global(k), want) << "key " << k;
+  }
+}
+
 TEST(ReplicaStore, DuplicatesAndMalformedUpdatesChangeNothing) {
   ReplicaStore store(kK);
   ReplicaUpdate u;
@@ -399,20 +463,33 @@ TEST(ReplicaStore, DuplicatesAndMalformedUpdatesChangeNothing) {
   u.add_contributor_of(0);
   AppendToBlock({{1, 3}}, u.mutable_values());
   bool duplicate = true;
+  // No reset of stream 7 yet: acknowledged, not kept, nothing to take over.
   ASSERT_TRUE(store.Apply(u, &duplicate).ok());
   EXPECT_FALSE(duplicate);
+  EXPECT_TRUE(store.Sum("a", 5).empty());
+  EXPECT_EQ(store.State("a"), ReplicaStore::CopyState::kUnbased);
+  EXPECT_TRUE(store
+                  .TakeOver(
+                      "a", [](Key) { return true; }, 1, "b")
+                  .empty());
+  u.set_reset(true);
+  u.set_sequence(2);
+  ASSERT_TRUE(store.Apply(u, &duplicate).ok());
+  EXPECT_EQ(store.State("a"), ReplicaStore::CopyState::kBased);
+  u.set_reset(false);
+  u.set_sequence(1);
   ASSERT_TRUE(store.Apply(u, &duplicate).ok());
   EXPECT_TRUE(duplicate);
   EXPECT_EQ(store.Sum("a", 5), (SparseVector{{1, 3}}));
 
   ReplicaUpdate bad = u;
-  bad.set_sequence(2);
+  bad.set_sequence(3);
   bad.set_contributor_of(0, 4);
   absl::Status s = store.Apply(bad, &duplicate);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("contributor 4"), std::string::npos) << s;
   bad = u;
-  bad.set_sequence(2);
+  bad.set_sequence(3);
   bad.mutable_values()->set_topics(0, kK);  // topic out of range
   EXPECT_EQ(store.Apply(bad, &duplicate).code(),
             absl::StatusCode::kInvalidArgument);
@@ -424,7 +501,7 @@ TEST(ReplicaStore, DuplicatesAndMalformedUpdatesChangeNothing) {
 
   // A reset drops what the owner had sent before.
   ReplicaUpdate reset = u;
-  reset.set_sequence(3);
+  reset.set_sequence(4);
   reset.set_reset(true);
   reset.set_keys(0, 6);
   ASSERT_TRUE(store.Apply(reset, &duplicate).ok());
