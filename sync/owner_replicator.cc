@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace latentd::sync {
 
@@ -165,6 +166,7 @@ void OwnerReplicator::SetBackups(
     epoch_ = epoch;
     backups_ = std::move(backups);
     wanted_ = wanted;
+    members_ = absl::flat_hash_set<std::string>(members.begin(), members.end());
     absl::flat_hash_set<std::string> keep(members.begin(), members.end());
     for (auto it = streams_.begin(); it != streams_.end();) {
       if (keep.contains(it->first)) {
@@ -222,6 +224,47 @@ void OwnerReplicator::Refill(
       } while (from < entries.size());
     }
   }
+}
+
+absl::Status OwnerReplicator::ImportKeys(const KeyHandoff& handoff) {
+  absl::MutexLock l(&mu_);
+  LATENTD_RETURN_IF_ERROR(shard_->ImportKeys(handoff));
+  if (stop_ || backups_ == nullptr || handoff.keys_size() == 0) {
+    return absl::OkStatus();
+  }
+  const absl::flat_hash_set<Key> keys(handoff.keys().begin(),
+                                      handoff.keys().end());
+  OwnerShard::ReplicaEntries e = shard_->ReplicaSnapshot(
+      options_.node_id,
+      [this](const std::string& id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return id == options_.node_id || members_.contains(id);
+      },
+      &keys);
+  absl::flat_hash_map<std::string, ReplicaUpdate> by_backup;
+  for (Key k : keys) {
+    for (const std::string& b : backups_(k)) {
+      ReplicaUpdate& u = by_backup[b];
+      if (u.contributors_size() == 0) {
+        for (const HandoffHolder& c : e.contributors) {
+          *u.add_contributors() = c;
+        }
+      }
+      u.add_reset_keys(k);
+    }
+  }
+  for (size_t i = 0; i < e.keys.size(); ++i) {
+    for (const std::string& b : backups_(e.keys[i])) {
+      ReplicaUpdate& u = by_backup[b];
+      u.add_keys(e.keys[i]);
+      u.add_contributor_of(e.contributor_of[i]);
+      AppendToBlock(e.values[i], u.mutable_values());
+    }
+  }
+  for (auto& [b, u] : by_backup) {
+    const size_t n = static_cast<size_t>(u.reset_keys_size());
+    Enqueue(b, Pending{.update = std::move(u), .waiter = nullptr, .keys = n});
+  }
+  return absl::OkStatus();
 }
 
 void OwnerReplicator::ExpireWaiters(DoneList* dones) {

@@ -48,6 +48,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -104,6 +105,13 @@ class OwnerReplicator {
   // Sends each backup (each member) a reset and the shard's snapshot of what
   // it must hold of its keys; live(id): a member of the current ring.
   void Refill(const std::function<bool(const std::string&)>& live);
+  // Imports `handoff` into the shard (OwnerShard::ImportKeys) and, in the
+  // same critical section as the shard's batches, queues to each backup its
+  // keys' whole parts with reset_keys: the deltas that follow then have
+  // their base at the backups before the epoch's refill (a key imported
+  // and then changed reached them as a change alone, which a take-over
+  // after this owner's failure imported without what it changed).
+  absl::Status ImportKeys(const KeyHandoff& handoff);
 
   // Stops sending: every batch awaiting acknowledgement is answered now, and
   // later batches are answered once applied. Idempotent.
@@ -155,6 +163,8 @@ class OwnerReplicator {
   std::function<std::vector<std::string>(Key)> backups_ ABSL_GUARDED_BY(mu_);
   size_t wanted_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t generations_ ABSL_GUARDED_BY(mu_) = 0;
+  // The other members of the ring, as SetBackups named them.
+  absl::flat_hash_set<std::string> members_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Stream> streams_ ABSL_GUARDED_BY(mu_);
   uint64_t short_keys_ ABSL_GUARDED_BY(mu_) = 0;
   // Own batches whose copies are not all acknowledged, by (sender,

@@ -196,7 +196,8 @@ void OwnerShard::ForgetSender(const std::string& node_id) {
 
 OwnerShard::ReplicaEntries OwnerShard::ReplicaSnapshot(
     const std::string& self_id,
-    const std::function<bool(const std::string&)>& live) const {
+    const std::function<bool(const std::string&)>& live,
+    const absl::flat_hash_set<Key>* only) const {
   ReplicaEntries out;
   absl::MutexLock l(&mu_);
   // Per slot: its index in out.contributors if replicated, else -1.
@@ -214,6 +215,7 @@ OwnerShard::ReplicaEntries OwnerShard::ReplicaSnapshot(
   out.contributors.emplace_back();  // node_id "": the unattributed rest
   SparseVector residual, sum;
   keys_.ForEach([&](Key key, const internal::GlobalValue& g) {
+    if (only != nullptr && !only->contains(key)) return;
     internal::KeyTable::ReadGlobal(g, &residual);
     for (size_t s = 0; s < g.contributed.size(); ++s) {
       const SparseVector& c = g.contributed[s];

@@ -84,6 +84,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "sync/abelian_table.h"
@@ -174,9 +175,11 @@ class OwnerShard {
     std::vector<uint32_t> contributor_of;
     std::vector<SparseVector> values;
   };
+  // With `only`, the keys it lists alone.
   ReplicaEntries ReplicaSnapshot(
       const std::string& self_id,
-      const std::function<bool(const std::string&)>& live) const;
+      const std::function<bool(const std::string&)>& live,
+      const absl::flat_hash_set<Key>* only = nullptr) const;
 
   // The global value of `key` (empty if never seen).
   SparseVector Global(Key key) const;

@@ -64,6 +64,7 @@ absl::Status ReplicaStore::Apply(const ReplicaUpdate& u, bool* duplicate) {
     ++stats_.updates_unbased;
     return absl::OkStatus();
   }
+  for (Key k : u.reset_keys()) o.keys.erase(k);
   std::vector<uint32_t> index(u.contributors_size());
   for (int c = 0; c < u.contributors_size(); ++c) {
     index[c] = ContributorIndex(&o, u.contributors(c));

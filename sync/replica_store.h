@@ -13,6 +13,9 @@
 // update from a new stream starts that owner's sequence afresh. A `reset`
 // update drops everything held from its owner before adding its entries.
 //
+// An update's reset_keys drop the copies of those keys first (the owner
+// sends a key it has just imported with its whole part).
+//
 // A copy is based once a reset of its owner's current stream has arrived
 // (the first update of a refill, OwnerReplicator::Refill). The owner's
 // own batches reach a new backup (or one that restarted, or a new owner

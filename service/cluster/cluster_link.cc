@@ -226,6 +226,10 @@ absl::Status ClusterLink::Join() {
     apply_pending_ = std::move(t.apply_pending);
   }
   LATENTD_RETURN_IF_ERROR(key_replicas_->Start(config));
+  frames_->SetKeyImporter(
+      [replicas = key_replicas_.get()](const sync::KeyHandoff& h) {
+        return replicas->ImportKeys(h);
+      });
   LATENTD_ASSIGN_OR_RETURN(
       std::vector<std::unique_ptr<sync::OwnerChannel>> channels,
       follower_->ChannelsFor(config));

@@ -124,7 +124,7 @@ void KeyReplicas::TakeOver(const std::string& dead, uint64_t epoch,
   size_t keys = 0;
   for (const sync::KeyHandoff& h : copies_->TakeOver(
            dead, owns, epoch, node_id_, options_.handoff_chunk_keys)) {
-    absl::Status s = owner_->ImportKeys(h);
+    absl::Status s = ImportKeys(h);
     if (!s.ok()) {
       options_.log(absl::StrCat("taking over the copies of ", dead,
                                 "'s keys failed: ", s.ToString()));

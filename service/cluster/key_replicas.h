@@ -54,6 +54,13 @@ class KeyReplicas {
                           const std::vector<std::string>& lost = {});
   // Sends the backups of `config` what they must hold of this node's keys.
   void Refill(const hashring::RingConfig& config);
+  // Imports a key hand-off into the owner shard; with copies, also queues
+  // the keys' whole parts to their backups (OwnerReplicator::ImportKeys).
+  // Any thread, after Start.
+  absl::Status ImportKeys(const sync::KeyHandoff& handoff) {
+    return replicator_ ? replicator_->ImportKeys(handoff)
+                       : owner_->ImportKeys(handoff);
+  }
   // Failover (phase 1): imports the copies held here of `dead`'s keys that
   // this node owns at `epoch` (`owns`), and drops the rest.
   void TakeOver(const std::string& dead, uint64_t epoch,

@@ -129,7 +129,13 @@ void SyncFrameHandler::HandleKeyHandoff(const sync::Frame& request,
     responder.Reply(refused);
     return;
   }
-  if (absl::Status s = parts_.owner->ImportKeys(h); !s.ok()) {
+  std::function<absl::Status(const sync::KeyHandoff&)> importer;
+  {
+    absl::MutexLock l(&importer_mu_);
+    importer = importer_;
+  }
+  if (absl::Status s = importer ? importer(h) : parts_.owner->ImportKeys(h);
+      !s.ok()) {
     parts_.log(absl::StrCat("refused key hand-off from ", h.from_node(),
                             " (epoch ", h.epoch(), "): ", s.ToString()));
     responder.Reply(s);

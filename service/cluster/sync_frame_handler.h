@@ -50,6 +50,15 @@ class SyncFrameHandler {
   };
   explicit SyncFrameHandler(Parts parts) : parts_(std::move(parts)) {}
 
+  // Key hand-offs are imported by `importer` from now on (KeyReplicas::
+  // ImportKeys, which also replicates them) instead of straight into the
+  // owner shard. Any thread.
+  void SetKeyImporter(
+      std::function<absl::Status(const sync::KeyHandoff&)> importer) {
+    absl::MutexLock l(&importer_mu_);
+    importer_ = std::move(importer);
+  }
+
   // Answers `request` through `responder` (once).
   void Handle(sync::Frame request, sync::Responder responder);
 
@@ -87,6 +96,9 @@ class SyncFrameHandler {
   std::atomic<uint64_t> replicas_refused_{0};
   std::atomic<uint64_t> progress_refused_{0};
   std::atomic<uint64_t> handoff_keys_in_{0};
+  absl::Mutex importer_mu_;
+  std::function<absl::Status(const sync::KeyHandoff&)> importer_
+      ABSL_GUARDED_BY(importer_mu_);
   std::atomic<uint64_t> handoff_bytes_in_{0};
 
   // The ids the registry listed when last read.
