@@ -161,6 +161,21 @@ class Replication : public ::testing::Test {
     b->set_changes_only(true);
   }
 
+  // Node n's batch `b` to its own shard, through its replicating channel:
+  // answered only once the backups hold the deltas (the replicator's
+  // thread delivers them).
+  void SendOwn(int n, const DeltaBatch& b) {
+    std::atomic<bool> answered{false};
+    nodes_[n].channel->Send(b, [&](absl::StatusOr<DeltaReply> r) {
+      EXPECT_TRUE(r.ok()) << r.status();
+      answered = true;
+    });
+    for (int i = 0; i < 2000 && !answered; ++i) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    ASSERT_TRUE(answered);
+  }
+
   // Sender n sends `deltas` (key -> delta) to each key's owner: its own
   // through its replicating channel, the others' straight to their shards.
   void Send(int n, const std::map<Key, SparseVector>& deltas) {
@@ -174,17 +189,7 @@ class Replication : public ::testing::Test {
     for (auto& [owner, b] : batches) {
       Stamp(n, owner, &b);
       if (owner == n) {
-        std::atomic<bool> answered{false};
-        nodes_[n].channel->Send(b, [&](absl::StatusOr<DeltaReply> r) {
-          ASSERT_TRUE(r.ok()) << r.status();
-          answered = true;
-        });
-        // Answered only once the backup holds the deltas (the replicator's
-        // thread delivers them).
-        for (int i = 0; i < 2000 && !answered; ++i) {
-          absl::SleepFor(absl::Milliseconds(1));
-        }
-        ASSERT_TRUE(answered);
+        SendOwn(n, b);
       } else {
         DeltaReply reply;
         ASSERT_TRUE(nodes_[owner].shard->Apply(b, &reply).ok());
@@ -232,17 +237,7 @@ class Replication : public ::testing::Test {
       for (auto& [owner, b] : batches) {
         Stamp(n, owner, &b);
         if (owner == n) {
-          // Its own keys: through its replicating channel, as the
-          // synchronizer re-seeds.
-          std::atomic<bool> answered{false};
-          nodes_[n].channel->Send(b, [&](absl::StatusOr<DeltaReply> r) {
-            EXPECT_TRUE(r.ok()) << r.status();
-            answered = true;
-          });
-          for (int i = 0; i < 2000 && !answered; ++i) {
-            absl::SleepFor(absl::Milliseconds(1));
-          }
-          ASSERT_TRUE(answered);
+          SendOwn(n, b);  // as the synchronizer re-seeds its own keys
           continue;
         }
         DeltaReply reply;
