@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "sync/replica_store.h"
 
 namespace latentd::sync {
 
@@ -186,44 +187,55 @@ void OwnerReplicator::SetBackups(
 
 void OwnerReplicator::Refill(
     const std::function<bool(const std::string&)>& live) {
-  {
-    absl::MutexLock l(&mu_);
-    if (stop_ || backups_ == nullptr) return;
-    OwnerShard::ReplicaEntries e =
-        shard_->ReplicaSnapshot(options_.node_id, live);
-    absl::flat_hash_map<std::string, std::vector<size_t>> by_backup;
+  absl::MutexLock l(&mu_);
+  if (stop_ || backups_ == nullptr) return;
+  QueueRefill(shard_->ReplicaSnapshot(options_.node_id, live), nullptr);
+}
+
+void OwnerReplicator::QueueRefill(const OwnerShard::ReplicaEntries& e,
+                                  const std::string* only) {
+  absl::flat_hash_map<std::string, std::vector<size_t>> by_backup;
+  if (only != nullptr) {
+    by_backup[*only];
+  } else {
     for (const auto& [id, s] : streams_) by_backup[id];  // a reset for each
-    absl::flat_hash_set<Key> keys, short_keys;
-    for (size_t i = 0; i < e.keys.size(); ++i) {
-      const std::vector<std::string> b = backups_(e.keys[i]);
-      if (b.size() < wanted_) short_keys.insert(e.keys[i]);
-      for (const std::string& id : b) by_backup[id].push_back(i);
-    }
-    short_keys_ = short_keys.size();
-    for (auto& [id, entries] : by_backup) {
-      size_t from = 0;
-      do {
-        const size_t to =
-            std::min(entries.size(), from + options_.max_entries_per_update);
-        Pending p;
-        p.update.set_reset(from == 0);
-        for (const HandoffHolder& c : e.contributors) {
-          *p.update.add_contributors() = c;
-        }
-        keys.clear();
-        for (size_t j = from; j < to; ++j) {
-          const size_t i = entries[j];
-          p.update.add_keys(e.keys[i]);
-          p.update.add_contributor_of(e.contributor_of[i]);
-          AppendToBlock(e.values[i], p.update.mutable_values());
-          keys.insert(e.keys[i]);
-        }
-        p.keys = keys.size();
-        Enqueue(id, std::move(p));
-        from = to;
-      } while (from < entries.size());
+  }
+  absl::flat_hash_set<Key> keys, short_keys;
+  for (size_t i = 0; i < e.keys.size(); ++i) {
+    const std::vector<std::string> b = backups_(e.keys[i]);
+    if (b.size() < wanted_) short_keys.insert(e.keys[i]);
+    for (const std::string& id : b) {
+      if (only == nullptr || id == *only) by_backup[id].push_back(i);
     }
   }
+  if (only == nullptr) short_keys_ = short_keys.size();
+  for (auto& [id, entries] : by_backup) {
+    size_t from = 0;
+    do {
+      const size_t to =
+          std::min(entries.size(), from + options_.max_entries_per_update);
+      Pending p;
+      p.update.set_reset(from == 0);
+      for (const HandoffHolder& c : e.contributors) {
+        *p.update.add_contributors() = c;
+      }
+      keys.clear();
+      for (size_t j = from; j < to; ++j) {
+        const size_t i = entries[j];
+        p.update.add_keys(e.keys[i]);
+        p.update.add_contributor_of(e.contributor_of[i]);
+        AppendToBlock(e.values[i], p.update.mutable_values());
+        keys.insert(e.keys[i]);
+      }
+      p.keys = keys.size();
+      Enqueue(id, std::move(p));
+      from = to;
+    } while (from < entries.size());
+  }
+}
+
+bool OwnerReplicator::Live(const std::string& id) const {
+  return id == options_.node_id || members_.contains(id);
 }
 
 absl::Status OwnerReplicator::ImportKeys(const KeyHandoff& handoff) {
@@ -236,9 +248,8 @@ absl::Status OwnerReplicator::ImportKeys(const KeyHandoff& handoff) {
                                       handoff.keys().end());
   OwnerShard::ReplicaEntries e = shard_->ReplicaSnapshot(
       options_.node_id,
-      [this](const std::string& id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return id == options_.node_id || members_.contains(id);
-      },
+      [this](const std::string& id)
+          ABSL_NO_THREAD_SAFETY_ANALYSIS { return Live(id); },
       &keys);
   absl::flat_hash_map<std::string, ReplicaUpdate> by_backup;
   for (Key k : keys) {
@@ -356,7 +367,26 @@ void OwnerReplicator::OnSent(const std::string& backup, uint64_t generation,
     }
     Stream& s = it->second;
     s.inflight = false;
-    if (!status.ok()) {
+    if (IsNoBase(status)) {
+      // The backup holds no base of this process's copies (it restarted,
+      // or was named before this epoch's refill): what it refused is in a
+      // refill's snapshot, queued unless one is already on its way.
+      Release(s.queue.front().waiter, &dones);
+      s.queue.pop_front();
+      s.failing = false;
+      const bool reset_queued =
+          std::any_of(s.queue.begin(), s.queue.end(),
+                      [](const Pending& p) { return p.update.reset(); });
+      if (!reset_queued && !stop_ && backups_ != nullptr) {
+        ++stats_.rebases;
+        QueueRefill(shard_->ReplicaSnapshot(options_.node_id,
+                                            [this](const std::string& id)
+                                                ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                                  return Live(id);
+                                                }),
+                    &backup);
+      }
+    } else if (!status.ok()) {
       if (!s.failing) {
         options_.log(absl::StrCat("replicating key state to backup ", backup,
                                   " failed (", status.message(),
@@ -367,12 +397,13 @@ void OwnerReplicator::OnSent(const std::string& backup, uint64_t generation,
       ++stats_.updates_failed;
       s.retry_at = absl::Now() + options_.retry_interval;
       return;
+    } else {
+      s.failing = false;
+      ++stats_.updates_sent;
+      stats_.bytes_sent += bytes;
+      Release(s.queue.front().waiter, &dones);
+      s.queue.pop_front();
     }
-    s.failing = false;
-    ++stats_.updates_sent;
-    stats_.bytes_sent += bytes;
-    Release(s.queue.front().waiter, &dones);
-    s.queue.pop_front();
   }
   for (auto& d : dones) d();
 }

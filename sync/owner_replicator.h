@@ -27,7 +27,9 @@
 // the new backups, and Refill (once the shard holds its new keys) sends
 // each backup a `reset` and the snapshot of what it must hold
 // (OwnerShard::ReplicaSnapshot); the copies are under-replicated until it
-// is acknowledged.
+// is acknowledged. A backup that answers NoBase (it holds no base of this
+// process's copies: it restarted, or the epoch's refill has not reached it
+// yet) is sent a refill of its own, unless a reset is already queued to it.
 //
 // Thread-safety: thread-safe. The channel's Send applies the batch to the
 // shard under this class's mutex (so that a refill's snapshot and the
@@ -78,6 +80,8 @@ struct OwnerReplicatorStats {
   // queued to a backup whose last send failed, plus keys with fewer
   // backups than wanted (a ring of fewer than k members).
   uint64_t keys_under_replicated = 0;
+  // Refills queued because a backup answered NoBase (sync/replica_store.h).
+  uint64_t rebases = 0;
 };
 
 class OwnerReplicator {
@@ -140,6 +144,12 @@ class OwnerReplicator {
   void Send(const DeltaBatch& batch, OwnerChannel::DoneFn done);
   void Enqueue(const std::string& backup, Pending p)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues a reset and the snapshot `e` to every stream's backup, or to
+  // *only alone.
+  void QueueRefill(const OwnerShard::ReplicaEntries& e, const std::string* only)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // This node or a member SetBackups named.
+  bool Live(const std::string& id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A waiter's update is acknowledged (or dropped).
   void Release(const std::shared_ptr<Waiter>& w, DoneList* dones)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "sync/owner_shard.h"
@@ -18,6 +19,17 @@ uint32_t ReplicaStore::ContributorIndex(Owner* o, const HandoffHolder& c) {
   }
   o->contributors.push_back(c);
   return static_cast<uint32_t>(o->contributors.size() - 1);
+}
+
+absl::Status NoBase(const std::string& owner) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("no base: this backup holds no copy of ", owner,
+                   "'s keys from its current process yet (a refill is due)"));
+}
+
+bool IsNoBase(const absl::Status& status) {
+  return absl::IsFailedPrecondition(status) &&
+         absl::StartsWith(status.message(), "no base: ");
 }
 
 absl::Status ReplicaStore::Apply(const ReplicaUpdate& u, bool* duplicate) {
@@ -62,7 +74,7 @@ absl::Status ReplicaStore::Apply(const ReplicaUpdate& u, bool* duplicate) {
     o.based = true;
   } else if (!o.based) {
     ++stats_.updates_unbased;
-    return absl::OkStatus();
+    return NoBase(u.owner());
   }
   for (Key k : u.reset_keys()) o.keys.erase(k);
   std::vector<uint32_t> index(u.contributors_size());

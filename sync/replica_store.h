@@ -22,8 +22,9 @@
 // process's backups) from the moment it is named, before the refill: those
 // deltas have no base here, are acknowledged without being kept (the
 // refill's snapshot, taken after them, holds them) and would, imported
-// alone, put a failed owner's key below zero. A copy that is not based is
-// not taken over.
+// alone, put a failed owner's key below zero: Apply answers them NoBase
+// (the owner then refills this backup, OwnerReplicator) and keeps nothing.
+// A copy that is not based is not taken over.
 //
 // Thread-safety: thread-safe (one mutex).
 #ifndef LATENTD_SYNC_REPLICA_STORE_H_
@@ -50,12 +51,17 @@ struct ReplicaStoreStats {
   uint64_t keys_taken_over = 0;  // by TakeOver
 };
 
+// The answer to an update that arrived before its stream's reset.
+absl::Status NoBase(const std::string& owner);
+bool IsNoBase(const absl::Status& status);
+
 class ReplicaStore {
  public:
   explicit ReplicaStore(uint32_t dimension) : dimension_(dimension) {}
 
   // Validates and applies `update` (see above); *duplicate says whether it
-  // had been applied already. kInvalidArgument, nothing applied, for a
+  // had been applied already. NoBase (nothing kept) before its stream's
+  // reset. kInvalidArgument, nothing applied, for a
   // malformed update (lengths that do not add up, a contributor index out
   // of range, a topic >= dimension, another dimension, no owner).
   absl::Status Apply(const ReplicaUpdate& update, bool* duplicate);

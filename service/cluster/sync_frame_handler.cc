@@ -173,8 +173,10 @@ void SyncFrameHandler::HandleReplicaUpdate(const sync::Frame& request,
   }
   bool duplicate = false;
   if (absl::Status s = parts_.replicas->Apply(u, &duplicate); !s.ok()) {
-    parts_.log(absl::StrCat("refused replica update from ", u.owner(), ": ",
-                            s.ToString()));
+    if (!sync::IsNoBase(s)) {  // (the owner refills: expected)
+      parts_.log(absl::StrCat("refused replica update from ", u.owner(), ": ",
+                              s.ToString()));
+    }
     responder.Reply(s);
     return;
   }

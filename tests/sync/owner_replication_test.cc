@@ -100,6 +100,10 @@ class Replication : public ::testing::Test {
       done(absl::UnavailableError("backup down"));
       return;
     }
+    if (hold_resets_ && u.reset()) {
+      done(absl::UnavailableError("resets held"));
+      return;
+    }
     if (fail_next_ > 0) {
       --fail_next_;
       done(absl::UnavailableError("injected"));
@@ -276,6 +280,7 @@ class Replication : public ::testing::Test {
   uint64_t epoch_ = 0;
   std::atomic<int> fail_next_{0};  // set by the test, read by the replicator
   std::atomic<bool> backup_down_{false};
+  std::atomic<bool> hold_resets_{false};  // refills fail while set
   std::map<Key, SparseVector> contributed_[3];
   absl::Mutex stores_mu_;  // Deliver's use of the nodes' stores
 };
@@ -424,9 +429,10 @@ TEST_F(Replication, TwoFailuresInTurnLoseNoCount) {
 // between, the backup holds deltas without their base: imported, they put
 // the key's global below zero (in a netfault run: "applying sync
 // corrections: delta -1 would make n(word 40, topic 8) = 0 negative", and
-// the node stopped). Those deltas are acknowledged but not kept, and the
-// copy is not taken over: the owner's own part is out of the model until
-// it returns, and the survivors' parts are exact.
+// the node stopped). Those deltas are answered NoBase and not kept, and
+// the copy is not taken over: the owner's own part is out of the model
+// until it returns, and the survivors' parts are exact. (Here the refill
+// that NoBase asks for is held back, so the owner fails first.)
 TEST_F(Replication, DeltasBeforeTheRefillAreNotTakenOverAlone) {
   std::mt19937_64 rng(11);
   for (int n = 0; n < 3; ++n) Send(n, RandomDeltas(rng));
@@ -448,7 +454,8 @@ TEST_F(Replication, DeltasBeforeTheRefillAreNotTakenOverAlone) {
                          : SparseVector{{0, 1}, {from, -1}};
   }
   ASSERT_FALSE(moves.empty());
-  Send(0, moves);  // answered: node 1 acknowledged the copies
+  hold_resets_ = true;  // the refill node 1 asks for does not get there
+  Send(0, moves);       // answered: node 1 said it has no base
   EXPECT_EQ(nodes_[1].store->State(Id(0)), ReplicaStore::CopyState::kUnbased);
   EXPECT_GT(nodes_[1].store->stats().updates_unbased, 0u);
   Fail(0, {1, 2});
@@ -459,6 +466,25 @@ TEST_F(Replication, DeltasBeforeTheRefillAreNotTakenOverAlone) {
     if (k % 3 != 0) want = Sum(want, contributed_[0][k]);  // senders' parts
     EXPECT_EQ(nodes_[OwnerOf(k)].shard->Global(k), want) << "key " << k;
   }
+}
+
+// A backup restarts within the failure timeout: no ring change, so no
+// epoch refill; its empty store answers the owner's next batch NoBase, the
+// owner refills it, and a failure of the owner afterwards loses nothing.
+TEST_F(Replication, ABackupThatRestartedAsksForItsBaseAndGetsIt) {
+  std::mt19937_64 rng(9);
+  for (int n = 0; n < 3; ++n) Send(n, RandomDeltas(rng));
+  AwaitReplicated({0, 1, 2});
+  {
+    absl::MutexLock lock(&stores_mu_);
+    nodes_[1].store = std::make_unique<ReplicaStore>(kK);
+  }
+  Send(0, RandomDeltas(rng));
+  AwaitReplicated({0, 1, 2});
+  EXPECT_EQ(nodes_[0].replicator->stats().rebases, 1u);
+  EXPECT_EQ(nodes_[1].store->State(Id(0)), ReplicaStore::CopyState::kBased);
+  Fail(0, {1, 2});
+  ExpectGlobalsCount({0, 1, 2});
 }
 
 // Within one epoch, before its refill: an owner takes over a dead node's
@@ -499,8 +525,9 @@ TEST(ReplicaStore, DuplicatesAndMalformedUpdatesChangeNothing) {
   u.add_contributor_of(0);
   AppendToBlock({{1, 3}}, u.mutable_values());
   bool duplicate = true;
-  // No reset of stream 7 yet: acknowledged, not kept, nothing to take over.
-  ASSERT_TRUE(store.Apply(u, &duplicate).ok());
+  // No reset of stream 7 yet: answered NoBase, not kept, nothing to take
+  // over.
+  EXPECT_TRUE(IsNoBase(store.Apply(u, &duplicate)));
   EXPECT_FALSE(duplicate);
   EXPECT_TRUE(store.Sum("a", 5).empty());
   EXPECT_EQ(store.State("a"), ReplicaStore::CopyState::kUnbased);
