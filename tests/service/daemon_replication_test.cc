@@ -139,9 +139,9 @@ void KillRemoveAndCheck(int round, std::mt19937* rng) {
     args.push_back(CorpusPartArgs(cluster.dir(), i));
     // Sweeps 20 ms apart: training goes on through the kill, without
     // taking every core from the client and the failover.
-    for (const char* a : {"--max-sweeps", "1000000", "--replicas", "2",
-                          "--checkpoint-every", "0", "--sweep-interval-ms",
-                          "20"}) {
+    for (const char* a :
+         {"--max-sweeps", "1000000", "--replicas", "2", "--checkpoint-every",
+          "0", "--sweep-interval-ms", "20"}) {
       args.back().push_back(a);
     }
   }

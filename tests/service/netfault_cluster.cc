@@ -37,8 +37,7 @@ NetCluster::NetCluster(int nodes, const std::string& failure_timeout,
     for (const std::string& a : std::vector<std::string>{
              "--listen", at + ":7071", "--http", at + ":7070",
              "--cluster-listen", at + ":7072", "--replicas", "2", "--threads",
-             "1", "--checkpoint-every", "0", "--sweep-interval-ms",
-             sweep_ms}) {
+             "1", "--checkpoint-every", "0", "--sweep-interval-ms", sweep_ms}) {
       args.back().push_back(a);
     }
   }

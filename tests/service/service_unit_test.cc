@@ -456,9 +456,9 @@ TEST(LatentdService, SweepIntervalSpacesTheSweeps) {
   (*s)->Start();
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   const uint64_t spaced = sweep();
-  const double seconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - began)
-                             .count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+          .count();
   // One sweep per 100 ms, the first at once (and a published view may lag
   // by one).
   EXPECT_LE(spaced, uint64_t(seconds * 10) + 2) << seconds << " s";
