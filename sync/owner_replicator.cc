@@ -200,6 +200,14 @@ void OwnerReplicator::QueueRefill(const OwnerShard::ReplicaEntries& e,
   } else {
     for (const auto& [id, s] : streams_) by_backup[id];  // a reset for each
   }
+  QueueCopies(e, std::move(by_backup), only, nullptr);
+}
+
+void OwnerReplicator::QueueCopies(
+    const OwnerShard::ReplicaEntries& e,
+    absl::flat_hash_map<std::string, std::vector<size_t>> by_backup,
+    const std::string* only,
+    const absl::flat_hash_map<std::string, std::vector<Key>>* reset_keys) {
   absl::flat_hash_set<Key> keys, short_keys;
   for (size_t i = 0; i < e.keys.size(); ++i) {
     const std::vector<std::string> b = backups_(e.keys[i]);
@@ -208,14 +216,23 @@ void OwnerReplicator::QueueRefill(const OwnerShard::ReplicaEntries& e,
       if (only == nullptr || id == *only) by_backup[id].push_back(i);
     }
   }
-  if (only == nullptr) short_keys_ = short_keys.size();
+  if (only == nullptr && reset_keys == nullptr) {
+    short_keys_ = short_keys.size();
+  }
   for (auto& [id, entries] : by_backup) {
     size_t from = 0;
     do {
       const size_t to =
           std::min(entries.size(), from + options_.max_entries_per_update);
       Pending p;
-      p.update.set_reset(from == 0);
+      if (reset_keys == nullptr) {
+        p.update.set_reset(from == 0);
+      } else if (from == 0) {
+        // The first chunk drops the backup's copies of the keys.
+        if (auto it = reset_keys->find(id); it != reset_keys->end()) {
+          for (Key k : it->second) p.update.add_reset_keys(k);
+        }
+      }
       for (const HandoffHolder& c : e.contributors) {
         *p.update.add_contributors() = c;
       }
@@ -251,30 +268,16 @@ absl::Status OwnerReplicator::ImportKeys(const KeyHandoff& handoff) {
       [this](const std::string& id)
           ABSL_NO_THREAD_SAFETY_ANALYSIS { return Live(id); },
       &keys);
-  absl::flat_hash_map<std::string, ReplicaUpdate> by_backup;
+  // Each backup of an imported key: the keys to drop there first.
+  absl::flat_hash_map<std::string, std::vector<Key>> reset_keys;
+  absl::flat_hash_map<std::string, std::vector<size_t>> by_backup;
   for (Key k : keys) {
     for (const std::string& b : backups_(k)) {
-      ReplicaUpdate& u = by_backup[b];
-      if (u.contributors_size() == 0) {
-        for (const HandoffHolder& c : e.contributors) {
-          *u.add_contributors() = c;
-        }
-      }
-      u.add_reset_keys(k);
+      reset_keys[b].push_back(k);
+      by_backup[b];
     }
   }
-  for (size_t i = 0; i < e.keys.size(); ++i) {
-    for (const std::string& b : backups_(e.keys[i])) {
-      ReplicaUpdate& u = by_backup[b];
-      u.add_keys(e.keys[i]);
-      u.add_contributor_of(e.contributor_of[i]);
-      AppendToBlock(e.values[i], u.mutable_values());
-    }
-  }
-  for (auto& [b, u] : by_backup) {
-    const size_t n = static_cast<size_t>(u.reset_keys_size());
-    Enqueue(b, Pending{.update = std::move(u), .waiter = nullptr, .keys = n});
-  }
+  QueueCopies(e, std::move(by_backup), nullptr, &reset_keys);
   return absl::OkStatus();
 }
 

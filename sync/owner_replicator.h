@@ -148,6 +148,17 @@ class OwnerReplicator {
   // *only alone.
   void QueueRefill(const OwnerShard::ReplicaEntries& e, const std::string* only)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues the entries of `e` to the backups of their keys (by_backup: the
+  // backups to send to, each getting an update even without entries; *only
+  // alone if given), in chunks of max_entries_per_update: a refill (the
+  // first chunk a reset), or with `reset_keys` an import (its first chunk
+  // drops the backup's copies of the keys listed for it).
+  void QueueCopies(
+      const OwnerShard::ReplicaEntries& e,
+      absl::flat_hash_map<std::string, std::vector<size_t>> by_backup,
+      const std::string* only,
+      const absl::flat_hash_map<std::string, std::vector<Key>>* reset_keys)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // This node or a member SetBackups named.
   bool Live(const std::string& id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A waiter's update is acknowledged (or dropped).
