@@ -10,34 +10,59 @@ if(CMAKE_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   list(APPEND LATENTD_WARNINGS -Wno-subobject-linkage)
 endif()
 
-# latentd_options(target [TEST]): TEST for a target that links GoogleTest
-# (it reuses the test PCH, cmake/LatentdPch.cmake).
+# Cold code in a test tree: the targets of the top-level folders named in
+# LATENTD_COLD_DIRS ("tests": every target that links GoogleTest) compile
+# with LATENTD_COLD_OPT instead of the build type's level. ops/test.sh's
+# trees only run tests, and a test's own code and the control paths of
+# service/, sync/ and cli/ do little work per line: at -O0 clang compiles
+# them in about half the time and their tests take about as long. Loops
+# that run for seconds (sampler/, hashring/, similarity/, corpora/, and a
+# test marked HOT) stay optimised. A normal build leaves the list empty.
+set(LATENTD_COLD_DIRS "" CACHE STRING
+    "Top-level folders compiled with LATENTD_COLD_OPT (test trees)")
+set(LATENTD_COLD_OPT "-O0" CACHE STRING "Optimisation of LATENTD_COLD_DIRS")
+
+# latentd_options(target [TEST] [HOT]): TEST for a target that links
+# GoogleTest (it reuses the test PCH, cmake/LatentdPch.cmake); HOT for one
+# that stays optimised in LATENTD_COLD_DIRS.
 function(latentd_options target)
-  cmake_parse_arguments(ARG "TEST" "" "" ${ARGN})
+  cmake_parse_arguments(ARG "TEST;HOT" "" "" ${ARGN})
   target_compile_options(${target} PRIVATE ${LATENTD_WARNINGS})
   if(LATENTD_NATIVE)
     target_compile_options(${target} PRIVATE -march=native)
   endif()
+  file(RELATIVE_PATH folder ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+  string(REGEX REPLACE "/.*" "" folder "${folder}")
+  set(pch latentd_pch)
+  if(ARG_TEST)
+    set(folder tests)
+    set(pch latentd_test_pch)
+  endif()
+  if(folder IN_LIST LATENTD_COLD_DIRS AND NOT ARG_HOT)
+    target_compile_options(${target} PRIVATE ${LATENTD_COLD_OPT})
+    string(REGEX REPLACE "_pch$" "_cold_pch" pch ${pch})
+  endif()
   get_target_property(type ${target} TYPE)
   if(type STREQUAL "SHARED_LIBRARY" OR type STREQUAL "MODULE_LIBRARY")
     # PIC code: not the PCH's (cmake/LatentdPch.cmake).
-  elseif(ARG_TEST AND TARGET latentd_test_pch)  # cmake/LatentdPch.cmake
-    target_precompile_headers(${target} REUSE_FROM latentd_test_pch)
-    target_compile_options(${target} PRIVATE ${LATENTD_PCH_WARNINGS})
-  elseif(NOT ARG_TEST AND TARGET latentd_pch)
-    target_precompile_headers(${target} REUSE_FROM latentd_pch)
+  elseif(TARGET ${pch})  # cmake/LatentdPch.cmake
+    target_precompile_headers(${target} REUSE_FROM ${pch})
     target_compile_options(${target} PRIVATE ${LATENTD_PCH_WARNINGS})
   endif()
 endfunction()
 
-# latentd_library(NAME SRCS a.cc b.cc DEPS x y)
+# latentd_library(NAME SRCS a.cc b.cc DEPS x y [HOT])
 function(latentd_library name)
-  cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "HOT" "" "SRCS;DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SRCS})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}
                                             ${PROJECT_BINARY_DIR})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
-  latentd_options(${name})
+  set(hot)
+  if(ARG_HOT)
+    set(hot HOT)
+  endif()
+  latentd_options(${name} ${hot})
 endfunction()
 
 # The gate (ops/test.sh) runs the unit GoogleTest binaries under ASan and
@@ -48,19 +73,24 @@ option(LATENTD_UNIT_GTESTS_IN_ALL
        "Build the unit GoogleTest binaries with the default target" ON)
 
 # latentd_test(NAME SRCS a_test.cc DEPS lib LABELS unit [TIMEOUT s] [DATA]
-#              [DATA_TESTS filter] [NOT_SANITIZED])
+#              [DATA_TESTS filter] [NOT_SANITIZED] [HOT])
 # Registers each GoogleTest binary with ctest as one test carrying LABELS.
+# HOT: its own code runs loops that take seconds (see LATENTD_COLD_DIRS).
 # DATA: it reads the real corpora (see latentd_needs_data). DATA_TESTS: only
 # the tests that GoogleTest filter names do; they run as a second ctest
 # test, NAME_real_data, and NAME runs the others. NOT_SANITIZED: a unit
 # test that the sanitizer run leaves out (it stays in the Release run).
 function(latentd_test name)
-  cmake_parse_arguments(ARG "DATA;NOT_SANITIZED" "TIMEOUT;DATA_TESTS"
+  cmake_parse_arguments(ARG "DATA;NOT_SANITIZED;HOT" "TIMEOUT;DATA_TESTS"
                         "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SRCS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest
                                         latentd_gtest_main Threads::Threads)
-  latentd_options(${name} TEST)
+  set(hot)
+  if(ARG_HOT)
+    set(hot HOT)
+  endif()
+  latentd_options(${name} TEST ${hot})
   set(tests ${name})
   if(ARG_DATA_TESTS)
     add_test(NAME ${name} COMMAND ${name} --gtest_filter=-${ARG_DATA_TESTS}

@@ -47,8 +47,10 @@ if(LATENTD_PCH AND CMAKE_CXX_COMPILER_ID MATCHES "^(GNU|Clang)$")
   set(pch_deps absl::status absl::statusor absl::strings absl::str_format
       absl::synchronization absl::time absl::flat_hash_map
       absl::flat_hash_set protobuf::libprotobuf)
+  # COLD: compiled with LATENTD_COLD_OPT (a PCH serves only units of its
+  # own -O level).
   function(latentd_pch_target name)
-    cmake_parse_arguments(ARG "" "" "HEADERS;DEPS" ${ARGN})
+    cmake_parse_arguments(ARG "COLD" "" "HEADERS;DEPS" ${ARGN})
     add_library(${name} OBJECT ${PROJECT_SOURCE_DIR}/cmake/latentd_pch.cc)
     target_precompile_headers(${name} PRIVATE ${ARG_HEADERS})
     target_link_libraries(${name} PRIVATE ${ARG_DEPS})
@@ -56,11 +58,24 @@ if(LATENTD_PCH AND CMAKE_CXX_COMPILER_ID MATCHES "^(GNU|Clang)$")
     if(LATENTD_NATIVE)
       target_compile_options(${name} PRIVATE -march=native)
     endif()
+    if(ARG_COLD)
+      target_compile_options(${name} PRIVATE ${LATENTD_COLD_OPT})
+    endif()
   endfunction()
   latentd_pch_target(latentd_pch HEADERS ${pch_headers} DEPS ${pch_deps})
   if(LATENTD_BUILD_TESTS)
     latentd_pch_target(latentd_test_pch
       HEADERS ${pch_headers} <gtest/gtest.h>
       DEPS ${pch_deps} GTest::gtest)
+  endif()
+  # Their _cold twins, for the targets of LATENTD_COLD_DIRS.
+  if(LATENTD_COLD_DIRS)
+    latentd_pch_target(latentd_cold_pch COLD HEADERS ${pch_headers}
+                       DEPS ${pch_deps})
+    if(LATENTD_BUILD_TESTS)
+      latentd_pch_target(latentd_test_cold_pch COLD
+        HEADERS ${pch_headers} <gtest/gtest.h>
+        DEPS ${pch_deps} GTest::gtest)
+    endif()
   endif()
 endif()

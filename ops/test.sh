@@ -41,9 +41,17 @@ fi
 # source (the Release tree: about half the CPU time). ops/check.sh's
 # incremental tree stays one source per unit. UNITY=OFF builds as it does.
 export UNITY=${UNITY:-ON}
+# Cold code (LATENTD_COLD_DIRS, cmake/LatentdHelpers.cmake) compiles at
+# -O0: in the Release tree the tests' own sources and the benchmarks'
+# drivers, which it only smoke-tests (the latentd under test stays as
+# shipped); in the ASan tree also service/, sync/ and cli/. The
+# TSan tree keeps every folder optimised: its oneTBB suppressions match
+# frames that -O0 leaves un-inlined (tsan_tbb_suppressions_reduce_race_test
+# fails at -O0).
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DLATENTD_DATA_DIR="$LATENTD_DATA_DIR" -DCMAKE_UNITY_BUILD="$UNITY" \
-  -DLATENTD_UNIT_GTESTS_IN_ALL="$unit_gtests_in_release"
+  -DLATENTD_UNIT_GTESTS_IN_ALL="$unit_gtests_in_release" \
+  "-DLATENTD_COLD_DIRS=tests;ops"
 cmake --build "$BUILD" -j"$(nproc)"
 phase "release build"
 
@@ -62,7 +70,8 @@ if [ "${SANITIZERS:-1}" != "0" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$ASAN_BUILD" -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLATENTD_SANITIZE=address,undefined \
     -DLATENTD_UBSAN_VPTR=OFF -DLATENTD_BUILD_FUZZERS=ON -DLATENTD_BUILD_BENCHMARKS=OFF \
-    -DCMAKE_UNITY_BUILD="$UNITY" -DLATENTD_DATA_DIR="$LATENTD_DATA_DIR" >/dev/null
+    -DCMAKE_UNITY_BUILD="$UNITY" -DLATENTD_DATA_DIR="$LATENTD_DATA_DIR" \
+    "-DLATENTD_COLD_DIRS=tests;service;sync;cli" >/dev/null
   # (Its own session, so that a failed test run can stop it whole.)
   ASAN_BUILD="$ASAN_BUILD" TSAN_BUILD="$TSAN_BUILD" setsid -w nice -n 19 \
     bash -c 'cmake --build "$ASAN_BUILD" -j"$(nproc)" --target unit_gtests \

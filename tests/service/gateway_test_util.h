@@ -28,7 +28,8 @@ std::string WriteSmallCorpus(const std::string& dir);
 // dir/node, at most 3 sweeps.
 service::ServiceOptions SmallServiceOptions(const std::string& dir);
 
-// latentd flags for the same corpus (append to a Daemon's args).
+// latentd flags for the same corpus, its sweeps 20 ms apart (append to a
+// Daemon's args).
 std::vector<std::string> SmallCorpusArgs(const std::string& dir);
 
 // An IngestEdges request of the edges {src, dst} (weight unset: 1).

@@ -80,14 +80,14 @@ rc=$?
 set -e
 [ $rc = 1 ] || fail "export into a model directory: exit $rc"
 grep -q "$DIR/tcp already holds a model (.*): give --overwrite to replace it" "$DIR/e" || fail "message: $(cat "$DIR/e")"
-"$CTL" export --addr 127.0.0.1:1 --out "$DIR/tcp" --overwrite 2>"$DIR/e" && fail "dead address accepted"
+"$CTL" export --addr 127.0.0.1:1 --wait 0 --out "$DIR/tcp" --overwrite 2>"$DIR/e" && fail "dead address accepted"
 grep -q "127.0.0.1:1" "$DIR/e" || fail "message does not name the address: $(cat "$DIR/e")"
 [ -e "$DIR/tcp/model.bin" ] && cmp -s "$DIR/alpha.before" "$DIR/tcp/alpha.txt" || fail "a failed export changed the directory"
 "$CTL" export --addr "$TCP" --out "$DIR/tcp" --overwrite 2>"$DIR/e" || fail "--overwrite: $(cat "$DIR/e")"
 [ ! -e "$DIR/tcp/model.bin" ] || fail "--overwrite kept the old model.bin"
 for f in $FILES; do cmp "$DIR/http/$f" "$DIR/tcp/$f" || fail "--overwrite: $f differs"; done
 set +e
-"$CTL" export --addr 127.0.0.1:1 --out "$DIR/dead" 2>"$DIR/e"
+"$CTL" export --addr 127.0.0.1:1 --wait 0 --out "$DIR/dead" 2>"$DIR/e"
 rc=$?
 set -e
 [ $rc = 1 ] || fail "unreachable address: exit $rc"
