@@ -15,7 +15,9 @@ if(LATENTD_BUILD_FUZZERS)
   endif()
   # Coverage counters for libFuzzer everywhere; the fuzzer runtime itself is
   # linked only into the harnesses (-fsanitize=fuzzer, tests/fuzz/).
-  list(APPEND LATENTD_SANITIZE_FLAGS -fsanitize=fuzzer-no-link)
+  if(LATENTD_FUZZ_COVERAGE)
+    list(APPEND LATENTD_SANITIZE_FLAGS -fsanitize=fuzzer-no-link)
+  endif()
 endif()
 if(LATENTD_SANITIZE_FLAGS)
   # UBSan findings are errors (a test fails), not just lines in its log.

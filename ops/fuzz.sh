@@ -10,13 +10,12 @@
 #
 # Usage: ops/fuzz.sh [SECONDS] [HARNESS...]   (default 60 s, every harness)
 #        ops/fuzz.sh --seeds                  rewrite tests/fuzz/corpus/
-# Environment: FUZZ_BUILD (default build-asan, the directory ops/test.sh's
-# sanitizer run shares), FUZZ_JOBS (build parallelism, default nproc),
+# Environment: FUZZ_BUILD (default build-asan; ops/test.sh's ASan tree has
+# no coverage counters and only replays the seeds), FUZZ_JOBS (build parallelism, default nproc),
 # FUZZ_PARALLEL (harnesses fuzzed at once, default FUZZ_JOBS),
-# FUZZ_NO_BUILD=1 (run the harnesses as built: ops/test.sh built them),
-# FUZZ_SEED (libFuzzer's -seed; unset: a random seed each run. ops/test.sh
-# fixes it so that CI explores the same mutations on every run and a
-# finding there reproduces; exploratory runs leave it unset).
+# FUZZ_NO_BUILD=1 (run the harnesses as built),
+# FUZZ_SEED (libFuzzer's -seed; unset: a random seed each run; set it to
+# explore the same mutations again).
 # Reproduce a finding: <build>/tests/fuzz/<harness> <artifact>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +40,8 @@ fi
 if [ "${FUZZ_NO_BUILD:-0}" != "1" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLATENTD_SANITIZE=address,undefined \
-    -DLATENTD_BUILD_FUZZERS=ON -DLATENTD_BUILD_BENCHMARKS=OFF >/dev/null
+    -DLATENTD_BUILD_FUZZERS=ON -DLATENTD_FUZZ_COVERAGE=ON \
+    -DLATENTD_BUILD_BENCHMARKS=OFF >/dev/null
 fi
 if [ $SEEDS -eq 1 ]; then
   cmake --build "$BUILD" -j"$JOBS" --target make_fuzz_seeds

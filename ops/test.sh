@@ -4,24 +4,21 @@
 # ctest test there but the unit GoogleTest binaries (label unit_gtest:
 # they are neither built nor run in Release here); then the sanitizer run:
 # those binaries and the libFuzzer harnesses built with clang, ASan and
-# UBSan in BUILD-asan, the unit tests run there, and every harness fuzzed
-# for FUZZ_SECONDS (ops/fuzz.sh); then ThreadSanitizer over the
+# UBSan in BUILD-asan, the unit tests run there, and every harness run
+# over its seed corpus (label fuzz_replay; ops/fuzz.sh N is the fuzzing
+# run); then ThreadSanitizer over the
 # multi-threaded tests in BUILD-tsan (ops/tsan.sh). The two sanitizer trees
 # build at nice 19 while the Release tests run. Prints how long each phase
 # took. With SANITIZERS=0 the unit GoogleTest binaries run in Release.
 # Usage: ops/test.sh [build-dir] (default: build-test)
 # Environment: SANITIZERS=0 skips the sanitizer runs (both); UNITY=OFF
-# builds every source as its own unit (default ON); FUZZ_SECONDS (default
-# 2) per harness; FUZZ_SEED (default 1: the same mutations every run, so a
-# finding reproduces; longer exploratory fuzzing is ops/fuzz.sh's job);
-# LATENTD_DATA_DIR (default ../shared/data beside the checkout): the real
+# builds every source as its own unit (default ON); LATENTD_DATA_DIR (default ../shared/data beside the checkout): the real
 # corpora of the tests labelled data, which are skipped, each naming the
 # file it lacks, where they are absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LATENTD_DATA_DIR=${LATENTD_DATA_DIR:-$PWD/../shared/data}
 BUILD=${1:-build-test}
-FUZZ_SECONDS=${FUZZ_SECONDS:-2}
 phase() {
   printf 'test.sh: %-34s %4ds\n' "$1" "$((SECONDS - start))"
   start=$SECONDS
@@ -66,10 +63,13 @@ if [ "${SANITIZERS:-1}" != "0" ]; then
   # Without UBSan's vptr check (-DLATENTD_UBSAN_VPTR=OFF): 9% of this
   # tree's CPU time (490 -> 448 s here; a quarter of the heaviest units'),
   # and ASan still sees a use of a freed object. ops/fuzz.sh's own tree and
-  # a plain sanitizer build keep it.
+  # a plain sanitizer build keep it. Without libFuzzer's coverage counters
+  # (-DLATENTD_FUZZ_COVERAGE=OFF, about 9% of this tree): the harnesses
+  # here replay their seed corpora; ops/fuzz.sh's tree fuzzes.
   CC=clang CXX=clang++ cmake -S . -B "$ASAN_BUILD" -G Ninja \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLATENTD_SANITIZE=address,undefined \
-    -DLATENTD_UBSAN_VPTR=OFF -DLATENTD_BUILD_FUZZERS=ON -DLATENTD_BUILD_BENCHMARKS=OFF \
+    -DLATENTD_UBSAN_VPTR=OFF -DLATENTD_BUILD_FUZZERS=ON -DLATENTD_FUZZ_COVERAGE=OFF \
+    -DLATENTD_BUILD_BENCHMARKS=OFF \
     -DCMAKE_UNITY_BUILD="$UNITY" -DLATENTD_DATA_DIR="$LATENTD_DATA_DIR" \
     "-DLATENTD_COLD_DIRS=tests;service;sync;cli" >/dev/null
   # (Its own session, so that a failed test run can stop it whole.)
@@ -91,18 +91,10 @@ if ! wait "$sanitizer_build"; then
 fi
 phase "sanitizer builds (after the tests)"
 
-# The fuzzers, one at a time, run beside the unit tests: those leave a
-# core idle much of the time (two of them take 14 s of the phase's 48).
-fuzz_log="$ASAN_BUILD/fuzz.log"
-FUZZ_SEED=${FUZZ_SEED:-1} FUZZ_BUILD="$ASAN_BUILD" FUZZ_NO_BUILD=1 \
-  FUZZ_PARALLEL=1 ops/fuzz.sh "$FUZZ_SECONDS" >"$fuzz_log" 2>&1 &
-fuzz=$!
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir "$ASAN_BUILD" -L unit_gtest -j"$(nproc)" --output-on-failure || rc=$?
-phase "asan+ubsan unit tests"
-wait "$fuzz" || rc=$?
-cat "$fuzz_log"
-phase "fuzzers (${FUZZ_SECONDS}s each, after the tests)"
+  ctest --test-dir "$ASAN_BUILD" -L "^(unit_gtest|fuzz_replay)$" -j"$(nproc)" \
+  --output-on-failure || rc=$?
+phase "asan+ubsan unit tests, fuzz replays"
 if [ $rc -ne 0 ]; then exit $rc; fi
 TSAN_BUILD="$TSAN_BUILD" ops/tsan.sh
 phase "tsan tests"
