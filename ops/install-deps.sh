@@ -2,7 +2,8 @@
 # Installs every Debian 12 package latentd needs to build, test and benchmark.
 # Idempotent: packages already present are left as they are.
 #
-#   build:   cmake ninja-build g++ pkg-config clang-format
+#   build:   cmake ninja-build g++ pkg-config clang-format, ccache (the
+#            compiler cache of ops/test.sh and ops/check.sh)
 #   engine:  libtbb-dev (pipeline, thread pool), libabsl-dev (Status, flags,
 #            containers), libcli11-dev (CLI subcommands and --help),
 #            libxxhash-dev (word keys, ring points),
@@ -48,7 +49,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  cmake ninja-build g++ pkg-config clang-format git
+  cmake ninja-build g++ pkg-config clang-format git ccache
   libtbb-dev libabsl-dev libxxhash-dev libzstd-dev zlib1g-dev zstd
   libcli11-dev libspdlog-dev libhnswlib-dev bc
   libasio-dev libprotobuf-dev protobuf-compiler libhiredis-dev redis-server

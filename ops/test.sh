@@ -12,7 +12,8 @@
 # took. With SANITIZERS=0 the unit GoogleTest binaries run in Release.
 # Usage: ops/test.sh [build-dir] (default: build-test)
 # Environment: SANITIZERS=0 skips the sanitizer runs (both); UNITY=OFF
-# builds every source as its own unit (default ON); LATENTD_DATA_DIR (default ../shared/data beside the checkout): the real
+# builds every source as its own unit (default ON); CCACHE_DISABLE=1 builds
+# without ccache; LATENTD_DATA_DIR (default ../shared/data beside the checkout): the real
 # corpora of the tests labelled data, which are skipped, each naming the
 # file it lacks, where they are absent.
 set -euo pipefail
@@ -38,6 +39,20 @@ fi
 # source (the Release tree: about half the CPU time). ops/check.sh's
 # incremental tree stays one source per unit. UNITY=OFF builds as it does.
 export UNITY=${UNITY:-ON}
+# ccache (ops/install-deps.sh installs it) for every tree, ops/tsan.sh's
+# too (CMake takes the launcher from this variable at a first configure):
+# on a machine that ran the gate before, most units come from the cache;
+# on a fresh one it costs a few percent. The sloppiness lets it cache the
+# units that use a precompiled header; CCACHE_BASEDIR lets a clean clone
+# at the same path hit. CCACHE_DISABLE=1 turns it off.
+if command -v ccache >/dev/null 2>&1; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}
+  export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros}
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+  mkdir -p "$BUILD"
+  export CCACHE_STATSLOG=$(cd "$BUILD" && pwd)/ccache-stats.log
+  rm -f "$CCACHE_STATSLOG"
+fi
 # Cold code (LATENTD_COLD_DIRS, cmake/LatentdHelpers.cmake) compiles at
 # -O0: in the Release tree the tests' own sources and the benchmarks'
 # drivers, which it only smoke-tests (the latentd under test stays as
@@ -90,6 +105,9 @@ if ! wait "$sanitizer_build"; then
   exit 1
 fi
 phase "sanitizer builds (after the tests)"
+if [ -n "${CCACHE_STATSLOG:-}" ] && [ -f "$CCACHE_STATSLOG" ]; then
+  ccache --show-log-stats | grep -E "Hits|Misses" | sed 's/^ */test.sh: ccache /'
+fi
 
 # The TSan tests, one at a time, run beside the ASan ones: each of the two
 # runs leaves a core idle at times (a test waiting on a timeout, the last
