@@ -106,7 +106,7 @@ if ! wait "$sanitizer_build"; then
 fi
 phase "sanitizer builds (after the tests)"
 if [ -n "${CCACHE_STATSLOG:-}" ] && [ -f "$CCACHE_STATSLOG" ]; then
-  ccache --show-log-stats | grep -E "Hits|Misses" | sed 's/^ */test.sh: ccache /'
+  ccache --show-log-stats | grep -E "Hits|Misses" | sed 's/^ */test.sh: ccache /' || true
 fi
 
 # The TSan tests, one at a time, run beside the ASan ones: each of the two
@@ -122,3 +122,4 @@ phase "asan+ubsan unit tests, fuzz replays"
 wait "$tsan" || rc=$?
 cat "$tsan_log"
 phase "tsan tests (after the asan ones)"
+exit $rc
