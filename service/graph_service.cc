@@ -191,6 +191,7 @@ absl::StatusOr<std::unique_ptr<GraphTrainer>> GraphService::BuildTrainer(
     previous = &*live;
     start_epoch = trainer_->epoch();
   }
+  start_epoch = std::max(start_epoch, epoch_floor_);
   // Keep the vectors known (by key), exactly; the others start at random.
   const uint32_t d = options_.trainer.dim;
   std::vector<float> initial(full.num_vertices() * d);
@@ -219,16 +220,14 @@ absl::Status GraphService::JoinCluster(ClusterLinkOptions link) {
         "the dual graph consensus needs graph-mu > 0");
   }
   absl::MutexLock lock(&train_mu_);
+  const bool admitted = link.join;
   auto factory =
-      [this](const hashring::RingConfig& config, const hashring::Ring& ring,
-             uint32_t self)
+      [this, admitted](const hashring::RingConfig& config,
+                       const hashring::Ring& ring, uint32_t self)
           ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::StatusOr<LinkedTable> {
     // Held by JoinCluster's caller: the factory runs inside Create.
-    absl::flat_hash_set<VertexKey> owned;
-    for (VertexKey key : trainer_->graph().keys()) {
-      if (ring.Owner(VertexSyncKey(key)) == self) owned.insert(key);
-    }
-    shard_ = std::move(owned);
+    shard_ = OwnedVertices(config, ring, config.members[self].id);
+    shard_ring_epoch_ = config.version;
     LATENTD_RETURN_IF_ERROR(Rebuild(nullptr));
     if (trainer_->graph().num_edges() == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -238,6 +237,8 @@ absl::Status GraphService::JoinCluster(ClusterLinkOptions link) {
     }
     synced_ = std::make_unique<SyncedEmbeddings>(
         trainer_.get(), options_.consensus, options_.max_step_scale);
+    // An admitted node's copies know nothing yet: they take z̄ first.
+    if (admitted) synced_->MakePending();
     InstallUpdaterHook(trainer_.get());
     Log(absl::StrCat("graph: this node trains on ",
                      trainer_->graph().num_edges(), " edges (",
@@ -262,6 +263,19 @@ absl::Status GraphService::JoinCluster(ClusterLinkOptions link) {
       std::move(factory));
   if (!created.ok()) return created.status();
   link_ = std::move(*created);
+  if (link_->sweep() > trainer_->epoch()) {
+    // Joining a running cluster (admitted, or restarted behind it): start
+    // at its epoch (its learning rate, and under bsp/ssp nobody waits for
+    // this node to catch up), the copies pending until they know z̄.
+    Log(absl::StrCat("graph: the cluster is at epoch ", link_->sweep(),
+                     ", this node at ", trainer_->epoch(),
+                     ": starting at the cluster's, each copy taking the "
+                     "cluster's consensus"));
+    epoch_floor_ = link_->sweep();
+    LATENTD_RETURN_IF_ERROR(Rebuild(nullptr));
+    synced_->MakePending();
+    (void)link_->DrainPass();
+  }
   // A node resumed from a checkpoint has done its epochs: says so, or
   // under bsp/ssp it would wait for the others to reach its epoch while
   // they wait for it to reach theirs.
@@ -331,8 +345,9 @@ void GraphService::TrainLoop() {
         absl::MutexLock m(&model_mu_);
         status_.set_error(std::string(s.message()));
       }
-      // A cluster member that stops says so: the others do not wait.
-      if (link_ != nullptr && !cluster_finished_) {
+      // A cluster member that stops says so: the others do not wait (one
+      // declared down is out of the ring already).
+      if (link_ != nullptr && !cluster_finished_ && !link_->declared_down()) {
         cluster_finished_ = true;
         link_->Finish();
       }
@@ -366,8 +381,58 @@ absl::StatusOr<bool> GraphService::TakePending() {
   return true;
 }
 
+absl::flat_hash_set<VertexKey> GraphService::OwnedVertices(
+    const hashring::RingConfig& config, const hashring::Ring& ring,
+    std::string_view self) const {
+  absl::flat_hash_set<VertexKey> owned;
+  for (VertexKey key : trainer_->graph().keys()) {
+    const uint32_t owner = ring.Owner(VertexSyncKey(key));
+    if (owner < config.members.size() && config.members[owner].id == self) {
+      owned.insert(key);
+    }
+  }
+  return owned;
+}
+
+absl::Status GraphService::FollowRing() {
+  if (link_->declared_down()) {
+    return absl::FailedPreconditionError(
+        "this node was declared down and failed over: the others train its "
+        "edges now (restart it from its data directory to return)");
+  }
+  const uint64_t ring_epoch = link_->epoch();
+  if (ring_epoch == shard_ring_epoch_ || link_->ring_changing()) {
+    return absl::OkStatus();
+  }
+  const hashring::RingConfig config = link_->ring_config();
+  const std::shared_ptr<const hashring::Ring> ring = link_->ring();
+  if (config.version != ring_epoch || ring == nullptr) {
+    return absl::OkStatus();  // changed meanwhile: the next epoch follows
+  }
+  absl::flat_hash_set<VertexKey> owned =
+      OwnedVertices(config, *ring, link_->node_id());
+  if (owned.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "graph: the ring of epoch ", ring_epoch, " gives this node no vertex"));
+  }
+  const size_t edges_before = trainer_->graph().num_edges();
+  shard_ = std::move(owned);
+  LATENTD_RETURN_IF_ERROR(Rebuild(nullptr));
+  shard_ring_epoch_ = ring_epoch;
+  // The vertices newly held learn z̄ before the epoch's refresh.
+  (void)link_->DrainPass();
+  const SyncedEmbeddings::StateCounts c = synced_->state_counts();
+  Log(absl::StrCat("graph: ring epoch ", ring_epoch, " (",
+                   config.members.size(), " members): this node trains on ",
+                   trainer_->graph().num_edges(), " edges (", edges_before,
+                   " before); vertices held ", c.active, ", newly held ",
+                   c.pending, ", given up ", c.releasing));
+  return absl::OkStatus();
+}
+
 absl::Status GraphService::EpochOnce() {
   if (link_ != nullptr) {
+    LATENTD_RETURN_IF_ERROR(FollowRing());
     LATENTD_RETURN_IF_ERROR(link_->BeforeSweep(trainer_->epoch() + 1));
     if (options_.consensus == ConsensusMode::kDual) {
       const double d = synced_->RefreshConsensus(/*reset=*/true);

@@ -39,6 +39,17 @@
 // (dual) sets its copies to the final z̄. It serves and checkpoints the
 // vertices it holds only.
 //
+// Ring changes (add-node, failover, a member's return): before each epoch
+// the node compares the ring epoch in effect with the one its edges were
+// chosen by; once a change is complete it keeps the edge list's edges by
+// the new ring and moves the synchronized table onto the rebuilt trainer
+// (SyncedEmbeddings::Rebind: vertices it no longer holds leave the owners'
+// sums, those it newly holds take z̄ before they count), then runs one
+// sync pass so that those learn z̄. A node that joins a running cluster
+// (admitted, or restarted behind the cluster's clock) starts at the
+// cluster's epoch with every copy pending. A node declared down stops
+// training (a restart brings it back).
+//
 // Ingestion in cluster mode (docs/design.md, "Graph consensus"): an edge
 // goes to the ring owner of its first endpoint; GraphIngest forwards the
 // others' edges (through the forwarder LatentdService sets) and appends its
@@ -187,6 +198,14 @@ class GraphService {
   absl::StatusOr<bool> TakePending() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // One epoch, then scores, publishes and checkpoints as due.
   absl::Status EpochOnce() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Cluster mode, before an epoch: follows a completed ring change (see
+  // above). kFailedPrecondition once this node was declared down.
+  absl::Status FollowRing() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // The vertex keys of the training graph whose sync key `ring` gives
+  // member `self` of `config`.
+  absl::flat_hash_set<VertexKey> OwnedVertices(
+      const hashring::RingConfig& config, const hashring::Ring& ring,
+      std::string_view self) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   void Publish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // The trainer's vectors; in cluster mode of the vertices held only.
   GraphModel CurrentModel() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
@@ -212,6 +231,10 @@ class GraphService {
   // the latest copy-to-consensus distance (dual, before each reset).
   std::optional<absl::flat_hash_set<VertexKey>> shard_
       ABSL_GUARDED_BY(train_mu_);
+  // The ring epoch shard_ was chosen by; the least epoch a rebuilt trainer
+  // starts at (the cluster's clock when this node joined).
+  uint64_t shard_ring_epoch_ ABSL_GUARDED_BY(train_mu_) = 0;
+  uint64_t epoch_floor_ ABSL_GUARDED_BY(train_mu_) = 0;
   std::unique_ptr<SyncedEmbeddings> synced_ ABSL_GUARDED_BY(train_mu_);
   std::unique_ptr<ClusterLink> link_;  // set before Start()
   std::atomic<bool> cluster_{false};

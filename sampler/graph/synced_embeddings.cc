@@ -37,8 +37,10 @@ SyncedEmbeddings::SyncedEmbeddings(GraphTrainer* trainer, ConsensusMode mode,
   index_of_.assign(g.num_vertices(), -1);
   absl::MutexLock l(&mu_);
   for (size_t v = 0; v < weight.size(); ++v) {
-    if (weight[v] > 0)
-      AppendHeld(static_cast<VertexId>(v), g.keys()[v], weight[v]);
+    if (weight[v] > 0) {
+      AppendHeld(static_cast<VertexId>(v), g.keys()[v], weight[v],
+                 KeyState::kActive);
+    }
   }
 }
 
@@ -57,12 +59,16 @@ std::vector<uint32_t> SyncedEmbeddings::CopyWeights(
   return weight;
 }
 
-void SyncedEmbeddings::AppendHeld(VertexId v, VertexKey key, uint32_t weight) {
+void SyncedEmbeddings::AppendHeld(VertexId v, VertexKey key, uint32_t weight,
+                                  KeyState state) {
   const uint32_t i = static_cast<uint32_t>(held_.size());
   index_of_[v] = static_cast<int32_t>(i);
   held_.push_back(v);
   keys_.push_back(VertexSyncKey(key));
   weight_.push_back(weight);
+  state_.push_back(state);
+  pending_refreshes_.push_back(0);
+  pending_sent_.push_back(false);
   taken_.resize(held_.size() * (dim_ + kExtra), 0);
   others_.resize(held_.size() * (dim_ + kExtra), 0);
   dual_.resize(held_.size() * dim_, 0.0f);
@@ -70,8 +76,14 @@ void SyncedEmbeddings::AppendHeld(VertexId v, VertexKey key, uint32_t weight) {
   // A key starts changed under kDual (its whole copy is to be sent); under
   // kNaive once it has steps to send.
   const bool dirty = mode_ == ConsensusMode::kDual;
-  is_dirty_.push_back(dirty);
-  if (dirty) dirty_.push_back(i);
+  is_dirty_.push_back(false);
+  if (dirty) MarkDirty(i);
+}
+
+void SyncedEmbeddings::MarkDirty(uint32_t i) {
+  if (is_dirty_[i]) return;
+  is_dirty_[i] = true;
+  dirty_.push_back(i);
 }
 
 absl::Status SyncedEmbeddings::Rebind(GraphTrainer* trainer) {
@@ -85,42 +97,98 @@ absl::Status SyncedEmbeddings::Rebind(GraphTrainer* trainer) {
         "ids of the old one");
   }
   const std::vector<uint32_t> weight = CopyWeights(*trainer);
-  for (size_t i = 0; i < held_.size(); ++i) {
-    if (weight[held_[i]] == 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("SyncedEmbeddings::Rebind: vertex ", g.keys()[held_[i]],
-                       " lost its edges on this node"));
-    }
-  }
+  const bool dual = mode_ == ConsensusMode::kDual;
   absl::MutexLock l(&mu_);
   trainer_ = trainer;
   index_of_.resize(g.num_vertices(), -1);
-  for (size_t i = 0; i < held_.size(); ++i) {
-    if (weight[held_[i]] == weight_[i]) continue;
-    // w_i^(m) changed: the contribution (w x, w) is to be sent again.
-    weight_[i] = weight[held_[i]];
-    if (!is_dirty_[i]) {
-      is_dirty_[i] = true;
-      dirty_.push_back(static_cast<uint32_t>(i));
+  for (uint32_t i = 0; i < held_.size(); ++i) {
+    const uint32_t w = weight[held_[i]];
+    KeyState& state = state_[i];
+    if (w == 0) {
+      // Lost its edges here: its copy leaves the owner's sums (releasing:
+      // at the next RefreshConsensus; see the header).
+      if (state == KeyState::kActive && dual) {
+        state = KeyState::kReleasing;
+      } else if (state != KeyState::kReleasing &&
+                 state != KeyState::kReleased) {
+        state = KeyState::kReleased;
+        weight_[i] = 0;
+        std::fill_n(&dual_[size_t{i} * dim_], dim_, 0.0f);
+        MarkDirty(i);
+      }
+      continue;
     }
+    if (state == KeyState::kReleased) {
+      // Regained some: the copy here is stale; it takes z̄ first.
+      state = dual ? KeyState::kPending : KeyState::kActive;
+      pending_refreshes_[i] = 0;
+      pending_sent_[i] = false;
+    } else if (state == KeyState::kReleasing) {
+      state = KeyState::kActive;  // its copy still counts
+    } else if (w == weight_[i]) {
+      continue;
+    }
+    // w_i^(m) or the state changed: the contribution is to be sent again.
+    weight_[i] = w;
+    MarkDirty(i);
   }
   for (size_t v = 0; v < weight.size(); ++v) {
     if (weight[v] > 0 && index_of_[v] < 0) {
-      AppendHeld(static_cast<VertexId>(v), g.keys()[v], weight[v]);
+      AppendHeld(static_cast<VertexId>(v), g.keys()[v], weight[v],
+                 dual ? KeyState::kPending : KeyState::kActive);
     }
   }
   return absl::OkStatus();
 }
 
+void SyncedEmbeddings::MakePending() {
+  if (mode_ != ConsensusMode::kDual) return;
+  absl::MutexLock l(&mu_);
+  for (uint32_t i = 0; i < held_.size(); ++i) {
+    if (state_[i] == KeyState::kReleased) continue;
+    if (state_[i] == KeyState::kReleasing) {
+      state_[i] = KeyState::kReleased;
+      weight_[i] = 0;
+      MarkDirty(i);
+      continue;
+    }
+    state_[i] = KeyState::kPending;
+    pending_refreshes_[i] = 0;
+    pending_sent_[i] = false;
+    std::fill_n(&dual_[size_t{i} * dim_], dim_, 0.0f);
+    MarkDirty(i);
+  }
+}
+
+SyncedEmbeddings::StateCounts SyncedEmbeddings::state_counts() const {
+  StateCounts c;
+  absl::MutexLock l(&mu_);
+  for (KeyState s : state_) {
+    if (s == KeyState::kActive) ++c.active;
+    if (s == KeyState::kPending) ++c.pending;
+    if (s == KeyState::kReleasing) ++c.releasing;
+    if (s == KeyState::kReleased) ++c.released;
+  }
+  return c;
+}
+
 void SyncedEmbeddings::Contribution(size_t index,
                                     std::vector<int64_t>* row) const {
+  row->assign(dim_ + kExtra, 0);
   std::vector<float> x(dim_), u(dim_, 0.0f);
   trainer_->ReadRow(held_[index], x.data());
-  if (mode_ == ConsensusMode::kDual) {
+  {
     absl::MutexLock l(&mu_);
-    std::copy_n(&dual_[index * dim_], dim_, u.data());
+    // Released: nothing; pending: a holder that weighs nothing yet.
+    if (state_[index] == KeyState::kReleased) return;
+    if (state_[index] == KeyState::kPending) {
+      (*row)[dim_] = 1;
+      return;
+    }
+    if (mode_ == ConsensusMode::kDual) {
+      std::copy_n(&dual_[index * dim_], dim_, u.data());
+    }
   }
-  row->assign(dim_ + kExtra, 0);
   const double w = weight_[index];
   for (uint32_t k = 0; k < dim_; ++k) {
     (*row)[k] = std::llround((double{x[k]} + u[k]) * w * kScale);
@@ -176,6 +244,7 @@ void SyncedEmbeddings::TakeChange(size_t index, sync::SparseVector* out) {
     std::vector<int64_t> now;
     Contribution(index, &now);
     absl::MutexLock l(&mu_);
+    if (state_[index] == KeyState::kPending) pending_sent_[index] = true;
     for (uint32_t k = 0; k < dim_ + kExtra; ++k) {
       int64_t& taken = taken_[index * (dim_ + kExtra) + k];
       delta[k] = now[k] - taken;
@@ -205,10 +274,7 @@ void SyncedEmbeddings::MarkApplied(std::span<const VertexId> vertices,
         unsent_[size_t(i) * dim_ + k] += steps[s * dim_ + k];
       }
     }
-    if (!is_dirty_[i]) {
-      is_dirty_[i] = true;
-      dirty_.push_back(static_cast<uint32_t>(i));
-    }
+    MarkDirty(static_cast<uint32_t>(i));
   }
 }
 
@@ -248,6 +314,7 @@ std::vector<float> SyncedEmbeddings::Consensus() const {
     absl::MutexLock l(&mu_);
     const int64_t* o = &others_[i * (dim_ + kExtra)];
     const int64_t weight = mine[dim_ + 1] + o[dim_ + 1];
+    if (weight <= 0) continue;  // nobody's copy counts: keep this one
     for (uint32_t k = 0; k < dim_; ++k) {
       out[size_t{held_[i]} * dim_ + k] =
           static_cast<float>((mine[k] + o[k]) / kScale / weight);
@@ -263,7 +330,7 @@ std::vector<float> SyncedEmbeddings::PerHeld(
   for (size_t i = 0; i < held_.size(); ++i) {
     const int64_t total = taken_[i * (dim_ + kExtra) + dim_ + 1] +
                           others_[i * (dim_ + kExtra) + dim_ + 1];
-    if (total > 0) {
+    if (Active(i) && total > 0) {
       out[held_[i]] = of_share(static_cast<double>(weight_[i]) / total);
     }
   }
@@ -285,17 +352,26 @@ std::vector<float> SyncedEmbeddings::MuScale() const {
   // ρ_i^(m) = μ w_i^(m) / (2 + negatives): in edge-equivalents, so that μ
   // means what it did when a copy was weighed by its edges alone.
   const float per_edge = 2.0f + std::max(trainer_->options().negatives, 0);
-  for (size_t i = 0; i < held_.size(); ++i)
-    out[held_[i]] = static_cast<float>(weight_[i]) / per_edge;
+  absl::MutexLock l(&mu_);
+  for (size_t i = 0; i < held_.size(); ++i) {
+    if (Active(i)) out[held_[i]] = static_cast<float>(weight_[i]) / per_edge;
+  }
   return out;
 }
 
 double SyncedEmbeddings::ConsensusDistance() const {
-  if (held_.empty()) return 0;
+  std::vector<VertexId> active;
+  {
+    absl::MutexLock l(&mu_);
+    for (size_t i = 0; i < held_.size(); ++i) {
+      if (Active(i)) active.push_back(held_[i]);
+    }
+  }
+  if (active.empty()) return 0;
   const std::vector<float> zbar = Consensus();
   std::vector<float> x(dim_);
   double sum = 0;
-  for (VertexId v : held_) {
+  for (VertexId v : active) {
     trainer_->ReadRow(v, x.data());
     double d2 = 0;
     for (uint32_t k = 0; k < dim_; ++k) {
@@ -304,7 +380,7 @@ double SyncedEmbeddings::ConsensusDistance() const {
     }
     sum += std::sqrt(d2);
   }
-  return sum / held_.size();
+  return sum / active.size();
 }
 
 double SyncedEmbeddings::RefreshConsensus(bool reset) {
@@ -312,10 +388,22 @@ double SyncedEmbeddings::RefreshConsensus(bool reset) {
   const std::vector<float> zbar = Consensus();
   // The copies' targets: z̄ − u for a held vertex (kDual), z̄ otherwise.
   std::vector<float> target = zbar;
+  // The pending keys due now (see the header): their copies become z̄.
+  std::vector<uint32_t> activated;
+  // The releasing keys: their copies leave z̄ from now on.
+  std::vector<uint32_t> released;
   if (mode_ == ConsensusMode::kDual) {
     std::vector<float> x(dim_);
     absl::MutexLock l(&mu_);
-    for (size_t i = 0; i < held_.size(); ++i) {
+    for (uint32_t i = 0; i < held_.size(); ++i) {
+      if (state_[i] == KeyState::kReleasing) released.push_back(i);
+      if (state_[i] == KeyState::kPending) {
+        if (pending_sent_[i]) ++pending_refreshes_[i];
+        const bool known = others_[size_t{i} * (dim_ + kExtra) + dim_ + 1] > 0;
+        if (known || pending_refreshes_[i] >= 2) activated.push_back(i);
+        continue;
+      }
+      if (!Active(i)) continue;
       const size_t v = held_[i];
       trainer_->ReadRow(held_[i], x.data());
       for (uint32_t k = 0; k < dim_; ++k) {
@@ -325,24 +413,35 @@ double SyncedEmbeddings::RefreshConsensus(bool reset) {
       }
     }
   }
-  if (reset) {
-    std::vector<float> x(dim_), delta(dim_);
-    for (size_t v = 0; v < zbar.size() / dim_; ++v) {
-      trainer_->ReadRow(static_cast<VertexId>(v), x.data());
-      for (uint32_t k = 0; k < dim_; ++k) delta[k] = zbar[v * dim_ + k] - x[k];
-      trainer_->ApplyCorrection(static_cast<VertexId>(v), delta);
+  std::vector<float> x(dim_), delta(dim_);
+  auto set_to_zbar = [&](VertexId v) {
+    trainer_->ReadRow(v, x.data());
+    for (uint32_t k = 0; k < dim_; ++k) {
+      delta[k] = zbar[size_t{v} * dim_ + k] - x[k];
     }
+    trainer_->ApplyCorrection(v, delta);
+  };
+  if (reset) {
+    for (size_t v = 0; v < zbar.size() / dim_; ++v) {
+      set_to_zbar(static_cast<VertexId>(v));
+    }
+  } else {
+    for (uint32_t i : activated) set_to_zbar(held_[i]);
   }
   if (mode_ == ConsensusMode::kDual) {
     // x + u is what a copy contributes: unchanged by a reset with its dual
     // step (z̄ + u + x − z̄), changed without one. Listed either way, so
     // that a round that read x and u half-way through sends them settled.
     absl::MutexLock l(&mu_);
-    for (size_t i = 0; i < held_.size(); ++i) {
-      if (!is_dirty_[i]) {
-        is_dirty_[i] = true;
-        dirty_.push_back(static_cast<uint32_t>(i));
-      }
+    for (uint32_t i : activated) state_[i] = KeyState::kActive;
+    for (uint32_t i : released) {
+      state_[i] = KeyState::kReleased;
+      weight_[i] = 0;
+      std::fill_n(&dual_[size_t{i} * dim_], dim_, 0.0f);
+      MarkDirty(i);
+    }
+    for (uint32_t i = 0; i < held_.size(); ++i) {
+      if (state_[i] != KeyState::kReleased) MarkDirty(i);
     }
   }
   trainer_->SetConsensusTarget(target);

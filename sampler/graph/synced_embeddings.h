@@ -35,11 +35,27 @@
 // copy the first time, then its change; kNaive: the steps not yet sent,
 // the rounding residue kept for next time).
 //
-// Growing (ingested edges, docs/design.md "Graph
-// consensus"): Rebind moves the table onto a trainer rebuilt over more edges;
-// vertices it now holds become new keys (appended: existing indices keep
-// theirs), and a held vertex whose touches here changed has its weight
-// w_i^(m) changed, both sent as changes by the next round.
+// Growing and re-sharding (ingested edges, ring changes; docs/design.md
+// "Graph consensus"): Rebind moves the table onto a trainer rebuilt over
+// other edges. A key is in one of three states:
+//   active    its copy counts in z̄ with its weight w_i^(m);
+//   pending   newly held here: it contributes (0, holders 1, weight 0), so
+//             the owner counts this node as a holder and sends it the
+//             others' sum, and z̄ is the others' alone; the next
+//             RefreshConsensus that knows the others' weight (or the second
+//             after the key was first sent, if nobody else holds it) sets
+//             the copy to z̄ and makes it active, so that a copy that knows
+//             nothing (a random start, a stale row) never pulls z̄;
+//   releasing the vertex lost its edges here: its copy still counts, as
+//             it was, until the next RefreshConsensus, so that a node that
+//             took the edges over (pending) learns it first;
+//   released  after that: it contributes nothing (the next round takes its
+//             copy out of the owner's sums); it is pending again if it
+//             regains edges.
+// Vertices held for the first time become new keys (appended: existing
+// indices keep theirs); a held vertex whose touches here changed has its
+// weight w_i^(m) changed; each is sent as a change by the next round.
+// MakePending turns every key pending (a node joining a running cluster).
 //
 // Thread-safety: the AbelianTable methods are thread-safe (one mutex).
 // MarkApplied and ApplyPending run on the trainer's single writer (its
@@ -133,22 +149,39 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   // Moves the table onto `trainer` (not owned; it must outlive this, and
   // the previous one need not from now on), whose graph has the previous
   // graph's vertices with the same ids and keys first and may have more
-  // vertices and edges. Appends the vertices it newly holds as keys and
-  // marks changed every held vertex whose weight here changed. The caller
+  // vertices and other edges. Appends the vertices it holds for the first
+  // time as keys (kDual: pending), releases those that lost their edges
+  // here, makes pending (kDual) the released ones that regained some (a
+  // releasing one active again), and
+  // marks changed every key whose weight or state changed. The caller
   // installs the updater hook on `trainer`. kFailedPrecondition (nothing
-  // changed) if a vertex id or key moved, or a held vertex lost its edges.
-  // REQUIRES: no epoch running on either trainer and no sync round
-  // running: inside ClusterLink::GrowKeys (Synchronizer::AddKeys).
+  // changed) if a vertex id or key moved. REQUIRES: no epoch running on
+  // either trainer and no sync round running: inside ClusterLink::GrowKeys
+  // (Synchronizer::AddKeys).
   absl::Status Rebind(GraphTrainer* trainer);
+  // kDual: every key that is not released becomes pending (its copy is
+  // replaced by z̄ once the others' sums are known; see above). For a node
+  // joining a running cluster. REQUIRES: as Rebind.
+  void MakePending();
+  // Keys per state (for logs and tests).
+  struct StateCounts {
+    size_t active = 0, pending = 0, releasing = 0, released = 0;
+  };
+  StateCounts state_counts() const;
   // kDual, between epochs: takes z̄ = Consensus(), the dual step u ← u +
-  // x − z̄, gives the trainer z̄ − u as its target (z̄ for vertices not
-  // held) and the λ and μ scales; with `reset`, sets every copy to z̄
-  // (GraphTrainer::ApplyCorrection: a held copy's contribution x + u is
-  // then unchanged). Lists every held key. Returns ConsensusDistance() as
-  // it was before. REQUIRES: no epoch running (the writer's side).
+  // x − z̄ (active keys), gives the trainer z̄ − u as its target (z̄ for
+  // vertices not held) and the λ and μ scales; with `reset`, sets every
+  // copy to z̄ (GraphTrainer::ApplyCorrection: a held copy's contribution
+  // x + u is then unchanged); activates the pending keys that are due (see
+  // above), their copies set to z̄, and releases the releasing ones. Lists
+  // every key that is not released. Returns
+  // ConsensusDistance() as it was before. REQUIRES: no epoch running (the
+  // writer's side).
   double RefreshConsensus(bool reset);
 
  private:
+  enum class KeyState : uint8_t { kActive, kPending, kReleasing, kReleased };
+
   // *row = this node's contribution now, quantized.
   void Contribution(size_t index, std::vector<int64_t>* row) const;
 
@@ -156,9 +189,16 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   // is known, `unheld` elsewhere.
   std::vector<float> PerHeld(
       float unheld, const std::function<float(double share)>& of_share) const;
-  // Appends vertex v (weight here `weight`) as a new key, changed.
-  void AppendHeld(VertexId v, VertexKey key, uint32_t weight)
+  // Appends vertex v (weight here `weight`) as a new key in `state`,
+  // changed.
+  void AppendHeld(VertexId v, VertexKey key, uint32_t weight, KeyState state)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Lists key i as changed.
+  void MarkDirty(uint32_t i) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether key i's copy counts in z̄ here.
+  bool Active(size_t i) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return state_[i] == KeyState::kActive;
+  }
   // Per vertex of trainer.graph(), w_i^(m): twice its expected touches per
   // epoch here (ExpectedTouches), rounded, at least 1; 0 if never touched.
   static std::vector<uint32_t> CopyWeights(const GraphTrainer& trainer);
@@ -170,7 +210,14 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   std::vector<VertexId> held_;     // index -> vertex
   std::vector<sync::Key> keys_;    // index -> sync key
   std::vector<int32_t> index_of_;  // vertex -> index, -1 if not held
-  std::vector<uint32_t> weight_;   // index -> w_i^(m)
+  // index -> w_i^(m) (pending: once active; releasing: as it was; 0:
+  // released).
+  std::vector<uint32_t> weight_;
+  // index -> state; for a pending key, the RefreshConsensus calls since it
+  // was first sent (activated at the second if nobody else holds it).
+  std::vector<KeyState> state_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint8_t> pending_refreshes_ ABSL_GUARDED_BY(mu_);
+  std::vector<bool> pending_sent_ ABSL_GUARDED_BY(mu_);
   mutable absl::Mutex mu_;
   // kDual: the contribution last taken, (dim + 2) per index.
   std::vector<int64_t> taken_ ABSL_GUARDED_BY(mu_);

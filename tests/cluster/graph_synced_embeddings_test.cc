@@ -3,7 +3,8 @@
 // mean of the copies, exactly up to the fixed-point rounding, with the
 // holder count and weight at the owner; in naive mode every node ends with
 // the start plus the sum of all nodes' steps; a node that holds more
-// vertices after Rebind syncs them as new keys.
+// vertices after Rebind syncs them as new keys, pending until they know
+// z̄; a vertex moved between nodes keeps its vector.
 #include <atomic>
 #include <cmath>
 #include <memory>
@@ -112,13 +113,39 @@ TEST(SyncedEmbeddings, DualConsensusIsTheEdgeWeightedMeanOfTheCopies) {
   EXPECT_GT(p.table[0]->ConsensusDistance(), 0.0);
 }
 
+// The owner's holders and weight W of vertex v (coordinates 3 and 4).
+void AtOwner(Pair& p, VertexKey v, int64_t* holders, int64_t* weight) {
+  const sync::Key key = VertexSyncKey(v);
+  *holders = *weight = 0;
+  for (const sync::SparseEntry& e : p.shard[key % 2]->Global(key)) {
+    if (e.topic == 3) *holders = e.count;
+    if (e.topic == 4) *weight = e.count;
+  }
+}
+
+// Moves node i's table onto a trainer over `edges` of `g` (as GraphService
+// does inside ClusterLink::GrowKeys).
+void Rebind(Pair& p, int i, const GraphData& g,
+            const std::vector<GraphEdge>& edges) {
+  std::unique_ptr<GraphTrainer> next =
+      *GraphTrainer::Create(g.WithEdges(edges), p.trainer[i]->options());
+  ASSERT_TRUE(p.sync[i]
+                  ->AddKeys([&] { return p.table[i]->Rebind(next.get()); },
+                            [](sync::Key k) { return uint32_t(k % 2); })
+                  .ok());
+  next->SetUpdaterHook(p.table[i]->Hook());
+  p.trainer[i] = std::move(next);
+}
+
 // Ingested edges (GraphService in cluster mode): each node rebuilds its
 // trainer over more edges and moves its table onto it inside AddKeys.
 // Node 0 gains 1-4 (vertex 4 new, vertex 1's degree there 3), node 1
-// gains 3-0 (vertex 0 newly held there). After a round the owners count
-// the new holders and degrees, and z̄ of vertex 0 is the mean of both
-// nodes' copies.
-TEST(SyncedEmbeddings, RebindAddsNewlyHeldVerticesAsKeys) {
+// gains 3-0 (vertex 0 newly held there). A newly held vertex is pending:
+// the owner counts its holder with no weight and sends it the others'
+// sum, and its copy becomes z̄ (node 1's vertex 0) before it counts; one
+// nobody else holds (vertex 4) counts from the second refresh after it was
+// sent, with its own copy.
+TEST(SyncedEmbeddings, RebindAddsNewlyHeldVerticesAsPendingKeys) {
   Pair p(ConsensusMode::kDual);
   p.Round();
   EdgeList list;
@@ -126,18 +153,12 @@ TEST(SyncedEmbeddings, RebindAddsNewlyHeldVerticesAsKeys) {
       {0, 1, 1.0f}, {1, 2, 1.0f}, {1, 3, 1.0f}, {3, 0, 1.0f}, {1, 4, 1.0f}};
   const GraphData g = *GraphData::FromEdgeList(list);
   const std::vector<GraphEdge>& e = g.edges();
-  const std::vector<GraphEdge> parts[2] = {{e[0], e[1], e[4]}, {e[2], e[3]}};
   for (int i = 0; i < 2; ++i) {
     const size_t before = p.table[i]->num_keys();
-    std::unique_ptr<GraphTrainer> next =
-        *GraphTrainer::Create(g.WithEdges(parts[i]), p.trainer[i]->options());
-    ASSERT_TRUE(p.sync[i]
-                    ->AddKeys([&] { return p.table[i]->Rebind(next.get()); },
-                              [](sync::Key k) { return uint32_t(k % 2); })
-                    .ok());
-    next->SetUpdaterHook(p.table[i]->Hook());
-    p.trainer[i] = std::move(next);
+    Rebind(p, i, g,
+           i == 0 ? std::vector{e[0], e[1], e[4]} : std::vector{e[2], e[3]});
     EXPECT_EQ(p.table[i]->num_keys(), before + 1) << i;
+    EXPECT_EQ(p.table[i]->state_counts().pending, 1u) << i;
   }
   // A graph that renumbers vertices is refused.
   EdgeList other;
@@ -149,29 +170,72 @@ TEST(SyncedEmbeddings, RebindAddsNewlyHeldVerticesAsKeys) {
 
   ASSERT_TRUE(p.trainer[0]->RunEpoch().ok());
   p.Round();
-  auto at_owner = [&p](VertexKey v, int64_t* holders, int64_t* weight) {
-    const sync::Key key = VertexSyncKey(v);
-    for (const sync::SparseEntry& e : p.shard[key % 2]->Global(key)) {
-      if (e.topic == 3) *holders = e.count;
-      if (e.topic == 4) *weight = e.count;
-    }
-  };
   int64_t holders = 0, weight = 0;
-  at_owner(0, &holders, &weight);
+  AtOwner(p, 0, &holders, &weight);
   EXPECT_EQ(holders, 2);
-  EXPECT_EQ(weight, 2 * 2);  // weights: twice the edges (no negatives)
-  at_owner(1, &holders, &weight);
-  EXPECT_EQ(weight, 2 * 4);
-  at_owner(4, &holders, &weight);
+  EXPECT_EQ(weight, 2 * 1);  // node 1's copy weighs nothing yet
+  AtOwner(p, 1, &holders, &weight);
+  EXPECT_EQ(weight, 2 * 4);  // weights: twice the edges (no negatives)
+  AtOwner(p, 4, &holders, &weight);
+  EXPECT_EQ(holders, 1);
+  EXPECT_EQ(weight, 0);
+  const VertexId v0 = *g.Find(0), v4 = *g.Find(4);
+  const std::vector<float> a = p.Row(0, v0);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_NEAR(p.table[1]->Consensus()[v0 * 3 + k], a[k], 1e-6);
+  }
+  p.table[1]->RefreshConsensus(/*reset=*/false);
+  EXPECT_EQ(p.table[1]->state_counts().pending, 0u);
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(p.Row(1, v0)[k], a[k], 1e-6);
+  // Vertex 4: sent once, still pending after one refresh, active after two.
+  const std::vector<float> own4 = p.Row(0, v4);
+  p.table[0]->RefreshConsensus(/*reset=*/false);
+  EXPECT_EQ(p.table[0]->state_counts().pending, 1u);
+  p.table[0]->RefreshConsensus(/*reset=*/false);
+  EXPECT_EQ(p.table[0]->state_counts().pending, 0u);
+  EXPECT_EQ(p.Row(0, v4), own4);
+  p.Round();
+  AtOwner(p, 0, &holders, &weight);
+  EXPECT_EQ(holders, 2);
+  EXPECT_EQ(weight, 2 * 2);
+  AtOwner(p, 4, &holders, &weight);
   EXPECT_EQ(holders, 1);
   EXPECT_EQ(weight, 2 * 1);
-  const VertexId v0 = *g.Find(0);
-  const std::vector<float> a = p.Row(0, v0), b = p.Row(1, v0);
-  for (int node = 0; node < 2; ++node) {
-    const std::vector<float> zbar = p.table[node]->Consensus();
-    for (int k = 0; k < 3; ++k) {
-      EXPECT_NEAR(zbar[v0 * 3 + k], (a[k] + b[k]) / 2, 1e-6) << node;
-    }
+}
+
+// A ring change moves edge 1-3 from node 1 to node 0 and 0-1 to node 1:
+// vertex 3 leaves node 1 (releasing: its copy still counts until node 1's
+// next refresh) and arrives at node 0 (pending). Node 0 takes node 1's
+// copy of vertex 3 as its own before node 1's leaves the owner's sums: the
+// vertex's vector survives the move, and afterwards the owner counts node
+// 0 alone.
+TEST(SyncedEmbeddings, AVertexMovedBetweenNodesKeepsItsVector) {
+  Pair p(ConsensusMode::kDual);
+  ASSERT_TRUE(p.trainer[1]->RunEpoch().ok());  // node 1's copy of 3 trained
+  p.Round();
+  const GraphData g = Whole();
+  const std::vector<GraphEdge>& e = g.edges();
+  const VertexId v3 = *g.Find(3);
+  const std::vector<float> copy3 = p.Row(1, v3);
+  Rebind(p, 0, g, {e[0], e[1], e[2]});
+  Rebind(p, 1, g, {e[0]});
+  EXPECT_EQ(p.table[0]->state_counts().pending, 1u);
+  EXPECT_EQ(p.table[1]->state_counts().releasing, 1u);
+  p.Round();
+  int64_t holders = 0, weight = 0;
+  AtOwner(p, 3, &holders, &weight);
+  EXPECT_EQ(holders, 2);
+  EXPECT_EQ(weight, 2);  // node 1's, releasing; node 0's pending
+  for (int i = 0; i < 2; ++i) p.table[i]->RefreshConsensus(/*reset=*/true);
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(p.Row(0, v3)[k], copy3[k], 1e-6);
+  EXPECT_EQ(p.table[1]->state_counts().released, 1u);
+  p.Round();
+  AtOwner(p, 3, &holders, &weight);
+  EXPECT_EQ(holders, 1);
+  EXPECT_EQ(weight, 2);  // node 0's alone now
+  // What node 1 still hears of vertex 3 is node 0's copy.
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_NEAR(p.table[1]->Consensus()[v3 * 3 + k], copy3[k], 1e-6);
   }
 }
 

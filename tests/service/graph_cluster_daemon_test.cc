@@ -12,14 +12,22 @@
 //     falls, and after the final round every node's copy of a vertex is
 //     the same z̄;
 //   - the naive shared Z under async is measurably worse than dual on the
-//     same setup (both printed).
+//     same setup (both printed);
+//   - (issue 30, must-show 5) a cluster of 2 grows to 3 (add-node) and
+//     loses one (kill -9, failover): after each change the nodes' edges
+//     add up to the training graph's, once each, and the final model's
+//     objective is within 1% of the single node's.
+#include <signal.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -34,6 +42,7 @@
 #include "service/api.pb.h"
 #include "tests/data_dir.h"
 #include "tests/sampler/graph/graph_test_util.h"
+#include "tests/service/daemon_cluster_util.h"
 #include "tests/service/daemon_harness.h"
 
 namespace latentd::testing {
@@ -84,14 +93,20 @@ class GraphClusterDaemon : public ::testing::Test {
     }
     out.close();
     ASSERT_TRUE(out.good());
-    // The single-node reference, same trainer and options.
+    single_ = SingleNode(kEpochs);
+  }
+  // The single-node reference, same trainer and options.
+  static Result SingleNode(int epochs) {
+    Result single;
     auto trainer = GraphTrainer::Create(split_->train, TrainerOptions());
-    ASSERT_TRUE(trainer.ok()) << trainer.status();
-    for (int e = 0; e < kEpochs; ++e) ASSERT_TRUE((*trainer)->RunEpoch().ok());
-    single_.objective = Objective((*trainer)->embeddings());
-    single_.auc = Auc((*trainer)->embeddings());
+    EXPECT_TRUE(trainer.ok()) << trainer.status();
+    if (!trainer.ok()) return single;
+    for (int e = 0; e < epochs; ++e) EXPECT_TRUE((*trainer)->RunEpoch().ok());
+    single.objective = Objective((*trainer)->embeddings());
+    single.auc = Auc((*trainer)->embeddings());
     std::printf("single node, %d epochs, d=%u: objective %.1f, AUC %.4f\n",
-                kEpochs, kDim, single_.objective, single_.auc);
+                epochs, kDim, single.objective, single.auc);
+    return single;
   }
   static void TearDownTestSuite() {
     delete split_;
@@ -109,6 +124,58 @@ class GraphClusterDaemon : public ::testing::Test {
     return EmbeddingAuc(*split_, z, kDim);
   }
 
+  // A graph node's flags: the training edges, the trainer's options,
+  // `epochs`, `consensus` and `consistency`.
+  static std::vector<std::string> GraphArgs(int epochs, const char* consensus,
+                                            const char* consistency) {
+    return {"--graph-edges",
+            *edges_path_,
+            "--graph-dim",
+            absl::StrCat(kDim),
+            "--graph-max-epochs",
+            absl::StrCat(epochs),
+            "--graph-checkpoint-every",
+            "0",
+            "--graph-learning-rate",
+            absl::StrCat(kLearningRate),
+            "--graph-consensus",
+            consensus,
+            "--consistency",
+            consistency};
+  }
+
+  // Puts the nodes' models together into *result: a vertex from the first
+  // node holding it, how far the other holders' copies are from it, the
+  // objective and AUC of the whole; fails the test if a vertex is held by
+  // none.
+  static void Combine(const std::vector<GraphModel>& models, Result* result) {
+    const GraphData& g = split_->train;
+    std::vector<float> z(g.num_vertices() * kDim, 0.0f);
+    std::vector<bool> seen(g.num_vertices(), false);
+    for (const GraphModel& m : models) {
+      for (size_t i = 0; i < m.num_vertices(); ++i) {
+        std::optional<VertexId> v = g.Find(m.keys()[i]);
+        EXPECT_TRUE(v.has_value());
+        if (!v) continue;
+        const float* row = &m.vectors()[i * kDim];
+        float* into = &z[size_t{*v} * kDim];
+        for (uint32_t k = 0; k < kDim; ++k) {
+          if (seen[*v]) {
+            result->copies_disagree = std::max<double>(
+                result->copies_disagree, std::abs(into[k] - row[k]));
+          } else {
+            into[k] = row[k];
+          }
+        }
+        seen[*v] = true;
+      }
+    }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), false), 0)
+        << "vertices no node holds";
+    result->objective = Objective(z);
+    result->auc = Auc(z);
+  }
+
   // Runs `nodes` daemons with `consensus` and `consistency` to kEpochs and
   // puts their vectors together.
   static Result RunCluster(int nodes, const char* consensus,
@@ -121,31 +188,17 @@ class GraphClusterDaemon : public ::testing::Test {
     if (!redis.ok()) return result;
     std::vector<std::unique_ptr<Daemon>> daemons;
     for (int i = 0; i < nodes; ++i) {
+      std::vector<std::string> args =
+          GraphArgs(kEpochs, consensus, consistency);
+      for (std::string flag :
+           {std::string("--cluster-redis"), redis.address(),
+            std::string("--cluster"), name, std::string("--cluster-size"),
+            absl::StrCat(nodes), std::string("--insecure"),
+            std::string("on")}) {
+        args.push_back(std::move(flag));
+      }
       daemons.push_back(std::make_unique<Daemon>(
-          absl::StrCat(tmp.path(), "/n", i),
-          std::vector<std::string>{"--graph-edges",
-                                   *edges_path_,
-                                   "--graph-dim",
-                                   absl::StrCat(kDim),
-                                   "--graph-max-epochs",
-                                   absl::StrCat(kEpochs),
-                                   "--graph-checkpoint-every",
-                                   "0",
-                                   "--graph-learning-rate",
-                                   absl::StrCat(kLearningRate),
-                                   "--graph-consensus",
-                                   consensus,
-                                   "--consistency",
-                                   consistency,
-                                   "--cluster-redis",
-                                   redis.address(),
-                                   "--cluster",
-                                   name,
-                                   "--cluster-size",
-                                   absl::StrCat(nodes),
-                                   "--insecure",
-                                   "on"},
-          /*wait=*/false));
+          absl::StrCat(tmp.path(), "/n", i), args, /*wait=*/false));
     }
     for (auto& d : daemons) {
       EXPECT_TRUE(d->WaitForPorts()) << d->Log();
@@ -199,33 +252,7 @@ class GraphClusterDaemon : public ::testing::Test {
       models.push_back(*std::move(m));
     }
     std::printf("\n");
-    // The whole graph: a vertex from the first node holding it; how far
-    // the other holders' copies are from it.
-    const GraphData& g = split_->train;
-    std::vector<float> z(g.num_vertices() * kDim, 0.0f);
-    std::vector<bool> seen(g.num_vertices(), false);
-    for (const GraphModel& m : models) {
-      for (size_t i = 0; i < m.num_vertices(); ++i) {
-        std::optional<VertexId> v = g.Find(m.keys()[i]);
-        EXPECT_TRUE(v.has_value());
-        if (!v) continue;
-        const float* row = &m.vectors()[i * kDim];
-        float* into = &z[size_t{*v} * kDim];
-        for (uint32_t k = 0; k < kDim; ++k) {
-          if (seen[*v]) {
-            result.copies_disagree = std::max<double>(
-                result.copies_disagree, std::abs(into[k] - row[k]));
-          } else {
-            into[k] = row[k];
-          }
-        }
-        seen[*v] = true;
-      }
-    }
-    EXPECT_EQ(std::count(seen.begin(), seen.end(), false), 0)
-        << "vertices no node holds";
-    result.objective = Objective(z);
-    result.auc = Auc(z);
+    Combine(models, &result);
     std::printf(
         "  objective %.1f (single %.1f, %+.2f%%), AUC %.4f (single %.4f, "
         "%+.4f)",
@@ -289,6 +316,122 @@ TEST_F(GraphClusterDaemon, DualMatchesSingleNodeAndNaiveIsWorse) {
   // (measured 9-18% above dual, or diverged).
   EXPECT_GT(naive2.objective, dual2.objective);
   EXPECT_GT(naive3.objective, 1.05 * dual3.objective);
+}
+
+// Issue 30, must-show 5: ring changes in a graph cluster. Two nodes train
+// (dual, bsp); a third started with --cluster-join is admitted with
+// `latentctl cluster add-node` while they train, and every node keeps the
+// edges the new ring gives it (their edges add up to the training graph's
+// at every ring epoch, so no edge is trained twice or dropped); then one
+// of the first two is killed with SIGKILL, the two left fail it over and
+// take its edges. The two survivors' final model is within 1% of the
+// single node's objective, and their copies agree.
+TEST_F(GraphClusterDaemon, GrowsFromTwoToThreeAndLosesOne) {
+  // Long enough that both changes happen while the nodes train (an epoch
+  // takes about 25 ms on two loaded cores).
+  constexpr int kRingEpochs = 400;
+  const Result single = SingleNode(kRingEpochs);
+  TestCluster cluster({.name = "gring", .failure_timeout = "3"});
+  ASSERT_TRUE(cluster.ok());
+  const std::vector<std::string> args = GraphArgs(kRingEpochs, "dual", "bsp");
+  ASSERT_TRUE(cluster.Start(2, args));
+  const size_t total_edges = split_->train.num_edges();
+  auto status = [](Daemon* d) {
+    api::StatusResponse r;
+    auto api = d->Client(Protocol::kTcp);
+    absl::Status s = api->Call(Method::kStatus, api::StatusRequest(), &r);
+    EXPECT_TRUE(s.ok()) << s;
+    return r;
+  };
+  // Waits until `nodes` are past `epoch` and their edges add up to the
+  // graph's under a ring of `members`; their edges, in order.
+  auto settled = [&](const std::vector<Daemon*>& nodes, uint64_t epoch,
+                     int members) {
+    std::vector<uint64_t> edges;
+    for (int i = 0; i < 600; ++i) {
+      edges.clear();
+      uint64_t sum = 0;
+      bool ready = true;
+      for (Daemon* d : nodes) {
+        const api::StatusResponse r = status(d);
+        edges.push_back(r.graph().edges());
+        sum += r.graph().edges();
+        ready &=
+            r.graph().epoch() >= epoch && r.cluster_members_size() == members;
+      }
+      if (ready && sum == total_edges) return edges;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "the nodes' edges did not come to the graph's "
+                  << total_edges << " at epoch " << epoch << "\n"
+                  << cluster.Logs();
+    return edges;
+  };
+  Daemon* a = cluster.node(0);
+  Daemon* b = cluster.node(1);
+  std::vector<uint64_t> edges = settled({a, b}, 20, 2);
+  std::printf("2 nodes: edges %llu + %llu\n", (unsigned long long)edges[0],
+              (unsigned long long)edges[1]);
+
+  Daemon* c = cluster.StartJoiner(args);
+  const std::string pending = PendingNode(cluster.redis().address(), "gring");
+  ASSERT_FALSE(pending.empty()) << c->Log();
+  auto [rc, out] = Latentctl({"cluster", "add-node", pending, "--cluster-redis",
+                              cluster.redis().address(), "--cluster", "gring"});
+  ASSERT_EQ(rc, 0) << out << cluster.Logs();
+  ASSERT_TRUE(c->WaitForPorts()) << c->Log();
+  const uint64_t joined_at = status(a).graph().epoch();
+  ASSERT_LT(joined_at + 40, uint64_t{kRingEpochs})
+      << "the cluster must still be training";
+  edges = settled({a, b, c}, joined_at + 10, 3);
+  std::printf("3 nodes (joined at epoch %llu): edges %llu + %llu + %llu\n",
+              (unsigned long long)joined_at, (unsigned long long)edges[0],
+              (unsigned long long)edges[1], (unsigned long long)edges[2]);
+  for (uint64_t e : edges) EXPECT_GT(e, 0u);
+  // The joiner started at the cluster's epoch, not at 0.
+  EXPECT_GE(status(c).graph().epoch(), joined_at);
+
+  const uint64_t killed_at = status(b).graph().epoch();
+  ASSERT_LT(killed_at + 40, uint64_t{kRingEpochs})
+      << "the cluster must still be training";
+  a->Stop(SIGKILL);
+  edges = settled({b, c}, killed_at + 10, 2);
+  std::printf("a killed at epoch %llu: edges %llu + %llu\n",
+              (unsigned long long)killed_at, (unsigned long long)edges[0],
+              (unsigned long long)edges[1]);
+
+  std::vector<GraphModel> models;
+  for (int i : {1, 2}) {
+    auto api = cluster.node(i)->Client(Protocol::kTcp);
+    absl::StatusOr<api::StatusResponse> s = WaitStatus(
+        api.get(),
+        [](const api::StatusResponse& r) {
+          return (r.graph().epoch() >= kRingEpochs && !r.graph().training() &&
+                  r.graph().checkpoint_epoch() >= kRingEpochs) ||
+                 !r.graph().error().empty();
+        },
+        180);
+    ASSERT_TRUE(s.ok()) << s.status() << "\n" << cluster.Logs();
+    ASSERT_TRUE(s->graph().error().empty()) << s->graph().error() << "\n"
+                                            << cluster.Logs();
+    absl::StatusOr<GraphModel> m =
+        LoadNewestGraphModel(cluster.data_dir(i) + "/graph");
+    ASSERT_TRUE(m.ok()) << m.status();
+    models.push_back(*std::move(m));
+  }
+  Result r;
+  Combine(models, &r);
+  std::printf(
+      "grown and failed over: objective %.1f (single %.1f, %+.2f%%), AUC "
+      "%.4f (single %.4f); the survivors' copies differ by at most %.2g\n",
+      r.objective, single.objective, 100 * (r.objective / single.objective - 1),
+      r.auc, single.auc, r.copies_disagree);
+  EXPECT_LT(std::abs(r.objective / single.objective - 1), 0.01);
+  EXPECT_LT(std::abs(r.auc - single.auc), 0.01);
+  EXPECT_LT(r.copies_disagree, 1e-6);
+  for (int i : {1, 2}) {
+    EXPECT_EQ(cluster.node(i)->Stop(), 0) << cluster.node(i)->Log();
+  }
 }
 
 }  // namespace
