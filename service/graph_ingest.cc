@@ -105,13 +105,30 @@ absl::Status GraphIngest::ForwardToOwners(const ClusterLink& link,
   // One copy of the ring: it may move to a new epoch meanwhile.
   const hashring::RingConfig config = link.ring_config();
   const std::shared_ptr<const hashring::Ring> ring = link.ring();
+  return ForwardByRing(config, *ring, link.node_id(), edges, resp);
+}
+
+absl::Status GraphIngest::HandOff(const std::vector<Edge>& edges,
+                                  const hashring::RingConfig& config) {
+  LATENTD_ASSIGN_OR_RETURN(std::shared_ptr<const hashring::Ring> ring,
+                           hashring::Ring::Build(config));
+  std::vector<Edge> left = edges;
+  api::IngestEdgesResponse resp;
+  return ForwardByRing(config, *ring, "", &left, &resp);
+}
+
+absl::Status GraphIngest::ForwardByRing(const hashring::RingConfig& config,
+                                        const hashring::Ring& ring,
+                                        std::string_view self,
+                                        std::vector<Edge>* edges,
+                                        api::IngestEdgesResponse* resp) {
   std::vector<Edge> mine;
   // By owner, in the order the owners first appear (deterministic).
   std::vector<std::pair<std::string, api::IngestEdgesRequest>> others;
   for (const Edge& e : *edges) {
     const std::string& owner =
-        config.members[ring->Owner(VertexSyncKey(e.src))].id;
-    if (owner == link.node_id()) {
+        config.members[ring.Owner(VertexSyncKey(e.src))].id;
+    if (owner == self) {
       mine.push_back(e);
       continue;
     }

@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,6 +31,8 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "corpora/edge_list.h"
+#include "hashring/ring.h"
+#include "hashring/ring_config.h"
 #include "service/api.pb.h"
 #include "service/cluster/cluster_link.h"
 #include "service/edge_journal.h"
@@ -79,6 +82,14 @@ class GraphIngest {
   absl::StatusOr<api::IngestEdgesResponse> IngestEdges(
       const api::IngestEdgesRequest& request);
 
+  // A member leaving the cluster (remove-node --handoff): forwards `edges`
+  // (acknowledged here) to the owners of their first endpoints by `config`,
+  // a ring this node is not in, as IngestEdges forwards (each durable there
+  // before it answers; a retry finds them duplicates). The first forward
+  // that fails is the error.
+  absl::Status HandOff(const std::vector<Edge>& edges,
+                       const hashring::RingConfig& config);
+
   // The training thread: blocks until edges are pending or BeginStop() was
   // called, or not at all if `busy`; false once stopping.
   bool WaitForWork(bool busy);
@@ -111,6 +122,12 @@ class GraphIngest {
   absl::Status ForwardToOwners(const ClusterLink& link,
                                std::vector<Edge>* edges,
                                api::IngestEdgesResponse* resp);
+  // The same by `config` and its `ring`, this node being member `self`
+  // ("" if it is none).
+  absl::Status ForwardByRing(const hashring::RingConfig& config,
+                             const hashring::Ring& ring, std::string_view self,
+                             std::vector<Edge>* edges,
+                             api::IngestEdgesResponse* resp);
 
   const GraphIngestOptions options_;
   EdgeForwarder forwarder_;                        // set before SetCluster

@@ -242,8 +242,8 @@ absl::Status GraphService::JoinCluster(ClusterLinkOptions link) {
     InstallUpdaterHook(trainer_.get());
     Log(absl::StrCat("graph: this node trains on ",
                      trainer_->graph().num_edges(), " edges (",
-                     synced_->num_keys(), " vertices held) of ",
-                     config.members.size(), " nodes' "));
+                     synced_->num_keys(), " vertices held), its share of ",
+                     config.members.size(), " members'"));
     LinkedTable t;
     t.table = synced_.get();
     t.apply_pending = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -326,6 +326,27 @@ void GraphService::TrainLoop() {
                                          took.status().message()));
       m_.epoch_errors->Add();
     }
+    if (LeaveDue()) {
+      absl::Status left = LeaveCluster();
+      if (left.ok()) {
+        training_ = false;
+        if (options_.on_left_cluster) options_.on_left_cluster();
+        continue;
+      }
+      log::Error("latentd",
+                 absl::StrCat("graph: leaving the cluster: ", left.message()));
+      if (left_cluster_) {
+        // Past the point of no return: this node trains no more.
+        absl::MutexLock m(&model_mu_);
+        status_.set_error(std::string(left.message()));
+        training_ = false;
+        continue;
+      }
+    }
+    if (left_cluster_) {
+      training_ = false;
+      continue;
+    }
     const bool due = options_.max_epochs == 0 ||
                      trainer_->epoch() < options_.max_epochs ||
                      (took.ok() && *took);
@@ -396,21 +417,52 @@ absl::flat_hash_set<VertexKey> GraphService::OwnedVertices(
 
 absl::Status GraphService::FollowRing() {
   if (link_->declared_down()) {
+    LogWarning(absl::StrCat(
+        "graph: this node was declared down and failed over; it stops "
+        "training",
+        options_.on_declared_down
+            ? " and restarts itself to return to the cluster"
+            : " (restart it from its data directory to return)"));
+    if (options_.on_declared_down) options_.on_declared_down();
     return absl::FailedPreconditionError(
         "this node was declared down and failed over: the others train its "
         "edges now (restart it from its data directory to return)");
   }
+  if (link_->ring_changing()) return absl::OkStatus();
   const uint64_t ring_epoch = link_->epoch();
-  if (ring_epoch == shard_ring_epoch_ || link_->ring_changing()) {
-    return absl::OkStatus();
-  }
-  const hashring::RingConfig config = link_->ring_config();
-  const std::shared_ptr<const hashring::Ring> ring = link_->ring();
+  hashring::RingConfig config = link_->ring_config();
+  std::shared_ptr<const hashring::Ring> ring = link_->ring();
   if (config.version != ring_epoch || ring == nullptr) {
     return absl::OkStatus();  // changed meanwhile: the next epoch follows
   }
+  // A member being removed: its edges are shared out now, while its
+  // copies still count (see the header).
+  absl::flat_hash_set<std::string> leaving;
+  for (const std::string& id : link_->not_backups()) {
+    if (id == link_->node_id()) continue;
+    for (const hashring::Member& m : config.members) {
+      if (m.id == id) leaving.insert(id);
+    }
+  }
+  if (ring_epoch == shard_ring_epoch_ && leaving == shard_leaving_) {
+    return absl::OkStatus();
+  }
+  // The copies change (here or elsewhere): the duals start again, on every
+  // member, so that they sum to zero (SyncedEmbeddings::ResetDuals).
+  synced_->ResetDuals();
+  if (!leaving.empty()) {
+    std::erase_if(config.members, [&leaving](const hashring::Member& m) {
+      return leaving.contains(m.id);
+    });
+    LATENTD_ASSIGN_OR_RETURN(ring, hashring::Ring::Build(config));
+  }
   absl::flat_hash_set<VertexKey> owned =
       OwnedVertices(config, *ring, link_->node_id());
+  if (owned == *shard_) {
+    shard_ring_epoch_ = ring_epoch;
+    shard_leaving_ = std::move(leaving);
+    return absl::OkStatus();
+  }
   if (owned.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
         "graph: the ring of epoch ", ring_epoch, " gives this node no vertex"));
@@ -419,14 +471,73 @@ absl::Status GraphService::FollowRing() {
   shard_ = std::move(owned);
   LATENTD_RETURN_IF_ERROR(Rebuild(nullptr));
   shard_ring_epoch_ = ring_epoch;
+  shard_leaving_ = std::move(leaving);
   // The vertices newly held learn z̄ before the epoch's refresh.
   (void)link_->DrainPass();
   const SyncedEmbeddings::StateCounts c = synced_->state_counts();
-  Log(absl::StrCat("graph: ring epoch ", ring_epoch, " (",
-                   config.members.size(), " members): this node trains on ",
-                   trainer_->graph().num_edges(), " edges (", edges_before,
-                   " before); vertices held ", c.active, ", newly held ",
-                   c.pending, ", given up ", c.releasing));
+  Log(absl::StrCat(
+      "graph: ring epoch ", ring_epoch, " (", config.members.size(), " members",
+      shard_leaving_.empty() ? "" : " staying", "): this node trains on ",
+      trainer_->graph().num_edges(), " edges (", edges_before,
+      " before); vertices held ", c.active, ", newly held ", c.pending,
+      ", given up ", c.releasing));
+  return absl::OkStatus();
+}
+
+bool GraphService::LeaveDue() const {
+  return link_ != nullptr && !left_cluster_ && !link_->ring_changing() &&
+         link_->LeaveRequested().has_value();
+}
+
+absl::Status GraphService::LeaveCluster() {
+  const sync::RemoveMode mode = *link_->LeaveRequested();
+  if (mode != sync::RemoveMode::kDrop && mode != sync::RemoveMode::kHandoff) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a live node is not removed as ",
+                     sync::RemoveModeName(mode), " (only drop or handoff)"));
+  }
+  // The edges acknowledged here, the queued ones too.
+  LATENTD_RETURN_IF_ERROR(TakePending().status());
+  sync::MoveCounters counters;
+  if (mode == sync::RemoveMode::kHandoff && !trained_ingested_.empty()) {
+    hashring::RingConfig without = link_->ring_config();
+    std::erase_if(without.members, [this](const hashring::Member& m) {
+      return m.id == link_->node_id();
+    });
+    absl::Status shipped = ingest_->HandOff(trained_ingested_, without);
+    if (!shipped.ok()) {
+      // Nothing taken out yet: this node trains on, and a retried removal
+      // ships again (a receiver finds what it took duplicates).
+      absl::Status failed = link_->FailLeave(std::string(shipped.message()));
+      if (!failed.ok()) LogWarning(std::string(failed.message()));
+      return shipped;
+    }
+    counters.documents = trained_ingested_.size();
+    Log(absl::StrCat("graph: handed the ", trained_ingested_.size(),
+                     " edges acknowledged here to their owners"));
+  } else if (!trained_ingested_.empty()) {
+    Log(absl::StrCat("graph: leaving (drop): the ", trained_ingested_.size(),
+                     " edges acknowledged here leave the model (they stay in ",
+                     options_.dir, "/ingested_edges.log)"));
+  }
+  // From here on this node trains no more. The others take its share of
+  // the edge list over; once they have done two epochs their copies of
+  // the vertices they took count, and this node's can go.
+  left_cluster_ = true;
+  cluster_finished_ = true;
+  link_->Finish();
+  const uint64_t until = trainer_->epoch() + 2;
+  if (!link_->WaitPeersPast(until, link_->join_timeout())) {
+    LogWarning(absl::StrCat(
+        "graph: the other members did not reach epoch ", until,
+        " in time; leaving anyway (vertices only this node held start "
+        "again from the others' rows)"));
+  }
+  synced_->ReleaseAll();
+  Log(absl::StrCat("graph: leaving the cluster (", sync::RemoveModeName(mode),
+                   "): this node's copies leave the consensus"));
+  LATENTD_RETURN_IF_ERROR(link_->Leave(counters));
+  Log("graph: left the cluster");
   return absl::OkStatus();
 }
 

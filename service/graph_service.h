@@ -50,6 +50,15 @@
 // cluster's epoch with every copy pending. A node declared down stops
 // training (a restart brings it back).
 //
+// Leaving (latentctl cluster remove-node, drop or handoff): while the ring
+// lists a member as leaving, the others choose their edges as if it were
+// gone and take its share over (their copies pending, learning z̄ while
+// its copies still count). The leaving node hands the edges it
+// acknowledged to their owners by the ring without it (handoff; with drop
+// they leave the model), stops counting for the clocks, waits until the
+// others have done two epochs (their copies active), takes its copies out
+// of the owners' sums, and leaves (ClusterLink::Leave).
+//
 // Ingestion in cluster mode (docs/design.md, "Graph consensus"): an edge
 // goes to the ring owner of its first endpoint; GraphIngest forwards the
 // others' edges (through the forwarder LatentdService sets) and appends its
@@ -67,6 +76,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -111,6 +121,11 @@ struct GraphServiceOptions {
   ConsensusMode consensus = ConsensusMode::kDual;
   // Dual: the cap on a copy's step scale (SyncedEmbeddings::StepScale).
   double max_step_scale = SyncedEmbeddings::kDefaultMaxStepScale;
+  // Cluster mode, called on the training thread: once this node has left
+  // the cluster (an operator removed it), and once it was declared down
+  // while alive (ServiceOptions says what the daemon does then).
+  std::function<void()> on_left_cluster;
+  std::function<void()> on_declared_down;
 };
 
 class GraphService {
@@ -201,6 +216,11 @@ class GraphService {
   // Cluster mode, before an epoch: follows a completed ring change (see
   // above). kFailedPrecondition once this node was declared down.
   absl::Status FollowRing() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  // Cluster mode: whether an operator's removal of this node is due, and
+  // the leaving itself (see above). On failure the removal is marked
+  // failed (ClusterLink::FailLeave) where nothing was taken out yet.
+  bool LeaveDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
+  absl::Status LeaveCluster() ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
   // The vertex keys of the training graph whose sync key `ring` gives
   // member `self` of `config`.
   absl::flat_hash_set<VertexKey> OwnedVertices(
@@ -239,6 +259,10 @@ class GraphService {
   std::unique_ptr<ClusterLink> link_;  // set before Start()
   std::atomic<bool> cluster_{false};
   bool cluster_finished_ ABSL_GUARDED_BY(train_mu_) = false;
+  bool left_cluster_ ABSL_GUARDED_BY(train_mu_) = false;
+  // The members the ring of shard_ring_epoch_ lists as leaving (their
+  // edges are shared out already).
+  absl::flat_hash_set<std::string> shard_leaving_ ABSL_GUARDED_BY(train_mu_);
 
   // The ingestion: its queue, deduplication and journal (its own lock).
   // Set by Init, never null after it.

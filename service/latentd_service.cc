@@ -105,6 +105,8 @@ absl::Status LatentdService::OpenGraph(MetricsRegistry* metrics) {
   if (options_.graph.edges_path.empty()) return absl::OkStatus();
   GraphServiceOptions graph = options_.graph;
   graph.dir = options_.data_dir + "/graph";
+  graph.on_left_cluster = options_.on_left_cluster;
+  graph.on_declared_down = options_.on_declared_down;
   LATENTD_ASSIGN_OR_RETURN(graph_, GraphService::Open(graph, metrics));
   graph_->SetEdgeForwarder(
       [this](const std::string& owner, const api::IngestEdgesRequest& r) {

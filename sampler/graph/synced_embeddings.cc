@@ -141,6 +141,11 @@ absl::Status SyncedEmbeddings::Rebind(GraphTrainer* trainer) {
   return absl::OkStatus();
 }
 
+void SyncedEmbeddings::ResetDuals() {
+  absl::MutexLock l(&mu_);
+  std::fill(dual_.begin(), dual_.end(), 0.0f);
+}
+
 void SyncedEmbeddings::MakePending() {
   if (mode_ != ConsensusMode::kDual) return;
   absl::MutexLock l(&mu_);
@@ -155,6 +160,17 @@ void SyncedEmbeddings::MakePending() {
     state_[i] = KeyState::kPending;
     pending_refreshes_[i] = 0;
     pending_sent_[i] = false;
+    std::fill_n(&dual_[size_t{i} * dim_], dim_, 0.0f);
+    MarkDirty(i);
+  }
+}
+
+void SyncedEmbeddings::ReleaseAll() {
+  absl::MutexLock l(&mu_);
+  for (uint32_t i = 0; i < held_.size(); ++i) {
+    if (state_[i] == KeyState::kReleased) continue;
+    state_[i] = KeyState::kReleased;
+    weight_[i] = 0;
     std::fill_n(&dual_[size_t{i} * dim_], dim_, 0.0f);
     MarkDirty(i);
   }
@@ -175,7 +191,7 @@ SyncedEmbeddings::StateCounts SyncedEmbeddings::state_counts() const {
 void SyncedEmbeddings::Contribution(size_t index,
                                     std::vector<int64_t>* row) const {
   row->assign(dim_ + kExtra, 0);
-  std::vector<float> x(dim_), u(dim_, 0.0f);
+  std::vector<float> x(dim_);
   trainer_->ReadRow(held_[index], x.data());
   {
     absl::MutexLock l(&mu_);
@@ -185,13 +201,10 @@ void SyncedEmbeddings::Contribution(size_t index,
       (*row)[dim_] = 1;
       return;
     }
-    if (mode_ == ConsensusMode::kDual) {
-      std::copy_n(&dual_[index * dim_], dim_, u.data());
-    }
   }
   const double w = weight_[index];
   for (uint32_t k = 0; k < dim_; ++k) {
-    (*row)[k] = std::llround((double{x[k]} + u[k]) * w * kScale);
+    (*row)[k] = std::llround(double{x[k]} * w * kScale);
   }
   (*row)[dim_] = 1;
   (*row)[dim_ + 1] = weight_[index];
@@ -429,9 +442,9 @@ double SyncedEmbeddings::RefreshConsensus(bool reset) {
     for (uint32_t i : activated) set_to_zbar(held_[i]);
   }
   if (mode_ == ConsensusMode::kDual) {
-    // x + u is what a copy contributes: unchanged by a reset with its dual
-    // step (z̄ + u + x − z̄), changed without one. Listed either way, so
-    // that a round that read x and u half-way through sends them settled.
+    // w x is what a copy contributes: changed by a reset, and listed
+    // without one too, so that a round that read x half-way through sends
+    // it settled.
     absl::MutexLock l(&mu_);
     for (uint32_t i : activated) state_[i] = KeyState::kActive;
     for (uint32_t i : released) {

@@ -8,21 +8,24 @@
 // integers (value · 2^24, rounded; vector addition of integers is exact, so
 // the sums commute and the synchronizer can batch, delay and merge them):
 //
-//   kDual   coordinates 0..dim-1: this node's local copy plus its scaled
-//           dual variable (consensus ADMM, ρ = μ w / (2 + negatives)),
-//           weighted by the copy's weight w_i^(m) (x_i^(m) + u_i^(m)); dim:
-//           1 (this node holds the vertex); dim+1: w_i^(m), twice the
-//           copy's expected touches per epoch (ExpectedTouches: its edges
-//           here and the negatives they draw; w / (2 + negatives) is its
-//           edges when negatives come only from its side). The owner's
-//           global is then (Σ_m w (x + u), holders, W = Σ_m w), and the
-//           consensus z̄_i = Σ_m w (x + u) / W. RefreshConsensus takes the
-//           dual step u ← u + x − z̄ and gives the trainer z̄ − u as the
+//   kDual   coordinates 0..dim-1: this node's local copy weighted by the
+//           copy's weight, w_i^(m) x_i^(m); dim: 1 (this node holds the
+//           vertex); dim+1: w_i^(m), twice the copy's expected touches per
+//           epoch (ExpectedTouches: its edges here and the negatives they
+//           draw; w / (2 + negatives) is its edges when negatives come only
+//           from its side). The owner's global is then (Σ_m w x, holders,
+//           W = Σ_m w), and the consensus z̄_i = Σ_m w x / W. Consensus
+//           ADMM (ρ = μ w / (2 + negatives)): RefreshConsensus takes the
+//           dual step u ← u + x − z̄ on the scaled dual variable u_i^(m),
+//           which stays on this node, and gives the trainer z̄ − u as the
 //           copy's target (its ρ / 2 ‖x − target‖² pull) and scales the
 //           copy's steps by min(max_step_scale, W / w) (StepScale says
-//           why); at a fixed point Σ_m ∇f_m(z̄) = 0, the single node's
-//           optimum. A node also takes the share w_i^(m) / W of the
-//           vertex's λ term.
+//           why). The dual steps keep Σ_m w u = 0, so at a fixed point
+//           Σ_m ∇f_m(z̄) = −Σ_m ρ u = 0, the single node's optimum. The
+//           duals stay out of the sums so that a copy that joins or leaves
+//           (below) moves z̄ by nothing but its x; ResetDuals restores
+//           Σ_m w u = 0 after such a change. A node also takes the share
+//           w_i^(m) / W of the vertex's λ term.
 //   kNaive  one shared Z (no local copies): coordinates 0..dim-1 are the
 //           SGD steps this node applied; every node adds the others' steps
 //           to its own vectors as they arrive (corrections, applied by the
@@ -159,10 +162,18 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   // either trainer and no sync round running: inside ClusterLink::GrowKeys
   // (Synchronizer::AddKeys).
   absl::Status Rebind(GraphTrainer* trainer);
+  // kDual: every dual variable back to 0. Every member calls it when the
+  // set of copies changes (a ring change): the duals of a copy that left
+  // are gone, and the others' would no longer sum to zero.
+  void ResetDuals();
   // kDual: every key that is not released becomes pending (its copy is
   // replaced by z̄ once the others' sums are known; see above). For a node
   // joining a running cluster. REQUIRES: as Rebind.
   void MakePending();
+  // Every key released at once (kDual: no releasing step): the next round
+  // takes every copy of this node out of the owners' sums. For a node
+  // leaving the cluster. Any thread.
+  void ReleaseAll();
   // Keys per state (for logs and tests).
   struct StateCounts {
     size_t active = 0, pending = 0, releasing = 0, released = 0;
@@ -171,8 +182,8 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   // kDual, between epochs: takes z̄ = Consensus(), the dual step u ← u +
   // x − z̄ (active keys), gives the trainer z̄ − u as its target (z̄ for
   // vertices not held) and the λ and μ scales; with `reset`, sets every
-  // copy to z̄ (GraphTrainer::ApplyCorrection: a held copy's contribution
-  // x + u is then unchanged); activates the pending keys that are due (see
+  // copy to z̄ (GraphTrainer::ApplyCorrection); activates the pending
+  // keys that are due (see
   // above), their copies set to z̄, and releases the releasing ones. Lists
   // every key that is not released. Returns
   // ConsensusDistance() as it was before. REQUIRES: no epoch running (the

@@ -119,6 +119,12 @@ class ClusterLink {
   void Finish();
   // Waits until every live node has finished; false on timeout.
   bool WaitAllFinished(absl::Duration timeout);
+  // Waits until every live node that has not finished has announced sweep
+  // `t`; false on timeout. The training thread (a leaving graph node
+  // waits for the others to take its share over).
+  bool WaitPeersPast(uint64_t t, absl::Duration timeout) {
+    return clocks_->WaitForMin(t, absl::Now() + timeout);
+  }
   // With sampling over everywhere: one full sync pass, then the queued
   // corrections are applied. Nodes are drained when, in a row of passes
   // run one node after another, every node's pass is quiet.

@@ -120,8 +120,10 @@ TEST_F(GraphConsensus, DualSyncMatchesSingleNodeOnTwoAndThreeNodes) {
 TEST_F(GraphConsensus, DualAsyncConverges) {
   const Run r = Train(2, GraphConsensusVariant::kDualAsync);
   // The copies are reset to a z̄ that lags (what the background rounds
-  // have brought so far): a little behind dual-sync (measured +0.7%).
-  EXPECT_LT(std::abs(r.objective / single_objective_ - 1), 0.015);
+  // have brought so far): behind dual-sync. Measured +2.1% to +2.5%; +0.7%
+  // while the copies' duals were in the sums, whose lag they made up for
+  // (SyncedEmbeddings keeps them local so that copies may join and leave).
+  EXPECT_LT(std::abs(r.objective / single_objective_ - 1), 0.03);
   EXPECT_LT(std::abs(r.auc - single_auc_), 0.01);
   EXPECT_LT(r.last_distance, 0.7 * r.first_distance);
 }

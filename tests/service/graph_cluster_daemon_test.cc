@@ -147,14 +147,20 @@ class GraphClusterDaemon : public ::testing::Test {
   // Puts the nodes' models together into *result: a vertex from the first
   // node holding it, how far the other holders' copies are from it, the
   // objective and AUC of the whole; fails the test if a vertex is held by
-  // none.
-  static void Combine(const std::vector<GraphModel>& models, Result* result) {
+  // none. A vertex the training graph lacks (one of ingested edges) fails
+  // the test too unless `ingested` is given: it counts them there.
+  static void Combine(const std::vector<GraphModel>& models, Result* result,
+                      size_t* ingested = nullptr) {
     const GraphData& g = split_->train;
     std::vector<float> z(g.num_vertices() * kDim, 0.0f);
     std::vector<bool> seen(g.num_vertices(), false);
     for (const GraphModel& m : models) {
       for (size_t i = 0; i < m.num_vertices(); ++i) {
         std::optional<VertexId> v = g.Find(m.keys()[i]);
+        if (!v && ingested != nullptr) {
+          ++*ingested;
+          continue;
+        }
         EXPECT_TRUE(v.has_value());
         if (!v) continue;
         const float* row = &m.vectors()[i * kDim];
@@ -174,6 +180,88 @@ class GraphClusterDaemon : public ::testing::Test {
         << "vertices no node holds";
     result->objective = Objective(z);
     result->auc = Auc(z);
+  }
+
+  // Status of daemon `d` (a test failure if the call fails).
+  static api::StatusResponse GraphStatusOf(Daemon* d) {
+    api::StatusResponse r;
+    auto api = d->Client(Protocol::kTcp);
+    absl::Status s = api->Call(Method::kStatus, api::StatusRequest(), &r);
+    EXPECT_TRUE(s.ok()) << s;
+    return r;
+  }
+
+  // Waits (up to 30 s) until `nodes` are past `epoch`, see a ring of
+  // `members`, and their training edges add up to `edges` (each edge on
+  // one node); their edges, in order (a test failure if that never came).
+  static std::vector<uint64_t> AwaitShares(TestCluster& cluster,
+                                           const std::vector<Daemon*>& nodes,
+                                           uint64_t epoch, int members,
+                                           uint64_t edges) {
+    std::vector<uint64_t> each;
+    for (int i = 0; i < 600; ++i) {
+      each.clear();
+      uint64_t sum = 0;
+      bool ready = true;
+      for (Daemon* d : nodes) {
+        const api::StatusResponse r = GraphStatusOf(d);
+        each.push_back(r.graph().edges());
+        sum += r.graph().edges();
+        ready &=
+            r.graph().epoch() >= epoch && r.cluster_members_size() == members;
+      }
+      if (ready && sum == edges) return each;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "the nodes' edges did not come to " << edges
+                  << " at epoch " << epoch << "\n"
+                  << cluster.Logs();
+    return each;
+  }
+
+  // Nodes `which` of `cluster` once they have trained `epochs` epochs and
+  // checkpointed: their models (fewer, and a test failure, if one failed).
+  static std::vector<GraphModel> FinalModels(TestCluster& cluster,
+                                             const std::vector<int>& which,
+                                             int epochs) {
+    std::vector<GraphModel> models;
+    for (int i : which) {
+      auto api = cluster.node(i)->Client(Protocol::kTcp);
+      absl::StatusOr<api::StatusResponse> s = WaitStatus(
+          api.get(),
+          [epochs](const api::StatusResponse& r) {
+            const uint64_t e = static_cast<uint64_t>(epochs);
+            return (r.graph().epoch() >= e && !r.graph().training() &&
+                    r.graph().checkpoint_epoch() >= e) ||
+                   !r.graph().error().empty();
+          },
+          180);
+      EXPECT_TRUE(s.ok()) << s.status() << "\n" << cluster.Logs();
+      if (!s.ok()) return models;
+      EXPECT_TRUE(s->graph().error().empty()) << s->graph().error() << "\n"
+                                              << cluster.Logs();
+      absl::StatusOr<GraphModel> m =
+          LoadNewestGraphModel(cluster.data_dir(i) + "/graph");
+      EXPECT_TRUE(m.ok()) << m.status();
+      if (!m.ok()) return models;
+      models.push_back(*std::move(m));
+    }
+    return models;
+  }
+
+  // Prints `what`'s objective and AUC against the single node's, and
+  // expects them within 1% and 0.01, every node's copy of a vertex the same.
+  static void ExpectCloseToSingle(const char* what, const Result& r,
+                                  const Result& single) {
+    std::printf(
+        "%s: objective %.1f (single %.1f, %+.2f%%), AUC %.4f (single %.4f); "
+        "the nodes' copies differ by at most %.2g\n",
+        what, r.objective, single.objective,
+        100 * (r.objective / single.objective - 1), r.auc, single.auc,
+        r.copies_disagree);
+    EXPECT_LT(std::abs(r.objective / single.objective - 1), 0.01) << what;
+    EXPECT_LT(std::abs(r.auc - single.auc), 0.01) << what;
+    EXPECT_LT(r.copies_disagree, 1e-6) << what;
   }
 
   // Runs `nodes` daemons with `consensus` and `consistency` to kEpochs and
@@ -336,36 +424,9 @@ TEST_F(GraphClusterDaemon, GrowsFromTwoToThreeAndLosesOne) {
   const std::vector<std::string> args = GraphArgs(kRingEpochs, "dual", "bsp");
   ASSERT_TRUE(cluster.Start(2, args));
   const size_t total_edges = split_->train.num_edges();
-  auto status = [](Daemon* d) {
-    api::StatusResponse r;
-    auto api = d->Client(Protocol::kTcp);
-    absl::Status s = api->Call(Method::kStatus, api::StatusRequest(), &r);
-    EXPECT_TRUE(s.ok()) << s;
-    return r;
-  };
-  // Waits until `nodes` are past `epoch` and their edges add up to the
-  // graph's under a ring of `members`; their edges, in order.
   auto settled = [&](const std::vector<Daemon*>& nodes, uint64_t epoch,
                      int members) {
-    std::vector<uint64_t> edges;
-    for (int i = 0; i < 600; ++i) {
-      edges.clear();
-      uint64_t sum = 0;
-      bool ready = true;
-      for (Daemon* d : nodes) {
-        const api::StatusResponse r = status(d);
-        edges.push_back(r.graph().edges());
-        sum += r.graph().edges();
-        ready &=
-            r.graph().epoch() >= epoch && r.cluster_members_size() == members;
-      }
-      if (ready && sum == total_edges) return edges;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    ADD_FAILURE() << "the nodes' edges did not come to the graph's "
-                  << total_edges << " at epoch " << epoch << "\n"
-                  << cluster.Logs();
-    return edges;
+    return AwaitShares(cluster, nodes, epoch, members, total_edges);
   };
   Daemon* a = cluster.node(0);
   Daemon* b = cluster.node(1);
@@ -380,7 +441,7 @@ TEST_F(GraphClusterDaemon, GrowsFromTwoToThreeAndLosesOne) {
                               cluster.redis().address(), "--cluster", "gring"});
   ASSERT_EQ(rc, 0) << out << cluster.Logs();
   ASSERT_TRUE(c->WaitForPorts()) << c->Log();
-  const uint64_t joined_at = status(a).graph().epoch();
+  const uint64_t joined_at = GraphStatusOf(a).graph().epoch();
   ASSERT_LT(joined_at + 40, uint64_t{kRingEpochs})
       << "the cluster must still be training";
   edges = settled({a, b, c}, joined_at + 10, 3);
@@ -389,9 +450,9 @@ TEST_F(GraphClusterDaemon, GrowsFromTwoToThreeAndLosesOne) {
               (unsigned long long)edges[1], (unsigned long long)edges[2]);
   for (uint64_t e : edges) EXPECT_GT(e, 0u);
   // The joiner started at the cluster's epoch, not at 0.
-  EXPECT_GE(status(c).graph().epoch(), joined_at);
+  EXPECT_GE(GraphStatusOf(c).graph().epoch(), joined_at);
 
-  const uint64_t killed_at = status(b).graph().epoch();
+  const uint64_t killed_at = GraphStatusOf(b).graph().epoch();
   ASSERT_LT(killed_at + 40, uint64_t{kRingEpochs})
       << "the cluster must still be training";
   a->Stop(SIGKILL);
@@ -400,36 +461,116 @@ TEST_F(GraphClusterDaemon, GrowsFromTwoToThreeAndLosesOne) {
               (unsigned long long)killed_at, (unsigned long long)edges[0],
               (unsigned long long)edges[1]);
 
-  std::vector<GraphModel> models;
-  for (int i : {1, 2}) {
-    auto api = cluster.node(i)->Client(Protocol::kTcp);
-    absl::StatusOr<api::StatusResponse> s = WaitStatus(
-        api.get(),
-        [](const api::StatusResponse& r) {
-          return (r.graph().epoch() >= kRingEpochs && !r.graph().training() &&
-                  r.graph().checkpoint_epoch() >= kRingEpochs) ||
-                 !r.graph().error().empty();
-        },
-        180);
-    ASSERT_TRUE(s.ok()) << s.status() << "\n" << cluster.Logs();
-    ASSERT_TRUE(s->graph().error().empty()) << s->graph().error() << "\n"
-                                            << cluster.Logs();
-    absl::StatusOr<GraphModel> m =
-        LoadNewestGraphModel(cluster.data_dir(i) + "/graph");
-    ASSERT_TRUE(m.ok()) << m.status();
-    models.push_back(*std::move(m));
-  }
+  std::vector<GraphModel> models = FinalModels(cluster, {1, 2}, kRingEpochs);
+  ASSERT_EQ(models.size(), 2u);
   Result r;
   Combine(models, &r);
-  std::printf(
-      "grown and failed over: objective %.1f (single %.1f, %+.2f%%), AUC "
-      "%.4f (single %.4f); the survivors' copies differ by at most %.2g\n",
-      r.objective, single.objective, 100 * (r.objective / single.objective - 1),
-      r.auc, single.auc, r.copies_disagree);
-  EXPECT_LT(std::abs(r.objective / single.objective - 1), 0.01);
-  EXPECT_LT(std::abs(r.auc - single.auc), 0.01);
-  EXPECT_LT(r.copies_disagree, 1e-6);
+  ExpectCloseToSingle("grown and failed over", r, single);
   for (int i : {1, 2}) {
+    EXPECT_EQ(cluster.node(i)->Stop(), 0) << cluster.node(i)->Log();
+  }
+}
+
+// Shrinking and restarting a graph cluster (issue 30): three nodes train;
+// edges among new vertices are ingested (each acknowledged by its first
+// endpoint's owner); `latentctl cluster remove-node` removes the node that
+// acknowledged the most, which hands them to the others and exits; then
+// one of the two left is killed with SIGKILL and started again with its
+// command line, and returns. At each step the nodes' edges add up to the
+// training graph's plus the ingested ones, and the final model is within
+// 1% of the single node's objective.
+TEST_F(GraphClusterDaemon, ShrinksWithHandoffAndARestartedNodeReturns) {
+  constexpr int kRingEpochs = 400;
+  constexpr VertexKey kNewBase = 1000000000000000;  // above every vertex id
+  constexpr int kIngested = 30;
+  const Result single = SingleNode(kRingEpochs);
+  TestCluster cluster({.name = "gshrink", .failure_timeout = "3"});
+  ASSERT_TRUE(cluster.ok());
+  std::vector<std::vector<std::string>> node_args;
+  for (int i = 0; i < 3; ++i) {
+    node_args.push_back(GraphArgs(kRingEpochs, "dual", "bsp"));
+    // (The node id is its --listen address: fixed, so a restart returns.)
+    for (std::string& f : FixedPortArgs({"--listen", "--cluster-listen"})) {
+      node_args.back().push_back(std::move(f));
+    }
+  }
+  ASSERT_TRUE(cluster.Start(node_args));
+  const uint64_t graph_edges = split_->train.num_edges();
+  AwaitShares(cluster, cluster.nodes(), 20, 3, graph_edges);
+
+  api::IngestEdgesRequest request;
+  for (int i = 0; i < kIngested; ++i) {
+    api::GraphEdge* e = request.add_edges();
+    e->set_src(kNewBase + i);
+    e->set_dst(kNewBase + i + 1);
+  }
+  api::IngestEdgesResponse acked;
+  auto api = cluster.node(0)->Client(Protocol::kTcp);
+  ASSERT_TRUE(api->Call(Method::kIngestEdges, request, &acked).ok());
+  ASSERT_EQ(acked.accepted(), static_cast<uint64_t>(kIngested));
+  const uint64_t all_edges = graph_edges + kIngested;
+  AwaitShares(cluster, cluster.nodes(), 25, 3, all_edges);
+
+  // The node that acknowledged the most leaves, handing them off.
+  int leaver = 0;
+  uint64_t most = 0;
+  for (int i = 0; i < 3; ++i) {
+    const uint64_t n = GraphStatusOf(cluster.node(i)).graph().ingested_edges();
+    if (n > most) most = n, leaver = i;
+  }
+  ASSERT_GT(most, 0u);
+  const uint64_t removed_at =
+      GraphStatusOf(cluster.node(leaver)).graph().epoch();
+  ASSERT_LT(removed_at + 60, uint64_t{kRingEpochs});
+  auto [rc, out] = Latentctl(
+      {"cluster", "remove-node", cluster.node(leaver)->tcp(), "--cluster-redis",
+       cluster.redis().address(), "--cluster", "gshrink"});
+  ASSERT_EQ(rc, 0) << out << cluster.Logs();
+  std::vector<int> staying;
+  for (int i = 0; i < 3; ++i) {
+    if (i != leaver) staying.push_back(i);
+  }
+  int exit_status = -1;
+  for (int i = 0; i < 600 && !cluster.node(leaver)->Exited(&exit_status); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(exit_status, 0) << "the removed node exits by itself\n"
+                            << cluster.node(leaver)->Log();
+  std::vector<uint64_t> edges =
+      AwaitShares(cluster, {cluster.node(staying[0]), cluster.node(staying[1])},
+                  removed_at + 5, 2, all_edges);
+  std::printf(
+      "node %d removed at epoch %llu (%llu edges acknowledged there "
+      "handed off): edges %llu + %llu\n",
+      leaver, (unsigned long long)removed_at, (unsigned long long)most,
+      (unsigned long long)edges[0], (unsigned long long)edges[1]);
+
+  // One of the two killed and started again with its command line.
+  const int restarted = staying[0];
+  const uint64_t killed_at =
+      GraphStatusOf(cluster.node(staying[1])).graph().epoch();
+  ASSERT_LT(killed_at + 30, uint64_t{kRingEpochs});
+  cluster.node(restarted)->Stop(SIGKILL);
+  ASSERT_NE(cluster.Restart(restarted), nullptr);
+  ASSERT_TRUE(cluster.node(restarted)->ok()) << cluster.node(restarted)->Log();
+  edges =
+      AwaitShares(cluster, {cluster.node(staying[0]), cluster.node(staying[1])},
+                  killed_at + 5, 2, all_edges);
+  std::printf(
+      "node %d killed at epoch %llu and restarted: edges %llu + "
+      "%llu\n",
+      restarted, (unsigned long long)killed_at, (unsigned long long)edges[0],
+      (unsigned long long)edges[1]);
+
+  std::vector<GraphModel> models = FinalModels(cluster, staying, kRingEpochs);
+  ASSERT_EQ(models.size(), 2u);
+  Result r;
+  size_t new_vertices = 0;
+  Combine(models, &r, &new_vertices);
+  // The ingested chain's vertices, each held by at least one node.
+  EXPECT_GE(new_vertices, size_t{kIngested + 1});
+  ExpectCloseToSingle("shrunk and restarted", r, single);
+  for (int i : staying) {
     EXPECT_EQ(cluster.node(i)->Stop(), 0) << cluster.node(i)->Log();
   }
 }
