@@ -201,13 +201,13 @@ void SyncedEmbeddings::Contribution(size_t index,
       (*row)[dim_] = 1;
       return;
     }
+    (*row)[dim_ + 1] = weight_[index];  // (RefreshConsensus changes it)
   }
-  const double w = weight_[index];
+  const double w = static_cast<double>((*row)[dim_ + 1]);
   for (uint32_t k = 0; k < dim_; ++k) {
     (*row)[k] = std::llround(double{x[k]} * w * kScale);
   }
   (*row)[dim_] = 1;
-  (*row)[dim_ + 1] = weight_[index];
 }
 
 void SyncedEmbeddings::Read(size_t index, sync::SparseVector* out) const {

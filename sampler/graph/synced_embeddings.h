@@ -223,7 +223,7 @@ class SyncedEmbeddings final : public sync::AbelianTable {
   std::vector<int32_t> index_of_;  // vertex -> index, -1 if not held
   // index -> w_i^(m) (pending: once active; releasing: as it was; 0:
   // released).
-  std::vector<uint32_t> weight_;
+  std::vector<uint32_t> weight_ ABSL_GUARDED_BY(mu_);
   // index -> state; for a pending key, the RefreshConsensus calls since it
   // was first sent (activated at the second if nobody else holds it).
   std::vector<KeyState> state_ ABSL_GUARDED_BY(mu_);
