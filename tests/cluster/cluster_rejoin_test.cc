@@ -6,6 +6,7 @@
 // drain every global equals a from-scratch count of all stores: nothing
 // lost, nothing counted twice.
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <thread>
 
@@ -34,6 +35,12 @@ void ClusterRejoinTest::RestartMidTraining(const std::string& consistency) {
   BackgroundSweeps sampling(nodes, 2);
   for (int s = 0; s < 3; ++s) {
     EXPECT_TRUE(nodes[2]->Sweep(false).ok());
+  }
+  // The others have announced a sweep before node 2 dies: else, on a
+  // loaded machine, the cluster's clock the restart takes is still 0.
+  for (int i = 0;
+       i < 1000 && (nodes[0]->sweep() == 0 || nodes[1]->sweep() == 0); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   const std::string id = nodes[2]->node_id();
   const std::string address = nodes[2]->address();
@@ -96,6 +103,12 @@ TEST_F(ClusterRejoinTest, AMemberLostForGoodIsTakenOutOfTheModel) {
   BackgroundSweeps sampling(nodes, 2);
   for (int s = 0; s < 3; ++s) {
     EXPECT_TRUE(nodes[2]->Sweep(false).ok());
+  }
+  // The others have announced a sweep before node 2 dies: else, on a
+  // loaded machine, the cluster's clock the restart takes is still 0.
+  for (int i = 0;
+       i < 1000 && (nodes[0]->sweep() == 0 || nodes[1]->sweep() == 0); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   const std::string id = nodes[2]->node_id();
   (*cluster)->Remove(2).reset();  // gone, and never back
