@@ -224,6 +224,10 @@ absl::Status LatentdService::JoinCluster(ClusterLinkOptions options) {
           "cluster mode needs a topic model (--corpus) or a graph "
           "(--graph-edges)");
     }
+    if (options_.consistency_auto) {
+      // A graph cluster's consensus needs each epoch's round (bsp).
+      options.consistency = sync::Consistency{.bounded = true, .staleness = 0};
+    }
     return graph_->JoinCluster(std::move(options));
   }
   ingest_.SetCluster(options.redis_url, options.cluster);

@@ -95,6 +95,9 @@ struct ServiceOptions {
   // Ingest, IngestRecords and GetUserProfile answer kUnavailable: the
   // ring that says which node owns a user is not known yet.
   bool cluster_mode = false;
+  // --consistency auto (not set): a graph-only node joins its cluster under
+  // bsp, whatever the ClusterLinkOptions given to JoinCluster say.
+  bool consistency_auto = false;
   // Called (on the training thread) once this node has left the cluster
   // because an operator removed it; the daemon then shuts down.
   std::function<void()> on_left_cluster;

@@ -125,23 +125,26 @@ class GraphClusterDaemon : public ::testing::Test {
   }
 
   // A graph node's flags: the training edges, the trainer's options,
-  // `epochs`, `consensus` and `consistency`.
+  // `epochs`, `consensus` and `consistency` (null: the default, auto).
   static std::vector<std::string> GraphArgs(int epochs, const char* consensus,
                                             const char* consistency) {
-    return {"--graph-edges",
-            *edges_path_,
-            "--graph-dim",
-            absl::StrCat(kDim),
-            "--graph-max-epochs",
-            absl::StrCat(epochs),
-            "--graph-checkpoint-every",
-            "0",
-            "--graph-learning-rate",
-            absl::StrCat(kLearningRate),
-            "--graph-consensus",
-            consensus,
-            "--consistency",
-            consistency};
+    std::vector<std::string> args = {"--graph-edges",
+                                     *edges_path_,
+                                     "--graph-dim",
+                                     absl::StrCat(kDim),
+                                     "--graph-max-epochs",
+                                     absl::StrCat(epochs),
+                                     "--graph-checkpoint-every",
+                                     "0",
+                                     "--graph-learning-rate",
+                                     absl::StrCat(kLearningRate),
+                                     "--graph-consensus",
+                                     consensus};
+    if (consistency != nullptr) {
+      args.push_back("--consistency");
+      args.push_back(consistency);
+    }
+    return args;
   }
 
   // Puts the nodes' models together into *result: a vertex from the first
@@ -421,7 +424,8 @@ TEST_F(GraphClusterDaemon, GrowsFromTwoToThreeAndLosesOne) {
   const Result single = SingleNode(kRingEpochs);
   TestCluster cluster({.name = "gring", .failure_timeout = "3"});
   ASSERT_TRUE(cluster.ok());
-  const std::vector<std::string> args = GraphArgs(kRingEpochs, "dual", "bsp");
+  // (The default consistency, auto: bsp for a graph-only node.)
+  const std::vector<std::string> args = GraphArgs(kRingEpochs, "dual", nullptr);
   ASSERT_TRUE(cluster.Start(2, args));
   const size_t total_edges = split_->train.num_edges();
   auto settled = [&](const std::vector<Daemon*>& nodes, uint64_t epoch,
@@ -431,6 +435,10 @@ TEST_F(GraphClusterDaemon, GrowsFromTwoToThreeAndLosesOne) {
   Daemon* a = cluster.node(0);
   Daemon* b = cluster.node(1);
   std::vector<uint64_t> edges = settled({a, b}, 20, 2);
+  EXPECT_NE(a->Log().find("members, ssp:0, dual decomposition"),
+            std::string::npos)
+      << "a graph-only node runs bsp by default\n"
+      << a->Log();
   std::printf("2 nodes: edges %llu + %llu\n", (unsigned long long)edges[0],
               (unsigned long long)edges[1]);
 
@@ -488,7 +496,7 @@ TEST_F(GraphClusterDaemon, ShrinksWithHandoffAndARestartedNodeReturns) {
   ASSERT_TRUE(cluster.ok());
   std::vector<std::vector<std::string>> node_args;
   for (int i = 0; i < 3; ++i) {
-    node_args.push_back(GraphArgs(kRingEpochs, "dual", "bsp"));
+    node_args.push_back(GraphArgs(kRingEpochs, "dual", nullptr));
     // (The node id is its --listen address: fixed, so a restart returns.)
     for (std::string& f : FixedPortArgs({"--listen", "--cluster-listen"})) {
       node_args.back().push_back(std::move(f));

@@ -597,6 +597,23 @@ TEST(IngestLog, CompactKeepsTombstonesAndSequences) {
   EXPECT_EQ((*reopened)->last_sequence(), 6u);
 }
 
+// --consistency auto (the default) is async for a topic node, and marks the
+// config so that a graph-only node joins under bsp; any other value is
+// what it says.
+TEST(DaemonSettings, ConsistencyAutoIsAsyncAndMarked) {
+  auto c = ResolveConfig({}, {});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->service.consistency_auto);
+  EXPECT_FALSE(c->cluster.consistency.bounded);
+  c = ResolveConfig({{"consistency", "auto"}}, {{"consistency", "bsp"}});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->service.consistency_auto);
+  EXPECT_TRUE(c->cluster.consistency.bounded);
+  EXPECT_EQ(c->cluster.consistency.staleness, 0u);
+  c = ResolveConfig({}, {{"consistency", "ssp:auto"}});
+  EXPECT_FALSE(c.ok());
+}
+
 TEST(DaemonSettings, DefaultsFileAndFlags) {
   auto c = ResolveConfig({{"topics", "50"}, {"http", "127.0.0.1:0"}},
                          {{"topics", "60"}});
