@@ -78,6 +78,13 @@ absl::StatusOr<api::IngestEdgesResponse> GraphIngest::IngestEdges(
   if (stopping_ || journal_ == nullptr) {
     return absl::UnavailableError("IngestEdges: the node is shutting down");
   }
+  if (!accepting_) {
+    return absl::UnavailableError(absl::StrCat(
+        "IngestEdges: this node is leaving the cluster; send the ",
+        edges.size(),
+        " edges it would keep to another member (edges of other owners in "
+        "this call are acknowledged there; a retry finds them duplicates)"));
+  }
   std::vector<Edge> fresh;
   absl::flat_hash_set<std::pair<VertexKey, VertexKey>> in_call;
   for (const Edge& e : edges) {
@@ -193,6 +200,11 @@ void GraphIngest::MarkPublished(uint64_t n) {
 GraphIngest::Counts GraphIngest::counts() const {
   absl::MutexLock lock(&ingest_mu_);
   return {ingested_total_, pending_count_};
+}
+
+void GraphIngest::SetAccepting(bool accepting) {
+  absl::MutexLock lock(&ingest_mu_);
+  accepting_ = accepting;
 }
 
 void GraphIngest::BeginStop() {

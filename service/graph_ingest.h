@@ -90,6 +90,13 @@ class GraphIngest {
   absl::Status HandOff(const std::vector<Edge>& edges,
                        const hashring::RingConfig& config);
 
+  // While not accepting (a member leaving the cluster, between taking its
+  // acknowledged edges to hand off and its exit), IngestEdges acknowledges
+  // no edge here: those this node would append are refused (kUnavailable,
+  // nothing kept), so that none is acknowledged after the hand-off took
+  // the others. Accepting from the start. Any thread.
+  void SetAccepting(bool accepting);
+
   // The training thread: blocks until edges are pending or BeginStop() was
   // called, or not at all if `busy`; false once stopping.
   bool WaitForWork(bool busy);
@@ -145,6 +152,7 @@ class GraphIngest {
       ABSL_GUARDED_BY(ingest_mu_);
   std::unique_ptr<EdgeJournal> journal_ ABSL_GUARDED_BY(ingest_mu_);
   bool stopping_ ABSL_GUARDED_BY(ingest_mu_) = false;
+  bool accepting_ ABSL_GUARDED_BY(ingest_mu_) = true;
 };
 
 }  // namespace latentd::service

@@ -194,8 +194,13 @@ absl::Status GraphService::LeaveCluster() {
         absl::StrCat("a live node is not removed as ",
                      sync::RemoveModeName(mode), " (only drop or handoff)"));
   }
-  // The edges acknowledged here, the queued ones too.
-  LATENTD_RETURN_IF_ERROR(TakePending().status());
+  // The edges acknowledged here, the queued ones too; from now on none is
+  // acknowledged here (it would miss the hand-off).
+  ingest_->SetAccepting(false);
+  if (absl::Status took = TakePending().status(); !took.ok()) {
+    ingest_->SetAccepting(true);
+    return took;
+  }
   sync::MoveCounters counters;
   if (mode == sync::RemoveMode::kHandoff && !trained_ingested_.empty()) {
     hashring::RingConfig without = link_->ring_config();
@@ -208,6 +213,7 @@ absl::Status GraphService::LeaveCluster() {
       // ships again (a receiver finds what it took duplicates).
       absl::Status failed = link_->FailLeave(std::string(shipped.message()));
       if (!failed.ok()) LogWarning(std::string(failed.message()));
+      ingest_->SetAccepting(true);
       return shipped;
     }
     counters.documents = trained_ingested_.size();

@@ -6,7 +6,8 @@
 // before the end refused naming the file and offset, the file left as it
 // is; an older plain-text ingested.edges taken in once (also through
 // GraphService); a failed append through the file-system seam not
-// acknowledged nor kept.
+// acknowledged nor kept; a node leaving its cluster acknowledges no edge
+// of its own.
 #include <memory>
 #include <string>
 #include <vector>
@@ -267,6 +268,37 @@ TEST(EdgeJournal, GraphServiceStartsFromAnOldPlainTextFile) {
 // nothing acknowledged and nothing left in the file; once the fault clears,
 // edges are appended again, and a reopened service holds exactly the
 // acknowledged ones.
+// A graph node leaving its cluster hands off the edges it acknowledged,
+// then acknowledges none: an edge it would keep is refused, not kept
+// (else it would be acknowledged after the hand-off and trained nowhere).
+TEST(GraphIngest, ALeavingNodeAcknowledgesNoEdgeOfItsOwn) {
+  const std::string dir = testing::ScratchDir("GraphIngest", "leaving");
+  MetricsRegistry metrics;
+  std::vector<Edge> fresh;
+  auto ingest = GraphIngest::Open(
+      {.dir = dir,
+       .ingested = metrics.AddCounter("t_ingested_total", "test"),
+       .forwarded = metrics.AddCounter("t_forwarded_total", "test")},
+      {}, &fresh);
+  ASSERT_TRUE(ingest.ok()) << ingest.status();
+  (*ingest)->SetAccepting(false);
+  auto r = (*ingest)->IngestEdges(Edges({{10, 11}}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable) << r.status();
+  EXPECT_TRUE(absl::StrContains(r.status().message(), "leaving the cluster"))
+      << r.status();
+  EXPECT_TRUE((*ingest)->TakePending().empty());
+  EXPECT_EQ((*ingest)->counts().ingested, 0u);
+  // A removal that failed: the node takes edges again.
+  (*ingest)->SetAccepting(true);
+  r = (*ingest)->IngestEdges(Edges({{10, 11}}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->accepted(), 1u);
+  EXPECT_EQ((*ingest)->TakePending().size(), 1u);
+  (*ingest)->BeginStop();
+  EXPECT_TRUE((*ingest)->Close().ok());
+}
+
 TEST(GraphIngestFaults, FailedAppendsAreNotAcknowledgedNorKept) {
   const GraphServiceOptions o =
       SmallGraph(testing::ScratchDir("GraphIngestFaults", "append"));
