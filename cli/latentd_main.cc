@@ -58,6 +58,8 @@ using latentd::service::DaemonConfig;
 // declared down (any thread), read after the shutdown.
 char** g_argv = nullptr;
 std::atomic<bool> g_return_to_cluster{false};
+// Why it returns: declared down (false) or its removal rolled back (true).
+std::atomic<bool> g_removal_rolled_back{false};
 
 using Values = std::vector<std::pair<std::string, std::string>>;
 
@@ -270,6 +272,17 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
       ::kill(::getpid(), SIGTERM);
     };
   }
+  // Its removal rolled back (a failed hand-off): the same, to sample again
+  // as the active member the ring has it as. (The sync address is kept in
+  // DIR/cluster.address; the API port is the node's id, so it must be
+  // fixed.)
+  if (config.rpc.port != 0) {
+    service_options.on_removal_rolled_back = [] {
+      g_removal_rolled_back = true;
+      g_return_to_cluster = true;
+      ::kill(::getpid(), SIGTERM);
+    };
+  }
   if (!latentd::PathExists(latentd::ModelPaths(config.service.data_dir)
                                .tokens())) {  // the corpus is read now
     const std::string warning =
@@ -376,8 +389,12 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
   const bool again = g_return_to_cluster.load();
   latentd::log::Info(
       "latentd",
-      again ? std::string("declared down by the cluster: shutting down, then "
-                          "starting again to return to it")
+      again ? std::string(g_removal_rolled_back.load()
+                              ? "this node's removal was rolled back: "
+                                "shutting down, then starting again to "
+                                "sample as a member"
+                              : "declared down by the cluster: shutting "
+                                "down, then starting again to return to it")
             : absl::StrFormat("signal %d, shutting down", sig));
   if (absl::Status n =
           latentd::service::NotifySystemd(again ? "RELOADING=1" : "STOPPING=1");

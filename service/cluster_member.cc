@@ -149,19 +149,14 @@ absl::Status ClusterMember::Leave(Trainer* trainer, const Vocabulary& vocab) {
   if (mode == sync::RemoveMode::kHandoff) {
     // The others adopt this node's documents with their topics (their
     // merges add those counts) before it takes them out below: net zero.
-    absl::Status shipped = HandOffDocuments(trainer, vocab);
+    bool committed = false;
+    absl::Status shipped = HandOffDocuments(trainer, vocab, &committed);
     if (!shipped.ok()) {
-      // Nothing taken out yet: a retried removal ships again (what a
-      // receiver took already it skips by source).
-      absl::Status failed = link_->FailLeave(
-          absl::StrCat(shipped.message(),
-                       "; what was handed off counts twice until "
-                       "remove-node is run again"));
-      if (failed.ok()) {
-        leave_started_ = false;
-      } else {
-        LogWarning(std::string(failed.message()));
-      }
+      if (!committed) return RollBackLeave(shipped);
+      // (Committed: the hand-off completes forward; a restart resumes it.)
+      LogWarning(absl::StrCat(
+          "hand-off committed but not finished: ", shipped.message(),
+          "; restart this node to complete it"));
       return shipped;
     }
   }
@@ -184,6 +179,29 @@ absl::Status ClusterMember::Leave(Trainer* trainer, const Vocabulary& vocab) {
   Log("left the cluster");
   if (options_.on_left_cluster) options_.on_left_cluster();
   return absl::OkStatus();
+}
+
+absl::Status ClusterMember::RollBackLeave(absl::Status why) {
+  absl::Status back = link_->RollBackLeave(std::string(why.message()));
+  if (back.ok()) {
+    LogWarning(absl::StrCat(
+        "cluster: this node's removal was rolled back (", why.message(),
+        "): the receivers drop what they staged; this node ",
+        options_.on_removal_rolled_back
+            ? "restarts itself to sample again"
+            : "stops sampling until it is restarted from its data "
+              "directory"));
+    if (options_.on_removal_rolled_back) options_.on_removal_rolled_back();
+    return why;
+  }
+  // (An operator aborted the move meanwhile, or Redis is away: the
+  // receivers hold what they staged until Redis decides; nothing counts
+  // twice.)
+  LogWarning(absl::StrCat("rolling this node's removal back failed: ",
+                          back.message()));
+  absl::Status failed = link_->FailLeave(std::string(why.message()));
+  if (failed.ok()) leave_started_ = false;
+  return why;
 }
 
 absl::Status ClusterMember::ApplyMerge(Trainer* trainer,

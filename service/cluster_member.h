@@ -48,6 +48,9 @@ struct ClusterMemberOptions {
   // the cluster has declared this live node down (ServiceOptions).
   std::function<void()> on_left_cluster;
   std::function<void()> on_declared_down;
+  // Called (training thread) once this node's removal was rolled back
+  // (its hand-off failed): the ring has it active again (ServiceOptions).
+  std::function<void()> on_removal_rolled_back;
   // Counts the words adopted from other nodes; may be null.
   Counter* words_adopted = nullptr;
 };
@@ -94,12 +97,13 @@ class ClusterMember {
   // or its hand-off failed and the removal was retried.
   bool LeaveDue() const;
   // The operator removes this node (ClusterLink::LeaveRequested): with
-  // handoff, first ships its documents to the others (HandOffDocuments; on
-  // failure the removal is marked failed and this node stays, not
-  // sampling, until a retried removal makes LeaveDue() true again: the
-  // receivers skip the documents they already hold, by source); then
-  // takes its documents' counts out of the model, leaves the ring, and
-  // calls options.on_left_cluster. Marks the router left first, whatever
+  // handoff, first ships its documents to the others (HandOffDocuments:
+  // staged there, then committed; if that fails before the commit, the
+  // removal is rolled back, the ring has this node active again, the
+  // receivers drop what they staged, and options.on_removal_rolled_back
+  // restarts it, or it stays, not sampling, until restarted); then takes
+  // its documents' counts out of the model, leaves the ring, and calls
+  // options.on_left_cluster. Marks the router left first, whatever
   // happens.
   absl::Status Leave(Trainer* trainer, const Vocabulary& vocab);
 
@@ -126,10 +130,20 @@ class ClusterMember {
   // Sends every document of `trainer`'s store with its topics to the
   // remaining members (the owner, in the ring without this node, of the
   // document's source key, or of its user's key), as Ingest calls with
-  // words and topics, retried until the link's join timeout; then waits
-  // (as long) until each receiver has merged them into its store. The
-  // error of a call that still fails.
-  absl::Status HandOffDocuments(Trainer* trainer, const Vocabulary& vocab);
+  // words and topics, which they stage; retried until the link's join
+  // timeout. Then commits the hand-off in Redis (ClusterLink::
+  // CommitHandoff), tells each receiver (they take the staged documents
+  // in), and waits (as long) until each has merged them into its store.
+  // *committed says whether the commit was made: an error before it
+  // leaves nothing counted at the receivers (the hand-off can be rolled
+  // back); after it, none is returned (a receiver that does not answer
+  // takes them in from Redis's word when it can).
+  absl::Status HandOffDocuments(Trainer* trainer, const Vocabulary& vocab,
+                                bool* committed);
+  // Leave()'s failed hand-off, not committed: rolls the removal back
+  // (ClusterLink::RollBackLeave) and restarts this node, or, if that
+  // fails, marks the removal failed. Returns `why`.
+  absl::Status RollBackLeave(absl::Status why);
 
   const ClusterMemberOptions options_;
   ClusterRouter* const router_;

@@ -1,8 +1,9 @@
 // ClusterMember's hand-off, `latentctl cluster remove-node --handoff`: the
 // leaving node ships its documents with their topics to the remaining
-// members (HandOffDocuments), which take them as Ingest calls carrying
-// words and topics (LatentdService::HandedOffWords) and merge them keeping
-// those topics.
+// members (HandOffDocuments), which stage them (IngestPath, durable and not
+// counted); once all hold them it commits the hand-off in Redis and tells
+// them, and they take the documents in and merge them keeping those
+// topics. A failure before the commit rolls the removal back.
 // Why this is exact: docs/design.md, "Growing and shrinking the cluster".
 #include <algorithm>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "hashring/ring.h"
 #include "service/api_client.h"
 #include "service/cluster_member.h"
+#include "service/handoff_source.h"
 
 namespace latentd::service {
 namespace {
@@ -36,7 +38,11 @@ bool Permanent(const absl::Status& s) {
 }  // namespace
 
 absl::Status ClusterMember::HandOffDocuments(Trainer* trainer,
-                                             const Vocabulary& vocab) {
+                                             const Vocabulary& vocab,
+                                             bool* committed) {
+  *committed = false;
+  // This attempt: the drain epoch (a retried removal is another one).
+  const uint64_t attempt = link_->epoch();
   const absl::Time deadline = absl::Now() + link_->join_timeout();
   // The receivers: the ring without this node (the next epoch's).
   hashring::RingConfig config = link_->ring_config();
@@ -55,8 +61,8 @@ absl::Status ClusterMember::HandOffDocuments(Trainer* trainer,
   struct Receiver {
     api::IngestRequest request;
     size_t bytes = 0;
-    uint64_t last_sequence = 0;  // the highest it acknowledged
-    uint64_t documents = 0;
+    uint64_t last_sequence = 0;  // its log's, once it took them in
+    uint64_t documents = 0;      // staged there
   };
   std::vector<Receiver> receivers(config.members.size());
   auto send = [&](size_t m) -> absl::Status {
@@ -70,11 +76,7 @@ absl::Status ClusterMember::HandOffDocuments(Trainer* trainer,
       api::IngestResponse resp;
       s = client.ok() ? (*client)->Call(Method::kIngest, r.request, &resp)
                       : client.status();
-      if (s.ok()) {
-        // (All of them already there, from an earlier try: 0.)
-        r.last_sequence = std::max(r.last_sequence, resp.last_sequence());
-        break;
-      }
+      if (s.ok()) break;
       if (Permanent(s) || absl::Now() > deadline) {
         return absl::Status(
             s.code(),
@@ -97,8 +99,8 @@ absl::Status ClusterMember::HandOffDocuments(Trainer* trainer,
       trainer->store(), [&](const DocBatch& batch, size_t d) -> absl::Status {
         auto words = batch.doc_words(d);
         if (words.empty()) return absl::OkStatus();
-        const std::string source = absl::StrCat("handoff:", link_->node_id(),
-                                                "/", batch.first_doc + d);
+        const std::string source =
+            HandoffSource(link_->node_id(), attempt, batch.first_doc + d);
         const std::string& user = batch.users[d];
         const size_t m = ring->Owner(
             user.empty() ? HashWord(source) : ClusterRouter::UserKey(user));
@@ -126,9 +128,50 @@ absl::Status ClusterMember::HandOffDocuments(Trainer* trainer,
     shipped += receivers[m].documents;
   }
   log::Info("latentd", absl::StrCat("hand-off: ", shipped,
-                                    " documents acknowledged (durable) "
-                                    "by ",
+                                    " documents staged (durable) by ",
                                     receivers.size(), " members"));
+
+  // The decision. (Redis away: the outcome may be unknown, so it is taken
+  // as made; the node stays leaving and a restart resumes the removal.)
+  for (;;) {
+    absl::Status c = link_->CommitHandoff();
+    if (c.ok()) break;
+    if (!absl::IsUnavailable(c)) return c;
+    *committed = true;
+    if (absl::Now() > deadline) return c;
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  *committed = true;
+  log::Info("latentd", absl::StrCat("hand-off ", link_->node_id(), "/", attempt,
+                                    " committed"));
+  // Each receiver takes what it staged in (one past the deadline does it
+  // on its own, from Redis's word, as soon as it can).
+  api::IngestRequest commit;
+  commit.set_handoff_commit(absl::StrCat(link_->node_id(), "/", attempt));
+  for (size_t m = 0; m < receivers.size(); ++m) {
+    if (receivers[m].documents == 0) continue;
+    const std::string& to = config.members[m].id;
+    for (;;) {
+      absl::StatusOr<ApiClient*> client = router_->PeerClient(to);
+      api::IngestResponse resp;
+      absl::Status s = client.ok()
+                           ? (*client)->Call(Method::kIngest, commit, &resp)
+                           : client.status();
+      if (s.ok()) {
+        receivers[m].last_sequence = resp.last_sequence();
+        break;
+      }
+      if (absl::Now() > deadline) {
+        log::Info("latentd",
+                  absl::StrCat("hand-off: ", to, " did not take the commit (",
+                               s.message(),
+                               "); it takes its documents in from Redis's "
+                               "word when it can"));
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+  }
 
   // Wait until each receiver has merged them (its counts then include
   // them), so that this node's retraction comes after; past the deadline

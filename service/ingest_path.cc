@@ -70,6 +70,15 @@ absl::Status IngestPath::Open(uint64_t merged_through) {
     LATENTD_ASSIGN_OR_RETURN(
         replicas_, ReplicaLogs::Open(options_.data_dir + "/replicas"));
   }
+  if (options_.cluster_mode) {
+    LATENTD_ASSIGN_OR_RETURN(staged_,
+                             ReplicaLogs::Open(options_.data_dir + "/handoff"));
+    if (const uint64_t n = staged_->records(); n > 0) {
+      Log(absl::StrCat("holding ", n,
+                       " staged hand-off documents until their move is "
+                       "decided"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -105,7 +114,7 @@ void IngestPath::SetCluster(std::string redis_url, std::string cluster) {
 }
 
 void IngestPath::Start() {
-  if (replicas_ != nullptr) {
+  if (replicas_ != nullptr || staged_ != nullptr) {
     replica_thread_ = std::thread([this] { ReplicaLoop(); });
   }
 }
@@ -142,6 +151,19 @@ void IngestPath::DropKnownSources(std::vector<IngestRecord>* records) {
 
 absl::StatusOr<uint64_t> IngestPath::Ingest(std::vector<IngestRecord> records,
                                             LogRange* appended, bool route) {
+  LATENTD_RETURN_IF_ERROR(router_->CheckJoined());
+  uint64_t staged = 0;
+  if (staged_ != nullptr) {
+    LATENTD_ASSIGN_OR_RETURN(staged, StageHandoffs(&records));
+    if (records.empty()) return staged;
+  }
+  LATENTD_ASSIGN_OR_RETURN(uint64_t n,
+                           IngestHere(std::move(records), appended, route));
+  return staged + n;
+}
+
+absl::StatusOr<uint64_t> IngestPath::IngestHere(
+    std::vector<IngestRecord> records, LogRange* appended, bool route) {
   LATENTD_RETURN_IF_ERROR(router_->CheckJoined());
   uint64_t forwarded = 0;
   if (router_->link() != nullptr && route) {

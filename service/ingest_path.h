@@ -5,9 +5,17 @@
 // their owners and copies each record to its backups (replicated ingestion,
 // DIR/replicas, service/replica_logs.h) through a ClusterRouter, and in
 // cluster mode runs the replica thread that adopts the copies of a node
-// removed as lost. Merging the queue into the token store is the training
-// thread's: it takes the records (PendingAfter), and once a view shows them
-// drops them here (Published).
+// removed as lost, and settles staged hand-offs. Merging the queue into the
+// token store is the training thread's: it takes the records (PendingAfter),
+// and once a view shows them drops them here (Published).
+//
+// Documents handed off by a leaving node (remove-node --handoff; their
+// sources name the attempt, service/handoff_source.h) are staged, not
+// queued: appended durably to DIR/handoff/, one log per attempt, and
+// acknowledged, but neither copied nor merged until the attempt is
+// committed (CommitHandoff, then they take the path of any document) or
+// dropped when it is rolled back. The background thread settles the
+// attempts that are decided in Redis meanwhile (ingest_handoff.cc).
 //
 // Life cycle: construct, Open (replays the log), Start (the replica
 // thread), BeginStop (wakes the waiters), Stop (joins it). The router must
@@ -88,7 +96,8 @@ class IngestPath {
   // Cluster mode: the Redis and cluster name the replica thread reads the
   // members from. REQUIRES: before Start().
   void SetCluster(std::string redis_url, std::string cluster);
-  // Starts the replica thread if there are replica logs.
+  // Starts the background thread in cluster mode: adopting replica copies
+  // of lost nodes, settling staged hand-offs.
   void Start();
   // Refuses nothing, but wakes WaitForWork and ends the replica thread's
   // wait; stopping() is true from here on.
@@ -112,6 +121,14 @@ class IngestPath {
                                   LogRange* appended, bool route);
   // True if a record with this non-empty source is in the ingest log.
   bool SourceIngested(const std::string& source) const;
+  // The staged documents of hand-off attempt `key` ("NODE/EPOCH"), once
+  // Redis says it was committed, take the ingest path (copies, log,
+  // queue) and its staging log goes. Returns the last sequence they (or,
+  // already moved, the log) hold, for the leaving node to wait on the
+  // merge. kFailedPrecondition unless the attempt was committed.
+  absl::StatusOr<uint64_t> CommitHandoff(const std::string& key);
+  // Hand-off documents staged here, over every undecided attempt.
+  uint64_t staged_handoff_documents() const;
   // The words of each event of `user` that failed-over owners had
   // acknowledged and this node holds copies of (none outside cluster mode).
   // A failed-over origin's copies are indexed by user once. The error of
@@ -156,11 +173,22 @@ class IngestPath {
   // leaving or down (ClusterLink::not_backups) and the node that handed
   // the record off.
   absl::Status Replicate(const std::vector<IngestRecord>& records);
+  // Ingest() past the staging of hand-offs: the records this node keeps.
+  absl::StatusOr<uint64_t> IngestHere(std::vector<IngestRecord> records,
+                                      LogRange* appended, bool route);
+  // Stages the hand-off records of *records (taking them out of it);
+  // returns how many it took.
+  absl::StatusOr<uint64_t> StageHandoffs(std::vector<IngestRecord>* records);
+  // Moves a committed attempt's staged records into the ingest path.
+  absl::StatusOr<uint64_t> MoveStaged(const std::string& key);
+  // Settles every staged attempt Redis has decided (background thread).
+  absl::Status SettleHandoffs();
   // Drops the records whose source was ingested before, counting them.
   void DropKnownSources(std::vector<IngestRecord>* records)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(pending_mu_);
-  // The replica thread: adopts the copies of origins removed from the
-  // cluster as lost, every 500 ms (AdoptLostOrigins).
+  // The background thread: adopts the copies of origins removed from the
+  // cluster as lost (AdoptLostOrigins) and settles staged hand-offs
+  // (SettleHandoffs), every 500 ms.
   void ReplicaLoop();
   absl::Status AdoptLostOrigins();
 
@@ -170,6 +198,11 @@ class IngestPath {
   // Set by Open, then only read (IngestLog and ReplicaLogs lock inside).
   std::unique_ptr<IngestLog> log_;
   std::unique_ptr<ReplicaLogs> replicas_;
+  // Staged hand-offs, one log per attempt (cluster mode only).
+  std::unique_ptr<ReplicaLogs> staged_;
+  // Serializes the moves of committed attempts (a commit call and the
+  // background thread).
+  absl::Mutex commit_mu_;
   std::atomic<uint64_t> ingested_{0};
 
   // Acknowledged records not yet merged, and the sources ever ingested.

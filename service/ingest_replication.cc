@@ -21,6 +21,7 @@
 #include "corpora/types.h"
 #include "hashring/ring.h"
 #include "service/api_client.h"
+#include "service/handoff_source.h"
 #include "service/ingest_path.h"
 #include "service/internal/daemon_log.h"
 #include "sync/control/cluster_admin.h"
@@ -45,16 +46,11 @@ sync::Key RecordKey(const IngestRecord& r) {
   return HashWord(absl::StrCat(r.doc_id, "\n", absl::StrJoin(r.words, " ")));
 }
 
-// The node that handed `r` off to this one (its source is
-// "handoff:NODE/INDEX", cluster_member_handoff.cc); "" if none.
-std::string_view HandedOffBy(const IngestRecord& r) {
-  constexpr std::string_view kPrefix = "handoff:";
-  std::string_view s = r.source;
-  if (!s.starts_with(kPrefix)) return {};
-  s.remove_prefix(kPrefix.size());
-  const size_t slash = s.rfind('/');
-  return slash == std::string_view::npos ? std::string_view()
-                                         : s.substr(0, slash);
+// The node that handed `r` off to this one (service/handoff_source.h); ""
+// if none.
+std::string HandedOffBy(const IngestRecord& r) {
+  std::optional<HandoffAttempt> a = ParseHandoffSource(r.source);
+  return a.has_value() ? a->node : std::string();
 }
 
 }  // namespace
@@ -71,7 +67,7 @@ absl::Status IngestPath::Replicate(const std::vector<IngestRecord>& records) {
   absl::flat_hash_map<std::string, std::vector<const IngestRecord*>> by_backup;
   for (const IngestRecord& r : records) {
     size_t copies = 0;
-    const std::string_view from = HandedOffBy(r);
+    const std::string from = HandedOffBy(r);
     for (hashring::MemberIndex m : ring->Replicas(RecordKey(r))) {
       const std::string& id = config.members[m].id;
       if (id == self || id == from || excluded.contains(id)) continue;
@@ -112,12 +108,21 @@ void IngestPath::ReplicaLoop() {
         return;
       }
     }
-    absl::Status s = AdoptLostOrigins();
-    if (!s.ok()) {
-      LogWarning(
-          absl::StrCat("adopting a lost node's replica copies failed "
-                       "(will retry): ",
-                       s.message()));
+    if (replicas_ != nullptr) {
+      absl::Status s = AdoptLostOrigins();
+      if (!s.ok()) {
+        LogWarning(
+            absl::StrCat("adopting a lost node's replica copies failed "
+                         "(will retry): ",
+                         s.message()));
+      }
+    }
+    if (staged_ != nullptr) {
+      absl::Status s = SettleHandoffs();
+      if (!s.ok()) {
+        LogWarning(absl::StrCat(
+            "settling staged hand-offs failed (will retry): ", s.message()));
+      }
     }
   }
 }

@@ -50,6 +50,7 @@ LatentdService::LatentdService(const ServiceOptions& options,
                 .max_documents_per_ingest = options.max_documents_per_ingest,
                 .on_left_cluster = options.on_left_cluster,
                 .on_declared_down = options.on_declared_down,
+                .on_removal_rolled_back = options.on_removal_rolled_back,
                 .words_adopted = m_.words_adopted},
                &router_),
       training_(options,
@@ -184,6 +185,7 @@ absl::StatusOr<api::StatusResponse> LatentdService::Status(
   resp.set_users(v->users.size());
   resp.set_ingested(ingest_.ingested());
   resp.set_pending(ingest_.pending());
+  resp.set_staged_handoff_documents(ingest_.staged_handoff_documents());
   resp.set_uptime_seconds(
       absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()) - start_time_);
   training_.AddStatus(request.history(), &resp);

@@ -42,6 +42,17 @@ absl::StatusOr<std::vector<IngestRecord>> LatentdService::RecordsOf(
 
 absl::StatusOr<api::IngestResponse> LatentdService::Ingest(
     const api::IngestRequest& request) {
+  if (!request.handoff_commit().empty()) {
+    if (request.documents_size() != 0) {
+      return absl::InvalidArgumentError(
+          "an ingest request that commits a hand-off holds no documents");
+    }
+    LATENTD_ASSIGN_OR_RETURN(uint64_t last,
+                             ingest_.CommitHandoff(request.handoff_commit()));
+    api::IngestResponse resp;
+    resp.set_last_sequence(last);
+    return resp;
+  }
   if (request.documents_size() == 0) {
     return absl::InvalidArgumentError("ingest request holds no documents");
   }

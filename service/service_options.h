@@ -106,6 +106,11 @@ struct ServiceOptions {
   // restarts itself so that it returns. Unset: it stays out of the
   // cluster, serving queries, until restarted.
   std::function<void()> on_declared_down;
+  // Called (on the training thread) once this node's removal (remove-node
+  // --handoff) was rolled back because its hand-off failed: the ring has
+  // it active again; the daemon restarts itself to sample and take
+  // ingests again. Unset: it stays, not sampling, until restarted.
+  std::function<void()> on_removal_rolled_back;
   // The graph model the node serves besides its topic model (graph.
   // edges_path set: latentd --graph-edges); graph.dir is set by Open to
   // DIR/graph.

@@ -202,6 +202,17 @@ class ClusterLink {
   absl::Status FailLeave(std::string_view reason) {
     return follower_->FailLeave(reason);
   }
+  // A hand-off's decision (sync::CommitHandoff, RollBackHandoff), at this
+  // node's drain epoch. CommitHandoff: every receiver holds the documents
+  // staged; from here on the removal only completes forward. RollBackLeave:
+  // the hand-off failed before that; the ring takes this node back,
+  // active, and the receivers drop what they staged; LeaveRequested() is
+  // then empty. kFailedPrecondition if the attempt was decided the other
+  // way (or an operator aborted the move). REQUIRES: LeaveRequested().
+  absl::Status CommitHandoff() { return follower_->CommitHandoff(); }
+  absl::Status RollBackLeave(std::string_view reason) {
+    return follower_->RollBackLeave(reason);
+  }
   // How long each step of joining or leaving may take (options).
   absl::Duration join_timeout() const { return options_.join_timeout; }
   const sync::SyncCounters& counters() const { return sync_->counters(); }

@@ -20,6 +20,16 @@ absl::Status EpochPhases::Mark(sync::RedisClient* redis, const char* phase,
   return redis->Command({"EXPIRE", set, "604800"}).status();  // a week
 }
 
+absl::Status EpochPhases::MarkAll(sync::RedisClient* redis, const char* phase,
+                                  const hashring::RingConfig& config) const {
+  const std::string set = Set(phase, config.version);
+  std::vector<std::string> cmd = {"SADD", set};
+  for (const hashring::Member& m : config.members) cmd.push_back(m.id);
+  if (cmd.size() == 2) return absl::OkStatus();
+  LATENTD_RETURN_IF_ERROR(redis->Command(cmd).status());
+  return redis->Command({"EXPIRE", set, "604800"}).status();  // a week
+}
+
 absl::Status EpochPhases::MarkRange(sync::RedisClient* redis, const char* phase,
                                     uint64_t from, uint64_t to) const {
   for (uint64_t e = std::max(from + 1, to > 1000 ? to - 999 : 1); e <= to;

@@ -36,6 +36,11 @@ class EpochPhases {
   // Adds this node to `phase` of `epoch`.
   absl::Status Mark(sync::RedisClient* redis, const char* phase,
                     uint64_t epoch) const;
+  // Adds every member of `config` to `phase` of its epoch: for a ring
+  // change that moves no key (a rolled-back removal), where no member has
+  // anything to hand off, so none restarting or away holds the others up.
+  absl::Status MarkAll(sync::RedisClient* redis, const char* phase,
+                       const hashring::RingConfig& config) const;
   // Marks `phase` of every epoch in (from, to] (at most the last 1000): a
   // node that skipped epochs must not hold up members waiting at them.
   absl::Status MarkRange(sync::RedisClient* redis, const char* phase,

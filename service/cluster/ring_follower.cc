@@ -512,23 +512,73 @@ void RingFollower::ResumeLeave(sync::RemoveMode mode) {
                              "stops sampling and leaves"));
 }
 
-absl::Status RingFollower::FailLeave(std::string_view reason) {
-  if (!LeaveRequested().has_value()) {
-    return absl::FailedPreconditionError(
-        "no removal of this node is running (latentctl cluster remove-node)");
-  }
-  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<sync::RedisClient> redis,
-                           sync::RedisClient::Connect(options_.redis_url));
+namespace {
+
+// A failure's reason as a move record keeps it: printable, at most 500
+// bytes.
+std::string MoveReason(std::string_view reason) {
   std::string why(reason.substr(0, 500));
   for (char& c : why) {
     if (static_cast<unsigned char>(c) < 0x20) c = ' ';
   }
-  if (why.empty()) why = "unknown error";
-  LATENTD_RETURN_IF_ERROR(
-      sync::FailMove(redis.get(), options_.cluster, epoch(),
-                     absl::StrCat(parts_.node_id, " could not leave: ", why)));
+  return why.empty() ? "unknown error" : why;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<sync::RedisClient>> RingFollower::LeavingRedis()
+    const {
+  if (!LeaveRequested().has_value()) {
+    return absl::FailedPreconditionError(
+        "no removal of this node is running (latentctl cluster remove-node)");
+  }
+  return sync::RedisClient::Connect(options_.redis_url);
+}
+
+absl::Status RingFollower::FailLeave(std::string_view reason) {
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<sync::RedisClient> redis,
+                           LeavingRedis());
+  LATENTD_RETURN_IF_ERROR(sync::FailMove(
+      redis.get(), options_.cluster, epoch(),
+      absl::StrCat(parts_.node_id, " could not leave: ", MoveReason(reason))));
   absl::MutexLock l(&leave_mu_);
   leave_mode_.reset();  // until a retried removal's drain epoch
+  return absl::OkStatus();
+}
+
+absl::Status RingFollower::CommitHandoff() {
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<sync::RedisClient> redis,
+                           LeavingRedis());
+  return sync::CommitHandoff(redis.get(), options_.cluster, parts_.node_id,
+                             epoch());
+}
+
+absl::Status RingFollower::RollBackLeave(std::string_view reason) {
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<sync::RedisClient> redis,
+                           LeavingRedis());
+  const uint64_t drain = epoch();
+  LATENTD_ASSIGN_OR_RETURN(
+      hashring::RingConfig back,
+      sync::RollBackHandoff(
+          redis.get(), options_.cluster, parts_.node_id, drain,
+          absl::StrCat(parts_.node_id,
+                       " could not leave, rolled back to epoch ", drain - 1,
+                       "'s ring as epoch ", drain + 1, ": ",
+                       MoveReason(reason))));
+  // (The same placement: no member hands a key off, so none restarting
+  // or away, this one included, holds the others at this epoch.)
+  if (absl::Status marked =
+          parts_.phases->MarkAll(redis.get(), "handoff", back);
+      !marked.ok()) {
+    options_.log(absl::StrCat("marking ring epoch ", back.version,
+                              "'s hand-off phase for every member failed (",
+                              marked.message(),
+                              "): members wait for those that restart"));
+  }
+  options_.info(absl::StrCat("this node's removal was rolled back: ring epoch ",
+                             back.version, " has it active again"));
+  absl::MutexLock l(&leave_mu_);
+  leave_mode_.reset();
   return absl::OkStatus();
 }
 

@@ -115,6 +115,8 @@ class RingFollower {
   void ResumeLeave(sync::RemoveMode mode);
   absl::Status Leave(const sync::MoveCounters& counters);
   absl::Status FailLeave(std::string_view reason);
+  absl::Status CommitHandoff();
+  absl::Status RollBackLeave(std::string_view reason);
   bool leaving() const { return leaving_.load(); }
 
   // Failover: see ClusterLink::declared_down, failovers and
@@ -189,6 +191,9 @@ class RingFollower {
   void TakeRing(const RingChange& c);
   // Reads not_backups() for the ring in effect unless it is read already.
   absl::Status RefreshNotBackups(sync::RedisClient* redis);
+  // A Redis connection for FailLeave, CommitHandoff and RollBackLeave;
+  // kFailedPrecondition unless this node's removal is running.
+  absl::StatusOr<std::unique_ptr<sync::RedisClient>> LeavingRedis() const;
   std::atomic<size_t> outgoing_count_{0};
   std::atomic<bool> ring_changing_{false};
   // Keys and bytes handed off by the latest change.

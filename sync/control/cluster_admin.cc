@@ -150,7 +150,8 @@ constexpr const char* kStateNames[] = {"pending", "active", "leaving", "down"};
 constexpr const char* kModeNames[] = {"handoff", "drop", "lost"};
 constexpr const char* kKindNames[] = {"add", "remove", "failover"};
 constexpr const char* kPhaseNames[] = {"drain", "keys"};
-constexpr const char* kStatusNames[] = {"running", "done", "failed"};
+constexpr const char* kStatusNames[] = {"running", "done", "failed",
+                                        "rolled_back"};
 
 // The move record, nullopt for an empty (absent) hash.
 absl::StatusOr<std::optional<MoveRecord>> ParseMove(const RedisReply& flat,
@@ -410,7 +411,6 @@ absl::Status RequireNoMove(const Snapshot& s) {
 using internal::Corrupt;
 using internal::Eval;
 using internal::kAdmitScript;
-using internal::kFailScript;
 using internal::kFinishScript;
 using internal::kHeartbeatScript;
 using internal::kKindNames;
@@ -444,6 +444,7 @@ ClusterKeys::ClusterKeys(std::string_view cluster)
   epochs = prefix_ + "epochs";
   heartbeats = prefix_ + "heartbeats";
   drain = prefix_ + "drain";
+  handoffs = prefix_ + "handoffs";
 }
 
 std::string ClusterKeys::Alive(std::string_view id) const {
@@ -660,21 +661,6 @@ absl::StatusOr<MoveRecord> FinishMove(RedisClient* redis,
   return *after;
 }
 
-absl::Status FailMove(RedisClient* redis, std::string_view cluster,
-                      uint64_t to_epoch, std::string_view reason) {
-  LATENTD_RETURN_IF_ERROR(ValidateCluster(cluster));
-  LATENTD_RETURN_IF_ERROR(ValidateEpoch(to_epoch));
-  if (reason.empty() || reason.size() > 4096) {
-    return absl::InvalidArgumentError(
-        "a move's failure reason must be 1..4096 bytes");
-  }
-  const ClusterKeys keys(cluster);
-  LATENTD_ASSIGN_OR_RETURN(
-      RedisReply r, Eval(redis, keys, kFailScript,
-                         {std::to_string(to_epoch), std::string(reason)}));
-  return r.elements[0].str == "ok" ? absl::OkStatus() : Refused(r, keys, "");
-}
-
 absl::StatusOr<MoveRecord> WaitForMove(RedisClient* redis,
                                        std::string_view cluster, uint64_t epoch,
                                        absl::Duration timeout,
@@ -695,9 +681,12 @@ absl::StatusOr<MoveRecord> WaitForMove(RedisClient* redis,
           " has ended and a later one replaced its record; see ", keys.epochs));
     }
     if (m.status == MoveStatus::kDone) return m;
-    if (m.status == MoveStatus::kFailed) {
-      return absl::AbortedError(
-          absl::StrCat("the move failed: ", DescribeMove(m, s.now_ms)));
+    if (m.status == MoveStatus::kFailed ||
+        m.status == MoveStatus::kRolledBack) {
+      return absl::AbortedError(absl::StrCat(m.status == MoveStatus::kFailed
+                                                 ? "the move failed: "
+                                                 : "the move was rolled back: ",
+                                             DescribeMove(m, s.now_ms)));
     }
     if (absl::Now() >= deadline) {
       return absl::DeadlineExceededError(

@@ -23,13 +23,19 @@
 //                                   add), phase drain|keys, from_epoch,
 //                                   to_epoch, started_ms, updated_ms,
 //                                   finished_ms (0 while running), status
-//                                   running|done|failed, error, and the
-//                                   counters keys, bytes, documents moved
+//                                   running|done|failed|rolled_back, error,
+//                                   and the counters keys, bytes,
+//                                   documents moved
+//   latentd:NAME:handoffs    hash   "ID/EPOCH" -> committed | rolled_back:
+//                                   the outcome of the hand-off of node ID
+//                                   in drain epoch EPOCH (never deleted;
+//                                   one field per remove --handoff)
 //   latentd:NAME:epochs      stream the history, one entry per event: fields
 //                                   epoch, change (add | leave | remove |
-//                                   down | return: a new epoch; done |
-//                                   failed: the end of the move to that
-//                                   epoch), node, mode, time_ms; capped at
+//                                   down | return | rollback: a new
+//                                   epoch; done | failed: the end of the
+//                                   move to that epoch), node, mode,
+//                                   time_ms; capped at
 //                                   about 10000 entries
 //   latentd:NAME:heartbeats  hash   id -> "unix_ms sweep keys documents
 //                                   epoch senders_retracted reseed_refused
@@ -156,6 +162,9 @@ struct ClusterKeys {
   explicit ClusterKeys(std::string_view cluster);
   std::string members, ring, pending, states, move, epochs, heartbeats;
   std::string drain;  // set while a drain is requested (sync/control/drain.h)
+  // hash "NODE/EPOCH" -> committed | rolled_back: the outcome of each
+  // hand-off attempt (CommitHandoff, RollBackHandoff).
+  std::string handoffs;
   // latentd:NAME:alive:ID for node `id`.
   std::string Alive(std::string_view id) const;
 
@@ -175,7 +184,9 @@ enum class MemberState { kPending, kActive, kLeaving, kDown };
 enum class RemoveMode { kHandoff, kDrop, kLost };
 enum class MoveKind { kAdd, kRemove, kFailover };
 enum class MovePhase { kDrain, kKeys };
-enum class MoveStatus { kRunning, kDone, kFailed };
+// kRolledBack: a remove --handoff whose hand-off failed before it was
+// committed; the ring went back to the node active (RollBackHandoff).
+enum class MoveStatus { kRunning, kDone, kFailed, kRolledBack };
 
 // "pending", "handoff", "add", "drain", "running", ...: the words stored in
 // Redis and printed by latentctl.
@@ -399,7 +410,8 @@ absl::StatusOr<MoveRecord> FinishMove(RedisClient* redis,
                                       const ClusterAdminOptions& options = {});
 
 // Marks the running move to `to_epoch` failed with `reason` (non-empty,
-// printable). kFailedPrecondition if no such move is running.
+// printable). kFailedPrecondition if no such move is running, or if it is
+// a hand-off that was committed (CommitHandoff).
 absl::Status FailMove(RedisClient* redis, std::string_view cluster,
                       uint64_t to_epoch, std::string_view reason);
 
@@ -413,6 +425,42 @@ absl::StatusOr<MoveRecord> WaitForMove(RedisClient* redis,
                                        std::string_view cluster, uint64_t epoch,
                                        absl::Duration timeout,
                                        const ClusterAdminOptions& options = {});
+
+// The two-phase hand-off of `remove-node --handoff` (docs/design.md,
+// "Growing and shrinking the cluster"). The receivers stage the leaving
+// node's documents without counting them; the node then decides, here,
+// once: committed (the receivers merge what they staged) or rolled back
+// (they discard it, and the ring takes the node back). A receiver that was
+// away when it was decided reads the outcome with ReadHandoffOutcome.
+enum class HandoffOutcome { kUndecided, kCommitted, kRolledBack };
+
+// For the leaving node `id`, once every receiver holds its documents
+// durably: records the hand-off of its running drain phase to `to_epoch`
+// committed. Idempotent. kFailedPrecondition if that move is not running
+// (an operator aborted it) or the attempt was rolled back.
+absl::Status CommitHandoff(RedisClient* redis, std::string_view cluster,
+                           std::string_view id, uint64_t to_epoch);
+
+// For the leaving node `id`, when its hand-off failed before it was
+// committed: writes epoch E+1 with the same ring and `id` active again,
+// ends the move rolled back with `reason` (1..4096 bytes) and records the
+// attempt rolled back, in one script. Returns the new ring.
+// kFailedPrecondition if the move of `id` draining to `to_epoch` is not
+// running or its hand-off was committed (it can only complete forward
+// then); kAborted on a concurrent ring change.
+absl::StatusOr<hashring::RingConfig> RollBackHandoff(
+    RedisClient* redis, std::string_view cluster, std::string_view id,
+    uint64_t to_epoch, std::string_view reason,
+    const ClusterAdminOptions& options = {});
+
+// What became of the hand-off of node `id` in drain epoch `epoch`:
+// committed or rolled back as recorded; undecided while that move runs
+// undecided; rolled back if the move ended without a decision (an
+// operator's abort-move: nothing of it was ever counted).
+absl::StatusOr<HandoffOutcome> ReadHandoffOutcome(RedisClient* redis,
+                                                  std::string_view cluster,
+                                                  std::string_view id,
+                                                  uint64_t epoch);
 
 // Reads the whole control-plane state in one script (a consistent
 // snapshot). A cluster nobody has written anything for reads as no ring and

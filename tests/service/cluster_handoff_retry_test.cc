@@ -1,14 +1,16 @@
-// A hand-off that fails halfway, then is retried (docs/operations.md,
-// "Growing and shrinking"): three daemons train thirds of the test corpus,
-// and `latentctl cluster remove-node C` (hand-off, one document a call)
-// fails halfway, because B refuses the later documents or because B is
-// killed (SIGKILL) mid-hand-off. A and B have taken some of C's documents
-// durably, and C keeps all of them (those count twice meanwhile). B is
-// restarted from its data directory and the removal run again: C ships
-// every document again, A and B skip those they hold (by source), C takes
-// its counts out and exits 0, and A and B end exact: every document
-// counted once. Redis and the daemons run on 127.0.0.1 (Unix socket;
-// fixed ports, so that B returns at its address).
+// A hand-off that fails halfway rolls back, then is retried
+// (docs/operations.md, "Growing and shrinking"): three daemons train
+// thirds of the test corpus, and `latentctl cluster remove-node C`
+// (hand-off, one document a call) fails halfway, because B refuses the
+// later documents or because B is killed (SIGKILL) mid-hand-off. A and B
+// have staged some of C's documents durably, uncounted. The removal is
+// rolled back: `cluster status` shows the move rolled back and the ring
+// has C active again; C restarts itself and samples on; A and B drop what
+// they staged (B once restarted from its data directory); and the three
+// end exact, every document counted once. The removal, run again, then
+// succeeds: C ships every document again, takes its counts out and exits
+// 0, and A and B end exact. Redis and the daemons run on 127.0.0.1 (Unix
+// socket; fixed ports, so that B and C return at their addresses).
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -84,18 +86,49 @@ std::vector<uint64_t> Documents(const TestCluster& cluster) {
   return docs;
 }
 
-// After a failed removal of C that A and B took `took` documents of (B
-// since restarted): C still has its `c_documents`; run again, the
-// removal succeeds, C exits 0, and A and B end exact, every document of
-// the test corpus once.
+// After the failed removal of C (`removal`, latentctl's output; B since
+// restarted): the move is rolled back and the ring has C active; A and B
+// drop what they staged and hold their `own` documents; C, restarted by
+// itself, trains on; and the three end exact.
+void CheckRolledBack(const TestCluster& cluster, const std::string& removal,
+                     const std::vector<uint64_t>& own,
+                     const std::map<std::string, long long>& freq) {
+  EXPECT_NE(removal.find("rolled back"), std::string::npos) << removal;
+  const sync::ClusterStatus st = ReadStatus(cluster.redis(), cluster.name());
+  ASSERT_TRUE(st.move.has_value());
+  EXPECT_EQ(st.move->status, sync::MoveStatus::kRolledBack);
+  EXPECT_EQ(st.move->to_epoch, st.epoch);
+  for (const sync::MemberStatus& m : st.members) {
+    EXPECT_EQ(m.state, sync::MemberState::kActive) << m.id;
+  }
+  for (int i : {0, 1}) {
+    auto client = cluster.node(i)->Client(Protocol::kTcp);
+    auto s = WaitStatus(
+        client.get(),
+        [](const api::StatusResponse& s) {
+          return s.staged_handoff_documents() == 0 && s.pending() == 0;
+        },
+        30);
+    ASSERT_TRUE(s.ok()) << s.status() << cluster.node(i)->Log();
+    EXPECT_EQ(s->documents(), own[i]) << "node " << i;
+  }
+  EXPECT_NE(cluster.node(2)->Log().find("removal was rolled back: shutting "
+                                        "down, then starting again"),
+            std::string::npos)
+      << cluster.node(2)->Log();
+  // Trained to the end (20 sweeps), C too.
+  EXPECT_GE(DrainAndCheckExact(cluster, freq, {0, 1, 2}, /*drain=*/false), 0);
+  if (::testing::Test::HasFailure()) {
+    std::printf("%s\n", cluster.Logs().c_str());
+  }
+}
+
+// After a rolled-back removal of C: C still has its `c_documents`; run
+// again, the removal succeeds, C exits 0, and A and B end exact, every
+// document of the test corpus once.
 void RetryAndCheck(TestCluster* cluster, uint64_t c_documents,
-                   const std::vector<uint64_t>& took,
                    const std::map<std::string, long long>& freq) {
   Daemon* c = cluster->node(2);
-  std::printf("before the retry A took %llu, B %llu of C's %llu documents\n",
-              static_cast<unsigned long long>(took[0]),
-              static_cast<unsigned long long>(took[1]),
-              static_cast<unsigned long long>(c_documents));
   auto cc = c->Client(Protocol::kTcp);
   auto sc = WaitStatus(
       cc.get(), [](const api::StatusResponse& s) { return !s.training(); }, 30);
@@ -128,8 +161,9 @@ uint64_t CDocuments(const TestCluster& cluster) {
   return st.ok() ? st->documents() : 0;
 }
 
-// B refuses the sources handoff:C/100 on (--max-id-bytes, in its --config
-// file), so the removal fails at once; B returns with the limit lifted.
+// B refuses the sources handoff:C/EPOCH/100 on (--max-id-bytes, in its
+// --config file), so the removal fails at once; B returns with the limit
+// lifted.
 TEST(ClusterHandoffRetry, ARefusedHandoffRetriedEndsWithEveryDocumentOnce) {
   TestCluster cluster({.name = "handoff"});
   ASSERT_TRUE(cluster.ok());
@@ -140,30 +174,30 @@ TEST(ClusterHandoffRetry, ARefusedHandoffRetriedEndsWithEveryDocumentOnce) {
   std::ofstream(b_conf) << "max-id-bytes = 1024\n";
   const std::string c_id = StartThree(&cluster, {{}, {"--config", b_conf}, {}});
   ASSERT_FALSE(c_id.empty());
-  // (C's id is known now; B reads the file at its start: restarted.)
-  std::ofstream(b_conf) << "max-id-bytes = "
-                        << absl::StrCat("handoff:", c_id, "/99").size() << "\n";
+  // (C's id is known now, and the removal's drain epoch, the next; B
+  // reads the file at its start: restarted.)
+  const uint64_t drain = ReadStatus(cluster.redis(), cluster.name()).epoch + 1;
+  std::ofstream(b_conf)
+      << "max-id-bytes = "
+      << absl::StrCat("handoff:", c_id, "/", drain, "/99").size() << "\n";
   ASSERT_NE(cluster.node(1)->Stop(/*sig=*/9, 30), -1);
   ASSERT_TRUE(cluster.Restart(1)->ok()) << cluster.node(1)->Log();
   const uint64_t c_documents = CDocuments(cluster);
   const std::vector<uint64_t> own = Documents(cluster);
+  ASSERT_EQ(ReadStatus(cluster.redis(), cluster.name()).epoch + 1, drain);
 
   auto [rc, out] = Latentctl(RemoveC(cluster));
   std::printf("%s", out.c_str());
   EXPECT_NE(rc, 0) << out;
-  EXPECT_NE(out.find(c_id + " could not leave: handing 1 documents off to " +
-                     cluster.node(1)->tcp()),
+  EXPECT_NE(out.find("handing 1 documents off to " + cluster.node(1)->tcp()),
             std::string::npos)
       << out << cluster.node(2)->Log();
-  const std::vector<uint64_t> now = Documents(cluster);
-  ASSERT_GT(now[0], own[0]);
-  ASSERT_GT(now[1], own[1]);
+  CheckRolledBack(cluster, out, own, freq);
 
   ASSERT_NE(cluster.node(1)->Stop(/*sig=*/9, 30), -1);
   std::ofstream(b_conf) << "max-id-bytes = 1024\n";
   ASSERT_TRUE(cluster.Restart(1)->ok()) << cluster.node(1)->Log();
-  RetryAndCheck(&cluster, c_documents, {now[0] - own[0], now[1] - own[1]},
-                freq);
+  RetryAndCheck(&cluster, c_documents, freq);
   cluster.StopAll();
 }
 
@@ -197,13 +231,13 @@ TEST(ClusterHandoffRetry, AReceiverKilledMidHandoffRetriedEndsExact) {
   std::printf("%s", removal.second.c_str());
   ASSERT_NE(removal.first, 0)
       << "B was killed after the hand-off ended: " << removal.second;
-  EXPECT_NE(removal.second.find(" could not leave: handing "),
+  EXPECT_NE(removal.second.find(" could not leave, rolled back"),
             std::string::npos)
       << removal.second << c->Log();
+  // (B's staged documents wait in DIR/handoff for it to return.)
   ASSERT_TRUE(cluster.Restart(1)->ok()) << cluster.node(1)->Log();
-  const std::vector<uint64_t> now = Documents(cluster);
-  RetryAndCheck(&cluster, c_documents, {now[0] - own[0], now[1] - own[1]},
-                freq);
+  CheckRolledBack(cluster, removal.second, own, freq);
+  RetryAndCheck(&cluster, c_documents, freq);
   cluster.StopAll();
 }
 

@@ -34,21 +34,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class ClusterAdminTest : public ::testing::Test {
+class ClusterAdminTest : public UnixRedisTest {
  protected:
-  static void SetUpTestSuite() { redis_server_ = UnixRedis::Start().release(); }
-  static void TearDownTestSuite() {
-    delete redis_server_;
-    redis_server_ = nullptr;
-  }
-  void SetUp() override {
-    ASSERT_NE(redis_server_, nullptr) << "redis-server did not start";
-    redis_ = redis_server_->Connect();
-    ASSERT_NE(redis_, nullptr);
-    static int n = 0;
-    cluster_ = absl::StrCat("admin-", ::getpid(), "-", ++n);
-  }
-
   // Writes the ring JoinCluster would write (version 1) for `ids`.
   void WriteRing(const std::vector<std::string>& ids, uint32_t k = 1) {
     hashring::RingConfig ring;
@@ -114,12 +101,7 @@ class ClusterAdminTest : public ::testing::Test {
     ADD_FAILURE() << id << " not in the status";
     return {};
   }
-
-  static UnixRedis* redis_server_;
-  std::unique_ptr<RedisClient> redis_;
-  std::string cluster_;
 };
-UnixRedis* ClusterAdminTest::redis_server_ = nullptr;
 
 TEST_F(ClusterAdminTest, AdmitsAPendingNode) {
   // The first epoch as today's JoinCluster writes it.

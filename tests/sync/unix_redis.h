@@ -1,6 +1,7 @@
 // A private redis-server for the sync tests, on a Unix socket in a
 // temporary directory (no TCP port at all); optionally with a password
-// (--requirepass). Not thread-safe; one per test suite or test.
+// (--requirepass). Not thread-safe; one per test suite or test. Also the
+// fixture of suites that share one (UnixRedisTest).
 #ifndef LATENTD_TESTS_SYNC_UNIX_REDIS_H_
 #define LATENTD_TESTS_SYNC_UNIX_REDIS_H_
 
@@ -17,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 #include "sync/control/membership.h"
 
 namespace latentd::sync {
@@ -93,6 +96,29 @@ class UnixRedis {
  private:
   pid_t pid_ = -1;
   std::string dir_, socket_, password_;
+};
+
+// A fixture over one UnixRedis for the whole suite: each test gets a
+// connection (redis_) and a cluster name of its own (cluster_,
+// "cluster-PID-N").
+class UnixRedisTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { redis_server_ = UnixRedis::Start().release(); }
+  static void TearDownTestSuite() {
+    delete redis_server_;
+    redis_server_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_NE(redis_server_, nullptr) << "redis-server did not start";
+    redis_ = redis_server_->Connect();
+    ASSERT_NE(redis_, nullptr);
+    static int n = 0;
+    cluster_ = absl::StrCat("cluster-", ::getpid(), "-", ++n);
+  }
+
+  static inline UnixRedis* redis_server_ = nullptr;
+  std::unique_ptr<RedisClient> redis_;
+  std::string cluster_;
 };
 
 }  // namespace latentd::sync

@@ -176,10 +176,15 @@ end
 return {'ok', redis.call('HGETALL', KEYS[4])}
 )lua";
 
-// ARGV: to epoch, reason.
+// ARGV: to epoch, reason. KEYS[8]: the handoffs hash (a committed
+// hand-off is never marked failed: it only completes forward).
 inline constexpr char kFailScript[] = R"lua(
 local err = wrong_type() or check_move(ARGV[1])
 if err then return err end
+local node = redis.call('HGET', KEYS[4], 'node') or ''
+if redis.call('HGET', KEYS[8], node .. '/' .. ARGV[1]) == 'committed' then
+  return {'committed'}
+end
 local now = now_ms()
 redis.call('HSET', KEYS[4], 'status', 'failed', 'error', ARGV[2],
            'finished_ms', now, 'updated_ms', now)
@@ -246,6 +251,67 @@ local err = ring_change_refused() or state_is_not(ARGV[5], 'down')
 if err then return err end
 begin_epoch('remove', 'lost', 'keys', 'remove', now_ms())
 return {'ok'}
+)lua";
+
+// The two-phase hand-off (cluster_admin_handoff.cc). KEYS[8]: the
+// handoffs hash. this_handoff(node, to) checks that the running move is
+// `node`'s remove --handoff in its drain phase to epoch `to`.
+inline constexpr char kHandoffPrelude[] = R"lua(
+local function this_handoff(node, to)
+  local err = check_move(to)
+  if err then return err end
+  local m = redis.call('HMGET', KEYS[4], 'kind', 'node', 'mode', 'phase')
+  if m[1] ~= 'remove' or m[2] ~= node or m[3] ~= 'handoff' or
+     m[4] ~= 'drain' then
+    return {'no_move', redis.call('HGETALL', KEYS[4]), now_ms()}
+  end
+  return nil
+end
+)lua";
+
+// ARGV: node, to epoch.
+inline constexpr char kCommitHandoffScript[] = R"lua(
+local err = wrong_type() or this_handoff(ARGV[1], ARGV[2])
+if err then return err end
+local field = ARGV[1] .. '/' .. ARGV[2]
+if redis.call('HGET', KEYS[8], field) == 'rolled_back' then
+  return {'rolled_back'}
+end
+redis.call('HSET', KEYS[8], field, 'committed')
+redis.call('HSET', KEYS[4], 'updated_ms', now_ms())
+return {'ok'}
+)lua";
+
+// ARGV: expected ring, new ring (the same members, the next epoch), from
+// epoch (the drain epoch), to epoch, node, reason.
+inline constexpr char kRollBackHandoffScript[] = R"lua(
+local err = wrong_type() or ring_changed(ARGV[1]) or
+            this_handoff(ARGV[5], ARGV[3])
+if err then return err end
+local field = ARGV[5] .. '/' .. ARGV[3]
+if redis.call('HGET', KEYS[8], field) == 'committed' then
+  return {'committed'}
+end
+local now = now_ms()
+redis.call('HSET', KEYS[8], field, 'rolled_back')
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[5], 'active')
+redis.call('HSET', KEYS[4], 'status', 'rolled_back', 'error', ARGV[6],
+           'to_epoch', ARGV[4], 'finished_ms', now, 'updated_ms', now)
+history(ARGV[4], 'rollback', ARGV[5], 'handoff', now)
+return {'ok'}
+)lua";
+
+// ARGV: node, epoch. Replies {'ok', outcome}: committed | rolled_back |
+// undecided (the move is still running) | ended (no outcome recorded and
+// the move is over).
+inline constexpr char kHandoffOutcomeScript[] = R"lua(
+local err = wrong_type()
+if err then return err end
+local got = redis.call('HGET', KEYS[8], ARGV[1] .. '/' .. ARGV[2])
+if got then return {'ok', got} end
+if this_handoff(ARGV[1], ARGV[2]) == nil then return {'ok', 'undecided'} end
+return {'ok', 'ended'}
 )lua";
 
 }  // namespace latentd::sync::internal
