@@ -23,6 +23,7 @@
 namespace latentd::service {
 
 using internal::Log;
+using internal::LogWarning;
 
 namespace {
 
@@ -65,8 +66,9 @@ absl::StatusOr<uint64_t> IngestPath::CommitHandoff(const std::string& key) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the hand-off of ", a->node, " in drain epoch ", a->epoch,
         " is not committed in Redis (",
-        outcome == sync::HandoffOutcome::kUndecided ? "undecided"
-                                                    : "rolled back",
+        outcome == sync::HandoffOutcome::kUndecided    ? "undecided"
+        : outcome == sync::HandoffOutcome::kRolledBack ? "rolled back"
+                                                       : "no outcome recorded",
         ")"));
   }
   return MoveStaged(key);
@@ -123,6 +125,19 @@ absl::Status IngestPath::SettleHandoffs() {
       Log(absl::StrCat("hand-off ", key, " rolled back: its ", records.size(),
                        " staged documents dropped (they stay with ", a->node,
                        ")"));
+    } else if (outcome == sync::HandoffOutcome::kUnknown &&
+               unknown_handoffs_.insert(key).second) {
+      // (Redis lost its state, or no node ever ran this attempt: neither
+      // taking them in nor dropping them is safe to guess.)
+      absl::MutexLock commit(&commit_mu_);
+      LATENTD_ASSIGN_OR_RETURN(std::vector<IngestRecord> records,
+                               staged_->Read(key));
+      LogWarning(absl::StrCat(
+          "hand-off ", key,
+          ": Redis records no outcome and no such removal runs; its ",
+          records.size(),
+          " staged documents are kept, not counted (docs/operations.md, "
+          "\"Growing and shrinking\")"));
     }
   }
   return absl::OkStatus();

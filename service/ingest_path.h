@@ -226,6 +226,8 @@ class IngestPath {
   std::string cluster_redis_url_;
   std::string cluster_name_;
   absl::flat_hash_set<std::string> unknown_origins_;
+  // Staged hand-off attempts Redis knows no outcome of (warned once).
+  absl::flat_hash_set<std::string> unknown_handoffs_;
 };
 
 }  // namespace latentd::service

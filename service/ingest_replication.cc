@@ -191,8 +191,10 @@ absl::Status IngestPath::AdoptLostOrigins() {
           std::make_move_iterator(records.begin() +
                                   std::min(records.size(), from + kChunk)));
       const size_t n = chunk.size();
+      // (Past the staging of hand-offs: a copy was acknowledged by its
+      // origin, so a handed-off one among them was committed.)
       LATENTD_RETURN_IF_ERROR(
-          Ingest(std::move(chunk), nullptr, /*route=*/true).status());
+          IngestHere(std::move(chunk), nullptr, /*route=*/true).status());
       adopted += n;
     }
     LATENTD_RETURN_IF_ERROR(replicas_->Drop(origin));

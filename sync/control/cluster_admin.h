@@ -410,8 +410,9 @@ absl::StatusOr<MoveRecord> FinishMove(RedisClient* redis,
                                       const ClusterAdminOptions& options = {});
 
 // Marks the running move to `to_epoch` failed with `reason` (non-empty,
-// printable). kFailedPrecondition if no such move is running, or if it is
-// a hand-off that was committed (CommitHandoff).
+// printable); a remove --handoff in its drain phase has its hand-off
+// recorded rolled back. kFailedPrecondition if no such move is running, or
+// if it is a hand-off that was committed (CommitHandoff).
 absl::Status FailMove(RedisClient* redis, std::string_view cluster,
                       uint64_t to_epoch, std::string_view reason);
 
@@ -432,7 +433,10 @@ absl::StatusOr<MoveRecord> WaitForMove(RedisClient* redis,
 // once: committed (the receivers merge what they staged) or rolled back
 // (they discard it, and the ring takes the node back). A receiver that was
 // away when it was decided reads the outcome with ReadHandoffOutcome.
-enum class HandoffOutcome { kUndecided, kCommitted, kRolledBack };
+// kUnknown: no outcome is recorded and no such move runs (Redis lost its
+// state, or no node ever started that attempt): a receiver keeps what it
+// staged rather than guess.
+enum class HandoffOutcome { kUndecided, kCommitted, kRolledBack, kUnknown };
 
 // For the leaving node `id`, once every receiver holds its documents
 // durably: records the hand-off of its running drain phase to `to_epoch`
@@ -454,9 +458,9 @@ absl::StatusOr<hashring::RingConfig> RollBackHandoff(
     const ClusterAdminOptions& options = {});
 
 // What became of the hand-off of node `id` in drain epoch `epoch`:
-// committed or rolled back as recorded; undecided while that move runs
-// undecided; rolled back if the move ended without a decision (an
-// operator's abort-move: nothing of it was ever counted).
+// committed or rolled back as recorded (FailMove, an operator's
+// abort-move, records an undecided one rolled back); undecided while that
+// move runs undecided; otherwise kUnknown.
 absl::StatusOr<HandoffOutcome> ReadHandoffOutcome(RedisClient* redis,
                                                   std::string_view cluster,
                                                   std::string_view id,

@@ -126,8 +126,8 @@ absl::StatusOr<HandoffOutcome> ReadHandoffOutcome(RedisClient* redis,
   const std::string got = r.elements.size() > 1 ? r.elements[1].str : "";
   if (got == "committed") return HandoffOutcome::kCommitted;
   if (got == "undecided") return HandoffOutcome::kUndecided;
-  if (got == "rolled_back" || got == "ended")
-    return HandoffOutcome::kRolledBack;
+  if (got == "rolled_back") return HandoffOutcome::kRolledBack;
+  if (got == "ended") return HandoffOutcome::kUnknown;
   return internal::Corrupt(
       keys.handoffs, absl::StrCat("outcome '", got, "' of ", Attempt(id, epoch),
                                   " is unknown"));

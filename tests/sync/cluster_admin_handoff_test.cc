@@ -57,9 +57,10 @@ class HandoffDecisionTest : public UnixRedisTest {
 
 TEST_F(HandoffDecisionTest, UndecidedWhileTheMoveRuns) {
   EXPECT_EQ(Outcome("b", 2), HandoffOutcome::kUndecided);
-  // Another attempt's, or another node's: nothing runs for it.
-  EXPECT_EQ(Outcome("b", 7), HandoffOutcome::kRolledBack);
-  EXPECT_EQ(Outcome("a", 2), HandoffOutcome::kRolledBack);
+  // Another attempt's, or another node's: nothing runs for it and
+  // nothing is recorded.
+  EXPECT_EQ(Outcome("b", 7), HandoffOutcome::kUnknown);
+  EXPECT_EQ(Outcome("a", 2), HandoffOutcome::kUnknown);
 }
 
 TEST_F(HandoffDecisionTest, ACommittedHandoffCannotBeRolledBack) {
@@ -119,6 +120,9 @@ TEST_F(HandoffDecisionTest, ARollbackPutsTheNodeBackActive) {
 
 TEST_F(HandoffDecisionTest, AnAbortedMoveDecidesRolledBack) {
   ASSERT_TRUE(FailMove(redis_.get(), cluster_, 2, "operator").ok());
+  EXPECT_EQ(Outcome("b", 2), HandoffOutcome::kRolledBack);
+  // Recorded: it stays so once a later move replaced the record.
+  ASSERT_TRUE(RemoveNode(redis_.get(), cluster_, "c", RemoveMode::kDrop).ok());
   EXPECT_EQ(Outcome("b", 2), HandoffOutcome::kRolledBack);
   EXPECT_EQ(CommitHandoff(redis_.get(), cluster_, "b", 2).code(),
             absl::StatusCode::kFailedPrecondition);

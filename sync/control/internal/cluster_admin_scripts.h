@@ -177,13 +177,19 @@ return {'ok', redis.call('HGETALL', KEYS[4])}
 )lua";
 
 // ARGV: to epoch, reason. KEYS[8]: the handoffs hash (a committed
-// hand-off is never marked failed: it only completes forward).
+// hand-off is never marked failed: it only completes forward; an
+// uncommitted one is recorded rolled back).
 inline constexpr char kFailScript[] = R"lua(
 local err = wrong_type() or check_move(ARGV[1])
 if err then return err end
 local node = redis.call('HGET', KEYS[4], 'node') or ''
-if redis.call('HGET', KEYS[8], node .. '/' .. ARGV[1]) == 'committed' then
+local attempt = node .. '/' .. ARGV[1]
+if redis.call('HGET', KEYS[8], attempt) == 'committed' then
   return {'committed'}
+end
+local m = redis.call('HMGET', KEYS[4], 'kind', 'mode', 'phase')
+if m[1] == 'remove' and m[2] == 'handoff' and m[3] == 'drain' then
+  redis.call('HSET', KEYS[8], attempt, 'rolled_back')
 end
 local now = now_ms()
 redis.call('HSET', KEYS[4], 'status', 'failed', 'error', ARGV[2],
@@ -304,7 +310,7 @@ return {'ok'}
 
 // ARGV: node, epoch. Replies {'ok', outcome}: committed | rolled_back |
 // undecided (the move is still running) | ended (no outcome recorded and
-// the move is over).
+// no such move runs: Redis lost it, or the attempt never was).
 inline constexpr char kHandoffOutcomeScript[] = R"lua(
 local err = wrong_type()
 if err then return err end
