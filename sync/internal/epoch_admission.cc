@@ -76,7 +76,7 @@ absl::Status EpochAdmission::CheckDeltas(const DeltaBatch& batch,
   const int slot = keys.FindSlot(batch.node_id(), batch.incarnation());
   BlockReader deltas(batch.deltas(), keys.dimension());
   SparseVector d;
-  SparseVector part;
+  static const SparseVector kNone;
   for (int i = 0; i < batch.keys_size(); ++i) {
     const Key key = batch.keys(i);
     deltas.Next(&d);
@@ -100,13 +100,14 @@ absl::Status EpochAdmission::CheckDeltas(const DeltaBatch& batch,
       negative = negative || e.count < 0;
     }
     if (!negative) continue;
-    // What the sender may take back: its own part.
-    part.clear();
+    // What the sender may take back: its own part (read in place, not
+    // copied for each key).
     const GlobalValue* g = keys.Find(key);
-    if (g != nullptr && slot >= 0 &&
-        static_cast<size_t>(slot) < g->contributed.size()) {
-      part = g->contributed[slot];
-    }
+    const SparseVector& part =
+        g != nullptr && slot >= 0 &&
+                static_cast<size_t>(slot) < g->contributed.size()
+            ? g->contributed[slot]
+            : kNone;
     size_t j = 0;
     for (const SparseEntry& e : d) {
       if (e.count >= 0) continue;
