@@ -43,6 +43,8 @@ absl::Status ClusterMember::HandOffDocuments(Trainer* trainer,
   *committed = false;
   // This attempt: the drain epoch (a retried removal is another one).
   const uint64_t attempt = link_->epoch();
+  const std::string attempt_key =
+      HandoffAttempt{link_->node_id(), attempt}.key();
   const absl::Time deadline = absl::Now() + link_->join_timeout();
   // The receivers: the ring without this node (the next epoch's).
   hashring::RingConfig config = link_->ring_config();
@@ -142,12 +144,11 @@ absl::Status ClusterMember::HandOffDocuments(Trainer* trainer,
     absl::SleepFor(absl::Milliseconds(200));
   }
   *committed = true;
-  log::Info("latentd", absl::StrCat("hand-off ", link_->node_id(), "/", attempt,
-                                    " committed"));
+  log::Info("latentd", absl::StrCat("hand-off ", attempt_key, " committed"));
   // Each receiver takes what it staged in (one past the deadline does it
   // on its own, from Redis's word, as soon as it can).
   api::IngestRequest commit;
-  commit.set_handoff_commit(absl::StrCat(link_->node_id(), "/", attempt));
+  commit.set_handoff_commit(attempt_key);
   for (size_t m = 0; m < receivers.size(); ++m) {
     if (receivers[m].documents == 0) continue;
     const std::string& to = config.members[m].id;
