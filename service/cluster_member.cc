@@ -153,10 +153,12 @@ absl::Status ClusterMember::Leave(Trainer* trainer, const Vocabulary& vocab) {
     absl::Status shipped = HandOffDocuments(trainer, vocab, &committed);
     if (!shipped.ok()) {
       if (!committed) return RollBackLeave(shipped);
-      // (Committed: the hand-off completes forward; a restart resumes it.)
-      LogWarning(absl::StrCat(
-          "hand-off committed but not finished: ", shipped.message(),
-          "; restart this node to complete it"));
+      // Committed: the hand-off only completes forward. Nothing was taken
+      // out here yet; the next turn tries again (the receivers skip what
+      // they hold, by source; the commit is idempotent).
+      LogWarning(absl::StrCat("hand-off committed but not finished: ",
+                              shipped.message(), "; retrying"));
+      leave_started_ = false;
       return shipped;
     }
   }

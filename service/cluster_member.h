@@ -94,14 +94,17 @@ class ClusterMember {
 
   // True when Leave() is to be called: joined, a removal of this node is
   // in effect (ClusterLink::LeaveRequested), and Leave() has not run since,
-  // or its hand-off failed and the removal was retried.
+  // or its committed hand-off did not finish (it is tried again), or its
+  // hand-off failed and the removal was retried.
   bool LeaveDue() const;
   // The operator removes this node (ClusterLink::LeaveRequested): with
   // handoff, first ships its documents to the others (HandOffDocuments:
   // staged there, then committed; if that fails before the commit, the
   // removal is rolled back, the ring has this node active again, the
   // receivers drop what they staged, and options.on_removal_rolled_back
-  // restarts it, or it stays, not sampling, until restarted); then takes
+  // restarts it, or it stays, not sampling, until restarted; once
+  // committed, a failure leaves everything here and Leave() is due again);
+  // then takes
   // its documents' counts out of the model, leaves the ring, and calls
   // options.on_left_cluster. Marks the router left first, whatever
   // happens.
@@ -136,8 +139,9 @@ class ClusterMember {
   // in), and waits (as long) until each has merged them into its store.
   // *committed says whether the commit was made: an error before it
   // leaves nothing counted at the receivers (the hand-off can be rolled
-  // back); after it, none is returned (a receiver that does not answer
-  // takes them in from Redis's word when it can).
+  // back); after it, a receiver that did not take its share in by the
+  // deadline is an error too (this node must keep its counts until then:
+  // what is only staged has no copies yet), and Leave() tries again.
   absl::Status HandOffDocuments(Trainer* trainer, const Vocabulary& vocab,
                                 bool* committed);
   // Leave()'s failed hand-off, not committed: rolls the removal back

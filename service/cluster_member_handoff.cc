@@ -145,8 +145,8 @@ absl::Status ClusterMember::HandOffDocuments(Trainer* trainer,
   }
   *committed = true;
   log::Info("latentd", absl::StrCat("hand-off ", attempt_key, " committed"));
-  // Each receiver takes what it staged in (one past the deadline does it
-  // on its own, from Redis's word, as soon as it can).
+  // Each receiver takes what it staged in (one that is away does it on its
+  // own, from Redis's word, when it is back).
   api::IngestRequest commit;
   commit.set_handoff_commit(attempt_key);
   for (size_t m = 0; m < receivers.size(); ++m) {
@@ -163,12 +163,14 @@ absl::Status ClusterMember::HandOffDocuments(Trainer* trainer,
         break;
       }
       if (absl::Now() > deadline) {
-        log::Info("latentd",
-                  absl::StrCat("hand-off: ", to, " did not take the commit (",
-                               s.message(),
-                               "); it takes its documents in from Redis's "
-                               "word when it can"));
-        break;
+        // Its share is staged there only, not yet copied to its backups:
+        // this node keeps its counts until the receiver took it in
+        // (Leave retries), so a receiver lost meanwhile loses nothing.
+        return absl::UnavailableError(
+            absl::StrCat(to,
+                         " did not take in the documents staged for "
+                         "hand-off ",
+                         attempt_key, ": ", s.message()));
       }
       absl::SleepFor(absl::Milliseconds(200));
     }
