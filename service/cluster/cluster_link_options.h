@@ -113,12 +113,15 @@ struct ClusterLinkOptions {
   // the previous sweep; 0 = timer only). A round costs O(keys changed
   // since the previous one), so fewer rounds per sweep cost less sync CPU
   // per token but let the nodes' counts be staler (the log-likelihood per
-  // sweep falls behind the single node's).
-  int rounds_per_sweep = 4;
+  // sweep falls behind the single node's). With min_key_weight (below),
+  // 8 rounds of heavy keys cost no more CPU per token than 4 rounds of
+  // every key did and halve the gap (cluster_bench, news20, K=100:
+  // docs/benchmarks.md, "Cluster synchronization").
+  int rounds_per_sweep = 8;
   // Rounds within a sweep send only the keys that changed by at least this
   // much here (Σ|Δn_wk| since their last round); the round that ends the
   // sweep sends every changed key. 0 = every changed key every round.
-  uint32_t min_key_weight = 8;
+  uint32_t min_key_weight = 32;
   // Whatever the work, a round at most this long after the previous one.
   absl::Duration round_interval = absl::Milliseconds(500);
   absl::Duration call_timeout = absl::Seconds(2);
