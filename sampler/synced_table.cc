@@ -1,13 +1,13 @@
 #include "sampler/synced_table.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstdlib>
 #include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
+#include "sync/row_topic_sort.h"
 
 namespace latentd {
 
@@ -59,52 +59,17 @@ void SyncedTopicTable::AddWords(std::span<const sync::Key> keys,
   range_.resize(word_keys_.size());
 }
 
+namespace {
+
+// The row of a logged entry, for sync::SortByRowTopic.
+constexpr auto ByWord = [](const auto& d) { return d.word; };
+
+}  // namespace
+
 void SyncedTopicTable::MarkApplied(std::span<const WordTopicDelta> applied) {
   absl::MutexLock l(&log_mu_);
   log_.insert(log_.end(), applied.begin(), applied.end());
 }
-
-namespace {
-
-// Sorts v by (word, topic), LSD radix over the significant bits of
-// word · k + topic, 12 bits a pass (two for K = 100 and 40,000 words);
-// `tmp` is scratch.
-template <typename Entry>
-void SortByWordTopic(TopicId k, std::vector<Entry>* v,
-                     std::vector<Entry>* tmp) {
-  constexpr int kBits = 12;
-  constexpr size_t kBuckets = size_t{1} << kBits;
-  constexpr int kCounted = 3;  // digits counted in the first pass
-  auto key = [k](const Entry& d) { return uint64_t{d.word} * k + d.topic; };
-  // One pass for the largest key and the first digits' histograms.
-  std::vector<uint32_t> count(kCounted * (kBuckets + 1), 0);
-  uint64_t max_key = 0;
-  for (const Entry& d : *v) {
-    const uint64_t x = key(d);
-    max_key = std::max(max_key, x);
-    for (int p = 0; p < kCounted; ++p) {
-      ++count[p * (kBuckets + 1) + ((x >> (p * kBits)) & (kBuckets - 1)) + 1];
-    }
-  }
-  tmp->resize(v->size());
-  const int bits = static_cast<int>(std::bit_width(max_key));
-  for (int p = 0; p * kBits < bits; ++p) {
-    const int shift = p * kBits;
-    auto digit = [&key, shift](const Entry& d) {
-      return static_cast<size_t>((key(d) >> shift) & (kBuckets - 1));
-    };
-    uint32_t* c = count.data() + std::min(p, kCounted - 1) * (kBuckets + 1);
-    if (p >= kCounted) {
-      std::fill(c, c + kBuckets + 1, 0);
-      for (const Entry& d : *v) ++c[digit(d) + 1];
-    }
-    for (size_t b = 1; b <= kBuckets; ++b) c[b] += c[b - 1];
-    for (const Entry& d : *v) (*tmp)[c[digit(d)]++] = d;
-    v->swap(*tmp);
-  }
-}
-
-}  // namespace
 
 void SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
   absl::MutexLock f(&fold_mu_);
@@ -114,7 +79,7 @@ void SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
     fresh_.swap(log_);
   }
   for (const WordTopicDelta& d : fresh_) totals_change_[d.topic] += d.delta;
-  SortByWordTopic(table_->num_topics(), &fresh_, &sorted_);
+  sync::SortByRowTopic(table_->num_topics(), ByWord, &fresh_, &sorted_);
   // Each word of the log: its deltas netted per topic and merged with the
   // word's change not taken yet into a new run at the arena's end (the old
   // run becomes garbage), so a fold costs the log and the listed words,
@@ -325,7 +290,9 @@ absl::Status SyncedTopicTable::ApplyPending() {
   std::vector<int64_t>& adjust = adjust_;
   adjust = pending_totals_;
   // The word corrections, net per (word, topic) as Apply wants them.
-  if (pending_resort_) SortByWordTopic(K, &pending_log_, &pending_scratch_);
+  if (pending_resort_) {
+    sync::SortByRowTopic(K, ByWord, &pending_log_, &pending_scratch_);
+  }
   for (size_t i = 0; i < pending_log_.size();) {
     const PendingEntry& e = pending_log_[i];
     int64_t c = 0;

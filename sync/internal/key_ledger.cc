@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sync/owner_shard.h"
+#include "sync/row_topic_sort.h"
 
 namespace latentd::sync::internal {
 namespace {
@@ -12,9 +13,10 @@ constexpr int kPrefetchAhead = 8;
 
 }  // namespace
 
-KeyLedger::KeyLedger(AbelianTable* table)
+KeyLedger::KeyLedger(AbelianTable* table, size_t min_fold_entries)
     : table_(table),
       grows_(table->GrowsKeys()),
+      min_fold_entries_(min_fold_entries),
       contributed_(table->num_keys()),
       received_(table->num_keys()) {}
 
@@ -28,9 +30,9 @@ bool KeyLedger::ApplyReply(uint32_t channel, const DeltaBatch& sent_batch,
   BlockReader sent(sent_batch.deltas(), table_->dimension());
   for (uint32_t i : sent_keys) {
     sent.Next(&change);
-    if (change.empty()) continue;
-    AddSparse(contributed_[i], change, +1, &sum);
-    contributed_[i].swap(sum);
+    for (const SparseEntry& e : change) {
+      contributed_log_.push_back({i, e.topic, e.count});
+    }
   }
   if (grows_) {
     for (int j = 0; j < reply.name_keys_size(); ++j) {
@@ -72,18 +74,57 @@ bool KeyLedger::ApplyReply(uint32_t channel, const DeltaBatch& sent_batch,
     if (change.empty()) continue;
     changed = true;
     table_->EnqueueCorrection(it->second, change);
-    AddSparse(received_[it->second], change, +1, &sum);
-    received_[it->second].swap(sum);
+    for (const SparseEntry& e : change) {
+      received_log_.push_back({it->second, e.topic, e.count});
+    }
   }
+  const size_t logged = contributed_log_.size() + received_log_.size();
+  if (logged > min_fold_entries_ && logged > folded_entries_) Fold();
   return changed;
+}
+
+void KeyLedger::Fold() {
+  FoldInto(&contributed_log_, &contributed_);
+  FoldInto(&received_log_, &received_);
+}
+
+void KeyLedger::FoldInto(std::vector<LoggedEntry>* log,
+                         std::vector<SparseVector>* sums) {
+  if (log->empty()) return;
+  SortByRowTopic(
+      table_->dimension(), [](const LoggedEntry& e) { return e.index; }, log,
+      &sorted_);
+  const std::vector<LoggedEntry>& entries = *log;
+  for (size_t b = 0; b < entries.size();) {
+    const uint32_t i = entries[b].index;
+    run_.clear();
+    for (; b < entries.size() && entries[b].index == i; ++b) {
+      const LoggedEntry& e = entries[b];
+      if (!run_.empty() && run_.back().topic == e.topic) {
+        run_.back().count += e.count;
+      } else {
+        run_.push_back({e.topic, e.count});
+      }
+    }
+    std::erase_if(run_, [](const SparseEntry& e) { return e.count == 0; });
+    if (run_.empty()) continue;
+    SparseVector& v = (*sums)[i];
+    AddSparse(v, run_, +1, &sum_);
+    folded_entries_ += sum_.size();
+    folded_entries_ -= v.size();
+    v.assign(sum_.begin(), sum_.end());
+  }
+  log->clear();
 }
 
 bool KeyLedger::TakeReseed(uint32_t i, const SparseVector& unsent,
                            SparseVector* delta) {
   absl::MutexLock l(&mu_);
+  Fold();  // rare: a restarted owner
   AddSparse(unsent, contributed_[i], +1, delta);
   const bool held =
       !delta->empty() || !contributed_[i].empty() || !received_[i].empty();
+  folded_entries_ -= contributed_[i].size() + received_[i].size();
   contributed_[i].clear();
   if (!received_[i].empty()) {
     SparseVector& back = received_[i];
@@ -133,6 +174,7 @@ void KeyLedger::AddKeys() {
     }
     if (!change.empty()) {
       table_->EnqueueCorrection(i, change);
+      folded_entries_ += change.size();
       received_[i] = std::move(change);
     }
     foreign_.erase(f);

@@ -25,6 +25,13 @@
 // correction, so the table's value is again contributed + received + not
 // yet sent.
 //
+// Cost. Replies come every round for every key changed, and adding each
+// change to its key's two sums as it came cost a cache miss or two per
+// key and round (a sixth of the sync work, sync_round_benchmark). The
+// changes are logged instead and folded into the sums in key order once
+// the logs outgrow the sums (amortized O(1) per entry logged, the sums
+// at most doubling the ledger's memory) and before a re-seed reads them.
+//
 // Thread-safety: all methods are thread-safe (one mutex: replies of
 // different channels may carry the same key). A KeyIndex passed in must
 // not change during the call.
@@ -50,7 +57,9 @@ using KeyIndex = absl::flat_hash_map<Key, uint32_t>;
 class KeyLedger {
  public:
   // Empty records for each of the table's keys. `table` must outlive this.
-  explicit KeyLedger(AbelianTable* table);
+  // The logs are folded once they hold more than min_fold_entries and
+  // more entries than the sums.
+  explicit KeyLedger(AbelianTable* table, size_t min_fold_entries = 1 << 16);
 
   // Channel `channel`'s batch `sent`, whose keys have the indices
   // `sent_keys`, was answered by `reply`: its deltas become contributed;
@@ -87,14 +96,36 @@ class KeyLedger {
     uint32_t channel = 0;  // the channel that sent the name
   };
 
+  // One change of one key's topic, logged for a fold.
+  struct LoggedEntry {
+    uint32_t index = 0;  // the key's
+    uint32_t topic = 0;
+    int64_t count = 0;
+  };
+  // Folds both logs into the sums.
+  void Fold() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sorts `log` by (key, topic) and adds each key's part to sums[key].
+  void FoldInto(std::vector<LoggedEntry>* log, std::vector<SparseVector>* sums)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   AbelianTable* const table_;
   const bool grows_;  // table_->GrowsKeys()
+  const size_t min_fold_entries_;
 
   absl::Mutex mu_;
   // Per key index: this incarnation's acknowledged deltas, and the
-  // corrections it received.
+  // corrections it received, as of the last fold; the changes since are
+  // in the logs.
   std::vector<SparseVector> contributed_ ABSL_GUARDED_BY(mu_);
   std::vector<SparseVector> received_ ABSL_GUARDED_BY(mu_);
+  std::vector<LoggedEntry> contributed_log_ ABSL_GUARDED_BY(mu_);
+  std::vector<LoggedEntry> received_log_ ABSL_GUARDED_BY(mu_);
+  // Entries in the sums after the last fold.
+  size_t folded_entries_ ABSL_GUARDED_BY(mu_) = 0;
+  // Fold scratch.
+  std::vector<LoggedEntry> sorted_ ABSL_GUARDED_BY(mu_);
+  SparseVector run_ ABSL_GUARDED_BY(mu_);
+  SparseVector sum_ ABSL_GUARDED_BY(mu_);
   // Growing tables: changes of keys the table does not hold.
   absl::flat_hash_map<Key, Foreign> foreign_ ABSL_GUARDED_BY(mu_);
 };
