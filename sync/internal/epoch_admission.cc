@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "sync/sparse_block.h"
 
 namespace latentd::sync::internal {
@@ -77,52 +78,66 @@ absl::Status EpochAdmission::CheckDeltas(const DeltaBatch& batch,
   BlockReader deltas(batch.deltas(), keys.dimension());
   SparseVector d;
   static const SparseVector kNone;
-  for (int i = 0; i < batch.keys_size(); ++i) {
-    const Key key = batch.keys(i);
-    deltas.Next(&d);
-    if (owns != nullptr && !(*owns)(key)) {
-      ++stats_->refused_key_not_owned;
-      return absl::InvalidArgumentError(
-          absl::StrCat("delta batch from ", batch.node_id(), " holds key ", key,
-                       ", which this owner does not own in ring epoch ", epoch_,
-                       "; nothing was applied"));
+  absl::Status status;
+  // A sender's part of a key is what it may take back. The lookups and
+  // the parts run ahead (look_ahead.h): a large shard misses the cache at
+  // every key.
+  auto key_of = [&batch](size_t i) { return batch.keys(static_cast<int>(i)); };
+  auto fetch_part = [slot](const GlobalValue& g) {
+    if (slot >= 0 && static_cast<size_t>(slot) < g.contributed.size()) {
+      __builtin_prefetch(g.contributed[slot].data());
     }
-    if (!counts) continue;
-    bool negative = false;
-    for (const SparseEntry& e : d) {
-      if (e.count > kMaxDeltaCount || e.count < -kMaxDeltaCount) {
-        ++stats_->refused_negative;
-        return absl::InvalidArgumentError(
-            absl::StrCat("delta batch from ", batch.node_id(), " moves key ",
-                         key, " topic ", e.topic, " by ", e.count, " (at most ",
-                         kMaxDeltaCount, " at once); nothing was applied"));
-      }
-      negative = negative || e.count < 0;
-    }
-    if (!negative) continue;
-    // What the sender may take back: its own part (read in place, not
-    // copied for each key).
-    const GlobalValue* g = keys.Find(key);
-    const SparseVector& part =
-        g != nullptr && slot >= 0 &&
-                static_cast<size_t>(slot) < g->contributed.size()
-            ? g->contributed[slot]
-            : kNone;
-    size_t j = 0;
-    for (const SparseEntry& e : d) {
-      if (e.count >= 0) continue;
-      while (j < part.size() && part[j].topic < e.topic) ++j;
-      const int64_t have =
-          j < part.size() && part[j].topic == e.topic ? part[j].count : 0;
-      if (have + e.count < 0) {
-        ++stats_->refused_negative;
-        return absl::InvalidArgumentError(absl::StrCat(
-            "delta batch from ", batch.node_id(), " would take key ", key,
-            " topic ", e.topic, " to ", have + e.count, " (", e.count,
-            " against its own part ", have, "); nothing was applied"));
-      }
-    }
-  }
+  };
+  keys.ForEachLookup(
+      static_cast<size_t>(batch.keys_size()), key_of, fetch_part,
+      [&](size_t i, const GlobalValue* g) {
+        const Key key = key_of(i);
+        deltas.Next(&d);
+        if (owns != nullptr && !(*owns)(key)) {
+          ++stats_->refused_key_not_owned;
+          status = absl::InvalidArgumentError(absl::StrCat(
+              "delta batch from ", batch.node_id(), " holds key ", key,
+              ", which this owner does not own in ring epoch ", epoch_,
+              "; nothing was applied"));
+          return false;
+        }
+        if (!counts) return true;
+        bool negative = false;
+        for (const SparseEntry& e : d) {
+          if (e.count > kMaxDeltaCount || e.count < -kMaxDeltaCount) {
+            ++stats_->refused_negative;
+            status = absl::InvalidArgumentError(absl::StrCat(
+                "delta batch from ", batch.node_id(), " moves key ", key,
+                " topic ", e.topic, " by ", e.count, " (at most ",
+                kMaxDeltaCount, " at once); nothing was applied"));
+            return false;
+          }
+          negative = negative || e.count < 0;
+        }
+        if (!negative) return true;
+        const SparseVector& part =
+            g != nullptr && slot >= 0 &&
+                    static_cast<size_t>(slot) < g->contributed.size()
+                ? g->contributed[slot]
+                : kNone;
+        size_t j = 0;
+        for (const SparseEntry& e : d) {
+          if (e.count >= 0) continue;
+          while (j < part.size() && part[j].topic < e.topic) ++j;
+          const int64_t have =
+              j < part.size() && part[j].topic == e.topic ? part[j].count : 0;
+          if (have + e.count < 0) {
+            ++stats_->refused_negative;
+            status = absl::InvalidArgumentError(absl::StrCat(
+                "delta batch from ", batch.node_id(), " would take key ", key,
+                " topic ", e.topic, " to ", have + e.count, " (", e.count,
+                " against its own part ", have, "); nothing was applied"));
+            return false;
+          }
+        }
+        return true;
+      });
+  LATENTD_RETURN_IF_ERROR(status);
   const uint64_t cap = admission_->max_new_keys_per_sender;
   if (cap == 0) return absl::OkStatus();
   uint64_t fresh = 0;

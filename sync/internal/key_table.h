@@ -19,6 +19,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
 #include "sync/abelian_table.h"
+#include "sync/internal/look_ahead.h"
 #include "sync/owner_shard_stats.h"
 #include "sync/sync.pb.h"
 
@@ -82,6 +83,17 @@ class KeyTable {
   bool contains(Key key) const { return globals_.contains(key); }
   // The key's entry, nullptr if absent. Valid until the table changes.
   const GlobalValue* Find(Key key) const;
+  // Calls fn(i, entry) for i = 0..n-1 in turn, entry the GlobalValue of
+  // keys(i) (nullptr if absent), until fn returns false; the lookups run
+  // ahead of use (look_ahead.h), and found(entry) is called on each entry
+  // some keys early to request its memory. fn must not change the table.
+  template <typename KeyFn, typename FoundFn, typename Fn>
+  void ForEachLookup(size_t n, KeyFn keys, FoundFn found, Fn fn) const {
+    LookAhead ahead(&globals_, n, keys, found);
+    for (size_t i = 0; i < n; ++i) {
+      if (!fn(i, ahead.At(i))) return;
+    }
+  }
   // Calls fn(key, const GlobalValue&) for every key, in no particular
   // order. fn must not change the table.
   template <typename Fn>

@@ -1,63 +1,14 @@
 // KeyTable::ApplyBatch: a batch's deltas into the globals, and the reply's
-// changes, with the hash lookups prefetched ahead of use.
+// changes, with the hash lookups prefetched ahead of use (look_ahead.h).
 #include <algorithm>
 #include <utility>
 #include <vector>
 
 #include "sync/internal/key_table.h"
+#include "sync/internal/look_ahead.h"
 #include "sync/sparse_block.h"
 
 namespace latentd::sync::internal {
-namespace {
-
-// How many keys ahead hash lookups are prefetched.
-// A run of lookups in a large map misses the cache at every step: the
-// probe of key i + kProbeAhead starts early, key i + kFindAhead is looked up
-// (and its value's memory requested), and key i's value is then at hand.
-constexpr size_t kProbeAhead = 12;
-constexpr size_t kFindAhead = 8;
-
-// Looks up keys(0), keys(1), ... in `map` in that order, ahead of use:
-// At(i) returns keys(i)'s value (nullptr if absent when it was looked up,
-// kFindAhead steps earlier) after calling found(value) on the value of
-// keys(i + kFindAhead). REQUIRES: nothing is inserted into or erased from
-// the map while it runs, except keys not yet looked up (the caller
-// reserves room so that no insertion rehashes), and At is called with
-// i = 0, 1, ... in turn.
-template <typename Map, typename KeyFn, typename FoundFn>
-class LookAhead {
- public:
-  using Value = typename Map::mapped_type;
-  LookAhead(Map* map, size_t n, KeyFn keys, FoundFn found)
-      : map_(map), n_(n), keys_(keys), found_(found) {
-    for (size_t i = 0; i < std::min(n, kFindAhead); ++i) Find(i);
-  }
-  // keys(i)'s value as looked up, for i in (the last At's, that + kFindAhead].
-  Value* Peek(size_t i) const { return ring_[i % kRing]; }
-  Value* At(size_t i) {
-    if (i + kProbeAhead < n_) map_->prefetch(keys_(i + kProbeAhead));
-    if (i + kFindAhead < n_) Find(i + kFindAhead);
-    return ring_[i % kRing];
-  }
-
- private:
-  static constexpr size_t kRing = 16;
-  static_assert(kRing > kFindAhead);
-  void Find(size_t i) {
-    auto it = map_->find(keys_(i));
-    Value* v = it == map_->end() ? nullptr : &it->second;
-    ring_[i % kRing] = v;
-    if (v != nullptr) found_(*v);
-  }
-  Map* const map_;
-  const size_t n_;
-  KeyFn keys_;
-  FoundFn found_;
-  Value* ring_[kRing] = {};
-};
-
-}  // namespace
-
 void KeyTable::ApplyBatch(const DeltaBatch& batch, bool duplicate, int slot,
                           DeltaReply* reply) {
   const uint64_t bit = uint64_t{1} << slot;
