@@ -26,7 +26,7 @@ machine measured 1.93x from one thread to two), and so does the sync work
 whose sync work needs more than those threads' cores is limited sooner).
 ops/bench/testdata/cluster_bench_news20.txt holds the news20 measurement
 (K=100, 30 sweeps, the defaults of rounds_per_sweep = 8 and
-min_key_weight = 32, at a4e1d89, the 2-core Intel Xeon machine,
+min_key_weight = 32, at c34f4e2, the 2-core Intel Xeon machine,
 2026-11-30).
 
 Usage: ops/bench/scale_model.py CLUSTER_BENCH_OUTPUT [--fit 1,2]
