@@ -2,17 +2,11 @@
 
 #include <algorithm>
 
+#include "sync/internal/look_ahead.h"
 #include "sync/owner_shard.h"
 #include "sync/row_topic_sort.h"
 
 namespace latentd::sync::internal {
-namespace {
-
-// How many keys ahead hash lookups are prefetched.
-constexpr int kPrefetchAhead = 8;
-
-}  // namespace
-
 KeyLedger::KeyLedger(AbelianTable* table, size_t min_fold_entries)
     : table_(table),
       grows_(table->GrowsKeys()),
@@ -43,22 +37,23 @@ bool KeyLedger::ApplyReply(uint32_t channel, const DeltaBatch& sent_batch,
     }
   }
   BlockReader changes(reply.changes(), table_->dimension());
-  const int n = reply.changed_keys_size();
-  for (int j = 0; j < n; ++j) {
-    // The lookups miss the cache on a large vocabulary: start them early.
-    if (j + kPrefetchAhead < n) {
-      index.prefetch(reply.changed_keys(j + kPrefetchAhead));
-    }
+  const auto n = static_cast<size_t>(reply.changed_keys_size());
+  // The lookups miss the cache on a large vocabulary: they run ahead.
+  auto changed_key = [&reply](size_t j) {
+    return reply.changed_keys(static_cast<int>(j));
+  };
+  LookAhead ahead(&index, n, changed_key, [](const uint32_t&) {});
+  for (size_t j = 0; j < n; ++j) {
     changes.Next(&change);
-    auto it = index.find(reply.changed_keys(j));
+    const uint32_t* found = ahead.At(j);
     // Only keys this node holds. Not only this owner's: an owner that
     // handed a key off since (Reroute) answers a resent batch with the
     // change its lost reply carried, which no other owner will send.
     // A growing table keeps the others aside until it adds them.
-    if (it == index.end()) {
+    if (found == nullptr) {
       if (grows_ && !change.empty()) {
         changed = true;
-        Foreign& f = foreign_[reply.changed_keys(j)];
+        Foreign& f = foreign_[changed_key(j)];
         auto part = std::find_if(
             f.changes.begin(), f.changes.end(),
             [channel](const auto& p) { return p.first == channel; });
@@ -73,9 +68,9 @@ bool KeyLedger::ApplyReply(uint32_t channel, const DeltaBatch& sent_batch,
     }
     if (change.empty()) continue;
     changed = true;
-    table_->EnqueueCorrection(it->second, change);
+    table_->EnqueueCorrection(*found, change);
     for (const SparseEntry& e : change) {
-      received_log_.push_back({it->second, e.topic, e.count});
+      received_log_.push_back({*found, e.topic, e.count});
     }
   }
   const size_t logged = contributed_log_.size() + received_log_.size();
