@@ -74,7 +74,7 @@ run() {
   local tokens store rate rss wall
   tokens=$(sed -n 's/^corpus: [0-9]* documents, \([0-9]*\) tokens.*/\1/p' "$log")
   store=$(stat -c %s "$out/tokens.lts")
-  rate=$(awk -v s="$SWEEPS" '/^sweep [0-9]+\// {
+  rate=$(awk -v s="$SWEEPS" '/^sweep [0-9]+\// && !/in progress/ {
       split($2, a, "/"); if (a[1] > 1 || s == 1) print $5 }' "$log" |
     sort -g | awk '{ r[NR] = $1 }
       END { print (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2 }')
