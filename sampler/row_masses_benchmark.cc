@@ -23,6 +23,12 @@
 // shortest row worth a vector walk (kRowMassesVectorSlots,
 // kRowMassesAvx2Slots). Time per 256 rows.
 //
+// BM_DenseRowMasses/PATH/K: the walk of dense rows (dense_row_masses.h,
+// the rows of frequent words, and of most words early on a large corpus)
+// and the running sum the kernel takes after it: 4,096 rows of K topics,
+// counts drawn as a dense row's, visited in a random order (3.3 MiB at
+// K=100, 33 MiB at K=1000). Time per 4,096 rows.
+//
 // After the table the program prints each path's CPU time (the machine is
 // shared; real time counts other work's) and its ratio to the scalar
 // walk's (> 1: faster than scalar).
@@ -43,6 +49,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/bench/collecting_reporter.h"
 #include "base/random.h"
+#include "sampler/internal/dense_row_masses.h"
 #include "sampler/internal/row_masses.h"
 #include "sampler/topic_table.h"
 
@@ -189,6 +196,54 @@ void WalkAll(benchmark::State& state, RowMassesFn fn, const Workload& w) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * w.slots));
 }
 
+struct DenseRows {
+  TopicId K = 0;
+  std::vector<double> coef;
+  std::vector<std::unique_ptr<std::atomic<uint64_t>[]>> rows;
+  std::vector<TopicId> excluded;
+};
+
+const DenseRows& DenseWorkload(TopicId K) {
+  static std::map<TopicId, DenseRows> cache;
+  DenseRows& w = cache[K];
+  if (!w.rows.empty()) return w;
+  w.K = K;
+  Rng rng(K + 7);
+  w.coef = Coefficients(K, rng);
+  for (size_t r = 0; r < kRows; ++r) {
+    auto row = std::make_unique<std::atomic<uint64_t>[]>(K);
+    for (TopicId k = 0; k < K; ++k) {
+      const uint64_t c = rng.UniformInt(4) == 0 ? 0 : 1 + rng.UniformInt(30);
+      row[k].store(c << 32 | k);
+    }
+    w.rows.push_back(std::move(row));
+    w.excluded.push_back(static_cast<TopicId>(rng.UniformInt(K)));
+  }
+  for (size_t i = w.rows.size(); i > 1; --i) {
+    const size_t j = rng.UniformInt(i);
+    std::swap(w.rows[i - 1], w.rows[j]);
+    std::swap(w.excluded[i - 1], w.excluded[j]);
+  }
+  return w;
+}
+
+void WalkDense(benchmark::State& state, internal::DenseRowMassesFn fn,
+               const DenseRows& w) {
+  std::vector<double> mass(w.K);
+  for (auto _ : state) {
+    for (size_t r = 0; r < w.rows.size(); ++r) {
+      const int64_t tokens =
+          fn(w.rows[r].get(), w.K, w.coef.data(), w.excluded[r], mass.data());
+      const double q = internal::RunningSum(mass.data(), w.K);
+      benchmark::DoNotOptimize(tokens);
+      benchmark::DoNotOptimize(q);
+      benchmark::ClobberMemory();
+    }
+  }
+  state.SetItemsProcessed(
+      static_cast<int64_t>(state.iterations() * w.rows.size() * w.K));
+}
+
 void PrintRatios(const std::map<std::string, double>& times,
                  const std::string& bench, const char* arg_name,
                  const std::vector<uint32_t>& args, const char* unit) {
@@ -242,6 +297,24 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMicrosecond);
     }
   }
+  std::vector<std::pair<const char*, internal::DenseRowMassesFn>> dense = {
+      {"scalar", &internal::DenseRowMassesScalar}};
+  if (internal::DenseRowMassesAvx2 != nullptr) {
+    dense.push_back({"avx2", internal::DenseRowMassesAvx2});
+  }
+  if (internal::DenseRowMassesAvx512 != nullptr) {
+    dense.push_back({"avx512", internal::DenseRowMassesAvx512});
+  }
+  for (const auto& [name, fn] : dense) {
+    for (TopicId k : kTopicCounts) {
+      benchmark::RegisterBenchmark(
+          absl::StrCat("BM_DenseRowMasses/", name, "/", k).c_str(),
+          [fn = fn, k](benchmark::State& s) {
+            WalkDense(s, fn, DenseWorkload(k));
+          })
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
   for (const Path& p : Paths()) {
     for (uint32_t size : kSizes) {
       benchmark::RegisterBenchmark(
@@ -253,12 +326,16 @@ int main(int argc, char** argv) {
   }
   bench::CollectingReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  std::printf("\nThe sampler's path here: %s (this program runs every path)\n",
-              internal::kRowMassesPath.name);
+  std::printf(
+      "\nThe sampler's paths here: %s (sparse rows), %s (dense rows); this "
+      "program runs every path\n",
+      internal::kRowMassesPath.name, internal::kDenseRowMassesPath.name);
   PrintRatios(reporter.cpu_times(), "BM_RowMasses", "K", ks,
               "CPU us per 4096 rows");
   PrintRatios(reporter.cpu_times(), "BM_RowMassesCold", "K", ks,
               "CPU us per 65536 rows");
+  PrintRatios(reporter.cpu_times(), "BM_DenseRowMasses", "K", ks,
+              "CPU us per 4096 rows");
   PrintRatios(reporter.cpu_times(), "BM_RowMassesBySize", "size", sizes,
               "CPU ns per 256 rows");
   benchmark::Shutdown();

@@ -5,19 +5,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#if defined(__x86_64__)
-// GCC 12's AVX-512 intrinsics start some results from _mm*_undefined_*(),
-// which its -Wuninitialized reports once inlined (GCC bug 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#endif
+#include "base/cpu_features.h"
 
 namespace latentd::internal {
 namespace {
@@ -210,16 +198,9 @@ LATENTD_AVX2 uint32_t RowMassesAvx2Impl(const std::atomic<uint64_t>* entries,
 }
 
 RowMassesFn ChooseAvx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")
-             ? &RowMassesAvx512Impl
-             : nullptr;
+  return CpuHasAvx512() ? &RowMassesAvx512Impl : nullptr;
 }
-
-RowMassesFn ChooseAvx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") ? &RowMassesAvx2Impl : nullptr;
-}
+RowMassesFn ChooseAvx2() { return CpuHasAvx2() ? &RowMassesAvx2Impl : nullptr; }
 #else
 RowMassesFn ChooseAvx512() { return nullptr; }
 RowMassesFn ChooseAvx2() { return nullptr; }

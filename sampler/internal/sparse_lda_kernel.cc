@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/random.h"
+#include "sampler/internal/dense_row_masses.h"
 #include "sampler/internal/row_masses.h"
 #include "sampler/internal/sparse_buckets.h"
 #include "sampler/internal/upper_bound.h"
@@ -92,13 +93,10 @@ void SparseLdaKernel::BuildWordCache(const TopicTable& table, WordId word,
         q_mass_[n++] = (c > 0 ? c : 0) * coef_[k];
       });
     } else {
-      int64_t tokens = 0;
-      table.ForEachSlot(word, [&](TopicId k, Count c) {
-        tokens += c;
-        c -= (k == excluded);  // the token itself is excluded
-        q_mass_[n++] = (c > 0 ? c : 0) * coef_[k];
-      });
-      row_tokens_ = tokens;
+      // The token itself is excluded.
+      n = row.size;
+      row_tokens_ = DenseRowMasses(row.entries, n, coef_.data(), excluded,
+                                   q_mass_.data());
     }
     q = RunningSum(q_mass_.data(), n);
   } else {
