@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
+#include "sampler/internal/row_arena.h"
 
 namespace latentd {
 
@@ -12,6 +13,7 @@ TopicTable::TopicTable(size_t vocab_size, TopicId num_topics)
     : num_topics_(num_topics),
       dense_threshold_(std::max<uint32_t>(num_topics / 2, 1)),
       totals_(new std::atomic<int64_t>[num_topics]),
+      arena_(std::make_unique<internal::RowArena>()),
       topic_delta_(num_topics, 0),
       topic_touched_(num_topics, 0),
       slot_of_(num_topics, 0) {
@@ -25,10 +27,13 @@ TopicTable::~TopicTable() {
   for (RowBlock* b : retired_) FreeBlock(b);
 }
 
+size_t TopicTable::BlockBytes(uint32_t capacity) {
+  return sizeof(RowBlock) + size_t{capacity} * sizeof(std::atomic<Entry>);
+}
+
 TopicTable::RowBlock* TopicTable::AllocateBlock(uint32_t capacity, bool dense,
                                                 TopicId num_topics) {
-  void* raw = ::operator new (sizeof(RowBlock) +
-                              size_t{capacity} * sizeof(std::atomic<Entry>));
+  void* raw = arena_->Allocate(BlockBytes(capacity));
   RowBlock* block = new (raw) RowBlock;
   block->capacity = capacity;
   block->dense = dense;
@@ -47,7 +52,7 @@ std::atomic<TopicTable::Entry>* TopicTable::MutableEntries(RowBlock* block) {
 void TopicTable::FreeBlock(RowBlock* block) {
   if (block == nullptr) return;
   // RowBlock and the atomics are trivially destructible.
-  ::operator delete(block);
+  arena_->Free(block, BlockBytes(block->capacity));
 }
 
 Count TopicTable::Get(WordId word, TopicId topic) const {

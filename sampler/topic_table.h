@@ -10,7 +10,8 @@
 // it holds more than half of K topics; then it becomes dense (entry k is
 // topic k). When a sparse row outgrows its block the writer publishes a
 // bigger copy; the old block is retired and freed by Quiesce(), which callers
-// run only when no reader is active (between sweeps).
+// run only when no reader is active (between sweeps). Blocks live in chunks
+// backed by huge pages where the kernel allows (internal/row_arena.h).
 //
 // Thread-safety: the reader methods (ForEach, Get, TopicTotal, ...) are safe
 // from any number of threads at once, also while the writer runs. Apply
@@ -30,6 +31,10 @@
 #include "corpora/types.h"
 
 namespace latentd {
+
+namespace internal {
+class RowArena;
+}  // namespace internal
 
 // A net change of one word-topic count.
 struct WordTopicDelta {
@@ -160,9 +165,10 @@ class TopicTable {
   static const std::atomic<Entry>* EntriesOf(const RowBlock* block);
   static bool BlockIsDense(const RowBlock* block);
 
-  static RowBlock* AllocateBlock(uint32_t capacity, bool dense,
-                                 TopicId num_topics);
-  static void FreeBlock(RowBlock* block);
+  // Writer (or no reader active): blocks from arena_.
+  static size_t BlockBytes(uint32_t capacity);
+  RowBlock* AllocateBlock(uint32_t capacity, bool dense, TopicId num_topics);
+  void FreeBlock(RowBlock* block);
   static std::atomic<Entry>* MutableEntries(RowBlock* block);
   // Writer: records the slot of each non-zero topic of a sparse row, for
   // MappedSlot (the slot, or -1) until the next MapRow.
@@ -182,6 +188,8 @@ class TopicTable {
   std::unique_ptr<std::atomic<RowBlock*>[]> rows_;
   std::unique_ptr<std::atomic<int64_t>[]> totals_;
   std::vector<RowBlock*> retired_;  // writer-only; freed by Quiesce()
+  // The row blocks' memory (huge-page chunks, internal/row_arena.h).
+  std::unique_ptr<internal::RowArena> arena_;
   // Writer scratch for Apply: net change of n_k, and whether k is listed.
   std::vector<int64_t> topic_delta_;
   std::vector<uint8_t> topic_touched_;

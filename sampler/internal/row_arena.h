@@ -1,0 +1,69 @@
+// RowArena: the memory of the word-topic table's row blocks
+// (sampler/topic_table.h), in chunks the kernel is asked to back with
+// transparent huge pages (madvise MADV_HUGEPAGE), so that the samplers'
+// reads of rows all over a large table miss the TLB far less often than
+// they did with each block from operator new (docs/benchmarks.md, "Large
+// corpora from disk": the same effect as GLIBC_TUNABLES=
+// glibc.malloc.hugetlb=1, without the setting).
+//
+// Blocks come in size classes, four per octave (at most a quarter more
+// than asked), each with a free list: the table frees and allocates every
+// row at each Quiesce, and a freed block is taken again by the next row of
+// its class, so memory stays at about the table's size. Chunks grow from
+// 64 KiB to 2 MiB (small tables stay small); only 2 MiB chunks are marked
+// for huge pages. Blocks above 256 KiB, and every block in an
+// AddressSanitizer build (so that it still checks each block's bounds),
+// come from operator new. Memory goes back to the system when the arena
+// is destroyed.
+//
+// Thread-safety: none; one thread at a time (the table's writer).
+#ifndef LATENTD_SAMPLER_INTERNAL_ROW_ARENA_H_
+#define LATENTD_SAMPLER_INTERNAL_ROW_ARENA_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace latentd::internal {
+
+class RowArena {
+ public:
+  RowArena() = default;
+  ~RowArena();
+  RowArena(const RowArena&) = delete;
+  RowArena& operator=(const RowArena&) = delete;
+
+  // The bytes a block asked for `bytes` gets (its class's size, >= bytes;
+  // a multiple of 16). Allocate(bytes) may be given back as Free(p,
+  // UsableSize(bytes)) or Free(p, bytes).
+  static size_t UsableSize(size_t bytes);
+  // A block of UsableSize(bytes) bytes, 16-byte aligned. REQUIRES: bytes > 0.
+  void* Allocate(size_t bytes);
+  // Gives back a block from Allocate(n) with UsableSize(n) ==
+  // UsableSize(bytes). p may be null (nothing).
+  void Free(void* p, size_t bytes);
+
+  // Bytes of chunks held (blocks from operator new not counted).
+  size_t chunk_bytes() const { return chunk_bytes_; }
+
+ private:
+  static constexpr int kClasses = 64;
+  // The class of a block of `bytes` (<= kMaxArenaBytes), and its size.
+  static int ClassOf(size_t bytes);
+  static size_t ClassSize(int c);
+  // A new chunk with room for at least `bytes`.
+  void NewChunk(size_t bytes);
+
+  struct FreeBlock {
+    FreeBlock* next;
+  };
+  FreeBlock* free_[kClasses] = {};
+  std::vector<void*> chunks_;
+  char* next_ = nullptr;  // the current chunk's unused part
+  char* end_ = nullptr;
+  size_t chunk_bytes_ = 0;
+};
+
+}  // namespace latentd::internal
+
+#endif  // LATENTD_SAMPLER_INTERNAL_ROW_ARENA_H_
