@@ -6,8 +6,6 @@
 #include <cstdlib>
 #include <new>
 
-#include "base/check.h"
-
 #if defined(__SANITIZE_ADDRESS__)
 #define LATENTD_ROW_ARENA_ASAN 1
 #elif defined(__has_feature)
