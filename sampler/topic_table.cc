@@ -27,10 +27,6 @@ TopicTable::~TopicTable() {
   for (RowBlock* b : retired_) FreeBlock(b);
 }
 
-size_t TopicTable::BlockBytes(uint32_t capacity) {
-  return sizeof(RowBlock) + size_t{capacity} * sizeof(std::atomic<Entry>);
-}
-
 TopicTable::RowBlock* TopicTable::AllocateBlock(uint32_t capacity, bool dense,
                                                 TopicId num_topics) {
   void* raw = arena_->Allocate(BlockBytes(capacity));

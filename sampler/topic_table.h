@@ -219,6 +219,10 @@ struct alignas(8) TopicTable::RowBlock {
   // followed by `capacity` std::atomic<Entry>
 };
 
+inline size_t TopicTable::BlockBytes(uint32_t capacity) {
+  return sizeof(RowBlock) + size_t{capacity} * sizeof(std::atomic<Entry>);
+}
+
 inline bool TopicTable::BlockIsDense(const RowBlock* block) {
   return block->dense;
 }
@@ -257,10 +261,7 @@ inline void TopicTable::PrefetchRowRest(WordId word) const {
   const RowBlock* block = rows_[word].load(std::memory_order_acquire);
   if (block == nullptr || !block->dense) return;
   constexpr size_t kFirst = 256, kMaxBytes = 1024;
-  const size_t bytes = std::min<size_t>(
-      sizeof(RowBlock) +
-          size_t{block->size.load(std::memory_order_relaxed)} * sizeof(Entry),
-      kMaxBytes);
+  const size_t bytes = std::min(BlockBytes(num_topics_), kMaxBytes);
   const char* p = reinterpret_cast<const char*>(block);
   for (size_t at = kFirst; at < bytes; at += 64) __builtin_prefetch(p + at);
 }

@@ -59,12 +59,9 @@ __attribute__((target("avx2"))) int64_t DenseRowMassesAvx2Impl(
                                   _mm256_extracti128_si256(token_sum, 1));
   int64_t tokens =
       _mm_cvtsi128_si64(_mm_add_epi64(t, _mm_unpackhi_epi64(t, t)));
-  for (; k < size; ++k) {
-    const Count c =
-        TopicTable::RawCount(entries[k].load(std::memory_order_relaxed));
-    tokens += c;
-    mass[k] = c * coef[k];
-  }
+  // The last 0-3 topics (the excluded one is fixed after).
+  tokens += DenseRowMassesScalar(entries + k, size - k, coef + k, ~TopicId{0},
+                                 mass + k);
   ExcludeTopic(entries, size, coef, excluded, mass);
   return tokens;
 }
