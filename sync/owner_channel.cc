@@ -7,11 +7,11 @@ namespace {
 
 class LocalChannel final : public OwnerChannel {
  public:
-  LocalChannel(OwnerShard* shard, std::string name)
-      : shard_(shard), name_(std::move(name)) {}
+  LocalChannel(OwnerShard* shard, std::string name, OwnerShard::Origin origin)
+      : shard_(shard), name_(std::move(name)), origin_(origin) {}
   void Send(const DeltaBatch& batch, DoneFn done) override {
     DeltaReply reply;
-    absl::Status s = shard_->Apply(batch, &reply);
+    absl::Status s = shard_->Apply(batch, &reply, origin_);
     if (!s.ok()) {
       done(s);
     } else {
@@ -24,6 +24,7 @@ class LocalChannel final : public OwnerChannel {
  private:
   OwnerShard* shard_;
   const std::string name_;
+  const OwnerShard::Origin origin_;
 };
 
 class RemoteChannel final : public OwnerChannel {
@@ -56,8 +57,9 @@ class RemoteChannel final : public OwnerChannel {
 }  // namespace
 
 std::unique_ptr<OwnerChannel> MakeLocalChannel(OwnerShard* shard,
-                                               std::string name) {
-  return std::make_unique<LocalChannel>(shard, std::move(name));
+                                               std::string name,
+                                               OwnerShard::Origin origin) {
+  return std::make_unique<LocalChannel>(shard, std::move(name), origin);
 }
 std::unique_ptr<OwnerChannel> MakeRemoteChannel(Client* client,
                                                 absl::Duration timeout) {

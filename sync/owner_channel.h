@@ -31,10 +31,14 @@ class OwnerChannel {
   virtual std::string name() const = 0;
 };
 
-// This node's own shard, called directly. `shard` must outlive the channel.
+// A shard in this process, called directly: this node's own, whose
+// admission trusts the batches (OwnerShard::Origin), or, with
+// Origin::kPeer, another node's in a one-process cluster (tools,
+// benchmarks), checked as a peer's. `shard` must outlive the channel.
 // `name` identifies the owner across Synchronizer::Reroute.
-std::unique_ptr<OwnerChannel> MakeLocalChannel(OwnerShard* shard,
-                                               std::string name = "self");
+std::unique_ptr<OwnerChannel> MakeLocalChannel(
+    OwnerShard* shard, std::string name = "self",
+    OwnerShard::Origin origin = OwnerShard::Origin::kThisProcess);
 // A peer over the transport. `client` must outlive the channel.
 std::unique_ptr<OwnerChannel> MakeRemoteChannel(Client* client,
                                                 absl::Duration timeout);

@@ -95,7 +95,7 @@ void OwnerReplicator::Send(const DeltaBatch& batch, OwnerChannel::DoneFn done) {
   absl::Status status;
   {
     absl::MutexLock l(&mu_);
-    status = shard_->Apply(batch, &reply);
+    status = shard_->Apply(batch, &reply, OwnerShard::Origin::kThisProcess);
     if (status.ok() && reply.duplicate() && !stop_) {
       // A resend of a batch still awaiting its copies waits on them.
       auto it = waiting_.find(std::make_tuple(

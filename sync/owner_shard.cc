@@ -71,7 +71,8 @@ OwnerShard::OwnerShard(uint32_t dimension, bool awaits_ring)
       admission_(&stats_),
       keys_(dimension, &stats_) {}
 
-absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
+absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply,
+                               Origin origin) {
   reply->Clear();
   LATENTD_RETURN_IF_ERROR(ValidateBatch(batch, dimension_));
   absl::MutexLock l(&mu_);
@@ -120,7 +121,9 @@ absl::Status OwnerShard::Apply(const DeltaBatch& batch, DeltaReply* reply) {
           absl::StrCat("owner at ring epoch ", epoch, " has not reached epoch ",
                        batch.epoch(), " yet; nothing was applied"));
     }
-    LATENTD_RETURN_IF_ERROR(admission_.CheckDeltas(batch, keys_));
+    if (origin == Origin::kPeer) {
+      LATENTD_RETURN_IF_ERROR(admission_.CheckDeltas(batch, keys_));
+    }
   }
   const int slot = keys_.TrackedSlot(batch.node_id(), batch.incarnation());
   if (slot < 0) {

@@ -53,7 +53,8 @@
 // contribution to it, so no sender can take away what others contributed
 // (kInvalidArgument). A refused batch applies nothing and is counted by
 // reason (OwnerShardStats). Without an Admission (a shard outside a ring:
-// tests, tools) every sender, key and delta is taken.
+// tests, tools) every sender, key and delta is taken. The keys and deltas
+// of this process's own batches (Apply's `origin`) are not checked.
 //
 // Every key to every holder (growing vocabulary, docs/design.md "Growing
 // vocabulary"): a sender whose batches say all_keys is made a holder of
@@ -114,7 +115,16 @@ class OwnerShard {
   // changes the sender has not been sent yet (see DeltaReply).
   // O(Σ|δ| · holders + changes sent), never O(all keys).
   // A malformed batch changes nothing: kInvalidArgument saying what.
-  absl::Status Apply(const DeltaBatch& batch, DeltaReply* reply);
+  //
+  // `origin`: a peer's batch (over the transport) passes every admission
+  // check. This node's own synchronizer, calling in-process
+  // (MakeLocalChannel, OwnerReplicator), is trusted as the process
+  // itself is: its sender and epoch are checked, its keys and deltas are
+  // not (CheckDeltas looks every key up, as applying it does again; for
+  // a node's own keys that was a sixth of its sync work).
+  enum class Origin { kPeer, kThisProcess };
+  absl::Status Apply(const DeltaBatch& batch, DeltaReply* reply,
+                     Origin origin = Origin::kPeer);
 
   // The ring epoch served (0 = unversioned: batches of any epoch apply).
   // Applies to the batches that arrive after the call. An admission set

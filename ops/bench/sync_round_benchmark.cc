@@ -170,8 +170,11 @@ void BM_ApplySync(benchmark::State& state) {
     node.synced = std::make_unique<SyncedTopicTable>(node.table.get(), keys);
     std::vector<std::unique_ptr<sync::OwnerChannel>> channels;
     for (int o = 0; o < 2; ++o) {
+      // The other node's shard checks this node's batches as a peer's.
       channels.push_back(
-          sync::MakeLocalChannel(&shards[o], absl::StrCat("o", o)));
+          sync::MakeLocalChannel(&shards[o], absl::StrCat("o", o),
+                                 o == n ? sync::OwnerShard::Origin::kThisProcess
+                                        : sync::OwnerShard::Origin::kPeer));
     }
     sync::SynchronizerOptions options;
     options.node_id = absl::StrCat("n", n);

@@ -152,8 +152,10 @@ absl::StatusOr<std::unique_ptr<GraphCluster>> GraphCluster::Start(
     Node& node = impl->nodes[i];
     std::vector<std::unique_ptr<sync::OwnerChannel>> channels;
     for (int j = 0; j < m; ++j) {
-      channels.push_back(sync::MakeLocalChannel(impl->nodes[j].shard.get(),
-                                                absl::StrCat("node", j)));
+      channels.push_back(sync::MakeLocalChannel(
+          impl->nodes[j].shard.get(), absl::StrCat("node", j),
+          j == i ? sync::OwnerShard::Origin::kThisProcess
+                 : sync::OwnerShard::Origin::kPeer));
     }
     std::vector<uint32_t> key_owner(node.table->num_keys());
     for (size_t k = 0; k < key_owner.size(); ++k) {

@@ -136,6 +136,32 @@ TEST_F(OwnerAdmissionTest, NoSenderTakesAKeyBelowItsOwnPart) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(OwnerAdmissionTest, OnlyThisProcessSkipsTheKeyAndDeltaChecks) {
+  // The checks that look every key up guard against peers; this node's own
+  // synchronizer, in-process, is trusted as the process is.
+  ASSERT_TRUE(Apply(Batch("a", inc_a_, 1, {{2, {{0, 5}}}})).ok());
+  const DeltaBatch unowned = Batch("b", inc_b_, 1, {{3, {{0, 1}}}});
+  DeltaReply reply;
+  EXPECT_EQ(owner_.Apply(unowned, &reply).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(
+      owner_.Apply(unowned, &reply, OwnerShard::Origin::kThisProcess).ok());
+  const DeltaBatch below = Batch("b", inc_b_, 2, {{2, {{0, -2}}}});
+  EXPECT_EQ(owner_.Apply(below, &reply).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(
+      owner_.Apply(below, &reply, OwnerShard::Origin::kThisProcess).ok());
+  EXPECT_EQ(owner_.Global(2), (SparseVector{{0, 3}}));
+  EXPECT_EQ(owner_.stats().refused_key_not_owned, 1u);
+  EXPECT_EQ(owner_.stats().refused_negative, 1u);
+  // The sender checks still apply to it.
+  EXPECT_EQ(owner_
+                .Apply(Batch("fake", 1, 1, {{2, {{0, 1}}}}), &reply,
+                       OwnerShard::Origin::kThisProcess)
+                .code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
 TEST_F(OwnerAdmissionTest, OutOfRangeDeltasAreRefused) {
   absl::Status s = Apply(Batch("a", inc_a_, 1, {{2, {{0, int64_t{1} << 40}}}}));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
