@@ -87,40 +87,35 @@ void SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
   new_listed_.clear();
   for (size_t b = 0; b < fresh_.size();) {
     const WordId w = fresh_[b].word;
-    uint64_t weight = 0;
-    run_.clear();
-    for (; b < fresh_.size() && fresh_[b].word == w; ++b) {
-      const WordTopicDelta& d = fresh_[b];
-      weight += static_cast<uint64_t>(std::abs(int64_t{d.delta}));
-      if (!run_.empty() && run_.back().topic == d.topic) {
-        run_.back().delta += d.delta;
-      } else {
-        run_.push_back({d.topic, d.delta});
-      }
-    }
+    size_t e = b + 1;
+    while (e < fresh_.size() && fresh_[e].word == w) ++e;
     Range& r = range_[w];
     const size_t begin = ready_.size();
-    ready_.resize(begin + r.size + run_.size());  // before taking pointers
+    ready_.resize(begin + r.size + (e - b));  // before taking pointers
     // (A taken run's begin may lie past a compacted arena: not used then.)
     const TopicDelta* i = r.size == 0 ? nullptr : ready_.data() + r.begin;
     const TopicDelta* const ie = i + r.size;
-    const TopicDelta* j = run_.data();
-    const TopicDelta* const je = j + run_.size();
+    const WordTopicDelta* j = fresh_.data() + b;
+    const WordTopicDelta* const je = fresh_.data() + e;
     TopicDelta* o = ready_.data() + begin;
-    // Counts of own changes fit an int32 (a Count's range).
+    uint64_t weight = 0;
+    // The word's change kept, merged with its logged deltas netted per
+    // topic. Counts of own changes fit an int32 (a Count's range).
     while (i != ie || j != je) {
       if (j == je || (i != ie && i->topic < j->topic)) {
         *o++ = *i++;
-      } else if (i == ie || j->topic < i->topic) {
-        if (j->delta != 0) *o++ = *j;
-        ++j;
-      } else {
-        const int32_t c = i->delta + j->delta;
-        if (c != 0) *o++ = {i->topic, c};
-        ++i;
-        ++j;
+        continue;
       }
+      const TopicId t = j->topic;
+      int32_t c = 0;
+      for (; j != je && j->topic == t; ++j) {
+        c += j->delta;
+        weight += static_cast<uint64_t>(std::abs(int64_t{j->delta}));
+      }
+      if (i != ie && i->topic == t) c += (i++)->delta;
+      if (c != 0) *o++ = {t, c};
     }
+    b = e;
     garbage_ += r.size;
     ready_.resize(static_cast<size_t>(o - ready_.data()));
     r.begin = static_cast<uint32_t>(begin);

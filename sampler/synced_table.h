@@ -168,8 +168,12 @@ class SyncedTopicTable final : public sync::AbelianTable {
   // work, where adding each delta to a per-word accumulator costs a cache
   // miss or two per delta on a large vocabulary.
   struct TopicDelta {
-    TopicId topic = 0;
-    int32_t delta = 0;
+    // Left uninitialized, so that growing the arena writes nothing before
+    // the fold does.
+    TopicDelta() {}  // NOLINT
+    TopicDelta(TopicId t, int32_t d) : topic(t), delta(d) {}
+    TopicId topic;
+    int32_t delta;
   };
   struct Range {
     uint32_t begin = 0;
@@ -183,11 +187,10 @@ class SyncedTopicTable final : public sync::AbelianTable {
   absl::Mutex log_mu_ ABSL_ACQUIRED_AFTER(fold_mu_);
   std::vector<WordTopicDelta> log_ ABSL_GUARDED_BY(log_mu_);
   mutable absl::Mutex fold_mu_;
-  // Scratch of TakeDirtyList: the log taken, radix scratch, one word's
-  // netted deltas, listing and compaction buffers.
+  // Scratch of TakeDirtyList: the log taken, radix scratch, listing and
+  // compaction buffers.
   std::vector<WordTopicDelta> fresh_ ABSL_GUARDED_BY(fold_mu_);
   std::vector<WordTopicDelta> sorted_ ABSL_GUARDED_BY(fold_mu_);
-  std::vector<TopicDelta> run_ ABSL_GUARDED_BY(fold_mu_);
   std::vector<uint32_t> new_listed_ ABSL_GUARDED_BY(fold_mu_);
   std::vector<uint32_t> merged_listed_ ABSL_GUARDED_BY(fold_mu_);
   std::vector<TopicDelta> compacted_ ABSL_GUARDED_BY(fold_mu_);

@@ -19,6 +19,9 @@
 //   The owners admit batches as a cluster's do (ring epoch, members, owned
 //   keys, no sender below its own part).
 //
+// BM_ApplyLogFold/K/R: BM_Apply plus the synced table's own part of that
+//   (MarkApplied, and R folds a sweep: TakeDirtyList, TakeChange).
+//
 // After the table the program prints, per K and R, the process CPU time of
 // the sync work per token (BM_ApplySync less BM_Apply) and its ratio to the
 // tables' own work.
@@ -113,21 +116,68 @@ std::vector<sync::Key> WordKeys() {
   return keys;
 }
 
+// Node n's tokens (seed n + 1) and a table of K topics holding their
+// counts.
+void MakeNode(TopicId k, int n, std::unique_ptr<Tokens>* tokens,
+              std::unique_ptr<TopicTable>* table) {
+  *tokens = std::make_unique<Tokens>(k, n + 1);
+  *table = std::make_unique<TopicTable>(kVocab, k);
+  LATENTD_CHECK((*table)->Apply((*tokens)->Counts()).ok());
+}
+
 void BM_Apply(benchmark::State& state) {
   const auto k = static_cast<TopicId>(state.range(0));
-  std::vector<std::unique_ptr<Tokens>> tokens;
-  std::vector<std::unique_ptr<TopicTable>> tables;
-  for (int n = 0; n < 2; ++n) {
-    tokens.push_back(std::make_unique<Tokens>(k, n + 1));
-    tables.push_back(std::make_unique<TopicTable>(kVocab, k));
-    LATENTD_CHECK(tables[n]->Apply(tokens[n]->Counts()).ok());
-  }
+  std::vector<std::unique_ptr<Tokens>> tokens(2);
+  std::vector<std::unique_ptr<TopicTable>> tables(2);
+  for (int n = 0; n < 2; ++n) MakeNode(k, n, &tokens[n], &tables[n]);
   std::vector<WordTopicDelta> deltas;
   for (auto _ : state) {
     for (size_t b = 0; b < Tokens::BatchesPerSweep(); ++b) {
       for (int n = 0; n < 2; ++n) {
         tokens[n]->NextBatch(&deltas);
         LATENTD_CHECK(tables[n]->Apply(deltas).ok());
+      }
+    }
+  }
+  state.SetItemsProcessed(
+      static_cast<int64_t>(state.iterations() * 2 * kTokens));
+}
+
+// BM_Apply plus the synced table's part alone, no synchronizer: each batch
+// logged (MarkApplied), and R times a sweep the log folded into per-key
+// changes (TakeDirtyList) and the keys a round sends taken (TakeChange):
+// those changed by 32 or more, every one at the sweep's last fold (as the
+// cluster's min_key_weight and complete rounds do).
+void BM_ApplyLogFold(benchmark::State& state) {
+  const auto k = static_cast<TopicId>(state.range(0));
+  const auto rounds = static_cast<size_t>(state.range(1));
+  std::vector<std::unique_ptr<Tokens>> tokens(2);
+  std::vector<std::unique_ptr<TopicTable>> tables(2);
+  std::vector<std::unique_ptr<SyncedTopicTable>> synced;
+  for (int n = 0; n < 2; ++n) {
+    MakeNode(k, n, &tokens[n], &tables[n]);
+    synced.push_back(
+        std::make_unique<SyncedTopicTable>(tables[n].get(), WordKeys()));
+  }
+  const size_t every = Tokens::BatchesPerSweep() / rounds;
+  std::vector<WordTopicDelta> deltas;
+  std::vector<uint32_t> dirty;
+  sync::SparseVector change;
+  for (auto _ : state) {
+    for (size_t b = 0; b < Tokens::BatchesPerSweep(); ++b) {
+      for (int n = 0; n < 2; ++n) {
+        tokens[n]->NextBatch(&deltas);
+        LATENTD_CHECK(tables[n]->Apply(deltas).ok());
+        synced[n]->MarkApplied(deltas);
+        if ((b + 1) % every != 0) continue;
+        const bool complete = b + every >= Tokens::BatchesPerSweep();
+        dirty.clear();
+        synced[n]->TakeDirtyList(&dirty);
+        for (uint32_t i : dirty) {
+          if (complete || synced[n]->DirtyWeight(i) >= 32) {
+            synced[n]->TakeChange(i, &change);
+          }
+        }
       }
     }
   }
@@ -164,9 +214,7 @@ void BM_ApplySync(benchmark::State& state) {
   std::vector<Node> nodes(2);
   for (int n = 0; n < 2; ++n) {
     Node& node = nodes[n];
-    node.tokens = std::make_unique<Tokens>(k, n + 1);
-    node.table = std::make_unique<TopicTable>(kVocab, k);
-    LATENTD_CHECK(node.table->Apply(node.tokens->Counts()).ok());
+    MakeNode(k, n, &node.tokens, &node.table);
     node.synced = std::make_unique<SyncedTopicTable>(node.table.get(), keys);
     std::vector<std::unique_ptr<sync::OwnerChannel>> channels;
     for (int o = 0; o < 2; ++o) {
@@ -215,6 +263,11 @@ BENCHMARK(BM_Apply)
     ->Arg(1000)
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime();
+BENCHMARK(BM_ApplyLogFold)
+    ->Args({100, 8})
+    ->Args({1000, 8})
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime();
 BENCHMARK(BM_ApplySync)
     ->Args({100, 4})
     ->Args({100, 8})
@@ -233,10 +286,15 @@ int main(int argc, char** argv) {
   benchmark::Shutdown();
   const auto& cpu = reporter.cpu_times();
   const double tokens = 2.0 * latentd::kTokens;
-  std::printf("\nsync work per token (process CPU; BM_ApplySync - BM_Apply)\n");
+  std::printf(
+      "\nsync work per token (process CPU; BM_ApplySync or BM_ApplyLogFold - "
+      "BM_Apply)\n");
   for (const auto& [name, ms] : cpu) {
-    if (name.rfind("BM_ApplySync/", 0) != 0) continue;
-    const std::string k = name.substr(13, name.find('/', 13) - 13);
+    const size_t prefix = name.rfind("BM_ApplySync/", 0) == 0      ? 13
+                          : name.rfind("BM_ApplyLogFold/", 0) == 0 ? 16
+                                                                   : 0;
+    if (prefix == 0) continue;
+    const std::string k = name.substr(prefix, name.find('/', prefix) - prefix);
     auto base = cpu.find("BM_Apply/" + k + "/process_time");
     if (base == cpu.end()) base = cpu.find("BM_Apply/" + k);
     if (base == cpu.end()) continue;
