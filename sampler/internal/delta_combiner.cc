@@ -4,13 +4,6 @@
 #include <bit>
 
 namespace latentd::internal {
-namespace {
-
-// Digits of up to 12 bits: a 16 KiB histogram stays in L1, and the keys of
-// most corpora (≤ 2^17 words, ≤ 2^10 topics) need two passes.
-constexpr int kMaxDigitBits = 12;
-
-}  // namespace
 
 void DeltaCombiner::Combine(const std::vector<TopicChange>& changes,
                             std::vector<WordTopicDelta>* deltas) {
@@ -39,7 +32,7 @@ void DeltaCombiner::Combine(const std::vector<TopicChange>& changes,
   keys_.resize(n);
   if (n == 0) return;
   scratch_.resize(n);
-  const int passes = (key_bits + kMaxDigitBits - 1) / kMaxDigitBits;
+  const int passes = (key_bits + max_digit_bits_ - 1) / max_digit_bits_;
   const int digit_bits = (key_bits + passes - 1) / passes;
   const uint64_t mask = (uint64_t{1} << digit_bits) - 1;
   histogram_.resize(size_t{1} << digit_bits);

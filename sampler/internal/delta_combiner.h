@@ -22,12 +22,22 @@ namespace latentd::internal {
 
 class DeltaCombiner {
  public:
+  // Digits of at most this many bits, as few passes as that allows, each
+  // as narrow as it can be. 14 bits (a 64 KiB histogram at most) sort the
+  // keys of 200,000 words at K=100, or 60,000 at K=1000, in two passes
+  // where 12 took three: 14% and 6% less time a batch, the same elsewhere
+  // (delta_combiner_benchmark).
+  explicit DeltaCombiner(int max_digit_bits = kDefaultDigitBits)
+      : max_digit_bits_(max_digit_bits) {}
+  static constexpr int kDefaultDigitBits = 14;
+
   // Replaces *deltas with the net, non-zero deltas of `changes`, sorted by
   // (word, topic). Changes whose old and new topic agree contribute nothing.
   void Combine(const std::vector<TopicChange>& changes,
                std::vector<WordTopicDelta>* deltas);
 
  private:
+  const int max_digit_bits_;
   std::vector<uint64_t> keys_, scratch_;
   std::vector<uint32_t> histogram_;
 };
