@@ -61,11 +61,8 @@ BENCHMARK(BM_Combine)
 }  // namespace latentd
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   latentd::bench::CollectingReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
+  if (!latentd::bench::RunBenchmarks(&argc, argv, &reporter)) return 1;
   const auto& cpu = reporter.cpu_times();
   std::printf("\ntime per batch over the default width's (%d bits)\n",
               latentd::internal::DeltaCombiner::kDefaultDigitBits);

@@ -37,6 +37,18 @@ class CollectingReporter : public benchmark::ConsoleReporter {
   std::map<std::string, double> cpu_times_;
 };
 
+// A benchmark program's run: Initialize, the benchmarks registered so far
+// into `reporter`, Shutdown. False if an argument was not recognized
+// (reported).
+inline bool RunBenchmarks(int* argc, char** argv,
+                          CollectingReporter* reporter) {
+  benchmark::Initialize(argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(*argc, argv)) return false;
+  benchmark::RunSpecifiedBenchmarks(reporter);
+  benchmark::Shutdown();
+  return true;
+}
+
 }  // namespace latentd::bench
 
 #endif  // LATENTD_BASE_BENCH_COLLECTING_REPORTER_H_

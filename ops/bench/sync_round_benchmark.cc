@@ -279,11 +279,8 @@ BENCHMARK(BM_ApplySync)
 }  // namespace latentd
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   latentd::bench::CollectingReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
+  if (!latentd::bench::RunBenchmarks(&argc, argv, &reporter)) return 1;
   const auto& cpu = reporter.cpu_times();
   const double tokens = 2.0 * latentd::kTokens;
   std::printf(
