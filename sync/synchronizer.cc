@@ -29,9 +29,6 @@ Synchronizer::Synchronizer(SynchronizerOptions options, AbelianTable* table,
     channels_.push_back(std::make_unique<Channel>());
     channels_.back()->owner = std::move(ch);
     channels_.back()->index = static_cast<uint32_t>(channels_.size() - 1);
-    channels_.back()->own =
-        !options_.own_shard_channel.empty() &&
-        channels_.back()->owner->name() == options_.own_shard_channel;
     route_.push_back(channels_.back()->index);
   }
 }
@@ -202,7 +199,7 @@ void Synchronizer::OnReply(Channel* c, absl::StatusOr<DeltaReply> reply) {
     }
     // The deltas sent become contributed, the changes go to the table.
     if (ledger_->ApplyReply(c->index, *c->inflight, c->inflight_keys, *reply,
-                            builder_->key_index(), /*record=*/!c->own)) {
+                            builder_->key_index())) {
       quiet = false;
     }
     // The next batch names this incarnation: should the owner restart, it

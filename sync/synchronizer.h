@@ -45,10 +45,8 @@
 //
 // Parts (sync/internal/): BatchBuilder routes keys to channels and builds
 // each round's batch; KeyLedger keeps per key what was contributed and
-// received (except through the own shard's channel: see
-// SynchronizerOptions::own_shard_channel), and the changes kept aside;
-// this class schedules the rounds, applies replies through them, and
-// re-routes.
+// received, and the changes kept aside; this class schedules the rounds,
+// applies replies through them, and re-routes.
 //
 // Thread-safety: all public methods are thread-safe.
 #ifndef LATENTD_SYNC_SYNCHRONIZER_H_
@@ -103,13 +101,6 @@ struct SynchronizerOptions {
   absl::Duration retry_interval = absl::Milliseconds(200);
   // The ring epoch stamped on batches until Reroute (0: unversioned).
   uint64_t epoch = 0;
-  // The name of the channel to this process's own OwnerShard ("": none).
-  // The ledger keeps no record of what goes through it: that shard keeps
-  // the same sums (each sender's contributions, the changes it has not
-  // sent), and it cannot restart while this process runs, so its keys are
-  // never re-seeded from here. When a ring change hands some of them off,
-  // AdoptHandedOff takes their records from the hand-offs.
-  std::string own_shard_channel;
   // Reroute first waits this long for batches awaiting a resend.
   absl::Duration reroute_resend_timeout = absl::Seconds(10);
   LogFn log = LogToStderr;
@@ -204,16 +195,6 @@ class Synchronizer {
                        std::vector<std::unique_ptr<OwnerChannel>> channels,
                        const std::vector<std::string>& lost = {});
   uint64_t epoch() const { return epoch_.load(std::memory_order_relaxed); }
-
-  // The own shard (SynchronizerOptions::own_shard_channel) handed these
-  // keys off (OwnerShard::AdvanceEpoch): each key's record becomes what
-  // this incarnation contributed to it there and received of it (the
-  // global less what it had not been sent and its contributions), as the
-  // ledger would have logged, so that should the new owner restart, it is
-  // re-seeded with them. Call before the Reroute that moves them, with the
-  // hand-offs as AdvanceEpoch made them. kInvalidArgument (nothing
-  // adopted) for a malformed hand-off.
-  absl::Status AdoptHandedOff(const std::vector<KeyHandoff>& handoffs);
 
   // Growing tables only: the keys replies brought that the table does not
   // hold and whose names are known, with their names (a snapshot).

@@ -67,8 +67,6 @@ absl::Status Synchronizer::Reroute(
       channels_.push_back(std::make_unique<Channel>());
       channels_.back()->owner = std::move(channels[n]);
       channels_.back()->index = found;
-      channels_.back()->own = !options_.own_shard_channel.empty() &&
-                              name == options_.own_shard_channel;
       if (auto it = noted_incarnations_.find(name);
           it != noted_incarnations_.end()) {
         channels_.back()->owner_incarnation = it->second;
@@ -103,73 +101,6 @@ absl::Status Synchronizer::Reroute(
   epoch_.store(epoch, std::memory_order_relaxed);
   rerouting_ = false;
   ++kicks_;  // a round to every owner now
-  return absl::OkStatus();
-}
-
-absl::Status Synchronizer::AdoptHandedOff(
-    const std::vector<KeyHandoff>& handoffs) {
-  const uint32_t k = table_->dimension();
-  for (const KeyHandoff& h : handoffs) {
-    const auto keys = static_cast<size_t>(h.keys_size());
-    size_t entries = 0;
-    for (uint32_t n : h.holder_counts()) entries += n;
-    const bool has_contributed = h.contributed().sizes_size() > 0;
-    if (h.dimension() != k || h.holder_counts_size() != h.keys_size() ||
-        static_cast<size_t>(h.holder_of_size()) != entries) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("hand-off chunk ", h.chunk(), " from ", h.from_node(),
-                       ": its holder lists do not match its ", keys, " keys"));
-    }
-    LATENTD_RETURN_IF_ERROR(BlockReader(h.globals(), k).Validate(keys));
-    LATENTD_RETURN_IF_ERROR(BlockReader(h.unseen(), k).Validate(entries));
-    if (has_contributed) {
-      LATENTD_RETURN_IF_ERROR(
-          BlockReader(h.contributed(), k).Validate(entries));
-    }
-  }
-  // AddKeys changes the key index under mu_.
-  absl::MutexLock l(&mu_);
-  const internal::KeyIndex& index = builder_->key_index();
-  SparseVector global, unseen, contributed, part, received;
-  for (const KeyHandoff& h : handoffs) {
-    int mine = -1;
-    for (int j = 0; j < h.holders_size(); ++j) {
-      if (h.holders(j).node_id() == options_.node_id &&
-          h.holders(j).incarnation() == options_.incarnation) {
-        mine = j;
-      }
-    }
-    const bool has_contributed = h.contributed().sizes_size() > 0;
-    BlockReader globals(h.globals(), table_->dimension());
-    BlockReader unseens(h.unseen(), table_->dimension());
-    BlockReader contributions(h.contributed(), table_->dimension());
-    int entry = 0;
-    for (int j = 0; j < h.keys_size(); ++j) {
-      globals.Next(&global);
-      SparseVector mine_unseen, mine_contributed;
-      bool held = false;
-      for (uint32_t n = 0; n < h.holder_counts(j); ++n, ++entry) {
-        unseens.Next(&unseen);
-        contributed.clear();
-        if (has_contributed) contributions.Next(&contributed);
-        if (static_cast<int>(h.holder_of(entry)) != mine) continue;
-        held = true;
-        mine_unseen.swap(unseen);
-        mine_contributed.swap(contributed);
-      }
-      auto it = index.find(h.keys(j));
-      if (it == index.end()) continue;
-      // Not a holder there: it sent nothing and was sent nothing.
-      received.clear();
-      if (held) {
-        AddSparse(global, mine_unseen, -1, &part);
-        AddSparse(part, mine_contributed, -1, &received);
-      }
-      ledger_->Adopt(it->second, std::move(mine_contributed),
-                     std::move(received));
-      received = SparseVector();
-    }
-  }
   return absl::OkStatus();
 }
 

@@ -226,8 +226,7 @@ void BM_ApplySync(benchmark::State& state) {
     }
     sync::SynchronizerOptions options;
     options.node_id = absl::StrCat("n", n);
-    options.own_shard_channel = absl::StrCat("o", n);  // as a cluster's
-    options.round_interval = absl::Hours(1);           // passes only
+    options.round_interval = absl::Hours(1);  // passes only
     options.max_key_delay = absl::Hours(1);
     options.epoch = 1;
     node.sync = std::make_unique<sync::Synchronizer>(

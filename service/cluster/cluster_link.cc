@@ -268,7 +268,6 @@ absl::Status ClusterLink::Join() {
   so.round_interval = options_.round_interval;
   so.min_key_weight = options_.min_key_weight;
   so.epoch = epoch();
-  so.own_shard_channel = KeyReplicas::kOwnChannelName;
   so.log = options_.log;
   so.info = options_.info;
   sync_ = std::make_unique<sync::Synchronizer>(so, table_, std::move(key_owner),

@@ -51,8 +51,8 @@ absl::Status KeyReplicas::Start(const hashring::RingConfig& config) {
 }
 
 std::unique_ptr<sync::OwnerChannel> KeyReplicas::OwnChannel() {
-  return replicator_ ? replicator_->MakeChannel(kOwnChannelName)
-                     : sync::MakeLocalChannel(owner_, kOwnChannelName);
+  return replicator_ ? replicator_->MakeChannel()
+                     : sync::MakeLocalChannel(owner_);
 }
 
 absl::Status KeyReplicas::SetBackups(const hashring::RingConfig& config,

@@ -47,8 +47,6 @@ class KeyReplicas {
   // This node's channel to its own shard: with copies, its own batches are
   // answered once the backups hold them.
   std::unique_ptr<sync::OwnerChannel> OwnChannel();
-  // Its name (sync::SynchronizerOptions::own_shard_channel).
-  static constexpr char kOwnChannelName[] = "self";
 
   // Names the backups of `config`'s ring (before the synchronizer re-routes
   // by it). A `lost` member is no backup even while the ring lists it.

@@ -274,20 +274,6 @@ absl::Status RingFollower::BeginRingChange(const hashring::RingConfig& next,
   parts_.owner->SetAdmission(next.version, AdmissionFor(next, ring, &current));
   std::vector<sync::KeyHandoff> handoffs = parts_.owner->AdvanceEpoch(
       next.version, new_owner, parts_.node_id, options_.handoff_chunk_keys);
-  // The synchronizer kept no records of the keys it sent its own shard:
-  // those that leave it take theirs from the hand-offs. (The shard made
-  // them: a failure is a bug, and the change goes on without the records,
-  // which only a restart of the keys' new owner would need.)
-  if (sync_ != nullptr) {
-    if (absl::Status s = sync_->AdoptHandedOff(handoffs); !s.ok()) {
-      options_.log(absl::StrCat(
-          "ring epoch ", next.version,
-          ": this node's records of the keys it hands off were not kept (",
-          s.ToString(),
-          "); should their new owners restart, this node cannot re-seed "
-          "them"));
-    }
-  }
   size_t keys = 0, bytes = 0;
   for (const sync::KeyHandoff& h : handoffs) {
     keys += h.keys_size();

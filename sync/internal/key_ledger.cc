@@ -16,17 +16,16 @@ KeyLedger::KeyLedger(AbelianTable* table, size_t min_fold_entries)
 
 bool KeyLedger::ApplyReply(uint32_t channel, const DeltaBatch& sent_batch,
                            const std::vector<uint32_t>& sent_keys,
-                           const DeltaReply& reply, const KeyIndex& index,
-                           bool record) {
+                           const DeltaReply& reply, const KeyIndex& index) {
   bool changed = false;
   SparseVector change, sum;
   absl::MutexLock l(&mu_);
   // The deltas sent are now the owner's: contributed.
   BlockReader sent(sent_batch.deltas(), table_->dimension());
-  for (size_t j = 0; record && j < sent_keys.size(); ++j) {
+  for (uint32_t i : sent_keys) {
     sent.Next(&change);
     for (const SparseEntry& e : change) {
-      contributed_log_.push_back({sent_keys[j], e.topic, e.count});
+      contributed_log_.push_back({i, e.topic, e.count});
     }
   }
   if (grows_) {
@@ -70,7 +69,6 @@ bool KeyLedger::ApplyReply(uint32_t channel, const DeltaBatch& sent_batch,
     if (change.empty()) continue;
     changed = true;
     table_->EnqueueCorrection(*found, change);
-    if (!record) continue;
     for (const SparseEntry& e : change) {
       received_log_.push_back({*found, e.topic, e.count});
     }
@@ -130,16 +128,6 @@ bool KeyLedger::TakeReseed(uint32_t i, const SparseVector& unsent,
     back.clear();
   }
   return held;
-}
-
-void KeyLedger::Adopt(uint32_t i, SparseVector contributed,
-                      SparseVector received) {
-  absl::MutexLock l(&mu_);
-  Fold();  // rare: a ring change; the logs may hold entries of key i
-  folded_entries_ -= contributed_[i].size() + received_[i].size();
-  folded_entries_ += contributed.size() + received.size();
-  contributed_[i] = std::move(contributed);
-  received_[i] = std::move(received);
 }
 
 void KeyLedger::DropForeignOf(uint32_t channel) {

@@ -14,14 +14,6 @@
 // contributions and it sends each holder the global back. Costs one more
 // sparse vector per key for each (about the table's own size).
 //
-// The node's own shard. Keys this process owns need no records while it
-// owns them: that shard cannot restart without this process, and it keeps
-// the same sums itself (each sender's contributions, what it has not sent
-// each holder). Replies through its channel are not recorded (ApplyReply's
-// `record`); when a ring change hands such keys off, their records are set
-// from the hand-off (Adopt), which holds what this incarnation contributed
-// and had not been sent.
-//
 // Growing key sets (AbelianTable::GrowsKeys). A reply's change of a key the
 // table does not hold is kept aside, summed per channel (the owner that
 // sent it), with the name an owner sent (ForeignKeys). An owner that
@@ -73,18 +65,11 @@ class KeyLedger {
   // `sent_keys`, was answered by `reply`: its deltas become contributed;
   // the reply's changes of keys in `index` go to the table as corrections
   // (received), a growing table's others aside, with the names the reply
-  // carries. Without `record` (the own shard's channel) the deltas and
-  // changes are not added to the records. Returns whether any change went
-  // to the table or aside. REQUIRES: the reply is well formed
-  // (Synchronizer::CheckReply).
+  // carries. Returns whether any change went to the table or aside.
+  // REQUIRES: the reply is well formed (Synchronizer::CheckReply).
   bool ApplyReply(uint32_t channel, const DeltaBatch& sent,
                   const std::vector<uint32_t>& sent_keys,
-                  const DeltaReply& reply, const KeyIndex& index,
-                  bool record = true);
-
-  // Key i's records become `contributed` and `received` (a key the own
-  // shard handed off: Synchronizer::AdoptHandedOff).
-  void Adopt(uint32_t i, SparseVector contributed, SparseVector received);
+                  const DeltaReply& reply, const KeyIndex& index);
 
   // Key i's re-seed: *delta = all it contributed plus `unsent` (its
   // changes not yet sent); clears what it contributed and enqueues the

@@ -18,9 +18,6 @@ namespace latentd::sync {
 struct Synchronizer::Channel {
   std::unique_ptr<OwnerChannel> owner;
   uint32_t index = 0;
-  // The channel to this process's own shard (SynchronizerOptions::
-  // own_shard_channel): its replies are not recorded in the ledger.
-  bool own = false;
   // Guarded by Synchronizer::mu_.
   bool busy = false;
   uint64_t served_kick = 0;

@@ -402,29 +402,6 @@ class ThreeNodeSync : public ::testing::Test {
   void TearDown() override {
     for (auto& s : syncs) s->Stop();
   }
-  // Node n (the next): a table holding every key with an initial value
-  // known only to it (in the truth too), and its started synchronizer.
-  void AddNode(int n, const SynchronizerOptions& o,
-               std::vector<std::unique_ptr<OwnerChannel>> ch) {
-    tables.push_back(std::make_unique<FakeTable>(keys, kK));
-    for (size_t i = 0; i < keys.size(); ++i) {
-      tables.back()->Update(i, (i + n) % kK, n + 1);
-      truth[i][(i + n) % kK] += n + 1;
-    }
-    syncs.push_back(std::make_unique<Synchronizer>(o, tables.back().get(),
-                                                   owner, std::move(ch)));
-    syncs.back()->Start();
-  }
-  // Flush passes of every node, until one in which all are quiet (a lost
-  // reply ends a pass early) or `passes` of them. Whether all were quiet.
-  bool FlushUntilQuiet(int passes) {
-    bool quiet = false;
-    for (int round = 0; round < passes && !quiet; ++round) {
-      quiet = true;
-      for (auto& s : syncs) quiet = s->Flush().quiet && quiet;
-    }
-    return quiet;
-  }
   const std::vector<Key> keys = {11, 22, 33, 44, 55, 66, 77};
   const std::vector<uint32_t> owner = {0, 1, 0, 1, 0, 1, 1};
   OwnerShard shard0{kK}, shard1{kK};
@@ -439,10 +416,18 @@ class ThreeNodeSync : public ::testing::Test {
 // pulls) make every node exact, and a third then finds nothing to do.
 TEST_F(ThreeNodeSync, FlushesAreExact) {
   for (int n = 0; n < 3; ++n) {
+    tables.push_back(std::make_unique<FakeTable>(keys, kK));
+    // Initial values: every node holds every key.
+    for (size_t i = 0; i < keys.size(); ++i) {
+      tables.back()->Update(i, (i + n) % kK, n + 1);
+      truth[i][(i + n) % kK] += n + 1;
+    }
     std::vector<std::unique_ptr<OwnerChannel>> ch;
     ch.push_back(MakeLocalChannel(&shard0));
     ch.push_back(MakeLocalChannel(&shard1));
-    AddNode(n, ThreeNodeOptions(n), std::move(ch));
+    syncs.push_back(std::make_unique<Synchronizer>(
+        ThreeNodeOptions(n), tables.back().get(), owner, std::move(ch)));
+    syncs.back()->Start();
   }
   for (auto& s : syncs) s->Flush();  // every node tells every owner
   RandomUpdates(5, tables, syncs, &truth);
@@ -459,15 +444,28 @@ TEST_F(ThreeNodeSync, FlushesAreExact) {
 // globals, which equal the sum of every node's changes and initial values.
 TEST_F(ThreeNodeSync, ExactWithLostReplies) {
   for (int n = 0; n < 3; ++n) {
+    tables.push_back(std::make_unique<FakeTable>(keys, kK));
+    // Initial values, known only to this node.
+    for (size_t i = 0; i < keys.size(); ++i) {
+      tables.back()->Update(i, (i + n) % kK, n + 1);
+      truth[i][(i + n) % kK] += n + 1;
+    }
     std::vector<std::unique_ptr<OwnerChannel>> ch;
     ch.push_back(std::make_unique<LossyChannel>(&shard0, 7));
     ch.push_back(MakeLocalChannel(&shard1));
-    AddNode(n, ThreeNodeOptions(n), std::move(ch));
+    syncs.push_back(std::make_unique<Synchronizer>(
+        ThreeNodeOptions(n), tables.back().get(), owner, std::move(ch)));
+    syncs.back()->Start();
   }
   RandomUpdates(9, tables, syncs, &truth);
   // Every node pushes, then every node pulls, until a round in which all
   // are quiet (a lost reply ends a pass early).
-  ASSERT_TRUE(FlushUntilQuiet(20));
+  bool quiet = false;
+  for (int round = 0; round < 20 && !quiet; ++round) {
+    quiet = true;
+    for (auto& s : syncs) quiet = s->Flush().quiet && quiet;
+  }
+  ASSERT_TRUE(quiet);
   ExpectExact(keys, owner, {&shard0, &shard1}, tables, truth);
   EXPECT_GT(shard0.stats().batches_duplicate, 0u);  // resends happened
 }
@@ -490,9 +488,16 @@ TEST_F(ThreeNodeSync, ExactThroughAReroute) {
     return ch;
   };
   for (int n = 0; n < 3; ++n) {
+    tables.push_back(std::make_unique<FakeTable>(keys, kK));
+    for (size_t i = 0; i < keys.size(); ++i) {
+      tables.back()->Update(i, (i + n) % kK, n + 1);
+      truth[i][(i + n) % kK] += n + 1;
+    }
     SynchronizerOptions o = ThreeNodeOptions(n);
     o.epoch = 1;
-    AddNode(n, o, channels(false));
+    syncs.push_back(std::make_unique<Synchronizer>(o, tables.back().get(),
+                                                   owner, channels(false)));
+    syncs.back()->Start();
   }
   RandomUpdates(11, tables, syncs, &truth);
 
@@ -524,7 +529,12 @@ TEST_F(ThreeNodeSync, ExactThroughAReroute) {
   EXPECT_EQ(syncs[2]->epoch(), 2u);
   RandomUpdates(14, tables, syncs, &truth);
 
-  ASSERT_TRUE(FlushUntilQuiet(30));
+  bool quiet = false;
+  for (int round = 0; round < 30 && !quiet; ++round) {
+    quiet = true;
+    for (auto& s : syncs) quiet = s->Flush().quiet && quiet;
+  }
+  ASSERT_TRUE(quiet);
   ExpectExact(keys, owner2, {&shard0, &shard1, &shard2}, tables, truth);
   for (size_t i = 0; i < keys.size(); ++i) {
     if (owner2[i] == 2) {
@@ -543,74 +553,6 @@ TEST_F(ThreeNodeSync, ExactThroughAReroute) {
   }
   // Stop the background rounds while shard2 (a local of this test) still
   // exists: TearDown runs after it is gone.
-  for (auto& s : syncs) s->Stop();
-}
-
-// An owner whose process may be replaced (a restart): batches go to the
-// shard *shard points to at the time, checked as a peer's.
-class RestartableChannel final : public OwnerChannel {
- public:
-  RestartableChannel(std::atomic<OwnerShard*>* shard, std::string name)
-      : shard_(shard), name_(std::move(name)) {}
-  void Send(const DeltaBatch& batch, DoneFn done) override {
-    MakeLocalChannel(shard_->load(), name_, OwnerShard::Origin::kPeer)
-        ->Send(batch, std::move(done));
-  }
-  bool remote() const override { return true; }
-  std::string name() const override { return name_; }
-
- private:
-  std::atomic<OwnerShard*>* const shard_;
-  const std::string name_;
-};
-
-// Node 0 keeps no records of the keys its own shard owns
-// (own_shard_channel). Two of them are handed off to another owner, which
-// then restarts: node 0 re-seeds it with the records it adopted from the
-// hand-off, and every node and owner ends exact. (Without AdoptHandedOff
-// node 0's part of those keys is lost at the restart.)
-TEST_F(ThreeNodeSync, OwnShardKeysHandedOffAreReseeded) {
-  OwnerShard other{kK}, restarted{kK};
-  std::atomic<OwnerShard*> owner_b{&other};
-  for (OwnerShard* o : {&shard0, &other, &restarted}) o->SetEpoch(1);
-  auto channels = [&](int n) {
-    std::vector<std::unique_ptr<OwnerChannel>> ch;
-    ch.push_back(MakeLocalChannel(
-        &shard0, "o0",
-        n == 0 ? OwnerShard::Origin::kThisProcess : OwnerShard::Origin::kPeer));
-    ch.push_back(std::make_unique<RestartableChannel>(&owner_b, "ob"));
-    return ch;
-  };
-  for (int n = 0; n < 2; ++n) {
-    SynchronizerOptions o = ThreeNodeOptions(n);
-    o.epoch = 1;
-    if (n == 0) o.own_shard_channel = "o0";
-    AddNode(n, o, channels(n));
-  }
-  RandomUpdates(21, tables, syncs, &truth);
-  for (auto& s : syncs) s->Flush();
-
-  // Epoch 2: keys 11 and 33 (indices 0, 2) leave node 0's shard.
-  const std::vector<uint32_t> owner2 = {1, 1, 1, 1, 0, 1, 1};
-  auto moves = [&](Key k) {
-    return k == 11 || k == 33 ? std::string("ob") : std::string();
-  };
-  other.SetEpoch(2);
-  restarted.SetEpoch(2);
-  std::vector<KeyHandoff> handoffs = shard0.AdvanceEpoch(2, moves, "o0");
-  ASSERT_TRUE(syncs[0]->AdoptHandedOff(handoffs).ok());
-  for (const KeyHandoff& h : handoffs) ASSERT_TRUE(other.ImportKeys(h).ok());
-  for (int n = 0; n < 2; ++n) {
-    ASSERT_TRUE(syncs[n]->Reroute(2, owner2, channels(n)).ok());
-  }
-  RandomUpdates(22, tables, syncs, &truth);
-  for (auto& s : syncs) s->Flush();
-
-  // The other owner restarts, empty: both nodes re-seed it.
-  owner_b.store(&restarted);
-  RandomUpdates(23, tables, syncs, &truth);
-  ASSERT_TRUE(FlushUntilQuiet(30));
-  ExpectExact(keys, owner2, {&shard0, &restarted}, tables, truth);
   for (auto& s : syncs) s->Stop();
 }
 
