@@ -21,6 +21,8 @@
 #endif
 #endif
 
+#include <string_view>
+
 namespace latentd {
 
 // AVX-512 Foundation with the 256- and 128-bit forms (VL).
@@ -41,6 +43,19 @@ inline bool CpuHasAvx2() {
 #else
   return false;
 #endif
+}
+
+// A LATENTD_CPU value (null: unset), which caps the vector paths the
+// kernels choose: unset, "" or "avx512" lets each take its best (kAny),
+// "avx2" and "scalar" cap it there, anything else is kUnknown (the caller
+// says so and takes the scalar path).
+enum class CpuCap { kAny, kAvx2, kScalar, kUnknown };
+inline CpuCap ParseCpuCap(const char* value) {
+  const std::string_view v = value == nullptr ? "" : value;
+  if (v.empty() || v == "avx512") return CpuCap::kAny;
+  if (v == "avx2") return CpuCap::kAvx2;
+  if (v == "scalar") return CpuCap::kScalar;
+  return CpuCap::kUnknown;
 }
 
 }  // namespace latentd

@@ -1,7 +1,6 @@
 #include "sampler/internal/dense_row_masses.h"
 
 #include <cstdlib>
-#include <string_view>
 
 #include "base/cpu_features.h"
 
@@ -83,12 +82,12 @@ const DenseRowMassesFn DenseRowMassesAvx512 = ChooseDenseAvx512();
 const DenseRowMassesFn DenseRowMassesAvx2 = ChooseDenseAvx2();
 
 DenseRowMassesPath ChooseDenseRowMassesPath(const char* cap) {
-  const std::string_view c = cap == nullptr ? "" : cap;
-  const bool any = c.empty() || c == "avx512";
-  if (any && DenseRowMassesAvx512 != nullptr) {
+  const CpuCap c = ParseCpuCap(cap);
+  if (c == CpuCap::kAny && DenseRowMassesAvx512 != nullptr) {
     return {DenseRowMassesAvx512, "avx512"};
   }
-  if ((any || c == "avx2") && DenseRowMassesAvx2 != nullptr) {
+  if ((c == CpuCap::kAny || c == CpuCap::kAvx2) &&
+      DenseRowMassesAvx2 != nullptr) {
     return {DenseRowMassesAvx2, "avx2"};
   }
   return {&DenseRowMassesScalar, "scalar"};

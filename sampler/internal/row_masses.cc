@@ -3,7 +3,6 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <string_view>
 
 #include "base/cpu_features.h"
 
@@ -212,16 +211,15 @@ const RowMassesFn RowMassesAvx512 = ChooseAvx512();
 const RowMassesFn RowMassesAvx2 = ChooseAvx2();
 
 RowMassesPath ChooseRowMassesPath(const char* cap) {
-  const std::string_view c = cap == nullptr ? "" : cap;
-  const bool any = c.empty() || c == "avx512";
-  if (any && RowMassesAvx512 != nullptr) {
+  const CpuCap c = ParseCpuCap(cap);
+  if (c == CpuCap::kAny && RowMassesAvx512 != nullptr) {
     return {RowMassesAvx512, kRowMassesVectorSlots, "avx512"};
   }
-  if (((any && kRowMassesAvx2ByDefault) || c == "avx2") &&
+  if (((c == CpuCap::kAny && kRowMassesAvx2ByDefault) || c == CpuCap::kAvx2) &&
       RowMassesAvx2 != nullptr) {
     return {RowMassesAvx2, kRowMassesAvx2Slots, "avx2"};
   }
-  if (!any && c != "avx2" && c != "scalar") {
+  if (c == CpuCap::kUnknown) {
     std::fprintf(stderr,
                  "latentd: LATENTD_CPU=%s is not one of avx512, avx2, scalar; "
                  "using the scalar row walk\n",
