@@ -27,17 +27,21 @@ TopicTable::~TopicTable() {
   for (RowBlock* b : retired_) FreeBlock(b);
 }
 
-TopicTable::RowBlock* TopicTable::AllocateBlock(uint32_t capacity, bool dense,
-                                                TopicId num_topics) {
-  void* raw = arena_->Allocate(BlockBytes(capacity));
+TopicTable::RowBlock* TopicTable::AllocateBlock(uint32_t capacity, bool dense) {
+  void* raw = arena_->Allocate(BlockBytes(capacity, dense));
   RowBlock* block = new (raw) RowBlock;
   block->capacity = capacity;
   block->dense = dense;
-  auto* entries = reinterpret_cast<std::atomic<Entry>*>(block + 1);
-  for (uint32_t i = 0; i < capacity; ++i) {
-    new (&entries[i]) std::atomic<Entry>(dense ? Pack(0, i) : 0);
+  if (dense) {
+    auto* counts = reinterpret_cast<std::atomic<Count>*>(block + 1);
+    for (uint32_t k = 0; k < capacity; ++k)
+      new (&counts[k]) std::atomic<Count>(0);
+  } else {
+    auto* entries = reinterpret_cast<std::atomic<Entry>*>(block + 1);
+    for (uint32_t i = 0; i < capacity; ++i)
+      new (&entries[i]) std::atomic<Entry>(0);
   }
-  block->size.store(dense ? num_topics : 0, std::memory_order_relaxed);
+  block->size.store(dense ? capacity : 0, std::memory_order_relaxed);
   return block;
 }
 
@@ -45,19 +49,23 @@ std::atomic<TopicTable::Entry>* TopicTable::MutableEntries(RowBlock* block) {
   return reinterpret_cast<std::atomic<Entry>*>(block + 1);
 }
 
+std::atomic<Count>* TopicTable::MutableCounts(RowBlock* block) {
+  return reinterpret_cast<std::atomic<Count>*>(block + 1);
+}
+
 void TopicTable::FreeBlock(RowBlock* block) {
   if (block == nullptr) return;
   // RowBlock and the atomics are trivially destructible.
-  arena_->Free(block, BlockBytes(block->capacity));
+  arena_->Free(block, BlockBytes(block->capacity, block->dense));
 }
 
 Count TopicTable::Get(WordId word, TopicId topic) const {
   const RowBlock* block = rows_[word].load(std::memory_order_acquire);
   if (block == nullptr) return 0;
-  const std::atomic<Entry>* entries = EntriesOf(block);
   if (block->dense) {
-    return CountOf(entries[topic].load(std::memory_order_relaxed));
+    return CountsOf(block)[topic].load(std::memory_order_relaxed);
   }
+  const std::atomic<Entry>* entries = EntriesOf(block);
   const uint32_t size = block->size.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < size; ++i) {
     const Entry e = entries[i].load(std::memory_order_relaxed);
@@ -83,7 +91,7 @@ size_t TopicTable::MemoryBytes() const {
   for (size_t w = 0; w < vocab_size_; ++w) {
     const RowBlock* block = rows_[w].load(std::memory_order_acquire);
     if (block != nullptr) {
-      bytes += sizeof(RowBlock) + block->capacity * sizeof(Entry);
+      bytes += BlockBytes(block->capacity, block->dense);
     }
   }
   return bytes;
@@ -165,10 +173,7 @@ absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
                            : block->dense   ? static_cast<int32_t>(d.topic)
                                             : MappedSlot(d.topic);
       slot_cache_[i] = slot;
-      const Count have =
-          slot < 0
-              ? 0
-              : CountOf(EntriesOf(block)[slot].load(std::memory_order_relaxed));
+      const Count have = slot < 0 ? 0 : SlotCount(block, slot);
       if (have + d.delta < 0) {
         status = absl::FailedPreconditionError(
             absl::StrCat("delta ", d.delta, " would make n(word ", word,
@@ -251,7 +256,7 @@ void TopicTable::PrefetchGroups(std::span<const WordTopicDelta> deltas,
     if (block != nullptr && block->dense) {
       for (size_t i = next.begin; i < next.end; ++i) {
         if (deltas[i].topic < num_topics_) {
-          __builtin_prefetch(&EntriesOf(block)[deltas[i].topic]);
+          __builtin_prefetch(&CountsOf(block)[deltas[i].topic]);
         }
       }
     }
@@ -277,6 +282,12 @@ void TopicTable::ApplyRow(std::span<const WordTopicDelta> deltas,
       ++inserts;
       continue;
     }
+    if (block->dense) {
+      std::atomic<Count>& count = MutableCounts(block)[slots[i]];
+      count.store(count.load(std::memory_order_relaxed) + deltas[i].delta,
+                  std::memory_order_release);
+      continue;
+    }
     std::atomic<Entry>& entry = MutableEntries(block)[slots[i]];
     const Count now =
         CountOf(entry.load(std::memory_order_relaxed)) + deltas[i].delta;
@@ -289,7 +300,7 @@ void TopicTable::ApplyRow(std::span<const WordTopicDelta> deltas,
   if (block == nullptr) {
     block = AllocateBlock(
         std::min<uint32_t>(std::max<uint32_t>(4, inserts), dense_threshold_),
-        false, num_topics_);
+        false);
     rows_[word].store(block, std::memory_order_release);
   }
   uint32_t size = block->size.load(std::memory_order_relaxed);
@@ -305,15 +316,19 @@ void TopicTable::ApplyRow(std::span<const WordTopicDelta> deltas,
       size = block->size.load(std::memory_order_relaxed);
     }
   }
+  if (block->dense) {
+    std::atomic<Count>* counts = MutableCounts(block);
+    for (size_t i = 0; i < deltas.size(); ++i) {
+      if (deltas[i].delta == 0 || slots[i] >= 0) continue;
+      counts[deltas[i].topic].store(deltas[i].delta, std::memory_order_release);
+    }
+    return;
+  }
   std::atomic<Entry>* entries = MutableEntries(block);
   uint32_t hole = 0;
   for (size_t i = 0; i < deltas.size(); ++i) {
     if (deltas[i].delta == 0 || slots[i] >= 0) continue;
     const Entry e = Pack(deltas[i].delta, deltas[i].topic);
-    if (block->dense) {
-      entries[deltas[i].topic].store(e, std::memory_order_release);
-      continue;
-    }
     while (hole < size &&
            CountOf(entries[hole].load(std::memory_order_relaxed)) != 0) {
       ++hole;
@@ -342,17 +357,18 @@ TopicTable::RowBlock* TopicTable::Regrow(WordId word, RowBlock* old,
   const uint32_t wanted = nonzeros + extra;
   RowBlock* block;
   if (wanted > dense_threshold_) {
-    block = AllocateBlock(num_topics_, true, num_topics_);
-    std::atomic<Entry>* entries = MutableEntries(block);
+    block = AllocateBlock(num_topics_, true);
+    std::atomic<Count>* counts = MutableCounts(block);
     for (uint32_t i = 0; i < old_size; ++i) {
       const Entry e = old_entries[i].load(std::memory_order_relaxed);
-      if (CountOf(e) > 0)
-        entries[TopicOf(e)].store(e, std::memory_order_relaxed);
+      if (CountOf(e) > 0) {
+        counts[TopicOf(e)].store(CountOf(e), std::memory_order_relaxed);
+      }
     }
   } else {
     const uint32_t capacity =
         std::min<uint32_t>(std::max<uint32_t>(4, 2 * wanted), dense_threshold_);
-    block = AllocateBlock(capacity, false, num_topics_);
+    block = AllocateBlock(capacity, false);
     std::atomic<Entry>* entries = MutableEntries(block);
     uint32_t n = 0;
     for (uint32_t i = 0; i < old_size; ++i) {
@@ -381,17 +397,15 @@ void TopicTable::Quiesce() {
     RowBlock* block = rows_[w].load(std::memory_order_relaxed);
     if (block == nullptr) continue;
     nonzero.clear();
-    const std::atomic<Entry>* entries = EntriesOf(block);
-    const uint32_t size = block->size.load(std::memory_order_relaxed);
-    for (uint32_t i = 0; i < size; ++i) {
-      const Entry e = entries[i].load(std::memory_order_relaxed);
-      if (CountOf(e) > 0) nonzero.push_back(e);
-    }
+    ForEachNonZero(static_cast<WordId>(w), [&nonzero](TopicId k, Count c) {
+      nonzero.push_back(Pack(c, k));
+    });
     RowBlock* fresh = nullptr;
     if (nonzero.size() > dense_threshold_) {
-      fresh = AllocateBlock(num_topics_, true, num_topics_);
+      fresh = AllocateBlock(num_topics_, true);
       for (Entry e : nonzero) {
-        MutableEntries(fresh)[TopicOf(e)].store(e, std::memory_order_relaxed);
+        MutableCounts(fresh)[TopicOf(e)].store(CountOf(e),
+                                               std::memory_order_relaxed);
       }
     } else if (!nonzero.empty()) {
       std::sort(nonzero.begin(), nonzero.end(),
@@ -399,7 +413,7 @@ void TopicTable::Quiesce() {
       const uint32_t n = static_cast<uint32_t>(nonzero.size());
       fresh = AllocateBlock(std::min<uint32_t>(std::max<uint32_t>(4, n + n / 2),
                                                dense_threshold_),
-                            false, num_topics_);
+                            false);
       for (uint32_t i = 0; i < n; ++i) {
         MutableEntries(fresh)[i].store(nonzero[i], std::memory_order_relaxed);
       }

@@ -2,13 +2,14 @@
 // every word in every topic and the topic totals n_k.
 //
 // Readers (the parallel samplers) never take a lock. The count updater is the
-// table's only writer. Each row is a block of packed 64-bit entries
-// (count << 32 | topic) that the writer changes with single atomic stores, so
-// a reader sees every entry either before or after an update, never torn, and
-// never negative: the writer only ever stores the final, non-negative count.
-// A row is sparse (entries in insertion order, zero-count holes reused) until
-// it holds more than half of K topics; then it becomes dense (entry k is
-// topic k). When a sparse row outgrows its block the writer publishes a
+// table's only writer, and changes each slot with a single atomic store, so
+// a reader sees every count either before or after an update, never torn,
+// and never negative: the writer only ever stores the final, non-negative
+// count. A row is sparse (packed 64-bit entries count << 32 | topic, in
+// insertion order, zero-count holes reused) until it holds more than half
+// of K topics; then it becomes dense (K 32-bit counts, slot k is topic k:
+// half the bytes, which is what a walk over a row in memory waits on). When
+// a sparse row outgrows its block the writer publishes a
 // bigger copy; the old block is retired and freed by Quiesce(), which callers
 // run only when no reader is active (between sweeps). Blocks live in chunks
 // backed by huge pages where the kernel allows (internal/row_arena.h).
@@ -75,12 +76,15 @@ class TopicTable {
   template <typename Fn>
   bool ForEachSlot(WordId word, Fn&& fn) const;
   // A row's slots as ForEachSlot visits them, for readers that walk them
-  // in vector steps (sampler/internal/row_masses.h): each is a packed
-  // count << 32 | topic, read with relaxed loads (or whole aligned 8-byte
-  // lanes) while the writer may store to it. `entries` is null for a row
-  // never written. dense: as ForEachSlot's result.
+  // in vector steps (sampler/internal/row_masses.h and dense_row_masses.h),
+  // read with relaxed loads (or whole aligned lanes) while the writer may
+  // store to them. A sparse row's are `entries`, each a packed
+  // count << 32 | topic; a dense row's are `counts`, counts[k] being topic
+  // k's (size is K). Both are null for a row never written. dense: as
+  // ForEachSlot's result.
   struct RawRow {
-    const std::atomic<uint64_t>* entries = nullptr;
+    const std::atomic<uint64_t>* entries = nullptr;  // sparse rows
+    const std::atomic<Count>* counts = nullptr;      // dense rows
     uint32_t size = 0;
     bool dense = false;
   };
@@ -162,14 +166,19 @@ class TopicTable {
     return static_cast<TopicId>(e & 0xffffffffu);
   }
 
+  // A sparse block's entries, a dense one's counts.
   static const std::atomic<Entry>* EntriesOf(const RowBlock* block);
+  static const std::atomic<Count>* CountsOf(const RowBlock* block);
   static bool BlockIsDense(const RowBlock* block);
+  // The count in slot `slot` of either kind of block.
+  static Count SlotCount(const RowBlock* block, uint32_t slot);
 
   // Writer (or no reader active): blocks from arena_.
-  static size_t BlockBytes(uint32_t capacity);
-  RowBlock* AllocateBlock(uint32_t capacity, bool dense, TopicId num_topics);
+  static size_t BlockBytes(uint32_t capacity, bool dense);
+  RowBlock* AllocateBlock(uint32_t capacity, bool dense);
   void FreeBlock(RowBlock* block);
   static std::atomic<Entry>* MutableEntries(RowBlock* block);
+  static std::atomic<Count>* MutableCounts(RowBlock* block);
   // Writer: records the slot of each non-zero topic of a sparse row, for
   // MappedSlot (the slot, or -1) until the next MapRow.
   void MapRow(const RowBlock* block);
@@ -213,14 +222,17 @@ class TopicTable {
 // ---- Layout shared by the inline reader. ----
 
 struct alignas(8) TopicTable::RowBlock {
-  std::atomic<uint32_t> size;  // entries in use (release-stored by writer)
+  std::atomic<uint32_t> size;  // slots in use (release-stored by writer)
   uint32_t capacity;
   bool dense;
-  // followed by `capacity` std::atomic<Entry>
+  // followed by `capacity` std::atomic<Entry> (sparse) or std::atomic<Count>
+  // (dense)
 };
 
-inline size_t TopicTable::BlockBytes(uint32_t capacity) {
-  return sizeof(RowBlock) + size_t{capacity} * sizeof(std::atomic<Entry>);
+inline size_t TopicTable::BlockBytes(uint32_t capacity, bool dense) {
+  return sizeof(RowBlock) +
+         size_t{capacity} *
+             (dense ? sizeof(std::atomic<Count>) : sizeof(std::atomic<Entry>));
 }
 
 inline bool TopicTable::BlockIsDense(const RowBlock* block) {
@@ -232,17 +244,21 @@ inline const std::atomic<TopicTable::Entry>* TopicTable::EntriesOf(
   return reinterpret_cast<const std::atomic<Entry>*>(block + 1);
 }
 
+inline const std::atomic<Count>* TopicTable::CountsOf(const RowBlock* block) {
+  return reinterpret_cast<const std::atomic<Count>*>(block + 1);
+}
+
+inline Count TopicTable::SlotCount(const RowBlock* block, uint32_t slot) {
+  return block->dense
+             ? CountsOf(block)[slot].load(std::memory_order_relaxed)
+             : CountOf(EntriesOf(block)[slot].load(std::memory_order_relaxed));
+}
+
 template <typename Fn>
 void TopicTable::ForEachNonZero(WordId word, Fn&& fn) const {
-  const RowBlock* block = rows_[word].load(std::memory_order_acquire);
-  if (block == nullptr) return;
-  const uint32_t size = block->size.load(std::memory_order_acquire);
-  const std::atomic<Entry>* entries = EntriesOf(block);
-  for (uint32_t i = 0; i < size; ++i) {
-    const Entry e = entries[i].load(std::memory_order_relaxed);
-    const Count c = CountOf(e);
-    if (c > 0) fn(TopicOf(e), c);
-  }
+  ForEachSlot(word, [&fn](TopicId k, Count c) {
+    if (c > 0) fn(k, c);
+  });
 }
 
 inline void TopicTable::PrefetchRow(WordId word) const {
@@ -261,7 +277,7 @@ inline void TopicTable::PrefetchRowRest(WordId word) const {
   const RowBlock* block = rows_[word].load(std::memory_order_acquire);
   if (block == nullptr || !block->dense) return;
   constexpr size_t kFirst = 256, kMaxBytes = 1024;
-  const size_t bytes = std::min(BlockBytes(num_topics_), kMaxBytes);
+  const size_t bytes = std::min(BlockBytes(num_topics_, true), kMaxBytes);
   const char* p = reinterpret_cast<const char*>(block);
   for (size_t at = kFirst; at < bytes; at += 64) __builtin_prefetch(p + at);
 }
@@ -269,8 +285,9 @@ inline void TopicTable::PrefetchRowRest(WordId word) const {
 inline TopicTable::RawRow TopicTable::Raw(WordId word) const {
   const RowBlock* block = rows_[word].load(std::memory_order_acquire);
   if (block == nullptr) return {};
-  return {EntriesOf(block), block->size.load(std::memory_order_acquire),
-          block->dense};
+  const uint32_t size = block->size.load(std::memory_order_acquire);
+  if (block->dense) return {nullptr, CountsOf(block), size, true};
+  return {EntriesOf(block), nullptr, size, false};
 }
 
 template <typename Fn>
@@ -278,12 +295,19 @@ bool TopicTable::ForEachSlot(WordId word, Fn&& fn) const {
   const RowBlock* block = rows_[word].load(std::memory_order_acquire);
   if (block == nullptr) return false;
   const uint32_t size = block->size.load(std::memory_order_acquire);
+  if (block->dense) {
+    const std::atomic<Count>* counts = CountsOf(block);
+    for (uint32_t k = 0; k < size; ++k) {
+      fn(k, counts[k].load(std::memory_order_relaxed));
+    }
+    return true;
+  }
   const std::atomic<Entry>* entries = EntriesOf(block);
   for (uint32_t i = 0; i < size; ++i) {
     const Entry e = entries[i].load(std::memory_order_relaxed);
     fn(TopicOf(e), CountOf(e));
   }
-  return block->dense;
+  return false;
 }
 
 }  // namespace latentd

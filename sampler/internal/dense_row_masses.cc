@@ -7,51 +7,46 @@
 namespace latentd::internal {
 namespace {
 
-// The excluded topic's mass, from its slot read again (after a vector loop
-// that wrote it unexcluded).
-inline void ExcludeTopic(const std::atomic<uint64_t>* entries, uint32_t size,
+// The excluded topic's mass, from its count read again (after a vector
+// loop that wrote it unexcluded).
+inline void ExcludeTopic(const std::atomic<Count>* counts, uint32_t size,
                          const double* coef, TopicId excluded, double* mass) {
   if (excluded >= size) return;
-  const Count c =
-      TopicTable::RawCount(entries[excluded].load(std::memory_order_relaxed));
+  const Count c = counts[excluded].load(std::memory_order_relaxed);
   mass[excluded] = (c > 1 ? c - 1 : 0) * coef[excluded];
 }
 
 #if defined(__x86_64__)
 __attribute__((target("avx512f,avx512vl"))) int64_t DenseRowMassesAvx512Impl(
-    const std::atomic<uint64_t>* entries, uint32_t size, const double* coef,
+    const std::atomic<Count>* counts, uint32_t size, const double* coef,
     TopicId excluded, double* mass) {
-  const auto* e = reinterpret_cast<const uint64_t*>(entries);
+  const auto* c32 = reinterpret_cast<const int32_t*>(counts);
   __m512i token_sum = _mm512_setzero_si512();
   for (uint32_t k = 0; k < size; k += 8) {
     const __mmask8 valid = size - k >= 8
                                ? __mmask8{0xff}
                                : static_cast<__mmask8>((1u << (size - k)) - 1);
-    const __m512i count =
-        _mm512_srli_epi64(_mm512_maskz_loadu_epi64(valid, e + k), 32);
-    token_sum = _mm512_add_epi64(token_sum, count);
-    const __m512d m =
-        _mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_cvtepi64_epi32(count)),
-                      _mm512_maskz_loadu_pd(valid, coef + k));
+    const __m256i count = _mm256_maskz_loadu_epi32(valid, c32 + k);
+    token_sum = _mm512_add_epi64(token_sum, _mm512_cvtepi32_epi64(count));
+    const __m512d m = _mm512_mul_pd(_mm512_cvtepi32_pd(count),
+                                    _mm512_maskz_loadu_pd(valid, coef + k));
     _mm512_mask_storeu_pd(mass + k, valid, m);
   }
-  ExcludeTopic(entries, size, coef, excluded, mass);
+  ExcludeTopic(counts, size, coef, excluded, mass);
   return _mm512_reduce_add_epi64(token_sum);
 }
 
 __attribute__((target("avx2"))) int64_t DenseRowMassesAvx2Impl(
-    const std::atomic<uint64_t>* entries, uint32_t size, const double* coef,
+    const std::atomic<Count>* counts, uint32_t size, const double* coef,
     TopicId excluded, double* mass) {
-  const auto* e = reinterpret_cast<const __m256i*>(entries);
-  const __m256i low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+  const auto* c32 = reinterpret_cast<const int32_t*>(counts);
   __m256i token_sum = _mm256_setzero_si256();
   uint32_t k = 0;
   for (; k + 4 <= size; k += 4) {
-    const __m256i count = _mm256_srli_epi64(_mm256_loadu_si256(e + k / 4), 32);
-    token_sum = _mm256_add_epi64(token_sum, count);
-    const __m128i c32 =
-        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(count, low_halves));
-    _mm256_storeu_pd(mass + k, _mm256_mul_pd(_mm256_cvtepi32_pd(c32),
+    const __m128i count =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(c32 + k));
+    token_sum = _mm256_add_epi64(token_sum, _mm256_cvtepi32_epi64(count));
+    _mm256_storeu_pd(mass + k, _mm256_mul_pd(_mm256_cvtepi32_pd(count),
                                              _mm256_loadu_pd(coef + k)));
   }
   const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(token_sum),
@@ -59,9 +54,9 @@ __attribute__((target("avx2"))) int64_t DenseRowMassesAvx2Impl(
   int64_t tokens =
       _mm_cvtsi128_si64(_mm_add_epi64(t, _mm_unpackhi_epi64(t, t)));
   // The last 0-3 topics (the excluded one is fixed after).
-  tokens += DenseRowMassesScalar(entries + k, size - k, coef + k, ~TopicId{0},
+  tokens += DenseRowMassesScalar(counts + k, size - k, coef + k, ~TopicId{0},
                                  mass + k);
-  ExcludeTopic(entries, size, coef, excluded, mass);
+  ExcludeTopic(counts, size, coef, excluded, mass);
   return tokens;
 }
 

@@ -1,5 +1,5 @@
-// DenseRowMasses: SparseLDA's word bucket over a dense word row (slot k is
-// topic k, TopicTable::RawRow::dense), the walk that dominates a sweep
+// DenseRowMasses: SparseLDA's word bucket over a dense word row (counts[k]
+// is topic k's, TopicTable::RawRow::counts), the walk that dominates a sweep
 // while rows are dense (the first sweeps of a large corpus: 40% of a sweep
 // over 200 M tokens at K=100). For k < size it writes
 //   mass[k] = max(c_k - [k == excluded], 0) · coef[k]
@@ -8,7 +8,7 @@
 //
 // Unlike the sparse walk (row_masses.h) nothing is gathered or compressed:
 // counts and coefficients are both indexed by topic, so each step is a
-// load, a shift, a conversion and a multiply. Three implementations:
+// load, a conversion and a multiply. Three implementations:
 // AVX-512 (eight topics a step), AVX2 (four), scalar. All write the same
 // masses bit for bit (one multiply each). The vector ones fix the excluded
 // topic's mass after the loop from a second read of its slot: while the
@@ -23,7 +23,7 @@
 // best the CPU has; any other value: scalar (row_masses.h reports it).
 //
 // Thread-safety: pure functions of their arguments; the row may be written
-// by the table's writer meanwhile (each 8-byte slot is read whole).
+// by the table's writer meanwhile (each 4-byte count is read whole).
 #ifndef LATENTD_SAMPLER_INTERNAL_DENSE_ROW_MASSES_H_
 #define LATENTD_SAMPLER_INTERNAL_DENSE_ROW_MASSES_H_
 
@@ -35,18 +35,17 @@
 
 namespace latentd::internal {
 
-using DenseRowMassesFn = int64_t (*)(const std::atomic<uint64_t>* entries,
+using DenseRowMassesFn = int64_t (*)(const std::atomic<Count>* counts,
                                      uint32_t size, const double* coef,
                                      TopicId excluded, double* mass);
 
 // The reference: one slot at a time.
-inline int64_t DenseRowMassesScalar(const std::atomic<uint64_t>* entries,
+inline int64_t DenseRowMassesScalar(const std::atomic<Count>* counts,
                                     uint32_t size, const double* coef,
                                     TopicId excluded, double* mass) {
   int64_t tokens = 0;
   for (uint32_t k = 0; k < size; ++k) {
-    const Count c =
-        TopicTable::RawCount(entries[k].load(std::memory_order_relaxed));
+    const Count c = counts[k].load(std::memory_order_relaxed);
     tokens += c;
     const Count x = c - (k == excluded);
     mass[k] = (x > 0 ? x : 0) * coef[k];
@@ -70,13 +69,13 @@ DenseRowMassesPath ChooseDenseRowMassesPath(const char* cap);
 // as scalar).
 extern const DenseRowMassesPath kDenseRowMassesPath;
 
-inline int64_t DenseRowMasses(const std::atomic<uint64_t>* entries,
-                              uint32_t size, const double* coef,
-                              TopicId excluded, double* mass) {
+inline int64_t DenseRowMasses(const std::atomic<Count>* counts, uint32_t size,
+                              const double* coef, TopicId excluded,
+                              double* mass) {
   if (kDenseRowMassesPath.fn != nullptr) {
-    return kDenseRowMassesPath.fn(entries, size, coef, excluded, mass);
+    return kDenseRowMassesPath.fn(counts, size, coef, excluded, mass);
   }
-  return DenseRowMassesScalar(entries, size, coef, excluded, mass);
+  return DenseRowMassesScalar(counts, size, coef, excluded, mass);
 }
 
 }  // namespace latentd::internal

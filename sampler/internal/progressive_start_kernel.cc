@@ -1,6 +1,7 @@
 #include "sampler/internal/progressive_start_kernel.h"
 
 #include "base/random.h"
+#include "sampler/internal/dense_row_masses.h"
 #include "sampler/internal/row_masses.h"
 #include "sampler/internal/sparse_buckets.h"
 #include "sampler/internal/upper_bound.h"
@@ -63,11 +64,20 @@ void ProgressiveStartKernel::SampleBatch(const SweepParams& params,
       // q: the word's tokens placed so far, in the table (the batches
       // applied) and in the overlay (this batch's; every delta positive).
       overlay_.Focus(w);
+      // A dense row's slot j is topic j (q_topics_ is not written for it).
       const TopicTable::RawRow row = table.Raw(w);
-      int64_t row_tokens;
-      uint32_t n =
-          RowMasses(row.entries, row.size, coef_.data(), kNoExcludedTopic,
-                    {q_topics_.data(), q_mass_.data(), nullptr}, &row_tokens);
+      uint32_t n;
+      if (row.dense) {
+        n = row.size;
+        DenseRowMasses(row.counts, n, coef_.data(), kNoExcludedTopic,
+                       q_mass_.data());
+        RunningSum(q_mass_.data(), n);
+      } else {
+        int64_t row_tokens;
+        n = RowMasses(row.entries, row.size, coef_.data(), kNoExcludedTopic,
+                      {q_topics_.data(), q_mass_.data(), nullptr}, &row_tokens);
+      }
+      const uint32_t row_slots = row.dense ? n : 0;
       double q = n > 0 ? q_mass_[n - 1] : 0.0;
       overlay_.ForEachEntry([&](TopicId k, int32_t c) {
         q += c * coef_[k];
@@ -78,7 +88,8 @@ void ProgressiveStartKernel::SampleBatch(const SweepParams& params,
       double u = rng.Uniform() * (s + r + q);
       TopicId topic;
       if (u < q) {
-        topic = q_topics_[UpperBound(q_mass_.data(), n, u)];
+        const uint32_t j = UpperBound(q_mass_.data(), n, u);
+        topic = j < row_slots ? j : q_topics_[j];
       } else if ((u -= q) < r && !doc_topics_.empty()) {
         topic = DrawDocBucket(u, doc_topics_, n_dk_.data(), beta_,
                               inv_denom_.data());

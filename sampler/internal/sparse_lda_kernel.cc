@@ -95,7 +95,7 @@ void SparseLdaKernel::BuildWordCache(const TopicTable& table, WordId word,
     } else {
       // The token itself is excluded.
       n = row.size;
-      row_tokens_ = DenseRowMasses(row.entries, n, coef_.data(), excluded,
+      row_tokens_ = DenseRowMasses(row.counts, n, coef_.data(), excluded,
                                    q_mass_.data());
     }
     q = RunningSum(q_mass_.data(), n);

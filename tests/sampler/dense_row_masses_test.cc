@@ -13,14 +13,14 @@ namespace {
 // A dense row of `size` topics (slot k is topic k; some counts 0, a few
 // large), then guard slots a walk must not read into its masses.
 constexpr uint32_t kGuard = 8;
-std::vector<std::atomic<uint64_t>> DenseRow(uint32_t size, Rng& rng) {
-  std::vector<std::atomic<uint64_t>> row(size + kGuard);
+std::vector<std::atomic<Count>> DenseRow(uint32_t size, Rng& rng) {
+  std::vector<std::atomic<Count>> row(size + kGuard);
   for (uint32_t k = 0; k < size + kGuard; ++k) {
     const uint64_t c = k >= size                ? 7
                        : rng.UniformInt(3) == 0 ? 0
                        : rng.UniformInt(8) == 0 ? 1'000'000 + rng.UniformInt(9)
                                                 : 1 + rng.UniformInt(40);
-    row[k].store(c << 32 | k);
+    row[k].store(static_cast<Count>(c));
   }
   return row;
 }
@@ -30,7 +30,7 @@ struct Result {
   std::vector<double> mass;
 };
 
-Result Walk(DenseRowMassesFn fn, const std::vector<std::atomic<uint64_t>>& row,
+Result Walk(DenseRowMassesFn fn, const std::vector<std::atomic<Count>>& row,
             uint32_t size, const std::vector<double>& coef, TopicId excluded) {
   // The masses past `size` must stay as they were (-1).
   Result r{0, std::vector<double>(size + kGuard, -1.0)};
@@ -50,9 +50,9 @@ std::vector<std::pair<const char*, DenseRowMassesFn>> VectorPaths() {
 }
 
 TEST(DenseRowMassesTest, ScalarComputesTheExcludedConditionalMasses) {
-  std::vector<std::atomic<uint64_t>> row(4);
-  const uint64_t counts[] = {3, 0, 1, 5};
-  for (uint32_t k = 0; k < 4; ++k) row[k].store(counts[k] << 32 | k);
+  std::vector<std::atomic<Count>> row(4);
+  const Count counts[] = {3, 0, 1, 5};
+  for (uint32_t k = 0; k < 4; ++k) row[k].store(counts[k]);
   const std::vector<double> coef = {0.5, 2.0, 4.0, 0.25};
   // Topic 2 excluded: its count 1 becomes 0.
   const Result r = Walk(&DenseRowMassesScalar, row, 4, coef, 2);
@@ -77,7 +77,7 @@ TEST(DenseRowMassesTest, VectorPathsMatchScalarBitForBit) {
       // Excluded: a topic with a count, one with count 0 or 1, or none.
       TopicId excluded = static_cast<TopicId>(rng.UniformInt(size));
       if (variant == 1) {
-        row[excluded].store(uint64_t{rng.UniformInt(2)} << 32 | excluded);
+        row[excluded].store(static_cast<Count>(rng.UniformInt(2)));
       } else if (variant == 2) {
         excluded = ~TopicId{0};
       }
