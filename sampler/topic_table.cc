@@ -240,8 +240,10 @@ void TopicTable::PrefetchGroups(std::span<const WordTopicDelta> deltas,
   // Each group's row is a cache miss of its own (rows are visited in word
   // order, which no hardware prefetcher follows): the row pointers of the
   // groups kFar ahead, the row heads kNear ahead, and the entries a dense
-  // row's deltas will read kNearest ahead.
-  constexpr size_t kFar = 8, kNear = 4, kNearest = 2;
+  // row's deltas will read kNearest ahead. A group is a few deltas, tens of
+  // nanoseconds of work, so a miss to memory needs tens of groups' notice
+  // (8 / 4 / 2 left a 200 M-token sweep's writer waiting on each row).
+  constexpr size_t kFar = 32, kNear = 16, kNearest = 8;
   auto word_of = [&](size_t h) { return deltas[groups_[h].begin].word; };
   if (g + kFar < groups_.size() && word_of(g + kFar) < vocab_size_) {
     PrefetchRowPointer(word_of(g + kFar));
