@@ -60,7 +60,7 @@ void ProgressiveStartKernel::SampleBatch(const SweepParams& params,
     double r = 0;
     for (size_t i = 0; i < words.size(); ++i) {
       const WordId w = words[i];
-      PrefetchRows(table, &overlay_, words, i);
+      PrefetchRows(table, &overlay_, batch->words, batch->doc_offsets[d] + i);
       // q: the word's tokens placed so far, in the table (the batches
       // applied) and in the overlay (this batch's; every delta positive).
       overlay_.Focus(w);

@@ -95,8 +95,8 @@ void SparseLdaKernel::BuildWordCache(const TopicTable& table, WordId word,
     } else {
       // The token itself is excluded.
       n = row.size;
-      row_tokens_ = DenseRowMasses(row.counts, n, coef_.data(), excluded,
-                                   q_mass_.data());
+      row_tokens_ =
+          DenseRowMasses(row.counts, n, coef_.data(), excluded, q_mass_.data());
     }
     q = RunningSum(q_mass_.data(), n);
   } else {
@@ -272,7 +272,8 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
     for (size_t i = 0; i < words.size(); ++i) {
       const WordId w = words[i];
       const TopicId old_topic = topics[i];
-      PrefetchRows(table, use_overlay_ ? &overlay_ : nullptr, words, i);
+      PrefetchRows(table, use_overlay_ ? &overlay_ : nullptr, batch->words,
+                   batch->doc_offsets[d] + i);
       MoveCount(old_topic, -1, s, r);
 
       const bool reuse =
