@@ -102,7 +102,7 @@ class TopicTable {
   void PrefetchRow(WordId word) const;
   // After PrefetchRow (its header now in cache): the rest of a dense row,
   // up to 1 KiB, so that its walk does not wait on each line in turn (a
-  // dense row of K=100 is 13 lines; on a table far larger than the caches
+  // dense row of K=100 is 7 or 8 lines; on a table far larger than the caches
   // these waits were a third of a sweep). Sparse rows, and lines past the
   // first KiB, are left to the hardware: prefetching them too cost 2-3% of
   // a news20 sweep at K=1000, whose table the caches hold.
