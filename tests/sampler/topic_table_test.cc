@@ -91,6 +91,60 @@ TEST(TopicTable, RowsGrowThenTurnDenseWithoutLosingCounts) {
   EXPECT_EQ(table.Get(0, 199), 200);
 }
 
+// Raw() is what the vector walks read: a dense row as K 32-bit counts, a
+// sparse one as packed entries, and Quiesce moves a row between the two.
+TEST(TopicTable, RawRowsShowDenseCountsAndSparseEntries) {
+  const TopicId K = 8;
+  TopicTable table(2, K);
+  std::vector<WordTopicDelta> fill;
+  for (TopicId k = 0; k < K; k += 2) fill.push_back({0, k, int32_t(k + 3)});
+  fill.push_back({0, 1, 7});  // word 0: 5 of 8 topics, past K/2: dense
+  fill.push_back({1, 5, 9});  // word 1: one topic, sparse
+  ASSERT_TRUE(table.Apply(fill).ok());
+
+  TopicTable::RawRow dense = table.Raw(0);
+  ASSERT_TRUE(dense.dense);
+  ASSERT_NE(dense.counts, nullptr);
+  EXPECT_EQ(dense.entries, nullptr);
+  ASSERT_EQ(dense.size, K);
+  for (TopicId k = 0; k < K; ++k) {
+    EXPECT_EQ(dense.counts[k].load(), table.Get(0, k)) << "topic " << k;
+  }
+  EXPECT_EQ(dense.counts[1].load(), 7);
+  EXPECT_EQ(dense.counts[3].load(), 0);
+
+  const TopicTable::RawRow sparse = table.Raw(1);
+  ASSERT_FALSE(sparse.dense);
+  ASSERT_NE(sparse.entries, nullptr);
+  EXPECT_EQ(sparse.counts, nullptr);
+  ASSERT_EQ(sparse.size, 1u);
+  EXPECT_EQ(TopicTable::RawTopic(sparse.entries[0].load()), 5u);
+  EXPECT_EQ(TopicTable::RawCount(sparse.entries[0].load()), 9);
+
+  // In place: a dense row's slot changes, a new topic lands in its slot.
+  std::vector<WordTopicDelta> change = {{0, 1, -7}, {0, 3, 4}, {0, 6, -9}};
+  ASSERT_TRUE(table.Apply(change).ok());
+  dense = table.Raw(0);
+  ASSERT_TRUE(dense.dense);
+  EXPECT_EQ(dense.counts[1].load(), 0);
+  EXPECT_EQ(dense.counts[3].load(), 4);
+  EXPECT_EQ(dense.counts[6].load(), 0);
+  EXPECT_EQ(table.RowNonZeros(0), 4u);  // topics 0, 2, 3, 4
+
+  // Four of eight is not past K/2: Quiesce lays the row out sparse,
+  // topics ascending, with the same counts.
+  table.Quiesce();
+  const TopicTable::RawRow after = table.Raw(0);
+  ASSERT_FALSE(after.dense);
+  ASSERT_EQ(after.size, 4u);
+  const TopicId topics[] = {0, 2, 3, 4};
+  const Count counts[] = {3, 5, 4, 7};
+  for (uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(TopicTable::RawTopic(after.entries[i].load()), topics[i]);
+    EXPECT_EQ(TopicTable::RawCount(after.entries[i].load()), counts[i]);
+  }
+}
+
 TEST(TopicTable, HolesAreReusedAndSqueezedOut) {
   TopicTable table(1, 1000);
   Rng rng(7);
