@@ -18,7 +18,11 @@ using internal::Log;
 using internal::LogWarning;
 
 GraphService::GraphService(const GraphServiceOptions& options)
-    : options_(options), queries_(options.max_top, options.max_pairs) {}
+    : options_(options), queries_(options.max_top, options.max_pairs) {
+  trainer_options_ = options.trainer;
+  trainer_options_.undo_diverged_epoch = options.divergence_retries > 0;
+  divergence_retries_left_ = std::max(options.divergence_retries, 0);
+}
 
 GraphService::~GraphService() { (void)Stop(); }
 
@@ -205,7 +209,7 @@ absl::StatusOr<std::unique_ptr<GraphTrainer>> GraphService::BuildTrainer(
       GraphTrainer::InitialRow(options_.trainer, key, &initial[v * d]);
     }
   }
-  return GraphTrainer::Create(std::move(full), options_.trainer,
+  return GraphTrainer::Create(std::move(full), trainer_options_,
                               std::move(initial), start_epoch);
 }
 
@@ -273,6 +277,20 @@ void GraphService::TrainLoop() {
       continue;
     }
     absl::Status s = EpochOnce();
+    if (!s.ok() && epoch_diverged_ && trainer_options_.undo_diverged_epoch &&
+        divergence_retries_left_ > 0) {
+      // Undone (GraphTrainer::RunEpoch): the same epoch again, slower.
+      --divergence_retries_left_;
+      const double eta = trainer_options_.learning_rate / 2;
+      trainer_options_.learning_rate = eta;
+      trainer_->SetLearningRate(eta);
+      LogWarning(absl::StrCat("graph: ", s.message(),
+                              "; training it again at learning rate ", eta,
+                              " (", divergence_retries_left_,
+                              " more retries before training stops)"));
+      m_.epoch_errors->Add();
+      continue;
+    }
     if (!s.ok()) {
       // A diverged epoch would diverge again: training stops, serving goes
       // on with the last published model.
@@ -321,6 +339,7 @@ absl::StatusOr<bool> GraphService::TakePending() {
 }
 
 absl::Status GraphService::EpochOnce() {
+  epoch_diverged_ = false;
   if (link_ != nullptr) {
     LATENTD_RETURN_IF_ERROR(FollowRing());
     LATENTD_RETURN_IF_ERROR(link_->BeforeSweep(trainer_->epoch() + 1));
@@ -333,7 +352,12 @@ absl::Status GraphService::EpochOnce() {
       if (trainer_->epoch() == 1) status_.set_first_consensus_distance(d);
     }
   }
-  LATENTD_ASSIGN_OR_RETURN(EpochResult r, trainer_->RunEpoch());
+  absl::StatusOr<EpochResult> epoch = trainer_->RunEpoch();
+  if (!epoch.ok()) {
+    epoch_diverged_ = trainer_->last_epoch_diverged();
+    return epoch.status();
+  }
+  const EpochResult& r = *epoch;
   if (link_ != nullptr) {
     const uint64_t b = options_.trainer.batch_edges;
     link_->EndSweep((r.edges + b - 1) / b);

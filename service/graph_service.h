@@ -121,6 +121,11 @@ struct GraphServiceOptions {
   ConsensusMode consensus = ConsensusMode::kDual;
   // Dual: the cap on a copy's step scale (SyncedEmbeddings::StepScale).
   double max_step_scale = SyncedEmbeddings::kDefaultMaxStepScale;
+  // A diverged epoch (GraphTrainer::RunEpoch) is undone and trained again
+  // at half the learning rate, this many times in all; 0, or the naive
+  // cluster consensus (whose corrections an undo would drop): training
+  // stops at the first.
+  int divergence_retries = 4;
   // Cluster mode, called on the training thread: once this node has left
   // the cluster (an operator removed it), and once it was declared down
   // while alive (ServiceOptions says what the daemon does then).
@@ -236,6 +241,9 @@ class GraphService {
   std::shared_ptr<const GraphModel> model() const;
 
   const GraphServiceOptions options_;
+  // options_.trainer as trainers are built now: the learning rate halves
+  // at each divergence retry, and the undo is off for the naive consensus.
+  GraphTrainerOptions trainer_options_ ABSL_GUARDED_BY(train_mu_);
   const GraphQueries queries_;
 
   // Training state: the training thread, or a caller holding train_mu_.
@@ -260,6 +268,10 @@ class GraphService {
   std::atomic<bool> cluster_{false};
   bool cluster_finished_ ABSL_GUARDED_BY(train_mu_) = false;
   bool left_cluster_ ABSL_GUARDED_BY(train_mu_) = false;
+  // Whether the last EpochOnce failed because the epoch diverged, and the
+  // retries left (options_.divergence_retries).
+  bool epoch_diverged_ ABSL_GUARDED_BY(train_mu_) = false;
+  int divergence_retries_left_ ABSL_GUARDED_BY(train_mu_) = 0;
   // The members the ring of shard_ring_epoch_ lists as leaving (their
   // edges are shared out already).
   absl::flat_hash_set<std::string> shard_leaving_ ABSL_GUARDED_BY(train_mu_);

@@ -29,6 +29,9 @@ absl::Status GraphService::JoinCluster(ClusterLinkOptions link) {
         "the dual graph consensus needs graph-mu > 0");
   }
   absl::MutexLock lock(&train_mu_);
+  // The naive consensus adds the others' steps to the vectors during an
+  // epoch: an undo would drop them (the trainer is rebuilt below).
+  if (!dual) trainer_options_.undo_diverged_epoch = false;
   const bool admitted = link.join;
   auto factory =
       [this, admitted](const hashring::RingConfig& config,

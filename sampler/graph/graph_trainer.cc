@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "base/random.h"
 #include "base/status_macros.h"
@@ -20,6 +21,10 @@
 
 namespace latentd {
 namespace {
+
+// An epoch whose sampled loss is above this many times an all-zero model's
+// diverged (GraphTrainer::RunEpoch).
+constexpr double kDivergedLossFactor = 4;
 
 // Workers read rows while the updater writes them: relaxed atomic accesses
 // (plain moves on x86), so a worker sees each float whole.
@@ -45,6 +50,7 @@ struct EdgeBatch {
   std::vector<uint32_t> slot;
   std::vector<PairTerm> pairs;  // scratch
   double loss = 0;
+  double zero_loss = 0;  // the pair terms of an all-zero model
   uint64_t num_pairs = 0;
 };
 using BatchPtr = std::unique_ptr<EdgeBatch>;
@@ -94,8 +100,10 @@ struct GraphTrainer::Impl {
   std::vector<float> mu_scale;      // per vertex, or empty (1)
   std::vector<float> step_scale;    // per vertex, or empty (1)
   std::vector<float> z;             // num_vertices × dim
-  std::vector<float> target;        // consensus target, or empty
-  std::vector<uint32_t> order;      // the epoch's edge order
+  std::vector<float> z_at_start;    // z as the epoch found it (undo)
+  bool last_diverged = false;
+  std::vector<float> target;    // consensus target, or empty
+  std::vector<uint32_t> order;  // the epoch's edge order
   uint64_t epoch = 0;
   UpdaterHook hook;
   tbb::task_arena arena;
@@ -117,6 +125,7 @@ void GraphTrainer::Impl::Work(EdgeBatch* b, float lambda, float mu) const {
   b->values.clear();
   b->grad.clear();
   b->loss = 0;
+  b->zero_loss = 0;
   b->num_pairs = 0;
   auto slot_of = [&](VertexId v) -> uint32_t {
     uint32_t& slot = b->slot[v];
@@ -140,6 +149,7 @@ void GraphTrainer::Impl::Work(EdgeBatch* b, float lambda, float mu) const {
                   &b->pairs);
     for (const PairTerm& p : b->pairs) {
       const uint32_t sa = slot_of(p.a), sb = slot_of(p.b);
+      b->zero_loss += 0.5 * double{p.w} * p.y * p.y;
       b->loss += internal::PairGradient(
           &b->values[size_t{sa} * d], &b->values[size_t{sb} * d], d,
           options.negative_dims, p.y, p.w, &b->grad[size_t{sa} * d],
@@ -224,9 +234,13 @@ absl::StatusOr<EpochResult> GraphTrainer::RunEpoch() {
   if (in_flight <= 0)
     in_flight = m.options.threads == 1 ? 1 : 2 * m.options.threads + 1;
 
+  m.last_diverged = false;
+  if (m.options.undo_diverged_epoch)
+    m.z_at_start.assign(m.z.begin(), m.z.end());
   absl::Mutex error_mu;
   absl::Status error;
   std::atomic<bool> failed{false};
+  std::atomic<bool> diverged{false};
   auto fail = [&](absl::Status s) {
     absl::MutexLock l(&error_mu);
     if (error.ok()) error = std::move(s);
@@ -234,6 +248,7 @@ absl::StatusOr<EpochResult> GraphTrainer::RunEpoch() {
   };
   size_t next = 0;
   uint64_t batch_index = 0;
+  double zero_loss = 0;
 
   auto read = [&](tbb::flow_control& fc) -> BatchPtr {
     if (next >= m.order.size() || failed.load(std::memory_order_acquire)) {
@@ -264,6 +279,7 @@ absl::StatusOr<EpochResult> GraphTrainer::RunEpoch() {
         finite &= std::isfinite(g[k]);
       }
       if (!finite) {
+        diverged.store(true, std::memory_order_relaxed);
         fail(absl::InternalError(absl::StrCat(
             "graph training diverged in epoch ", m.epoch + 1, " (batch ",
             b->index, "): a step is not finite; lower the learning rate (",
@@ -288,6 +304,7 @@ absl::StatusOr<EpochResult> GraphTrainer::RunEpoch() {
       result.edges += b->end - b->begin;
       result.pairs += b->num_pairs;
       result.sampled_loss += b->loss;
+      zero_loss += b->zero_loss;
     }
     m.spare.push(std::move(b));
   };
@@ -302,8 +319,28 @@ absl::StatusOr<EpochResult> GraphTrainer::RunEpoch() {
                                tbb::make_filter<BatchPtr, void>(
                                    tbb::filter_mode::serial_in_order, update));
   });
+  // Finite but far worse than predicting 0 for every pair: the steps
+  // overshot (they turn non-finite an epoch or two later, and the epochs
+  // before would be kept).
+  if (!failed.load() && zero_loss > 0 &&
+      result.sampled_loss > kDivergedLossFactor * zero_loss) {
+    diverged.store(true);
+    fail(absl::InternalError(absl::StrFormat(
+        "graph training diverged in epoch %d: its loss %.6g is over %g times "
+        "an all-zero model's (%.6g); lower the learning rate (%g)",
+        m.epoch + 1, result.sampled_loss, kDivergedLossFactor, zero_loss,
+        result.learning_rate)));
+  }
   if (failed.load()) {
+    m.last_diverged = diverged.load();
     absl::MutexLock l(&error_mu);
+    if (m.last_diverged && m.options.undo_diverged_epoch) {
+      // Element by element: rounds may read rows meanwhile (ReadRow).
+      for (size_t i = 0; i < m.z.size(); ++i)
+        StoreRelaxed(&m.z[i], m.z_at_start[i]);
+      return absl::InternalError(
+          absl::StrCat(error.message(), "; the epoch's steps were undone"));
+    }
     return error;
   }
   ++m.epoch;
@@ -336,6 +373,12 @@ const GraphTrainerOptions& GraphTrainer::options() const {
   return impl_->options;
 }
 uint64_t GraphTrainer::epoch() const { return impl_->epoch; }
+
+bool GraphTrainer::last_epoch_diverged() const { return impl_->last_diverged; }
+
+void GraphTrainer::SetLearningRate(double eta) {
+  impl_->options.learning_rate = eta;
+}
 
 void GraphTrainer::SetConsensusTarget(std::span<const float> target) {
   impl_->target.assign(target.begin(), target.end());

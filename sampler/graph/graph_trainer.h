@@ -60,6 +60,11 @@ struct GraphTrainerOptions {
   uint32_t batch_edges = 1024;  // edges per pipeline token, >= 1
   // Batches alive at once; 0 picks 2·threads + 1 (1 when threads == 1).
   int max_batches_in_flight = 0;
+  // A diverged epoch is undone: RunEpoch keeps a copy of the vectors
+  // (num_vertices × dim floats) from each epoch's start and puts it back.
+  // Off where something else writes the vectors during an epoch and must
+  // not be undone (the naive cluster's corrections).
+  bool undo_diverged_epoch = false;
 
   static constexpr uint32_t kMaxDim = 4096;
   // kInvalidArgument naming the first setting out of range.
@@ -92,8 +97,12 @@ class GraphTrainer {
                          float* out);
 
   // One pass over the edges. kInternal if the steps diverged (a non-finite
-  // value: the learning rate is too high); the vectors are then as the last
-  // good batch left them.
+  // value, or the epoch's sampled loss over 4 times what an all-zero model
+  // would have lost on the same pairs: the learning rate is too high;
+  // last_epoch_diverged() says so);
+  // the vectors are then as the epoch found them with
+  // options.undo_diverged_epoch, else as the last good batch left them.
+  // A failed epoch does not count (epoch() stays).
   absl::StatusOr<EpochResult> RunEpoch();
 
   // The objective (graph_objective.h) on the training edges and a fixed
@@ -107,6 +116,11 @@ class GraphTrainer {
   const GraphData& graph() const;
   const GraphTrainerOptions& options() const;
   uint64_t epoch() const;
+  // Whether the last RunEpoch failed because its steps diverged.
+  bool last_epoch_diverged() const;
+  // The learning rate η of the epochs to come (decayed as before).
+  // REQUIRES: eta > 0 and finite; no epoch running.
+  void SetLearningRate(double eta);
 
   // Sets the consensus target t (num_vertices × dim; copied) that the μ
   // term pulls towards; an empty span clears it.

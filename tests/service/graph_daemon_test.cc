@@ -407,6 +407,58 @@ TEST_F(GraphDaemon, ServesAGraphWithoutATopicModel) {
   }
 }
 
+// A diverged epoch is undone and trained again at half the learning rate
+// (--graph-divergence-retries): at η = 4 the test graph diverges in the
+// first epoch (one node trains it at 0.6, not at 1), and training goes on
+// at 0.5 to the last epoch. With no retries training stops with the error.
+TEST_F(GraphDaemon, ADivergedEpochIsTrainedAgainAtHalfTheRate) {
+  const std::vector<std::string> base = {
+      "--graph-edges",         GraphPath(), "--graph-dim",        "8",
+      "--graph-learning-rate", "4",         "--graph-max-epochs", "10"};
+  {
+    Daemon d(tmp_.path() + "/retried", base);
+    ASSERT_TRUE(d.ok()) << d.Log();
+    auto api = d.Client(Protocol::kTcp);
+    absl::StatusOr<api::GraphStatus> g = WaitGraph(
+        api.get(),
+        [](const api::GraphStatus& g) {
+          return (g.epoch() >= 10 && !g.training()) || !g.error().empty();
+        },
+        60);
+    ASSERT_TRUE(g.ok()) << g.status() << d.Log();
+    EXPECT_EQ(g->error(), "") << d.Log();
+    EXPECT_EQ(g->epoch(), 10u);
+    EXPECT_TRUE(std::isfinite(g->objective()));
+    const std::string log = d.Log();
+    for (const char* rate : {"at learning rate 2 ", "at learning rate 1 ",
+                             "at learning rate 0.5 "}) {
+      EXPECT_NE(log.find(absl::StrCat("the epoch's steps were undone; "
+                                      "training it again ",
+                                      rate)),
+                std::string::npos)
+          << rate << "\n"
+          << log;
+    }
+    absl::StatusOr<std::vector<float>> z = Embedding(api.get(), 3466);
+    ASSERT_TRUE(z.ok()) << z.status();
+    for (float x : *z) EXPECT_TRUE(std::isfinite(x));
+    ASSERT_EQ(d.Stop(), 0) << d.Log();
+  }
+  std::vector<std::string> none = base;
+  none.insert(none.end(), {"--graph-divergence-retries", "0"});
+  Daemon d(tmp_.path() + "/stopped", none);
+  ASSERT_TRUE(d.ok()) << d.Log();
+  auto api = d.Client(Protocol::kTcp);
+  absl::StatusOr<api::GraphStatus> g = WaitGraph(
+      api.get(), [](const api::GraphStatus& g) { return !g.error().empty(); },
+      60);
+  ASSERT_TRUE(g.ok()) << g.status() << d.Log();
+  EXPECT_NE(g->error().find("diverged in epoch 1"), std::string::npos)
+      << g->error();
+  EXPECT_EQ(g->epoch(), 0u);
+  ASSERT_EQ(d.Stop(), 0) << d.Log();
+}
+
 // --graph-negative-dims: ScorePairs counts the last coordinates negatively;
 // a restart with another signature refuses the checkpoint.
 TEST_F(GraphDaemon, ScoresWithASignature) {

@@ -3,7 +3,9 @@
 // updater hook sees every step, and bad settings are errors.
 #include "sampler/graph/graph_trainer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "sampler/graph/link_eval.h"
@@ -141,6 +143,40 @@ TEST(GraphTrainer, BadSettingsAndDivergenceAreErrors) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
   EXPECT_NE(s.message().find("diverged"), std::string::npos) << s;
+  EXPECT_TRUE((*t)->last_epoch_diverged());
+}
+
+// With undo_diverged_epoch a diverged epoch leaves the vectors as it found
+// them and does not count; at a lower rate the next one trains.
+TEST(GraphTrainer, DivergedEpochIsUndoneAndALowerRateTrains) {
+  const LinkSplit split = PlantedSplit();
+  GraphTrainerOptions o;
+  o.learning_rate = 1e6;
+  o.undo_diverged_epoch = true;
+  auto t = GraphTrainer::Create(split.train, o);
+  ASSERT_TRUE(t.ok());
+  std::vector<float> before;
+  absl::Status s = absl::OkStatus();
+  for (int e = 0; e < 5 && s.ok(); ++e) {
+    before.assign((*t)->embeddings().begin(), (*t)->embeddings().end());
+    s = (*t)->RunEpoch().status();
+  }
+  ASSERT_FALSE(s.ok()) << "1e6 did not diverge";
+  EXPECT_TRUE((*t)->last_epoch_diverged());
+  EXPECT_NE(s.message().find("undone"), std::string::npos) << s;
+  const uint64_t epochs = (*t)->epoch();
+  const std::span<const float> z = (*t)->embeddings();
+  ASSERT_EQ(z.size(), before.size());
+  EXPECT_TRUE(std::equal(z.begin(), z.end(), before.begin()))
+      << "the diverged epoch's steps stayed";
+
+  (*t)->SetLearningRate(0.1);
+  absl::StatusOr<EpochResult> r = (*t)->RunEpoch();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE((*t)->last_epoch_diverged());
+  EXPECT_EQ((*t)->epoch(), epochs + 1);
+  EXPECT_LT(r->learning_rate, 0.1 + 1e-12);
+  for (float x : (*t)->embeddings()) ASSERT_TRUE(std::isfinite(x));
 }
 
 }  // namespace
