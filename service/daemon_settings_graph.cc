@@ -43,8 +43,8 @@ void AddGraphSettings(const AddFn& add) {
       "A graph epoch that diverges (a step not finite, or a loss over 4 "
       "times an all-zero model's) is undone and trained again at half the "
       "learning rate, up to this many times in all; undoing keeps a copy of "
-      "the vectors (vertices x graph-dim floats). 0, or graph-consensus "
-      "naive in a cluster: training stops at the first",
+      "the vectors (vertices x graph-dim floats). 0, or a node in a graph "
+      "cluster: training stops at the first",
       Int<int>("graph-divergence-retries", 0, 30,
                [=](DaemonConfig* c) { return &graph(c)->divergence_retries; }));
   add("graph-threads", "1", "1..1024", "Graph SGD worker threads",

@@ -122,9 +122,9 @@ struct GraphServiceOptions {
   // Dual: the cap on a copy's step scale (SyncedEmbeddings::StepScale).
   double max_step_scale = SyncedEmbeddings::kDefaultMaxStepScale;
   // A diverged epoch (GraphTrainer::RunEpoch) is undone and trained again
-  // at half the learning rate, this many times in all; 0, or the naive
-  // cluster consensus (whose corrections an undo would drop): training
-  // stops at the first.
+  // at half the learning rate, this many times in all; 0, or a cluster
+  // member (graph_service_cluster.cc says why): training stops at the
+  // first.
   int divergence_retries = 4;
   // Cluster mode, called on the training thread: once this node has left
   // the cluster (an operator removed it), and once it was declared down

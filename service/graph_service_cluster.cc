@@ -29,9 +29,12 @@ absl::Status GraphService::JoinCluster(ClusterLinkOptions link) {
         "the dual graph consensus needs graph-mu > 0");
   }
   absl::MutexLock lock(&train_mu_);
-  // The naive consensus adds the others' steps to the vectors during an
-  // epoch: an undo would drop them (the trainer is rebuilt below).
-  if (!dual) trainer_options_.undo_diverged_epoch = false;
+  // No undo in a cluster (the trainer is rebuilt below): the naive
+  // consensus adds the others' steps to the vectors during an epoch, which
+  // an undo would drop; under dual the others have heard the diverged
+  // copies by then, and a retry reset to their consensus diverged again
+  // (2 daemons on the test graph at η = 4 retried down to 0.25).
+  trainer_options_.undo_diverged_epoch = false;
   const bool admitted = link.join;
   auto factory =
       [this, admitted](const hashring::RingConfig& config,
