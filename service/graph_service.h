@@ -242,7 +242,7 @@ class GraphService {
 
   const GraphServiceOptions options_;
   // options_.trainer as trainers are built now: the learning rate halves
-  // at each divergence retry, and the undo is off for the naive consensus.
+  // at each divergence retry, and the undo is off in a cluster.
   GraphTrainerOptions trainer_options_ ABSL_GUARDED_BY(train_mu_);
   const GraphQueries queries_;
 
