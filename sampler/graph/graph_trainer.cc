@@ -50,7 +50,6 @@ struct EdgeBatch {
   std::vector<uint32_t> slot;
   std::vector<PairTerm> pairs;  // scratch
   double loss = 0;
-  double zero_loss = 0;  // the pair terms of an all-zero model
   uint64_t num_pairs = 0;
 };
 using BatchPtr = std::unique_ptr<EdgeBatch>;
@@ -101,6 +100,9 @@ struct GraphTrainer::Impl {
   std::vector<float> step_scale;    // per vertex, or empty (1)
   std::vector<float> z;             // num_vertices × dim
   std::vector<float> z_at_start;    // z as the epoch found it (undo)
+  // An epoch's pair terms for an all-zero model: Σ w/2 over the edges
+  // (a negative's y is 0).
+  double zero_model_loss = 0;
   bool last_diverged = false;
   std::vector<float> target;    // consensus target, or empty
   std::vector<uint32_t> order;  // the epoch's edge order
@@ -125,7 +127,6 @@ void GraphTrainer::Impl::Work(EdgeBatch* b, float lambda, float mu) const {
   b->values.clear();
   b->grad.clear();
   b->loss = 0;
-  b->zero_loss = 0;
   b->num_pairs = 0;
   auto slot_of = [&](VertexId v) -> uint32_t {
     uint32_t& slot = b->slot[v];
@@ -149,7 +150,6 @@ void GraphTrainer::Impl::Work(EdgeBatch* b, float lambda, float mu) const {
                   &b->pairs);
     for (const PairTerm& p : b->pairs) {
       const uint32_t sa = slot_of(p.a), sb = slot_of(p.b);
-      b->zero_loss += 0.5 * double{p.w} * p.y * p.y;
       b->loss += internal::PairGradient(
           &b->values[size_t{sa} * d], &b->values[size_t{sb} * d], d,
           options.negative_dims, p.y, p.w, &b->grad[size_t{sa} * d],
@@ -212,6 +212,9 @@ absl::StatusOr<std::unique_ptr<GraphTrainer>> GraphTrainer::Create(
     }
   }
   impl->order.resize(impl->graph.num_edges());
+  for (const GraphEdge& e : impl->graph.edges()) {
+    impl->zero_model_loss += 0.5 * e.weight;
+  }
   return std::unique_ptr<GraphTrainer>(new GraphTrainer(std::move(impl)));
 }
 
@@ -248,7 +251,6 @@ absl::StatusOr<EpochResult> GraphTrainer::RunEpoch() {
   };
   size_t next = 0;
   uint64_t batch_index = 0;
-  double zero_loss = 0;
 
   auto read = [&](tbb::flow_control& fc) -> BatchPtr {
     if (next >= m.order.size() || failed.load(std::memory_order_acquire)) {
@@ -304,7 +306,6 @@ absl::StatusOr<EpochResult> GraphTrainer::RunEpoch() {
       result.edges += b->end - b->begin;
       result.pairs += b->num_pairs;
       result.sampled_loss += b->loss;
-      zero_loss += b->zero_loss;
     }
     m.spare.push(std::move(b));
   };
@@ -322,14 +323,14 @@ absl::StatusOr<EpochResult> GraphTrainer::RunEpoch() {
   // Finite but far worse than predicting 0 for every pair: the steps
   // overshot (they turn non-finite an epoch or two later, and the epochs
   // before would be kept).
-  if (!failed.load() && zero_loss > 0 &&
-      result.sampled_loss > kDivergedLossFactor * zero_loss) {
+  if (!failed.load() && m.zero_model_loss > 0 &&
+      result.sampled_loss > kDivergedLossFactor * m.zero_model_loss) {
     diverged.store(true);
     fail(absl::InternalError(absl::StrFormat(
         "graph training diverged in epoch %d: its loss %.6g is over %g times "
         "an all-zero model's (%.6g); lower the learning rate (%g)",
-        m.epoch + 1, result.sampled_loss, kDivergedLossFactor, zero_loss,
-        result.learning_rate)));
+        m.epoch + 1, result.sampled_loss, kDivergedLossFactor,
+        m.zero_model_loss, result.learning_rate)));
   }
   if (failed.load()) {
     m.last_diverged = diverged.load();
