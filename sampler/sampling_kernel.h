@@ -100,6 +100,13 @@ struct MhOptions {
   // A word's proposal snapshot is rebuilt after serving refresh × (its
   // slots) draws: smaller is fresher and costlier. REQUIRES: > 0.
   double refresh = 1.0;
+  // Visits a batch's tokens grouped by word (the batch's document-topic
+  // counts held for all its documents at once), so that a word's proposal
+  // and snapshot are fetched once per batch instead of once per token, as
+  // WarpLDA's word pass does; off, in document order. Batches whose
+  // documents × K counts would not fit in cache are visited in document
+  // order either way (mh_kernel.h).
+  bool word_order = true;
 };
 
 // KernelOptions::overlay_max_word_tokens's default (docs/benchmarks.md).

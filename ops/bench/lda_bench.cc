@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
                              work_dir = "/tmp/lda_bench";
   uint32_t topics = 100;
   int threads = 1, sweeps = 50, mh_steps = 2, in_flight = 0;
-  std::string kernel = "sparse";
+  std::string kernel = "sparse", mh_order = "word";
   double max_seconds = 0, mh_refresh = 1.0;
   uint32_t init_row_topics = 0;
   bool progressive_start = false;
@@ -127,6 +127,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--mh-refresh", mh_refresh,
                  "Draws per slot before a word's MH proposal is rebuilt")
+      ->capture_default_str();
+  app.add_option("--mh-order", mh_order,
+                 "MH visits a batch's tokens grouped by word or in document "
+                 "order")
+      ->check(CLI::IsMember({"word", "document"}))
       ->capture_default_str();
   app.add_option("--init-row-topics", init_row_topics,
                  "Sparse start: topics per word of the first pass (0: off)")
@@ -321,6 +326,7 @@ int main(int argc, char** argv) {
     options.progressive_smoothing = progressive_smoothing;
     options.pipeline.kernel_options.mh.steps = mh_steps;
     options.pipeline.kernel_options.mh.refresh = mh_refresh;
+    options.pipeline.kernel_options.mh.word_order = mh_order == "word";
     options.pipeline.kernel_options.batch_overlay = !no_overlay;
     options.pipeline.kernel_options.overlay_max_word_tokens =
         overlay_max_word_tokens;

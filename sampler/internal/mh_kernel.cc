@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sync/row_topic_sort.h"
+
 namespace latentd::internal {
 namespace {
 
@@ -19,7 +21,7 @@ MhKernel::MhKernel(TopicId num_topics, const MhOptions& options)
       options_(options),
       n_k_(num_topics),
       smooth_(num_topics),
-      n_dk_(num_topics, 0) {}
+      doc_counts_(num_topics, 0) {}
 
 void MhKernel::Build(const TopicTable& table, WordId word, WordCache* c) {
   row_.clear();
@@ -193,30 +195,85 @@ void MhKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
   smooth_alias_.Build(smooth_);
   alpha_alias_.Build(params.alpha);
   Rng rng = Rng::ForStream(params.seed, params.sweep, batch->index);
+  if (options_.word_order &&
+      batch->num_docs() * num_topics_ <= kMaxWordOrderDocCounts) {
+    SampleByWord(table, batch, &rng, changes);
+  } else {
+    SampleByDocument(table, batch, &rng, changes);
+  }
+}
 
+void MhKernel::ResampleToken(const TopicTable& table, WordId word,
+                             std::span<TopicId> topics, size_t position,
+                             Rng* rng, std::vector<TopicChange>* changes) {
+  const TopicId s0 = topics[position];
+  WordCache& c = CacheFor(table, word);
+  --n_dk_[s0];
+  n_k_[s0] = std::max<int64_t>(n_k_[s0] - 1, 0);
+  const TopicId s = Resample(c, s0, topics, position, rng);
+  c.draws_left -= options_.steps;
+  ++n_dk_[s];
+  ++n_k_[s];
+  if (s != s0) {
+    topics[position] = s;
+    changes->push_back({word, s0, s});
+  }
+}
+
+void MhKernel::SampleByDocument(const TopicTable& table, DocBatch* batch,
+                                Rng* rng, std::vector<TopicChange>* changes) {
+  n_dk_ = doc_counts_.data();
   for (size_t d = 0; d < batch->num_docs(); ++d) {
     std::span<const WordId> words = batch->doc_words(d);
     std::span<TopicId> topics = batch->doc_topics(d);
     for (TopicId t : topics) ++n_dk_[t];
     for (size_t i = 0; i < words.size(); ++i) {
-      const WordId w = words[i];
       if (i + kPrefetch < words.size()) {
         __builtin_prefetch(&words_[words[i + kPrefetch]]);
       }
-      const TopicId s0 = topics[i];
-      WordCache& c = CacheFor(table, w);
-      --n_dk_[s0];
-      n_k_[s0] = std::max<int64_t>(n_k_[s0] - 1, 0);
-      const TopicId s = Resample(c, s0, topics, i, &rng);
-      c.draws_left -= options_.steps;
-      ++n_dk_[s];
-      ++n_k_[s];
-      if (s != s0) {
-        topics[i] = s;
-        changes->push_back({w, s0, s});
-      }
+      ResampleToken(table, words[i], topics, i, rng, changes);
     }
     for (TopicId t : topics) n_dk_[t] = 0;
+  }
+}
+
+namespace {
+
+constexpr auto ByWord = [](const auto& v) { return v.word; };
+
+}  // namespace
+
+void MhKernel::SampleByWord(const TopicTable& table, DocBatch* batch, Rng* rng,
+                            std::vector<TopicChange>* changes) {
+  const size_t K = num_topics_;
+  const size_t docs = batch->num_docs();
+  if (doc_counts_.size() < docs * K) doc_counts_.resize(docs * K, 0);
+  doc_of_.resize(batch->num_tokens());
+  visits_.clear();
+  for (size_t d = 0; d < docs; ++d) {
+    Count* counts = doc_counts_.data() + d * K;
+    for (uint32_t t = batch->doc_offsets[d]; t < batch->doc_offsets[d + 1];
+         ++t) {
+      ++counts[batch->topics[t]];
+      doc_of_[t] = static_cast<uint32_t>(d);
+      visits_.push_back({batch->words[t], 0, t});
+    }
+  }
+  sync::SortByRowTopic(1, ByWord, &visits_, &visits_scratch_);
+  for (size_t v = 0; v < visits_.size(); ++v) {
+    if (v + kPrefetch < visits_.size()) {
+      __builtin_prefetch(&words_[visits_[v + kPrefetch].word]);
+    }
+    const uint32_t token = visits_[v].token;
+    const uint32_t d = doc_of_[token];
+    const uint32_t begin = batch->doc_offsets[d];
+    n_dk_ = doc_counts_.data() + size_t{d} * K;
+    ResampleToken(table, visits_[v].word,
+                  {batch->topics.data() + begin, batch->doc_length(d)},
+                  token - begin, rng, changes);
+  }
+  for (size_t d = 0; d < docs; ++d) {
+    for (TopicId t : batch->doc_topics(d)) doc_counts_[d * K + t] = 0;
   }
 }
 

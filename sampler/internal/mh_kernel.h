@@ -35,6 +35,18 @@
 // sampled since its build — never by the token itself, which a snapshot
 // taken in this sweep always counts at s0.
 //
+// Visiting order (MhOptions::word_order): in document order, each token
+// fetches its word's snapshot and alias table, a cache miss or several on
+// any vocabulary larger than the cache. In word order the kernel holds the
+// document-topic counts of all the batch's documents at once and visits the
+// tokens grouped by word (a radix sort of the batch's words, stable, so
+// tokens of a word keep their document order): a word's snapshot is fetched
+// once for all its tokens in the batch, and what varies from token to token
+// is a document's counts and topics, which the batch keeps within cache.
+// Both orders are systematic scans of the same moves, so both keep the
+// posterior. A batch whose documents × K counts exceed
+// kMaxWordOrderDocCounts is visited in document order.
+//
 // Thread-safety: one thread per kernel object (SamplingKernel's contract).
 #ifndef LATENTD_SAMPLER_INTERNAL_MH_KERNEL_H_
 #define LATENTD_SAMPLER_INTERNAL_MH_KERNEL_H_
@@ -50,6 +62,10 @@ namespace latentd::internal {
 
 class MhKernel final : public SamplingKernel {
  public:
+  // Counts (4 bytes each) of the batch's documents that word order may
+  // hold at once: 1 MiB, half of an L2 cache of the machines measured.
+  static constexpr size_t kMaxWordOrderDocCounts = size_t{1} << 18;
+
   MhKernel(TopicId num_topics, const MhOptions& options);
   void SampleBatch(const SweepParams& params, DocBatch* batch,
                    std::vector<TopicChange>* changes) override;
@@ -90,6 +106,16 @@ class MhKernel final : public SamplingKernel {
   // n_dk_ and n_k_).
   TopicId Resample(const WordCache& c, TopicId s0,
                    std::span<const TopicId> topics, size_t position, Rng* rng);
+  // Resamples the token at `position` of a document (n_dk_ its counts):
+  // moves its count in n_dk_ and n_k_ and records a change.
+  void ResampleToken(const TopicTable& table, WordId word,
+                     std::span<TopicId> topics, size_t position, Rng* rng,
+                     std::vector<TopicChange>* changes);
+  // The batch's tokens in document order, or grouped by word.
+  void SampleByDocument(const TopicTable& table, DocBatch* batch, Rng* rng,
+                        std::vector<TopicChange>* changes);
+  void SampleByWord(const TopicTable& table, DocBatch* batch, Rng* rng,
+                    std::vector<TopicChange>* changes);
 
   const TopicId num_topics_;
   const MhOptions options_;
@@ -106,8 +132,21 @@ class MhKernel final : public SamplingKernel {
   AliasTable alpha_alias_;
   std::vector<std::pair<TopicId, Count>> row_;  // Build's scratch
   std::vector<double> masses_;                  // Build's scratch
-  // Per document.
-  std::vector<Count> n_dk_;
+  // Document-topic counts, zero between batches: K per document of the
+  // batch in word order, K in document order. n_dk_ points at the counts
+  // of the document whose token is being resampled.
+  std::vector<Count> doc_counts_;
+  Count* n_dk_ = nullptr;
+  // Word order's visits: a token's word and index in the batch, sorted by
+  // word (topic is sync::SortByRowTopic's column, always 0, so the sort
+  // keys on the word alone); doc_of_[token] is its document.
+  struct WordVisit {
+    WordId word;
+    TopicId topic;
+    uint32_t token;
+  };
+  std::vector<WordVisit> visits_, visits_scratch_;
+  std::vector<uint32_t> doc_of_;
 };
 
 }  // namespace latentd::internal

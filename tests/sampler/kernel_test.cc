@@ -1,6 +1,7 @@
 // The kernels draw from the exact collapsed conditional: for fixed counts,
 // the empirical distribution of a token's new topic matches p(z | rest);
 // and with the batch overlay a batch's later tokens see its own moves.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include "base/random.h"
 #include "gtest/gtest.h"
 #include "sampler/internal/batch_overlay.h"
+#include "sampler/internal/mh_kernel.h"
 #include "sampler/sampling_kernel.h"
 #include "tests/sampler/chi_square.h"
 
@@ -36,10 +38,23 @@ struct KernelUnderTest {
   // Whether n_wk follows the batch's own draws (the overlay; MH keeps its
   // snapshot of the row instead).
   bool SeesOwnMoves() const { return overlay && kind != KernelKind::kMh; }
+  // The order the kernel resamples a batch's tokens in: MH in word order
+  // groups them by word (stable), every other kernel goes in batch order.
+  std::vector<size_t> VisitOrder(const std::vector<WordId>& words) const {
+    std::vector<size_t> order(words.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    if (kind == KernelKind::kMh && mh.word_order) {
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return words[a] < words[b]; });
+    }
+    return order;
+  }
 };
 std::string Name(const KernelUnderTest& k) {
   return std::string(KernelKindName(k.kind)) +
-         (k.overlay ? "" : "_without_overlay");
+         (k.overlay ? "" : "_without_overlay") +
+         (k.kind == KernelKind::kMh && !k.mh.word_order ? "_document_order"
+                                                        : "");
 }
 std::unique_ptr<SamplingKernel> Make(const KernelUnderTest& k, TopicId K) {
   return MakeKernel(k.kind, K, {.mh = k.mh, .batch_overlay = k.overlay});
@@ -120,9 +135,9 @@ struct JointCase {
 
 // Samples the batch `draws` times and compares the joint law of all its
 // new topics with the exact one, enumerated from the sequential
-// conditionals — the document's counts and n_k following each draw, and
-// n_wk too for a kernel that sees its own moves (else the table's, fixed
-// for the batch) — by a chi-square test.
+// conditionals in the kernel's visiting order — the document's counts and
+// n_k following each draw, and n_wk too for a kernel that sees its own
+// moves (else the table's, fixed for the batch) — by a chi-square test.
 void ExpectJointLawMatches(const KernelUnderTest& kind, const JointCase& c,
                            int draws) {
   const TopicId K = c.K;
@@ -153,22 +168,29 @@ void ExpectJointLawMatches(const KernelUnderTest& kind, const JointCase& c,
   for (WordId w = 0; w < V; ++w) {
     for (TopicId k = 0; k < K; ++k) n_k0[k] += n[w][k];
   }
+  const std::vector<size_t> order = kind.VisitOrder(c.words);
+  std::vector<TopicId> draws_of(tokens);
   for (size_t o = 0; o < outcomes; ++o) {
+    // Outcome o: token i drew digit i of o in base K.
+    for (size_t i = 0, code = o; i < tokens; ++i, code /= K) {
+      draws_of[i] = static_cast<TopicId>(code % K);
+    }
     std::vector<TopicId> z = c.topics;
     double p = 1;
-    size_t code = o;
-    for (size_t i = 0; i < tokens && p > 0; ++i) {
-      const TopicId draw = code % K;
-      code /= K;
+    for (size_t step = 0; step < tokens && p > 0; ++step) {
+      const size_t i = order[step];
+      const TopicId draw = draws_of[i];
       double total = 0, chosen = 0;
       for (TopicId k = 0; k < K; ++k) {
         double n_dk = 0, n_k = n_k0[k];
         for (size_t j = 0; j < tokens; ++j) {
           n_dk += (j != i && doc_of[j] == doc_of[i] && z[j] == k);
         }
-        // n_k follows the draws made so far; n_wk if own_moves.
+        // n_k follows the draws made so far (a token not drawn yet still
+        // has z = its topic); n_wk too if own_moves.
         double n_wk = n[c.words[i]][k] - (c.topics[i] == k);
-        for (size_t j = 0; j < i; ++j) {
+        for (size_t j = 0; j < tokens; ++j) {
+          if (j == i) continue;
           n_k += (z[j] == k) - (c.topics[j] == k);
           if (own_moves && c.words[j] == c.words[i]) {
             n_wk += (z[j] == k) - (c.topics[j] == k);
@@ -301,6 +323,31 @@ INSTANTIATE_TEST_SUITE_P(
                       KernelUnderTest{KernelKind::kMh, {.steps = 48}}),
     [](const auto& info) { return Name(info.param); });
 
+// MH in either order on a batch whose words interleave across two
+// documents: in word order the tokens of word 0 (in both documents) are
+// drawn before those of word 1, and the joint law is the sequential
+// conditionals' in that order.
+class MhOrderExactness : public ::testing::TestWithParam<KernelUnderTest> {};
+
+TEST_P(MhOrderExactness, InterleavedWordsJointMatchesVisitOrder) {
+  ExpectJointLawMatches(GetParam(),
+                        {.K = 4,
+                         .words = {1, 0, 1, 0, 1},
+                         .topics = {0, 3, 2, 0, 3},
+                         .background = {{2, 1, 3, 0}, {0, 4, 1, 2}},
+                         .alpha = {0.4, 0.2, 0.3, 0.1},
+                         .beta = 0.1,
+                         .doc_lengths = {2, 3}},
+                        400000);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Orders, MhOrderExactness,
+    ::testing::Values(KernelUnderTest{KernelKind::kMh, {.steps = 48}},
+                      KernelUnderTest{KernelKind::kMh,
+                                      {.steps = 48, .word_order = false}}),
+    [](const auto& info) { return Name(info.param); });
+
 INSTANTIATE_TEST_SUITE_P(
     Kernels, OverlayExactness,
     ::testing::Values(KernelUnderTest{KernelKind::kSparseLda, {}},
@@ -381,8 +428,9 @@ TEST(BatchOverlay, KernelsFollowOnlyWordsUpToTheLimit) {
 // background plus the document with the token at s0 (one table per s0, so
 // the excluded conditional is the same for every s0). Word 0 is dense,
 // word 1 sparse (3 of K topics: the smoothing proposal reaches the others);
-// the token under test is the document's first.
-void ExpectMhStationary(const JointCase& c, int draws) {
+// the token under test is the document's first, and the first visited in
+// either order (its word has the smallest id).
+void ExpectMhStationary(const JointCase& c, int draws, bool word_order) {
   const TopicId K = c.K;
   const WordId V = static_cast<WordId>(c.background.size());
   const WordId w0 = c.words[0];
@@ -415,7 +463,8 @@ void ExpectMhStationary(const JointCase& c, int draws) {
     }
     tables.push_back(std::make_unique<TopicTable>(V, K));
     ASSERT_TRUE(FillTable(n, tables.back().get()).ok());
-    kernels.push_back(MakeKernel(KernelKind::kMh, K, {.mh = {.steps = 1}}));
+    kernels.push_back(MakeKernel(
+        KernelKind::kMh, K, {.mh = {.steps = 1, .word_order = word_order}}));
   }
   SweepParams params;
   params.alpha = c.alpha;
@@ -452,33 +501,77 @@ void ExpectMhStationary(const JointCase& c, int draws) {
 }
 
 TEST(MhKernel, OneCycleKeepsConditionalDenseRow) {
-  ExpectMhStationary({.K = 6,
-                      .words = {0, 1, 0, 2, 0},
-                      .topics = {0, 2, 1, 4, 3},
-                      .background = {{7, 2, 0, 5, 0, 1},
-                                     {0, 3, 4, 0, 9, 0},
-                                     {2, 0, 0, 1, 6, 3}},
-                      .alpha = {0.5, 0.1, 0.2, 0.05, 0.3, 0.4},
-                      .beta = 0.1},
-                     300000);
+  for (bool word_order : {true, false}) {
+    SCOPED_TRACE(word_order ? "word order" : "document order");
+    ExpectMhStationary({.K = 6,
+                        .words = {0, 1, 0, 2, 0},
+                        .topics = {0, 2, 1, 4, 3},
+                        .background = {{7, 2, 0, 5, 0, 1},
+                                       {0, 3, 4, 0, 9, 0},
+                                       {2, 0, 0, 1, 6, 3}},
+                        .alpha = {0.5, 0.1, 0.2, 0.05, 0.3, 0.4},
+                        .beta = 0.1},
+                       300000, word_order);
+  }
 }
 
 TEST(MhKernel, OneCycleKeepsConditionalSparseRow) {
   JointCase c;
   c.K = 24;
-  c.words = {1, 0, 1, 0, 0};
+  c.words = {0, 1, 0, 1, 1};
   c.topics = {0, 5, 9, 5, 20};
-  c.background = {std::vector<Count>(24), std::vector<Count>(24, 0)};
+  c.background = {std::vector<Count>(24, 0), std::vector<Count>(24)};
   for (TopicId k = 0; k < 24; ++k) {
-    c.background[0][k] = 1 + (k * 5) % 7;
+    c.background[1][k] = 1 + (k * 5) % 7;
     c.alpha.push_back(0.02 + 0.05 * (k % 3));
   }
-  // Word 1: 3 topics of 24 (sparse), plus the token itself.
-  c.background[1][2] = 6;
-  c.background[1][9] = 3;
-  c.background[1][17] = 1;
+  // Word 0: 3 topics of 24 (sparse), plus the token itself.
+  c.background[0][2] = 6;
+  c.background[0][9] = 3;
+  c.background[0][17] = 1;
   c.beta = 0.05;
-  ExpectMhStationary(c, 300000);
+  for (bool word_order : {true, false}) {
+    SCOPED_TRACE(word_order ? "word order" : "document order");
+    ExpectMhStationary(c, 300000, word_order);
+  }
+}
+
+// A batch whose documents' counts would not fit in word order's bound is
+// visited in document order: the same draws as a kernel set to it. A
+// smaller batch is visited by word: its draws differ.
+TEST(MhKernel, WordOrderFallsBackToDocumentOrderForLargeBatches) {
+  auto sample = [](TopicId K, size_t docs, bool word_order) {
+    const WordId V = 3;
+    TopicTable table(V, K);
+    std::vector<std::vector<Count>> n(V, std::vector<Count>(K, 0));
+    DocBatch batch;
+    for (size_t d = 0; d < docs; ++d) {
+      const std::vector<WordId> words = {2, 0, 1, 0};
+      std::vector<TopicId> topics;
+      for (size_t i = 0; i < words.size(); ++i) {
+        topics.push_back(static_cast<TopicId>((d * 7 + i * 3) % K));
+        ++n[words[i]][topics.back()];
+      }
+      batch.AddDocument("d", "", words, topics);
+    }
+    EXPECT_TRUE(FillTable(n, &table).ok());
+    SweepParams params;
+    params.table = &table;
+    params.alpha.assign(K, 0.1);
+    params.beta = 0.01;
+    params.beta_sum = params.beta * V;
+    params.seed = 3;
+    std::unique_ptr<SamplingKernel> kernel = MakeKernel(
+        KernelKind::kMh, K, {.mh = {.steps = 2, .word_order = word_order}});
+    std::vector<TopicChange> changes;
+    kernel->SampleBatch(params, &batch, &changes);
+    return batch.topics;
+  };
+  constexpr size_t kBound = internal::MhKernel::kMaxWordOrderDocCounts;
+  const TopicId big_k = 1024;
+  const size_t many = kBound / big_k + 1;  // documents × K just past it
+  EXPECT_EQ(sample(big_k, many, true), sample(big_k, many, false));
+  EXPECT_NE(sample(big_k, many - 2, true), sample(big_k, many - 2, false));
 }
 
 // The overlay's record of a word counts its net moves, in both forms: a
