@@ -120,10 +120,15 @@ TEST_F(GraphConsensus, DualSyncMatchesSingleNodeOnTwoAndThreeNodes) {
 TEST_F(GraphConsensus, DualAsyncConverges) {
   const Run r = Train(2, GraphConsensusVariant::kDualAsync);
   // The copies are reset to a z̄ that lags (what the background rounds
-  // have brought so far): behind dual-sync. Measured +2.1% to +2.5%; +0.7%
-  // while the copies' duals were in the sums, whose lag they made up for
+  // have brought so far): behind dual-sync. Measured +2.0% to +2.4% with
+  // the machine to itself or beside two busy loops; +0.7% while the
+  // copies' duals were in the sums, whose lag they made up for
   // (SyncedEmbeddings keeps them local so that copies may join and leave).
-  EXPECT_LT(std::abs(r.objective / single_objective_ - 1), 0.03);
+  // The lag grows with the load: +2.7% to +3.1% beside six busy loops on
+  // two cores, +3.4% once in the gate, the objective still falling ~0.1%
+  // an epoch at the end. So the bound is 5%; copies that do not reach
+  // consensus fail the distance check below.
+  EXPECT_LT(std::abs(r.objective / single_objective_ - 1), 0.05);
   EXPECT_LT(std::abs(r.auc - single_auc_), 0.01);
   EXPECT_LT(r.last_distance, 0.7 * r.first_distance);
 }
