@@ -38,6 +38,8 @@
 #                (--overlay-max-word-tokens 0)
 #   t2-before    2 threads as before issue 15: --no-overlay, 16k-token
 #                batches whatever the corpus (--min-batches 0)
+#   t2-64, t2-off  2 threads, the overlay following words of at most 64
+#                tokens, or off (batches sized to the corpus)
 # (QUALITY_CONFIGS picks some: default "dense t1 t2 t1-all t2-all t2-before")
 # and each one's gap to dense in % (negative: below dense). Corpora
 # (QUALITY_CORPORA, default "brown-sentences ap"; "" skips the table):
@@ -156,6 +158,8 @@ quality_config() {  # name -> lda_bench arguments
     t1-all) echo --kernel sparse --threads 1 --overlay-max-word-tokens 0 ;;
     t2-all) echo --kernel sparse --threads 2 --overlay-max-word-tokens 0 ;;
     t2-before) echo --kernel sparse --threads 2 --no-overlay --min-batches 0 ;;
+    t2-64) echo --kernel sparse --threads 2 --overlay-max-word-tokens 64 ;;
+    t2-off) echo --kernel sparse --threads 2 --no-overlay ;;
   esac
 }
 ll_at() { grep "^sweep $2 " "$1" | sed 's/.* ll\/token \([-0-9.]*\).*/\1/'; }
