@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   latentd::TrainCommandOptions train;
   std::string format = "lines", optimize_alpha = "on", stopwords = "on",
               kernel = "auto", on_malformed = "skip", batch_overlay = "on",
-              start = "progressive";
+              start = "progressive", overlay_max_word_tokens = "auto";
   int threads = 1;
   uint32_t topics = 100;
   CLI::App* t = app.add_subcommand(
@@ -213,13 +213,16 @@ int main(int argc, char** argv) {
                 "worse per sweep on short documents)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
-  t->add_option("--overlay-max-word-tokens",
-                train.trainer.pipeline.kernel_options.overlay_max_word_tokens,
+  t->add_option("--overlay-max-word-tokens", overlay_max_word_tokens,
                 "The batch overlay follows only words with at most this many "
                 "tokens in the corpus: a frequent word's own moves in a batch "
                 "barely change its row, and following them is most of the "
-                "overlay's cost (0: every word)")
-      ->check(CLI::NonNegativeNumber)
+                "overlay's cost (0: every word; auto: 256 where documents "
+                "average under 64 tokens, else 64, docs/benchmarks.md)")
+      ->check([](const std::string& v) {
+        absl::StatusOr<int64_t> n = latentd::ParseOverlayMaxWordTokens(v);
+        return n.ok() ? std::string() : std::string(n.status().message());
+      })
       ->capture_default_str();
   latentd::AddJsonOption(t, &train.json);
   t->add_option("--batches-in-flight",
@@ -346,6 +349,8 @@ int main(int argc, char** argv) {
     train.trainer.num_topics = topics;
     train.trainer.optimize_alpha = OnOff(optimize_alpha);
     train.trainer.pipeline.kernel_options.batch_overlay = OnOff(batch_overlay);
+    train.trainer.pipeline.kernel_options.overlay_max_word_tokens =
+        *latentd::ParseOverlayMaxWordTokens(overlay_max_word_tokens);
     train.trainer.pipeline.threads = threads;
     train.trainer.pipeline.kernel = *latentd::ParseKernelKind(kernel);
     train.trainer.progressive_start = start == "progressive";

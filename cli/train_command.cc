@@ -69,7 +69,7 @@ ModelSettings TrainSettings(const TrainCommandOptions& o, size_t vocab) {
   const KernelOptions& kernel = o.trainer.pipeline.kernel_options;
   s["train.batch_overlay"] = kernel.batch_overlay ? "true" : "false";
   s["train.overlay_max_word_tokens"] =
-      absl::StrCat(kernel.overlay_max_word_tokens);
+      OverlayMaxWordTokensName(kernel.overlay_max_word_tokens);
   PutTokenizerSettings(o.input.tokenizer, &s);
   return s;
 }

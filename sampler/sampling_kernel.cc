@@ -1,5 +1,6 @@
 #include "sampler/sampling_kernel.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "sampler/internal/mh_kernel.h"
 #include "sampler/internal/progressive_start_kernel.h"
@@ -33,6 +34,28 @@ std::string_view KernelKindName(KernelKind kind) {
       return "progressive-start";
   }
   return "?";
+}
+
+int64_t AutoOverlayMaxWordTokens(uint64_t num_docs, uint64_t num_tokens) {
+  return num_docs > 0 && num_tokens / num_docs >= kLongDocumentTokens
+             ? kLongDocumentOverlayMaxWordTokens
+             : kDefaultOverlayMaxWordTokens;
+}
+
+absl::StatusOr<int64_t> ParseOverlayMaxWordTokens(std::string_view text) {
+  if (text == "auto") return kOverlayMaxWordTokensAuto;
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(absl::string_view(text.data(), text.size()), &n) ||
+      n < 0 || n > (int64_t{1} << 62)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("overlay-max-word-tokens '", std::string(text),
+                     "' is neither auto nor a count of tokens in 0..2^62"));
+  }
+  return n;
+}
+
+std::string OverlayMaxWordTokensName(int64_t max_word_tokens) {
+  return max_word_tokens < 0 ? "auto" : absl::StrCat(max_word_tokens);
 }
 
 std::unique_ptr<SamplingKernel> MakeKernel(KernelKind kind, TopicId num_topics,

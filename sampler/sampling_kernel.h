@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +21,25 @@
 #include "sampler/topic_table.h"
 
 namespace latentd {
+
+// KernelOptions::overlay_max_word_tokens: the batch overlay's cap, chosen
+// by the corpus (the default). The overlay keeps parallel sampling near a
+// serial sampler's law on short documents, where the word rows weigh most,
+// and costs time to a given likelihood on long ones; docs/benchmarks.md
+// ("Parallel quality on short documents") has the measurements.
+inline constexpr int64_t kOverlayMaxWordTokensAuto = -1;
+// The caps auto picks: for documents of fewer than kLongDocumentTokens
+// tokens on average (or no documents yet), and for longer ones.
+inline constexpr int64_t kDefaultOverlayMaxWordTokens = 256;
+inline constexpr int64_t kLongDocumentOverlayMaxWordTokens = 64;
+inline constexpr uint64_t kLongDocumentTokens = 64;
+// The cap auto picks for a corpus of `num_docs` documents and `num_tokens`
+// tokens.
+int64_t AutoOverlayMaxWordTokens(uint64_t num_docs, uint64_t num_tokens);
+// The setting's text: "auto" (kOverlayMaxWordTokensAuto) or a count of
+// tokens, 0..2^62; anything else is kInvalidArgument.
+absl::StatusOr<int64_t> ParseOverlayMaxWordTokens(std::string_view text);
+std::string OverlayMaxWordTokensName(int64_t max_word_tokens);
 
 // Everything a kernel needs for one sweep, copied in once per sweep so hot
 // loops read plain members.
@@ -40,6 +60,10 @@ struct SweepParams {
   // second), and passes the rest through unchanged. Other kernels ignore it.
   uint32_t progressive_stride = 1;
   bool progressive_first_stage = true;
+  // The overlay's cap where KernelOptions::overlay_max_word_tokens leaves
+  // it to the corpus (kOverlayMaxWordTokensAuto): SweepPipeline::Run sets
+  // it from its store's documents (AutoOverlayMaxWordTokens).
+  int64_t overlay_max_word_tokens = kDefaultOverlayMaxWordTokens;
 };
 
 // One token whose topic changed.
@@ -109,9 +133,6 @@ struct MhOptions {
   bool word_order = true;
 };
 
-// KernelOptions::overlay_max_word_tokens's default (docs/benchmarks.md).
-inline constexpr int64_t kDefaultOverlayMaxWordTokens = 256;
-
 // Settings of every kernel kind, one struct so the pipeline passes them on.
 struct KernelOptions {
   MhOptions mh;
@@ -128,7 +149,8 @@ struct KernelOptions {
   // a frequent word's tokens, so its own moves barely change that word's
   // row, while following them is most of the overlay's cost
   // (batch_overlay.h; docs/benchmarks.md, "Kernels").
-  int64_t overlay_max_word_tokens = kDefaultOverlayMaxWordTokens;
+  // kOverlayMaxWordTokensAuto: SweepParams::overlay_max_word_tokens.
+  int64_t overlay_max_word_tokens = kOverlayMaxWordTokensAuto;
   uint32_t init_row_topics = 8;  // kSparseInit's topics per word, >= 1
 };
 

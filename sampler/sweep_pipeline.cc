@@ -169,6 +169,8 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
   const auto start = std::chrono::steady_clock::now();
   SweepParams params = run_params;
   params.run = impl_->runs++;
+  params.overlay_max_word_tokens = AutoOverlayMaxWordTokens(
+      store->meta().num_docs, store->meta().num_tokens);
   const KernelKind kind = impl_->options.kernel;
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
   TokenStoreMeta next_meta = store->meta();

@@ -141,16 +141,17 @@ void AddModelSettings(const AddFn& add) {
       Bool("batch-overlay", [](DaemonConfig* c) {
         return &c->service.trainer.pipeline.kernel_options.batch_overlay;
       }));
-  add("overlay-max-word-tokens", absl::StrCat(kDefaultOverlayMaxWordTokens),
-      "0..2^62",
+  add("overlay-max-word-tokens", "auto", "auto|0..2^62",
       "The batch overlay follows only words with at most this many tokens: "
       "a frequent word's own moves in a batch barely change its row, and "
-      "following them is most of the overlay's cost (0: every word)",
-      Int<int64_t>("overlay-max-word-tokens", 0, int64_t{1} << 62,
-                   [](DaemonConfig* c) {
-                     return &c->service.trainer.pipeline.kernel_options
-                                 .overlay_max_word_tokens;
-                   }));
+      "following them is most of the overlay's cost (0: every word; auto: "
+      "256 where documents average under 64 tokens, else 64)",
+      [](std::string_view v, DaemonConfig* c) -> absl::Status {
+        absl::StatusOr<int64_t> n = ParseOverlayMaxWordTokens(v);
+        if (!n.ok()) return Bad("overlay-max-word-tokens", v, "auto|0..2^62");
+        c->service.trainer.pipeline.kernel_options.overlay_max_word_tokens = *n;
+        return absl::OkStatus();
+      });
   add("optimize-alpha", "on", "on|off", "Learn an asymmetric alpha",
       Bool("optimize-alpha",
            [](DaemonConfig* c) { return &c->service.trainer.optimize_alpha; }));

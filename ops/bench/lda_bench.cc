@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   double holdout = 0, target_heldout = 0;
   int heldout_every = 10;
   uint64_t seed = 1, batch_tokens = 16384, min_batches = 128;
-  int64_t overlay_max_word_tokens = latentd::kDefaultOverlayMaxWordTokens;
+  std::string overlay_max_word_tokens = "auto";
   bool raw_text = false, no_overlay = false;
   app.add_option("--corpus", corpus, "Corpus file")->required();
   app.add_option("--vocab", vocab, "Vocabulary (ldac/uci)");
@@ -176,7 +176,11 @@ int main(int argc, char** argv) {
                "latentd: a batch's tokens do not see its own row moves");
   app.add_option("--overlay-max-word-tokens", overlay_max_word_tokens,
                  "latentd: the overlay follows words with at most this many "
-                 "tokens (0: every word)")
+                 "tokens (0: every word; auto: by the documents' length)")
+      ->check([](const std::string& v) {
+        auto n = latentd::ParseOverlayMaxWordTokens(v);
+        return n.ok() ? std::string() : std::string(n.status().message());
+      })
       ->capture_default_str();
   app.add_option("--holdout", holdout,
                  "latentd: share of documents held out; their document "
@@ -329,7 +333,7 @@ int main(int argc, char** argv) {
     options.pipeline.kernel_options.mh.word_order = mh_order == "word";
     options.pipeline.kernel_options.batch_overlay = !no_overlay;
     options.pipeline.kernel_options.overlay_max_word_tokens =
-        overlay_max_word_tokens;
+        *latentd::ParseOverlayMaxWordTokens(overlay_max_word_tokens);
     options.seed = seed;
     // The log-likelihood is computed outside the timed sweep, as for the
     // dense sampler, so that both rates measure sampling alone.

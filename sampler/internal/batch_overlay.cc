@@ -6,10 +6,14 @@ namespace latentd::internal {
 
 BatchOverlay::BatchOverlay(TopicId num_topics, int64_t max_word_tokens)
     : num_topics_(num_topics),
+      configured_max_word_tokens_(max_word_tokens),
       max_word_tokens_(max_word_tokens),
       delta_(num_topics, 0) {}
 
-void BatchOverlay::Reset(size_t vocab_size) {
+void BatchOverlay::Reset(size_t vocab_size, int64_t auto_max_word_tokens) {
+  max_word_tokens_ = configured_max_word_tokens_ >= 0
+                         ? configured_max_word_tokens_
+                         : auto_max_word_tokens;
   Unfocus();
   has_focus_ = false;
   if (index_.size() < vocab_size) index_.resize(vocab_size);

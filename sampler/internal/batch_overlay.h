@@ -53,12 +53,14 @@ class BatchOverlay {
   static constexpr uint32_t kSmall = 8;
 
   // max_word_tokens: a word with more tokens than this (its row's total at
-  // its first move in the batch) is not followed; 0: every word is.
+  // its first move in the batch) is not followed; 0: every word is;
+  // negative (kOverlayMaxWordTokensAuto): each batch's Reset says.
   explicit BatchOverlay(TopicId num_topics, int64_t max_word_tokens = 0);
 
   // Forgets every move (call at the start of each batch) and makes room
-  // for words < vocab_size.
-  void Reset(size_t vocab_size);
+  // for words < vocab_size. auto_max_word_tokens: the batch's cap if the
+  // constructor left it to Reset.
+  void Reset(size_t vocab_size, int64_t auto_max_word_tokens = 0);
   // Hints that `word` will be focused soon. REQUIRES: word < vocab_size.
   void Prefetch(WordId word) const { __builtin_prefetch(&index_[word]); }
   // Makes `word` the focused word; nothing if it already is.
@@ -107,8 +109,9 @@ class BatchOverlay {
   void MakeBig();
 
   const TopicId num_topics_;
-  const int64_t max_word_tokens_;
-  uint32_t stamp_ = 0;  // the current batch's
+  const int64_t configured_max_word_tokens_;
+  int64_t max_word_tokens_;  // the current batch's
+  uint32_t stamp_ = 0;       // the current batch's
   std::vector<IndexSlot> index_;
   std::vector<std::vector<Entry>> lists_;  // the first lists_used_ are live
   uint32_t lists_used_ = 0;

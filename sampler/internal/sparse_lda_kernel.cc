@@ -245,7 +245,9 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
   beta_ = params.beta;
   beta_sum_ = params.beta_sum;
   Rng rng = Rng::ForStream(params.seed, params.sweep, batch->index);
-  if (use_overlay_) overlay_.Reset(table.vocab_size());
+  if (use_overlay_) {
+    overlay_.Reset(table.vocab_size(), params.overlay_max_word_tokens);
+  }
 
   // The smoothing and document buckets live in locals (registers) across
   // the token loop; MoveCount keeps them current.
@@ -329,7 +331,9 @@ void DenseKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
   const double* alpha = params.alpha.data();
   Rng rng = Rng::ForStream(params.seed, params.sweep, batch->index);
   for (TopicId k = 0; k < num_topics_; ++k) n_k_[k] = table.TopicTotal(k);
-  if (use_overlay_) overlay_.Reset(table.vocab_size());
+  if (use_overlay_) {
+    overlay_.Reset(table.vocab_size(), params.overlay_max_word_tokens);
+  }
 
   for (size_t d = 0; d < batch->num_docs(); ++d) {
     std::span<const WordId> words = batch->doc_words(d);

@@ -366,8 +366,9 @@ INSTANTIATE_TEST_SUITE_P(
 struct TwoTokenOutcome {
   int both_at_one = 0, swapped = 0;
 };
-TwoTokenOutcome SampleTwoTokensOfOneWord(KernelKind kind,
-                                         const KernelOptions& options) {
+TwoTokenOutcome SampleTwoTokensOfOneWord(
+    KernelKind kind, const KernelOptions& options,
+    int64_t run_cap = kDefaultOverlayMaxWordTokens) {
   const TopicId K = 2;
   TopicTable table(2, K);
   // Word 1 (in no document of the batch) keeps n_k balanced.
@@ -377,6 +378,7 @@ TwoTokenOutcome SampleTwoTokensOfOneWord(KernelKind kind,
   params.alpha = {1.0, 1.0};
   params.beta = 1e-4;
   params.beta_sum = params.beta * 2;
+  params.overlay_max_word_tokens = run_cap;
   std::unique_ptr<SamplingKernel> kernel = MakeKernel(kind, K, options);
   TwoTokenOutcome outcome;
   std::vector<TopicChange> changes;
@@ -418,6 +420,42 @@ TEST(BatchOverlay, KernelsFollowOnlyWordsUpToTheLimit) {
           << KernelKindName(kind) << " limit " << limit;
     }
   }
+}
+
+// Left to the corpus (the default), the limit is the run's
+// (SweepParams::overlay_max_word_tokens); a limit set in the options wins.
+TEST(BatchOverlay, AnAutoLimitIsTheRunsAndASetOneWins) {
+  for (KernelKind kind : {KernelKind::kSparseLda, KernelKind::kDense}) {
+    for (int64_t run_cap : {1, 2}) {
+      const TwoTokenOutcome o = SampleTwoTokensOfOneWord(kind, {}, run_cap);
+      EXPECT_GE(run_cap == 2 ? o.both_at_one : o.swapped, 198)
+          << KernelKindName(kind) << " run's limit " << run_cap;
+      const TwoTokenOutcome set = SampleTwoTokensOfOneWord(
+          kind, {.mh = {}, .overlay_max_word_tokens = 2}, run_cap);
+      EXPECT_GE(set.both_at_one, 198) << KernelKindName(kind);
+    }
+  }
+}
+
+// Auto follows words of up to 256 tokens where documents average under 64
+// tokens (or there are none yet), 64 from there; the setting's text is
+// "auto" or a count.
+TEST(BatchOverlay, AutoLimitFollowsTheDocumentsLength) {
+  EXPECT_EQ(AutoOverlayMaxWordTokens(0, 0), 256);
+  EXPECT_EQ(AutoOverlayMaxWordTokens(56'264, 56'264 * 8), 256);  // sentences
+  EXPECT_EQ(AutoOverlayMaxWordTokens(100, 6'399), 256);
+  EXPECT_EQ(AutoOverlayMaxWordTokens(100, 6'400), 64);
+  EXPECT_EQ(AutoOverlayMaxWordTokens(18'805, 2'181'914), 64);  // news20
+  EXPECT_EQ(*ParseOverlayMaxWordTokens("auto"), kOverlayMaxWordTokensAuto);
+  EXPECT_EQ(*ParseOverlayMaxWordTokens("0"), 0);
+  EXPECT_EQ(*ParseOverlayMaxWordTokens("300"), 300);
+  for (const char* bad : {"-1", "x", "", "4611686018427387905"}) {
+    EXPECT_EQ(ParseOverlayMaxWordTokens(bad).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  EXPECT_EQ(OverlayMaxWordTokensName(kOverlayMaxWordTokensAuto), "auto");
+  EXPECT_EQ(OverlayMaxWordTokensName(64), "64");
 }
 
 // The MH kernel's moves leave the exact conditional invariant: if the
