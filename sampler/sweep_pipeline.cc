@@ -339,8 +339,47 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
   return result;
 }
 
+namespace {
+
+// Each word's tokens in `store`, counted up to `cap`.
+absl::StatusOr<std::vector<uint32_t>> WordTokens(TokenStore* store,
+                                                 size_t vocab_size,
+                                                 uint32_t cap) {
+  std::vector<uint32_t> tokens(vocab_size, 0);
+  LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
+  DocBatch batch;
+  while (true) {
+    LATENTD_ASSIGN_OR_RETURN(bool more, reader->Next(&batch));
+    if (!more) break;
+    for (WordId w : batch.words) {
+      if (w >= vocab_size) {
+        return absl::DataLossError(
+            absl::StrCat("token store batch ", batch.index, " has word ", w,
+                         " outside the model (", vocab_size, " words)"));
+      }
+      tokens[w] += tokens[w] < cap;
+    }
+  }
+  return tokens;
+}
+
+}  // namespace
+
 absl::Status RebuildTable(TokenStore* store, TopicTable* table) {
   table->Clear();
+  if (store->meta().sweep == 0) {
+    // The builder's uniform draws: a word of n tokens has about
+    // ExpectedTopicsOfUniformDraws(n, K) topics, so each row is allocated once
+    // at that size (a pass over the store's words), in the size class Quiesce
+    // keeps it in, rather than grown through every size on the way (docs/
+    // benchmarks.md, "Large corpora from disk"). A trained store's rows
+    // hold far fewer topics than its tokens: they grow.
+    const uint32_t K = table->num_topics();
+    LATENTD_ASSIGN_OR_RETURN(std::vector<uint32_t> topics,
+                             WordTokens(store, table->vocab_size(), K));
+    for (uint32_t& t : topics) t = ExpectedTopicsOfUniformDraws(t, K);
+    table->ReserveRows(topics);
+  }
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
   DocBatch batch;
   std::vector<WordTopicDelta> deltas;

@@ -1,6 +1,7 @@
 #include "sampler/topic_table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <new>
 
 #include "absl/strings/str_cat.h"
@@ -28,8 +29,15 @@ TopicTable::~TopicTable() {
 }
 
 TopicTable::RowBlock* TopicTable::AllocateBlock(uint32_t capacity, bool dense) {
-  void* raw = arena_->Allocate(BlockBytes(capacity, dense));
+  size_t usable = 0;
+  void* raw = arena_->Allocate(BlockBytes(capacity, dense), &usable);
   RowBlock* block = new (raw) RowBlock;
+  block->block_bytes = static_cast<uint32_t>(usable);
+  InitBlock(block, capacity, dense);
+  return block;
+}
+
+void TopicTable::InitBlock(RowBlock* block, uint32_t capacity, bool dense) {
   block->capacity = capacity;
   block->dense = dense;
   if (dense) {
@@ -42,7 +50,6 @@ TopicTable::RowBlock* TopicTable::AllocateBlock(uint32_t capacity, bool dense) {
       new (&entries[i]) std::atomic<Entry>(0);
   }
   block->size.store(dense ? capacity : 0, std::memory_order_relaxed);
-  return block;
 }
 
 std::atomic<TopicTable::Entry>* TopicTable::MutableEntries(RowBlock* block) {
@@ -56,7 +63,7 @@ std::atomic<Count>* TopicTable::MutableCounts(RowBlock* block) {
 void TopicTable::FreeBlock(RowBlock* block) {
   if (block == nullptr) return;
   // RowBlock and the atomics are trivially destructible.
-  arena_->Free(block, BlockBytes(block->capacity, block->dense));
+  arena_->Free(block, block->block_bytes);
 }
 
 Count TopicTable::Get(WordId word, TopicId topic) const {
@@ -96,6 +103,8 @@ size_t TopicTable::MemoryBytes() const {
   }
   return bytes;
 }
+
+size_t TopicTable::ArenaBytes() const { return arena_->chunk_bytes(); }
 
 void TopicTable::MapRow(const RowBlock* block) {
   if (++map_generation_ == 0) {  // wrapped: no stale stamp may match
@@ -357,8 +366,24 @@ TopicTable::RowBlock* TopicTable::Regrow(WordId word, RowBlock* old,
     }
   }
   const uint32_t wanted = nonzeros + extra;
+  RowBlock* block =
+      CopyRow(old, wanted > dense_threshold_
+                       ? num_topics_
+                       : std::min<uint32_t>(std::max<uint32_t>(4, 2 * wanted),
+                                            dense_threshold_));
+  // Publishes the filled block; readers still on `old` finish safely since
+  // it is only freed by Quiesce().
+  rows_[word].store(block, std::memory_order_release);
+  retired_.push_back(old);
+  return block;
+}
+
+TopicTable::RowBlock* TopicTable::CopyRow(const RowBlock* old,
+                                          uint32_t topics) {
+  const std::atomic<Entry>* old_entries = EntriesOf(old);
+  const uint32_t old_size = old->size.load(std::memory_order_relaxed);
   RowBlock* block;
-  if (wanted > dense_threshold_) {
+  if (topics > dense_threshold_) {
     block = AllocateBlock(num_topics_, true);
     std::atomic<Count>* counts = MutableCounts(block);
     for (uint32_t i = 0; i < old_size; ++i) {
@@ -368,9 +393,7 @@ TopicTable::RowBlock* TopicTable::Regrow(WordId word, RowBlock* old,
       }
     }
   } else {
-    const uint32_t capacity =
-        std::min<uint32_t>(std::max<uint32_t>(4, 2 * wanted), dense_threshold_);
-    block = AllocateBlock(capacity, false);
+    block = AllocateBlock(topics, false);
     std::atomic<Entry>* entries = MutableEntries(block);
     uint32_t n = 0;
     for (uint32_t i = 0; i < old_size; ++i) {
@@ -379,11 +402,36 @@ TopicTable::RowBlock* TopicTable::Regrow(WordId word, RowBlock* old,
     }
     block->size.store(n, std::memory_order_relaxed);
   }
-  // Publishes the filled block; readers still on `old` finish safely since
-  // it is only freed by Quiesce().
-  rows_[word].store(block, std::memory_order_release);
-  retired_.push_back(old);
   return block;
+}
+
+uint32_t TopicTable::LaidOutCapacity(uint32_t nonzeros) const {
+  if (nonzeros > dense_threshold_) return num_topics_;
+  return std::min<uint32_t>(std::max<uint32_t>(4, nonzeros + nonzeros / 2),
+                            dense_threshold_);
+}
+
+void TopicTable::ReserveRows(std::span<const uint32_t> row_topics) {
+  LATENTD_CHECK(row_topics.size() == vocab_size_);
+  for (size_t w = 0; w < vocab_size_; ++w) {
+    const uint32_t wanted = std::min<uint32_t>(row_topics[w], num_topics_);
+    if (wanted == 0) continue;
+    // The block Quiesce gives a row of `wanted` topics, so that a row
+    // reserved about right keeps its block's size class there.
+    const uint32_t topics = LaidOutCapacity(wanted);
+    RowBlock* block = rows_[w].load(std::memory_order_relaxed);
+    if (block == nullptr) {
+      rows_[w].store(AllocateBlock(topics, wanted > dense_threshold_),
+                     std::memory_order_relaxed);
+      continue;
+    }
+    if (block->dense || block->capacity >= topics) continue;
+    RowBlock* fresh = CopyRow(
+        block,
+        std::max<uint32_t>(topics, static_cast<uint32_t>(RowNonZeros(w))));
+    rows_[w].store(fresh, std::memory_order_relaxed);
+    FreeBlock(block);
+  }
 }
 
 void TopicTable::Quiesce() {
@@ -402,27 +450,37 @@ void TopicTable::Quiesce() {
     ForEachNonZero(static_cast<WordId>(w), [&nonzero](TopicId k, Count c) {
       nonzero.push_back(Pack(c, k));
     });
+    // A row stays in its block where the block holds its layout and is at
+    // most twice its size; else the block goes back first, so a row of the
+    // same size class takes it again (free lists are last in, first out).
+    const bool dense = nonzero.size() > dense_threshold_;
+    const uint32_t n = static_cast<uint32_t>(nonzero.size());
+    const uint32_t capacity = LaidOutCapacity(n);
+    const size_t needed =
+        internal::RowArena::UsableSize(BlockBytes(capacity, dense));
     RowBlock* fresh = nullptr;
-    if (nonzero.size() > dense_threshold_) {
-      fresh = AllocateBlock(num_topics_, true);
+    if (n > 0 && needed <= block->block_bytes &&
+        block->block_bytes <= 2 * needed) {
+      fresh = block;
+      InitBlock(fresh, capacity, dense);
+    } else {
+      FreeBlock(block);
+      if (n > 0) fresh = AllocateBlock(capacity, dense);
+    }
+    if (dense) {
       for (Entry e : nonzero) {
         MutableCounts(fresh)[TopicOf(e)].store(CountOf(e),
                                                std::memory_order_relaxed);
       }
-    } else if (!nonzero.empty()) {
+    } else if (n > 0) {
       std::sort(nonzero.begin(), nonzero.end(),
                 [](Entry a, Entry b) { return TopicOf(a) < TopicOf(b); });
-      const uint32_t n = static_cast<uint32_t>(nonzero.size());
-      fresh = AllocateBlock(std::min<uint32_t>(std::max<uint32_t>(4, n + n / 2),
-                                               dense_threshold_),
-                            false);
       for (uint32_t i = 0; i < n; ++i) {
         MutableEntries(fresh)[i].store(nonzero[i], std::memory_order_relaxed);
       }
       fresh->size.store(n, std::memory_order_relaxed);
     }
     rows_[w].store(fresh, std::memory_order_release);
-    FreeBlock(block);
   }
 }
 
@@ -444,6 +502,15 @@ void TopicTable::Clear() {
   for (RowBlock* b : retired_) FreeBlock(b);
   retired_.clear();
   for (TopicId k = 0; k < num_topics_; ++k) totals_[k].store(0);
+}
+
+uint32_t ExpectedTopicsOfUniformDraws(uint64_t n, TopicId num_topics) {
+  if (n == 0) return 0;
+  if (num_topics == 1) return 1;
+  const double K = num_topics;
+  const double topics =
+      std::ceil(K * -std::expm1(static_cast<double>(n) * std::log1p(-1 / K)));
+  return static_cast<uint32_t>(std::min(topics, K));
 }
 
 double TopicTable::MeanRowTopics() const {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -194,7 +195,10 @@ class Trainer {
   KernelKind ChooseKernel(double* mean_row_topics);
   // The progressive start's pass into the cleared table: its two stages
   // (progressive_stride), the first with its serial batches.
-  absl::StatusOr<SweepResult> RunProgressivePass(SweepParams params);
+  // Each row gets room for row_topics[w] topics before each stage
+  // (TopicTable::ReserveRows).
+  absl::StatusOr<SweepResult> RunProgressivePass(
+      SweepParams params, std::span<const uint32_t> row_topics);
 
   std::vector<double> alpha_;
   uint64_t sweep_ = 0;

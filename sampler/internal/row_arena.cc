@@ -64,20 +64,29 @@ void RowArena::NewChunk(size_t bytes) {
   end_ = next_ + size;
 }
 
-void* RowArena::Allocate(size_t bytes) {
+void* RowArena::Allocate(size_t bytes, size_t* usable) {
 #if defined(LATENTD_ROW_ARENA_ASAN)
+  if (usable != nullptr) *usable = UsableSize(bytes);
   return ::operator new(UsableSize(bytes));
 #else
-  if (bytes > kMaxArenaBytes) return ::operator new(UsableSize(bytes));
+  if (bytes > kMaxArenaBytes) {
+    if (usable != nullptr) *usable = UsableSize(bytes);
+    return ::operator new(UsableSize(bytes));
+  }
   const int c = ClassOf(bytes);
-  if (FreeBlock* block = free_[c]; block != nullptr) {
-    free_[c] = block->next;
-    return block;
+  // Four classes make an octave.
+  for (int d = c; d <= std::min(c + 4, kClasses - 1); ++d) {
+    if (FreeBlock* block = free_[d]; block != nullptr) {
+      free_[d] = block->next;
+      if (usable != nullptr) *usable = ClassSize(d);
+      return block;
+    }
   }
   const size_t size = ClassSize(c);
   if (static_cast<size_t>(end_ - next_) < size) NewChunk(size);
   void* block = next_;
   next_ += size;
+  if (usable != nullptr) *usable = size;
   return block;
 #endif
 }

@@ -89,5 +89,34 @@ TEST(RowArenaTest, FreedBlocksAreReusedSoMemoryStaysFlat) {
   for (size_t w = 0; w < rows.size(); ++w) arena.Free(rows[w], sizes[w]);
 }
 
+// A class with no free block takes a free one of up to an octave more
+// (rows that shrank give their memory to smaller rows), says how large it
+// is, and goes back to the class of that size; past an octave, or with
+// none free, a new block comes from the chunk.
+TEST(RowArenaTest, ASmallerRowTakesAFreeBlockOfUpToAnOctaveMore) {
+  if (kAsan) GTEST_SKIP() << "AddressSanitizer build: blocks from operator new";
+  RowArena arena;
+  size_t usable = 0;
+  void* big = arena.Allocate(448, &usable);
+  EXPECT_EQ(usable, 448u);
+  arena.Free(big, usable);
+  // 230 bytes: class 256, whose octave (four classes) reaches 448.
+  void* taken = arena.Allocate(230, &usable);
+  EXPECT_EQ(taken, big);
+  EXPECT_EQ(usable, 448u);
+  arena.Free(taken, usable);
+  // 200 bytes: class 224, whose octave ends at 448 — taken too.
+  EXPECT_EQ(arena.Allocate(200, &usable), big);
+  arena.Free(big, usable);
+  // 100 bytes: class 112, more than an octave below: a new block.
+  void* small = arena.Allocate(100, &usable);
+  EXPECT_NE(small, big);
+  EXPECT_EQ(usable, 112u);
+  // The 448-byte block is still free for its own class.
+  EXPECT_EQ(arena.Allocate(448, &usable), big);
+  arena.Free(big, usable);
+  arena.Free(small, 112);
+}
+
 }  // namespace
 }  // namespace latentd::internal

@@ -91,6 +91,58 @@ TEST(TopicTable, RowsGrowThenTurnDenseWithoutLosingCounts) {
   EXPECT_EQ(table.Get(0, 199), 200);
 }
 
+// ReserveRows allocates each row once: topics added up to the block's
+// room (the reserved number and half as much again, as Quiesce lays rows
+// out) land in the same block (no regrow, so no copy kept until
+// Quiesce), a reservation past half of K is a dense row, a row already
+// that large is left alone, and the counts are kept throughout.
+TEST(TopicTable, ReservedRowsTakeTheirTopicsWithoutARegrow) {
+  const TopicId K = 100;
+  TopicTable table(4, K);
+  ASSERT_TRUE(table.Apply(std::vector<WordTopicDelta>{{2, 7, 3}}).ok());
+  const std::vector<uint32_t> reserve = {30, 51, 41, 0};
+  table.ReserveRows(reserve);
+  EXPECT_EQ(table.Get(2, 7), 3);
+  EXPECT_FALSE(table.RowIsDense(0));
+  EXPECT_TRUE(table.RowIsDense(1));
+  EXPECT_EQ(table.Raw(3).size, 0u);  // nothing reserved, nothing allocated
+  EXPECT_EQ(table.Raw(3).entries, nullptr);
+  const auto* row0 = table.Raw(0).entries;
+  const auto* row2 = table.Raw(2).entries;
+  // Row 0, reserved for 30, has Quiesce's room for half as many again.
+  for (TopicId k = 0; k < 45; ++k) {
+    std::vector<WordTopicDelta> d = {{0, k, 1}, {2, k + 10, 2}};
+    if (k >= 40) d.pop_back();  // row 2: 41 topics
+    ASSERT_TRUE(table.Apply(d).ok());
+    EXPECT_EQ(table.Raw(0).entries, row0) << k;
+    EXPECT_EQ(table.Raw(2).entries, row2) << k;
+  }
+  EXPECT_EQ(table.RowNonZeros(0), 45u);
+  EXPECT_EQ(table.RowNonZeros(2), 41u);
+  EXPECT_EQ(table.Get(2, 7), 3);
+  EXPECT_EQ(table.Get(2, 49), 2);
+  // Smaller reservations leave rows as they are.
+  table.ReserveRows(std::vector<uint32_t>{1, 1, 1, 0});
+  EXPECT_EQ(table.Raw(2).entries, row2);
+  EXPECT_TRUE(table.RowIsDense(1));
+  // A topic past the reservation regrows the row, counts kept.
+  ASSERT_TRUE(table.Apply(std::vector<WordTopicDelta>{{0, 90, 4}}).ok());
+  EXPECT_NE(table.Raw(0).entries, row0);
+  EXPECT_EQ(table.RowNonZeros(0), 46u);
+  EXPECT_EQ(table.Get(0, 90), 4);
+  EXPECT_EQ(table.TotalTokens(), 3 + 45 + 80 + 4);
+}
+
+TEST(TopicTable, ExpectedTopicsOfUniformDraws) {
+  EXPECT_EQ(ExpectedTopicsOfUniformDraws(0, 100), 0u);
+  EXPECT_EQ(ExpectedTopicsOfUniformDraws(1, 100), 1u);
+  EXPECT_EQ(ExpectedTopicsOfUniformDraws(7, 1), 1u);
+  EXPECT_EQ(ExpectedTopicsOfUniformDraws(2, 2), 2u);  // 1.5, rounded up
+  // 100 (1 - 0.99^100) = 63.4.
+  EXPECT_EQ(ExpectedTopicsOfUniformDraws(100, 100), 64u);
+  EXPECT_EQ(ExpectedTopicsOfUniformDraws(1u << 30, 100), 100u);
+}
+
 // Raw() is what the vector walks read: a dense row as K 32-bit counts, a
 // sparse one as packed entries, and Quiesce moves a row between the two.
 TEST(TopicTable, RawRowsShowDenseCountsAndSparseEntries) {
