@@ -76,7 +76,7 @@ absl::Status SaveCheckpoint(const ModelSnapshot& snapshot,
   // current or the new snapshot. At no moment is either name missing or
   // partly written, and the new file is durable before any name points at
   // it; each rename is followed by an fsync of the directory.
-  absl::Status written = WriteFileDurably(fresh, snapshot.Serialize());
+  absl::Status written = snapshot.WriteDurably(fresh);
   if (!written.ok()) {
     (void)FileSystem::Default()->Remove(fresh);
     return written;

@@ -69,6 +69,13 @@ ModelSnapshot ModelSnapshot::Capture(const TopicTable& table,
   snap.alpha = std::move(alpha);
   snap.word_offsets.reserve(table.vocab_size() + 1);
   snap.word_offsets.push_back(0);
+  // Sized first: grown by doubling, the copy of a large table held up to
+  // twice its entries, and both buffers while it moved.
+  size_t nonzeros = 0;
+  for (size_t w = 0; w < table.vocab_size(); ++w) {
+    nonzeros += table.RowNonZeros(static_cast<WordId>(w));
+  }
+  snap.entries.reserve(nonzeros);
   for (size_t w = 0; w < table.vocab_size(); ++w) {
     const size_t begin = snap.entries.size();
     table.ForEachNonZero(static_cast<WordId>(w), [&](TopicId k, Count c) {
@@ -81,9 +88,23 @@ ModelSnapshot ModelSnapshot::Capture(const TopicTable& table,
   return snap;
 }
 
-std::string ModelSnapshot::Serialize() const {
+template <typename Sink>
+absl::Status ModelSnapshot::Encode(Sink&& sink) const {
+  // Handed to `sink` a piece at a time (about 1 MiB), the checksum kept
+  // along the way, so a file of a large model is never whole in memory.
+  constexpr size_t kPiece = size_t{1} << 20;
+  XXH64_state_t* state = XXH64_createState();
+  if (state == nullptr) return absl::ResourceExhaustedError("XXH64 state");
+  XXH64_reset(state, kChecksumSeed);
   std::string out;
-  out.reserve(64 + alpha.size() * 8 + vocab_size * 4 + entries.size() * 8);
+  out.reserve(kPiece + 4096);
+  auto flush = [&]() -> absl::Status {
+    XXH64_update(state, out.data(), out.size());
+    absl::Status s = sink(std::string_view(out));
+    out.clear();
+    return s;
+  };
+  absl::Status status;
   out.append(kMagic, sizeof(kMagic));
   Put(&out, kVersion);
   Put(&out, num_topics);
@@ -93,16 +114,40 @@ std::string ModelSnapshot::Serialize() const {
   Put(&out, seed);
   Put(&out, tokens);
   for (double a : alpha) Put(&out, a);
-  for (uint32_t w = 0; w < vocab_size; ++w) {
+  for (uint32_t w = 0; w < vocab_size && status.ok(); ++w) {
     Put(&out, static_cast<uint32_t>(word_offsets[w + 1] - word_offsets[w]));
     for (uint64_t i = word_offsets[w]; i < word_offsets[w + 1]; ++i) {
       Put(&out, entries[i].topic);
       Put(&out, entries[i].count);
     }
+    if (out.size() >= kPiece) status = flush();
   }
-  Put(&out,
-      static_cast<uint64_t>(XXH64(out.data(), out.size(), kChecksumSeed)));
+  if (status.ok()) status = flush();
+  const uint64_t sum = XXH64_digest(state);
+  XXH64_freeState(state);
+  if (!status.ok()) return status;
+  Put(&out, sum);
+  return sink(std::string_view(out));
+}
+
+std::string ModelSnapshot::Serialize() const {
+  std::string out;
+  out.reserve(64 + alpha.size() * 8 + vocab_size * 4 + entries.size() * 8);
+  (void)Encode([&out](std::string_view piece) {
+    out.append(piece);
+    return absl::OkStatus();
+  });
   return out;
+}
+
+absl::Status ModelSnapshot::WriteDurably(const std::string& path) const {
+  LATENTD_ASSIGN_OR_RETURN(
+      std::unique_ptr<WritableFile> file,
+      FileSystem::Default()->OpenForWrite(path, WriteMode::kTruncate));
+  LATENTD_RETURN_IF_ERROR(
+      Encode([&file](std::string_view piece) { return file->Append(piece); }));
+  LATENTD_RETURN_IF_ERROR(file->Sync());
+  return file->Close();
 }
 
 absl::Status ModelSnapshot::Save(const std::string& path) const {

@@ -47,6 +47,10 @@ struct ModelSnapshot {
                                uint64_t sweep, uint64_t seed);
   // The file's bytes (layout above), checksum included.
   std::string Serialize() const;
+  // Writes Serialize()'s bytes to `path` (created or truncated) in pieces,
+  // never whole in memory, then fsyncs and closes it. On failure the file
+  // may hold part of them.
+  absl::Status WriteDurably(const std::string& path) const;
   absl::Status Save(const std::string& path) const;
   static absl::StatusOr<ModelSnapshot> Load(const std::string& path);
   // Checks magic and checksum of the file at `path` without decoding it,
@@ -58,6 +62,12 @@ struct ModelSnapshot {
   std::unique_ptr<TopicTable> ToTable() const;
   // n_k computed from the entries.
   std::vector<int64_t> TopicTotals() const;
+
+ private:
+  // Hands the file's bytes to sink(std::string_view) -> absl::Status in
+  // pieces; stops at the first error.
+  template <typename Sink>
+  absl::Status Encode(Sink&& sink) const;
 };
 
 }  // namespace latentd

@@ -3,14 +3,18 @@
 // left behind when it cannot be written.
 #include "sampler/model_export.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "base/random.h"
 #include "corpora/input_file.h"
 #include "gtest/gtest.h"
+#include "sampler/model_snapshot.h"
+#include "sampler/topic_table.h"
 
 namespace latentd {
 namespace {
@@ -52,6 +56,47 @@ class ModelExportTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::filesystem::path dir_;
 };
+
+// SummarizeTopics keeps a bounded heap a topic; the result is what sorting
+// every topic's words (count descending, word id ascending) gives, ties
+// included, and a top_n past a topic's words gives them all.
+TEST(SummarizeTopics, MatchesAFullSortTiesIncluded) {
+  const TopicId K = 7;
+  const uint32_t V = 300;
+  TopicTable table(V, K);
+  Rng rng(5);
+  std::vector<WordTopicDelta> deltas;
+  for (WordId w = 0; w < V; ++w) {
+    for (TopicId k = 0; k < K; ++k) {
+      // Few distinct counts, so ties are many; topic 6 holds 3 words only.
+      if (k == 6 ? w % 100 == 0 : rng.Uniform() < 0.6) {
+        deltas.push_back({w, k, static_cast<int32_t>(1 + rng.UniformInt(4))});
+      }
+    }
+  }
+  ASSERT_TRUE(table.Apply(deltas).ok());
+  const ModelSnapshot model =
+      ModelSnapshot::Capture(table, std::vector<double>(K, 0.1), 0.01, 1, 1);
+  for (int top_n : {0, 1, 10, 50}) {
+    const std::vector<TopicSummary> got = SummarizeTopics(model, top_n);
+    ASSERT_EQ(got.size(), K);
+    for (TopicId k = 0; k < K; ++k) {
+      std::vector<std::pair<Count, WordId>> all;
+      for (WordId w = 0; w < V; ++w) {
+        if (table.Get(w, k) > 0) all.emplace_back(-table.Get(w, k), w);
+      }
+      std::sort(all.begin(), all.end());
+      all.resize(std::min<size_t>(all.size(), top_n));
+      ASSERT_EQ(got[k].top_words.size(), all.size()) << k << " " << top_n;
+      for (size_t i = 0; i < all.size(); ++i) {
+        EXPECT_EQ(got[k].top_words[i].first, all[i].second) << k << " " << i;
+        EXPECT_DOUBLE_EQ(
+            got[k].top_words[i].second,
+            (-all[i].first + 0.01) / (table.TopicTotal(k) + 0.01 * V));
+      }
+    }
+  }
+}
 
 // θ = ((2 + 0.5) / 3.75, (1 + 0.25) / 3.75): n_d + Σα = 3 + 0.75.
 constexpr char kLine[] = "\t0:0.66667\t1:0.33333";

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -453,6 +455,38 @@ TEST(ModelSnapshot, RejectsTruncatedAndForeignFiles) {
   EXPECT_EQ(ModelSnapshot::Load(dir + "/x").status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(ModelSnapshot::Load(dir + "/missing").ok());
+  std::filesystem::remove_all(dir);
+}
+
+// WriteDurably streams the file in pieces of about 1 MiB with the checksum
+// kept along the way: a model of several pieces is written byte for byte
+// as Serialize() makes it, and loads back.
+TEST(ModelSnapshot, WrittenInPiecesAsSerialized) {
+  const std::string dir = TempDir("pieces");
+  const TopicId K = 500;
+  const WordId V = 5000;
+  TopicTable table(V, K);
+  std::vector<WordTopicDelta> deltas;
+  for (WordId w = 0; w < V; ++w) {
+    for (TopicId k = w % 7; k < K; k += 7) {
+      deltas.push_back({w, k, static_cast<int32_t>(1 + k)});
+    }
+  }
+  ASSERT_TRUE(table.Apply(deltas).ok());
+  const ModelSnapshot snap =
+      ModelSnapshot::Capture(table, std::vector<double>(K, 0.1), 0.01, 3, 9);
+  const std::string bytes = snap.Serialize();
+  ASSERT_GT(bytes.size(), size_t{1} << 21);  // three pieces or more
+  ASSERT_TRUE(snap.WriteDurably(dir + "/m").ok());
+  std::ifstream in(dir + "/m", std::ios::binary);
+  const std::string written((std::istreambuf_iterator<char>(in)),
+                            std::istreambuf_iterator<char>());
+  EXPECT_TRUE(written == bytes) << written.size() << " " << bytes.size();
+  auto loaded = ModelSnapshot::Load(dir + "/m");
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->entries.size(), deltas.size());
+  EXPECT_EQ(loaded->tokens, static_cast<uint64_t>(table.TotalTokens()));
+  EXPECT_FALSE(snap.WriteDurably(dir + "/no/such/dir/m").ok());
   std::filesystem::remove_all(dir);
 }
 
