@@ -58,6 +58,38 @@ TEST(PosixFileSystem, WriteReadRenameRemove) {
   EXPECT_TRUE(absl::IsInvalidArgument(fs->OpenForRead(dir).status()));
 }
 
+// Writeback starts every 8 MiB written (a hint to the kernel): a file of
+// several such spans, appended in pieces of every size, with a WriteAt
+// into an early span and a file opened to keep its bytes, reads back whole.
+TEST(PosixFileSystem, LargeFilesWrittenWithWritebackReadBackWhole) {
+  const std::string dir = TempDir("writeback");
+  FileSystem* fs = FileSystem::Posix();
+  std::string expected;
+  auto f = fs->OpenForWrite(dir + "/big", WriteMode::kTruncate);
+  ASSERT_TRUE(f.ok()) << f.status();
+  for (size_t i = 0; expected.size() < (size_t{20} << 20); ++i) {
+    const std::string piece((i * 7919) % (3 << 20), static_cast<char>(i));
+    ASSERT_TRUE((*f)->Append(piece).ok());
+    expected += piece;
+  }
+  ASSERT_TRUE((*f)->Flush().ok());
+  ASSERT_TRUE((*f)->WriteAt(1 << 20, "written at").ok());
+  expected.replace(1 << 20, 10, "written at");
+  ASSERT_TRUE((*f)->Close().ok());
+  f = fs->OpenForWrite(dir + "/big", WriteMode::kKeep);
+  ASSERT_TRUE(f.ok());
+  const std::string tail(9 << 20, 't');
+  ASSERT_TRUE((*f)->Append(tail).ok());
+  ASSERT_TRUE((*f)->Sync().ok());
+  ASSERT_TRUE((*f)->Close().ok());
+  expected += tail;
+  auto read = ReadFileToString(dir + "/big");
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->size(), expected.size());
+  EXPECT_TRUE(*read == expected);
+  EXPECT_TRUE(fs->Remove(dir + "/big").ok());
+}
+
 TEST(FileUtil, WriteFileAtomicallyLeavesNoTempOnFailure) {
   const std::string dir = TempDir("atomic");
   const std::string path = dir + "/x";
