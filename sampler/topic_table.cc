@@ -426,9 +426,8 @@ void TopicTable::ReserveRows(std::span<const uint32_t> row_topics) {
       continue;
     }
     if (block->dense || block->capacity >= topics) continue;
-    RowBlock* fresh = CopyRow(
-        block,
-        std::max<uint32_t>(topics, static_cast<uint32_t>(RowNonZeros(w))));
+    // The row holds at most its capacity, so fewer than `topics`.
+    RowBlock* fresh = CopyRow(block, topics);
     rows_[w].store(fresh, std::memory_order_relaxed);
     FreeBlock(block);
   }
