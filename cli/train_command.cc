@@ -212,6 +212,13 @@ absl::Status Finish(const TrainCommandOptions& o, Trainer& trainer,
                 snapshot.sweep);
   if (o.json) {
     absl::FPrintF(out, "%s\n", SummaryJson(o, trainer, snapshot, run));
+  } else if (o.print_topics > 0 && snapshot.tokens == 0) {
+    // Before the progressive start's pass (--sweeps 0): no token is placed.
+    absl::FPrintF(out,
+                  "no topics yet: the progressive start places the tokens in "
+                  "the first sweep (latentctl train --out %s --resume "
+                  "--sweeps N)\n",
+                  o.out_dir);
   } else if (o.print_topics > 0) {
     std::vector<TopicSummary> topics = SummarizeTopics(snapshot, 10);
     // The heaviest topics first.

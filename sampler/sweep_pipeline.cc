@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -126,6 +127,7 @@ struct SweepPipeline::Impl {
   ProgressHook progress_hook;           // runs in the writer
   absl::Duration progress_every;
   absl::Mutex* quiesce_mutex = nullptr;  // held around table->Quiesce()
+  bool relayout_after_run = true;
 };
 
 SweepPipeline::SweepPipeline(const PipelineOptions& options, TopicId num_topics)
@@ -156,6 +158,10 @@ int SweepPipeline::max_batches_in_flight() const {
 
 void SweepPipeline::SetSerialPrefixBatches(int batches) {
   impl_->options.serial_prefix_batches = batches;
+}
+
+void SweepPipeline::SetRelayoutAfterRun(bool relayout) {
+  impl_->relayout_after_run = relayout;
 }
 
 void SweepPipeline::SetQuiesceMutex(absl::Mutex* mu) {
@@ -323,11 +329,14 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
   tsan::Acquire(&stage[kWrite]);
   tsan::Acquire(&stage[kRead]);
   // No sampler runs now: retired row blocks can go.
-  if (impl_->quiesce_mutex != nullptr) {
-    absl::MutexLock l(impl_->quiesce_mutex);
-    table->Quiesce();
-  } else {
-    table->Quiesce();
+  {
+    std::optional<absl::MutexLock> l;
+    if (impl_->quiesce_mutex != nullptr) l.emplace(impl_->quiesce_mutex);
+    if (impl_->relayout_after_run) {
+      table->Quiesce();
+    } else {
+      table->ReleaseRetired();
+    }
   }
   LATENTD_RETURN_IF_ERROR(error.status());
   LATENTD_RETURN_IF_ERROR(impl_->options.background_commit
@@ -339,12 +348,9 @@ absl::StatusOr<SweepResult> SweepPipeline::Run(TokenStore* store,
   return result;
 }
 
-namespace {
-
-// Each word's tokens in `store`, counted up to `cap`.
-absl::StatusOr<std::vector<uint32_t>> WordTokens(TokenStore* store,
-                                                 size_t vocab_size,
-                                                 uint32_t cap) {
+absl::StatusOr<std::vector<uint32_t>> CountWordTokens(TokenStore* store,
+                                                      size_t vocab_size,
+                                                      uint32_t cap) {
   std::vector<uint32_t> tokens(vocab_size, 0);
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<BatchReader> reader, store->Read());
   DocBatch batch;
@@ -363,8 +369,6 @@ absl::StatusOr<std::vector<uint32_t>> WordTokens(TokenStore* store,
   return tokens;
 }
 
-}  // namespace
-
 absl::Status RebuildTable(TokenStore* store, TopicTable* table) {
   table->Clear();
   if (store->meta().sweep == 0) {
@@ -376,7 +380,7 @@ absl::Status RebuildTable(TokenStore* store, TopicTable* table) {
     // hold far fewer topics than its tokens: they grow.
     const uint32_t K = table->num_topics();
     LATENTD_ASSIGN_OR_RETURN(std::vector<uint32_t> topics,
-                             WordTokens(store, table->vocab_size(), K));
+                             CountWordTokens(store, table->vocab_size(), K));
     for (uint32_t& t : topics) t = ExpectedTopicsOfUniformDraws(t, K);
     table->ReserveRows(topics);
   }

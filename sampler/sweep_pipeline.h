@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -123,6 +124,10 @@ class SweepPipeline {
   // never sees a row mid-move. `mu` must outlive the pipeline; set it only
   // while no Run() is in progress.
   void SetQuiesceMutex(absl::Mutex* mu);
+  // Whether the next Run()s end in TopicTable::Quiesce (the default) or
+  // only free the retired row blocks (TopicTable::ReleaseRetired), leaving
+  // the rows where they are for a pass that fills them again.
+  void SetRelayoutAfterRun(bool relayout);
 
  private:
   struct Impl;
@@ -132,6 +137,12 @@ class SweepPipeline {
 // Rebuilds `table` (cleared first) from the assignments in `store`.
 // Fails if the store is damaged or its ids do not fit the table.
 absl::Status RebuildTable(TokenStore* store, TopicTable* table);
+
+// Each word's tokens in `store` (a pass over its words), each counted up to
+// `cap`. Fails if the store is damaged or holds a word >= vocab_size.
+absl::StatusOr<std::vector<uint32_t>> CountWordTokens(TokenStore* store,
+                                                      size_t vocab_size,
+                                                      uint32_t cap);
 
 }  // namespace latentd
 

@@ -433,9 +433,13 @@ void TopicTable::ReserveRows(std::span<const uint32_t> row_topics) {
   }
 }
 
-void TopicTable::Quiesce() {
+void TopicTable::ReleaseRetired() {
   for (RowBlock* b : retired_) FreeBlock(b);
   retired_.clear();
+}
+
+void TopicTable::Quiesce() {
+  ReleaseRetired();
   // Every row is laid out again in its canonical form: topics ascending,
   // dense exactly when it has more than dense_threshold_ non-zeros, capacity
   // a function of the non-zeros. The layout (and so the order in which the

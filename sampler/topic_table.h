@@ -142,6 +142,11 @@ class TopicTable {
   // (zero-count holes dropped, topics ascending), so that sampling from the
   // table depends only on its counts, not on its history.
   void Quiesce();
+  // Frees retired row blocks alone, leaving each row in the block it is in
+  // (for a pass that fills the same rows again, Trainer's progressive
+  // start: Quiesce would move rows that hold a fraction of their block
+  // to smaller blocks, and the next pass grow them back).
+  void ReleaseRetired();
   // Makes room in each row w for row_topics[w] non-zero topics (at most K),
   // in the block Quiesce would lay such a row out in (dense past half of K,
   // else room for half as many again), so that Apply adds topics to it

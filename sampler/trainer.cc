@@ -16,24 +16,33 @@ PipelineOptions WithInit(const TrainerOptions& o) {
   return p;
 }
 
-// The topics to reserve a row for the progressive pass
-// (TopicTable::ReserveRows), from the word's tokens n in `table`: at most
-// what its uniform draws held, so each row takes again the block the
-// rebuild from those draws freed (the pass concentrates a word's topics).
-// A dense row costs the pass a walk over all K topics for each token, also
-// while the row holds few, so only a word of at least 4K tokens, whose row
-// is dense for most of them, starts dense (news20, K=1000: dense for every
-// row past K/2 made the time to WarpLDA's likelihood 6% longer); the
-// others start sparse, and the few that outgrow K/2 go dense once.
-std::vector<uint32_t> ProgressiveRowTopics(const TopicTable& table) {
-  const TopicId K = table.num_topics();
-  std::vector<uint32_t> topics(table.vocab_size(), 0);
-  for (WordId w = 0; w < table.vocab_size(); ++w) {
-    uint64_t n = 0;
-    table.ForEachNonZero(w, [&n](TopicId, Count c) { n += c; });
-    topics[w] = n >= uint64_t{4} * K
+// The topics to reserve a row for in the progressive pass
+// (TopicTable::ReserveRows), from each word's tokens n (counted up to 4K):
+// at most what the word's uniform draws would hold, as the pass
+// concentrates a word's topics. A dense row costs the pass a walk over all
+// K topics for each token, also while the row holds few, so a word of at
+// least 4K tokens, whose row is dense for most of them, starts dense, and
+// the others sparse (news20, K=1000: dense for every row past K/2 made the
+// time to WarpLDA's likelihood 6% longer). With `dense_past_half`, for
+// the second stage at K <= kCheapDenseTopics, a row of more than K/2
+// expected topics is made dense too: the second stage's larger β spreads
+// such rows past K/2, and each that outgrew its sparse block mid-pass left
+// it retired until the pass ended (200 M tokens, K=100: 42 MB more arena,
+// a third of it). A dense walk of K=100 topics costs about what the sparse
+// one does (news20, K=100: 0.98 of the time to WarpLDA's likelihood,
+// 3 pairs); at K=1000 it cost 4-7% more.
+constexpr TopicId kCheapDenseTopics = 256;
+
+std::vector<uint32_t> ProgressiveRowTopics(
+    const std::vector<uint32_t>& word_tokens, TopicId K, bool dense_past_half) {
+  dense_past_half = dense_past_half && K <= kCheapDenseTopics;
+  std::vector<uint32_t> topics(word_tokens.size());
+  for (size_t w = 0; w < word_tokens.size(); ++w) {
+    const uint32_t expected = ExpectedTopicsOfUniformDraws(word_tokens[w], K);
+    topics[w] = word_tokens[w] >= uint64_t{4} * K ||
+                        (dense_past_half && expected > K / 2)
                     ? K
-                    : std::min(ExpectedTopicsOfUniformDraws(n, K), K / 2);
+                    : std::min(expected, K / 2);
   }
   return topics;
 }
@@ -109,7 +118,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(
       options.alpha > 0 ? options.alpha : 50.0 / options.num_topics;
   t->alpha_.assign(options.num_topics, a);
   t->sweep_ = t->store_->meta().sweep;
-  LATENTD_RETURN_IF_ERROR(RebuildTable(t->store_.get(), t->table_.get()));
+  LATENTD_RETURN_IF_ERROR(t->DeriveTable());
   return t;
 }
 
@@ -136,8 +145,25 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Resume(
   // The store may be ahead of the snapshot (it commits every sweep); its
   // assignments are the truth.
   t->sweep_ = t->store_->meta().sweep;
-  LATENTD_RETURN_IF_ERROR(RebuildTable(t->store_.get(), t->table_.get()));
+  LATENTD_RETURN_IF_ERROR(t->DeriveTable());
   return t;
+}
+
+bool Trainer::ProgressiveStartDue() const {
+  return sweep_ == 0 && options_.progressive_start &&
+         options_.init_row_topics == 0;
+}
+
+absl::Status Trainer::DeriveTable() {
+  if (ProgressiveStartDue()) {
+    // The pass redraws every token into a cleared table: a table of the
+    // store's draws would cost a pass over the store and be dropped, and
+    // the arena stayed at its size (200 M tokens, K=100: every frequent
+    // word's row dense; docs/benchmarks.md, "Large corpora from disk").
+    table_->Clear();
+    return absl::OkStatus();
+  }
+  return RebuildTable(store_.get(), table_.get());
 }
 
 KernelKind Trainer::ChooseKernel(double* mean_row_topics) {
@@ -157,7 +183,7 @@ KernelKind Trainer::ChooseKernel(double* mean_row_topics) {
 }
 
 absl::Status Trainer::Failed(uint64_t sweep, const absl::Status& failure) {
-  absl::Status rebuilt = RebuildTable(store_.get(), table_.get());
+  absl::Status rebuilt = DeriveTable();
   if (!rebuilt.ok()) {
     return absl::DataLossError(absl::StrCat(
         "sweep ", sweep, " failed (", failure.message(),
@@ -180,11 +206,16 @@ absl::StatusOr<SweepReport> Trainer::Sweep() {
   const bool sparse = options_.init_row_topics > 0;
   if (sweep_ == 0 && (sparse || options_.progressive_start)) {
     // The start's pass before the first sweep: the sparse start's, or the
-    // progressive start's, which draws every token into a cleared table.
-    std::vector<uint32_t> row_topics;
+    // progressive start's, which draws every token into the table left
+    // empty (DeriveTable).
+    std::vector<uint32_t> word_tokens;
     if (!sparse) {
-      row_topics = ProgressiveRowTopics(*table_);
-      table_->Clear();
+      const TopicId K = options_.num_topics;
+      absl::StatusOr<std::vector<uint32_t>> counted =
+          CountWordTokens(store_.get(), table_->vocab_size(), 4 * K);
+      if (!counted.ok()) return Failed(done, counted.status());
+      word_tokens = *std::move(counted);
+      table_->Clear();  // empty already, unless a caller wrote to it
     }
     pipeline_.SetKernel(sparse ? KernelKind::kSparseInit
                                : KernelKind::kProgressiveStart);
@@ -201,7 +232,7 @@ absl::StatusOr<SweepReport> Trainer::Sweep() {
     }
     absl::StatusOr<SweepResult> init =
         sparse ? pipeline_.Run(store_.get(), table_.get(), params, nullptr)
-               : RunProgressivePass(params, row_topics);
+               : RunProgressivePass(params, word_tokens);
     pipeline_.SetMaxBatchesInFlight(in_flight);
     pipeline_.SetSerialPrefixBatches(options_.pipeline.serial_prefix_batches);
     if (!init.ok()) return Failed(done, init.status());
@@ -242,11 +273,15 @@ absl::StatusOr<SweepReport> Trainer::Sweep() {
 }
 
 absl::StatusOr<SweepResult> Trainer::RunProgressivePass(
-    SweepParams params, std::span<const uint32_t> row_topics) {
-  // Each stage ends in a Quiesce that lays the rows out at their size then;
-  // reserved again, the second stage's rows are not regrown either.
-  table_->ReserveRows(row_topics);
+    SweepParams params, const std::vector<uint32_t>& word_tokens) {
+  const TopicId K = options_.num_topics;
   const uint32_t stride = static_cast<uint32_t>(options_.progressive_stride);
+  // The rows are reserved once for both stages, and the first ends without
+  // a Quiesce: that would move its rows, which hold a sixteenth of the
+  // tokens, to small blocks (more arena), for the second stage to grow
+  // them back (200 M tokens, K=100: the arena 102 MB before the second
+  // stage, where it is now the reservations' 90).
+  table_->ReserveRows(ProgressiveRowTopics(word_tokens, K, false));
   params.progressive_stride = stride;
   params.progressive_first_stage = true;
   // The first stage's first batches are the store's 0, s, 2s, ...: every
@@ -256,10 +291,11 @@ absl::StatusOr<SweepResult> Trainer::RunProgressivePass(
       int64_t{options_.progressive_serial_batches} * int64_t{stride};
   pipeline_.SetSerialPrefixBatches(static_cast<int>(
       std::min<int64_t>(serial, std::numeric_limits<int>::max())));
-  LATENTD_ASSIGN_OR_RETURN(
-      SweepResult first,
-      pipeline_.Run(store_.get(), table_.get(), params, nullptr));
-  if (stride == 1) return first;
+  pipeline_.SetRelayoutAfterRun(stride == 1);
+  absl::StatusOr<SweepResult> first =
+      pipeline_.Run(store_.get(), table_.get(), params, nullptr);
+  pipeline_.SetRelayoutAfterRun(true);
+  if (!first.ok() || stride == 1) return first;
   params.progressive_first_stage = false;
   params.beta =
       std::max(options_.beta,
@@ -267,12 +303,12 @@ absl::StatusOr<SweepResult> Trainer::RunProgressivePass(
                    std::max(static_cast<double>(options_.num_topics), 100.0));
   params.beta_sum = params.beta * table_->vocab_size();
   pipeline_.SetSerialPrefixBatches(0);
-  table_->ReserveRows(row_topics);
+  table_->ReserveRows(ProgressiveRowTopics(word_tokens, K, true));
   LATENTD_ASSIGN_OR_RETURN(
       SweepResult second,
       pipeline_.Run(store_.get(), table_.get(), params, nullptr));
-  second.changed += first.changed;
-  second.seconds += first.seconds;
+  second.changed += first->changed;
+  second.seconds += first->seconds;
   return second;
 }
 
@@ -286,7 +322,7 @@ absl::Status Trainer::ReloadStore() {
         table_->vocab_size(), " words"));
   }
   if (m.vocab_size > table_->vocab_size()) table_->Resize(m.vocab_size);
-  return RebuildTable(store_.get(), table_.get());
+  return DeriveTable();
 }
 
 ModelSnapshot Trainer::Snapshot() const {

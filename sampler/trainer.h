@@ -4,7 +4,9 @@
 // The token store holds the truth about assignments; the table is derived
 // from it (and rebuilt from it after a failed sweep or on resume), so a
 // crash at any point leaves a store and a snapshot that training can resume
-// from.
+// from. One exception: while the progressive start is due (a store at sweep
+// 0, TrainerOptions::progressive_start) the table is empty, as the start's
+// pass redraws every token; table() and Snapshot() then hold no tokens.
 //
 // Thread-safety: not thread-safe; one thread drives a Trainer (the pipeline
 // spreads each sweep over its own threads).
@@ -66,7 +68,8 @@ struct TrainerOptions {
   // The progressive start: training from a store at sweep 0 clears the
   // table and runs, before its first sweep, one KernelKind::
   // kProgressiveStart pass, which draws each token given the tokens placed
-  // before it (internal/progressive_start_kernel.h). Ignored with
+  // before it (internal/progressive_start_kernel.h); until that pass the
+  // table is empty (the store's draws are never counted). Ignored with
   // init_row_topics > 0. Single node only: a cluster member's table also
   // holds the other nodes' counts, which the clearing would drop.
   bool progressive_start = false;
@@ -187,8 +190,13 @@ class Trainer {
   std::unique_ptr<TokenStore> store_;
   std::unique_ptr<TopicTable> table_;
   SweepPipeline pipeline_;
-  // Rebuilds the table after a failed pass of sweep `sweep`; returns the
-  // failure, or kDataLoss if the table could not be rebuilt.
+  // Whether the next sweep begins with the progressive start's pass.
+  bool ProgressiveStartDue() const;
+  // The table of the store's assignments (RebuildTable); left empty while
+  // the progressive start is due, as its pass redraws every token.
+  absl::Status DeriveTable();
+  // Derives the table again after a failed pass of sweep `sweep`; returns
+  // the failure, or kDataLoss if the table could not be rebuilt.
   absl::Status Failed(uint64_t sweep, const absl::Status& failure);
   // The kernel of the next sweep (kAuto resolved); sets *mean_row_topics
   // if it measured it.
@@ -198,7 +206,7 @@ class Trainer {
   // Each row gets room for row_topics[w] topics before each stage
   // (TopicTable::ReserveRows).
   absl::StatusOr<SweepResult> RunProgressivePass(
-      SweepParams params, std::span<const uint32_t> row_topics);
+      SweepParams params, const std::vector<uint32_t>& word_tokens);
 
   std::vector<double> alpha_;
   uint64_t sweep_ = 0;

@@ -153,4 +153,14 @@ printf 'X' | dd of="$DIR/s/model.bin" bs=1 seek=40 conv=notrunc 2>/dev/null
 printf 'X' | dd of="$DIR/s/model.prev.bin" bs=1 seek=40 conv=notrunc 2>/dev/null
 "$CTL" train --out "$DIR/s" --resume --sweeps 1 2>"$DIR/se" >/dev/null && fail "--resume with both snapshots damaged"
 grep -q "model.bin refused: .*model.prev.bin refused: " "$DIR/se" || fail "both refusals not said: $(cat "$DIR/se")"
+# --sweeps 0 with the progressive start: no token is placed before its
+# pass, which says so; a resume runs the pass, and then there are topics.
+"$CTL" train --corpus "$DIR/small.txt" --topics 2 --sweeps 0 --out "$DIR/z" \
+  2>"$DIR/ze" >"$DIR/zo" || fail "--sweeps 0: $(cat "$DIR/ze")"
+grep -q "^no topics yet: the progressive start places the tokens" "$DIR/zo" ||
+  fail "--sweeps 0 output: $(cat "$DIR/zo")"
+"$CTL" train --out "$DIR/z" --resume --sweeps 1 2>"$DIR/ze" >"$DIR/zo" ||
+  fail "--resume at sweep 0: $(cat "$DIR/ze")"
+grep -q "(progressive start" "$DIR/ze" || fail "no progressive start on resume: $(cat "$DIR/ze")"
+[ "$(grep -c '^topic' "$DIR/zo")" = 2 ] || fail "no topics after the pass: $(cat "$DIR/zo")"
 echo "latentctl end-to-end: all checks passed"

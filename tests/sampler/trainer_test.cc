@@ -55,37 +55,40 @@ std::unique_ptr<TokenStore> MemoryStore(int docs, WordId vocab, TopicId topics,
   return store;
 }
 
+// 12,000 documents of 100 tokens over V=4000 words (about 300 tokens a
+// word), their topics drawn uniformly of K, marked at `sweep`.
+std::unique_ptr<TokenStore> UniformDrawStore(uint64_t sweep, TopicId K = 1000) {
+  TokenStoreMeta meta;
+  meta.num_topics = K;
+  meta.vocab_size = 4000;
+  meta.sweep = sweep;
+  std::unique_ptr<TokenStore> store = CreateInMemoryTokenStore(meta);
+  Rng rng(3);
+  testing::StoreFill fill(store.get(), meta, 16384);
+  for (int d = 0; d < 12000; ++d) {
+    std::vector<WordId> words(100);
+    std::vector<TopicId> z(100);
+    for (int i = 0; i < 100; ++i) {
+      words[i] = static_cast<WordId>(rng.UniformInt(meta.vocab_size));
+      z[i] = static_cast<TopicId>(rng.UniformInt(meta.num_topics));
+    }
+    fill.Add("doc" + std::to_string(d), words, z);
+  }
+  fill.Commit();
+  return store;
+}
+
 // A store of uniform draws is rebuilt with each row allocated once at
 // about its size (TopicTable::ReserveRows); grown step by step, as the
 // rows of a trained store (sweep > 0) still are, every smaller copy of a
 // row stays in the arena (2.7x the rows here, where reserved rows take
-// 1.15x). The progressive start reserves its rows too.
+// 1.15x).
 TEST(Trainer, RowsOfUniformDrawsAreAllocatedOnce) {
   const TopicId K = 1000;
   const WordId V = 4000;
-  auto store_at = [&](uint64_t sweep) {
-    TokenStoreMeta meta;
-    meta.num_topics = K;
-    meta.vocab_size = V;
-    meta.sweep = sweep;
-    std::unique_ptr<TokenStore> store = CreateInMemoryTokenStore(meta);
-    Rng rng(3);
-    testing::StoreFill fill(store.get(), meta, 16384);
-    for (int d = 0; d < 12000; ++d) {
-      std::vector<WordId> words(100);
-      std::vector<TopicId> z(100);
-      for (int i = 0; i < 100; ++i) {  // about 300 tokens a word
-        words[i] = static_cast<WordId>(rng.UniformInt(V));
-        z[i] = static_cast<TopicId>(rng.UniformInt(K));
-      }
-      fill.Add("doc" + std::to_string(d), words, z);
-    }
-    fill.Commit();
-    return store;
-  };
   TopicTable reserved(V, K), grown(V, K);
-  ASSERT_TRUE(RebuildTable(store_at(0).get(), &reserved).ok());
-  ASSERT_TRUE(RebuildTable(store_at(1).get(), &grown).ok());
+  ASSERT_TRUE(RebuildTable(UniformDrawStore(0).get(), &reserved).ok());
+  ASSERT_TRUE(RebuildTable(UniformDrawStore(1).get(), &grown).ok());
   if (reserved.ArenaBytes() == 0) {
     GTEST_SKIP() << "row blocks come from operator new in this build";
   }
@@ -94,23 +97,51 @@ TEST(Trainer, RowsOfUniformDrawsAreAllocatedOnce) {
   const double rows = static_cast<double>(reserved.MemoryBytes());
   EXPECT_LT(reserved.ArenaBytes(), 1.25 * rows) << reserved.ArenaBytes();
   EXPECT_GT(grown.ArenaBytes(), 2.0 * rows) << grown.ArenaBytes();
+}
 
+// The progressive start redraws every token, so Create counts none of the
+// store's draws: the table stays empty until the pass, which reserves each
+// row once from its word's tokens for both its stages (at K=100 dense for
+// the second where more than K/2 topics are expected), and then counts
+// exactly the store's topics.
+class ProgressiveStartArena : public ::testing::TestWithParam<TopicId> {};
+
+TEST_P(ProgressiveStartArena, NoTableOfTheStoresDraws) {
+  const TopicId K = GetParam();
+  TopicTable uniform(4000, K);
+  ASSERT_TRUE(RebuildTable(UniformDrawStore(0, K).get(), &uniform).ok());
+  if (uniform.ArenaBytes() == 0) {
+    GTEST_SKIP() << "row blocks come from operator new in this build";
+  }
   TrainerOptions options;
   options.num_topics = K;
   options.progressive_start = true;
-  options.eval_every = 0;
   options.pipeline.threads = 1;
-  auto trainer = Trainer::Create(options, store_at(0));
+  auto trainer = Trainer::Create(options, UniformDrawStore(0, K));
   ASSERT_TRUE(trainer.ok()) << trainer.status();
   const TopicTable& table = (*trainer)->table();
-  const size_t created = table.ArenaBytes();
-  ASSERT_TRUE((*trainer)->Sweep().ok());
-  // Rows concentrate in the pass and move to smaller blocks; the arena
-  // stays below what growing the rows from the store took alone (a third
-  // below at this size; when the rows grew, Create's arena was that).
-  EXPECT_LT(table.ArenaBytes(), grown.ArenaBytes())
-      << created << " " << table.ArenaBytes() << " " << table.MemoryBytes();
+  EXPECT_EQ(table.ArenaBytes(), 0u);
+  for (TopicId k = 0; k < K; ++k) ASSERT_EQ(table.TopicTotal(k), 0) << k;
+  EXPECT_TRUE((*trainer)->Snapshot().entries.empty());
+
+  auto report = (*trainer)->Sweep();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->progressive_start);
+  int64_t total = 0;
+  for (TopicId k = 0; k < K; ++k) total += table.TopicTotal(k);
+  EXPECT_EQ(total, 1200000);
+  TopicTable rebuilt(table.vocab_size(), K);
+  ASSERT_TRUE(RebuildTable((*trainer)->store(), &rebuilt).ok());
+  for (WordId w = 0; w < table.vocab_size(); ++w) {
+    ASSERT_EQ(rebuilt.RowNonZeros(w), table.RowNonZeros(w)) << w;
+    table.ForEachNonZero(w, [&](TopicId k, Count c) {
+      ASSERT_EQ(rebuilt.Get(w, k), c) << "word " << w << " topic " << k;
+    });
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(K, ProgressiveStartArena,
+                         ::testing::Values(TopicId{100}, TopicId{1000}));
 
 // Σ_w n_wk = n_k, Σ_k n_k = tokens, counts ≥ 0, and the table equals the
 // counts of the assignments in the store.
