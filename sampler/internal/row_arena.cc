@@ -83,6 +83,23 @@ void* RowArena::Allocate(size_t bytes, size_t* usable) {
     }
   }
   const size_t size = ClassSize(c);
+  // Else the front of the smallest larger free block; its rest goes back
+  // as a block of the largest class it holds (the bytes past that class's
+  // size, under a fifth of the rest, stay unused).
+  for (int d = c + 5; d < kClasses; ++d) {
+    FreeBlock* block = free_[d];
+    if (block == nullptr) continue;
+    free_[d] = block->next;
+    const size_t rest = ClassSize(d) - size;
+    if (rest >= 16) {
+      int f = ClassOf(rest);
+      if (ClassSize(f) > rest) --f;
+      char* tail = reinterpret_cast<char*>(block) + size;
+      free_[f] = new (tail) FreeBlock{free_[f]};
+    }
+    if (usable != nullptr) *usable = size;
+    return block;
+  }
   if (static_cast<size_t>(end_ - next_) < size) NewChunk(size);
   void* block = next_;
   next_ += size;

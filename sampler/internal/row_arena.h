@@ -9,8 +9,9 @@
 // Blocks come in size classes, four per octave (at most a quarter more
 // than asked), each with a free list: the table frees and allocates every
 // row at each Quiesce, and a freed block is taken again by the next row of
-// its class (or of a class up to an octave smaller), so memory stays at
-// about the table's size. Chunks grow from
+// its class (or of a class up to an octave smaller, or split for a row
+// smaller still), so memory stays at about the table's size. Freed blocks
+// are not merged. Chunks grow from
 // 64 KiB to 2 MiB (small tables stay small); only 2 MiB chunks are marked
 // for huge pages. Blocks above 256 KiB, and every block in an
 // AddressSanitizer build (so that it still checks each block's bounds),
@@ -40,9 +41,11 @@ class RowArena {
   static size_t UsableSize(size_t bytes);
   // A block of at least UsableSize(bytes) bytes, 16-byte aligned: of its
   // own class, or, where that class has none free, a free block of up to
-  // one octave more (so that memory freed by rows that shrank serves the
-  // smaller rows, where classes kept apart never gave it back), before a
-  // new block from the chunk. *usable, if given, gets the block's size.
+  // one octave more, or else the front of the smallest larger free block
+  // (its rest freed as a block of the largest class it holds), before a
+  // new block from the chunk: memory freed by rows that shrank serves the
+  // smaller rows, where classes kept apart never gave it back. *usable, if
+  // given, gets the block's size.
   // REQUIRES: bytes > 0.
   void* Allocate(size_t bytes, size_t* usable = nullptr);
   // Gives back a block from Allocate(n, &usable) with UsableSize(n) ==

@@ -91,9 +91,10 @@ TEST(RowArenaTest, FreedBlocksAreReusedSoMemoryStaysFlat) {
 
 // A class with no free block takes a free one of up to an octave more
 // (rows that shrank give their memory to smaller rows), says how large it
-// is, and goes back to the class of that size; past an octave, or with
-// none free, a new block comes from the chunk.
-TEST(RowArenaTest, ASmallerRowTakesAFreeBlockOfUpToAnOctaveMore) {
+// is, and goes back to the class of that size; past an octave, the front
+// of a larger free block, whose rest is freed; with none free, a new block
+// comes from the chunk.
+TEST(RowArenaTest, ASmallerRowTakesALargerFreeBlockOrItsFront) {
   if (kAsan) GTEST_SKIP() << "AddressSanitizer build: blocks from operator new";
   RowArena arena;
   size_t usable = 0;
@@ -108,13 +109,23 @@ TEST(RowArenaTest, ASmallerRowTakesAFreeBlockOfUpToAnOctaveMore) {
   // 200 bytes: class 224, whose octave ends at 448 — taken too.
   EXPECT_EQ(arena.Allocate(200, &usable), big);
   arena.Free(big, usable);
-  // 100 bytes: class 112, more than an octave below: a new block.
+  // 100 bytes: class 112, more than an octave below: the front of the
+  // 448-byte block, whose other 336 bytes go back as a block of 320 (the
+  // largest class they hold).
+  const size_t chunks = arena.chunk_bytes();
   void* small = arena.Allocate(100, &usable);
-  EXPECT_NE(small, big);
+  EXPECT_EQ(small, big);
   EXPECT_EQ(usable, 112u);
-  // The 448-byte block is still free for its own class.
-  EXPECT_EQ(arena.Allocate(448, &usable), big);
-  arena.Free(big, usable);
+  void* rest = arena.Allocate(300, &usable);
+  EXPECT_EQ(rest, static_cast<char*>(big) + 112);
+  EXPECT_EQ(usable, 320u);
+  EXPECT_EQ(arena.chunk_bytes(), chunks);
+  // No free block of 448 bytes is left: a new one.
+  void* fresh = arena.Allocate(448, &usable);
+  EXPECT_NE(fresh, big);
+  EXPECT_NE(fresh, rest);
+  arena.Free(fresh, 448);
+  arena.Free(rest, 320);
   arena.Free(small, 112);
 }
 
