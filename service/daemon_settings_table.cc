@@ -113,7 +113,8 @@ void AddModelSettings(const AddFn& add) {
       "16th batch of the corpus first, then the rest with each word's "
       "row smoothed, so rows start as sparse as the data makes them; "
       "1.5-2x sooner to a log-likelihood, held-out as good or better, "
-      "docs/benchmarks.md) | uniform "
+      "docs/benchmarks.md; the model holds no tokens until that first "
+      "sweep ends) | uniform "
       "(every token a uniformly random topic). A cluster member always "
       "starts uniform",
       [](std::string_view v, DaemonConfig* c) -> absl::Status {
