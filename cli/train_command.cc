@@ -120,11 +120,10 @@ absl::StatusOr<std::unique_ptr<Trainer>> StartTrainer(
 // model.bin, keeping the one it replaces as model.prev.bin, once the token
 // store's version of the same sweep is durable (its commit runs in the
 // background): a snapshot newer than the store on disk would not resume.
-absl::Status Checkpoint(Trainer& trainer, const ModelSnapshot& snapshot,
-                        const ModelPaths& paths, FILE* err) {
+absl::Status Checkpoint(Trainer& trainer, const ModelPaths& paths, FILE* err) {
   LATENTD_RETURN_IF_ERROR(trainer.store()->WaitDurable());
   std::string warning;
-  LATENTD_RETURN_IF_ERROR(SaveCheckpoint(snapshot, paths, &warning));
+  LATENTD_RETURN_IF_ERROR(SaveCheckpoint(trainer.Rows(), paths, &warning));
   if (!warning.empty()) absl::FPrintF(err, "warning: %s\n", warning);
   return absl::OkStatus();
 }
@@ -143,16 +142,16 @@ struct RunTotals {
 
 // The --json summary: one line, keys as TrainCommandOptions::json lists.
 std::string SummaryJson(const TrainCommandOptions& o, Trainer& trainer,
-                        const ModelSnapshot& snapshot, const RunTotals& run) {
+                        const ModelRows& model, const RunTotals& run) {
   google::protobuf::Struct s;
   auto& f = *s.mutable_fields();
   f["modelDir"].set_string_value(o.out_dir);
-  f["sweep"].set_number_value(static_cast<double>(snapshot.sweep));
+  f["sweep"].set_number_value(static_cast<double>(model.sweep()));
   f["sweepsRun"].set_number_value(run.sweeps);
   f["topics"].set_number_value(trainer.options().num_topics);
   f["documents"].set_number_value(
       static_cast<double>(trainer.store()->meta().num_docs));
-  f["tokens"].set_number_value(static_cast<double>(snapshot.tokens));
+  f["tokens"].set_number_value(static_cast<double>(model.tokens()));
   f["samplingSeconds"].set_number_value(run.seconds);
   f["tokensPerSecond"].set_number_value(
       run.seconds > 0 ? static_cast<double>(run.tokens) / run.seconds : 0);
@@ -182,11 +181,12 @@ std::string SummaryJson(const TrainCommandOptions& o, Trainer& trainer,
 absl::Status Finish(const TrainCommandOptions& o, Trainer& trainer,
                     RunTotals run, FILE* out, FILE* err) {
   ModelPaths paths(o.out_dir);
-  const ModelSnapshot snapshot = trainer.Snapshot();
-  LATENTD_RETURN_IF_ERROR(Checkpoint(trainer, snapshot, paths, err));
+  // Read from the table, which no sweep changes from here on.
+  const ModelRows model = trainer.Rows();
+  LATENTD_RETURN_IF_ERROR(Checkpoint(trainer, paths, err));
   LATENTD_ASSIGN_OR_RETURN(Vocabulary vocab, Vocabulary::Load(paths.vocab()));
   LATENTD_RETURN_IF_ERROR(
-      ExportModelText(snapshot, vocab, o.top_words, o.out_dir));
+      ExportModelText(model, vocab, o.top_words, o.out_dir));
   LATENTD_RETURN_IF_ERROR(
       ExportDocTopics(trainer.store(), trainer.alpha(), paths.doc_topics()));
   if (o.build.holdout_fraction > 0 || o.resume) {
@@ -204,15 +204,15 @@ absl::Status Finish(const TrainCommandOptions& o, Trainer& trainer,
   }
   LATENTD_ASSIGN_OR_RETURN(
       CoherenceReport coherence,
-      StoreCoherence(snapshot, trainer.store(), CoherenceOptions{}));
+      StoreCoherence(model, trainer.store(), CoherenceOptions{}));
   absl::FPrintF(err, "%s\n", CoherenceSummaryLine(coherence));
   run.coherence_umass = coherence.mean_umass;
   run.coherence_npmi = coherence.mean_npmi;
   absl::FPrintF(err, "model written to %s (sweep %d)\n", o.out_dir,
-                snapshot.sweep);
+                model.sweep());
   if (o.json) {
-    absl::FPrintF(out, "%s\n", SummaryJson(o, trainer, snapshot, run));
-  } else if (o.print_topics > 0 && snapshot.tokens == 0) {
+    absl::FPrintF(out, "%s\n", SummaryJson(o, trainer, model, run));
+  } else if (o.print_topics > 0 && model.tokens() == 0) {
     // Before the progressive start's pass (--sweeps 0): no token is placed.
     absl::FPrintF(out,
                   "no topics yet: the progressive start places the tokens in "
@@ -220,7 +220,7 @@ absl::Status Finish(const TrainCommandOptions& o, Trainer& trainer,
                   "--sweeps N)\n",
                   o.out_dir);
   } else if (o.print_topics > 0) {
-    std::vector<TopicSummary> topics = SummarizeTopics(snapshot, 10);
+    std::vector<TopicSummary> topics = SummarizeTopics(model, 10);
     // The heaviest topics first.
     std::sort(topics.begin(), topics.end(),
               [](const TopicSummary& a, const TopicSummary& b) {
@@ -231,7 +231,7 @@ absl::Status Finish(const TrainCommandOptions& o, Trainer& trainer,
     }
     for (const TopicSummary& t : topics) {
       std::string line = absl::StrFormat("topic %3d (%5.2f%%):", t.topic,
-                                         100.0 * t.tokens / snapshot.tokens);
+                                         100.0 * t.tokens / model.tokens());
       for (const auto& [w, p] : t.top_words) {
         absl::StrAppend(&line, " ", vocab.word(w));
       }
@@ -320,8 +320,7 @@ absl::Status RunTrain(const TrainCommandOptions& o, FILE* out, FILE* err) {
     if (s + 1 < o.sweeps) absl::StrAppend(&line, "  ETA ", Duration(eta));
     absl::FPrintF(err, "%s\n", line);
     if (o.checkpoint_every > 0 && r.sweep % o.checkpoint_every == 0) {
-      LATENTD_RETURN_IF_ERROR(
-          Checkpoint(*trainer, trainer->Snapshot(), paths, err));
+      LATENTD_RETURN_IF_ERROR(Checkpoint(*trainer, paths, err));
     }
   }
   absl::FPrintF(err, "%.2f s sampling\n", wall);

@@ -60,8 +60,8 @@ absl::StatusOr<ModelSnapshot> LoadFitting(const std::string& path,
 
 }  // namespace
 
-absl::Status SaveCheckpoint(const ModelSnapshot& snapshot,
-                            const ModelPaths& paths, std::string* warning) {
+absl::Status SaveCheckpoint(const ModelRows& snapshot, const ModelPaths& paths,
+                            std::string* warning) {
   if (warning != nullptr) warning->clear();
   const std::string current = paths.snapshot();
   const std::string previous = paths.prev_snapshot();

@@ -43,8 +43,7 @@ namespace latentd {
 // snapshot: a crash at any step leaves the directory as before the call,
 // with both names on the old model.bin, or as after it. Fails with the
 // file system's error naming the path; model.bin is then the old one.
-absl::Status SaveCheckpoint(const ModelSnapshot& snapshot,
-                            const ModelPaths& paths,
+absl::Status SaveCheckpoint(const ModelRows& snapshot, const ModelPaths& paths,
                             std::string* warning = nullptr);
 
 // True if the directory holds model.bin or model.prev.bin.

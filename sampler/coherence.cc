@@ -176,7 +176,7 @@ CoherenceReport CoherenceCounter::Report() const {
   return report;
 }
 
-std::vector<std::vector<WordId>> TopicTopWords(const ModelSnapshot& model,
+std::vector<std::vector<WordId>> TopicTopWords(const ModelRows& model,
                                                int top_words) {
   std::vector<std::vector<WordId>> out;
   for (const TopicSummary& t : SummarizeTopics(model, top_words)) {
@@ -187,7 +187,7 @@ std::vector<std::vector<WordId>> TopicTopWords(const ModelSnapshot& model,
 }
 
 absl::StatusOr<CoherenceReport> StoreCoherence(
-    const ModelSnapshot& model, TokenStore* store,
+    const ModelRows& model, TokenStore* store,
     const CoherenceOptions& options) {
   if (options.top_words < 2) {
     return absl::InvalidArgumentError(
@@ -195,7 +195,7 @@ absl::StatusOr<CoherenceReport> StoreCoherence(
                      options.top_words));
   }
   CoherenceCounter counter(TopicTopWords(model, options.top_words),
-                           model.vocab_size, options.top_words,
+                           model.vocab_size(), options.top_words,
                            options.convention);
   LATENTD_RETURN_IF_ERROR(
       ForEachDocument(store, [&](const DocBatch& batch, size_t d) {

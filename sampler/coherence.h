@@ -133,13 +133,13 @@ class CoherenceCounter {
 
 // Each topic's `top_words` most probable words (by count, ties by word id;
 // fewer where the topic has fewer words with counts).
-std::vector<std::vector<WordId>> TopicTopWords(const ModelSnapshot& model,
+std::vector<std::vector<WordId>> TopicTopWords(const ModelRows& model,
                                                int top_words);
 
 // The coherence of `model`'s topics over the documents of `store`.
 // REQUIRES: options.top_words >= 2 (kInvalidArgument otherwise).
 // Errors: the store's if it cannot be read.
-absl::StatusOr<CoherenceReport> StoreCoherence(const ModelSnapshot& model,
+absl::StatusOr<CoherenceReport> StoreCoherence(const ModelRows& model,
                                                TokenStore* store,
                                                const CoherenceOptions& options);
 

@@ -11,11 +11,10 @@
 
 namespace latentd {
 
-std::vector<TopicSummary> SummarizeTopics(const ModelSnapshot& model,
-                                          int top_n) {
-  const TopicId K = model.num_topics;
+std::vector<TopicSummary> SummarizeTopics(const ModelRows& model, int top_n) {
+  const TopicId K = model.num_topics();
   const std::vector<int64_t> totals = model.TopicTotals();
-  const double beta_sum = model.beta * model.vocab_size;
+  const double beta_sum = model.beta() * model.vocab_size();
   // Per topic, a heap of its top_n words so far, the worst in front:
   // O(K * top_n) memory where a copy of the model by topic took as much as
   // the model (68 MB at 200,000 words and K=100). Words come in id order,
@@ -27,11 +26,10 @@ std::vector<TopicSummary> SummarizeTopics(const ModelSnapshot& model,
   const size_t n = static_cast<size_t>(std::max(top_n, 0));
   std::vector<std::vector<std::pair<WordId, Count>>> top(K);
   if (n > 0) {
-    for (uint32_t w = 0; w < model.vocab_size; ++w) {
-      for (uint64_t i = model.word_offsets[w]; i < model.word_offsets[w + 1];
-           ++i) {
-        auto& heap = top[model.entries[i].topic];
-        const std::pair<WordId, Count> word{w, model.entries[i].count};
+    model.ForEachRow([&](WordId w, absl::Span<const ModelRows::Entry> row) {
+      for (const ModelRows::Entry& e : row) {
+        auto& heap = top[e.topic];
+        const std::pair<WordId, Count> word{w, e.count};
         if (heap.size() < n) {
           heap.push_back(word);
           std::push_heap(heap.begin(), heap.end(), better);
@@ -41,18 +39,18 @@ std::vector<TopicSummary> SummarizeTopics(const ModelSnapshot& model,
           std::push_heap(heap.begin(), heap.end(), better);
         }
       }
-    }
+    });
   }
   std::vector<TopicSummary> out(K);
   for (TopicId k = 0; k < K; ++k) {
     auto& words = top[k];
     std::sort_heap(words.begin(), words.end(), better);
     out[k].topic = k;
-    out[k].alpha = model.alpha[k];
+    out[k].alpha = model.alpha()[k];
     out[k].tokens = totals[k];
     for (const auto& [w, count] : words) {
       out[k].top_words.emplace_back(
-          w, (count + model.beta) / (totals[k] + beta_sum));
+          w, (count + model.beta()) / (totals[k] + beta_sum));
     }
   }
   return out;
@@ -71,29 +69,29 @@ std::string FormatTopics(const std::vector<TopicSummary>& topics,
   return out;
 }
 
-absl::Status ExportModelText(const ModelSnapshot& model,
-                             const Vocabulary& vocab, int top_n,
-                             const std::string& dir) {
+absl::Status ExportModelText(const ModelRows& model, const Vocabulary& vocab,
+                             int top_n, const std::string& dir) {
   LATENTD_RETURN_IF_ERROR(WriteFileAtomically(
       dir + "/topics.txt", FormatTopics(SummarizeTopics(model, top_n), vocab)));
   LATENTD_ASSIGN_OR_RETURN(
       internal::BufferedExportFile counts_file,
       internal::BufferedExportFile::Open(dir + "/word_topic_counts.tsv"));
   std::string& counts = counts_file.buf();
-  for (uint32_t w = 0; w < model.vocab_size; ++w) {
+  absl::Status flushed;
+  model.ForEachRow([&](WordId w, absl::Span<const ModelRows::Entry> row) {
     counts += vocab.word(w);
-    for (uint64_t i = model.word_offsets[w]; i < model.word_offsets[w + 1];
-         ++i) {
-      absl::StrAppend(&counts, "\t", model.entries[i].topic, ":",
-                      model.entries[i].count);
+    for (const ModelRows::Entry& e : row) {
+      absl::StrAppend(&counts, "\t", e.topic, ":", e.count);
     }
     counts += '\n';
-    LATENTD_RETURN_IF_ERROR(counts_file.MaybeFlush());
-  }
+    flushed = counts_file.MaybeFlush();
+    return flushed.ok();
+  });
+  LATENTD_RETURN_IF_ERROR(flushed);
   LATENTD_RETURN_IF_ERROR(counts_file.Commit());
   std::string alpha;
-  for (size_t k = 0; k < model.alpha.size(); ++k) {
-    absl::StrAppendFormat(&alpha, "%d\t%.8g\n", k, model.alpha[k]);
+  for (size_t k = 0; k < model.alpha().size(); ++k) {
+    absl::StrAppendFormat(&alpha, "%d\t%.8g\n", k, model.alpha()[k]);
   }
   return WriteFileAtomically(dir + "/alpha.txt", alpha);
 }

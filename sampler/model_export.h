@@ -23,8 +23,7 @@ struct TopicSummary {
 };
 
 // The `top_n` most probable words of every topic.
-std::vector<TopicSummary> SummarizeTopics(const ModelSnapshot& model,
-                                          int top_n);
+std::vector<TopicSummary> SummarizeTopics(const ModelRows& model, int top_n);
 
 // "topic <k>\talpha=<α_k>\ttokens=<n_k>" then one "  <word>\t<φ>" line per
 // top word, for every topic.
@@ -35,10 +34,9 @@ std::string FormatTopics(const std::vector<TopicSummary>& topics,
 //   topics.txt             FormatTopics with `top_n` words
 //   word_topic_counts.tsv  "<word>\t<topic>:<count> ..." per word
 //   alpha.txt              "<k>\t<α_k>" per topic
-// REQUIRES: vocab.size() == model.vocab_size.
-absl::Status ExportModelText(const ModelSnapshot& model,
-                             const Vocabulary& vocab, int top_n,
-                             const std::string& dir);
+// REQUIRES: vocab.size() == model.vocab_size().
+absl::Status ExportModelText(const ModelRows& model, const Vocabulary& vocab,
+                             int top_n, const std::string& dir);
 
 // Writes `path` (atomically): one line per document of `store`,
 // "<doc index>\t<doc id>\t<k>:<θ_dk> ..." with θ_dk = (n_dk + α_k)/(n_d +

@@ -76,20 +76,44 @@ ModelSnapshot ModelSnapshot::Capture(const TopicTable& table,
     nonzeros += table.RowNonZeros(static_cast<WordId>(w));
   }
   snap.entries.reserve(nonzeros);
-  for (size_t w = 0; w < table.vocab_size(); ++w) {
-    const size_t begin = snap.entries.size();
-    table.ForEachNonZero(static_cast<WordId>(w), [&](TopicId k, Count c) {
-      snap.entries.push_back({k, c});
-    });
-    std::sort(snap.entries.begin() + begin, snap.entries.end(),
-              [](const Entry& a, const Entry& b) { return a.topic < b.topic; });
-    snap.word_offsets.push_back(snap.entries.size());
-  }
+  ModelRows(table, snap.alpha, beta, sweep, seed)
+      .ForEachRow([&snap](WordId, absl::Span<const Entry> row) {
+        snap.entries.insert(snap.entries.end(), row.begin(), row.end());
+        snap.word_offsets.push_back(snap.entries.size());
+      });
   return snap;
 }
 
+ModelRows::ModelRows(const ModelSnapshot& snapshot)
+    : snapshot_(&snapshot),
+      num_topics_(snapshot.num_topics),
+      vocab_size_(snapshot.vocab_size),
+      beta_(snapshot.beta),
+      sweep_(snapshot.sweep),
+      seed_(snapshot.seed),
+      tokens_(snapshot.tokens),
+      alpha_(&snapshot.alpha) {}
+
+ModelRows::ModelRows(const TopicTable& table, const std::vector<double>& alpha,
+                     double beta, uint64_t sweep, uint64_t seed)
+    : table_(&table),
+      num_topics_(table.num_topics()),
+      vocab_size_(static_cast<uint32_t>(table.vocab_size())),
+      beta_(beta),
+      sweep_(sweep),
+      seed_(seed),
+      tokens_(static_cast<uint64_t>(table.TotalTokens())),
+      alpha_(&alpha) {}
+
+std::vector<int64_t> ModelRows::TopicTotals() const {
+  if (snapshot_ != nullptr) return snapshot_->TopicTotals();
+  std::vector<int64_t> totals(num_topics_);
+  for (TopicId k = 0; k < num_topics_; ++k) totals[k] = table_->TopicTotal(k);
+  return totals;
+}
+
 template <typename Sink>
-absl::Status ModelSnapshot::Encode(Sink&& sink) const {
+absl::Status ModelRows::Encode(Sink&& sink) const {
   // Handed to `sink` a piece at a time (about 1 MiB), the checksum kept
   // along the way, so a file of a large model is never whole in memory.
   constexpr size_t kPiece = size_t{1} << 20;
@@ -107,21 +131,22 @@ absl::Status ModelSnapshot::Encode(Sink&& sink) const {
   absl::Status status;
   out.append(kMagic, sizeof(kMagic));
   Put(&out, kVersion);
-  Put(&out, num_topics);
-  Put(&out, vocab_size);
-  Put(&out, beta);
-  Put(&out, sweep);
-  Put(&out, seed);
-  Put(&out, tokens);
-  for (double a : alpha) Put(&out, a);
-  for (uint32_t w = 0; w < vocab_size && status.ok(); ++w) {
-    Put(&out, static_cast<uint32_t>(word_offsets[w + 1] - word_offsets[w]));
-    for (uint64_t i = word_offsets[w]; i < word_offsets[w + 1]; ++i) {
-      Put(&out, entries[i].topic);
-      Put(&out, entries[i].count);
+  Put(&out, num_topics_);
+  Put(&out, vocab_size_);
+  Put(&out, beta_);
+  Put(&out, sweep_);
+  Put(&out, seed_);
+  Put(&out, tokens_);
+  for (double a : *alpha_) Put(&out, a);
+  ForEachRow([&](WordId, absl::Span<const Entry> row) {
+    Put(&out, static_cast<uint32_t>(row.size()));
+    for (const Entry& e : row) {
+      Put(&out, e.topic);
+      Put(&out, e.count);
     }
     if (out.size() >= kPiece) status = flush();
-  }
+    return status.ok();
+  });
   if (status.ok()) status = flush();
   const uint64_t sum = XXH64_digest(state);
   XXH64_freeState(state);
@@ -130,9 +155,12 @@ absl::Status ModelSnapshot::Encode(Sink&& sink) const {
   return sink(std::string_view(out));
 }
 
-std::string ModelSnapshot::Serialize() const {
+std::string ModelRows::Serialize() const {
   std::string out;
-  out.reserve(64 + alpha.size() * 8 + vocab_size * 4 + entries.size() * 8);
+  if (snapshot_ != nullptr) {
+    out.reserve(64 + alpha_->size() * 8 + vocab_size_ * 4 +
+                snapshot_->entries.size() * 8);
+  }
   (void)Encode([&out](std::string_view piece) {
     out.append(piece);
     return absl::OkStatus();
@@ -140,7 +168,7 @@ std::string ModelSnapshot::Serialize() const {
   return out;
 }
 
-absl::Status ModelSnapshot::WriteDurably(const std::string& path) const {
+absl::Status ModelRows::WriteDurably(const std::string& path) const {
   LATENTD_ASSIGN_OR_RETURN(
       std::unique_ptr<WritableFile> file,
       FileSystem::Default()->OpenForWrite(path, WriteMode::kTruncate));
@@ -148,6 +176,14 @@ absl::Status ModelSnapshot::WriteDurably(const std::string& path) const {
       Encode([&file](std::string_view piece) { return file->Append(piece); }));
   LATENTD_RETURN_IF_ERROR(file->Sync());
   return file->Close();
+}
+
+std::string ModelSnapshot::Serialize() const {
+  return ModelRows(*this).Serialize();
+}
+
+absl::Status ModelSnapshot::WriteDurably(const std::string& path) const {
+  return ModelRows(*this).WriteDurably(path);
 }
 
 absl::Status ModelSnapshot::Save(const std::string& path) const {

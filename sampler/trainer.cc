@@ -325,6 +325,10 @@ absl::Status Trainer::ReloadStore() {
   return DeriveTable();
 }
 
+ModelRows Trainer::Rows() const {
+  return ModelRows(*table_, alpha_, options_.beta, sweep_, options_.seed);
+}
+
 ModelSnapshot Trainer::Snapshot() const {
   return ModelSnapshot::Capture(*table_, alpha_, options_.beta, sweep_,
                                 options_.seed);

@@ -6,7 +6,8 @@
 // crash at any point leaves a store and a snapshot that training can resume
 // from. One exception: while the progressive start is due (a store at sweep
 // 0, TrainerOptions::progressive_start) the table is empty, as the start's
-// pass redraws every token; table() and Snapshot() then hold no tokens.
+// pass redraws every token; table(), Rows() and Snapshot() then hold no
+// tokens.
 //
 // Thread-safety: not thread-safe; one thread drives a Trainer (the pipeline
 // spreads each sweep over its own threads).
@@ -166,7 +167,11 @@ class Trainer {
   // REQUIRES: no sweep running and no reader of table() meanwhile.
   absl::Status ReloadStore();
 
+  // A copy of the model, for a reader that runs beside later sweeps.
   ModelSnapshot Snapshot() const;
+  // The model read straight from the table, without a copy: valid until the
+  // next sweep, ReloadStore or the trainer's end.
+  ModelRows Rows() const;
   uint64_t sweep() const { return sweep_; }
   const std::vector<double>& alpha() const { return alpha_; }
   double beta() const { return options_.beta; }

@@ -75,26 +75,93 @@ TEST(SummarizeTopics, MatchesAFullSortTiesIncluded) {
     }
   }
   ASSERT_TRUE(table.Apply(deltas).ok());
-  const ModelSnapshot model =
-      ModelSnapshot::Capture(table, std::vector<double>(K, 0.1), 0.01, 1, 1);
+  const std::vector<double> alpha(K, 0.1);
+  const ModelSnapshot snapshot =
+      ModelSnapshot::Capture(table, alpha, 0.01, 1, 1);
   for (int top_n : {0, 1, 10, 50}) {
-    const std::vector<TopicSummary> got = SummarizeTopics(model, top_n);
-    ASSERT_EQ(got.size(), K);
-    for (TopicId k = 0; k < K; ++k) {
-      std::vector<std::pair<Count, WordId>> all;
-      for (WordId w = 0; w < V; ++w) {
-        if (table.Get(w, k) > 0) all.emplace_back(-table.Get(w, k), w);
-      }
-      std::sort(all.begin(), all.end());
-      all.resize(std::min<size_t>(all.size(), top_n));
-      ASSERT_EQ(got[k].top_words.size(), all.size()) << k << " " << top_n;
-      for (size_t i = 0; i < all.size(); ++i) {
-        EXPECT_EQ(got[k].top_words[i].first, all[i].second) << k << " " << i;
-        EXPECT_DOUBLE_EQ(
-            got[k].top_words[i].second,
-            (-all[i].first + 0.01) / (table.TopicTotal(k) + 0.01 * V));
+    for (const ModelRows& model :
+         {ModelRows(snapshot), ModelRows(table, alpha, 0.01, 1, 1)}) {
+      const std::vector<TopicSummary> got = SummarizeTopics(model, top_n);
+      ASSERT_EQ(got.size(), K);
+      for (TopicId k = 0; k < K; ++k) {
+        std::vector<std::pair<Count, WordId>> all;
+        for (WordId w = 0; w < V; ++w) {
+          if (table.Get(w, k) > 0) all.emplace_back(-table.Get(w, k), w);
+        }
+        std::sort(all.begin(), all.end());
+        all.resize(std::min<size_t>(all.size(), top_n));
+        ASSERT_EQ(got[k].top_words.size(), all.size()) << k << " " << top_n;
+        for (size_t i = 0; i < all.size(); ++i) {
+          EXPECT_EQ(got[k].top_words[i].first, all[i].second) << k << " " << i;
+          EXPECT_DOUBLE_EQ(
+              got[k].top_words[i].second,
+              (-all[i].first + 0.01) / (table.TopicTotal(k) + 0.01 * V));
+        }
       }
     }
+  }
+}
+
+// Training writes its model from the table (ModelRows over it) where it
+// used to copy it first: the model file, the text exports and the header
+// are the same bytes as from the copy, for sparse and dense rows.
+TEST_F(ModelExportTest, ATablesRowsWriteWhatItsCopyWrites) {
+  const TopicId K = 40;
+  const uint32_t V = 120;
+  TopicTable table(V, K);
+  Rng rng(11);
+  std::vector<WordTopicDelta> deltas;
+  for (WordId w = 0; w < V; ++w) {
+    // Words 0..29 use every topic (dense rows), the rest a few.
+    const int topics = w < 30 ? K : 1 + rng.UniformInt(5);
+    for (int i = 0; i < topics; ++i) {
+      // One delta per (word, topic), as Apply asks.
+      const TopicId k = w < 30 ? i : (7 * w + 13 * i) % K;
+      deltas.push_back({w, k, static_cast<int32_t>(1 + rng.UniformInt(9))});
+    }
+  }
+  // Applied in reverse, so the sparse rows hold their topics out of order.
+  std::reverse(deltas.begin(), deltas.end());
+  ASSERT_TRUE(table.Apply(deltas).ok());
+  std::vector<double> alpha(K);
+  for (TopicId k = 0; k < K; ++k) alpha[k] = 0.01 * (k + 1);
+  const ModelSnapshot copy = ModelSnapshot::Capture(table, alpha, 0.02, 7, 3);
+  const ModelRows rows(table, alpha, 0.02, 7, 3);
+  // Both read each row sorted by topic, as the file format asks.
+  size_t word_rows = 0;
+  rows.ForEachRow([&](WordId w, absl::Span<const ModelRows::Entry> row) {
+    std::vector<std::pair<TopicId, Count>> want, got;
+    for (TopicId k = 0; k < K; ++k) {
+      if (table.Get(w, k) > 0) want.emplace_back(k, table.Get(w, k));
+    }
+    for (const ModelRows::Entry& e : row) got.emplace_back(e.topic, e.count);
+    EXPECT_EQ(got, want) << "word " << w;
+    ++word_rows;
+  });
+  EXPECT_EQ(word_rows, V);
+  EXPECT_EQ(rows.tokens(), copy.tokens);
+  EXPECT_EQ(rows.TopicTotals(), copy.TopicTotals());
+  const std::string bytes = rows.Serialize();
+  EXPECT_EQ(bytes, copy.Serialize());
+  ASSERT_TRUE(rows.WriteDurably((dir_ / "m.bin").string()).ok());
+  absl::StatusOr<ModelSnapshot> loaded =
+      ModelSnapshot::Load((dir_ / "m.bin").string());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->Serialize(), bytes);
+
+  Vocabulary vocab;
+  for (WordId w = 0; w < V; ++w) vocab.Add(absl::StrCat("w", w));
+  std::filesystem::create_directories(dir_ / "a");
+  std::filesystem::create_directories(dir_ / "b");
+  ASSERT_TRUE(ExportModelText(rows, vocab, 5, (dir_ / "a").string()).ok());
+  ASSERT_TRUE(ExportModelText(copy, vocab, 5, (dir_ / "b").string()).ok());
+  for (const char* file :
+       {"topics.txt", "word_topic_counts.tsv", "alpha.txt"}) {
+    absl::StatusOr<std::string> a = ReadWholeFile((dir_ / "a" / file).string());
+    absl::StatusOr<std::string> b = ReadWholeFile((dir_ / "b" / file).string());
+    ASSERT_TRUE(a.ok() && b.ok()) << file;
+    EXPECT_FALSE(a->empty()) << file;
+    EXPECT_EQ(*a, *b) << file;
   }
 }
 
