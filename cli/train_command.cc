@@ -181,7 +181,9 @@ std::string SummaryJson(const TrainCommandOptions& o, Trainer& trainer,
 absl::Status Finish(const TrainCommandOptions& o, Trainer& trainer,
                     RunTotals run, FILE* out, FILE* err) {
   ModelPaths paths(o.out_dir);
-  // Read from the table, which no sweep changes from here on.
+  // Read from the table, which no sweep changes from here on; the
+  // samplers' scratch is not needed past the sweeps.
+  trainer.pipeline()->ReleaseKernels();
   const ModelRows model = trainer.Rows();
   LATENTD_RETURN_IF_ERROR(Checkpoint(trainer, paths, err));
   LATENTD_ASSIGN_OR_RETURN(Vocabulary vocab, Vocabulary::Load(paths.vocab()));

@@ -148,6 +148,16 @@ void SweepPipeline::SetKernel(KernelKind kind) { impl_->options.kernel = kind; }
 
 KernelKind SweepPipeline::kernel() const { return impl_->options.kernel; }
 
+void SweepPipeline::ReleaseKernels(std::optional<KernelKind> kind) {
+  for (auto& thread_kernels : impl_->kernels) {
+    for (size_t i = 0; i < thread_kernels.size(); ++i) {
+      if (!kind.has_value() || static_cast<size_t>(*kind) == i) {
+        thread_kernels[i].reset();
+      }
+    }
+  }
+}
+
 void SweepPipeline::SetMaxBatchesInFlight(int batches) {
   impl_->options.max_batches_in_flight = batches;
 }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -112,6 +113,12 @@ class SweepPipeline {
   // progress. Each thread keeps one kernel object of each kind it ran.
   void SetKernel(KernelKind kind);
   KernelKind kernel() const;
+  // Frees every thread's kernel object of `kind` (all kinds if none is
+  // given), and the per-word scratch it holds (its BatchOverlay: 12
+  // bytes a word), until a Run() of that kind makes it again. Call only
+  // while no Run() is in progress: after a start's pass, or once sampling
+  // is over.
+  void ReleaseKernels(std::optional<KernelKind> kind = std::nullopt);
   // PipelineOptions::max_batches_in_flight of the next Run()s; call only
   // while no Run() is in progress.
   void SetMaxBatchesInFlight(int batches);

@@ -235,6 +235,9 @@ absl::StatusOr<SweepReport> Trainer::Sweep() {
                : RunProgressivePass(params, word_tokens);
     pipeline_.SetMaxBatchesInFlight(in_flight);
     pipeline_.SetSerialPrefixBatches(options_.pipeline.serial_prefix_batches);
+    // Its kernels run once: their overlays would stay beside the sweeps'.
+    pipeline_.ReleaseKernels(sparse ? KernelKind::kSparseInit
+                                    : KernelKind::kProgressiveStart);
     if (!init.ok()) return Failed(done, init.status());
     (sparse ? report.sparse_start : report.progressive_start) = true;
     report.init_seconds = init->seconds;
