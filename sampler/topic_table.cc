@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <new>
 
 #include "absl/strings/str_cat.h"
@@ -105,6 +106,10 @@ size_t TopicTable::MemoryBytes() const {
 }
 
 size_t TopicTable::ArenaBytes() const { return arena_->chunk_bytes(); }
+
+size_t TopicTable::PeakArenaBytes() const {
+  return std::max(compacted_arena_peak_, arena_->peak_chunk_bytes());
+}
 
 void TopicTable::MapRow(const RowBlock* block) {
   if (++map_generation_ == 0) {  // wrapped: no stale stamp may match
@@ -485,6 +490,52 @@ void TopicTable::Quiesce() {
     }
     rows_[w].store(fresh, std::memory_order_release);
   }
+  CompactArena();
+}
+
+void TopicTable::CompactArena() {
+  constexpr size_t kMinBytes = size_t{8} << 20;
+  if (arena_->chunk_bytes() < kMinBytes) return;
+  struct Held {
+    RowBlock* block;
+    WordId word;
+  };
+  std::vector<Held> held;
+  size_t needed = 0;
+  for (size_t w = 0; w < vocab_size_; ++w) {
+    RowBlock* block = rows_[w].load(std::memory_order_relaxed);
+    if (block == nullptr || !internal::RowArena::InChunk(block->block_bytes)) {
+      continue;
+    }
+    held.push_back({block, static_cast<WordId>(w)});
+    needed += internal::RowArena::UsableSize(
+        BlockBytes(block->capacity, block->dense));
+  }
+  if (3 * needed >= 2 * arena_->chunk_bytes()) return;
+  std::sort(held.begin(), held.end(),
+            [](const Held& a, const Held& b) { return a.block < b.block; });
+  auto fresh = std::make_unique<internal::RowArena>();
+  const std::vector<internal::RowArena::Chunk> chunks = arena_->Chunks();
+  size_t next_chunk = 0;
+  for (const Held& h : held) {
+    // A chunk that ends at or before this block holds no row left to move.
+    while (next_chunk < chunks.size() &&
+           chunks[next_chunk].begin + chunks[next_chunk].bytes <=
+               reinterpret_cast<char*>(h.block)) {
+      arena_->FreeChunk(chunks[next_chunk++].begin);
+    }
+    const size_t bytes = BlockBytes(h.block->capacity, h.block->dense);
+    size_t usable = 0;
+    void* raw = fresh->Allocate(bytes, &usable);
+    std::memcpy(raw, static_cast<const void*>(h.block), bytes);
+    RowBlock* moved = static_cast<RowBlock*>(raw);
+    moved->block_bytes = static_cast<uint32_t>(usable);
+    rows_[h.word].store(moved, std::memory_order_relaxed);
+  }
+  // The old arena's chunks go with it; blocks from operator new are any
+  // arena's to free.
+  compacted_arena_peak_ = PeakArenaBytes();
+  arena_ = std::move(fresh);
 }
 
 void TopicTable::Resize(size_t new_vocab_size) {

@@ -140,7 +140,10 @@ class TopicTable {
 
   // Frees retired row blocks and lays every row out again canonically
   // (zero-count holes dropped, topics ascending), so that sampling from the
-  // table depends only on its counts, not on its history.
+  // table depends only on its counts, not on its history. Where the rows
+  // then fill under two thirds of the arena's chunks (rows shrink as
+  // training concentrates them), it moves them into fresh chunks and gives
+  // the old ones back, one at a time (CompactArena).
   void Quiesce();
   // Frees retired row blocks alone, leaving each row in the block it is in
   // (for a pass that fills the same rows again, Trainer's progressive
@@ -171,6 +174,8 @@ class TopicTable {
   // the blocks free for reuse (0 in an AddressSanitizer build, whose blocks
   // come from operator new).
   size_t ArenaBytes() const;
+  // The most ArenaBytes() has been.
+  size_t PeakArenaBytes() const;
 
  private:
   struct RowBlock;
@@ -216,6 +221,11 @@ class TopicTable {
   // that is more than dense_threshold_ (a dense row), else half as much
   // again as it holds.
   uint32_t LaidOutCapacity(uint32_t nonzeros) const;
+  // Moves every row held in the arena's chunks, in address order, to a new
+  // arena, and frees each old chunk once its rows have moved: the memory
+  // held grows by at most about a chunk meanwhile. Nothing if the chunks
+  // hold under 8 MiB or the rows fill two thirds of them.
+  void CompactArena();
   // A new block holding `old`'s non-zero counts, dense if `topics` exceeds
   // dense_threshold_, else sparse with room for `topics` topics.
   // REQUIRES: topics >= old's non-zeros.
@@ -229,6 +239,7 @@ class TopicTable {
   std::vector<RowBlock*> retired_;  // writer-only; freed by Quiesce()
   // The row blocks' memory (huge-page chunks, internal/row_arena.h).
   std::unique_ptr<internal::RowArena> arena_;
+  size_t compacted_arena_peak_ = 0;  // before the last CompactArena
   // Writer scratch for Apply: net change of n_k, and whether k is listed.
   std::vector<int64_t> topic_delta_;
   std::vector<uint8_t> topic_touched_;

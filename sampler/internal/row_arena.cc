@@ -45,23 +45,64 @@ size_t RowArena::UsableSize(size_t bytes) {
 }
 
 RowArena::~RowArena() {
-  for (void* chunk : chunks_) std::free(chunk);
+  for (const Chunk& chunk : chunks_) munmap(chunk.begin, chunk.bytes);
 }
 
 void RowArena::NewChunk(size_t bytes) {
   size_t size =
       chunks_.empty() ? kFirstChunk : std::min(2 * chunk_bytes_, kHugePage);
   size = std::max(size, bytes);
-  const size_t align = size >= kHugePage ? kHugePage : 64;
+  const size_t align = size >= kHugePage ? kHugePage : 4096;
   size = (size + align - 1) / align * align;
-  void* chunk = std::aligned_alloc(align, size);
-  if (chunk == nullptr) throw std::bad_alloc();
+  // A mapping of its own, so that FreeChunk gives the memory back at once
+  // (a freed block of malloc's heap stays resident). Mapped with `align`
+  // to spare, the ends past an aligned start unmapped again.
+  const size_t spare = align > 4096 ? align : 0;
+  void* mapped = mmap(nullptr, size + spare, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapped == MAP_FAILED) throw std::bad_alloc();
+  char* start = static_cast<char*>(mapped);
+  char* chunk = reinterpret_cast<char*>(
+      (reinterpret_cast<uintptr_t>(start) + align - 1) / align * align);
+  if (chunk > start) munmap(start, chunk - start);
+  if (char* tail = chunk + size; tail < start + size + spare) {
+    munmap(tail, start + size + spare - tail);
+  }
   // Advice only: where THP is off (or "never") nothing changes.
   if (size >= kHugePage) madvise(chunk, size, MADV_HUGEPAGE);
-  chunks_.push_back(chunk);
+  chunks_.push_back({chunk, size});
   chunk_bytes_ += size;
-  next_ = static_cast<char*>(chunk);
+  peak_chunk_bytes_ = std::max(peak_chunk_bytes_, chunk_bytes_);
+  next_ = chunk;
   end_ = next_ + size;
+}
+
+bool RowArena::InChunk(size_t bytes) {
+#if defined(LATENTD_ROW_ARENA_ASAN)
+  (void)bytes;
+  return false;
+#else
+  return bytes <= kMaxArenaBytes;
+#endif
+}
+
+std::vector<RowArena::Chunk> RowArena::Chunks() const {
+  std::vector<Chunk> chunks = chunks_;
+  std::sort(chunks.begin(), chunks.end(),
+            [](const Chunk& a, const Chunk& b) { return a.begin < b.begin; });
+  return chunks;
+}
+
+void RowArena::FreeChunk(char* begin) {
+  auto it = std::find_if(chunks_.begin(), chunks_.end(),
+                         [begin](const Chunk& c) { return c.begin == begin; });
+  if (it == chunks_.end()) return;
+  munmap(it->begin, it->bytes);
+  chunk_bytes_ -= it->bytes;
+  if (next_ >= it->begin && next_ <= it->begin + it->bytes) {
+    next_ = end_ = nullptr;
+  }
+  chunks_.erase(it);
 }
 
 void* RowArena::Allocate(size_t bytes, size_t* usable) {

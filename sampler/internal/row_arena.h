@@ -12,11 +12,12 @@
 // its class (or of a class up to an octave smaller, or split for a row
 // smaller still), so memory stays at about the table's size. Freed blocks
 // are not merged. Chunks grow from
-// 64 KiB to 2 MiB (small tables stay small); only 2 MiB chunks are marked
-// for huge pages. Blocks above 256 KiB, and every block in an
-// AddressSanitizer build (so that it still checks each block's bounds),
-// come from operator new. Memory goes back to the system when the arena
-// is destroyed.
+// 64 KiB to 2 MiB (small tables stay small), each its own mapping; only
+// 2 MiB chunks are marked for huge pages. Blocks above 256 KiB, and every
+// block in an AddressSanitizer build (so that it still checks each block's
+// bounds), come from operator new. Memory goes back to the system when the
+// arena is destroyed, or a chunk at a time while its blocks are moved to
+// another arena (TopicTable's compaction: Chunks, FreeChunk).
 //
 // Thread-safety: none; one thread at a time (the table's writer).
 #ifndef LATENTD_SAMPLER_INTERNAL_ROW_ARENA_H_
@@ -54,6 +55,23 @@ class RowArena {
 
   // Bytes of chunks held (blocks from operator new not counted).
   size_t chunk_bytes() const { return chunk_bytes_; }
+  // The most chunk_bytes() has been.
+  size_t peak_chunk_bytes() const { return peak_chunk_bytes_; }
+
+  // ---- Moving every block to another arena ----
+  // Whether a block from Allocate(bytes) lies in a chunk (else it came
+  // from operator new, and Free(p, bytes) in any arena gives it back).
+  static bool InChunk(size_t bytes);
+  struct Chunk {
+    char* begin;
+    size_t bytes;
+  };
+  // The chunks held, lowest address first.
+  std::vector<Chunk> Chunks() const;
+  // Gives the chunk that starts at `begin` back to the system. Its blocks
+  // must all have moved: the free lists may still point into it, so after
+  // a FreeChunk the arena may only be destroyed.
+  void FreeChunk(char* begin);
 
  private:
   static constexpr int kClasses = 64;
@@ -67,10 +85,11 @@ class RowArena {
     FreeBlock* next;
   };
   FreeBlock* free_[kClasses] = {};
-  std::vector<void*> chunks_;
+  std::vector<Chunk> chunks_;
   char* next_ = nullptr;  // the current chunk's unused part
   char* end_ = nullptr;
   size_t chunk_bytes_ = 0;
+  size_t peak_chunk_bytes_ = 0;
 };
 
 }  // namespace latentd::internal

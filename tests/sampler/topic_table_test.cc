@@ -133,6 +133,54 @@ TEST(TopicTable, ReservedRowsTakeTheirTopicsWithoutARegrow) {
   EXPECT_EQ(table.TotalTokens(), 3 + 45 + 80 + 4);
 }
 
+// Rows that shrink leave the arena's chunks mostly free; Quiesce then moves
+// the rows to fresh chunks and gives the old ones back, counts unchanged,
+// and the table goes on growing and shrinking from there.
+TEST(TopicTable, QuiesceGivesBackChunksThatShrunkRowsLeft) {
+  const TopicId K = 100;
+  const WordId V = 30000;  // dense rows of 416 bytes: 13 MB of chunks
+  TopicTable table(V, K);
+  auto apply_all = [&](TopicId from, TopicId to, int32_t delta) {
+    std::vector<WordTopicDelta> deltas;
+    for (WordId w = 0; w < V; ++w) {
+      for (TopicId k = from; k < to; ++k) deltas.push_back({w, k, delta});
+      if (deltas.size() >= 100000 || w + 1 == V) {
+        ASSERT_TRUE(table.Apply(deltas).ok());
+        deltas.clear();
+      }
+    }
+  };
+  apply_all(0, K, 2);
+  table.Quiesce();
+  const size_t full = table.ArenaBytes();
+  if (full == 0) GTEST_SKIP() << "AddressSanitizer build: no arena chunks";
+  EXPECT_GE(full, size_t{12} << 20);
+  table.Quiesce();  // the rows fill their chunks: nothing moves
+  EXPECT_EQ(table.ArenaBytes(), full);
+
+  apply_all(3, K, -2);  // three topics a word left
+  table.Quiesce();
+  EXPECT_LT(table.ArenaBytes(), full / 4);
+  EXPECT_EQ(table.TotalTokens(), int64_t{V} * 3 * 2);
+  for (WordId w = 0; w < V; w += 97) {
+    EXPECT_FALSE(table.RowIsDense(w));
+    EXPECT_EQ(table.RowNonZeros(w), 3u) << w;
+    for (TopicId k = 0; k < K; ++k) {
+      ASSERT_EQ(table.Get(w, k), k < 3 ? 2 : 0) << w << " " << k;
+    }
+  }
+  apply_all(0, K, 1);
+  table.Quiesce();
+  EXPECT_EQ(table.TotalTokens(), int64_t{V} * (3 * 2 + K));
+  for (WordId w = 0; w < V; w += 97) {
+    EXPECT_TRUE(table.RowIsDense(w));
+    for (TopicId k = 0; k < K; ++k) {
+      ASSERT_EQ(table.Get(w, k), k < 3 ? 3 : 1) << w << " " << k;
+    }
+  }
+  EXPECT_LE(table.ArenaBytes(), full + (size_t{2} << 20));
+}
+
 TEST(TopicTable, ExpectedTopicsOfUniformDraws) {
   EXPECT_EQ(ExpectedTopicsOfUniformDraws(0, 100), 0u);
   EXPECT_EQ(ExpectedTopicsOfUniformDraws(1, 100), 1u);
