@@ -530,7 +530,7 @@ void TopicTable::CompactArena() {
     std::memcpy(raw, static_cast<const void*>(h.block), bytes);
     RowBlock* moved = static_cast<RowBlock*>(raw);
     moved->block_bytes = static_cast<uint32_t>(usable);
-    rows_[h.word].store(moved, std::memory_order_relaxed);
+    rows_[h.word].store(moved, std::memory_order_release);
   }
   // The old arena's chunks go with it; blocks from operator new are any
   // arena's to free.
