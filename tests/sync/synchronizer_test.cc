@@ -10,6 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "sync/consistency.h"
 #include "sync/owner_shard.h"
@@ -313,8 +315,16 @@ TEST(Synchronizer, ExactAtQuiescence) {
     const int64_t by = static_cast<int64_t>(rng() % 5) - 1;
     (step % 2 ? t1 : t0).Update(i, t, by);
     truth[i][t] += by;
-    if (step % 100 == 0)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (step % 100 == 99) {
+      // A burst of updates, then a round of the budgeted node: waited for,
+      // not slept for, since a sanitizer build on a loaded machine ran
+      // fewer than one round a millisecond (8 rounds in all, once).
+      const uint64_t seen = s1->counters().rounds.load();
+      const absl::Time deadline = absl::Now() + absl::Seconds(10);
+      while (s1->counters().rounds.load() == seen && absl::Now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
   }
   // Drain: rounds of one pass each until both are quiet in the same round.
   bool quiet = false;
