@@ -32,6 +32,8 @@ SyncedTopicTable::SyncedTopicTable(TopicTable* table,
       word_names_(std::move(word_names)),
       pending_word_(table->vocab_size(), false),
       pending_totals_(table->num_topics(), 0),
+      packing_(table->num_topics()),
+      log_totals_(table->num_topics(), 0),
       range_(word_keys_.size()),
       totals_change_(table->num_topics(), 0) {
   LATENTD_CHECK(word_keys_.size() == table_->vocab_size());
@@ -42,7 +44,9 @@ SyncedTopicTable::SyncedTopicTable(TopicTable* table,
   for (size_t w = 0; w < word_keys_.size(); ++w) {
     const auto word = static_cast<WordId>(w);
     table_->ForEachNonZero(word, [&](TopicId k, Count n) {
-      log_.push_back({word, k, n});
+      log_totals_[k] += n;
+      log_totals_changed_ = true;
+      packing_.Append(word, k, n, &log_);
     });
   }
 }
@@ -67,8 +71,30 @@ constexpr auto ByWord = [](const auto& d) { return d.word; };
 }  // namespace
 
 void SyncedTopicTable::MarkApplied(std::span<const WordTopicDelta> applied) {
+  using sync::PackedDeltaLog;
   absl::MutexLock l(&log_mu_);
-  log_.insert(log_.end(), applied.begin(), applied.end());
+  const size_t begin = log_.size();
+  log_.resize(begin + applied.size());
+  uint64_t* out = log_.data() + begin;
+  int64_t* totals = log_totals_.data();
+  size_t n = 0;
+  bool wide = false;  // a delta to log in pieces, below
+  for (const WordTopicDelta& d : applied) {
+    totals[d.topic] += d.delta;
+    if (std::abs(d.delta) > PackedDeltaLog::kMaxPiece) {
+      wide = true;
+    } else {
+      out[n++] = packing_.Pack(d.word, d.topic, d.delta);
+    }
+  }
+  log_.resize(begin + n);
+  log_totals_changed_ = log_totals_changed_ || !applied.empty();
+  if (!wide) return;
+  for (const WordTopicDelta& d : applied) {
+    if (std::abs(d.delta) > PackedDeltaLog::kMaxPiece) {
+      packing_.Append(d.word, d.topic, d.delta, &log_);
+    }
+  }
 }
 
 void SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
@@ -77,40 +103,48 @@ void SyncedTopicTable::TakeDirtyList(std::vector<uint32_t>* out) {
   {
     absl::MutexLock l(&log_mu_);
     fresh_.swap(log_);
+    if (log_totals_changed_) {
+      for (size_t k = 0; k < log_totals_.size(); ++k) {
+        totals_change_[k] += log_totals_[k];
+        log_totals_[k] = 0;
+      }
+      log_totals_changed_ = false;
+    }
   }
-  for (const WordTopicDelta& d : fresh_) totals_change_[d.topic] += d.delta;
-  sync::SortByRowTopic(table_->num_topics(), ByWord, &fresh_, &sorted_);
+  sync::PackedDeltaLog::Sort(&fresh_, &sorted_);
   // Each word of the log: its deltas netted per topic and merged with the
   // word's change not taken yet into a new run at the arena's end (the old
   // run becomes garbage), so a fold costs the log and the listed words,
   // not the changes kept from earlier folds.
   new_listed_.clear();
   for (size_t b = 0; b < fresh_.size();) {
-    const WordId w = fresh_[b].word;
+    const WordId w = packing_.Row(fresh_[b]);
     size_t e = b + 1;
-    while (e < fresh_.size() && fresh_[e].word == w) ++e;
+    while (e < fresh_.size() && packing_.Row(fresh_[e]) == w) ++e;
     Range& r = range_[w];
     const size_t begin = ready_.size();
     ready_.resize(begin + r.size + (e - b));  // before taking pointers
     // (A taken run's begin may lie past a compacted arena: not used then.)
     const TopicDelta* i = r.size == 0 ? nullptr : ready_.data() + r.begin;
     const TopicDelta* const ie = i + r.size;
-    const WordTopicDelta* j = fresh_.data() + b;
-    const WordTopicDelta* const je = fresh_.data() + e;
+    const uint64_t* j = fresh_.data() + b;
+    const uint64_t* const je = fresh_.data() + e;
     TopicDelta* o = ready_.data() + begin;
     uint64_t weight = 0;
     // The word's change kept, merged with its logged deltas netted per
     // topic. Counts of own changes fit an int32 (a Count's range).
     while (i != ie || j != je) {
-      if (j == je || (i != ie && i->topic < j->topic)) {
+      if (j == je || (i != ie && i->topic < packing_.Topic(*j))) {
         *o++ = *i++;
         continue;
       }
-      const TopicId t = j->topic;
+      const TopicId t = packing_.Topic(*j);
+      const uint64_t row_topic = sync::PackedDeltaLog::RowTopic(*j);
       int32_t c = 0;
-      for (; j != je && j->topic == t; ++j) {
-        c += j->delta;
-        weight += static_cast<uint64_t>(std::abs(int64_t{j->delta}));
+      for (; j != je && sync::PackedDeltaLog::RowTopic(*j) == row_topic; ++j) {
+        const int32_t d = sync::PackedDeltaLog::Delta(*j);
+        c += d;
+        weight += static_cast<uint64_t>(std::abs(d));
       }
       if (i != ie && i->topic == t) c += (i++)->delta;
       if (c != 0) *o++ = {t, c};

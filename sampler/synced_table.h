@@ -46,6 +46,7 @@
 #include "absl/synchronization/mutex.h"
 #include "sampler/topic_table.h"
 #include "sync/abelian_table.h"
+#include "sync/row_topic_sort.h"
 
 namespace latentd {
 
@@ -184,13 +185,18 @@ class SyncedTopicTable final : public sync::AbelianTable {
   // Arena garbage (runs replaced or taken) that triggers a compaction once
   // it is also half of the arena.
   static constexpr size_t kMinCompaction = 1 << 16;
+  // The log is packed (sync::PackedDeltaLog); the totals' part is summed
+  // as it is logged.
+  const sync::PackedDeltaLog packing_;
   absl::Mutex log_mu_ ABSL_ACQUIRED_AFTER(fold_mu_);
-  std::vector<WordTopicDelta> log_ ABSL_GUARDED_BY(log_mu_);
+  std::vector<uint64_t> log_ ABSL_GUARDED_BY(log_mu_);
+  std::vector<int64_t> log_totals_ ABSL_GUARDED_BY(log_mu_);
+  bool log_totals_changed_ ABSL_GUARDED_BY(log_mu_) = false;
   mutable absl::Mutex fold_mu_;
   // Scratch of TakeDirtyList: the log taken, radix scratch, listing and
   // compaction buffers.
-  std::vector<WordTopicDelta> fresh_ ABSL_GUARDED_BY(fold_mu_);
-  std::vector<WordTopicDelta> sorted_ ABSL_GUARDED_BY(fold_mu_);
+  std::vector<uint64_t> fresh_ ABSL_GUARDED_BY(fold_mu_);
+  std::vector<uint64_t> sorted_ ABSL_GUARDED_BY(fold_mu_);
   std::vector<uint32_t> new_listed_ ABSL_GUARDED_BY(fold_mu_);
   std::vector<uint32_t> merged_listed_ ABSL_GUARDED_BY(fold_mu_);
   std::vector<TopicDelta> compacted_ ABSL_GUARDED_BY(fold_mu_);

@@ -74,6 +74,50 @@ TEST(SyncedTopicTable, FoldsLoggedDeltasAndKeepsWhatIsNotTaken) {
   EXPECT_EQ(t.DirtyWeight(1), 0u);
 }
 
+// Deltas are logged packed, 16 bits of count each: counts and deltas past
+// that range, at any K (one topic, or the most topics a table may have),
+// still come back exact, and their weights gross.
+TEST(SyncedTopicTable, CountsBeyondTheLoggedWidthComeBackExact) {
+  for (const TopicId k : {TopicId{1}, TopicId{1000}, kMaxTopics}) {
+    SCOPED_TRACE(k);
+    const TopicId last = k - 1;
+    TopicTable table(70'000, k);
+    ASSERT_TRUE(table
+                    .Apply(std::vector<WordTopicDelta>{{0, last, 100'000},
+                                                       {69'999, 0, 40'000}})
+                    .ok());
+    std::vector<sync::Key> keys(70'000);
+    for (size_t w = 0; w < keys.size(); ++w) keys[w] = 1000 + w;
+    SyncedTopicTable t(&table, keys);
+    const uint32_t totals = 70'000;
+    sync::SparseVector first_totals = {{0, 40'000}, {last, 100'000}};
+    if (last == 0) first_totals = {{0, 140'000}};
+    EXPECT_EQ(TakeAll(&t),
+              (std::map<uint32_t, sync::SparseVector>{{0, {{last, 100'000}}},
+                                                      {69'999, {{0, 40'000}}},
+                                                      {totals, first_totals}}));
+    // Applied: -70,000 and the edges of a 16-bit count.
+    const std::vector<WordTopicDelta> applied = {{0, last, -70'000},
+                                                 {69'999, 0, 32'767},
+                                                 {69'999, 0, -32'768},
+                                                 {5, 0, 1}};
+    ASSERT_TRUE(table.Apply(applied).ok());
+    t.MarkApplied(applied);
+    std::vector<uint32_t> listed;
+    t.TakeDirtyList(&listed);
+    EXPECT_EQ(t.DirtyWeight(0), 70'000u);
+    EXPECT_EQ(t.DirtyWeight(69'999), 65'535u);
+    // Topic 0 of the totals nets to 32,767 - 32,768 + 1 = 0.
+    const sync::SparseVector totals_change = {{last, -70'000}};
+    auto got = TakeAll(&t);
+    EXPECT_EQ(
+        got, (std::map<uint32_t, sync::SparseVector>{{0, {{last, -70'000}}},
+                                                     {5, {{0, 1}}},
+                                                     {69'999, {{0, -1}}},
+                                                     {totals, totals_change}}));
+  }
+}
+
 // Corrections queue per key, net per (word, topic), show in Read at once
 // and reach the table (rows and n_k) with ApplyPending; one that would
 // make a count negative is refused and stays queued.
