@@ -486,9 +486,6 @@ TEST(LatentdService, SweepIntervalSpacesTheSweeps) {
   EXPECT_TRUE((*s)->Stop().ok());
 }
 
-// A cluster-mode node serves before it has joined (its id is its bound
-// API address), but must not take a user's events or answer for a user
-// until it knows the ring; word and topic queries go on.
 // Documents handed off by a leaving cluster node (words and topics): each
 // malformed one is refused saying what is wrong, nothing accepted; a good
 // one is durable at once and joins the store with its own topics.
