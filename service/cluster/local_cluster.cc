@@ -15,6 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
@@ -224,13 +225,26 @@ absl::StatusOr<int> LocalCluster::Drain(int max_rounds) {
       absl::SleepFor(absl::Milliseconds(20));
     }
   }
+  std::string last_pass;  // what kept the last pass from being quiet
   for (int round = 1; round <= max_rounds; ++round) {
     bool quiet = true;
-    for (auto& n : nodes_) quiet = n->DrainPass().quiet && quiet;
+    last_pass.clear();
+    for (auto& n : nodes_) {
+      const sync::Synchronizer::PassResult r = n->DrainPass();
+      quiet = r.quiet && quiet;
+      if (r.quiet) continue;
+      absl::StrAppend(&last_pass, last_pass.empty() ? "" : "; ", n->node_id(),
+                      r.unavailable.empty()
+                          ? " still sent or received changes, or could not "
+                            "apply them"
+                          : absl::StrCat(" could not reach ",
+                                         absl::StrJoin(r.unavailable, ", ")));
+    }
     if (quiet && round > 1) return round;
   }
   return absl::DeadlineExceededError(
-      absl::StrCat("cluster not quiet after ", max_rounds, " drain rounds"));
+      absl::StrCat("cluster not quiet after ", max_rounds,
+                   " drain rounds (the last: ", last_pass, ")"));
 }
 
 double LocalCluster::LogLikelihoodPerToken(const LocalClusterRun& run) const {
