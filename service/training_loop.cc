@@ -2,6 +2,7 @@
 // for the order of a turn), and its life cycle.
 #include "service/training_loop.h"
 
+#include <algorithm>
 #include <optional>
 #include <span>
 #include <string>
@@ -123,23 +124,34 @@ void TrainingLoop::Run() {
   while (!parts_.ingest->stopping()) {
     bool backoff = false;
     bool swept;
-    int interval_ms;
     const absl::Time turn_start = absl::Now();
     {
       absl::MutexLock lock(&train_mu_);
       swept = Turn(&backoff);
-      interval_ms = options_.sweep_interval_ms;
     }
     if (backoff) {
       absl::SleepFor(absl::Milliseconds(500));
     } else if (!swept) {
       // Idle (max_sweeps reached): wait for documents to merge.
       parts_.ingest->WaitForWork(absl::Milliseconds(200));
-    } else if (interval_ms > 0) {
-      const absl::Duration left =
-          turn_start + absl::Milliseconds(interval_ms) - absl::Now();
-      if (left > absl::ZeroDuration()) parts_.ingest->WaitForWork(left);
+    } else {
+      WaitOutInterval(turn_start);
     }
+  }
+}
+
+void TrainingLoop::WaitOutInterval(absl::Time turn_start) {
+  const absl::Duration kSlice = absl::Milliseconds(100);
+  while (!parts_.ingest->stopping() && parts_.ingest->pending() == 0) {
+    int interval_ms;
+    {
+      absl::MutexLock lock(&train_mu_);
+      interval_ms = options_.sweep_interval_ms;
+    }
+    const absl::Duration left =
+        turn_start + absl::Milliseconds(interval_ms) - absl::Now();
+    if (left <= absl::ZeroDuration()) return;
+    parts_.ingest->WaitForWork(std::min(left, kSlice));
   }
 }
 

@@ -123,6 +123,10 @@ class TrainingLoop {
 
  private:
   void Run();
+  // Waits until `turn_start` plus the sweep interval, ingested work or a
+  // stop; reads the interval every 100 ms, so a reload applies to a wait
+  // already under way.
+  void WaitOutInterval(absl::Time turn_start) ABSL_LOCKS_EXCLUDED(train_mu_);
   // One turn of Run() under train_mu_; true if it swept, *backoff when a
   // step failed (the caller waits before the next turn).
   bool Turn(bool* backoff) ABSL_EXCLUSIVE_LOCKS_REQUIRED(train_mu_);
