@@ -41,9 +41,14 @@ std::string WriteCorpus(const std::string& dir) {
   return path;
 }
 
-// Waits until the service has sampled `sweeps` sweeps and merged `merged`.
+// Waits (up to 2 minutes) until the service has sampled `sweeps` sweeps and
+// merged `merged`. Each sweep commits the token store with an fsync: 40
+// sweeps take 0.3 s alone in a TSan build, and took 10.5 s in the gate
+// beside the ASan tests and the builds.
 void AwaitState(LatentdService* s, uint64_t sweeps, uint64_t merged) {
-  for (int i = 0; i < 500; ++i) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (std::chrono::steady_clock::now() < deadline) {
     auto st = s->Status(api::StatusRequest());
     ASSERT_TRUE(st.ok()) << st.status();
     if (st->version().sweep() >= sweeps && st->merged_sequence() >= merged &&
@@ -52,7 +57,8 @@ void AwaitState(LatentdService* s, uint64_t sweeps, uint64_t merged) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  FAIL() << "service did not reach sweep " << sweeps << " and merge " << merged;
+  FAIL() << "service did not reach sweep " << sweeps << " and merge " << merged
+         << " in 2 minutes";
 }
 
 TEST(IngestAfterTraining, FoldsNewDocumentsInAgainstTheModel) {
@@ -68,7 +74,7 @@ TEST(IngestAfterTraining, FoldsNewDocumentsInAgainstTheModel) {
   auto s = LatentdService::Open(o, &metrics);
   ASSERT_TRUE(s.ok()) << s.status();
   (*s)->Start();
-  AwaitState(s->get(), o.max_sweeps, 0);
+  ASSERT_NO_FATAL_FAILURE(AwaitState(s->get(), o.max_sweeps, 0));
 
   // The model has one topic per theme; the oil topic is InferDocument's
   // first for an oil text.
@@ -104,7 +110,7 @@ TEST(IngestAfterTraining, FoldsNewDocumentsInAgainstTheModel) {
   fresh.user = "newcomer";
   fresh.words = {"crude", "oil", "opec", "petrodollar"};
   ASSERT_TRUE((*s)->IngestRecords({fresh}).ok());
-  AwaitState(s->get(), o.max_sweeps, 101);
+  ASSERT_NO_FATAL_FAILURE(AwaitState(s->get(), o.max_sweeps, 101));
 
   for (int u = 0; u < 10; ++u) {
     api::GetUserProfileRequest p;
