@@ -25,30 +25,44 @@ import math
 import sys
 
 
+class BadInput(Exception):
+    """A line of the state file that is not what its format says."""
+
+
 def documents(path):
     """Yields (where, [(word, topic), ...]) for each document of the file."""
     if path.endswith(".gz"):
         with gzip.open(path, "rt") as f:
             doc_id, doc = None, []
             for line_no, line in enumerate(f, 1):
-                if line.startswith("#"):
+                if line.startswith("#") or not line.strip():
                     continue
                 fields = line.split()
+                try:
+                    token = (int(fields[3]), int(fields[5]))
+                except (IndexError, ValueError):
+                    raise BadInput(f"{path}:{line_no}: not 'doc source pos "
+                                   f"typeindex type topic': {line.strip()!r}")
                 if fields[0] != doc_id:
                     if doc:
                         yield f"{path}: document {doc_id}", doc
                     doc_id, doc = fields[0], []
-                doc.append((int(fields[3]), int(fields[5])))
+                doc.append(token)
             if doc:
                 yield f"{path}: document {doc_id}", doc
         return
     with open(path) as f:
         for line_no, line in enumerate(f, 1):
-            fields = line.split()[1:]
-            if fields:
-                yield f"{path}:{line_no}", [
-                    (int(w), int(t)) for w, _, t in
-                    (field.partition(":") for field in fields)]
+            doc = []
+            for field in line.split()[1:]:
+                word, _, topic = field.partition(":")
+                try:
+                    doc.append((int(word), int(topic)))
+                except ValueError:
+                    raise BadInput(f"{path}:{line_no}: {field!r} is not "
+                                   "word:topic")
+            if doc:
+                yield f"{path}:{line_no}", doc
 
 
 def main() -> int:
@@ -63,20 +77,22 @@ def main() -> int:
     topic_totals = [0] * k
     tokens = 0
     doc_part = 0.0
-    for where, doc_tokens in documents(path):
-        doc = collections.Counter()
-        for word, t in doc_tokens:
-            if not 0 <= t < k:
-                print(f"{where}: topic {t} outside 0..{k - 1}",
-                      file=sys.stderr)
-                return 1
-            doc[t] += 1
-            word_topic[(word, t)] += 1
-            topic_totals[t] += 1
-        n = len(doc_tokens)
-        tokens += n
-        doc_part += lg(k * alpha) - lg(n + k * alpha)
-        doc_part += sum(lg(c + alpha) - lg(alpha) for c in doc.values())
+    try:
+        for where, doc_tokens in documents(path):
+            doc = collections.Counter()
+            for word, t in doc_tokens:
+                if not 0 <= t < k:
+                    raise BadInput(f"{where}: topic {t} outside 0..{k - 1}")
+                doc[t] += 1
+                word_topic[(word, t)] += 1
+                topic_totals[t] += 1
+            n = len(doc_tokens)
+            tokens += n
+            doc_part += lg(k * alpha) - lg(n + k * alpha)
+            doc_part += sum(lg(c + alpha) - lg(alpha) for c in doc.values())
+    except (BadInput, OSError) as e:
+        print(f"joint_ll.py: {e}", file=sys.stderr)
+        return 1
     if tokens == 0:
         print(f"{path}: no tokens", file=sys.stderr)
         return 1
