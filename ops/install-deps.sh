@@ -3,7 +3,8 @@
 # Idempotent: packages already present are left as they are.
 #
 #   build:   cmake ninja-build g++ pkg-config clang-format, ccache (the
-#            compiler cache of ops/test.sh and ops/check.sh)
+#            compiler cache of ops/test.sh and ops/check.sh), lld (links
+#            4-5x faster than ld.bfd; CMake uses it where it is found)
 #   engine:  libtbb-dev (pipeline, thread pool), libabsl-dev (Status, flags,
 #            containers), libcli11-dev (CLI subcommands and --help),
 #            libxxhash-dev (word keys, ring points),
@@ -51,7 +52,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  cmake ninja-build g++ pkg-config clang-format git ccache
+  cmake ninja-build g++ pkg-config clang-format git ccache lld
   libtbb-dev libabsl-dev libxxhash-dev libzstd-dev zlib1g-dev zstd
   libcli11-dev libspdlog-dev libhnswlib-dev bc libgflags-dev libnuma-dev
   libasio-dev libprotobuf-dev protobuf-compiler libhiredis-dev redis-server
