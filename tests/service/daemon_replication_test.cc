@@ -8,9 +8,10 @@
 // node is removed with `remove-node --lost`: the survivors adopt its
 // replicated documents, and every acknowledged document's word counts
 // once in the model, and every acknowledged event is in its user's
-// profile. Five rounds (kills), each on a fresh cluster; the seed of the
-// random moments and victims is printed (LATENTD_REPLICATION_SEED sets
-// it). Every process runs on 127.0.0.1 and is stopped at the end.
+// profile. Three rounds (kills), each on a fresh cluster
+// (LATENTD_REPLICATION_ROUNDS sets how many); the seed of the random
+// moments and victims is printed (LATENTD_REPLICATION_SEED sets it), a new
+// one each run. Every process runs on 127.0.0.1 and is stopped at the end.
 #include <signal.h>
 
 #include <atomic>
@@ -44,7 +45,7 @@ using service::Protocol;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kNodes = 3;
-constexpr int kRounds = 5;
+constexpr int kRounds = 3;  // LATENTD_REPLICATION_ROUNDS: more
 constexpr int kUsers = 24;
 constexpr int kDocsPerNode = 100;  // of the test corpus, to start quickly
 
@@ -336,9 +337,13 @@ TEST(DaemonReplication, AcknowledgedIngestionSurvivesAKillAtARandomMoment) {
   if (const char* s = std::getenv("LATENTD_REPLICATION_SEED")) {
     ASSERT_TRUE(absl::SimpleAtoi(s, &seed)) << s;
   }
-  std::printf("seed %u (LATENTD_REPLICATION_SEED)\n", seed);
+  int rounds = kRounds;
+  if (const char* s = std::getenv("LATENTD_REPLICATION_ROUNDS")) {
+    ASSERT_TRUE(absl::SimpleAtoi(s, &rounds)) << s;
+  }
+  std::printf("seed %u (LATENTD_REPLICATION_SEED), %d rounds\n", seed, rounds);
   std::mt19937 rng(seed);
-  for (int round = 1; round <= kRounds; ++round) {
+  for (int round = 1; round <= rounds; ++round) {
     SCOPED_TRACE(absl::StrCat("round ", round, ", seed ", seed));
     KillRemoveAndCheck(round, &rng);
     if (::testing::Test::HasFatalFailure()) return;

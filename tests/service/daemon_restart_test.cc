@@ -190,7 +190,7 @@ sync::ClusterStatus RestartAllExpectExact(
 }
 
 TEST(DaemonRestart, AWholeClusterKilledComesBackInAnyOrder) {
-  StopAllAndRestart(SIGKILL, 10000);
+  StopAllAndRestart(SIGKILL, 5000);
 }
 
 // Stopped cleanly (SIGTERM to every node at once, as `systemctl stop` on

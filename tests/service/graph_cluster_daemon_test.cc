@@ -431,7 +431,7 @@ TEST_F(GraphClusterDaemon, DualMatchesSingleNodeAndNaiveIsWorse) {
 TEST_F(GraphClusterDaemon, GrowsFromTwoToThreeAndLosesOne) {
   // Long enough that both changes happen while the nodes train (an epoch
   // takes about 25 ms on two loaded cores).
-  constexpr int kRingEpochs = 400;
+  constexpr int kRingEpochs = 200;
   const Result single = SingleNode(kRingEpochs);
   TestCluster cluster({.name = "gring", .failure_timeout = "3"});
   ASSERT_TRUE(cluster.ok());
@@ -499,7 +499,7 @@ TEST_F(GraphClusterDaemon, GrowsFromTwoToThreeAndLosesOne) {
 // training graph's plus the ingested ones, and the final model is within
 // 1% of the single node's objective.
 TEST_F(GraphClusterDaemon, ShrinksWithHandoffAndARestartedNodeReturns) {
-  constexpr int kRingEpochs = 400;
+  constexpr int kRingEpochs = 200;
   constexpr VertexKey kNewBase = 1000000000000000;  // above every vertex id
   constexpr int kIngested = 30;
   const Result single = SingleNode(kRingEpochs);
