@@ -1,11 +1,15 @@
 #include "sampler/internal/batch_overlay.h"
 
+#include <algorithm>
+
 #include "sampler/sampling_kernel.h"
 
 namespace latentd::internal {
 
 BatchOverlay::BatchOverlay(TopicId num_topics, int64_t max_word_tokens)
     : num_topics_(num_topics),
+      max_bigs_(static_cast<uint32_t>(std::max<size_t>(
+          1, kMaxBigBytes / (size_t{num_topics} * (sizeof(int32_t) + 1))))),
       configured_max_word_tokens_(max_word_tokens),
       max_word_tokens_(max_word_tokens),
       delta_(num_topics, 0) {}
@@ -90,6 +94,10 @@ void BatchOverlay::MakeBig() {
   IndexSlot& slot = index_[focused_];
   slot.big = bigs_used_++;
   if (big_deltas_.size() < size_t{bigs_used_} * num_topics_) {
+    if (big_deltas_.empty()) {  // room for all of them, no doubling past it
+      big_deltas_.reserve(size_t{max_bigs_} * num_topics_);
+      big_listed_.reserve(size_t{max_bigs_} * num_topics_);
+    }
     big_deltas_.resize(size_t{bigs_used_} * num_topics_, 0);
     big_listed_.resize(size_t{bigs_used_} * num_topics_, 0);
     big_topics_.resize(bigs_used_);
@@ -132,7 +140,7 @@ void BatchOverlay::Move(TopicId from, TopicId to, int64_t word_tokens) {
   }
   if (from != kUncounted) AddSmall(from, -1);
   AddSmall(to, +1);
-  if (list_->size() > kSmall) MakeBig();
+  if (list_->size() > kSmall && bigs_used_ < max_bigs_) MakeBig();
 }
 
 }  // namespace latentd::internal

@@ -20,7 +20,10 @@
 //    K-array (undone when the focus moves on);
 //  - big, once a word has moved from or to more than kSmall topics: a
 //    K-array of its deltas and the list of its topics, so the frequent
-//    words cost O(1) per move and per focus, not O(topics moved).
+//    words cost O(1) per move and per focus, not O(topics moved). Big
+//    records take at most kMaxBigBytes per overlay; past that a word's
+//    list grows instead (at K=10,000 a batch of news20 made about 600
+//    words big: 30 MiB per sampler thread).
 // Focusing a word is O(1); a token that moves nothing pays no more.
 //
 // Frequent words are not followed (max_word_tokens): a batch holds about
@@ -51,6 +54,8 @@ class BatchOverlay {
     int32_t delta;  // net moves into the topic; may be 0 (moved back)
   };
   static constexpr uint32_t kSmall = 8;
+  // What the big records of one overlay may take (K * 5 bytes each).
+  static constexpr size_t kMaxBigBytes = size_t{4} << 20;
 
   // max_word_tokens: a word with more tokens than this (its row's total at
   // its first move in the batch) is not followed; 0: every word is;
@@ -109,6 +114,7 @@ class BatchOverlay {
   void MakeBig();
 
   const TopicId num_topics_;
+  const uint32_t max_bigs_;  // kMaxBigBytes' worth, at least 1
   const int64_t configured_max_word_tokens_;
   int64_t max_word_tokens_;  // the current batch's
   uint32_t stamp_ = 0;       // the current batch's

@@ -612,15 +612,14 @@ TEST(MhKernel, WordOrderFallsBackToDocumentOrderForLargeBatches) {
   EXPECT_NE(sample(big_k, many - 2, true), sample(big_k, many - 2, false));
 }
 
-// The overlay's record of a word counts its net moves, in both forms: a
-// small list, and the K-array it becomes past kSmall topics; Reset forgets
-// them and the next batch starts clean.
-TEST(BatchOverlay, CountsNetMovesSmallAndBig) {
-  const TopicId K = 40;
+// Moves word 0 (2 topics, small) and words 1 and 2 (23 topics each, past
+// kSmall) in an overlay of K topics over two batches, and expects every
+// word's net moves from Delta and ForEachEntry, whichever form holds them.
+void ExpectNetMoves(TopicId K) {
   internal::BatchOverlay overlay(K);
   for (int batch = 0; batch < 2; ++batch) {
-    overlay.Reset(3);
-    std::vector<std::vector<int>> expected(3, std::vector<int>(K, 0));
+    overlay.Reset(4);
+    std::vector<std::vector<int>> expected(4, std::vector<int>(K, 0));
     auto move = [&](WordId w, TopicId from, TopicId to) {
       overlay.Focus(w);
       overlay.Move(from, to, /*word_tokens=*/1);
@@ -629,26 +628,42 @@ TEST(BatchOverlay, CountsNetMovesSmallAndBig) {
     };
     move(0, 1, 2);  // word 0 stays small
     move(0, 2, 3);
-    move(1, 5, 6);  // word 1 grows big: 2 + 3·7 topics
-    for (TopicId k = 7; k < 28; k += 3)
-      move(1, k, k + 1), move(1, k + 1, k + 2);
-    move(1, 6, 5);  // back to 0 for topics 5 and 6
+    for (WordId w : {1u, 2u}) {
+      move(w, 5, 6);  // grows past kSmall: 2 + 3·7 topics
+      for (TopicId k = 7; k < 28; k += 3) {
+        move(w, k, k + 1), move(w, k + 1, k + 2);
+      }
+      move(w, 6, 5);  // back to 0 for topics 5 and 6
+    }
     move(0, 3, 1);
-    for (WordId w : {0u, 1u, 2u}) {
+    move(1, 10, 1);  // a move after another word's
+    for (WordId w : {0u, 1u, 2u, 3u}) {
       overlay.Focus(w);
-      EXPECT_EQ(overlay.empty(), w == 2) << "word " << w;
+      EXPECT_EQ(overlay.empty(), w == 3) << "word " << w;
       std::vector<int> seen(K, 0), listed(K, 0);
       overlay.ForEachEntry([&](TopicId k, int32_t d) {
         seen[k] = d;
         ++listed[k];
       });
       for (TopicId k = 0; k < K; ++k) {
-        EXPECT_EQ(overlay.Delta(k), expected[w][k]) << w << " " << k;
-        EXPECT_EQ(seen[k], expected[w][k]) << w << " " << k;
-        EXPECT_LE(listed[k], 1) << "topic listed twice";
+        ASSERT_EQ(overlay.Delta(k), expected[w][k]) << w << " " << k;
+        ASSERT_EQ(seen[k], expected[w][k]) << w << " " << k;
+        ASSERT_LE(listed[k], 1) << "topic listed twice";
       }
     }
   }
+}
+
+// The overlay's record of a word counts its net moves, in both forms: a
+// small list, and the K-array it becomes past kSmall topics; Reset forgets
+// them and the next batch starts clean.
+TEST(BatchOverlay, CountsNetMovesSmallAndBig) { ExpectNetMoves(40); }
+
+// At a K where kMaxBigBytes holds one K-array, the second word past kSmall
+// stays a list, and counts the same.
+TEST(BatchOverlay, PastItsBudgetABigWordStaysAList) {
+  const TopicId K = internal::BatchOverlay::kMaxBigBytes / 5 + 1;
+  ExpectNetMoves(K);
 }
 
 // A word with more tokens than max_word_tokens at its first move in a
