@@ -29,7 +29,9 @@ void ProgressiveStartKernel::Add(TopicId k, double& s, double& r) {
   ++n_k_[k];
   const double inv = 1.0 / (static_cast<double>(n_k_[k]) + beta_sum_);
   inv_denom_[k] = inv;
-  s += a * beta_ * (inv - old_inv);
+  const double ds = a * beta_ * (inv - old_inv);
+  s += ds;
+  smoothing_.Add(k, ds);
   r += beta_ * (n_dk * inv - (n_dk - 1) * old_inv);
   coef_[k] = (a + n_dk) * inv;
   if (n_dk == 1) doc_topics_.push_back(k);
@@ -53,6 +55,7 @@ void ProgressiveStartKernel::SampleBatch(const SweepParams& params,
   overlay_.Reset(table.vocab_size());
   double s = LoadTopicTerms(table, alpha_, beta_, beta_sum_, n_k_.data(),
                             inv_denom_.data(), coef_.data());
+  smoothing_.Load(num_topics_, alpha_, beta_, inv_denom_.data());
 
   for (size_t d = 0; d < batch->num_docs(); ++d) {
     std::span<const WordId> words = batch->doc_words(d);
@@ -94,8 +97,7 @@ void ProgressiveStartKernel::SampleBatch(const SweepParams& params,
         topic = DrawDocBucket(u, doc_topics_, n_dk_.data(), beta_,
                               inv_denom_.data());
       } else {
-        topic = DrawSmoothingBucket(u - r, num_topics_, alpha_, beta_,
-                                    inv_denom_.data());
+        topic = smoothing_.Draw(u - r, alpha_, beta_, inv_denom_.data());
       }
       Add(topic, s, r);
       overlay_.Move(kUncounted, topic, /*word_tokens=*/0);

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "sampler/internal/batch_overlay.h"
+#include "sampler/internal/sparse_buckets.h"
 #include "sampler/sampling_kernel.h"
 
 namespace latentd::internal {
@@ -49,6 +50,7 @@ class ProgressiveStartKernel final : public SamplingKernel {
   double beta_ = 0, beta_sum_ = 0;
   std::vector<int64_t> n_k_;       // the table's n_k plus the batch's
   std::vector<double> inv_denom_;  // 1 / (n_k + Vβ)
+  SmoothingBlocks smoothing_;      // the s bucket's masses by block
   std::vector<double> coef_;       // (α_k + n_dk) / (n_k + Vβ)
   std::vector<Count> n_dk_;        // the document's tokens placed so far
   std::vector<TopicId> doc_topics_;

@@ -9,6 +9,7 @@
 #ifndef LATENTD_SAMPLER_INTERNAL_SPARSE_BUCKETS_H_
 #define LATENTD_SAMPLER_INTERNAL_SPARSE_BUCKETS_H_
 
+#include <algorithm>
 #include <span>
 #include <vector>
 
@@ -45,7 +46,8 @@ inline TopicId DrawDocBucket(double u, const std::vector<TopicId>& doc_topics,
   return doc_topics.back();  // rounding
 }
 
-// s = Σ_k α_k β inv_denom[k] over K topics; u in [0, s).
+// s = Σ_k α_k β inv_denom[k] over K topics; u in [0, s). O(K): the
+// reference SmoothingBlocks::Draw is checked against.
 inline TopicId DrawSmoothingBucket(double u, TopicId num_topics,
                                    const double* alpha, double beta,
                                    const double* inv_denom) {
@@ -55,6 +57,53 @@ inline TopicId DrawSmoothingBucket(double u, TopicId num_topics,
   }
   return num_topics - 1;  // rounding
 }
+
+// The smoothing bucket's masses α_k β inv_denom[k] summed by blocks of
+// kBlock topics, so that a draw walks the block sums and then one block:
+// O(K/64 + 64) instead of DrawSmoothingBucket's O(K). At K=10,000 on news20
+// the smoothing bucket took a fifth of the draws, and its linear walk was
+// 29% of the sampler's time. A kernel loads the sums at a batch's start and
+// adds each change of a topic's mass (two per token) to its block.
+class SmoothingBlocks {
+ public:
+  static constexpr TopicId kBlock = 64;
+
+  // The sums of the masses; returns their total (s).
+  double Load(TopicId num_topics, const double* alpha, double beta,
+              const double* inv_denom) {
+    num_topics_ = num_topics;
+    sums_.assign((num_topics + kBlock - 1) / kBlock, 0.0);
+    double s = 0;
+    for (TopicId k = 0; k < num_topics; ++k) {
+      const double m = alpha[k] * beta * inv_denom[k];
+      sums_[k / kBlock] += m;
+      s += m;
+    }
+    return s;
+  }
+  // Topic k's mass changed by `delta`.
+  void Add(TopicId k, double delta) { sums_[k / kBlock] += delta; }
+  // The topic whose interval holds u in [0, s): the block whose sum holds
+  // it, then the topic within the block (its last topic, or the last
+  // topic of all, where rounding leaves u past the masses).
+  TopicId Draw(double u, const double* alpha, double beta,
+               const double* inv_denom) const {
+    const size_t blocks = sums_.size();
+    size_t b = 0;
+    for (; b + 1 < blocks && u >= sums_[b]; ++b) u -= sums_[b];
+    const TopicId first = static_cast<TopicId>(b * kBlock);
+    const TopicId end = std::min<TopicId>(first + kBlock, num_topics_);
+    for (TopicId k = first; k < end; ++k) {
+      u -= alpha[k] * beta * inv_denom[k];
+      if (u <= 0) return k;
+    }
+    return end - 1;  // rounding
+  }
+
+ private:
+  TopicId num_topics_ = 0;
+  std::vector<double> sums_;
+};
 
 // At a document's end: n_dk back to 0 and coef to α_k inv_denom for the
 // document's topics, which are then forgotten.

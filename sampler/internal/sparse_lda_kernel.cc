@@ -39,7 +39,9 @@ void SparseLdaKernel::MoveCount(TopicId k, int by, double& s, double& r) {
   n_k_[k] = std::max<int64_t>(n_k_[k] + by, 0);
   const double inv = 1.0 / (static_cast<double>(n_k_[k]) + beta_sum_);
   inv_denom_[k] = inv;
-  s += a * beta_ * (inv - old_inv);
+  const double ds = a * beta_ * (inv - old_inv);
+  s += ds;
+  smoothing_.Add(k, ds);
   r += beta_ * (n_dk * inv - old_n_dk * old_inv);
   coef_[k] = (a + n_dk) * inv;
   if (by < 0 && n_dk == 0) {
@@ -253,6 +255,7 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
   // the token loop; MoveCount keeps them current.
   double s = LoadTopicTerms(table, alpha_, beta_, beta_sum_, n_k_.data(),
                             inv_denom_.data(), coef_.data());
+  smoothing_.Load(num_topics_, alpha_, beta_, inv_denom_.data());
   double r = 0;
 
   for (size_t d = 0; d < batch->num_docs(); ++d) {
@@ -297,8 +300,7 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
         new_topic = DrawDocBucket(u, doc_topics_, n_dk_.data(), beta_,
                                   inv_denom_.data());
       } else {
-        new_topic = DrawSmoothingBucket(u - r, num_topics_, alpha_, beta_,
-                                        inv_denom_.data());
+        new_topic = smoothing_.Draw(u - r, alpha_, beta_, inv_denom_.data());
       }
 
       MoveCount(new_topic, +1, s, r);

@@ -19,6 +19,7 @@
 
 #include "base/random.h"
 #include "sampler/internal/batch_overlay.h"
+#include "sampler/internal/sparse_buckets.h"
 #include "sampler/sampling_kernel.h"
 
 namespace latentd::internal {
@@ -46,6 +47,7 @@ class SparseLdaKernel final : public SamplingKernel {
   std::vector<int64_t> n_k_;       // n_k as seen by this batch
   std::vector<double> inv_denom_;  // 1 / (n_k + Vβ)
   std::vector<double> coef_;       // (α_k + n_dk) / (n_k + Vβ)
+  SmoothingBlocks smoothing_;      // the s bucket's masses by block
   // Per document.
   std::vector<Count> n_dk_;
   std::vector<TopicId> doc_topics_;  // topics with n_dk > 0

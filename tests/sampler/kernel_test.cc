@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "sampler/internal/batch_overlay.h"
 #include "sampler/internal/mh_kernel.h"
+#include "sampler/internal/sparse_buckets.h"
 #include "sampler/sampling_kernel.h"
 #include "tests/sampler/chi_square.h"
 
@@ -691,6 +692,46 @@ TEST(BatchOverlay, FrequentWordsAreNotFollowed) {
   EXPECT_TRUE(overlay.followed());
   overlay.Move(0, 1, /*word_tokens=*/5);
   EXPECT_EQ(overlay.Delta(1), 1);
+}
+
+// The blocked smoothing bucket draws what the linear walk over all K draws
+// for the same u, after a batch's worth of changes to topics' masses (K not
+// a multiple of the block: the last block is short), and without the
+// changes it would not.
+TEST(SmoothingBlocks, DrawsAsTheLinearWalkAfterChanges) {
+  constexpr TopicId K = 1000;
+  constexpr double beta = 0.01;
+  Rng rng = Rng::ForStream(7, 0, 0);
+  std::vector<double> alpha(K), inv_denom(K);
+  for (TopicId k = 0; k < K; ++k) {
+    alpha[k] = 0.01 + rng.Uniform();
+    inv_denom[k] = 1.0 / (1 + 1000 * rng.Uniform());
+  }
+  internal::SmoothingBlocks blocks, stale;
+  double s = blocks.Load(K, alpha.data(), beta, inv_denom.data());
+  stale.Load(K, alpha.data(), beta, inv_denom.data());
+  for (int change = 0; change < 5000; ++change) {
+    const TopicId k = static_cast<TopicId>(rng.Uniform() * K);
+    const double inv = 1.0 / (1 + 1000 * rng.Uniform());
+    const double delta = alpha[k] * beta * (inv - inv_denom[k]);
+    inv_denom[k] = inv;
+    s += delta;
+    blocks.Add(k, delta);
+  }
+  int stale_differs = 0;
+  for (int draw = 0; draw < 20000; ++draw) {
+    const double u = rng.Uniform() * s;
+    const TopicId want = internal::DrawSmoothingBucket(u, K, alpha.data(), beta,
+                                                       inv_denom.data());
+    ASSERT_EQ(blocks.Draw(u, alpha.data(), beta, inv_denom.data()), want)
+        << "u " << u << " of " << s;
+    stale_differs +=
+        stale.Draw(u, alpha.data(), beta, inv_denom.data()) != want;
+  }
+  EXPECT_GT(stale_differs, 1000);
+  // At the very end of the mass: the last topic, or one near it.
+  EXPECT_GE(blocks.Draw(s * (1 - 1e-15), alpha.data(), beta, inv_denom.data()),
+            K - 64);
 }
 
 TEST(KernelKind, ParsesNames) {
