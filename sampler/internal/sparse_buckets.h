@@ -2,10 +2,12 @@
 // (sparse_lda_kernel.h, progressive_start_kernel.h): a batch's topic terms,
 // the draws from the document and smoothing buckets (for u within a
 // bucket's mass, the topic whose interval holds it, walking the
-// document's topics (r) or all K (s)), the reset of the document terms at a
+// document's topics (r) or the smoothing masses' block sums and then one
+// block (s, SmoothingBlocks)), the reset of the document terms at a
 // document's end, and the prefetch of the coming tokens' rows.
 //
-// Thread-safety: pure functions.
+// Thread-safety: pure functions; a SmoothingBlocks belongs to one kernel
+// (one thread).
 #ifndef LATENTD_SAMPLER_INTERNAL_SPARSE_BUCKETS_H_
 #define LATENTD_SAMPLER_INTERNAL_SPARSE_BUCKETS_H_
 
