@@ -54,8 +54,7 @@ void ProgressiveStartKernel::SampleBatch(const SweepParams& params,
                            batch->index);
   overlay_.Reset(table.vocab_size());
   double s = LoadTopicTerms(table, alpha_, beta_, beta_sum_, n_k_.data(),
-                            inv_denom_.data(), coef_.data());
-  smoothing_.Load(num_topics_, alpha_, beta_, inv_denom_.data());
+                            inv_denom_.data(), coef_.data(), &smoothing_);
 
   for (size_t d = 0; d < batch->num_docs(); ++d) {
     std::span<const WordId> words = batch->doc_words(d);

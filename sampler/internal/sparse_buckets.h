@@ -21,16 +21,61 @@
 
 namespace latentd::internal {
 
+// The smoothing bucket's masses α_k β inv_denom[k] summed by blocks of
+// kBlock topics, so that a draw walks the block sums and then one block:
+// O(K/64 + 64) instead of DrawSmoothingBucket's O(K). At K=10,000 on news20
+// the smoothing bucket took a fifth of the draws, and its linear walk was
+// 29% of the sampler's time. LoadTopicTerms fills the sums at a batch's
+// start, in its pass over the topics; a kernel then adds each change of a
+// topic's mass (two per token) to its block.
+class SmoothingBlocks {
+ public:
+  static constexpr TopicId kBlock = 64;
+
+  // Every mass 0, for `num_topics` topics.
+  void Reset(TopicId num_topics) {
+    num_topics_ = num_topics;
+    sums_.assign((num_topics + kBlock - 1) / kBlock, 0.0);
+  }
+  // Topic k's mass changed by `delta` (from 0 after Reset: its mass).
+  void Add(TopicId k, double delta) { sums_[k / kBlock] += delta; }
+  // The topic whose interval holds u in [0, s): the block whose sum holds
+  // it, then the topic within the block (its last topic, or the last
+  // topic of all, where rounding leaves u past the masses).
+  TopicId Draw(double u, const double* alpha, double beta,
+               const double* inv_denom) const {
+    const size_t blocks = sums_.size();
+    size_t b = 0;
+    for (; b + 1 < blocks && u >= sums_[b]; ++b) u -= sums_[b];
+    const TopicId first = static_cast<TopicId>(b * kBlock);
+    const TopicId end = std::min<TopicId>(first + kBlock, num_topics_);
+    for (TopicId k = first; k < end; ++k) {
+      u -= alpha[k] * beta * inv_denom[k];
+      if (u <= 0) return k;
+    }
+    return end - 1;  // rounding
+  }
+
+ private:
+  TopicId num_topics_ = 0;
+  std::vector<double> sums_;
+};
+
 // At a batch's start: n_k from the table, inv_denom = 1/(n_k + Vβ), coef =
-// α_k inv_denom (no document yet); returns s = Σ_k α_k β inv_denom.
+// α_k inv_denom (no document yet), the smoothing masses' block sums;
+// returns s = Σ_k α_k β inv_denom.
 inline double LoadTopicTerms(const TopicTable& table, const double* alpha,
                              double beta, double beta_sum, int64_t* n_k,
-                             double* inv_denom, double* coef) {
+                             double* inv_denom, double* coef,
+                             SmoothingBlocks* smoothing) {
+  smoothing->Reset(table.num_topics());
   double s = 0;
   for (TopicId k = 0; k < table.num_topics(); ++k) {
     n_k[k] = table.TopicTotal(k);
     inv_denom[k] = 1.0 / (static_cast<double>(n_k[k]) + beta_sum);
-    s += alpha[k] * beta * inv_denom[k];
+    const double mass = alpha[k] * beta * inv_denom[k];
+    s += mass;
+    smoothing->Add(k, mass);
     coef[k] = alpha[k] * inv_denom[k];
   }
   return s;
@@ -59,53 +104,6 @@ inline TopicId DrawSmoothingBucket(double u, TopicId num_topics,
   }
   return num_topics - 1;  // rounding
 }
-
-// The smoothing bucket's masses α_k β inv_denom[k] summed by blocks of
-// kBlock topics, so that a draw walks the block sums and then one block:
-// O(K/64 + 64) instead of DrawSmoothingBucket's O(K). At K=10,000 on news20
-// the smoothing bucket took a fifth of the draws, and its linear walk was
-// 29% of the sampler's time. A kernel loads the sums at a batch's start and
-// adds each change of a topic's mass (two per token) to its block.
-class SmoothingBlocks {
- public:
-  static constexpr TopicId kBlock = 64;
-
-  // The sums of the masses; returns their total (s).
-  double Load(TopicId num_topics, const double* alpha, double beta,
-              const double* inv_denom) {
-    num_topics_ = num_topics;
-    sums_.assign((num_topics + kBlock - 1) / kBlock, 0.0);
-    double s = 0;
-    for (TopicId k = 0; k < num_topics; ++k) {
-      const double m = alpha[k] * beta * inv_denom[k];
-      sums_[k / kBlock] += m;
-      s += m;
-    }
-    return s;
-  }
-  // Topic k's mass changed by `delta`.
-  void Add(TopicId k, double delta) { sums_[k / kBlock] += delta; }
-  // The topic whose interval holds u in [0, s): the block whose sum holds
-  // it, then the topic within the block (its last topic, or the last
-  // topic of all, where rounding leaves u past the masses).
-  TopicId Draw(double u, const double* alpha, double beta,
-               const double* inv_denom) const {
-    const size_t blocks = sums_.size();
-    size_t b = 0;
-    for (; b + 1 < blocks && u >= sums_[b]; ++b) u -= sums_[b];
-    const TopicId first = static_cast<TopicId>(b * kBlock);
-    const TopicId end = std::min<TopicId>(first + kBlock, num_topics_);
-    for (TopicId k = first; k < end; ++k) {
-      u -= alpha[k] * beta * inv_denom[k];
-      if (u <= 0) return k;
-    }
-    return end - 1;  // rounding
-  }
-
- private:
-  TopicId num_topics_ = 0;
-  std::vector<double> sums_;
-};
 
 // At a document's end: n_dk back to 0 and coef to α_k inv_denom for the
 // document's topics, which are then forgotten.

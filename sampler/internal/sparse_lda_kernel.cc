@@ -254,8 +254,7 @@ void SparseLdaKernel::SampleBatch(const SweepParams& params, DocBatch* batch,
   // The smoothing and document buckets live in locals (registers) across
   // the token loop; MoveCount keeps them current.
   double s = LoadTopicTerms(table, alpha_, beta_, beta_sum_, n_k_.data(),
-                            inv_denom_.data(), coef_.data());
-  smoothing_.Load(num_topics_, alpha_, beta_, inv_denom_.data());
+                            inv_denom_.data(), coef_.data(), &smoothing_);
   double r = 0;
 
   for (size_t d = 0; d < batch->num_docs(); ++d) {

@@ -708,8 +708,15 @@ TEST(SmoothingBlocks, DrawsAsTheLinearWalkAfterChanges) {
     inv_denom[k] = 1.0 / (1 + 1000 * rng.Uniform());
   }
   internal::SmoothingBlocks blocks, stale;
-  double s = blocks.Load(K, alpha.data(), beta, inv_denom.data());
-  stale.Load(K, alpha.data(), beta, inv_denom.data());
+  blocks.Reset(K);
+  stale.Reset(K);
+  double s = 0;
+  for (TopicId k = 0; k < K; ++k) {
+    const double mass = alpha[k] * beta * inv_denom[k];
+    s += mass;
+    blocks.Add(k, mass);
+    stale.Add(k, mass);
+  }
   for (int change = 0; change < 5000; ++change) {
     const TopicId k = static_cast<TopicId>(rng.Uniform() * K);
     const double inv = 1.0 / (1 + 1000 * rng.Uniform());
