@@ -478,7 +478,8 @@ void AddClusterSettings(const AddFn& add) {
       "admitted, a start with it is a restart",
       Bool("cluster-join", [](DaemonConfig* c) { return &c->cluster.join; }));
   add("cluster-listen", "127.0.0.1:0", "host:port",
-      "Address of the node's sync server (port 0 picks one)",
+      "Address of the node's sync server (port 0: one below the ephemeral "
+      "range, picked once and kept in DIR/cluster.address)",
       Address("cluster-listen", false,
               [](DaemonConfig* c, std::string h, int p) {
                 c->cluster.listen = absl::StrCat(h, ":", p);

@@ -78,6 +78,9 @@ absl::Status ClusterLink::StartServer() {
   sync::ServerOptions so;
   so.host = host;
   so.port = port;
+  // A kept address (on_listening) is drawn where no outgoing connection
+  // can hold it when the node comes back.
+  so.durable_port = options_.on_listening != nullptr;
   so.log = options_.log;
   so.max_connections = options_.max_connections;
   so.max_connections_per_address = options_.max_connections_per_address;

@@ -47,7 +47,9 @@ struct ClusterLinkOptions {
   std::string node_id;                 // "" = the address listened on
   // Called once the sync server listens, before this node registers
   // anywhere, with its address: what a restart must listen on again (the
-  // daemon keeps it in its data directory). An error ends the join.
+  // daemon keeps it in its data directory). An error ends the join. With
+  // it set, port 0 draws a port below the ephemeral range (ServerOptions::
+  // durable_port).
   std::function<absl::Status(const std::string& address)> on_listening;
   uint32_t expected_members = 1;  // the ring is fixed with this many
   // Join a running cluster instead (sync/control/cluster_admin.h): register as

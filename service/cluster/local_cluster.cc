@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <random>
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
@@ -20,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
 #include "sync/control/membership.h"
+#include "sync/transport/ports.h"
 
 namespace latentd {
 
@@ -38,46 +38,33 @@ bool CanBind(int port) {
   return ok;
 }
 
-// The first port of the kernel's ephemeral range (what a bind to port 0
-// gets), 32768 if it cannot be read.
-int FirstEphemeralPort() {
-  int first = 32768;
-  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
-    if (std::fscanf(f, "%d", &first) != 1) first = 32768;
-    std::fclose(f);
-  }
-  return first;
-}
-
 }  // namespace
 
 absl::StatusOr<int> PickFreePort() {
-  // Drawn below the ephemeral range, so that no bind to port 0 (another
-  // daemon's listener, a client's socket) takes it before the caller
-  // binds it; at random, so that tests running side by side rarely draw
-  // the same port.
-  constexpr int kLowest = 10000;
-  const int last = FirstEphemeralPort() - 1;
-  if (last - kLowest < 1000) {
-    return absl::UnavailableError(absl::StrCat(
-        "no port range below the ephemeral ports (from ", last + 1, ")"));
+  // Drawn below the ephemeral range and below the ports daemons draw to
+  // keep (sync/transport/ports.h), so that no other socket's bind takes it
+  // before the caller binds it; at random, so that tests running side by
+  // side rarely draw the same port.
+  const sync::PortRange range =
+      sync::PortsBelowEphemeral(sync::kFirstTestPort, sync::kFirstDurablePort);
+  if (range.size() < 1000) {
+    return absl::UnavailableError(
+        absl::StrCat("no port range below the ephemeral ports (from ",
+                     sync::FirstEphemeralPort(), ")"));
   }
   // Nor is a port handed out twice in one process: a caller may not bind
   // it before asking for the next (a node's three listeners).
   static absl::Mutex mu(absl::kConstInit);
   static auto* handed_out ABSL_GUARDED_BY(mu) = new absl::flat_hash_set<int>();
-  thread_local std::mt19937 rng(std::random_device{}() ^
-                                static_cast<unsigned>(::getpid()));
-  std::uniform_int_distribution<int> draw(kLowest, last);
   for (int attempt = 0; attempt < 200; ++attempt) {
-    const int port = draw(rng);
+    const int port = sync::DrawPort(range);
     absl::MutexLock l(&mu);
     if (handed_out->contains(port) || !CanBind(port)) continue;
     handed_out->insert(port);
     return port;
   }
   return absl::UnavailableError(
-      absl::StrCat("no free loopback port in ", kLowest, "..", last));
+      absl::StrCat("no free loopback port in ", range.first, "..", range.last));
 }
 
 absl::StatusOr<std::unique_ptr<RedisProcess>> RedisProcess::Start(

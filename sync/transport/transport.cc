@@ -13,6 +13,7 @@
 #include "base/check.h"
 #include "base/log.h"
 #include "sync/transport/internal/connection.h"
+#include "sync/transport/ports.h"
 
 namespace latentd::sync {
 
@@ -576,11 +577,27 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(EventLoop* loop,
     return absl::InvalidArgumentError(absl::StrCat(
         "bad listen address '", impl->options.host, "': ", ec.message()));
   }
-  const asio::ip::tcp::endpoint endpoint(address, impl->options.port);
-  impl->acceptor.open(endpoint.protocol(), ec);
-  if (!ec)
-    impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) impl->acceptor.bind(endpoint, ec);
+  const auto bind = [&](uint16_t port) {
+    const asio::ip::tcp::endpoint endpoint(address, port);
+    impl->acceptor.open(endpoint.protocol(), ec);
+    if (!ec)
+      impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) impl->acceptor.bind(endpoint, ec);
+    if (ec && impl->acceptor.is_open()) {
+      asio::error_code ignored;
+      impl->acceptor.close(ignored);
+    }
+    return !ec;
+  };
+  bool bound = false;
+  if (impl->options.port == 0 && impl->options.durable_port) {
+    const PortRange range = PortsBelowEphemeral(kFirstDurablePort, 1 << 16);
+    for (int attempt = 0; attempt < 64 && !bound && range.size() >= 1000;
+         ++attempt) {
+      bound = bind(static_cast<uint16_t>(DrawPort(range)));
+    }
+  }
+  if (!bound) bind(impl->options.port);
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
     return absl::UnavailableError(

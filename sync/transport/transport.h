@@ -227,6 +227,10 @@ using Handler = std::function<void(Frame request, Responder responder)>;
 struct ServerOptions {
   std::string host = "127.0.0.1";  // address to bind
   uint16_t port = 0;               // 0 picks a free port; see port()
+  // With port 0: a port the caller will keep and listen on again after a
+  // restart, drawn below the kernel's ephemeral range (sync/transport/
+  // ports.h); any free port if none there can be bound.
+  bool durable_port = false;
   uint32_t max_frame_bytes = kDefaultMaxFrameBytes;
   absl::Duration frame_timeout = absl::Seconds(10);
   absl::Duration write_timeout = absl::Seconds(10);

@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "sync/transport/frame.h"
+#include "sync/transport/ports.h"
 #include "tests/sync/transport_test_util.h"
 
 namespace latentd::sync {
@@ -272,6 +273,39 @@ TEST(SplitHostPort, SplitsAtTheLastColonAndChecksThePort) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(s.message().find(bad), std::string::npos) << s;
   }
+}
+
+// A port kept across restarts is drawn below the ephemeral range, where
+// no outgoing connection can hold it when the process comes back; a plain
+// port 0 is the kernel's, from that range.
+TEST(ServerPort, ADurablePortIsDrawnBelowTheEphemeralRange) {
+  const int ephemeral = FirstEphemeralPort();
+  if (ephemeral - kFirstDurablePort < 1000) {
+    GTEST_SKIP() << "the ephemeral range starts at " << ephemeral;
+  }
+  EventLoop loop(1);
+  const Handler echo = [](Frame f, Responder r) {
+    r.Reply(std::move(f.payload));
+  };
+  std::vector<std::unique_ptr<Server>> servers;
+  for (int i = 0; i < 8; ++i) {
+    ServerOptions o;
+    o.durable_port = true;
+    auto server = Server::Start(&loop, o, echo);
+    ASSERT_TRUE(server.ok()) << server.status();
+    EXPECT_GE((*server)->port(), kFirstDurablePort);
+    EXPECT_LT((*server)->port(), ephemeral);
+    servers.push_back(std::move(*server));
+  }
+  auto plain = Server::Start(&loop, ServerOptions{}, echo);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_GE((*plain)->port(), ephemeral);
+  ClientOptions co;
+  co.port = servers.back()->port();
+  Client client(&loop, co);
+  auto r = client.CallSync(kEcho, "kept", absl::Seconds(5));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->payload, "kept");
 }
 
 TEST(FrameTest, HeaderRoundTripAndValidation) {
