@@ -6,9 +6,12 @@
 # it crosses that target. Both: α = 50/K, β = 0.01, fixed; the same tokens
 # (news20.lines, every word kept); the same thread count.
 #
-# Usage: ops/bench/warplda_side_by_side.sh WARPLDA_DIR [BUILD] [Ks] [threads] [iterations]
+# Usage: ops/bench/warplda_side_by_side.sh WARPLDA_DIR [BUILD] [Ks] [threads] [iterations] [repeat]
 #   e.g. ops/bench/warplda_side_by_side.sh /var/tmp/warplda-build/src build "100 1000" "1 2" 100
 #   WARPLDA_DIR holds `warplda` and `format` (ops/bench/build_warplda.sh).
+#   repeat (1): pairs of runs per K and thread count, one after the other;
+#   with more than one, a line after them gives the median of the pairs'
+#   ratios and their range (a run that did not get there counts as 0).
 # Prints per K and thread count: WarpLDA's seconds for its iterations (the
 # sum of the times it prints, its corpus load not counted), the
 # log-likelihood it prints for its last iteration and that of its final
@@ -24,6 +27,7 @@ BUILD=${2:-build}
 TOPICS=${3:-100 1000}
 THREADS=${4:-1 2}
 ITERATIONS=${5:-100}
+REPEAT=${6:-1}
 DATA=${LATENTD_DATA_DIR:-../shared/data}
 CORPUS=$DATA/20newsgroups-bydate/news20.lines.zst
 BENCH=$BUILD/ops/bench/lda_bench
@@ -43,6 +47,8 @@ printf '%6s %7s | %9s %10s %10s %8s | %9s %8s %9s | %7s\n' K threads \
   warp_s warp_ll_pr warp_ll warp_rss latentd_s ll_at_end lat_rss ratio
 for K in $TOPICS; do
   for T in $THREADS; do
+   ratios=()
+   for ((run = 1; run <= REPEAT; run++)); do
     log=$WORK/warplda-$K-$T.log
     (cd "$WORK" && OMP_NUM_THREADS=$T /usr/bin/time -f "rss_kb %M" "$WARP/warplda" \
       --prefix news20 --k "$K" --niter "$ITERATIONS" --alpha 50 --beta 0.01 \
@@ -64,10 +70,21 @@ for K in $TOPICS; do
     if [[ $lat_s == -* ]]; then
       ratio="<$(echo "scale=2; $warp_s / $max_s" | bc -l)"
       lat_s="-"
+      ratios+=(0)
     else
       ratio="$(echo "scale=2; $warp_s / $lat_s" | bc -l)x"
+      ratios+=("${ratio%x}")
     fi
     printf '%6s %7s | %9s %10s %10s %7sM | %9s %8s %8sM | %7s\n' "$K" "$T" \
       "$warp_s" "$warp_printed" "$target" "$warp_rss" "$lat_s" "$lat_ll" "$lat_rss" "$ratio"
+   done
+   if ((REPEAT > 1)); then
+     printf '%s\n' "${ratios[@]}" | sort -g | awk -v K="$K" -v T="$T" '
+       { r[NR] = $1 }
+       END {
+         m = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+         printf "%6s %7s | median ratio over %d pairs: %.2fx (%.2f-%.2f)\n", K, T, NR, m, r[1], r[NR]
+       }'
+   fi
   done
 done
