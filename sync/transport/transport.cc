@@ -592,9 +592,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(EventLoop* loop,
   bool bound = false;
   if (impl->options.port == 0 && impl->options.durable_port) {
     const PortRange range = PortsBelowEphemeral(kFirstDurablePort, 1 << 16);
-    for (int attempt = 0; attempt < 64 && !bound && range.size() >= 1000;
-         ++attempt) {
-      bound = bind(static_cast<uint16_t>(DrawPort(range)));
+    if (range.size() >= 1000) {
+      for (int attempt = 0; attempt < 64 && !bound; ++attempt) {
+        bound = bind(static_cast<uint16_t>(DrawPort(range)));
+      }
+    }
+    if (!bound) {
+      // Said, since a restart may then find the port taken.
+      impl->options.log(absl::StrCat(
+          "no port to keep could be bound on ", impl->options.host, " between ",
+          kFirstDurablePort, " and the ephemeral range (from ",
+          FirstEphemeralPort(), "); the kernel picks one"));
     }
   }
   if (!bound) bind(impl->options.port);
