@@ -33,6 +33,11 @@ namespace {
 using service::Protocol;
 using Clock = std::chrono::steady_clock;
 
+// Seconds from `t` to now.
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
 constexpr int kNodes = 3;
 constexpr const char* kMaxSweeps = "60";
 
@@ -143,9 +148,6 @@ void ExpectBackAndExact(TestCluster* cluster,
 // held back by the dead node's clock until it is failed over).
 void KillFailOverAndReturn(const char* consistency) {
   const Clock::time_point began = Clock::now();
-  auto since = [](Clock::time_point t) {
-    return std::chrono::duration<double>(Clock::now() - t).count();
-  };
   TestCluster cluster(FailoverOptions());
   ASSERT_TRUE(cluster.ok());
   RedisServer& redis = cluster.redis();
@@ -172,7 +174,7 @@ void KillFailOverAndReturn(const char* consistency) {
           .count();
   std::printf("%s: killed C at sweep %d of A, %d of B, %.1f s into the test\n",
               consistency, static_cast<int>(a_at_kill),
-              static_cast<int>(b_at_kill), since(began));
+              static_cast<int>(b_at_kill), SecondsSince(began));
   ASSERT_EQ(c->Stop(SIGKILL, 10), SIGKILL);
 
   // Sampling never stops on the survivors: both sweep on within 2 s.
@@ -198,7 +200,7 @@ void KillFailOverAndReturn(const char* consistency) {
     std::printf(
         "%s: both survivors past C's clock + staleness %.2f s after "
         "the kill\n",
-        consistency, since(killed));
+        consistency, SecondsSince(killed));
   }
 
   // A survivor declares C down: a new epoch without C, C marked down.
@@ -349,11 +351,29 @@ TEST(DaemonFailover, AStoppedDaemonDeclaredDownReturnsByItself) {
   Daemon* c = cluster.node(2);
   const std::string c_id = c->tcp();
   const uint64_t epoch_before = ReadStatus(cluster).epoch;
+  // The survivors are past their first sweeps (the slowest, on a loaded
+  // machine) before C stops.
+  EXPECT_GE(AwaitSweeps(a, 3, 60), 3u) << a->Log();
+  EXPECT_GE(AwaitSweeps(b, 3, 60), 3u) << b->Log();
   const uint64_t a_at_stop = Sweeps(a), b_at_stop = Sweeps(b);
+  const Clock::time_point stopped = Clock::now();
   ASSERT_EQ(::kill(c->pid(), SIGSTOP), 0);
+  // Both survivors sweep on while C is stopped (async: nothing waits for
+  // it). The bound is loose: CI runs other clusters beside this one on two
+  // cores.
+  while (SecondsSince(stopped) < 20 &&
+         (Sweeps(a) <= a_at_stop || Sweeps(b) <= b_at_stop)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const double swept_after = SecondsSince(stopped);
+  EXPECT_GT(Sweeps(a), a_at_stop) << a->Log();
+  EXPECT_GT(Sweeps(b), b_at_stop) << b->Log();
   const sync::ClusterStatus down = AwaitDown(cluster, c_id);
-  EXPECT_GT(Sweeps(a), a_at_stop);
-  EXPECT_GT(Sweeps(b), b_at_stop);
+  std::printf(
+      "C stopped at sweep %d of A, %d of B; both swept on %.2f s later; C "
+      "declared down and failed over after %.2f s\n",
+      static_cast<int>(a_at_stop), static_cast<int>(b_at_stop), swept_after,
+      SecondsSince(stopped));
   ASSERT_EQ(::kill(c->pid(), SIGCONT), 0);
   const sync::MemberStatus* c_down = FindMember(down, c_id);
   ASSERT_NE(c_down, nullptr);
