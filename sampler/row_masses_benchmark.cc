@@ -83,7 +83,7 @@ std::vector<Path> Paths() {
 }
 
 struct Row {
-  std::unique_ptr<std::atomic<uint64_t>[]> slots;
+  std::unique_ptr<std::atomic<TopicTable::RawEntry>[]> slots;
   uint32_t size = 0;
   TopicId excluded = 0;
 };
@@ -99,17 +99,20 @@ struct Workload {
 // A row of `distinct` topic counts (topic -> count) in random order, one
 // hole per 8 slots; the excluded topic is one of its topics.
 Row MakeRow(const std::map<TopicId, Count>& counts, TopicId K, Rng& rng) {
-  std::vector<uint64_t> slots;
+  std::vector<TopicTable::RawEntry> slots;
   for (const auto& [k, c] : counts) {
-    slots.push_back(static_cast<uint64_t>(c) << 32 | k);
-    if (rng.UniformInt(8) == 0) slots.push_back(rng.UniformInt(K));
+    slots.push_back(TopicTable::RawPack(c, k));
+    if (rng.UniformInt(8) == 0) {
+      slots.push_back(
+          TopicTable::RawPack(0, static_cast<TopicId>(rng.UniformInt(K))));
+    }
   }
   for (size_t i = slots.size(); i > 1; --i) {
     std::swap(slots[i - 1], slots[rng.UniformInt(i)]);
   }
   Row row;
   row.size = static_cast<uint32_t>(slots.size());
-  row.slots = std::make_unique<std::atomic<uint64_t>[]>(row.size);
+  row.slots = std::make_unique<std::atomic<TopicTable::RawEntry>[]>(row.size);
   for (uint32_t i = 0; i < row.size; ++i) row.slots[i].store(slots[i]);
   row.excluded = TopicTable::RawTopic(slots[rng.UniformInt(row.size)]);
   return row;

@@ -290,6 +290,11 @@ void TopicTable::ApplyRow(std::span<const WordTopicDelta> deltas,
                           std::span<const int32_t> slots) {
   const WordId word = deltas[0].word;
   RowBlock* block = rows_[word].load(std::memory_order_relaxed);
+  if ((block == nullptr || !block->dense) &&
+      PassesSparseCount(block, deltas, slots)) {
+    ApplyDense(word, block, deltas);
+    return;
+  }
   // Topics already in the row change in place.
   uint32_t inserts = 0;
   for (size_t i = 0; i < deltas.size(); ++i) {
@@ -360,6 +365,32 @@ void TopicTable::ApplyRow(std::span<const WordTopicDelta> deltas,
   }
 }
 
+bool TopicTable::PassesSparseCount(const RowBlock* block,
+                                   std::span<const WordTopicDelta> deltas,
+                                   std::span<const int32_t> slots) {
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    const Count have = slots[i] < 0 ? 0 : SlotCount(block, slots[i]);
+    if (int64_t{have} + deltas[i].delta > kMaxSparseCount) return true;
+  }
+  return false;
+}
+
+void TopicTable::ApplyDense(WordId word, RowBlock* old,
+                            std::span<const WordTopicDelta> deltas) {
+  RowBlock* block =
+      old == nullptr ? AllocateBlock(num_topics_, true) : CopyRow(old, true);
+  // The counts land before the block is published; readers still on `old`
+  // finish safely since it is only freed by Quiesce().
+  std::atomic<Count>* counts = MutableCounts(block);
+  for (const WordTopicDelta& d : deltas) {
+    counts[d.topic].store(
+        counts[d.topic].load(std::memory_order_relaxed) + d.delta,
+        std::memory_order_relaxed);
+  }
+  rows_[word].store(block, std::memory_order_release);
+  if (old != nullptr) retired_.push_back(old);
+}
+
 TopicTable::RowBlock* TopicTable::Regrow(WordId word, RowBlock* old,
                                          uint32_t extra) {
   const std::atomic<Entry>* old_entries = EntriesOf(old);
@@ -372,10 +403,11 @@ TopicTable::RowBlock* TopicTable::Regrow(WordId word, RowBlock* old,
   }
   const uint32_t wanted = nonzeros + extra;
   RowBlock* block =
-      CopyRow(old, wanted > dense_threshold_
-                       ? num_topics_
-                       : std::min<uint32_t>(std::max<uint32_t>(4, 2 * wanted),
-                                            dense_threshold_));
+      wanted > dense_threshold_
+          ? CopyRow(old, true)
+          : CopyRow(old, false,
+                    std::min<uint32_t>(std::max<uint32_t>(4, 2 * wanted),
+                                       dense_threshold_));
   // Publishes the filled block; readers still on `old` finish safely since
   // it is only freed by Quiesce().
   rows_[word].store(block, std::memory_order_release);
@@ -383,12 +415,12 @@ TopicTable::RowBlock* TopicTable::Regrow(WordId word, RowBlock* old,
   return block;
 }
 
-TopicTable::RowBlock* TopicTable::CopyRow(const RowBlock* old,
+TopicTable::RowBlock* TopicTable::CopyRow(const RowBlock* old, bool dense,
                                           uint32_t topics) {
   const std::atomic<Entry>* old_entries = EntriesOf(old);
   const uint32_t old_size = old->size.load(std::memory_order_relaxed);
   RowBlock* block;
-  if (topics > dense_threshold_) {
+  if (dense) {
     block = AllocateBlock(num_topics_, true);
     std::atomic<Count>* counts = MutableCounts(block);
     for (uint32_t i = 0; i < old_size; ++i) {
@@ -432,7 +464,7 @@ void TopicTable::ReserveRows(std::span<const uint32_t> row_topics) {
     }
     if (block->dense || block->capacity >= topics) continue;
     // The row holds at most its capacity, so fewer than `topics`.
-    RowBlock* fresh = CopyRow(block, topics);
+    RowBlock* fresh = CopyRow(block, wanted > dense_threshold_, topics);
     rows_[w].store(fresh, std::memory_order_relaxed);
     FreeBlock(block);
   }
@@ -446,24 +478,28 @@ void TopicTable::ReleaseRetired() {
 void TopicTable::Quiesce() {
   ReleaseRetired();
   // Every row is laid out again in its canonical form: topics ascending,
-  // dense exactly when it has more than dense_threshold_ non-zeros, capacity
-  // a function of the non-zeros. The layout (and so the order in which the
-  // kernels visit a row, and the draws) then depends only on the counts, so
-  // a table rebuilt from a token store samples exactly like the original.
-  std::vector<Entry> nonzero;
+  // dense exactly when it has more than dense_threshold_ non-zeros or a
+  // count past kMaxSparseCount, capacity a function of the non-zeros. The
+  // layout (and so the order in which the kernels visit a row, and the
+  // draws) then depends only on the counts, so a table rebuilt from a token
+  // store samples exactly like the original.
+  std::vector<std::pair<TopicId, Count>> nonzero;
   for (size_t w = 0; w < vocab_size_; ++w) {
     RowBlock* block = rows_[w].load(std::memory_order_relaxed);
     if (block == nullptr) continue;
     nonzero.clear();
-    ForEachNonZero(static_cast<WordId>(w), [&nonzero](TopicId k, Count c) {
-      nonzero.push_back(Pack(c, k));
+    Count largest = 0;
+    ForEachNonZero(static_cast<WordId>(w), [&](TopicId k, Count c) {
+      nonzero.emplace_back(k, c);
+      largest = std::max(largest, c);
     });
     // A row stays in its block where the block holds its layout and is at
     // most twice its size; else the block goes back first, so a row of the
     // same size class takes it again (free lists are last in, first out).
-    const bool dense = nonzero.size() > dense_threshold_;
+    const bool dense =
+        nonzero.size() > dense_threshold_ || largest > kMaxSparseCount;
     const uint32_t n = static_cast<uint32_t>(nonzero.size());
-    const uint32_t capacity = LaidOutCapacity(n);
+    const uint32_t capacity = dense ? num_topics_ : LaidOutCapacity(n);
     const size_t needed =
         internal::RowArena::UsableSize(BlockBytes(capacity, dense));
     RowBlock* fresh = nullptr;
@@ -476,15 +512,15 @@ void TopicTable::Quiesce() {
       if (n > 0) fresh = AllocateBlock(capacity, dense);
     }
     if (dense) {
-      for (Entry e : nonzero) {
-        MutableCounts(fresh)[TopicOf(e)].store(CountOf(e),
-                                               std::memory_order_relaxed);
+      for (const auto& [k, c] : nonzero) {
+        MutableCounts(fresh)[k].store(c, std::memory_order_relaxed);
       }
     } else if (n > 0) {
-      std::sort(nonzero.begin(), nonzero.end(),
-                [](Entry a, Entry b) { return TopicOf(a) < TopicOf(b); });
+      std::sort(nonzero.begin(), nonzero.end());
       for (uint32_t i = 0; i < n; ++i) {
-        MutableEntries(fresh)[i].store(nonzero[i], std::memory_order_relaxed);
+        MutableEntries(fresh)[i].store(
+            Pack(nonzero[i].second, nonzero[i].first),
+            std::memory_order_relaxed);
       }
       fresh->size.store(n, std::memory_order_relaxed);
     }

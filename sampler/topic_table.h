@@ -5,10 +5,11 @@
 // table's only writer, and changes each slot with a single atomic store, so
 // a reader sees every count either before or after an update, never torn,
 // and never negative: the writer only ever stores the final, non-negative
-// count. A row is sparse (packed 64-bit entries count << 32 | topic, in
+// count. A row is sparse (packed 32-bit entries count << 16 | topic, in
 // insertion order, zero-count holes reused) until it holds more than half
-// of K topics; then it becomes dense (K 32-bit counts, slot k is topic k:
-// half the bytes, which is what a walk over a row in memory waits on). When
+// of K topics or a count past kMaxSparseCount; then it becomes dense (K
+// 32-bit counts, slot k is topic k). Bytes are what a walk over a row in
+// memory waits on: a sparse entry is as small as a dense count. When
 // a sparse row outgrows its block the writer publishes a
 // bigger copy; the old block is retired and freed by Quiesce(), which callers
 // run only when no reader is active (between sweeps). Blocks live in chunks
@@ -79,19 +80,27 @@ class TopicTable {
   // in vector steps (sampler/internal/row_masses.h and dense_row_masses.h),
   // read with relaxed loads (or whole aligned lanes) while the writer may
   // store to them. A sparse row's are `entries`, each a packed
-  // count << 32 | topic; a dense row's are `counts`, counts[k] being topic
-  // k's (size is K). Both are null for a row never written. dense: as
-  // ForEachSlot's result.
+  // count << 16 | topic (RawEntry); a dense row's are `counts`, counts[k]
+  // being topic k's (size is K). Both are null for a row never written.
+  // dense: as ForEachSlot's result.
+  using RawEntry = uint32_t;
   struct RawRow {
-    const std::atomic<uint64_t>* entries = nullptr;  // sparse rows
+    const std::atomic<RawEntry>* entries = nullptr;  // sparse rows
     const std::atomic<Count>* counts = nullptr;      // dense rows
     uint32_t size = 0;
     bool dense = false;
   };
   RawRow Raw(WordId word) const;
-  // A RawRow slot's topic and count.
-  static constexpr TopicId RawTopic(uint64_t slot) { return TopicOf(slot); }
-  static constexpr Count RawCount(uint64_t slot) { return CountOf(slot); }
+  // The largest count a sparse row holds; a row with a larger one is
+  // dense. Topics fit the other 16 bits (kMaxTopics is 2^16).
+  static constexpr Count kMaxSparseCount = 0xffff;
+  // A RawRow slot's topic and count, and the slot of a count (at most
+  // kMaxSparseCount) and topic.
+  static constexpr TopicId RawTopic(RawEntry slot) { return TopicOf(slot); }
+  static constexpr Count RawCount(RawEntry slot) { return CountOf(slot); }
+  static constexpr RawEntry RawPack(Count count, TopicId topic) {
+    return Pack(count, topic);
+  }
   // Hints that `word`'s row will be read soon: PrefetchRowPointer a few
   // tokens ahead, then PrefetchRow (which reads the pointer) closer in, so
   // that the row is in cache when the kernel gets there. No effect on
@@ -179,15 +188,15 @@ class TopicTable {
 
  private:
   struct RowBlock;
-  using Entry = uint64_t;
+  using Entry = RawEntry;
   static constexpr Entry Pack(Count count, TopicId topic) {
-    return (static_cast<Entry>(static_cast<uint32_t>(count)) << 32) | topic;
+    return (static_cast<Entry>(count) << 16) | topic;
   }
   static constexpr Count CountOf(Entry e) {
-    return static_cast<Count>(e >> 32);
+    return static_cast<Count>(e >> 16);
   }
   static constexpr TopicId TopicOf(Entry e) {
-    return static_cast<TopicId>(e & 0xffffffffu);
+    return static_cast<TopicId>(e & 0xffffu);
   }
 
   // A sparse block's entries, a dense one's counts.
@@ -214,6 +223,15 @@ class TopicTable {
   // slot in the row, -1 if the topic is not in it.
   void ApplyRow(std::span<const WordTopicDelta> deltas,
                 std::span<const int32_t> slots);
+  // Whether a delta would take a count of the (sparse or null) row past
+  // kMaxSparseCount; slots as for ApplyRow.
+  static bool PassesSparseCount(const RowBlock* block,
+                                std::span<const WordTopicDelta> deltas,
+                                std::span<const int32_t> slots);
+  // Writer: replaces the (sparse or null) row `old` of `word` by a dense
+  // copy with the validated `deltas` applied.
+  void ApplyDense(WordId word, RowBlock* old,
+                  std::span<const WordTopicDelta> deltas);
   // Writer: replaces the row by a compacted copy with room for `extra` more
   // topics (dense if that would exceed dense_threshold_).
   RowBlock* Regrow(WordId word, RowBlock* old, uint32_t extra);
@@ -226,10 +244,10 @@ class TopicTable {
   // held grows by at most about a chunk meanwhile. Nothing if the chunks
   // hold under 8 MiB or the rows fill two thirds of them.
   void CompactArena();
-  // A new block holding `old`'s non-zero counts, dense if `topics` exceeds
-  // dense_threshold_, else sparse with room for `topics` topics.
-  // REQUIRES: topics >= old's non-zeros.
-  RowBlock* CopyRow(const RowBlock* old, uint32_t topics);
+  // A new block holding the sparse row `old`'s non-zero counts: dense, or
+  // sparse with room for `topics` topics.
+  // REQUIRES: old is sparse; if !dense, topics >= old's non-zeros.
+  RowBlock* CopyRow(const RowBlock* old, bool dense, uint32_t topics = 0);
 
   const TopicId num_topics_;
   const uint32_t dense_threshold_;  // a row with more non-zeros goes dense

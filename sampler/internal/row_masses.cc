@@ -13,12 +13,15 @@ namespace {
 #define LATENTD_AVX512 __attribute__((target("avx512f,avx512vl")))
 
 LATENTD_AVX512 uint32_t RowMassesAvx512Impl(
-    const std::atomic<uint64_t>* entries, uint32_t size, const double* coef,
+    const std::atomic<uint32_t>* entries, uint32_t size, const double* coef,
     TopicId excluded, const RowMassesOut& out, int64_t* tokens) {
   const __m256i excluded_v = _mm256_set1_epi32(static_cast<int>(excluded));
   const __m256i zero = _mm256_setzero_si256();
   const __m256i one = _mm256_set1_epi32(1);
-  __m512i token_sum = _mm512_setzero_si512();
+  const __m256i topic_bits = _mm256_set1_epi32(0xffff);
+  // Counts are 16-bit: a lane sums at most 2^13 of them (kMaxTopics slots)
+  // within 32 bits.
+  __m256i token_sum = _mm256_setzero_si256();
   // Locals: the stores below could alias `out`, which would reload it.
   TopicId* const topics_out = out.topics;
   double* const running_out = out.running;
@@ -29,11 +32,11 @@ LATENTD_AVX512 uint32_t RowMassesAvx512Impl(
                                ? __mmask8{0xff}
                                : static_cast<__mmask8>((1u << (size - i)) - 1);
     // Lanes past the row read as 0: count 0, so neither counted nor kept.
-    const __m512i e = _mm512_maskz_loadu_epi64(
-        valid, reinterpret_cast<const uint64_t*>(entries) + i);
-    const __m256i topic = _mm512_cvtepi64_epi32(e);
-    const __m256i count = _mm512_cvtepi64_epi32(_mm512_srli_epi64(e, 32));
-    token_sum = _mm512_add_epi64(token_sum, _mm512_cvtepi32_epi64(count));
+    const __m256i e = _mm256_maskz_loadu_epi32(
+        valid, reinterpret_cast<const uint32_t*>(entries) + i);
+    const __m256i topic = _mm256_and_si256(e, topic_bits);
+    const __m256i count = _mm256_srli_epi32(e, 16);
+    token_sum = _mm256_add_epi32(token_sum, count);
     const __mmask8 is_excluded = _mm256_cmpeq_epi32_mask(topic, excluded_v);
     const __m256i x = _mm256_max_epi32(
         _mm256_mask_sub_epi32(count, is_excluded, count, one), zero);
@@ -50,7 +53,7 @@ LATENTD_AVX512 uint32_t RowMassesAvx512Impl(
     _mm512_storeu_pd(running_out + n, _mm512_maskz_compress_pd(keep, m));
     n += static_cast<uint32_t>(__builtin_popcount(keep));
   }
-  *tokens = _mm512_reduce_add_epi64(token_sum);
+  *tokens = _mm512_reduce_add_epi64(_mm512_cvtepu32_epi64(token_sum));
   RunningSum(running_out, n);
   return n;
 }
@@ -103,23 +106,17 @@ LATENTD_AVX2 __attribute__((always_inline)) inline __m256d BlockSums(
   return _mm256_add_pd(t, _mm256_permute2f128_pd(ab, ab, 0x08));
 }
 
-// One step of eight slots (e0: slots 0-3, e1: 4-7; lanes past the row hold
-// 0, so count 0: neither counted nor kept). Writes the kept slots' topics,
-// counts and running sums at out + n.
+// One step of eight slots (lanes past the row hold 0, so count 0: neither
+// counted nor kept). Writes the kept slots' topics, counts and running sums
+// at out + n.
 LATENTD_AVX2 __attribute__((always_inline)) inline void Avx2Step(
-    __m256i e0, __m256i e1, const double* coef, __m256i excluded_v,
-    TopicId* topics_out, double* running_out, Count* counts_out, Avx2State& s) {
+    __m256i e, const double* coef, __m256i excluded_v, TopicId* topics_out,
+    double* running_out, Count* counts_out, Avx2State& s) {
   const __m256i zero = _mm256_setzero_si256();
-  s.token_sum = _mm256_add_epi64(
-      s.token_sum,
-      _mm256_add_epi64(_mm256_srli_epi64(e0, 32), _mm256_srli_epi64(e1, 32)));
-  // Each 4-slot half to [topics | counts], then the halves' topics and
-  // counts together, in slot order.
-  const __m256i split = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-  const __m256i p0 = _mm256_permutevar8x32_epi32(e0, split);
-  const __m256i p1 = _mm256_permutevar8x32_epi32(e1, split);
-  const __m256i topic = _mm256_permute2x128_si256(p0, p1, 0x20);
-  const __m256i count = _mm256_permute2x128_si256(p0, p1, 0x31);
+  const __m256i topic = _mm256_and_si256(e, _mm256_set1_epi32(0xffff));
+  const __m256i count = _mm256_srli_epi32(e, 16);
+  // 16-bit counts: a lane sums at most 2^13 of them within 32 bits.
+  s.token_sum = _mm256_add_epi32(s.token_sum, count);
   // count - 1 at the excluded topic (cmpeq is -1 there), at least 0.
   const __m256i x = _mm256_max_epi32(
       _mm256_add_epi32(count, _mm256_cmpeq_epi32(topic, excluded_v)), zero);
@@ -162,7 +159,7 @@ LATENTD_AVX2 __attribute__((always_inline)) inline void Avx2Step(
   s.n += static_cast<uint32_t>(kept);
 }
 
-LATENTD_AVX2 uint32_t RowMassesAvx2Impl(const std::atomic<uint64_t>* entries,
+LATENTD_AVX2 uint32_t RowMassesAvx2Impl(const std::atomic<uint32_t>* entries,
                                         uint32_t size, const double* coef,
                                         TopicId excluded,
                                         const RowMassesOut& out,
@@ -175,23 +172,24 @@ LATENTD_AVX2 uint32_t RowMassesAvx2Impl(const std::atomic<uint64_t>* entries,
   Avx2State s{_mm256_setzero_si256(), _mm256_setzero_pd(), 0};
   uint32_t i = 0;
   for (; i + 8 <= size; i += 8) {
-    Avx2Step(_mm256_loadu_si256(e + i / 4), _mm256_loadu_si256(e + i / 4 + 1),
-             coef, excluded_v, topics_out, running_out, counts_out, s);
+    Avx2Step(_mm256_loadu_si256(e + i / 8), coef, excluded_v, topics_out,
+             running_out, counts_out, s);
   }
   if (i < size) {
     // The last partial step: a masked load (lanes past the row read 0 and
     // touch no memory).
-    const __m256i lane = _mm256_setr_epi64x(0, 1, 2, 3);
-    const __m256i left0 = _mm256_set1_epi64x(size - i);
-    const __m256i left1 =
-        _mm256_set1_epi64x(static_cast<int64_t>(size - i) - 4);
-    const auto* const p = reinterpret_cast<const long long*>(entries + i);
-    Avx2Step(_mm256_maskload_epi64(p, _mm256_cmpgt_epi64(left0, lane)),
-             _mm256_maskload_epi64(p + 4, _mm256_cmpgt_epi64(left1, lane)),
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i left = _mm256_set1_epi32(static_cast<int>(size - i));
+    Avx2Step(_mm256_maskload_epi32(reinterpret_cast<const int*>(entries + i),
+                                   _mm256_cmpgt_epi32(left, lane)),
              coef, excluded_v, topics_out, running_out, counts_out, s);
   }
-  const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(s.token_sum),
-                                  _mm256_extracti128_si256(s.token_sum, 1));
+  // The lanes' sums, widened to 64 bits and added.
+  const __m256i wide = _mm256_add_epi64(
+      _mm256_cvtepu32_epi64(_mm256_castsi256_si128(s.token_sum)),
+      _mm256_cvtepu32_epi64(_mm256_extracti128_si256(s.token_sum, 1)));
+  const __m128i t = _mm_add_epi64(_mm256_castsi256_si128(wide),
+                                  _mm256_extracti128_si256(wide, 1));
   *tokens = _mm_cvtsi128_si64(_mm_add_epi64(t, _mm_unpackhi_epi64(t, t)));
   return s.n;
 }

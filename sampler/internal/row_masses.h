@@ -1,6 +1,6 @@
 // RowMasses: the row walk that builds SparseLDA's word bucket, the hottest
 // loop of the samplers (a quarter of a news20 sweep's CPU at K=1000). For
-// each slot of a word row (packed count << 32 | topic, TopicTable::RawRow)
+// each slot of a word row (packed count << 16 | topic, TopicTable::RawRow)
 // whose count c is positive, in slot order, it writes the slot's topic and
 // count and the running sum of the masses max(c - [topic == excluded], 0) ·
 // coef[topic] of the slots so far (zero-count slots add nothing and are
@@ -27,7 +27,7 @@
 // each path's speed, alone and in a sweep.
 //
 // Thread-safety: pure functions of their arguments. The row may be written
-// by the table's writer meanwhile: each 8-byte slot is read whole (an
+// by the table's writer meanwhile: each 4-byte slot is read whole (an
 // aligned lane of a vector load is one access on x86-64), so every slot
 // read is a value the writer stored, as with TopicTable::ForEachSlot.
 #ifndef LATENTD_SAMPLER_INTERNAL_ROW_MASSES_H_
@@ -77,7 +77,7 @@ inline double RunningSum(double* m, uint32_t n) {
 // The implementations, for tests and benchmarks, whatever LATENTD_CPU says.
 // RowMassesAvx512 is null where the CPU (or the compiler) lacks AVX-512F/VL,
 // RowMassesAvx2 where it lacks AVX2.
-using RowMassesFn = uint32_t (*)(const std::atomic<uint64_t>* entries,
+using RowMassesFn = uint32_t (*)(const std::atomic<uint32_t>* entries,
                                  uint32_t size, const double* coef,
                                  TopicId excluded, const RowMassesOut& out,
                                  int64_t* tokens);
@@ -85,8 +85,9 @@ extern const RowMassesFn RowMassesAvx512;
 extern const RowMassesFn RowMassesAvx2;
 
 // Walks entries[0, size); returns the slots kept (n) and sets *tokens to
-// the row's total count. The q mass is out.running[n - 1] (0 if n == 0).
-inline uint32_t RowMassesScalar(const std::atomic<uint64_t>* entries,
+// the row's total count. REQUIRES: size <= kMaxTopics. The q mass is
+// out.running[n - 1] (0 if n == 0).
+inline uint32_t RowMassesScalar(const std::atomic<uint32_t>* entries,
                                 uint32_t size, const double* coef,
                                 TopicId excluded, const RowMassesOut& out,
                                 int64_t* tokens) {
@@ -96,7 +97,7 @@ inline uint32_t RowMassesScalar(const std::atomic<uint64_t>* entries,
   double q = 0;
   uint32_t n = 0;
   for (uint32_t i = 0; i < size; ++i) {
-    const uint64_t e = entries[i].load(std::memory_order_relaxed);
+    const uint32_t e = entries[i].load(std::memory_order_relaxed);
     const TopicId k = TopicTable::RawTopic(e);
     const Count c = TopicTable::RawCount(e);
     sum += c;
@@ -146,7 +147,7 @@ extern const RowMassesPath kRowMassesPath;
 
 // The walk for a row of `size` slots: kRowMassesPath's vector walk for rows
 // of at least its min_slots, else the scalar one.
-inline uint32_t RowMasses(const std::atomic<uint64_t>* entries, uint32_t size,
+inline uint32_t RowMasses(const std::atomic<uint32_t>* entries, uint32_t size,
                           const double* coef, TopicId excluded,
                           const RowMassesOut& out, int64_t* tokens) {
   if (size >= kRowMassesPath.min_slots && kRowMassesPath.fn != nullptr) {

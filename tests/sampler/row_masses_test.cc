@@ -26,7 +26,7 @@ struct Walk {
 // has a count, so a walk that reads one keeps it.
 constexpr uint32_t kGuard = 8;
 struct Row {
-  std::vector<std::atomic<uint64_t>> slots;
+  std::vector<std::atomic<TopicTable::RawEntry>> slots;
   uint32_t size = 0;
 };
 
@@ -43,7 +43,7 @@ Walk WalkRow(RowMassesFn fn, const Row& row, const std::vector<double>& coef,
 // A sparse row as the table lays it out: distinct topics in any order,
 // some slots holes (count 0, possibly repeating a topic that has a count).
 Row RandomRow(uint32_t size, TopicId K, Rng& rng) {
-  Row row{std::vector<std::atomic<uint64_t>>(size + kGuard), size};
+  Row row{std::vector<std::atomic<TopicTable::RawEntry>>(size + kGuard), size};
   std::vector<TopicId> order(K);
   for (TopicId k = 0; k < K; ++k) order[k] = k;
   for (TopicId k = K; k > 1; --k) {
@@ -52,12 +52,18 @@ Row RandomRow(uint32_t size, TopicId K, Rng& rng) {
   for (uint32_t i = 0; i < size; ++i) {
     const bool hole = rng.UniformInt(4) == 0;
     const TopicId k = hole ? order[rng.UniformInt(K)] : order[i];
-    const uint64_t c =
-        hole ? 0 : 1 + rng.UniformInt(rng.UniformInt(2) ? 3 : 900);
-    row.slots[i].store(c << 32 | k);
+    // Small counts, larger ones, and now and then the largest a sparse
+    // slot holds (a lane's token sum must not wrap).
+    const uint32_t kind = static_cast<uint32_t>(rng.UniformInt(16));
+    const Count c =
+        hole ? 0
+        : kind == 0
+            ? TopicTable::kMaxSparseCount
+            : static_cast<Count>(1 + rng.UniformInt(kind % 2 ? 3 : 900));
+    row.slots[i].store(TopicTable::RawPack(c, k));
   }
   for (uint32_t i = size; i < size + kGuard; ++i) {
-    row.slots[i].store(uint64_t{5} << 32 | order[0]);
+    row.slots[i].store(TopicTable::RawPack(5, order[0]));
   }
   return row;
 }
@@ -79,7 +85,7 @@ Case MakeCase(uint32_t size, int variant, TopicId K, Rng& rng) {
   } else if (variant < 2 && size > 0) {
     const uint32_t at = static_cast<uint32_t>(rng.UniformInt(size));
     c.excluded = TopicTable::RawTopic(c.row.slots[at].load());
-    if (variant == 0) c.row.slots[at].store(uint64_t{1} << 32 | c.excluded);
+    if (variant == 0) c.row.slots[at].store(TopicTable::RawPack(1, c.excluded));
   }
   return c;
 }
@@ -89,7 +95,7 @@ Walk Definition(const Case& c, const std::vector<double>& coef) {
   Walk w;
   double q = 0;
   for (uint32_t i = 0; i < c.row.size; ++i) {
-    const uint64_t e = c.row.slots[i].load();
+    const TopicTable::RawEntry e = c.row.slots[i].load();
     const TopicId k = TopicTable::RawTopic(e);
     const Count count = TopicTable::RawCount(e);
     w.tokens += count;

@@ -245,6 +245,51 @@ TEST(TopicTable, RawRowsShowDenseCountsAndSparseEntries) {
   }
 }
 
+// A sparse entry holds counts up to kMaxSparseCount (16 bits): a count
+// that would pass it, in place, as a new topic or in a new row, turns the
+// row dense with every count kept, and Quiesce keeps such a row dense
+// until the count falls back.
+TEST(TopicTable, ACountPastTheSparseLimitTurnsTheRowDense) {
+  const TopicId K = 1000;
+  constexpr Count kMax = TopicTable::kMaxSparseCount;
+  TopicTable table(3, K);
+  std::vector<WordTopicDelta> fill = {
+      {0, 7, kMax}, {0, 9, 2}, {1, 3, 5}, {2, 4, kMax + 1}};
+  ASSERT_TRUE(table.Apply(fill).ok());
+  EXPECT_FALSE(table.RowIsDense(0));  // at the limit: still sparse
+  EXPECT_FALSE(table.RowIsDense(1));
+  EXPECT_TRUE(table.RowIsDense(2));  // a new row past it
+  EXPECT_EQ(table.Get(2, 4), kMax + 1);
+
+  // In place, and as a new topic of a sparse row.
+  std::vector<WordTopicDelta> more = {{0, 7, 1}, {0, 11, 3}, {1, 8, kMax + 9}};
+  ASSERT_TRUE(table.Apply(more).ok());
+  for (WordId w : {0u, 1u}) EXPECT_TRUE(table.RowIsDense(w)) << "word " << w;
+  EXPECT_EQ(table.Get(0, 7), kMax + 1);
+  EXPECT_EQ(table.Get(0, 9), 2);
+  EXPECT_EQ(table.Get(0, 11), 3);
+  EXPECT_EQ(table.Get(1, 3), 5);
+  EXPECT_EQ(table.Get(1, 8), kMax + 9);
+  EXPECT_EQ(table.RowNonZeros(0), 3u);
+  EXPECT_EQ(table.TopicTotal(7), kMax + 1);
+  EXPECT_EQ(table.TopicTotal(8), kMax + 9);
+
+  // Three topics of 1000 would be sparse, but for the large count.
+  table.Quiesce();
+  EXPECT_TRUE(table.RowIsDense(0));
+  EXPECT_EQ(table.Get(0, 7), kMax + 1);
+  // Back at the limit, the row is sparse again after Quiesce.
+  std::vector<WordTopicDelta> less = {{0, 7, -1}};
+  ASSERT_TRUE(table.Apply(less).ok());
+  table.Quiesce();
+  EXPECT_FALSE(table.RowIsDense(0));
+  EXPECT_EQ(table.Get(0, 7), kMax);
+  EXPECT_EQ(table.Get(0, 11), 3);
+  int64_t sum = 0;
+  table.ForEachNonZero(0, [&sum](TopicId, Count c) { sum += c; });
+  EXPECT_EQ(sum, kMax + 2 + 3);
+}
+
 TEST(TopicTable, HolesAreReusedAndSqueezedOut) {
   TopicTable table(1, 1000);
   Rng rng(7);

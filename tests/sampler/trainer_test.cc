@@ -82,8 +82,8 @@ std::unique_ptr<TokenStore> UniformDrawStore(uint64_t sweep, TopicId K = 1000) {
 // A store of uniform draws is rebuilt with each row allocated once at
 // about its size (TopicTable::ReserveRows); grown step by step, as the
 // rows of a trained store (sweep > 0) still are, every smaller copy of a
-// row stays in the arena until Quiesce (2.7x the rows here at the most,
-// where reserved rows take 1.15x).
+// row stays in the arena until Quiesce (2.6x the rows here at the most,
+// where reserved rows take 1.28x, a partly filled chunk included).
 // The arena tests below run one thread; under ThreadSanitizer they took
 // 31 s of the TSan stage and checked no thread.
 #ifdef LATENTD_TSAN
@@ -106,11 +106,16 @@ TEST(Trainer, RowsOfUniformDrawsAreAllocatedOnce) {
   // The same counts, laid out the same after Quiesce.
   ASSERT_EQ(reserved.MemoryBytes(), grown.MemoryBytes());
   const double rows = static_cast<double>(reserved.MemoryBytes());
-  EXPECT_LT(reserved.PeakArenaBytes(), 1.25 * rows)
-      << reserved.PeakArenaBytes();
-  EXPECT_GT(grown.PeakArenaBytes(), 2.0 * rows) << grown.PeakArenaBytes();
+  // Rows round up to their size class (at most a quarter more), and the
+  // last chunk (at most a huge page, 2 MiB) is partly filled.
+  const double slack = 2 << 20;
+  EXPECT_LT(reserved.PeakArenaBytes(), 1.25 * rows + slack)
+      << reserved.PeakArenaBytes() << " bytes for " << rows;
+  EXPECT_GT(grown.PeakArenaBytes(), 2.0 * rows + slack)
+      << grown.PeakArenaBytes() << " bytes for " << rows;
   // Quiesce gives back the grown table's waste at the end.
-  EXPECT_LT(grown.ArenaBytes(), 1.25 * rows) << grown.ArenaBytes();
+  EXPECT_LT(grown.ArenaBytes(), 1.25 * rows + slack)
+      << grown.ArenaBytes() << " bytes for " << rows;
 }
 
 // The progressive start redraws every token, so Create counts none of the
