@@ -29,9 +29,11 @@ TopicTable::~TopicTable() {
   for (RowBlock* b : retired_) FreeBlock(b);
 }
 
-TopicTable::RowBlock* TopicTable::AllocateBlock(uint32_t capacity, bool dense) {
+TopicTable::RowBlock* TopicTable::AllocateBlock(uint32_t capacity, bool dense,
+                                                size_t min_bytes) {
   size_t usable = 0;
-  void* raw = arena_->Allocate(BlockBytes(capacity, dense), &usable);
+  void* raw = arena_->Allocate(std::max(BlockBytes(capacity, dense), min_bytes),
+                               &usable);
   RowBlock* block = new (raw) RowBlock;
   block->block_bytes = static_cast<uint32_t>(usable);
   InitBlock(block, capacity, dense);
@@ -448,23 +450,55 @@ uint32_t TopicTable::LaidOutCapacity(uint32_t nonzeros) const {
                             dense_threshold_);
 }
 
-void TopicTable::ReserveRows(std::span<const uint32_t> row_topics) {
+size_t TopicTable::LaidOutBytes(uint32_t topics) const {
+  return BlockBytes(LaidOutCapacity(topics), topics > dense_threshold_);
+}
+
+void TopicTable::ReserveRows(std::span<const uint32_t> row_topics,
+                             std::span<const uint32_t> later_topics) {
   LATENTD_CHECK(row_topics.size() == vocab_size_);
+  LATENTD_CHECK(later_topics.empty() || later_topics.size() == vocab_size_);
+  std::vector<std::pair<TopicId, Count>> nonzero;
   for (size_t w = 0; w < vocab_size_; ++w) {
     const uint32_t wanted = std::min<uint32_t>(row_topics[w], num_topics_);
     if (wanted == 0) continue;
     // The block Quiesce gives a row of `wanted` topics, so that a row
     // reserved about right keeps its block's size class there.
     const uint32_t topics = LaidOutCapacity(wanted);
+    const bool dense = wanted > dense_threshold_;
+    const size_t min_bytes =
+        later_topics.empty()
+            ? 0
+            : LaidOutBytes(std::min<uint32_t>(later_topics[w], num_topics_));
     RowBlock* block = rows_[w].load(std::memory_order_relaxed);
     if (block == nullptr) {
-      rows_[w].store(AllocateBlock(topics, wanted > dense_threshold_),
+      rows_[w].store(AllocateBlock(topics, dense, min_bytes),
                      std::memory_order_relaxed);
       continue;
     }
     if (block->dense || block->capacity >= topics) continue;
+    if (block->block_bytes >= BlockBytes(topics, dense)) {
+      // No reader runs: the row is laid out again in its own block.
+      nonzero.clear();
+      ForEachNonZero(static_cast<WordId>(w),
+                     [&](TopicId k, Count c) { nonzero.emplace_back(k, c); });
+      InitBlock(block, topics, dense);
+      for (uint32_t i = 0; i < nonzero.size(); ++i) {
+        const auto [k, c] = nonzero[i];
+        if (dense) {
+          MutableCounts(block)[k].store(c, std::memory_order_relaxed);
+        } else {
+          MutableEntries(block)[i].store(Pack(c, k), std::memory_order_relaxed);
+        }
+      }
+      if (!dense) {
+        block->size.store(static_cast<uint32_t>(nonzero.size()),
+                          std::memory_order_relaxed);
+      }
+      continue;
+    }
     // The row holds at most its capacity, so fewer than `topics`.
-    RowBlock* fresh = CopyRow(block, wanted > dense_threshold_, topics);
+    RowBlock* fresh = CopyRow(block, dense, topics);
     rows_[w].store(fresh, std::memory_order_relaxed);
     FreeBlock(block);
   }

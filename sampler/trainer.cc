@@ -279,12 +279,17 @@ absl::StatusOr<SweepResult> Trainer::RunProgressivePass(
     SweepParams params, const std::vector<uint32_t>& word_tokens) {
   const TopicId K = options_.num_topics;
   const uint32_t stride = static_cast<uint32_t>(options_.progressive_stride);
-  // The rows are reserved once for both stages, and the first ends without
-  // a Quiesce: that would move its rows, which hold a sixteenth of the
-  // tokens, to small blocks (more arena), for the second stage to grow
-  // them back (200 M tokens, K=100: the arena 102 MB before the second
-  // stage, where it is now the reservations' 90).
-  table_->ReserveRows(ProgressiveRowTopics(word_tokens, K, false));
+  // The rows are reserved once, in blocks with room for the second
+  // stage's layout, which the second stage's reservation then takes in
+  // place; the first stage ends without a Quiesce: that would move its
+  // rows, which hold a sixteenth of the tokens, to small blocks (more
+  // arena), for the second stage to grow them back (200 M tokens, K=100:
+  // the arena 102 MB before the second stage, where it is now the
+  // reservations' 88).
+  const std::vector<uint32_t> second_stage_topics =
+      ProgressiveRowTopics(word_tokens, K, true);
+  table_->ReserveRows(ProgressiveRowTopics(word_tokens, K, false),
+                      second_stage_topics);
   params.progressive_stride = stride;
   params.progressive_first_stage = true;
   // The first stage's first batches are the store's 0, s, 2s, ...: every
@@ -306,7 +311,7 @@ absl::StatusOr<SweepResult> Trainer::RunProgressivePass(
                    std::max(static_cast<double>(options_.num_topics), 100.0));
   params.beta_sum = params.beta * table_->vocab_size();
   pipeline_.SetSerialPrefixBatches(0);
-  table_->ReserveRows(ProgressiveRowTopics(word_tokens, K, true));
+  table_->ReserveRows(second_stage_topics);
   LATENTD_ASSIGN_OR_RETURN(
       SweepResult second,
       pipeline_.Run(store_.get(), table_.get(), params, nullptr));

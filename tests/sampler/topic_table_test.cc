@@ -133,6 +133,60 @@ TEST(TopicTable, ReservedRowsTakeTheirTopicsWithoutARegrow) {
   EXPECT_EQ(table.TotalTokens(), 3 + 45 + 80 + 4);
 }
 
+// A reservation with room for later topics (the progressive start's two
+// stages): the second reservation lays each row out again in its own
+// block, sparse or dense, counts and their order kept, and the arena does
+// not grow.
+TEST(TopicTable, ARowReservedForLaterIsLaidOutInPlace) {
+  const TopicId K = 100;
+  TopicTable table(3, K);
+  const std::vector<uint32_t> first = {10, 10, 5};
+  const std::vector<uint32_t> later = {30, 80, 5};
+  table.ReserveRows(first, later);
+  // Topics in the order a pass adds them, not ascending.
+  const TopicId order[] = {9, 3, 7, 1};
+  for (WordId w = 0; w < 3; ++w) {
+    for (TopicId k : order) {
+      ASSERT_TRUE(table
+                      .Apply(std::vector<WordTopicDelta>{
+                          {w, k, static_cast<int32_t>(k + w + 1)}})
+                      .ok());
+    }
+  }
+  const size_t arena = table.ArenaBytes();
+  const void* blocks[3];
+  for (WordId w = 0; w < 3; ++w) blocks[w] = table.Raw(w).entries;
+  table.ReleaseRetired();
+  table.ReserveRows(later);
+  // Row 0: sparse with room for 30 topics, in its block; row 1: past K/2,
+  // dense in its block; row 2: as it was.
+  EXPECT_EQ(table.Raw(0).entries, blocks[0]);
+  EXPECT_FALSE(table.RowIsDense(0));
+  ASSERT_TRUE(table.RowIsDense(1));
+  EXPECT_EQ(static_cast<const void*>(table.Raw(1).counts), blocks[1]);
+  EXPECT_EQ(table.Raw(2).entries, blocks[2]);
+  if (arena != 0) {  // 0: blocks from operator new (AddressSanitizer)
+    EXPECT_EQ(table.ArenaBytes(), arena);
+  }
+  const TopicTable::RawRow row0 = table.Raw(0);
+  ASSERT_EQ(row0.size, 4u);
+  for (uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(TopicTable::RawTopic(row0.entries[i].load()), order[i]);
+  }
+  for (WordId w = 0; w < 3; ++w) {
+    for (TopicId k : order) {
+      EXPECT_EQ(table.Get(w, k), static_cast<Count>(k + w + 1))
+          << "word " << w << " topic " << k;
+    }
+    EXPECT_EQ(table.RowNonZeros(w), 4u);
+  }
+  // Room for 30: 26 more topics take no new block.
+  for (TopicId k = 40; k < 66; ++k) {
+    ASSERT_TRUE(table.Apply(std::vector<WordTopicDelta>{{0, k, 1}}).ok());
+  }
+  EXPECT_EQ(table.Raw(0).entries, blocks[0]);
+}
+
 // Rows that shrink leave the arena's chunks mostly free; Quiesce then moves
 // the rows to fresh chunks and gives the old ones back, counts unchanged,
 // and the table goes on growing and shrinking from there.
