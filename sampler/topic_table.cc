@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/check.h"
 #include "sampler/internal/row_arena.h"
+#include "sampler/internal/row_search.h"
 
 namespace latentd {
 
@@ -127,6 +128,38 @@ void TopicTable::MapRow(const RowBlock* block) {
   }
 }
 
+void TopicTable::FindSlots(const RowBlock* block,
+                           std::span<const WordTopicDelta> group,
+                           int32_t* slots) {
+  if (block == nullptr || block->dense) {
+    for (size_t i = 0; i < group.size(); ++i) {
+      slots[i] = block == nullptr || group[i].topic >= num_topics_
+                     ? -1
+                     : static_cast<int32_t>(group[i].topic);
+    }
+    return;
+  }
+  // Searching costs about a sixteenth of a mapping's walk a delta
+  // (internal/row_search.h); short rows are mapped at once either way.
+  constexpr size_t kSearchMaxDeltas = 8;
+  constexpr uint32_t kSearchMinSlots = 64;
+  const uint32_t size = block->size.load(std::memory_order_relaxed);
+  if (internal::kFindSlot != nullptr && group.size() <= kSearchMaxDeltas &&
+      size >= kSearchMinSlots) {
+    for (size_t i = 0; i < group.size(); ++i) {
+      slots[i] =
+          group[i].topic >= num_topics_
+              ? -1
+              : internal::kFindSlot(EntriesOf(block), size, group[i].topic);
+    }
+    return;
+  }
+  MapRow(block);
+  for (size_t i = 0; i < group.size(); ++i) {
+    slots[i] = group[i].topic >= num_topics_ ? -1 : MappedSlot(group[i].topic);
+  }
+}
+
 int32_t TopicTable::MappedSlot(TopicId topic) const {
   const uint64_t v = slot_of_[topic];
   return (v >> 32) == map_generation_ ? static_cast<int32_t>(v & 0xffffffffu)
@@ -176,7 +209,7 @@ absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
       break;
     }
     const RowBlock* block = rows_[word].load(std::memory_order_relaxed);
-    if (block != nullptr && !block->dense) MapRow(block);
+    FindSlots(block, deltas.subspan(begin, end - begin), &slot_cache_[begin]);
     for (size_t i = begin; i < end && status.ok(); ++i) {
       const WordTopicDelta& d = deltas[i];
       if (d.topic >= num_topics_) {
@@ -185,10 +218,7 @@ absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
                          " is outside the table (", num_topics_, " topics)"));
         break;
       }
-      const int32_t slot = block == nullptr ? -1
-                           : block->dense   ? static_cast<int32_t>(d.topic)
-                                            : MappedSlot(d.topic);
-      slot_cache_[i] = slot;
+      const int32_t slot = slot_cache_[i];
       const Count have = slot < 0 ? 0 : SlotCount(block, slot);
       if (have + d.delta < 0) {
         status = absl::FailedPreconditionError(
@@ -230,13 +260,8 @@ absl::Status TopicTable::Apply(std::span<const WordTopicDelta> deltas) {
       // An earlier group of the same word regrew the row: find the slots
       // again (deltas are unique per (word, topic), so no earlier group
       // took or emptied one of this group's topics).
-      if (block != nullptr && !block->dense) MapRow(block);
-      for (size_t i = g.begin; i < g.end; ++i) {
-        const TopicId k = deltas[i].topic;
-        slot_cache_[i] = block == nullptr ? -1
-                         : block->dense   ? static_cast<int32_t>(k)
-                                          : MappedSlot(k);
-      }
+      FindSlots(block, deltas.subspan(g.begin, g.end - g.begin),
+                &slot_cache_[g.begin]);
     }
     ApplyRow(deltas.subspan(g.begin, g.end - g.begin),
              std::span<const int32_t>(slot_cache_)
@@ -327,7 +352,7 @@ void TopicTable::ApplyRow(std::span<const WordTopicDelta> deltas,
     rows_[word].store(block, std::memory_order_release);
   }
   uint32_t size = block->size.load(std::memory_order_relaxed);
-  if (!block->dense) {
+  if (!block->dense && block->capacity - size < inserts) {
     uint32_t holes = 0;
     for (uint32_t i = 0; i < size; ++i) {
       holes +=
@@ -352,10 +377,7 @@ void TopicTable::ApplyRow(std::span<const WordTopicDelta> deltas,
   for (size_t i = 0; i < deltas.size(); ++i) {
     if (deltas[i].delta == 0 || slots[i] >= 0) continue;
     const Entry e = Pack(deltas[i].delta, deltas[i].topic);
-    while (hole < size &&
-           CountOf(entries[hole].load(std::memory_order_relaxed)) != 0) {
-      ++hole;
-    }
+    hole = internal::NextHole(entries, size, hole);
     if (hole < size) {
       entries[hole++].store(e, std::memory_order_release);
     } else {

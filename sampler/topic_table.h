@@ -230,6 +230,11 @@ class TopicTable {
   // MappedSlot (the slot, or -1) until the next MapRow.
   void MapRow(const RowBlock* block);
   int32_t MappedSlot(TopicId topic) const;
+  // Writer: slots[i] = the slot of group[i].topic in `block` (-1: not in
+  // it, or outside the table), by searching the row for a few deltas
+  // (internal/row_search.h) or by MapRow.
+  void FindSlots(const RowBlock* block, std::span<const WordTopicDelta> group,
+                 int32_t* slots);
   // Writer: applies one word's validated deltas; slots[i] is deltas[i]'s
   // slot in the row, -1 if the topic is not in it.
   void ApplyRow(std::span<const WordTopicDelta> deltas,

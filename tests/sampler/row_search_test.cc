@@ -1,0 +1,94 @@
+#include "sampler/internal/row_search.h"
+
+#include <atomic>
+#include <vector>
+
+#include "base/random.h"
+#include "gtest/gtest.h"
+#include "sampler/topic_table.h"
+
+namespace latentd::internal {
+namespace {
+
+// Rows of every length up to a few vector steps, with holes (count 0) that
+// repeat a counted topic before its slot, and slots past the row that hold
+// the topic searched for (a search must not read them): the AVX-512 search
+// finds what the definition finds, present or absent.
+TEST(RowSearch, Avx512FindsTheFirstCountedSlotAsTheDefinitionDoes) {
+  if (FindSlotAvx512 == nullptr) GTEST_SKIP() << "this CPU has no AVX-512";
+  Rng rng(11);
+  constexpr uint32_t kGuard = 16;
+  for (uint32_t size = 0; size <= 80; ++size) {
+    for (int trial = 0; trial < 20; ++trial) {
+      std::vector<std::atomic<TopicTable::RawEntry>> row(size + kGuard);
+      for (uint32_t i = 0; i < size; ++i) {
+        const TopicId k = static_cast<TopicId>(rng.UniformInt(40));
+        const Count c =
+            rng.UniformInt(3) == 0
+                ? 0
+                : static_cast<Count>(
+                      1 + rng.UniformInt(TopicTable::kMaxSparseCount));
+        row[i].store(TopicTable::RawPack(c, k));
+      }
+      const TopicId wanted = static_cast<TopicId>(rng.UniformInt(41));
+      for (uint32_t i = size; i < size + kGuard; ++i) {
+        row[i].store(TopicTable::RawPack(1, wanted));
+      }
+      const int32_t expected = FindSlotScalar(row.data(), size, wanted);
+      ASSERT_EQ(FindSlotAvx512(row.data(), size, wanted), expected)
+          << "size " << size << " topic " << wanted;
+      if (expected >= 0) {
+        const TopicTable::RawEntry e = row[expected].load();
+        EXPECT_EQ(TopicTable::RawTopic(e), wanted);
+        EXPECT_GT(TopicTable::RawCount(e), 0);
+      }
+    }
+  }
+}
+
+// The next hole from every starting slot, in rows of every length up to
+// a few vector steps, with guard slots past the row that are holes (a
+// search must not read them).
+TEST(RowSearch, Avx512FindsTheNextHoleAsTheDefinitionDoes) {
+  if (NextHoleAvx512 == nullptr) GTEST_SKIP() << "this CPU has no AVX-512";
+  Rng rng(12);
+  constexpr uint32_t kGuard = 16;
+  for (uint32_t size = 0; size <= 80; ++size) {
+    for (int trial = 0; trial < 10; ++trial) {
+      std::vector<std::atomic<TopicTable::RawEntry>> row(size + kGuard);
+      // Rows from full (no hole) to mostly holes.
+      const uint64_t hole_odds = 1 + rng.UniformInt(12);
+      for (uint32_t i = 0; i < size; ++i) {
+        const TopicId k = static_cast<TopicId>(rng.UniformInt(0x10000));
+        const bool hole = trial > 0 && rng.UniformInt(hole_odds) == 0;
+        row[i].store(TopicTable::RawPack(
+            hole ? 0 : TopicTable::kMaxSparseCount - (i % 3), k));
+      }
+      for (uint32_t i = size; i < size + kGuard; ++i) {
+        row[i].store(TopicTable::RawPack(0, 7));
+      }
+      for (uint32_t from = 0; from <= size + 1; ++from) {
+        ASSERT_EQ(NextHoleAvx512(row.data(), size, from),
+                  NextHoleScalar(row.data(), size, from))
+            << "size " << size << " from " << from;
+      }
+    }
+  }
+}
+
+// The top topic id and a count of 1 (the smallest entry with a count).
+TEST(RowSearch, FindsTheLargestTopicAndACountOfOne) {
+  std::vector<std::atomic<TopicTable::RawEntry>> row(70);
+  for (uint32_t i = 0; i < 70; ++i)
+    row[i].store(TopicTable::RawPack(0, 0xffff));
+  row[69].store(TopicTable::RawPack(1, 0xffff));
+  EXPECT_EQ(FindSlotScalar(row.data(), 70, 0xffff), 69);
+  EXPECT_EQ(FindSlotScalar(row.data(), 69, 0xffff), -1);
+  if (FindSlotAvx512 != nullptr) {
+    EXPECT_EQ(FindSlotAvx512(row.data(), 70, 0xffff), 69);
+    EXPECT_EQ(FindSlotAvx512(row.data(), 69, 0xffff), -1);
+  }
+}
+
+}  // namespace
+}  // namespace latentd::internal
