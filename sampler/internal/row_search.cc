@@ -43,13 +43,58 @@ __attribute__((target("avx512f,avx512vl"))) uint32_t NextHoleAvx512Impl(
   return size > from ? size : from;
 }
 
+__attribute__((target("avx512f,avx512vl"))) int32_t FindTopicAvx512Impl(
+    const TopicId* topics, uint32_t size, TopicId topic) {
+  const __m512i wanted = _mm512_set1_epi32(static_cast<int>(topic));
+  for (uint32_t i = 0; i < size; i += 16) {
+    const __mmask16 valid =
+        size - i >= 16 ? __mmask16{0xffff}
+                       : static_cast<__mmask16>((1u << (size - i)) - 1);
+    const __mmask16 hit = _mm512_mask_cmpeq_epi32_mask(
+        valid, _mm512_maskz_loadu_epi32(valid, topics + i), wanted);
+    if (hit != 0) return static_cast<int32_t>(i + __builtin_ctz(hit));
+  }
+  return -1;
+}
+
+__attribute__((target("avx2"))) int32_t FindTopicAvx2Impl(const TopicId* topics,
+                                                          uint32_t size,
+                                                          TopicId topic) {
+  const __m256i wanted = _mm256_set1_epi32(static_cast<int>(topic));
+  uint32_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    const __m256i t =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(topics + i));
+    const uint32_t hit = static_cast<uint32_t>(
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(t, wanted))));
+    if (hit != 0) return static_cast<int32_t>(i + __builtin_ctz(hit));
+  }
+  for (; i < size; ++i) {
+    if (topics[i] == topic) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
 bool Avx512() { return CpuHasAvx512(); }
+bool Avx2() { return CpuHasAvx2(); }
 #else
 bool Avx512() { return false; }
+bool Avx2() { return false; }
 #endif
 
-bool Uncapped() {
-  return ParseCpuCap(std::getenv("LATENTD_CPU")) == CpuCap::kAny;
+CpuCap Cap() { return ParseCpuCap(std::getenv("LATENTD_CPU")); }
+bool Uncapped() { return Cap() == CpuCap::kAny; }
+
+FindTopicFn ChooseFindTopic() {
+  const CpuCap cap = Cap();
+  if (cap == CpuCap::kAny && FindTopicAvx512 != nullptr) {
+    return FindTopicAvx512;
+  }
+  if ((cap == CpuCap::kAny || cap == CpuCap::kAvx2) &&
+      FindTopicAvx2 != nullptr) {
+    return FindTopicAvx2;
+  }
+  return &FindTopicScalar;
 }
 
 }  // namespace
@@ -57,11 +102,16 @@ bool Uncapped() {
 #if defined(__x86_64__)
 const FindSlotFn FindSlotAvx512 = Avx512() ? &FindSlotAvx512Impl : nullptr;
 const NextHoleFn NextHoleAvx512 = Avx512() ? &NextHoleAvx512Impl : nullptr;
+const FindTopicFn FindTopicAvx512 = Avx512() ? &FindTopicAvx512Impl : nullptr;
+const FindTopicFn FindTopicAvx2 = Avx2() ? &FindTopicAvx2Impl : nullptr;
 #else
 const FindSlotFn FindSlotAvx512 = nullptr;
 const NextHoleFn NextHoleAvx512 = nullptr;
+const FindTopicFn FindTopicAvx512 = nullptr;
+const FindTopicFn FindTopicAvx2 = nullptr;
 #endif
 const FindSlotFn kFindSlot = Uncapped() ? FindSlotAvx512 : nullptr;
 const NextHoleFn kNextHole = Uncapped() ? NextHoleAvx512 : nullptr;
+const FindTopicFn kFindTopic = ChooseFindTopic();
 
 }  // namespace latentd::internal

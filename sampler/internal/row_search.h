@@ -11,6 +11,12 @@
 // NextHole, the next zero-count slot where a new topic goes, likewise
 // steps 16 slots at a time there, one elsewhere.
 //
+// FindTopic searches a plain array of topics (a kernel's walked row,
+// SparseLdaKernel's q_topics_) 16 at a time with AVX-512, 8 with AVX2, one
+// otherwise, as LATENTD_CPU allows: the sampler looks up the slots of the
+// few topics a repeated word's token changed there, instead of mapping
+// every slot of the row.
+//
 // Thread-safety: pure functions of their arguments.
 #ifndef LATENTD_SAMPLER_INTERNAL_ROW_SEARCH_H_
 #define LATENTD_SAMPLER_INTERNAL_ROW_SEARCH_H_
@@ -63,6 +69,24 @@ inline uint32_t NextHole(const std::atomic<uint32_t>* entries, uint32_t size,
                          uint32_t from) {
   return kNextHole != nullptr ? kNextHole(entries, size, from)
                               : NextHoleScalar(entries, size, from);
+}
+
+// The first i in [0, size) with topics[i] == topic, or -1.
+using FindTopicFn = int32_t (*)(const TopicId* topics, uint32_t size,
+                                TopicId topic);
+
+// The fastest search this CPU and LATENTD_CPU allow (never null), and
+// each vector one whatever LATENTD_CPU says (null where the CPU lacks it).
+extern const FindTopicFn kFindTopic;
+extern const FindTopicFn FindTopicAvx512;
+extern const FindTopicFn FindTopicAvx2;
+
+inline int32_t FindTopicScalar(const TopicId* topics, uint32_t size,
+                               TopicId topic) {
+  for (uint32_t i = 0; i < size; ++i) {
+    if (topics[i] == topic) return static_cast<int32_t>(i);
+  }
+  return -1;
 }
 
 }  // namespace latentd::internal

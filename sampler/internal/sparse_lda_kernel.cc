@@ -5,6 +5,7 @@
 #include "base/random.h"
 #include "sampler/internal/dense_row_masses.h"
 #include "sampler/internal/row_masses.h"
+#include "sampler/internal/row_search.h"
 #include "sampler/internal/sparse_buckets.h"
 #include "sampler/internal/upper_bound.h"
 
@@ -25,8 +26,7 @@ SparseLdaKernel::SparseLdaKernel(TopicId num_topics, bool batch_overlay,
       // more.
       q_topics_(2 * size_t{num_topics} + kRowMassesSlack),
       q_mass_(2 * size_t{num_topics} + kRowMassesSlack),
-      q_count_(2 * size_t{num_topics} + kRowMassesSlack),
-      slot_map_(2 * size_t{num_topics}, 0) {
+      q_count_(2 * size_t{num_topics} + kRowMassesSlack) {
   doc_topics_.reserve(num_topics);
 }
 
@@ -138,29 +138,21 @@ void SparseLdaKernel::BuildWordCache(const TopicTable& table, WordId word,
   // Reusing a sparse cache costs a map of its slots and a few intervals: a
   // short row is cheaper built again.
   cache_valid_ = cache_dense_ || n >= kMinReusedSlots;
-  slot_map_ready_ = false;
+  num_located_ = 0;
   num_dirty_ = 0;
   dirty_[num_dirty_++] = excluded;
 }
 
-void SparseLdaKernel::MapSlots() {
-  if (++slot_map_generation_ == 0) {  // wrapped: no stale stamp may match
-    std::fill(slot_map_.begin(), slot_map_.end(), 0);
-    slot_map_generation_ = 1;
+void SparseLdaKernel::LocateDirty() {
+  const TopicId* moved_topics = q_topics_.data() + row_slots_;
+  const uint32_t moved_slots = cache_size_ - row_slots_;
+  for (; num_located_ < num_dirty_; ++num_located_) {
+    const TopicId k = dirty_[num_located_];
+    dirty_row_slot_[num_located_] = kFindTopic(q_topics_.data(), row_slots_, k);
+    const int32_t moved = kFindTopic(moved_topics, moved_slots, k);
+    dirty_moved_slot_[num_located_] =
+        moved < 0 ? -1 : static_cast<int32_t>(row_slots_) + moved;
   }
-  const uint64_t stamp = uint64_t{slot_map_generation_} << 32;
-  for (uint32_t j = 0; j < cache_size_; ++j) {
-    const TopicId k = q_topics_[j];
-    slot_map_[j < row_slots_ ? k : num_topics_ + k] = stamp | j;
-  }
-  slot_map_ready_ = true;
-}
-
-int64_t SparseLdaKernel::MappedSlot(size_t key) const {
-  const uint64_t v = slot_map_[key];
-  return (v >> 32) == slot_map_generation_
-             ? static_cast<int64_t>(v & 0xffffffffu)
-             : -1;
 }
 
 void SparseLdaKernel::AddInterval(uint32_t slot) {
@@ -169,7 +161,7 @@ void SparseLdaKernel::AddInterval(uint32_t slot) {
 }
 
 double SparseLdaKernel::ReusedMass(const TopicTable& table, TopicId excluded) {
-  if (!cache_dense_ && !slot_map_ready_) MapSlots();
+  if (!cache_dense_) LocateDirty();
   dirty_fresh_sum_ = 0;
   num_iv_ = 0;
   for (uint32_t j = 0; j < num_dirty_; ++j) {
@@ -182,8 +174,8 @@ double SparseLdaKernel::ReusedMass(const TopicTable& table, TopicId excluded) {
       // The table's count as the build read it (the row's slot, if the
       // topic had one), and the topic's intervals: its row slot and the
       // slot of a positive overlay delta.
-      const int64_t row = MappedSlot(k);
-      const int64_t moved = MappedSlot(size_t{num_topics_} + k);
+      const int32_t row = dirty_row_slot_[j];
+      const int32_t moved = dirty_moved_slot_[j];
       table_count = row >= 0 ? q_count_[row] : 0;
       if (row >= 0) AddInterval(static_cast<uint32_t>(row));
       if (moved >= 0) AddInterval(static_cast<uint32_t>(moved));

@@ -74,11 +74,12 @@ class SparseLdaKernel final : public SamplingKernel {
   TopicId DrawReused(double u, const TopicTable& table, TopicId excluded,
                      Rng* rng);
 
-  // Sparse caches: maps each topic to its row slot and its overlay slot,
-  // on the first reuse after a build.
-  void MapSlots();
-  // The slot of key (topic: row slot; K + topic: overlay slot), or -1.
-  int64_t MappedSlot(size_t key) const;
+  // Sparse caches: finds the row slot and the overlay slot (or -1) of
+  // each dirty topic not yet looked up since the build. A repeated word
+  // changes only a few topics, so searching its walked row for them
+  // (kFindTopic) costs less than mapping every slot, which at large K
+  // stored into a map of 2K entries that missed the cache.
+  void LocateDirty();
   // Adds the cache slot's mass to the dirty intervals.
   void AddInterval(uint32_t slot);
 
@@ -86,14 +87,11 @@ class SparseLdaKernel final : public SamplingKernel {
   static constexpr uint32_t kMaxIntervals = 2 * kMaxDirty;
   // The shortest sparse cache that is reused (news20, K=100 and K=1000).
   static constexpr uint32_t kMinReusedSlots = 32;
-  std::vector<TopicId> q_topics_;   // sparse rows: the slots' topics
-  std::vector<double> q_mass_;      // running sum of the slots' masses
-  std::vector<Count> q_count_;      // sparse rows: the slots' table counts
-  uint32_t row_slots_ = 0;          // sparse: the row's slots (then overlay's)
-  std::vector<uint64_t> slot_map_;  // MapSlots: generation << 32 | slot
-  uint32_t slot_map_generation_ = 0;
-  bool slot_map_ready_ = false;
-  bool cache_valid_ = false;  // reusable by the word's next token
+  std::vector<TopicId> q_topics_;  // sparse rows: the slots' topics
+  std::vector<double> q_mass_;     // running sum of the slots' masses
+  std::vector<Count> q_count_;     // sparse rows: the slots' table counts
+  uint32_t row_slots_ = 0;         // sparse: the row's slots (then overlay's)
+  bool cache_valid_ = false;       // reusable by the word's next token
   bool cache_dense_ = false;
   WordId cache_word_ = 0;
   uint32_t cache_size_ = 0;
@@ -103,6 +101,10 @@ class SparseLdaKernel final : public SamplingKernel {
   int64_t row_tokens_ = 0;
   uint32_t num_dirty_ = 0;
   TopicId dirty_[kMaxDirty];
+  // Sparse caches: dirty_[0, num_located_)'s slots in the cache (-1: none).
+  uint32_t num_located_ = 0;
+  int32_t dirty_row_slot_[kMaxDirty];
+  int32_t dirty_moved_slot_[kMaxDirty];
   double dirty_fresh_[kMaxDirty];  // mass now
   double dirty_fresh_sum_ = 0;
   // The dirty topics' slots in the cache and the masses they hold there.

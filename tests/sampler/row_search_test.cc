@@ -1,6 +1,7 @@
 #include "sampler/internal/row_search.h"
 
 #include <atomic>
+#include <utility>
 #include <vector>
 
 #include "base/random.h"
@@ -87,6 +88,43 @@ TEST(RowSearch, FindsTheLargestTopicAndACountOfOne) {
   if (FindSlotAvx512 != nullptr) {
     EXPECT_EQ(FindSlotAvx512(row.data(), 70, 0xffff), 69);
     EXPECT_EQ(FindSlotAvx512(row.data(), 69, 0xffff), -1);
+  }
+}
+
+// Topic arrays of every length up to a few vector steps, with repeated
+// topics (the first is found) and guard entries past the array that hold
+// the topic searched for (a search must not read them): each vector search
+// this CPU has finds what the definition finds, and kFindTopic is one of
+// them or the definition.
+TEST(RowSearch, EachFindTopicFindsTheFirstMatchAsTheDefinitionDoes) {
+  std::vector<std::pair<const char*, FindTopicFn>> searches = {
+      {"kFindTopic", kFindTopic}};
+  if (FindTopicAvx512 != nullptr) {
+    searches.push_back({"avx512", FindTopicAvx512});
+  }
+  if (FindTopicAvx2 != nullptr) searches.push_back({"avx2", FindTopicAvx2});
+  EXPECT_TRUE(kFindTopic == FindTopicAvx512 || kFindTopic == FindTopicAvx2 ||
+              kFindTopic == &FindTopicScalar);
+  Rng rng(13);
+  constexpr uint32_t kGuard = 16;
+  for (uint32_t size = 0; size <= 80; ++size) {
+    for (int trial = 0; trial < 20; ++trial) {
+      const TopicId range = trial % 2 == 0 ? 30 : 10'000;
+      std::vector<TopicId> topics(size + kGuard);
+      for (uint32_t i = 0; i < size; ++i) {
+        topics[i] = static_cast<TopicId>(rng.UniformInt(range));
+      }
+      const TopicId wanted = static_cast<TopicId>(rng.UniformInt(range + 1));
+      for (uint32_t i = size; i < size + kGuard; ++i) topics[i] = wanted;
+      const int32_t expected = FindTopicScalar(topics.data(), size, wanted);
+      if (expected >= 0) {
+        ASSERT_EQ(topics[expected], wanted);
+      }
+      for (const auto& [name, find] : searches) {
+        ASSERT_EQ(find(topics.data(), size, wanted), expected)
+            << name << ": size " << size << " topic " << wanted;
+      }
+    }
   }
 }
 
