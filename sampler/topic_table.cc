@@ -56,6 +56,22 @@ void TopicTable::InitBlock(RowBlock* block, uint32_t capacity, bool dense) {
   block->size.store(dense ? capacity : 0, std::memory_order_relaxed);
 }
 
+void TopicTable::LayOut(RowBlock* block,
+                        std::span<const std::pair<TopicId, Count>> nonzero) {
+  if (block->dense) {
+    for (const auto& [k, c] : nonzero) {
+      MutableCounts(block)[k].store(c, std::memory_order_relaxed);
+    }
+    return;
+  }
+  for (uint32_t i = 0; i < nonzero.size(); ++i) {
+    MutableEntries(block)[i].store(Pack(nonzero[i].second, nonzero[i].first),
+                                   std::memory_order_relaxed);
+  }
+  block->size.store(static_cast<uint32_t>(nonzero.size()),
+                    std::memory_order_relaxed);
+}
+
 std::atomic<TopicTable::Entry>* TopicTable::MutableEntries(RowBlock* block) {
   return reinterpret_cast<std::atomic<Entry>*>(block + 1);
 }
@@ -393,6 +409,7 @@ bool TopicTable::PassesSparseCount(const RowBlock* block,
                                    std::span<const WordTopicDelta> deltas,
                                    std::span<const int32_t> slots) {
   for (size_t i = 0; i < deltas.size(); ++i) {
+    if (deltas[i].delta <= 0) continue;
     const Count have = slots[i] < 0 ? 0 : SlotCount(block, slots[i]);
     if (int64_t{have} + deltas[i].delta > kMaxSparseCount) return true;
   }
@@ -505,18 +522,7 @@ void TopicTable::ReserveRows(std::span<const uint32_t> row_topics,
       ForEachNonZero(static_cast<WordId>(w),
                      [&](TopicId k, Count c) { nonzero.emplace_back(k, c); });
       InitBlock(block, topics, dense);
-      for (uint32_t i = 0; i < nonzero.size(); ++i) {
-        const auto [k, c] = nonzero[i];
-        if (dense) {
-          MutableCounts(block)[k].store(c, std::memory_order_relaxed);
-        } else {
-          MutableEntries(block)[i].store(Pack(c, k), std::memory_order_relaxed);
-        }
-      }
-      if (!dense) {
-        block->size.store(static_cast<uint32_t>(nonzero.size()),
-                          std::memory_order_relaxed);
-      }
+      LayOut(block, nonzero);
       continue;
     }
     // The row holds at most its capacity, so fewer than `topics`.
@@ -567,18 +573,9 @@ void TopicTable::Quiesce() {
       FreeBlock(block);
       if (n > 0) fresh = AllocateBlock(capacity, dense);
     }
-    if (dense) {
-      for (const auto& [k, c] : nonzero) {
-        MutableCounts(fresh)[k].store(c, std::memory_order_relaxed);
-      }
-    } else if (n > 0) {
-      std::sort(nonzero.begin(), nonzero.end());
-      for (uint32_t i = 0; i < n; ++i) {
-        MutableEntries(fresh)[i].store(
-            Pack(nonzero[i].second, nonzero[i].first),
-            std::memory_order_relaxed);
-      }
-      fresh->size.store(n, std::memory_order_relaxed);
+    if (n > 0) {
+      if (!dense) std::sort(nonzero.begin(), nonzero.end());
+      LayOut(fresh, nonzero);
     }
     rows_[w].store(fresh, std::memory_order_release);
   }

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -223,6 +224,11 @@ class TopicTable {
   // Sets up an empty row of `capacity` slots in `block` (its block_bytes
   // kept): all counts 0, size 0 (sparse) or K (dense).
   static void InitBlock(RowBlock* block, uint32_t capacity, bool dense);
+  // Writes a row's non-zero (topic, count) pairs into `block`, empty as
+  // InitBlock leaves it: a dense row's by topic, a sparse row's in slots
+  // 0, 1, ... in the order given.
+  static void LayOut(RowBlock* block,
+                     std::span<const std::pair<TopicId, Count>> nonzero);
   void FreeBlock(RowBlock* block);
   static std::atomic<Entry>* MutableEntries(RowBlock* block);
   static std::atomic<Count>* MutableCounts(RowBlock* block);
@@ -239,8 +245,8 @@ class TopicTable {
   // slot in the row, -1 if the topic is not in it.
   void ApplyRow(std::span<const WordTopicDelta> deltas,
                 std::span<const int32_t> slots);
-  // Whether a delta would take a count of the (sparse or null) row past
-  // kMaxSparseCount; slots as for ApplyRow.
+  // Whether a positive delta would take a count of the (sparse or null)
+  // row past kMaxSparseCount; slots as for ApplyRow.
   static bool PassesSparseCount(const RowBlock* block,
                                 std::span<const WordTopicDelta> deltas,
                                 std::span<const int32_t> slots);
