@@ -135,8 +135,8 @@ void SparseLdaKernel::BuildWordCache(const TopicTable& table, WordId word,
   cache_word_ = word;
   cache_size_ = n;
   cache_total_ = q;
-  // Reusing a sparse cache costs a map of its slots and a few intervals: a
-  // short row is cheaper built again.
+  // Reusing a sparse cache costs a search of its slots for each changed
+  // topic and a few intervals: a short row is cheaper built again.
   cache_valid_ = cache_dense_ || n >= kMinReusedSlots;
   num_located_ = 0;
   num_dirty_ = 0;
