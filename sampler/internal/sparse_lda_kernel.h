@@ -86,7 +86,7 @@ class SparseLdaKernel final : public SamplingKernel {
   static constexpr uint32_t kMaxDirty = 8;
   static constexpr uint32_t kMaxIntervals = 2 * kMaxDirty;
   // The shortest sparse cache that is reused (news20, K=100 and K=1000).
-  static constexpr uint32_t kMinReusedSlots = 32;
+  static constexpr uint32_t kMinReusedSlots = 16;
   std::vector<TopicId> q_topics_;  // sparse rows: the slots' topics
   std::vector<double> q_mass_;     // running sum of the slots' masses
   std::vector<Count> q_count_;     // sparse rows: the slots' table counts

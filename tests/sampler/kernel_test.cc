@@ -299,10 +299,11 @@ TEST_P(OverlayExactness, TwoDocumentsJointMatchesSequentialConditionals) {
                         400000);
 }
 
-// A sparse row's cache reused while the overlay holds the word's moves:
+// A sparse row's cache built while the overlay holds the word's moves:
 // word 1 (three topics of six, so sparse) moves in the first document, and
 // the second repeats it three times, so its cache is built with the
-// overlay's deltas as slots of their own and then reused.
+// overlay's deltas as slots of their own (a row this short is built again
+// for each token rather than reused; the next case reuses one).
 TEST_P(OverlayExactness, RepeatedSparseWordAfterItsMovesMatches) {
   ExpectJointLawMatches(GetParam(),
                         {.K = 6,
@@ -313,6 +314,27 @@ TEST_P(OverlayExactness, RepeatedSparseWordAfterItsMovesMatches) {
                          .beta = 0.05,
                          .doc_lengths = {2, 3}},
                         400000);
+}
+
+// The same with a sparse row long enough to be reused (kMinReusedSlots,
+// 16 slots): word 1 holds 17 of 36 topics (under the dense threshold of
+// 18) and is the only word of both documents; the second document's first
+// token builds its cache with the first document's moves in the overlay,
+// and its second token reuses it.
+TEST_P(OverlayExactness, ReusedLongSparseRowAfterItsMovesMatches) {
+  JointCase c;
+  c.K = 36;
+  c.words = {1, 1, 1};
+  c.topics = {2, 5, 5};
+  c.doc_lengths = {1, 2};
+  c.background = {std::vector<Count>(36, 0), std::vector<Count>(36, 0)};
+  for (TopicId k = 0; k < 36; ++k) {
+    c.background[0][k] = 1 + (k * 5) % 4;
+    if (k % 2 == 0 && k < 32) c.background[1][k] = 1 + k % 3;
+    c.alpha.push_back(0.03 + 0.02 * (k % 4));
+  }
+  c.beta = 0.05;
+  ExpectJointLawMatches(GetParam(), c, 400000);
 }
 
 INSTANTIATE_TEST_SUITE_P(
