@@ -281,11 +281,9 @@ absl::StatusOr<SweepResult> Trainer::RunProgressivePass(
   const uint32_t stride = static_cast<uint32_t>(options_.progressive_stride);
   // The rows are reserved once, in blocks with room for the second
   // stage's layout, which the second stage's reservation then takes in
-  // place; the first stage ends without a Quiesce: that would move its
-  // rows, which hold a sixteenth of the tokens, to small blocks (more
-  // arena), for the second stage to grow them back (200 M tokens, K=100:
-  // the arena 102 MB before the second stage, where it is now the
-  // reservations' 88).
+  // place; the first stage ends without a Quiesce, which would move its
+  // rows (a sixteenth of the tokens) to small blocks for the second stage
+  // to grow back, taking more arena than the reservations.
   const std::vector<uint32_t> second_stage_topics =
       ProgressiveRowTopics(word_tokens, K, true);
   table_->ReserveRows(ProgressiveRowTopics(word_tokens, K, false),

@@ -8,6 +8,13 @@ namespace latentd::internal {
 namespace {
 
 #if defined(__x86_64__)
+// The lanes of a 16-slot step that lie inside the array, `left` slots
+// from its end.
+inline __mmask16 TailMask16(uint32_t left) {
+  return left >= 16 ? __mmask16{0xffff}
+                    : static_cast<__mmask16>((1u << left) - 1);
+}
+
 __attribute__((target("avx512f,avx512vl"))) int32_t FindSlotAvx512Impl(
     const std::atomic<uint32_t>* entries, uint32_t size, TopicId topic) {
   const auto* p = reinterpret_cast<const uint32_t*>(entries);
@@ -16,9 +23,7 @@ __attribute__((target("avx512f,avx512vl"))) int32_t FindSlotAvx512Impl(
   // An entry with a positive count is at least 1 << 16.
   const __m512i counted = _mm512_set1_epi32(1 << 16);
   for (uint32_t i = 0; i < size; i += 16) {
-    const __mmask16 valid =
-        size - i >= 16 ? __mmask16{0xffff}
-                       : static_cast<__mmask16>((1u << (size - i)) - 1);
+    const __mmask16 valid = TailMask16(size - i);
     const __m512i e = _mm512_maskz_loadu_epi32(valid, p + i);
     const __mmask16 hit = _mm512_mask_cmpge_epu32_mask(
         _mm512_cmpeq_epi32_mask(_mm512_and_si512(e, topic_bits), wanted), e,
@@ -33,9 +38,7 @@ __attribute__((target("avx512f,avx512vl"))) uint32_t NextHoleAvx512Impl(
   const auto* p = reinterpret_cast<const uint32_t*>(entries);
   const __m512i counted = _mm512_set1_epi32(1 << 16);
   for (uint32_t i = from; i < size; i += 16) {
-    const __mmask16 valid =
-        size - i >= 16 ? __mmask16{0xffff}
-                       : static_cast<__mmask16>((1u << (size - i)) - 1);
+    const __mmask16 valid = TailMask16(size - i);
     const __m512i e = _mm512_maskz_loadu_epi32(valid, p + i);
     const __mmask16 hole = _mm512_mask_cmplt_epu32_mask(valid, e, counted);
     if (hole != 0) return i + static_cast<uint32_t>(__builtin_ctz(hole));
@@ -47,9 +50,7 @@ __attribute__((target("avx512f,avx512vl"))) int32_t FindTopicAvx512Impl(
     const TopicId* topics, uint32_t size, TopicId topic) {
   const __m512i wanted = _mm512_set1_epi32(static_cast<int>(topic));
   for (uint32_t i = 0; i < size; i += 16) {
-    const __mmask16 valid =
-        size - i >= 16 ? __mmask16{0xffff}
-                       : static_cast<__mmask16>((1u << (size - i)) - 1);
+    const __mmask16 valid = TailMask16(size - i);
     const __mmask16 hit = _mm512_mask_cmpeq_epi32_mask(
         valid, _mm512_maskz_loadu_epi32(valid, topics + i), wanted);
     if (hit != 0) return static_cast<int32_t>(i + __builtin_ctz(hit));
@@ -69,10 +70,8 @@ __attribute__((target("avx2"))) int32_t FindTopicAvx2Impl(const TopicId* topics,
         _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(t, wanted))));
     if (hit != 0) return static_cast<int32_t>(i + __builtin_ctz(hit));
   }
-  for (; i < size; ++i) {
-    if (topics[i] == topic) return static_cast<int32_t>(i);
-  }
-  return -1;
+  const int32_t tail = FindTopicScalar(topics + i, size - i, topic);
+  return tail < 0 ? -1 : static_cast<int32_t>(i) + tail;
 }
 
 bool Avx512() { return CpuHasAvx512(); }
