@@ -5,11 +5,12 @@
 // than mapping all of it (TopicTable::MapRow reads every slot and stores
 // the slot of each of its topics).
 //
-// kFindSlot is the AVX-512 search where the CPU has AVX-512F/VL and
-// LATENTD_CPU does not cap the vector paths below it (row_masses.h), else
-// null: the table then maps every row, as it did before this search.
+// kFindSlot is the AVX-512 search (16 slots a step) where the CPU has
+// AVX-512F/VL and LATENTD_CPU does not cap the vector paths below it
+// (row_masses.h), else the AVX2 one (8 a step) where it has AVX2 and
+// LATENTD_CPU allows it, else null: the table then maps every row.
 // NextHole, the next zero-count slot where a new topic goes, likewise
-// steps 16 slots at a time there, one elsewhere.
+// steps 16 or 8 slots at a time, one where neither is allowed.
 //
 // FindTopic searches a plain array of topics (a kernel's walked row,
 // SparseLdaKernel's q_topics_) 16 at a time with AVX-512, 8 with AVX2, one
@@ -34,9 +35,11 @@ using FindSlotFn = int32_t (*)(const std::atomic<uint32_t>* entries,
                                uint32_t size, TopicId topic);
 
 // The search on this CPU (null: none faster than mapping the row), and
-// the AVX-512 one whatever LATENTD_CPU says (for tests and benchmarks).
+// each vector one whatever LATENTD_CPU says (null where the CPU lacks it;
+// for tests and benchmarks).
 extern const FindSlotFn kFindSlot;
 extern const FindSlotFn FindSlotAvx512;
+extern const FindSlotFn FindSlotAvx2;
 
 // The definition, one slot at a time.
 inline int32_t FindSlotScalar(const std::atomic<uint32_t>* entries,
@@ -55,6 +58,7 @@ using NextHoleFn = uint32_t (*)(const std::atomic<uint32_t>* entries,
                                 uint32_t size, uint32_t from);
 extern const NextHoleFn kNextHole;  // null: NextHoleScalar
 extern const NextHoleFn NextHoleAvx512;
+extern const NextHoleFn NextHoleAvx2;
 
 inline uint32_t NextHoleScalar(const std::atomic<uint32_t>* entries,
                                uint32_t size, uint32_t from) {

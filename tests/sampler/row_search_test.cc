@@ -11,12 +11,37 @@
 namespace latentd::internal {
 namespace {
 
+// Each vector search this CPU has, by name; kFind* is one of them or the
+// definition.
+std::vector<std::pair<const char*, FindSlotFn>> SlotSearches() {
+  std::vector<std::pair<const char*, FindSlotFn>> searches;
+  if (FindSlotAvx512 != nullptr) searches.push_back({"avx512", FindSlotAvx512});
+  if (FindSlotAvx2 != nullptr) searches.push_back({"avx2", FindSlotAvx2});
+  return searches;
+}
+std::vector<std::pair<const char*, NextHoleFn>> HoleSearches() {
+  std::vector<std::pair<const char*, NextHoleFn>> searches;
+  if (NextHoleAvx512 != nullptr) {
+    searches.push_back({"avx512", NextHoleAvx512});
+  }
+  if (NextHoleAvx2 != nullptr) searches.push_back({"avx2", NextHoleAvx2});
+  return searches;
+}
+
+TEST(RowSearch, TheChosenSearchesAreTheCpusOrNone) {
+  EXPECT_TRUE(kFindSlot == nullptr || kFindSlot == FindSlotAvx512 ||
+              kFindSlot == FindSlotAvx2);
+  EXPECT_TRUE(kNextHole == nullptr || kNextHole == NextHoleAvx512 ||
+              kNextHole == NextHoleAvx2);
+}
+
 // Rows of every length up to a few vector steps, with holes (count 0) that
 // repeat a counted topic before its slot, and slots past the row that hold
-// the topic searched for (a search must not read them): the AVX-512 search
+// the topic searched for (a search must not read them): each vector search
 // finds what the definition finds, present or absent.
-TEST(RowSearch, Avx512FindsTheFirstCountedSlotAsTheDefinitionDoes) {
-  if (FindSlotAvx512 == nullptr) GTEST_SKIP() << "this CPU has no AVX-512";
+TEST(RowSearch, EachFindSlotFindsTheFirstCountedSlotAsTheDefinitionDoes) {
+  const auto searches = SlotSearches();
+  if (searches.empty()) GTEST_SKIP() << "this CPU has no AVX2 or AVX-512";
   Rng rng(11);
   constexpr uint32_t kGuard = 16;
   for (uint32_t size = 0; size <= 80; ++size) {
@@ -36,8 +61,10 @@ TEST(RowSearch, Avx512FindsTheFirstCountedSlotAsTheDefinitionDoes) {
         row[i].store(TopicTable::RawPack(1, wanted));
       }
       const int32_t expected = FindSlotScalar(row.data(), size, wanted);
-      ASSERT_EQ(FindSlotAvx512(row.data(), size, wanted), expected)
-          << "size " << size << " topic " << wanted;
+      for (const auto& [name, find] : searches) {
+        ASSERT_EQ(find(row.data(), size, wanted), expected)
+            << name << ": size " << size << " topic " << wanted;
+      }
       if (expected >= 0) {
         const TopicTable::RawEntry e = row[expected].load();
         EXPECT_EQ(TopicTable::RawTopic(e), wanted);
@@ -50,8 +77,9 @@ TEST(RowSearch, Avx512FindsTheFirstCountedSlotAsTheDefinitionDoes) {
 // The next hole from every starting slot, in rows of every length up to
 // a few vector steps, with guard slots past the row that are holes (a
 // search must not read them).
-TEST(RowSearch, Avx512FindsTheNextHoleAsTheDefinitionDoes) {
-  if (NextHoleAvx512 == nullptr) GTEST_SKIP() << "this CPU has no AVX-512";
+TEST(RowSearch, EachNextHoleFindsTheNextHoleAsTheDefinitionDoes) {
+  const auto searches = HoleSearches();
+  if (searches.empty()) GTEST_SKIP() << "this CPU has no AVX2 or AVX-512";
   Rng rng(12);
   constexpr uint32_t kGuard = 16;
   for (uint32_t size = 0; size <= 80; ++size) {
@@ -69,9 +97,11 @@ TEST(RowSearch, Avx512FindsTheNextHoleAsTheDefinitionDoes) {
         row[i].store(TopicTable::RawPack(0, 7));
       }
       for (uint32_t from = 0; from <= size + 1; ++from) {
-        ASSERT_EQ(NextHoleAvx512(row.data(), size, from),
-                  NextHoleScalar(row.data(), size, from))
-            << "size " << size << " from " << from;
+        for (const auto& [name, next_hole] : searches) {
+          ASSERT_EQ(next_hole(row.data(), size, from),
+                    NextHoleScalar(row.data(), size, from))
+              << name << ": size " << size << " from " << from;
+        }
       }
     }
   }
@@ -85,9 +115,9 @@ TEST(RowSearch, FindsTheLargestTopicAndACountOfOne) {
   row[69].store(TopicTable::RawPack(1, 0xffff));
   EXPECT_EQ(FindSlotScalar(row.data(), 70, 0xffff), 69);
   EXPECT_EQ(FindSlotScalar(row.data(), 69, 0xffff), -1);
-  if (FindSlotAvx512 != nullptr) {
-    EXPECT_EQ(FindSlotAvx512(row.data(), 70, 0xffff), 69);
-    EXPECT_EQ(FindSlotAvx512(row.data(), 69, 0xffff), -1);
+  for (const auto& [name, find] : SlotSearches()) {
+    EXPECT_EQ(find(row.data(), 70, 0xffff), 69) << name;
+    EXPECT_EQ(find(row.data(), 69, 0xffff), -1) << name;
   }
 }
 
