@@ -27,7 +27,9 @@ whose sync work needs more than those threads' cores is limited sooner).
 ops/bench/testdata/cluster_bench_news20.txt holds the news20 measurement
 (K=100, 30 sweeps, the defaults of rounds_per_sweep = 8 and
 min_key_weight = 32, at c34f4e2, the 2-core Intel Xeon machine,
-2026-11-30).
+2026-11-30); cluster_bench_news20_6nodes.txt the same at 1, 2, 3, 4 and 6
+nodes (at 053f774, the 2-core AMD EPYC, 2026-12-02), the fit on 1 and 2
+nodes checked against 3, 4 and 6.
 
 Usage: ops/bench/scale_model.py CLUSTER_BENCH_OUTPUT [--fit 1,2]
            [--cores 16] [--link-gbps 10] [--nodes 10,100,1000]
