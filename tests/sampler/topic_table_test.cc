@@ -1,5 +1,6 @@
 #include "sampler/topic_table.h"
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -362,6 +363,70 @@ TEST(TopicTable, HolesAreReusedAndSqueezedOut) {
     nonzeros += truth[k] > 0;
   }
   EXPECT_EQ(table.RowNonZeros(0), nonzeros);
+}
+
+// Groups of one to eight deltas in sparse rows of 64 slots and more, where
+// the count updater searches the row for each delta's slot and for the
+// holes its new topics take (internal/row_search.h) instead of mapping it:
+// raising, zeroing and adding topics in one group leaves the counts a
+// map would. ctest also runs this binary with LATENTD_CPU=avx2 and
+// =scalar, so each search this CPU has, and the map, are checked here.
+TEST(TopicTable, FewDeltasInLongSparseRowsLandOnTheirTopics) {
+  const TopicId K = 1000;  // rows stay sparse up to K/2 topics
+  const WordId V = 6;
+  TopicTable table(V, K);
+  Rng rng(17);
+  std::vector<std::vector<Count>> truth(V, std::vector<Count>(K, 0));
+  // Rows of 70 to 220 topics, then groups that touch a few of them (at
+  // most 470 topics a row in all: they stay sparse).
+  std::vector<WordTopicDelta> init;
+  for (WordId w = 0; w < V; ++w) {
+    const TopicId width = static_cast<TopicId>(70 + 30 * w);
+    for (TopicId k = 0; k < width; ++k) {
+      const TopicId topic = static_cast<TopicId>((k * 7 + w) % K);
+      init.push_back({w, topic, 1 + static_cast<int32_t>(rng.UniformInt(5))});
+    }
+  }
+  std::sort(init.begin(), init.end(), [](const auto& a, const auto& b) {
+    return a.word != b.word ? a.word < b.word : a.topic < b.topic;
+  });
+  ASSERT_TRUE(table.Apply(init).ok());
+  for (const WordTopicDelta& d : init) truth[d.word][d.topic] += d.delta;
+  for (int round = 0; round < 400; ++round) {
+    std::vector<WordTopicDelta> group;
+    for (WordId w = 0; w < V; ++w) {
+      const size_t n = 1 + rng.UniformInt(8);
+      std::vector<TopicId> topics;
+      while (topics.size() < n) {
+        const TopicId k = static_cast<TopicId>(rng.UniformInt(250));
+        if (std::find(topics.begin(), topics.end(), k) == topics.end()) {
+          topics.push_back(k);
+        }
+      }
+      std::sort(topics.begin(), topics.end());
+      for (TopicId k : topics) {
+        const Count c = truth[w][k];
+        // Zero a counted topic, lower or raise it, or add a new one.
+        const uint64_t pick = rng.UniformInt(3);
+        const int32_t delta = c > 0 && pick == 0   ? -static_cast<int32_t>(c)
+                              : c > 1 && pick == 1 ? -1
+                                                   : 2;
+        group.push_back({w, k, delta});
+      }
+    }
+    ASSERT_TRUE(table.Apply(group).ok()) << "round " << round;
+    for (const WordTopicDelta& d : group) truth[d.word][d.topic] += d.delta;
+    if (round % 100 == 99) table.Quiesce();
+  }
+  for (WordId w = 0; w < V; ++w) {
+    size_t nonzeros = 0;
+    for (TopicId k = 0; k < K; ++k) {
+      ASSERT_EQ(table.Get(w, k), truth[w][k]) << "word " << w << " topic " << k;
+      nonzeros += truth[w][k] > 0;
+    }
+    EXPECT_EQ(table.RowNonZeros(w), nonzeros) << "word " << w;
+    EXPECT_FALSE(table.Raw(w).dense) << "word " << w;
+  }
 }
 
 // Readers running against the single writer never see a negative count, an
