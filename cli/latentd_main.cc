@@ -40,6 +40,7 @@
 #include "base/log.h"
 #include "corpora/document_reader.h"
 #include "sampler/model_dir.h"
+#include "sampler/sampling_kernel.h"
 #include "service/api_auth.h"
 #include "service/daemon_settings.h"
 #include "service/dir_watcher.h"
@@ -236,6 +237,8 @@ int Serve(const DaemonConfig& config, const SettingsSource& source,
   std::string log_file = config.log_file;
   if (absl::Status s = OpenLogFile(log_file); !s.ok()) return Fail(s);
   latentd::log::SetLevel(config.log_level);
+  latentd::log::Info("latentd", absl::StrCat("sampling with ",
+                                             latentd::CpuPathsDescription()));
 
   // API authentication: on with a tokens file, checked before anything
   // starts so that a bad file is the start-up error.

@@ -261,10 +261,11 @@ absl::Status RunTrain(const TrainCommandOptions& o, FILE* out, FILE* err) {
   LATENTD_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer,
                            StartTrainer(o, err));
   ModelPaths paths(o.out_dir);
-  absl::FPrintF(err, "training: %d topics, %d threads, %d sweeps, kernel %s\n",
-                trainer->options().num_topics,
-                trainer->options().pipeline.threads, o.sweeps,
-                KernelKindName(trainer->options().pipeline.kernel));
+  absl::FPrintF(
+      err, "training: %d topics, %d threads, %d sweeps, kernel %s (%s)\n",
+      trainer->options().num_topics, trainer->options().pipeline.threads,
+      o.sweeps, KernelKindName(trainer->options().pipeline.kernel),
+      CpuPathsDescription());
   double wall = 0;
   RunTotals run;
   // A pass over a large corpus takes minutes: a line every 10 s within it

@@ -2,8 +2,11 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "sampler/internal/dense_row_masses.h"
 #include "sampler/internal/mh_kernel.h"
 #include "sampler/internal/progressive_start_kernel.h"
+#include "sampler/internal/row_masses.h"
+#include "sampler/internal/row_search.h"
 #include "sampler/internal/sparse_lda_kernel.h"
 
 namespace latentd {
@@ -16,6 +19,15 @@ absl::StatusOr<KernelKind> ParseKernelKind(std::string_view name) {
   return absl::InvalidArgumentError(
       absl::StrCat("unknown kernel '", std::string(name),
                    "' (expected auto, sparse, dense or mh)"));
+}
+
+std::string CpuPathsDescription() {
+  using namespace internal;  // NOLINT: the paths' names
+  const char* search = "scalar";
+  if (kFindSlot != nullptr && kFindSlot == FindSlotAvx512) search = "avx512";
+  if (kFindSlot != nullptr && kFindSlot == FindSlotAvx2) search = "avx2";
+  return absl::StrCat("row walk ", kRowMassesPath.name, ", dense rows ",
+                      kDenseRowMassesPath.name, ", row searches ", search);
 }
 
 std::string_view KernelKindName(KernelKind kind) {

@@ -116,6 +116,13 @@ enum class KernelKind {
 absl::StatusOr<KernelKind> ParseKernelKind(std::string_view name);
 std::string_view KernelKindName(KernelKind kind);
 
+// The vector paths this process samples with, as the CPU and LATENTD_CPU
+// allow, for logs and benchmark banners: "row walk avx512, dense rows
+// avx512, row searches avx512"; each is "avx512", "avx2" or "scalar" (the
+// row searches "scalar" where the count updater maps rows instead).
+// Thread-safe; call after static initialization.
+std::string CpuPathsDescription();
+
 // Settings of the MH kernel.
 struct MhOptions {
   // MH cycles per token, each a word-proposal and a document-proposal move.

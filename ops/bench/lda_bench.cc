@@ -49,6 +49,7 @@
 #include "sampler/doc_topic_stats.h"
 #include "sampler/fold_in.h"
 #include "sampler/hyperparams.h"
+#include "sampler/sampling_kernel.h"
 #include "sampler/trainer.h"
 
 namespace {
@@ -242,10 +243,11 @@ int main(int argc, char** argv) {
   if (alpha <= 0) alpha = 50.0 / topics;
   std::printf(
       "corpus %s: %llu documents, %llu tokens, %zu words; K=%u "
-      "engine=%s threads=%d\n",
+      "engine=%s threads=%d; %s\n",
       corpus.c_str(), (unsigned long long)built->stats.documents,
       (unsigned long long)built->stats.tokens, built->vocab.size(), topics,
-      engine.c_str(), engine == "dense" ? 1 : threads);
+      engine.c_str(), engine == "dense" ? 1 : threads,
+      latentd::CpuPathsDescription().c_str());
 
   double wall = 0, sampled_seconds = 0, reached = -1, last_ll = 0;
   double ll_at_3 = 0, ll_at_10 = 0;  // 0: no sweep ended by then

@@ -1,11 +1,15 @@
 #include "sampler/internal/row_search.h"
 
 #include <atomic>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "base/random.h"
 #include "gtest/gtest.h"
+#include "sampler/internal/dense_row_masses.h"
+#include "sampler/internal/row_masses.h"
+#include "sampler/sampling_kernel.h"
 #include "sampler/topic_table.h"
 
 namespace latentd::internal {
@@ -156,6 +160,23 @@ TEST(RowSearch, EachFindTopicFindsTheFirstMatchAsTheDefinitionDoes) {
       }
     }
   }
+}
+
+// The description the daemon logs names the path each part runs.
+TEST(RowSearch, CpuPathsDescriptionNamesThePathsInUse) {
+  const std::string paths = CpuPathsDescription();
+  EXPECT_NE(paths.find(std::string("row walk ") + kRowMassesPath.name),
+            std::string::npos)
+      << paths;
+  EXPECT_NE(paths.find(std::string("dense rows ") + kDenseRowMassesPath.name),
+            std::string::npos)
+      << paths;
+  const char* search = kFindSlot == nullptr          ? "scalar"
+                       : kFindSlot == FindSlotAvx512 ? "avx512"
+                                                     : "avx2";
+  EXPECT_NE(paths.find(std::string("row searches ") + search),
+            std::string::npos)
+      << paths;
 }
 
 }  // namespace
