@@ -19,7 +19,8 @@
 # log-likelihood (off the clock: the corpus build and the per-sweep
 # likelihood), its peak RSS (lda_bench's process: the store build and the
 # likelihood included); and the ratio of the times. latentd runs for at
-# most twice WarpLDA's time; "<" means it did not get there.
+# most twice WarpLDA's time; "<" means it did not get there. A last line
+# names the vector paths latentd sampled with (LATENTD_CPU caps them).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 WARP=${1:?usage: warplda_side_by_side.sh WARPLDA_DIR [BUILD] [Ks] [threads] [iterations]}
@@ -88,3 +89,7 @@ for K in $TOPICS; do
    fi
   done
 done
+# The vector paths latentd sampled with (lda_bench's header; LATENTD_CPU
+# caps them), so that a figure says which code it measured.
+paths=$(grep -h -m1 -o 'row walk [^;]*' "$WORK"/latentd-*.log 2>/dev/null | head -1)
+echo "latentd sampled with ${paths:-paths not reported (an older lda_bench)}"
