@@ -55,6 +55,13 @@ int main(int argc, char** argv) {
       "prints text; --json prints JSON instead."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "latentctl 0.1.0");
+  app.footer(
+      "Environment: LATENTD_TOKEN, the API token of the commands that ask "
+      "a running latentd when --token is not given; LATENTD_CPU=avx2 or "
+      "scalar caps the vector code train samples with "
+      "(default: the best the CPU has; train names the paths in use); "
+      "LATENTD_MUTEX_DEADLOCK_DETECTION=1 keeps Abseil's mutex deadlock "
+      "detection on (off by default: it slows every nested lock).");
 
   // ---- train ----
   latentd::TrainCommandOptions train;
