@@ -58,6 +58,11 @@ inline CpuCap ParseCpuCap(const char* value) {
   return CpuCap::kUnknown;
 }
 
+// LATENTD_CPU as the binaries' --help describes it.
+inline constexpr char kCpuCapHelp[] =
+    "LATENTD_CPU=avx2 or scalar caps the sampler's vector code (default: "
+    "the best the CPU has, avx512, avx2 or scalar)";
+
 }  // namespace latentd
 
 #endif  // LATENTD_BASE_CPU_FEATURES_H_

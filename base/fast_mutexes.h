@@ -22,6 +22,11 @@
 
 namespace latentd {
 
+// LATENTD_MUTEX_DEADLOCK_DETECTION as the binaries' --help describes it.
+inline constexpr char kMutexDeadlockDetectionHelp[] =
+    "LATENTD_MUTEX_DEADLOCK_DETECTION=1 keeps Abseil's mutex deadlock "
+    "detection on (off by default: it slows every nested lock)";
+
 inline void DisableMutexDeadlockDetection() {
   const char* keep = std::getenv("LATENTD_MUTEX_DEADLOCK_DETECTION");
   if (keep != nullptr && std::string_view(keep) == "1") return;

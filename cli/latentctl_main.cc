@@ -5,6 +5,8 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "base/cpu_features.h"
 #include "base/fast_mutexes.h"
 #include "cli/client_commands.h"
 #include "cli/cluster_commands.h"
@@ -55,13 +57,11 @@ int main(int argc, char** argv) {
       "prints text; --json prints JSON instead."};
   app.require_subcommand(1);
   app.set_version_flag("--version", "latentctl 0.1.0");
-  app.footer(
+  app.footer(absl::StrCat(
       "Environment: LATENTD_TOKEN, the API token of the commands that ask "
-      "a running latentd when --token is not given; LATENTD_CPU=avx2 or "
-      "scalar caps the vector code train samples with "
-      "(default: the best the CPU has; train names the paths in use); "
-      "LATENTD_MUTEX_DEADLOCK_DETECTION=1 keeps Abseil's mutex deadlock "
-      "detection on (off by default: it slows every nested lock).");
+      "a running latentd when --token is not given. ",
+      latentd::kCpuCapHelp, "; train names the paths in use. ",
+      latentd::kMutexDeadlockDetectionHelp, "."));
 
   // ---- train ----
   latentd::TrainCommandOptions train;

@@ -35,6 +35,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/cpu_features.h"
 #include "base/fast_mutexes.h"
 #include "base/file_util.h"
 #include "base/log.h"
@@ -442,12 +443,9 @@ int main(int argc, char** argv) {
       "Every setting below may also be given in the --config file as "
       "'name = value'; a flag wins over the file."};
   app.set_version_flag("--version", "latentd 0.1.0");
-  app.footer(
-      "Environment: LATENTD_CPU=avx2 or scalar caps the sampler's vector "
-      "code (default: the best the CPU has, avx512, avx2 or scalar; the "
-      "start-up log names the paths in use); "
-      "LATENTD_MUTEX_DEADLOCK_DETECTION=1 keeps Abseil's mutex deadlock "
-      "detection on (off by default: it slows every nested lock).");
+  app.footer(absl::StrCat("Environment: ", latentd::kCpuCapHelp,
+                          "; the start-up log names the paths in use. ",
+                          latentd::kMutexDeadlockDetectionHelp, "."));
   std::string config_path;
   bool print_config = false, print_docs = false;
   app.add_option("--config", config_path, "Config file ('name = value')");
