@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The collapsed joint log p(w, z) per token of a dumped topic assignment.
 
-Usage: joint_ll.py STATE_FILE K ALPHA_SUM BETA
+Usage: joint_ll.py STATE_FILE K ALPHA_SUM BETA [VOCAB_SIZE]
 
 STATE_FILE is what `warplda --dumpz` writes (PREFIX.z.estimate: a line per
 document, its token count and then word:topic for each token), or a Mallet
@@ -15,7 +15,9 @@ typeindex type topic"). The result is the quantity lda_bench and
   + sum_{w,k} [lgamma(n_wk + b) - lgamma(b)]
 
 over the tokens T, with a = ALPHA_SUM / K (WarpLDA's --alpha is the sum) and
-V the words that have tokens. WarpLDA prints the same sum during a sweep,
+V the words that have tokens, or VOCAB_SIZE where given (latentd's V is its
+corpus's vocabulary: with documents held out, it counts words only they
+hold; lda_bench prints it in its first line). WarpLDA prints the same sum during a sweep,
 from counts taken at two points of it, which puts it a little below the
 state it ends in; this is the figure of the state itself.
 """
@@ -66,11 +68,12 @@ def documents(path):
 
 
 def main() -> int:
-    if len(sys.argv) != 5:
+    if len(sys.argv) not in (5, 6):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     path, k, alpha_sum, beta = (sys.argv[1], int(sys.argv[2]),
                                 float(sys.argv[3]), float(sys.argv[4]))
+    vocab_size = int(sys.argv[5]) if len(sys.argv) == 6 else 0
     alpha = alpha_sum / k
     lg = math.lgamma
     word_topic = collections.Counter()
@@ -97,6 +100,12 @@ def main() -> int:
         print(f"{path}: no tokens", file=sys.stderr)
         return 1
     words = len({w for w, _ in word_topic})
+    if vocab_size:
+        if vocab_size < words:
+            print(f"joint_ll.py: VOCAB_SIZE {vocab_size} is below the "
+                  f"{words} words of {path}", file=sys.stderr)
+            return 1
+        words = vocab_size
     word_part = sum(lg(words * beta) - lg(n + words * beta)
                     for n in topic_totals)
     word_part += sum(lg(c + beta) - lg(beta) for c in word_topic.values())

@@ -34,6 +34,14 @@
 // printed ("heldout" lines, computed off the clock, as latentctl train's);
 // the result line then adds the last one and the sampling time at which an
 // evaluation first reached --target-heldout (-1 if none did).
+//
+// WarpLDA's model scored on the same split (warplda_side_by_side.sh with
+// HOLDOUT set): --training-text FILE writes the training documents in the
+// text form WarpLDA's `format` reads and exits; --score-state Z.estimate
+// --state-vocab VOCAB scores a WarpLDA topic dump of those documents on the
+// held-out ones as latentd's state is scored ("result state_heldout_ll")
+// and exits; --dump-state PREFIX writes latentd's final state in that dump's
+// form (ops/bench/warplda_state.h).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -46,6 +54,7 @@
 #include "base/fast_mutexes.h"
 #include "corpora/corpus_builder.h"
 #include "ops/bench/dense_gibbs.h"
+#include "ops/bench/warplda_state.h"
 #include "sampler/doc_topic_stats.h"
 #include "sampler/fold_in.h"
 #include "sampler/hyperparams.h"
@@ -84,6 +93,25 @@ absl::StatusOr<double> LogLikelihoodPerToken(latentd::Trainer& trainer) {
   return ll / static_cast<double>(stats.tokens());
 }
 
+// The held-out log-likelihood per token, by document completion, of the
+// model in `table`: what latentctl train prints for --holdout.
+absl::StatusOr<double> HeldOutLogLikelihood(const latentd::TopicTable& table,
+                                            std::vector<double> alpha,
+                                            double beta,
+                                            latentd::TokenStore* heldout) {
+  latentd::FoldIn fold_in(table, std::move(alpha), beta);
+  absl::StatusOr<latentd::PerplexityResult> p =
+      latentd::DocumentCompletionPerplexity(&fold_in, heldout,
+                                            latentd::InferOptions{});
+  if (!p.ok()) return p.status();
+  return p->log_likelihood_per_token();
+}
+
+void PrintError(const absl::Status& status) {
+  std::fprintf(stderr, "lda_bench: %s\n",
+               std::string(status.message()).c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,6 +134,7 @@ int main(int argc, char** argv) {
   int heldout_every = 10;
   uint64_t seed = 1, batch_tokens = 16384, min_batches = 128;
   std::string overlay_max_word_tokens = "auto";
+  std::string training_text, score_state, state_vocab, dump_state;
   bool raw_text = false, no_overlay = false;
   app.add_option("--corpus", corpus, "Corpus file")->required();
   app.add_option("--vocab", vocab, "Vocabulary (ldac/uci)");
@@ -196,7 +225,23 @@ int main(int argc, char** argv) {
   app.add_option("--target-heldout", target_heldout,
                  "With --holdout: held-out log-likelihood per token whose "
                  "first reaching is timed");
+  app.add_option("--training-text", training_text,
+                 "Write the training documents to this file in WarpLDA's "
+                 "text form (\"dN dN\" then the words) and exit");
+  app.add_option("--score-state", score_state,
+                 "With --holdout and --state-vocab: score this WarpLDA "
+                 "topic dump (PREFIX.z.estimate) of the training documents "
+                 "on the held-out ones and exit");
+  app.add_option("--state-vocab", state_vocab,
+                 "The vocabulary of --score-state (WarpLDA's PREFIX.vocab)");
+  app.add_option("--dump-state", dump_state,
+                 "latentd: after the last sweep, write the state as "
+                 "PREFIX.z.estimate and PREFIX.vocab (WarpLDA's forms)");
   CLI11_PARSE(app, argc, argv);
+  if (!score_state.empty() && (holdout <= 0 || state_vocab.empty())) {
+    std::fprintf(stderr, "--score-state needs --holdout and --state-vocab\n");
+    return 2;
+  }
   if (holdout > 0 && engine != "latentd") {
     std::fprintf(stderr, "--holdout needs --engine latentd\n");
     return 2;
@@ -241,6 +286,39 @@ int main(int argc, char** argv) {
   }
   double last_heldout = 0, heldout_reached = -1;
   if (alpha <= 0) alpha = 50.0 / topics;
+  // The modes that do not sample.
+  if (!training_text.empty() || !score_state.empty()) {
+    absl::Status done;
+    if (!training_text.empty()) {
+      done = latentd::bench::WriteWarpLdaText(store->get(), built->vocab,
+                                              training_text);
+      if (done.ok()) {
+        std::printf("wrote %llu training documents to %s\n",
+                    (unsigned long long)built->stats.documents,
+                    training_text.c_str());
+      }
+    } else {
+      done = [&]() -> absl::Status {
+        auto counts = latentd::bench::ReadWarpLdaCounts(
+            score_state, state_vocab, built->vocab, topics);
+        if (!counts.ok()) return counts.status();
+        latentd::TopicTable table((*store)->meta().vocab_size, topics);
+        absl::Status applied = table.Apply(*counts);
+        if (!applied.ok()) return applied;
+        auto ll =
+            HeldOutLogLikelihood(table, std::vector<double>(topics, alpha),
+                                 beta, heldout_store->get());
+        if (!ll.ok()) return ll.status();
+        std::printf("result state_heldout_ll=%.4f state_tokens=%lld\n", *ll,
+                    (long long)table.TotalTokens());
+        return absl::OkStatus();
+      }();
+    }
+    std::filesystem::remove(store_path);
+    if (holdout > 0) std::filesystem::remove(heldout_path);
+    if (!done.ok()) PrintError(done);
+    return done.ok() ? 0 : 1;
+  }
   std::printf(
       "corpus %s: %llu documents, %llu tokens, %zu words; K=%u "
       "engine=%s threads=%d; %s\n",
@@ -374,22 +452,28 @@ int main(int argc, char** argv) {
                   (*trainer)->table().MeanRowTopics());
       if (holdout > 0 &&
           (s % heldout_every == 0 || s == sweeps || out_of_time())) {
-        latentd::FoldIn fold_in((*trainer)->table(), (*trainer)->alpha(),
-                                (*trainer)->beta());
-        auto p = latentd::DocumentCompletionPerplexity(
-            &fold_in, heldout_store->get(), latentd::InferOptions{});
-        if (!p.ok()) {
-          std::fprintf(stderr, "%s\n",
-                       std::string(p.status().message()).c_str());
+        auto ll =
+            HeldOutLogLikelihood((*trainer)->table(), (*trainer)->alpha(),
+                                 (*trainer)->beta(), heldout_store->get());
+        if (!ll.ok()) {
+          PrintError(ll.status());
           return 1;
         }
-        last_heldout = p->log_likelihood_per_token();
+        last_heldout = *ll;
         if (heldout_reached < 0 && target_heldout != 0 &&
             last_heldout >= target_heldout) {
           heldout_reached = wall;
         }
         std::printf("heldout sweep %d wall %.3f ll/token %.4f\n", s, wall,
                     last_heldout);
+      }
+    }
+    if (!dump_state.empty()) {
+      absl::Status dumped = latentd::bench::WriteWarpLdaState(
+          (*trainer)->store(), built->vocab, dump_state);
+      if (!dumped.ok()) {
+        PrintError(dumped);
+        return 1;
       }
     }
   }
