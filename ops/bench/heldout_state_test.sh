@@ -3,9 +3,10 @@
 # HOLDOUT) scores a topic dump as latentd scores its own state: lda_bench
 # trains a synthetic corpus with documents held out and dumps its final
 # state in WarpLDA's form; with the word ids renumbered (as WarpLDA's
-# `format` does), --score-state must give the held-out log-likelihood
-# lda_bench printed for that state, on a split built again from the same
-# corpus, and joint_ll.py (with lda_bench's V) its training log-likelihood.
+# `format` does) and its vocabulary in either form, --score-state must give
+# the held-out log-likelihood lda_bench printed for that state, on a split
+# built again from the same corpus, and joint_ll.py (with lda_bench's V)
+# its training log-likelihood.
 # Damaged dumps fail with the file and line named.
 # Usage: heldout_state_test.sh BUILD_DIR WORK_DIR
 set -euo pipefail
@@ -42,6 +43,14 @@ cmp -s "$WORK/lat.z.estimate" "$WORK/warp.z.estimate" && fail "the renumbering c
 scored=$(sed -n 's/^result state_heldout_ll=\([-0-9.]*\) .*/\1/p' "$WORK/score.log")
 echo "lda_bench held-out: $heldout; the dump scored: $scored"
 [ "$scored" = "$heldout" ] || fail "the dump scores $scored, lda_bench printed $heldout"
+
+# The same vocabulary a word a line, its id the line's index (what the last
+# WarpLDA writes).
+cut -f2 "$WORK/warp.vocab" >"$WORK/warp.words"
+"$BENCH" "${common[@]}" --score-state "$WORK/warp.z.estimate" \
+  --state-vocab "$WORK/warp.words" --work-dir "$WORK/score" >"$WORK/score.log"
+scored=$(sed -n 's/^result state_heldout_ll=\([-0-9.]*\) .*/\1/p' "$WORK/score.log")
+[ "$scored" = "$heldout" ] || fail "with a word a line, the dump scores $scored, lda_bench printed $heldout"
 
 joint=$(python3 ops/bench/joint_ll.py "$WORK/warp.z.estimate" 7 50 0.01 "$words")
 echo "lda_bench final_ll: $final; joint_ll.py with V=$words: $joint"

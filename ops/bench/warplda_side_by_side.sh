@@ -117,7 +117,7 @@ for K in $TOPICS; do
       --sweeps 100000 --max-seconds "$max_s" --target-ll "$target" \
       "${holdout_args[@]}" "${ho_target_args[@]}" \
       --work-dir "$WORK/lda_bench" >"$lat" 2>&1 || { tail -5 "$lat" >&2; exit 1; }
-    lat_s=$(grep '^result' "$lat" | sed 's/.* seconds_to_target=\([-0-9.]*\).*/\1/')
+    lat_s=$(grep '^result engine=' "$lat" | sed 's/.* seconds_to_target=\([-0-9.]*\).*/\1/')
     lat_ll=$(grep '^sweep ' "$lat" | tail -1 | sed 's/.* ll\/token \([-0-9.]*\).*/\1/')
     lat_rss=$(awk '/^rss_kb/{printf "%.0f", $2 / 1024}' "$lat")
     ratio=$(ratio_of "$warp_s" "$lat_s" "$max_s")

@@ -21,8 +21,9 @@ absl::Status LineError(const std::string& path, size_t line_no,
       absl::StrCat(path, ":", line_no, ": ", what));
 }
 
-// WarpLDA's word id -> latentd's, from the "id<TAB>word" lines of
-// `vocab_path`; -1 for an id the file does not list.
+// WarpLDA's word id -> latentd's, from `vocab_path`: a word a line, its id
+// the line's index (what WarpLDA's last `format` writes), or "id<TAB>word"
+// (earlier ones); -1 for an id the file does not list.
 absl::StatusOr<std::vector<int64_t>> MapWarpLdaVocabulary(
     const std::string& vocab_path, const Vocabulary& vocab) {
   LATENTD_ASSIGN_OR_RETURN(std::string text, ReadFileToString(vocab_path));
@@ -33,15 +34,17 @@ absl::StatusOr<std::vector<int64_t>> MapWarpLdaVocabulary(
     if (line.empty()) continue;
     std::vector<absl::string_view> fields =
         absl::StrSplit(line, absl::ByAnyChar(" \t"), absl::SkipEmpty());
-    uint32_t id = 0;
-    if (fields.size() != 2 || !absl::SimpleAtoi(fields[0], &id)) {
-      return LineError(vocab_path, line_no, "not 'id<TAB>word'");
+    uint32_t id = static_cast<uint32_t>(line_no - 1);
+    if (fields.empty() || fields.size() > 2 ||
+        (fields.size() == 2 && !absl::SimpleAtoi(fields[0], &id))) {
+      return LineError(vocab_path, line_no, "not 'word' or 'id<TAB>word'");
     }
-    std::optional<WordId> ours = vocab.Find(internal::ToStd(fields[1]));
+    absl::string_view word = fields.back();
+    std::optional<WordId> ours = vocab.Find(internal::ToStd(word));
     if (!ours.has_value()) {
-      return LineError(vocab_path, line_no,
-                       absl::StrCat("word '", fields[1],
-                                    "' is not in the corpus's vocabulary"));
+      return LineError(
+          vocab_path, line_no,
+          absl::StrCat("word '", word, "' is not in the corpus's vocabulary"));
     }
     // Ids are dense (0..V-1 in some order): more than twice the lines read
     // so far is a damaged file, not a large vocabulary.

@@ -4,8 +4,9 @@
 //     reads (Yahoo!LDA's: two ids, then the words);
 //   - a topic dump read back (`warplda --dumpz`, PREFIX.z.estimate: a line
 //     per document, its token count, then word:topic for each token) with
-//     the vocabulary `format` wrote (PREFIX.vocab: "id<TAB>word" per line),
-//     as word-topic counts over latentd's word ids;
+//     the vocabulary `format` wrote (PREFIX.vocab: a word a line, its id
+//     the line's index; earlier WarpLDAs wrote "id<TAB>word"), as
+//     word-topic counts over latentd's word ids;
 //   - latentd's own state written in that form (for the test that reading
 //     it back scores what latentd scored).
 // Not part of the product. Errors name the file and line.
@@ -31,7 +32,7 @@ absl::Status WriteWarpLdaText(TokenStore* store, const Vocabulary& vocab,
                               const std::string& path);
 
 // Writes the assignments of `store` as PREFIX.z.estimate and `vocab` as
-// PREFIX.vocab, in the forms above (word ids: latentd's).
+// PREFIX.vocab ("id<TAB>word"), in the forms above (word ids: latentd's).
 absl::Status WriteWarpLdaState(TokenStore* store, const Vocabulary& vocab,
                                const std::string& prefix);
 
