@@ -140,6 +140,21 @@ struct RunTotals {
   std::optional<double> coherence_npmi;
 };
 
+// What the word-topic table holds now and the most its arena held, the
+// part of the process's memory that grows with the model.
+std::string TableMemoryLine(const TopicTable& table) {
+  constexpr double kMiB = 1 << 20;
+  std::string line = absl::StrFormat(
+      "word-topic table: %.1f MiB in rows of %d words",
+      static_cast<double>(table.MemoryBytes()) / kMiB, table.vocab_size());
+  // 0 in an AddressSanitizer build, whose rows come from operator new.
+  if (table.PeakArenaBytes() > 0) {
+    absl::StrAppendFormat(&line, ", its arena at most %.1f MiB",
+                          static_cast<double>(table.PeakArenaBytes()) / kMiB);
+  }
+  return line;
+}
+
 // The --json summary: one line, keys as TrainCommandOptions::json lists.
 std::string SummaryJson(const TrainCommandOptions& o, Trainer& trainer,
                         const ModelRows& model, const RunTotals& run) {
@@ -153,6 +168,10 @@ std::string SummaryJson(const TrainCommandOptions& o, Trainer& trainer,
       static_cast<double>(trainer.store()->meta().num_docs));
   f["tokens"].set_number_value(static_cast<double>(model.tokens()));
   f["samplingSeconds"].set_number_value(run.seconds);
+  f["tableBytes"].set_number_value(
+      static_cast<double>(trainer.table().MemoryBytes()));
+  f["tableArenaPeakBytes"].set_number_value(
+      static_cast<double>(trainer.table().PeakArenaBytes()));
   f["tokensPerSecond"].set_number_value(
       run.seconds > 0 ? static_cast<double>(run.tokens) / run.seconds : 0);
   if (run.log_likelihood_per_token.has_value()) {
@@ -212,6 +231,7 @@ absl::Status Finish(const TrainCommandOptions& o, Trainer& trainer,
   run.coherence_npmi = coherence.mean_npmi;
   absl::FPrintF(err, "model written to %s (sweep %d)\n", o.out_dir,
                 model.sweep());
+  absl::FPrintF(err, "%s\n", TableMemoryLine(trainer.table()));
   if (o.json) {
     absl::FPrintF(out, "%s\n", SummaryJson(o, trainer, model, run));
   } else if (o.print_topics > 0 && model.tokens() == 0) {

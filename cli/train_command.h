@@ -35,7 +35,9 @@ struct TrainCommandOptions {
   int print_topics = 20;      // topics printed at the end (0: none)
   // Print, at the end, a JSON summary of the run on `out` instead of the
   // topics: modelDir, sweep, sweepsRun, topics (K), documents, tokens,
-  // samplingSeconds, tokensPerSecond, logLikelihoodPerToken (last
+  // samplingSeconds, tokensPerSecond, tableBytes and tableArenaPeakBytes
+  // (the word-topic table's rows now and the most its arena held; the
+  // arena is 0 in an AddressSanitizer build), logLikelihoodPerToken (last
   // evaluated sweep, if any), heldoutPerplexity and
   // heldoutLogLikelihoodPerToken (with --holdout; cli/evaluate_command.h),
   // coherenceUmass and coherenceNpmi (means over the topics of the top 10

@@ -8,9 +8,12 @@
 # Per run: tokens, token store size, sampling tokens/s (the median over
 # sweeps 2..S: sweep 1 holds the progressive start), wall seconds of the
 # whole command (building the store, sampling, coherence, writing the
-# model) and its peak resident set (/usr/bin/time's maximum RSS). Prints a
+# model), its peak resident set (/usr/bin/time's maximum RSS), the most the
+# word-topic table's arena held (table MiB: the model, which grows with
+# the corpus until each word's row is full) and the peak RSS less it (rest
+# MiB, at most what the rest held at the peak). Prints a
 # table, then each run's tokens/s over news20's and peak RSS over the
-# smallest synthetic corpus's.
+# smallest synthetic corpus's, with and without the table.
 # Usage: ops/bench/big_corpus.sh [build-dir] [work-dir] [K] [threads]
 #        [sweeps] [sizes]
 #   sizes: document counts, comma-separated (default 10000,100000,1000000)
@@ -82,17 +85,22 @@ run() {
     rm -rf "$out"
     return 0
   fi
-  local tokens store rate rss wall
+  local tokens store rate rss wall table
   tokens=$(sed -n 's/^corpus: [0-9]* documents, \([0-9]*\) tokens.*/\1/p' "$log")
+  # The most the word-topic table's arena held (latentctl train's last
+  # lines): the memory that grows with the model rather than the corpus.
+  table=$(sed -n 's/^word-topic table: .*arena at most \([0-9.]*\) MiB$/\1/p' "$log")
+  table=${table:-0}
   store=$(stat -c %s "$out/tokens.lts")
   rate=$(awk -v s="$SWEEPS" '/^sweep [0-9]+\// && !/in progress/ {
       split($2, a, "/"); if (a[1] > 1 || s == 1) print $5 }' "$log" |
     median)
   read -r rss wall < <(sed -n 's/^TIME //p' "$log")
   rm -rf "$out"
-  printf '%-20s %12s %10.0f %12.2f %10.0f %10.0f\n' "$name" "$tokens" \
-    "$((store >> 20))" "$rate" "$wall" "$((rss >> 10))"
-  results+=("$name $rate $((rss >> 10))")
+  printf '%-20s %12s %10.0f %12.2f %10.0f %10.0f %10.0f %10.0f\n' "$name" \
+    "$tokens" "$((store >> 20))" "$rate" "$wall" "$((rss >> 10))" "$table" \
+    "$(awk -v r="$((rss >> 10))" -v t="$table" 'BEGIN { print r - t }')"
+  results+=("$name $rate $((rss >> 10)) $table")
   largest_store=$((store >> 20))
 }
 
@@ -140,8 +148,8 @@ warp() {
   rm -rf "$dir"
 }
 
-printf '%-20s %12s %10s %12s %10s %10s\n' run tokens "store MiB" \
-  "Mtok/s" "wall s" "RSS MiB"
+printf '%-20s %12s %10s %12s %10s %10s %10s %10s\n' run tokens "store MiB" \
+  "Mtok/s" "wall s" "RSS MiB" "table MiB" "rest MiB"
 if [ -f "$NEWS20" ]; then
   run news20 "$NEWS20" --format lines
   warp news20 "$NEWS20" lines
@@ -190,10 +198,12 @@ rss_base=${results[0]}
 [ "${results[0]%% *}" = news20 ] && [ ${#results[@]} -gt 1 ] &&
   rss_base=${results[1]}
 read -r rate_name base_rate _ <<<"$rate_base"
-read -r rss_name _ base_rss <<<"$rss_base"
+read -r rss_name _ base_rss base_table <<<"$rss_base"
 for r in "${results[@]}"; do
-  read -r name rate rss <<<"$r"
+  read -r name rate rss table <<<"$r"
   awk -v n="$name" -v rn="$rate_name" -v r="$rate" -v br="$base_rate" \
-    -v mn="$rss_name" -v m="$rss" -v bm="$base_rss" \
-    'BEGIN { printf "%-16s tokens/s %.2f of %s; peak RSS %.2f of %s\n", n, r / br, rn, m / bm, mn }'
+    -v mn="$rss_name" -v m="$rss" -v bm="$base_rss" -v t="$table" \
+    -v bt="$base_table" \
+    'BEGIN { printf "%-16s tokens/s %.2f of %s; peak RSS %.2f of %s, less the table %.2f\n",
+             n, r / br, rn, m / bm, mn, (m - t) / (bm - bt) }'
 done

@@ -83,7 +83,8 @@ printf 'oil prices crude opec\nfootball goal team coach\n' >"$DIR/j.txt"
   --json >"$DIR/trj" 2>/dev/null || fail "train --json"
 [ "$(wc -l <"$DIR/trj")" = 1 ] || fail "train --json is not one line: $(cat "$DIR/trj")"
 for key in '"modelDir":"'"$DIR/j"'"' '"sweep":2' '"sweepsRun":2' '"topics":2' '"tokens":[1-9]' \
-  '"logLikelihoodPerToken":-' '"heldoutPerplexity":null' '"heldoutLogLikelihoodPerToken":null'; do
+  '"logLikelihoodPerToken":-' '"heldoutPerplexity":null' '"heldoutLogLikelihoodPerToken":null' \
+  '"tableBytes":[1-9]' '"tableArenaPeakBytes":[0-9]'; do
   grep -q "$key" "$DIR/trj" || fail "train --json lacks $key: $(cat "$DIR/trj")"
 done
 "$CTL" evaluate "$DIR/j" 2>"$DIR/eve" && fail "evaluate without held-out documents accepted"
