@@ -17,6 +17,10 @@ fail() { echo "FAIL: $*"; exit 1; }
 grep -q "loglik/token" "$DIR/err" || fail "no progress lines"
 grep -q "^sweep 1/5 .* ETA " "$DIR/err" || fail "no 'sweep i/N' with ETA: $(head -5 "$DIR/err")"
 grep -q "^sweep 5/5 " "$DIR/err" || fail "no last sweep line"
+# The table's memory, last, in the form ops/bench/big_corpus.sh reads (an
+# AddressSanitizer build has no arena to report).
+tail -n 1 "$DIR/err" | grep -Eq "^word-topic table: [0-9]+\.[0-9] MiB in rows of [0-9]+ words(, its arena at most [0-9]+\.[0-9] MiB)?$" ||
+  fail "no table memory line last: $(tail -n 2 "$DIR/err")"
 # The default start is progressive: the first sweep line says so and what
 # the pass took; the settings record it.
 grep -q "^sweep 1/5 .*(progressive start [0-9.]* s)" "$DIR/err" ||
